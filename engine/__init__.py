@@ -1,0 +1,43 @@
+"""rankscope's engine: context-mode's lexical retrieval pipeline, traced.
+
+Pure Python (no Textual). Public API::
+
+    from engine import Store, SearchParams, search
+    store = Store.create(":memory:")
+    index_corpus(store, "sample_corpus")
+    trace = search(store, SearchParams("install", limit=3))
+"""
+
+from .corpus import IndexReport, index_corpus, index_paths, load_sessions_map
+from .export import trace_to_dict
+from .model import (
+    Candidate,
+    Correction,
+    FinalResult,
+    FusionStage,
+    FuzzyStage,
+    Hit,
+    RerankEntry,
+    RerankStage,
+    RetrieverRun,
+    Run,
+    SearchParams,
+    Trace,
+    Variant,
+)
+from .pipeline import search
+from .store import (
+    NotADatabaseError,
+    ReadOnlyStoreError,
+    SchemaError,
+    Store,
+    StoreError,
+    StoreNotFoundError,
+)
+
+__all__ = [
+    "Candidate", "Correction", "FinalResult", "FusionStage", "FuzzyStage", "Hit", "IndexReport",
+    "NotADatabaseError", "ReadOnlyStoreError", "RerankEntry", "RerankStage", "RetrieverRun", "Run",
+    "SchemaError", "SearchParams", "Store", "StoreError", "StoreNotFoundError", "Trace", "Variant",
+    "index_corpus", "index_paths", "load_sessions_map", "search", "trace_to_dict",
+]

@@ -1,0 +1,174 @@
+"""JSON form of a :class:`~engine.model.Trace`.
+
+Field names match ``../shared/parity/*/expected.json`` wherever the two
+overlap, so a trace can be diffed against the reference directly. The
+schema (``TRACE_SCHEMA_VERSION`` 1):
+
+* ``id`` (batch only), ``query``, ``params`` {limit, source, content_type,
+  source_match, sessions}, ``variant`` (``"reference"`` or ``key=value,...``);
+* ``pool_size``, ``fts_limit``, ``refresh`` {checked, stale, refreshed};
+* the first pass: ``porter_query``, ``trigram_query``, ``porter`` / ``trigram``
+  [{rank, rowid, source, title, bm25, content_type, session_id}],
+  ``fused`` [{source, title, score, porter_rank, trigram_rank,
+  key_collision, rowid, merged_rowids, contributions[{retriever, rank,
+  rowid, value}]}], ``pool`` [{source, title, score}], ``filtered``
+  [{source, title, session_id}], ``removed`` (same shape), ``trimmed``
+  [{source, title}], ``cut``, ``rerank`` {terms, results[{source, title,
+  content_type, title_hits, title_boost, proximity_boost, phrase_boost,
+  boost, min_span, adjacent_pairs, old_position, new_position}]} or null;
+* ``fuzzy`` {ran, reason, words, corrections[{word, corrected,
+  max_distance, candidates_within}], corrected_query, shadow} plus, when it
+  re-ran, the same first-pass keys inside it;
+* ``layer``, ``final`` [{source, title, content_type, rank, session_id,
+  rowid, boost}], ``empty_reason``, ``timings_ms`` {stage: ms}.
+
+``rank`` in ``final`` is minus the fused score (reference meaning), never the boost.
+"""
+
+from __future__ import annotations
+
+from .model import Candidate, Run, Trace
+
+TRACE_SCHEMA_VERSION = 1
+
+
+def _st(c: Candidate) -> dict:
+    return {"source": c.source, "title": c.title}
+
+
+def run_to_dict(run: Run) -> dict:
+    """The stage keys of one pass."""
+    def hits(r):
+        return [
+            {
+                "rank": h.rank,
+                "rowid": h.rowid,
+                "source": h.source,
+                "title": h.title,
+                "bm25": h.bm25,
+                "content_type": h.content_type,
+                "session_id": h.session_id,
+            }
+            for h in r.hits
+        ]
+
+    out = {
+        "porter_query": run.porter.query if not run.porter.skipped else "",
+        "trigram_query": run.trigram.query,
+        "porter": hits(run.porter),
+        "trigram": hits(run.trigram),
+        "retriever_errors": {r.name: r.error for r in (run.porter, run.trigram) if r.error},
+        "fused": [
+            {
+                **_st(c),
+                "score": c.score,
+                "porter_rank": c.porter_rank,
+                "trigram_rank": c.trigram_rank,
+                "key_collision": c.key_collision,
+                "rowid": c.rowid,
+                "merged_rowids": list(c.merged_rowids),
+                "contributions": [
+                    {"retriever": x.retriever, "rank": x.rank, "rowid": x.rowid, "value": x.value}
+                    for x in c.contributions
+                ],
+            }
+            for c in run.fusion.candidates
+        ],
+        "pool": [{**_st(c), "score": c.score} for c in run.fusion.pool],
+        "filtered": [{**_st(c), "session_id": c.session_id} for c in run.filter.kept],
+        "removed": [{**_st(c), "session_id": c.session_id} for c in run.filter.removed],
+        "trimmed": [_st(c) for c in run.trim.kept] if run.trim else [],
+        "cut": [_st(c) for c in run.trim.cut] if run.trim else [],
+        "rerank": None,
+    }
+    if run.rerank is not None:
+        out["rerank"] = {
+            "terms": list(run.rerank.terms),
+            "results": [
+                {
+                    **_st(e.candidate),
+                    "content_type": e.candidate.content_type,
+                    "title_hits": e.title_hits,
+                    "title_boost": e.title_boost,
+                    "proximity_boost": e.proximity_boost,
+                    "phrase_boost": e.phrase_boost,
+                    "boost": e.boost,
+                    "min_span": e.min_span,
+                    "adjacent_pairs": e.adjacent_pairs,
+                    "old_position": e.old_position,
+                    "new_position": e.new_position,
+                }
+                for e in run.rerank.entries
+            ],
+        }
+    return out
+
+
+def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict:
+    """The whole trace as JSON-ready dicts and lists (see the module docstring)."""
+    p = trace.params
+    out: dict = {}
+    if query_id is not None:
+        out["id"] = query_id
+    out.update(
+        {
+            "schema_version": TRACE_SCHEMA_VERSION,
+            "query": p.query,
+            "params": {
+                "limit": p.limit,
+                "source": p.source,
+                "content_type": p.content_type,
+                "source_match": p.source_match,
+                "sessions": list(p.sessions) if p.sessions is not None else None,
+            },
+            "variant": p.variant.describe(),
+            "pool_size": trace.pool_size,
+            "fts_limit": trace.fts_limit,
+            "refresh": {
+                "checked": trace.refresh.checked,
+                "stale": list(trace.refresh.stale),
+                "refreshed": trace.refresh.refreshed,
+            },
+        }
+    )
+    out.update(run_to_dict(trace.first))
+    fz = trace.fuzzy
+    fuzzy = {
+        "ran": fz.ran,
+        "reason": fz.reason,
+        "shadow": fz.shadow,
+        "words": list(fz.words),
+        "corrections": [
+            {
+                "word": c.word,
+                "corrected": c.corrected,
+                "max_distance": c.max_distance,
+                "candidates_within": c.candidates_within,
+                "distance": c.distance,
+            }
+            for c in fz.corrections
+        ],
+        "corrected_query": fz.corrected_query,
+    }
+    if fz.rerun is not None:
+        fuzzy.update(run_to_dict(fz.rerun))
+    out["fuzzy"] = fuzzy
+    out["layer"] = trace.layer
+    out["final"] = [
+        {
+            "source": r.candidate.source,
+            "title": r.candidate.title,
+            "content_type": r.candidate.content_type,
+            "rank": r.rank,
+            "session_id": r.candidate.session_id,
+            "rowid": r.candidate.rowid,
+            "boost": r.boost,
+        }
+        for r in trace.final
+    ]
+    out["empty_reason"] = trace.empty_reason
+    timings: dict[str, float] = {}
+    for name, ms in trace.timings_ms:
+        timings[name] = timings.get(name, 0.0) + ms
+    out["timings_ms"] = timings
+    return out

@@ -1,0 +1,123 @@
+"""JavaScript string semantics, reproduced in Python.
+
+The reference pipeline (context-mode's ``ContentStore``) runs on V8. Several of
+its decisions depend on how JavaScript treats strings, and a naive Python port
+gets them wrong. Every helper here names the JavaScript behaviour it copies:
+
+* ``String.prototype.length`` counts UTF-16 code units, so a character outside
+  the Basic Multilingual Plane (an emoji, say) has length 2. Python's ``len``
+  counts code points. :func:`utf16_len` gives the JavaScript value.
+* ``slice``/``indexOf`` offsets are UTF-16 code units. :func:`utf16_units`
+  turns a string into a Python ``str`` holding one character per UTF-16 code
+  unit (astral characters become a surrogate pair of two lone-surrogate
+  characters), so ordinary ``str.find``/slicing then yields JavaScript
+  offsets. :func:`utf16_slice` cuts a string at a code-unit offset and may
+  therefore leave a lone surrogate, exactly as JavaScript does.
+* The regex class ``\\s`` and ``String.prototype.trim`` use the ECMAScript
+  WhiteSpace + LineTerminator set, which differs from Python's ``str.isspace``
+  (JavaScript includes U+FEFF, the BOM; Python includes U+001C-U+001F and
+  U+0085, which JavaScript does not). :data:`JS_WS` is that class.
+* The regex ``.`` matches anything but the line terminators ``\\n``, ``\\r``,
+  U+2028 and U+2029 (Python's ``.`` excludes only ``\\n``). :data:`JS_DOT` is
+  that class.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+
+#: ECMAScript ``\s``: WhiteSpace and LineTerminator code points (a regex class body).
+JS_WS = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+#: ECMAScript ``.`` without the ``s`` flag: any code point but a line terminator.
+JS_DOT = "[^\\n\\r\\u2028\\u2029]"
+
+_WS_SPLIT = re.compile(f"[{JS_WS}]+")
+_TRIM = re.compile(f"^[{JS_WS}]+|[{JS_WS}]+$")
+_TRIM_END = re.compile(f"[{JS_WS}]+$")
+
+
+def js_trim(text: str) -> str:
+    """``text.trim()``: strip ECMAScript whitespace (BOM included) at both ends."""
+    if not text:
+        return text
+    return _TRIM.sub("", text)
+
+
+def js_split_ws(text: str) -> list[str]:
+    """``text.split(/\\s+/)``: may return empty strings at either end, as JavaScript does."""
+    return _WS_SPLIT.split(text)
+
+
+def _is_bmp(text: str) -> bool:
+    return not text or max(text) < "\U00010000"
+
+
+def utf16_len(text: str) -> int:
+    """``text.length`` in JavaScript: the number of UTF-16 code units."""
+    if _is_bmp(text):
+        return len(text)
+    return len(text) + sum(1 for ch in text if ch > "\uffff")
+
+
+def utf16_units(text: str) -> str:
+    """Return ``text`` with one Python character per UTF-16 code unit.
+
+    BMP text comes back unchanged; an astral character becomes its high and
+    low surrogates as two (lone-surrogate) characters. Offsets and lengths
+    computed on the result are JavaScript offsets and lengths.
+    """
+    if _is_bmp(text):
+        return text
+    units = array("H")
+    units.frombytes(text.encode("utf-16-le", "surrogatepass"))
+    return "".join(map(chr, units))
+
+
+def utf16_slice(text: str, start: int, end: int | None = None) -> str:
+    """``text.slice(start, end)`` with code-unit offsets (both non-negative).
+
+    A cut through a surrogate pair leaves a lone surrogate in the result,
+    exactly as in JavaScript; :func:`to_storage_bytes` writes it the way the
+    reference's SQLite binding does.
+    """
+    if _is_bmp(text):
+        return text[start:end]
+    raw = text.encode("utf-16-le", "surrogatepass")
+    piece = raw[2 * start:] if end is None else raw[2 * start:2 * end]
+    return piece.decode("utf-16-le", "surrogatepass")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """True when ``text`` holds a code point in U+D800..U+DFFF (unencodable as UTF-8)."""
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def to_storage_bytes(text: str) -> bytes:
+    """UTF-8 bytes as the reference stores them; a lone surrogate becomes its
+    3-byte generalised UTF-8 form (``ED xx xx``), which SQLite later reads back
+    as three U+FFFD characters."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def utf8_len(text: str) -> int:
+    """``Buffer.byteLength(text)``: UTF-8 length in bytes (a lone surrogate
+    counts 3, as Node encodes it as U+FFFD)."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return len(text.encode("utf-8", "replace")) + 2 * sum(
+            1 for ch in text if "\ud800" <= ch <= "\udfff"
+        )
+
+
+def decode_utf8_like_node(data: bytes) -> str:
+    """``buffer.toString('utf-8')``: invalid sequences become U+FFFD (maximal
+    subparts), a leading BOM is kept (``trim`` removes it later)."""
+    return data.decode("utf-8", "replace")
+
+
+def js_to_lower(text: str) -> str:
+    """``toLowerCase()``; Python's full-Unicode ``lower`` matches V8's for
+    the cases the reference exercises (final sigma, dotted capital I)."""
+    return text.lower()

@@ -1,0 +1,541 @@
+"""Value objects of the engine: parameters, candidates and the stage trace.
+
+Every class is a frozen dataclass; sequences are tuples. Conventions:
+
+* ``rank`` / ``position`` are **1-based** positions in a list.
+* ``score`` is higher-is-better. ``bm25`` is SQLite's raw ``bm25(table, 5.0,
+  1.0)`` value (negative, lower is better), kept as is.
+* A *fusion key* is ``source + "::" + title`` (the reference merges by it).
+* ``elapsed_ms`` are wall-clock milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ContentType = Literal["code", "prose"]
+SourceMatch = Literal["like", "exact"]
+Layer = Literal["rrf", "rrf-fuzzy", "none"]
+
+#: Reference RRF constant (Cormack, Clarke & Buettcher 2009).
+RRF_K = 60
+#: Reference default limit of ``searchWithFallback``.
+DEFAULT_LIMIT = 3
+#: Upper bound we accept for ``limit`` (larger values are a typo, not a wish).
+MAX_LIMIT = 10_000
+#: Longest query we accept, in characters.
+MAX_QUERY_CHARS = 10_000
+
+FUSION_KEYS = ("source-title", "rowid")
+RERANK_MODES = ("on", "off", "before-trim")
+FUZZY_POLICIES = ("fallback", "always", "never")
+RETRIEVER_SETS = ("both", "porter", "trigram")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A pipeline configuration. The defaults are the reference behaviour.
+
+    Attributes:
+        fusion_key: ``"source-title"`` (reference: merge chunks sharing
+            ``source::title``) or ``"rowid"`` (one key per chunk).
+        rrf_k: RRF constant k in ``1 / (k + rank)`` (reference 60).
+        fts_limit: rows fetched per retriever; ``None`` means the reference
+            ``max(2 * pool_size, 10)``.
+        pool_size: fusion limit without an allow-set; ``None`` = ``limit``.
+        pool_size_sessions: fusion limit with an allow-set; ``None`` =
+            ``max(8 * limit, 40)``.
+        rerank: ``"on"`` (reference: rerank the trimmed list), ``"off"``, or
+            ``"before-trim"`` (rerank the whole filtered pool, then trim).
+        fuzzy: ``"fallback"`` (reference: only when the filtered fusion is
+            empty), ``"always"`` (also run it as a shadow and record what it
+            would return), ``"never"``.
+        retrievers: ``"both"`` (reference), ``"porter"`` or ``"trigram"``.
+    """
+
+    fusion_key: str = "source-title"
+    rrf_k: int = RRF_K
+    fts_limit: int | None = None
+    pool_size: int | None = None
+    pool_size_sessions: int | None = None
+    rerank: str = "on"
+    fuzzy: str = "fallback"
+    retrievers: str = "both"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (
+            ("fusion_key", FUSION_KEYS),
+            ("rerank", RERANK_MODES),
+            ("fuzzy", FUZZY_POLICIES),
+            ("retrievers", RETRIEVER_SETS),
+        ):
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+        if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int) or self.rrf_k < 0:
+            raise ValueError(f"rrf_k must be a non-negative integer; got {self.rrf_k!r}")
+        for name in ("fts_limit", "pool_size", "pool_size_sessions"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative integer or None; got {value!r}")
+
+    @property
+    def is_reference(self) -> bool:
+        """True when every field has its reference value."""
+        return self == Variant()
+
+    def describe(self) -> str:
+        """Short ``key=value`` list of the fields that differ from the reference."""
+        ref = Variant()
+        parts = [f"{k}={getattr(self, k)}" for k in self.__dataclass_fields__ if getattr(self, k) != getattr(ref, k)]
+        return ",".join(parts) or "reference"
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """Arguments of one search (reference ``searchWithFallback``).
+
+    Attributes:
+        query: raw user text (any Unicode; FTS5 syntax is neutralised).
+        limit: results wanted (0..``MAX_LIMIT``).
+        source: label filter; ``None`` or ``""`` means no filter.
+        source_match: ``"like"`` (substring, ASCII case-folded by SQLite
+            ``LIKE``) or ``"exact"``.
+        content_type: ``"code"``, ``"prose"`` or ``None`` for both.
+        sessions: the session allow-set; ``None`` = no session filter, ``()``
+            = only unattributed chunks (session id ``""``) pass.
+        variant: pipeline configuration (reference by default).
+
+    Raises:
+        ValueError: on a negative or huge limit, an unknown content type or
+            source-match mode, or a query longer than ``MAX_QUERY_CHARS``.
+    """
+
+    query: str
+    limit: int = DEFAULT_LIMIT
+    source: str | None = None
+    source_match: str = "like"
+    content_type: str | None = None
+    sessions: tuple[str, ...] | None = None
+    variant: Variant = field(default_factory=Variant)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.query, str):
+            raise ValueError(f"query must be a string; got {type(self.query).__name__}")
+        if len(self.query) > MAX_QUERY_CHARS:
+            raise ValueError(f"query is {len(self.query)} characters; the maximum is {MAX_QUERY_CHARS}")
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int):
+            raise ValueError(f"limit must be an integer; got {self.limit!r}")
+        if self.limit < 0:
+            raise ValueError(
+                f"limit must be 0 or more; got {self.limit} (the reference mis-handles negative limits, context-mode #1119)"
+            )
+        if self.limit > MAX_LIMIT:
+            raise ValueError(f"limit must be at most {MAX_LIMIT}; got {self.limit}")
+        if self.source_match not in ("like", "exact"):
+            raise ValueError(f"source_match must be 'like' or 'exact'; got {self.source_match!r}")
+        if self.content_type not in (None, "code", "prose"):
+            raise ValueError(f"content_type must be 'code', 'prose' or None; got {self.content_type!r}")
+        if self.sessions is not None and not isinstance(self.sessions, tuple):
+            object.__setattr__(self, "sessions", tuple(self.sessions))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One row returned by a retriever.
+
+    Attributes:
+        rank: 1-based position in the retriever's run.
+        rowid: FTS5 rowid (both tables share rowids).
+        source: the source label.
+        title: chunk title.
+        content: chunk text.
+        content_type: ``"code"`` or ``"prose"``.
+        session_id: attribution session id (``""`` when unattributed).
+        bm25: raw ``bm25(table, 5.0, 1.0)`` (negative; lower is better).
+        highlighted: content with matches wrapped in ``\\x02`` ... ``\\x03``.
+    """
+
+    rank: int
+    rowid: int
+    source: str
+    title: str
+    content: str
+    content_type: str
+    session_id: str
+    bm25: float
+    highlighted: str
+
+    @property
+    def key(self) -> str:
+        """Reference fusion key ``source::title``."""
+        return f"{self.source}::{self.title}"
+
+    @property
+    def score(self) -> float:
+        """``-bm25``: higher is better, for display."""
+        return -self.bm25
+
+
+@dataclass(frozen=True)
+class RetrieverRun:
+    """One retriever's ranked run.
+
+    Attributes:
+        name: ``"porter"`` or ``"trigram"``.
+        query: the sanitised MATCH string (``""`` for a skipped trigram run).
+        fts_limit: the ``LIMIT`` used.
+        hits: rows in SQL order (bm25 ascending).
+        skipped: why the retriever did not run, or ``None``.
+        error: an SQLite error message (the run is then empty), or ``None``.
+        elapsed_ms: time spent in SQL.
+    """
+
+    name: str
+    query: str
+    fts_limit: int
+    hits: tuple[Hit, ...]
+    skipped: str | None = None
+    error: str | None = None
+    elapsed_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One list occurrence added into a fused score: ``1 / (rrf_k + rank)``.
+
+    Attributes:
+        retriever: ``"porter"`` or ``"trigram"``.
+        rank: 1-based position in that retriever's run.
+        rowid: the row at that position (may differ from the kept row).
+        value: the added amount.
+    """
+
+    retriever: str
+    rank: int
+    rowid: int
+    value: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A fused candidate (one fusion key) and the row that represents it.
+
+    Attributes:
+        key: fusion key (``source::title``, or ``#rowid`` in the rowid variant).
+        rowid, source, title, content, content_type, session_id, highlighted:
+            the *kept* row: the first one seen (Porter run first).
+        score: summed RRF score (sum of ``contributions`` in order).
+        porter_rank / trigram_rank: first 1-based position of the key in each
+            run, or ``None`` when absent.
+        contributions: every occurrence added, Porter run first.
+        merged_rowids: other chunks that carried the same key and were
+            swallowed by it (key collision), in first-seen order.
+    """
+
+    key: str
+    rowid: int
+    source: str
+    title: str
+    content: str
+    content_type: str
+    session_id: str
+    highlighted: str
+    score: float
+    porter_rank: int | None
+    trigram_rank: int | None
+    contributions: tuple[Contribution, ...]
+    merged_rowids: tuple[int, ...] = ()
+
+    @property
+    def key_collision(self) -> bool:
+        """True when the key occurred more than once in one run (parity field)."""
+        seen: set[str] = set()
+        for c in self.contributions:
+            if c.retriever in seen:
+                return True
+            seen.add(c.retriever)
+        return False
+
+    @property
+    def merged(self) -> bool:
+        """True when another chunk's row was merged into this key."""
+        return bool(self.merged_rowids)
+
+    @property
+    def rank(self) -> float:
+        """The reference's ``rank`` field: minus the fused score."""
+        return -self.score
+
+
+@dataclass(frozen=True)
+class FusionStage:
+    """Reciprocal rank fusion of the two runs (Cormack, Clarke & Buettcher 2009).
+
+    Attributes:
+        rrf_k: the constant k.
+        candidates: every fused key, sorted by score descending, ties in
+            first-seen order (stable sort).
+        pool_size: how many candidates fusion returns (its limit).
+        elapsed_ms: time spent fusing.
+    """
+
+    rrf_k: int
+    candidates: tuple[Candidate, ...]
+    pool_size: int
+    elapsed_ms: float = 0.0
+
+    @property
+    def pool(self) -> tuple[Candidate, ...]:
+        """``candidates[:pool_size]``: what fusion hands on."""
+        return self.candidates[: self.pool_size]
+
+    @property
+    def beyond_pool(self) -> tuple[Candidate, ...]:
+        """Candidates fused but cut by the pool size."""
+        return self.candidates[self.pool_size :]
+
+
+@dataclass(frozen=True)
+class FilterStage:
+    """Session filter over the pool.
+
+    Attributes:
+        allow_set: the allowed session ids, or ``None`` (no filter ran).
+        kept: pool candidates whose session id is ``""`` or allowed, in order.
+        removed: the others, in pool order.
+    """
+
+    allow_set: tuple[str, ...] | None
+    kept: tuple[Candidate, ...]
+    removed: tuple[Candidate, ...]
+    elapsed_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class TrimStage:
+    """Trim of the filtered list to ``limit``.
+
+    Attributes:
+        limit: the cut.
+        kept: ``filtered[:limit]``.
+        cut: ``filtered[limit:]``.
+    """
+
+    limit: int
+    kept: tuple[Candidate, ...]
+    cut: tuple[Candidate, ...]
+    elapsed_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class RerankEntry:
+    """Rerank components of one candidate.
+
+    Attributes:
+        candidate: the fused candidate.
+        title_hits: terms found as substrings of the lower-cased title.
+        title_boost: ``w * title_hits / len(terms)``, w = 0.6 code / 0.3 prose.
+        proximity_boost: ``1 / (1 + min_span / len(content))`` (UTF-16 units).
+        phrase_boost: ``0.5 * min(1, adjacent_pairs / 4)``.
+        boost: ``(title_boost + proximity_boost) + phrase_boost``.
+        min_span: smallest window (start of first to start of last term),
+            ``None`` with fewer than two terms or a term missing.
+        adjacent_pairs: ordered term pairs within 30 code units, or ``None``.
+        old_position: 1-based position before the rerank.
+        new_position: 1-based position after it.
+    """
+
+    candidate: Candidate
+    title_hits: int
+    title_boost: float
+    proximity_boost: float
+    phrase_boost: float
+    boost: float
+    min_span: int | None
+    adjacent_pairs: int | None
+    old_position: int
+    new_position: int
+
+    @property
+    def moved(self) -> int:
+        """Positions gained (positive = moved up)."""
+        return self.old_position - self.new_position
+
+
+@dataclass(frozen=True)
+class RerankStage:
+    """Proximity / title rerank.
+
+    Attributes:
+        query: the text the terms came from (corrected text in a fuzzy re-run).
+        terms: rerank terms.
+        entries: one per input candidate, in the **new** order.
+    """
+
+    query: str
+    terms: tuple[str, ...]
+    entries: tuple[RerankEntry, ...]
+    elapsed_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Run:
+    """One pass of retrieve → fuse → filter → trim → rerank.
+
+    Attributes:
+        query: the text searched (the raw query, or the corrected one).
+        porter, trigram: the two retriever runs.
+        fusion: RRF over both runs.
+        filter: the session filter over ``fusion.pool``.
+        trim: the trim of ``filter.kept``; ``None`` when nothing survived the
+            filter (the pass then hands over to fuzzy).
+        rerank: the rerank, or ``None`` when it did not run.
+        results: this pass's answer in order (empty when nothing survived).
+    """
+
+    query: str
+    porter: RetrieverRun
+    trigram: RetrieverRun
+    fusion: FusionStage
+    filter: FilterStage
+    trim: TrimStage | None
+    rerank: RerankStage | None
+    results: tuple[Candidate, ...]
+
+
+@dataclass(frozen=True)
+class Correction:
+    """Fuzzy correction of one word.
+
+    Attributes:
+        word: the lower-cased query word.
+        corrected: the replacement, or ``None`` when kept (exact vocabulary
+            hit, or nothing within ``max_distance``).
+        max_distance: allowed Levenshtein distance (1 / 2 / 3 by UTF-16 length).
+        candidates_within: vocabulary words within the allowance (the word
+            itself included).
+        distance: edit distance of the chosen correction, else ``None``.
+        exact: the word itself is in the vocabulary.
+        candidates_scanned: vocabulary rows read (length window).
+    """
+
+    word: str
+    corrected: str | None
+    max_distance: int
+    candidates_within: int
+    distance: int | None = None
+    exact: bool = False
+    candidates_scanned: int = 0
+
+
+@dataclass(frozen=True)
+class FuzzyStage:
+    """The typo fallback.
+
+    Attributes:
+        ran: whether corrections were computed.
+        reason: why it ran or was skipped, in words.
+        words: the words tried.
+        corrections: one per word.
+        corrected_query: the corrected words joined by spaces, or ``None``.
+        rerun: the second pass with the corrected query, or ``None`` (not
+            needed: nothing changed).
+        shadow: ``True`` when it ran only as a what-if (fuzzy policy
+            ``always`` with a non-empty first pass): its rerun is not the answer.
+    """
+
+    ran: bool
+    reason: str
+    words: tuple[str, ...] = ()
+    corrections: tuple[Correction, ...] = ()
+    corrected_query: str | None = None
+    rerun: Run | None = None
+    shadow: bool = False
+    elapsed_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class FinalResult:
+    """One answer.
+
+    Attributes:
+        position: 1-based position in the final list.
+        candidate: the fused candidate shown.
+        layer: ``"rrf"`` or ``"rrf-fuzzy"``.
+        boost: the rerank boost (``None`` when the rerank did not run).
+    """
+
+    position: int
+    candidate: Candidate
+    layer: str
+    boost: float | None
+
+    @property
+    def rank(self) -> float:
+        """Reference ``rank``: minus the fused score (not the boost)."""
+        return -self.candidate.score
+
+
+@dataclass(frozen=True)
+class RefreshReport:
+    """File-backed sources found stale before searching.
+
+    Attributes:
+        checked: sources with a file path.
+        stale: labels whose file changed (mtime after ``indexed_at`` and a new
+            SHA-256).
+        refreshed: whether they were re-indexed (``False`` for read-only stores,
+            which are never written: the labels are then what *would* refresh).
+        errors: ``(label, message)`` for sources that could not be checked.
+    """
+
+    checked: int = 0
+    stale: tuple[str, ...] = ()
+    refreshed: bool = False
+    errors: tuple[tuple[str, str], ...] = ()
+    elapsed_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Everything one search did, stage by stage, in pipeline order.
+
+    Attributes:
+        params: the search parameters (with the variant).
+        pool_size: fusion limit (``limit`` or ``max(8 * limit, 40)``).
+        fts_limit: rows fetched per retriever.
+        refresh: the stale-source check.
+        first: the first pass (raw query).
+        fuzzy: the fallback stage.
+        layer: ``"rrf"``, ``"rrf-fuzzy"`` or ``"none"``.
+        final: the answer.
+        empty_reason: when ``final`` is empty, why, in words.
+        timings_ms: stage name → elapsed milliseconds, in pipeline order.
+    """
+
+    params: SearchParams
+    pool_size: int
+    fts_limit: int
+    refresh: RefreshReport
+    first: Run
+    fuzzy: FuzzyStage
+    layer: str
+    final: tuple[FinalResult, ...]
+    empty_reason: str | None
+    timings_ms: tuple[tuple[str, float], ...]
+
+    @property
+    def answering_run(self) -> Run | None:
+        """The pass whose results are the answer (``None`` for layer none)."""
+        if self.layer == "rrf":
+            return self.first
+        if self.layer == "rrf-fuzzy":
+            return self.fuzzy.rerun
+        return None
+
+    @property
+    def total_ms(self) -> float:
+        """Sum of the stage timings."""
+        return sum(ms for _, ms in self.timings_ms)

@@ -1,0 +1,133 @@
+"""Proximity / title rerank (reference ``#applyProximityReranking``).
+
+For each candidate, with ``terms`` from :func:`engine.query.rerank_terms`:
+
+* title boost ``w * hits / len(terms)``; ``hits`` counts terms that are
+  substrings of the lower-cased title; ``w`` is 0.6 for code, 0.3 for prose;
+* with 2+ terms all present in the lower-cased content: proximity boost
+  ``1 / (1 + min_span / max(len(content), 1))`` and phrase boost
+  ``0.5 * min(1, adjacent_pairs / 4)``.
+
+Offsets and lengths are UTF-16 code units (JavaScript ``indexOf`` and
+``length``): content and terms are converted with
+:func:`engine.jsstr.utf16_units` before searching. Sort: boost descending,
+then fused score descending, then input order. This is a rerank score, not BM25.
+"""
+
+from __future__ import annotations
+
+from .jsstr import js_to_lower, utf16_units
+from .model import Candidate, RerankEntry
+
+#: Title weight for code and prose chunks.
+TITLE_WEIGHT = {"code": 0.6, "prose": 0.3}
+#: Right term must start within this many code units after the left term ends.
+PHRASE_GAP = 30
+
+
+def find_all_positions(text: str, term: str) -> list[int]:
+    """Every start offset of ``term`` in ``text`` (overlaps allowed), ascending."""
+    out: list[int] = []
+    idx = text.find(term)
+    while idx != -1:
+        out.append(idx)
+        idx = text.find(term, idx + 1)
+    return out
+
+
+def min_span(position_lists: list[list[int]]) -> float:
+    """Smallest window (first start to last start) holding one position of
+    every list; a sweep advancing the list at the current minimum.
+    ``inf`` for no lists, 0 for one."""
+    if not position_lists:
+        return float("inf")
+    if len(position_lists) == 1:
+        return 0
+    ptrs = [0] * len(position_lists)
+    best = float("inf")
+    while True:
+        cur_min, cur_max, min_idx = float("inf"), float("-inf"), 0
+        for i, lst in enumerate(position_lists):
+            val = lst[ptrs[i]]
+            if val < cur_min:
+                cur_min, min_idx = val, i
+            if val > cur_max:
+                cur_max = val
+        best = min(best, cur_max - cur_min)
+        ptrs[min_idx] += 1
+        if ptrs[min_idx] >= len(position_lists[min_idx]):
+            return best
+
+
+def count_adjacent_pairs(position_lists: list[list[int]], terms: list[str], gap: int = PHRASE_GAP) -> int:
+    """For each consecutive term pair, left occurrences followed by an unused
+    right occurrence starting within ``gap`` units after the left one ends."""
+    if len(position_lists) < 2 or len(terms) < 2:
+        return 0
+    total = 0
+    for i in range(min(len(position_lists), len(terms)) - 1):
+        left, right = position_lists[i], position_lists[i + 1]
+        left_len = len(terms[i])
+        j = 0
+        for p in left:
+            lo = p + left_len
+            while j < len(right) and right[j] < lo:
+                j += 1
+            if j < len(right) and right[j] <= lo + gap:
+                total += 1
+                j += 1
+    return total
+
+
+def score_candidate(candidate: Candidate, terms: list[str]) -> tuple[int, float, float, float, float, int | None, int | None]:
+    """``(title_hits, title_boost, proximity_boost, phrase_boost, boost, min_span, adjacent_pairs)``."""
+    title = js_to_lower(candidate.title)
+    hits = sum(1 for t in terms if t in title)
+    weight = TITLE_WEIGHT["code"] if candidate.content_type == "code" else TITLE_WEIGHT["prose"]
+    title_boost = weight * (hits / len(terms)) if hits > 0 else 0
+    proximity = phrase = 0
+    span = pairs = None
+    if len(terms) >= 2:
+        content = utf16_units(js_to_lower(candidate.content))
+        unit_terms = [utf16_units(t) for t in terms]
+        positions = [find_all_positions(content, t) for t in unit_terms]
+        if all(positions):
+            span = min_span(positions)
+            proximity = 1 / (1 + span / max(len(content), 1))
+            pairs = count_adjacent_pairs(positions, unit_terms)
+            phrase = 0.5 * min(1, pairs / 4)
+    boost = title_boost + proximity + phrase
+    return hits, title_boost, proximity, phrase, boost, span, pairs
+
+
+def rerank(candidates: tuple[Candidate, ...] | list[Candidate], terms: list[str]) -> tuple[RerankEntry, ...]:
+    """Rerank ``candidates`` (already in fused order) by boost.
+
+    Returns:
+        One :class:`RerankEntry` per candidate, in the new order, with old
+        and new 1-based positions. With no terms every boost is 0 and the
+        order is unchanged.
+    """
+    scored = []
+    for index, cand in enumerate(candidates):
+        if terms:
+            parts = score_candidate(cand, terms)
+        else:
+            parts = (0, 0, 0, 0, 0, None, None)
+        scored.append((index, cand, parts))
+    scored.sort(key=lambda item: (-item[2][4], -item[1].score))
+    return tuple(
+        RerankEntry(
+            candidate=cand,
+            title_hits=parts[0],
+            title_boost=parts[1],
+            proximity_boost=parts[2],
+            phrase_boost=parts[3],
+            boost=parts[4],
+            min_span=parts[5],
+            adjacent_pairs=parts[6],
+            old_position=index + 1,
+            new_position=new + 1,
+        )
+        for new, (index, cand, parts) in enumerate(scored)
+    )

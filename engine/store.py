@@ -1,0 +1,626 @@
+"""The content store: SQLite with the reference schema, indexing, and safe
+read-only opening of stores written by context-mode itself.
+
+Schema (reference context-mode ``src/store.ts`` 1.0.169): ``sources``,
+``chunks`` (FTS5, ``porter unicode61``), ``chunks_trigram`` (FTS5,
+``trigram``), ``vocabulary``. Older stores (context-mode 1.0.22) have 4 FTS
+columns and no session column: every chunk then reads as session ``""``.
+
+Two ways in:
+
+* :meth:`Store.create` / :meth:`Store.open_writable` — a store rankscope owns:
+  schema created if missing, WAL journal, indexing allowed.
+* :meth:`Store.open_readonly` — anybody's store (the default for
+  :meth:`Store.open`): opened with SQLite's read-only URI mode, no pragma
+  that writes, nothing migrated, refreshed or optimised. When a ``-wal`` file
+  is present (a writer is live) the connection reads through it; otherwise it
+  is opened ``immutable`` so not even ``-shm``/``-wal`` files are created.
+
+Every SQL value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import regex
+
+from .chunking import MAX_CHUNK_BYTES, ChunkDraft, chunk_json, chunk_markdown, chunk_plain_text
+from .jsstr import decode_utf8_like_node, js_to_lower, to_storage_bytes, utf16_len
+from .query import STOPWORDS
+
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS sources (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  label TEXT NOT NULL,
+  chunk_count INTEGER NOT NULL DEFAULT 0,
+  code_chunk_count INTEGER NOT NULL DEFAULT 0,
+  indexed_at TEXT NOT NULL DEFAULT (datetime('now')),
+  file_path TEXT,
+  content_hash TEXT
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(
+  title, content, source_id UNINDEXED, content_type UNINDEXED,
+  source_category UNINDEXED, session_id UNINDEXED, event_id UNINDEXED,
+  timestamp UNINDEXED, tokenize='porter unicode61'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_trigram USING fts5(
+  title, content, source_id UNINDEXED, content_type UNINDEXED,
+  source_category UNINDEXED, session_id UNINDEXED, event_id UNINDEXED,
+  timestamp UNINDEXED, tokenize='trigram'
+);
+CREATE TABLE IF NOT EXISTS vocabulary (word TEXT PRIMARY KEY);
+CREATE INDEX IF NOT EXISTS idx_sources_label ON sources(label);
+"""
+
+FTS_TABLES = ("chunks", "chunks_trigram")
+_VOCAB_SPLIT = regex.compile(r"[^\p{L}\p{N}_-]+")
+#: File kinds and the chunker each uses.
+KINDS = ("markdown", "json", "plain")
+
+
+class StoreError(Exception):
+    """Base class of every store error; the message names the path."""
+
+
+class StoreNotFoundError(StoreError):
+    """The database file does not exist."""
+
+
+class NotADatabaseError(StoreError):
+    """The file exists but is not an SQLite database (or is corrupt)."""
+
+
+class SchemaError(StoreError):
+    """The database lacks the content-store tables."""
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write was attempted on a store opened read-only."""
+
+
+@dataclass(frozen=True)
+class SchemaInfo:
+    """What kind of content store this is.
+
+    Attributes:
+        fts_columns: 8 (context-mode 1.0.100+ style) or 4 (older).
+        has_session: the FTS tables have a ``session_id`` column.
+        has_vocabulary: a ``vocabulary`` table exists (fuzzy needs it).
+        has_file_columns: ``sources`` has ``file_path``/``content_hash``.
+    """
+
+    fts_columns: int
+    has_session: bool
+    has_vocabulary: bool
+    has_file_columns: bool
+
+    @property
+    def generation(self) -> str:
+        """Human label: ``"8-column (session attribution)"`` or ``"4-column (legacy)"``."""
+        return "8-column (session attribution)" if self.fts_columns >= 8 else "4-column (legacy)"
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    """Outcome of indexing one label.
+
+    Attributes:
+        label: the source label.
+        source_id: new ``sources.id``.
+        kind: chunker used (``markdown``/``json``/``plain``; a JSON file that
+            failed to parse reports ``plain``).
+        chunks: chunks stored.
+        code_chunks: of which ``code``.
+        bytes: UTF-8 size of the indexed text.
+        vocabulary_added: new vocabulary words.
+    """
+
+    label: str
+    source_id: int
+    kind: str
+    chunks: int
+    code_chunks: int
+    bytes: int
+    vocabulary_added: int
+
+
+def kind_for_path(path: str | os.PathLike[str]) -> str:
+    """Chunker for a file name: ``.md`` markdown, ``.json`` JSON, else plain
+    (extension compared case-insensitively)."""
+    suffix = Path(path).suffix.lower()
+    return {".md": "markdown", ".json": "json"}.get(suffix, "plain")
+
+
+def _text_factory(data: bytes) -> str:
+    # The reference can store a lone surrogate (a title cut inside an emoji
+    # pair); SQLite hands those bytes back, and we read them as V8 does: each
+    # invalid byte becomes U+FFFD.
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace")
+
+
+def vocabulary_words(text: str) -> list[str]:
+    """Words the reference adds to ``vocabulary`` for ``text``: lower-cased,
+    split on runs of characters that are not letters, digits, ``_`` or ``-``;
+    3+ UTF-16 code units; stopwords dropped; first occurrence order."""
+    seen: dict[str, None] = {}
+    for word in _VOCAB_SPLIT.split(js_to_lower(text)):
+        if word not in seen and utf16_len(word) >= 3 and word not in STOPWORDS:
+            seen[word] = None
+    return list(seen)
+
+
+def sha256_text(text: str) -> str:
+    """SHA-256 hex digest of ``text`` encoded as UTF-8 (reference ``content_hash``)."""
+    return hashlib.sha256(to_storage_bytes(text)).hexdigest()
+
+
+def _now_iso() -> str:
+    now = _dt.datetime.now(_dt.timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+class Store:
+    """A content store on one SQLite file (or in memory).
+
+    Use :meth:`create`, :meth:`open_writable` or :meth:`open_readonly`; do
+    not call the constructor directly. :meth:`connect` returns a fresh
+    connection for another thread (in-memory stores share one connection
+    under a lock). Close with :meth:`close` or use as a context manager.
+    """
+
+    def __init__(self, path: str | None, read_only: bool, conn: sqlite3.Connection, schema: SchemaInfo):
+        self.path = path
+        self.read_only = read_only
+        self.conn = conn
+        self.schema = schema
+        self.lock = threading.RLock()
+
+    # ── opening ────────────────────────────────────────────────────────
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str] = ":memory:") -> "Store":
+        """Create (or open) a writable store at ``path``; ``":memory:"`` for a
+        scratch store. Creates the schema when missing and sets WAL.
+
+        Raises:
+            NotADatabaseError: ``path`` exists and is not an SQLite file.
+            SchemaError: an existing DB has a different schema.
+        """
+        p = str(path)
+        if p != ":memory:":
+            parent = Path(p).resolve().parent
+            if not parent.is_dir():
+                raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
+        conn = cls._raw_connect(p, read_only=False)
+        try:
+            if p != ":memory:":
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.executescript(SCHEMA_SQL)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise NotADatabaseError(f"{p} is not a usable SQLite database: {exc}") from exc
+        schema = cls._inspect(conn, p)
+        if schema.fts_columns < 8:
+            conn.close()
+            raise SchemaError(
+                f"{p} has the older 4-column FTS schema; rankscope will not migrate it. Open it read-only instead."
+            )
+        return cls(None if p == ":memory:" else p, False, conn, schema)
+
+    @classmethod
+    def open_writable(cls, path: str | os.PathLike[str]) -> "Store":
+        """Open an existing store for writing (it must already be a content store).
+
+        Raises:
+            StoreNotFoundError, NotADatabaseError, SchemaError.
+        """
+        p = str(path)
+        cls._check_file(p)
+        conn = cls._raw_connect(p, read_only=False)
+        schema = cls._inspect(conn, p)
+        conn.execute("PRAGMA busy_timeout=30000")
+        return cls(p, False, conn, schema)
+
+    @classmethod
+    def open_readonly(cls, path: str | os.PathLike[str]) -> "Store":
+        """Open any content store without ever writing to it.
+
+        Raises:
+            StoreNotFoundError: no file at ``path``.
+            NotADatabaseError: not SQLite, or corrupt.
+            SchemaError: SQLite, but not a content store.
+        """
+        p = str(path)
+        cls._check_file(p)
+        conn = cls._raw_connect(p, read_only=True)
+        schema = cls._inspect(conn, p)
+        return cls(p, True, conn, schema)
+
+    open = open_readonly
+
+    @staticmethod
+    def _check_file(p: str) -> None:
+        if p == ":memory:":
+            raise StoreError("an in-memory store cannot be reopened; use Store.create()")
+        if not os.path.exists(p):
+            raise StoreNotFoundError(f"no database at {p}")
+        if os.path.isdir(p):
+            raise NotADatabaseError(f"{p} is a folder, not a database file")
+        with open(p, "rb") as fh:
+            header = fh.read(16)
+        if header != b"SQLite format 3\x00":
+            raise NotADatabaseError(f"{p} is not an SQLite database (header {header[:16]!r})")
+
+    @staticmethod
+    def _raw_connect(p: str, read_only: bool) -> sqlite3.Connection:
+        if read_only:
+            # A live writer keeps a -wal file: read through it (mode=ro). With
+            # no -wal, immutable=1 reads the main file and creates nothing.
+            uri_path = quote(os.path.abspath(p))
+            flags = "mode=ro" if os.path.exists(p + "-wal") else "mode=ro&immutable=1"
+            conn = sqlite3.connect(f"file:{uri_path}?{flags}", uri=True, check_same_thread=False, timeout=30)
+        else:
+            conn = sqlite3.connect(p, check_same_thread=False, timeout=30, isolation_level=None)
+        conn.text_factory = _text_factory
+        return conn
+
+    @staticmethod
+    def _inspect(conn: sqlite3.Connection, p: str) -> SchemaInfo:
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise NotADatabaseError(f"{p} is not a readable SQLite database: {exc}") from exc
+        missing = [t for t in ("sources", "chunks", "chunks_trigram") if t not in tables]
+        if missing:
+            conn.close()
+            raise SchemaError(f"{p} is not a context-mode content store: missing table(s) {', '.join(missing)}")
+        try:
+            cols = [r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('chunks')")]
+            src_cols = {r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('sources')")}
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise SchemaError(f"{p}: cannot read the chunks table ({exc}); is FTS5 available?") from exc
+        visible = [c for c in cols if c not in ("chunks", "rank")]
+        for needed in ("title", "content", "source_id", "content_type"):
+            if needed not in visible:
+                conn.close()
+                raise SchemaError(f"{p}: table chunks lacks column {needed!r}")
+        return SchemaInfo(
+            fts_columns=len(visible),
+            has_session="session_id" in visible,
+            has_vocabulary="vocabulary" in tables,
+            has_file_columns={"file_path", "content_hash"} <= src_cols,
+        )
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection to the same file, for use in another thread.
+
+        Read-only stores get a read-only connection. For an in-memory store
+        the shared connection is returned (guard it with :attr:`lock`).
+        """
+        if self.path is None:
+            return self.conn
+        conn = self._raw_connect(self.path, read_only=self.read_only)
+        if not self.read_only:
+            conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    def close(self) -> None:
+        """Close the main connection (idempotent)."""
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ── indexing ───────────────────────────────────────────────────────
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyStoreError(f"{self.path} is open read-only; rankscope never writes to it")
+
+    def index_text(
+        self,
+        label: str,
+        text: str,
+        kind: str = "markdown",
+        *,
+        session_id: str = "",
+        event_id: str = "",
+        file_path: str | None = None,
+        max_chunk_bytes: int = MAX_CHUNK_BYTES,
+    ) -> IndexResult:
+        """Chunk ``text`` with the ``kind`` chunker and store it under ``label``.
+
+        Replaces any earlier content of ``label`` in the same transaction
+        (both FTS tables and the source row), then adds vocabulary.
+
+        Args:
+            label: source label (e.g. a relative path).
+            text: the decoded text.
+            kind: ``"markdown"``, ``"json"`` or ``"plain"``.
+            session_id: attribution stored on every chunk (``""`` = none).
+            file_path: makes the source file-backed (stale refresh); the
+                reference records it for markdown read from a file.
+
+        Raises:
+            ReadOnlyStoreError: the store is read-only.
+            ValueError: unknown ``kind``.
+        """
+        self._require_writable()
+        if kind == "markdown":
+            drafts, used = chunk_markdown(text, max_chunk_bytes), "markdown"
+        elif kind == "json":
+            drafts, used = chunk_json(text, max_chunk_bytes)
+        elif kind == "plain":
+            drafts, used = chunk_plain_text(text, max_chunk_bytes=max_chunk_bytes), "plain"
+        else:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+        content_hash = sha256_text(text) if file_path is not None else None
+        return self._insert(label, drafts, text, used, session_id, event_id, file_path, content_hash)
+
+    def _insert(
+        self,
+        label: str,
+        drafts: list[ChunkDraft],
+        text: str,
+        kind: str,
+        session_id: str,
+        event_id: str,
+        file_path: str | None,
+        content_hash: str | None,
+    ) -> IndexResult:
+        code = sum(1 for d in drafts if d.has_code)
+        now = _now_iso()
+        with self.lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for table in FTS_TABLES:
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE source_id IN (SELECT id FROM sources WHERE label = ?)", (label,)
+                    )
+                conn.execute("DELETE FROM sources WHERE label = ?", (label,))
+                cur = conn.execute(
+                    "INSERT INTO sources (label, chunk_count, code_chunk_count, file_path, content_hash) VALUES (?, ?, ?, ?, ?)",
+                    (label, len(drafts), code, file_path, content_hash),
+                )
+                source_id = cur.lastrowid
+                rows = [
+                    (
+                        to_storage_bytes(d.title),
+                        to_storage_bytes(d.content),
+                        float(source_id),
+                        d.content_type,
+                        None,
+                        session_id,
+                        event_id,
+                        now,
+                    )
+                    for d in drafts
+                ]
+                for row in rows:
+                    for table in FTS_TABLES:
+                        conn.execute(
+                            f"INSERT INTO {table} (title, content, source_id, content_type, source_category, "
+                            "session_id, event_id, timestamp) VALUES (CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)",
+                            row,
+                        )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            added = 0
+            if text:
+                words = vocabulary_words(text)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    before = conn.total_changes
+                    conn.executemany("INSERT OR IGNORE INTO vocabulary (word) VALUES (?)", ((w,) for w in words))
+                    added = conn.total_changes - before
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        return IndexResult(label, int(source_id), kind, len(drafts), code, len(to_storage_bytes(text)), added)
+
+    def index_file(
+        self,
+        path: str | os.PathLike[str],
+        label: str | None = None,
+        *,
+        session_id: str = "",
+        kind: str | None = None,
+    ) -> IndexResult:
+        """Read a file and index it; the kind comes from its extension.
+
+        Bytes are decoded as UTF-8 like Node (invalid sequences become
+        U+FFFD). Markdown sources are file-backed (``file_path`` and SHA-256
+        recorded) as in the reference; every kind records its SHA-256.
+
+        Raises:
+            OSError: the file cannot be read.
+            ReadOnlyStoreError: the store is read-only.
+        """
+        self._require_writable()
+        p = Path(path)
+        if not p.is_file():
+            raise OSError(f"refusing to index {p}: not a regular file")
+        text = decode_utf8_like_node(p.read_bytes())
+        k = kind or kind_for_path(p)
+        lbl = label if label is not None else str(p)
+        result = self.index_text(
+            lbl, text, k, session_id=session_id, file_path=str(p.resolve()) if k == "markdown" else None
+        )
+        if k != "markdown":
+            with self.lock:
+                self.conn.execute("UPDATE sources SET content_hash = ? WHERE id = ?", (sha256_text(text), result.source_id))
+        return result
+
+    def delete_label(self, label: str) -> int:
+        """Remove a label's chunks and source row in one transaction; returns chunks removed.
+
+        Raises:
+            ReadOnlyStoreError: the store is read-only.
+        """
+        self._require_writable()
+        with self.lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                n = conn.execute(
+                    "SELECT COUNT(*) FROM chunks WHERE source_id IN (SELECT id FROM sources WHERE label = ?)", (label,)
+                ).fetchone()[0]
+                for table in FTS_TABLES:
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE source_id IN (SELECT id FROM sources WHERE label = ?)", (label,)
+                    )
+                conn.execute("DELETE FROM sources WHERE label = ?", (label,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return int(n)
+
+    # ── stale sources ──────────────────────────────────────────────────
+
+    def stale_sources(self, conn: sqlite3.Connection | None = None) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+        """File-backed sources whose file changed since indexing (reference
+        ``#refreshStaleSources`` test: file exists, mtime after ``indexed_at``,
+        SHA-256 differs).
+
+        Returns:
+            ``(stale, errors)``: stale is ``[(label, file_path, new_text)]``,
+            errors is ``[(label, message)]``. Nothing is written.
+        """
+        if not self.schema.has_file_columns:
+            return [], []
+        c = conn or self.conn
+        rows = c.execute(
+            "SELECT label, file_path, content_hash, indexed_at FROM sources WHERE file_path IS NOT NULL"
+        ).fetchall()
+        stale: list[tuple[str, str, str]] = []
+        errors: list[tuple[str, str]] = []
+        for label, file_path, content_hash, indexed_at in rows:
+            try:
+                if not os.path.exists(file_path):
+                    continue
+                indexed = _dt.datetime.strptime(indexed_at, "%Y-%m-%d %H:%M:%S").replace(tzinfo=_dt.timezone.utc)
+                mtime_ms = int(os.stat(file_path).st_mtime_ns // 1_000_000)
+                if mtime_ms <= int(indexed.timestamp() * 1000):
+                    continue
+                if not os.path.isfile(file_path):
+                    continue
+                with open(file_path, "rb") as fh:
+                    text = decode_utf8_like_node(fh.read())
+                if sha256_text(text) == content_hash:
+                    continue
+                stale.append((label, file_path, text))
+            except (OSError, ValueError, TypeError) as exc:
+                errors.append((label, str(exc)))
+        return stale, errors
+
+    def refresh_stale(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """Re-index stale file-backed sources (writable stores only) as
+        markdown, like the reference. Returns ``(labels refreshed, errors)``."""
+        self._require_writable()
+        stale, errors = self.stale_sources()
+        done = []
+        for label, file_path, text in stale:
+            self.index_text(label, text, "markdown", file_path=file_path)
+            done.append(label)
+        return done, errors
+
+    # ── reading ────────────────────────────────────────────────────────
+
+    def _session_expr(self, alias: str = "chunks") -> str:
+        return f"{alias}.session_id" if self.schema.has_session else "''"
+
+    def chunk(self, rowid: int, conn: sqlite3.Connection | None = None) -> dict | None:
+        """One chunk by rowid as a dict (``rowid, source, title, content,
+        content_type, session_id, source_id``), or ``None``."""
+        c = conn or self.conn
+        row = c.execute(
+            f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content, chunks.content_type, "
+            f"{self._session_expr()}, chunks.source_id FROM chunks JOIN sources ON sources.id = chunks.source_id "
+            "WHERE chunks.rowid = ?",
+            (rowid,),
+        ).fetchone()
+        if row is None:
+            return None
+        keys = ("rowid", "source", "title", "content", "content_type", "session_id", "source_id")
+        return dict(zip(keys, row))
+
+    def iter_chunks(self, conn: sqlite3.Connection | None = None) -> list[dict]:
+        """Every chunk in rowid order (same dict shape as :meth:`chunk`, with
+        content); ``source`` is ``None`` for an orphan chunk."""
+        c = conn or self.conn
+        rows = c.execute(
+            f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content, chunks.content_type, "
+            f"{self._session_expr()}, chunks.source_id FROM chunks LEFT JOIN sources ON sources.id = chunks.source_id "
+            "ORDER BY chunks.rowid"
+        ).fetchall()
+        keys = ("rowid", "source", "title", "content", "content_type", "session_id", "source_id")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def sources(self, conn: sqlite3.Connection | None = None) -> list[dict]:
+        """Source rows in id order: ``id, label, chunk_count, code_chunk_count,
+        indexed_at, file_path, content_hash`` (the last two ``None`` on old stores)."""
+        c = conn or self.conn
+        extra = "file_path, content_hash" if self.schema.has_file_columns else "NULL, NULL"
+        rows = c.execute(
+            f"SELECT id, label, chunk_count, code_chunk_count, indexed_at, {extra} FROM sources ORDER BY id"
+        ).fetchall()
+        keys = ("id", "label", "chunk_count", "code_chunk_count", "indexed_at", "file_path", "content_hash")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def session_counts(self, conn: sqlite3.Connection | None = None) -> list[tuple[str, int]]:
+        """``(session_id, chunks)`` pairs, most chunks first (``""`` = unattributed)."""
+        c = conn or self.conn
+        if not self.schema.has_session:
+            n = c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+            return [("", n)] if n else []
+        rows = c.execute(
+            "SELECT COALESCE(session_id, ''), COUNT(*) FROM chunks GROUP BY 1 ORDER BY 2 DESC, 1"
+        ).fetchall()
+        return [(str(s), int(n)) for s, n in rows]
+
+    def stats(self, conn: sqlite3.Connection | None = None) -> dict:
+        """Counts: ``sources, chunks, code_chunks, vocabulary`` (``None`` when
+        the table is missing) and ``last_indexed_at``."""
+        c = conn or self.conn
+        sources, last = c.execute("SELECT COUNT(*), MAX(indexed_at) FROM sources").fetchone()
+        chunks = c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        code = c.execute("SELECT COUNT(*) FROM chunks WHERE content_type = 'code'").fetchone()[0]
+        vocab = c.execute("SELECT COUNT(*) FROM vocabulary").fetchone()[0] if self.schema.has_vocabulary else None
+        return {"sources": sources, "chunks": chunks, "code_chunks": code, "vocabulary": vocab, "last_indexed_at": last}
+
+    def source_hashes(self) -> dict[str, str | None]:
+        """``label -> content_hash`` for incremental indexing."""
+        if not self.schema.has_file_columns:
+            return {}
+        return {lbl: h for lbl, h in self.conn.execute("SELECT label, content_hash FROM sources")}
+
+
+def elapsed_ms(start: float) -> float:
+    """Milliseconds since ``start`` (a ``time.perf_counter()`` value)."""
+    return (time.perf_counter() - start) * 1000.0

@@ -1,0 +1,160 @@
+"""Parity with the reference implementation: every golden case under
+``../shared/parity/`` (produced by running context-mode 1.0.169 itself).
+
+Per query id: sanitised query strings, each retriever's run (bm25 within
+1e-12 relative), the fused list (scores exactly equal), pool, session filter,
+trim, rerank components, fuzzy corrections and re-run, layer and final list.
+Per file: chunk titles, content types, byte lengths and SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from functools import lru_cache
+
+import pytest
+
+from engine import SearchParams, Store, index_corpus, search, trace_to_dict
+
+from ..conftest import PARITY
+
+SETS = sorted(p.name for p in PARITY.iterdir() if (p / "expected.json").is_file()) if PARITY.is_dir() else []
+
+
+@lru_cache(maxsize=None)
+def _expected(name: str) -> dict:
+    return json.loads((PARITY / name / "expected.json").read_text("utf-8"))
+
+
+@lru_cache(maxsize=None)
+def _store(name: str) -> Store:
+    store = Store.create(":memory:")
+    index_corpus(store, PARITY / name / "corpus")
+    return store
+
+
+def _cases():
+    for name in SETS:
+        for q in _expected(name)["queries"]:
+            yield pytest.param(name, q, id=f"{name}/{q['id']}")
+
+
+def _files():
+    for name in SETS:
+        for f in _expected(name)["chunks"]:
+            yield pytest.param(name, f, id=f"{name}/{f['source']}")
+
+
+def test_parity_sets_present():
+    assert set(SETS) >= {"stages", "context7"}, f"parity sets missing under {PARITY}"
+    assert sum(len(_expected(n)["queries"]) for n in SETS) >= 178
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=0.0)
+
+
+def _compare_run(got: dict, exp: dict, where: str) -> list[str]:
+    errs = []
+    for key in ("porter_query", "trigram_query"):
+        if got[key] != exp[key]:
+            errs.append(f"{where}{key}: {got[key]!r} != {exp[key]!r}")
+    for name in ("porter", "trigram"):
+        g = [(h["source"], h["title"]) for h in got[name]]
+        e = [(h["source"], h["title"]) for h in exp[name]]
+        if g != e:
+            errs.append(f"{where}{name} list differs:\n  got {g}\n  exp {e}")
+        else:
+            for gh, eh in zip(got[name], exp[name]):
+                if not _close(gh["bm25"], eh["bm25"]):
+                    errs.append(f"{where}{name} bm25 {gh['title']!r}: {gh['bm25']!r} != {eh['bm25']!r}")
+    fields = ("source", "title", "score", "porter_rank", "trigram_rank", "key_collision")
+    g = [tuple(x[f] for f in fields) for x in got["fused"]]
+    e = [tuple(x[f] for f in fields) for x in exp["fused"]]
+    if g != e:
+        errs.append(f"{where}fused differs:\n  got {g}\n  exp {e}")
+    for key, fields in (
+        ("pool", ("source", "title", "score")),
+        ("filtered", ("source", "title", "session_id")),
+        ("trimmed", ("source", "title")),
+    ):
+        g = [tuple(x[f] for f in fields) for x in got[key]]
+        e = [tuple(x[f] for f in fields) for x in exp[key]]
+        if g != e:
+            errs.append(f"{where}{key} differs:\n  got {g}\n  exp {e}")
+    if (got["rerank"] is None) != (exp["rerank"] is None):
+        errs.append(f"{where}rerank ran={got['rerank'] is not None}, expected {exp['rerank'] is not None}")
+    elif exp["rerank"] is not None:
+        if got["rerank"]["terms"] != exp["rerank"]["terms"]:
+            errs.append(f"{where}rerank terms {got['rerank']['terms']} != {exp['rerank']['terms']}")
+        fields = tuple(exp["rerank"]["results"][0].keys()) if exp["rerank"]["results"] else ()
+        g = [tuple(x[f] for f in fields) for x in got["rerank"]["results"]]
+        e = [tuple(x[f] for f in fields) for x in exp["rerank"]["results"]]
+        if g != e:
+            errs.append(f"{where}rerank differs ({fields}):\n  got {g}\n  exp {e}")
+    return errs
+
+
+@pytest.mark.parametrize(("set_name", "case"), list(_cases()))
+def test_query_parity(set_name, case):
+    p = case["params"]
+    params = SearchParams(
+        query=case["query"],
+        limit=p["limit"],
+        source=p["source"],
+        source_match=p["source_match"],
+        content_type=p["content_type"],
+        sessions=tuple(p["sessions"]) if p["sessions"] is not None else None,
+    )
+    got = trace_to_dict(search(_store(set_name), params))
+    errs = []
+    for key in ("pool_size", "fts_limit", "layer"):
+        if got[key] != case[key]:
+            errs.append(f"{key}: {got[key]!r} != {case[key]!r}")
+    errs += _compare_run(got, case, "")
+    gf, ef = got["fuzzy"], case["fuzzy"]
+    if gf["ran"] != ef["ran"]:
+        errs.append(f"fuzzy ran {gf['ran']} != {ef['ran']}")
+    if ef["ran"]:
+        if gf["words"] != ef["words"]:
+            errs.append(f"fuzzy words {gf['words']} != {ef['words']}")
+        fields = ("word", "corrected", "max_distance", "candidates_within")
+        g = [tuple(c[f] for f in fields) for c in gf["corrections"]]
+        e = [tuple(c[f] for f in fields) for c in ef["corrections"]]
+        if g != e:
+            errs.append(f"fuzzy corrections {g} != {e}")
+        if gf["corrected_query"] != ef["corrected_query"]:
+            errs.append(f"corrected_query {gf['corrected_query']!r} != {ef['corrected_query']!r}")
+        if ("porter" in ef) != ("porter" in gf):
+            errs.append(f"fuzzy re-run: got {'porter' in gf}, expected {'porter' in ef}")
+        elif "porter" in ef:
+            errs += _compare_run(gf, ef, "fuzzy.")
+    fields = ("source", "title", "content_type", "rank", "session_id")
+    g = [tuple(x[f] for f in fields) for x in got["final"]]
+    e = [tuple(x[f] for f in fields) for x in case["final"]]
+    if g != e:
+        errs.append(f"final differs:\n  got {g}\n  exp {e}")
+    assert not errs, f"{set_name}/{case['id']} ({case.get('why', '')}):\n" + "\n".join(errs)
+
+
+@pytest.mark.parametrize(("set_name", "expected_file"), list(_files()))
+def test_chunk_parity(set_name, expected_file):
+    store = _store(set_name)
+    rows = [r for r in store.iter_chunks() if r["source"] == expected_file["source"]]
+    got = [
+        (r["title"], r["content_type"], len(r["content"].encode("utf-8", "surrogatepass")),
+         hashlib.sha256(r["content"].encode("utf-8", "surrogatepass")).hexdigest(), r["session_id"])
+        for r in rows
+    ]
+    exp = [
+        (c["title"], c["content_type"], c["bytes"], c["sha256"], expected_file["session_id"])
+        for c in expected_file["chunks"]
+    ]
+    assert got == exp
+
+
+@pytest.mark.parametrize("set_name", SETS)
+def test_vocabulary_size(set_name):
+    assert _store(set_name).stats()["vocabulary"] == _expected(set_name)["vocabulary_size"]
