@@ -1,0 +1,275 @@
+"""The ``rankscope`` command.
+
+``rankscope`` with no argument opens the browser on the bundled
+``sample_corpus/``; ``rankscope PATH`` opens a store (``.db``, read-only) or
+indexes a folder first. Subcommands (each has ``--help``): ``index``,
+``search``, ``batch``, ``serve`` and the others listed by ``rankscope --help``.
+
+Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from engine import SearchParams, Store, StoreError, search, trace_to_dict
+from engine.corpus import index_paths, load_sessions_map
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    help="Watch context-mode's lexical retrieval pipeline work, stage by stage.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def fail(message: str) -> None:
+    """Raise a :class:`CliError` with ``message``."""
+    raise CliError(message)
+
+
+def open_store(db: Path, writable: bool = False) -> Store:
+    """Open ``db`` read-only (default) or writable, turning errors into CliError."""
+    try:
+        return Store.open_writable(db) if writable else Store.open_readonly(db)
+    except StoreError as exc:
+        fail(str(exc))
+    raise AssertionError("unreachable")
+
+
+def make_params(
+    query: str,
+    limit: int = 3,
+    source: Optional[str] = None,
+    source_exact: bool = False,
+    content_type: Optional[str] = None,
+    sessions: Optional[List[str]] = None,
+    variant=None,
+) -> SearchParams:
+    """Build validated :class:`SearchParams`, turning ValueError into CliError."""
+    from engine.model import Variant
+
+    try:
+        return SearchParams(
+            query=query,
+            limit=limit,
+            source=source,
+            source_match="exact" if source_exact else "like",
+            content_type=content_type,
+            sessions=tuple(sessions) if sessions else None,
+            variant=variant or Variant(),
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    raise AssertionError("unreachable")
+
+
+# ─── index ───────────────────────────────────────────────────────────────
+
+
+@app.command()
+def index(
+    paths: List[Path] = typer.Argument(..., help="Files and folders to index (folder contents are labelled relative to the folder)."),
+    db: Path = typer.Option(..., "--db", help="Store to create or update (rankscope's own; never a context-mode store)."),
+    session: str = typer.Option("", "--session", help="Session id recorded on every chunk."),
+    sessions_map: Optional[Path] = typer.Option(None, "--sessions-map", help="JSON object of label → session id."),
+    max_file_bytes: int = typer.Option(10 * 1024 * 1024, "--max-file-bytes", help="Skip files larger than this (bytes)."),
+    full: bool = typer.Option(False, "--full", help="Re-index every file even when its SHA-256 is unchanged."),
+    no_gitignore: bool = typer.Option(False, "--no-gitignore", help="Do not honour .gitignore files."),
+) -> None:
+    """Index files and folders into a store: .md markdown, .json JSON, else plain text."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    sessions = None
+    if sessions_map is not None:
+        try:
+            sessions = load_sessions_map(sessions_map)
+        except ValueError as exc:
+            fail(str(exc))
+    if db.exists():
+        store = open_store(db, writable=True)
+    else:
+        try:
+            store = Store.create(db)
+        except StoreError as exc:
+            fail(str(exc))
+    ignore_factory = None
+    if not no_gitignore:
+        try:
+            from engine.walk import gitignore_matcher as ignore_factory  # type: ignore[no-redef]
+        except ImportError:  # pragma: no cover - optional module
+            ignore_factory = None
+    stats = {"files": 0, "bytes": 0}
+    with Progress(
+        TextColumn("[progress.description]{task.description}"), BarColumn(), TextColumn("{task.completed} files"),
+        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=err_console, transient=True,
+        disable=not err_console.is_terminal,
+    ) as progress:
+        task = progress.add_task("indexing", total=None, rate="")
+        import time
+
+        start = time.perf_counter()
+
+        def tick(label: str, nbytes: int) -> None:
+            stats["files"] += 1
+            stats["bytes"] += nbytes
+            secs = max(time.perf_counter() - start, 1e-6)
+            progress.update(
+                task, advance=1, description=label[-40:],
+                rate=f"{stats['files'] / secs:.0f} files/s, {stats['bytes'] / secs / 1e6:.2f} MB/s",
+            )
+
+        try:
+            report = index_paths(
+                store, paths, sessions=sessions, default_session=session, max_file_bytes=max_file_bytes,
+                incremental=not full, progress=tick, ignore_factory=ignore_factory,
+            )
+        except KeyboardInterrupt:
+            store.close()
+            err_console.print("interrupted: every file indexed so far is committed; the store is consistent")
+            raise typer.Exit(130)
+    store.close()
+    console.print(
+        f"indexed {len(report.results)} files, {report.chunks} chunks, {report.bytes} bytes into {db}"
+        + (f"; {len(report.unchanged)} unchanged" if report.unchanged else "")
+        + (f"; {len(report.removed)} removed" if report.removed else "")
+    )
+    if report.skipped:
+        console.print(f"skipped {len(report.skipped)}:")
+        for s in report.skipped:
+            console.print(f"  {s.path}: {s.reason}", markup=False, highlight=False)
+
+
+# ─── search ──────────────────────────────────────────────────────────────
+
+
+@app.command("search")
+def search_cmd(
+    query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised)."),
+    db: Path = typer.Option(..., "--db", help="Store to search (opened read-only)."),
+    limit: int = typer.Option(3, "--limit", "-n", help="Results wanted (reference default 3)."),
+    source: Optional[str] = typer.Option(None, "--source", help="Source label filter (substring unless --source-exact)."),
+    source_exact: bool = typer.Option(False, "--source-exact", help="Match --source exactly."),
+    content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
+    session: Optional[List[str]] = typer.Option(None, "--session", help="Allow-set session id (repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole trace as JSON (schema: engine/export.py)."),
+) -> None:
+    """Search a store and show what each pipeline stage did."""
+    params = make_params(query, limit, source, source_exact, content_type, session)
+    store = open_store(db)
+    try:
+        trace = search(store, params)
+    finally:
+        store.close()
+    if as_json:
+        sys.stdout.write(json.dumps(trace_to_dict(trace), ensure_ascii=False, indent=2) + "\n")
+        return
+    from .render import trace_renderable
+
+    console.print(trace_renderable(trace))
+
+
+# ─── batch ───────────────────────────────────────────────────────────────
+
+
+def load_queries(path: Path) -> list[dict]:
+    """Read a query file (format of ``../shared/parity/*/queries.json``).
+
+    Raises:
+        CliError: unreadable, not a JSON list, or an entry without ``query``.
+    """
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"cannot read query file {path}: {exc}")
+    if not isinstance(data, list) or not all(isinstance(q, dict) and isinstance(q.get("query"), str) for q in data):
+        fail(f"query file {path} must be a JSON list of objects with a string 'query'")
+    return data
+
+
+def params_from_entry(entry: dict, index: int) -> SearchParams:
+    """SearchParams from one query-file entry (defaults: limit 3, like)."""
+    try:
+        return SearchParams(
+            query=entry["query"],
+            limit=entry.get("limit", 3),
+            source=entry.get("source"),
+            source_match=entry.get("source_match", "like"),
+            content_type=entry.get("content_type"),
+            sessions=tuple(entry["sessions"]) if entry.get("sessions") is not None else None,
+        )
+    except (ValueError, TypeError) as exc:
+        fail(f"query #{index + 1} ({entry.get('id', '?')}): {exc}")
+    raise AssertionError("unreachable")
+
+
+@app.command()
+def batch(
+    queries: Path = typer.Argument(..., help="JSON list of {id, query, limit?, source?, source_match?, content_type?, sessions?}."),
+    db: Path = typer.Option(..., "--db", help="Store to search (opened read-only)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the traces here instead of stdout."),
+) -> None:
+    """Run a query file and write a JSON list of traces, one per query, in order."""
+    entries = load_queries(queries)
+    params = [params_from_entry(e, i) for i, e in enumerate(entries)]
+    store = open_store(db)
+    try:
+        traces = [trace_to_dict(search(store, p), query_id=e.get("id", str(i + 1)))
+                  for i, (e, p) in enumerate(zip(entries, params))]
+    finally:
+        store.close()
+    text = json.dumps(traces, ensure_ascii=False, indent=2) + "\n"
+    if out:
+        out.write_text(text, "utf-8")
+        console.print(f"wrote {len(traces)} traces to {out}")
+    else:
+        sys.stdout.write(text)
+
+
+# ─── browser entry ───────────────────────────────────────────────────────
+
+SUBCOMMANDS_HELP = "Run 'rankscope --help' for the subcommands."
+
+
+def browse(path: Optional[str], stores: bool = False) -> None:
+    """Open the browser (imported lazily so the CLI stays Textual-free)."""
+    from .launch import launch_browser
+
+    launch_browser(path, stores=stores)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Console-script entry point."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
+    try:
+        if not args or (args[0] not in commands and args[0] not in ("-h", "--help")):
+            stores = "--stores" in args
+            rest = [a for a in args if a != "--stores"]
+            if len(rest) > 1 or any(a.startswith("-") for a in rest):
+                fail(f"unexpected arguments {' '.join(rest)!r}. Usage: rankscope [PATH] [--stores]. {SUBCOMMANDS_HELP}")
+            browse(rest[0] if rest else None, stores=stores)
+            return
+        app(args=args, prog_name="rankscope", standalone_mode=True)
+    except CliError as exc:
+        err_console.print(f"rankscope: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        raise SystemExit(2)
+    except KeyboardInterrupt:
+        raise SystemExit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,86 @@
+"""Rich renderables for a trace: used by ``rankscope search`` (and reusable in
+the browser). Imports Rich only, never Textual."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from engine.diff import stage_summaries
+from engine.model import Trace
+
+
+def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
+    """Turn FTS5 highlight markers (``\\x02``…``\\x03``) into styled Rich text."""
+    text = Text()
+    inside = False
+    buf = []
+    for ch in highlighted:
+        if ch in "\x02\x03":
+            text.append("".join(buf), style=style if inside else None)
+            buf = []
+            inside = ch == "\x02"
+        else:
+            buf.append(ch)
+    text.append("".join(buf), style=style if inside else None)
+    return text
+
+
+def final_table(trace: Trace) -> Table:
+    """The answer: position, title, source, type, layer, RRF score, boost."""
+    t = Table(title=f"Results for {trace.params.query!r} (layer {trace.layer})", title_justify="left", expand=False)
+    t.add_column("#", justify="right")
+    t.add_column("title", overflow="fold", max_width=48)
+    t.add_column("source", overflow="fold", max_width=32)
+    t.add_column("type")
+    t.add_column("session")
+    t.add_column("rrf", justify="right")
+    t.add_column("boost", justify="right")
+    for r in trace.final:
+        c = r.candidate
+        t.add_row(
+            str(r.position), Text(c.title), Text(c.source), c.content_type, Text(c.session_id or "—"),
+            f"{c.score:.5f}", "—" if r.boost is None else f"{r.boost:.3f}",
+        )
+    return t
+
+
+def stages_table(trace: Trace) -> Table:
+    """One row per stage: name, what it did, time."""
+    t = Table(title="Stages", title_justify="left", expand=False)
+    t.add_column("stage")
+    t.add_column("what happened", overflow="fold", max_width=90)
+    t.add_column("ms", justify="right")
+    for s in stage_summaries(trace):
+        t.add_row(s.title if not s.stage.startswith("fuzzy:") else f"↳ {s.title}", Text(s.headline),
+                  "" if s.elapsed_ms is None else f"{s.elapsed_ms:.2f}")
+    return t
+
+
+def fusion_table(trace: Trace, top: int = 10) -> Table:
+    """The fused list with each run's rank and contribution, collisions flagged."""
+    run = trace.answering_run or trace.first
+    t = Table(title=f"Fusion (top {top})", title_justify="left", expand=False)
+    for col in ("#", "title", "porter", "trigram", "score", "note"):
+        t.add_column(col, justify="right" if col in ("#", "porter", "trigram", "score") else "left",
+                     overflow="fold", max_width=44 if col == "title" else None)
+    for i, c in enumerate(run.fusion.candidates[:top], 1):
+        note = f"merged rows {', '.join(map(str, c.merged_rowids))}" if c.merged_rowids else ""
+        if i > run.fusion.pool_size:
+            note = (note + "; " if note else "") + "beyond pool"
+        t.add_row(str(i), Text(c.title), str(c.porter_rank or "—"), str(c.trigram_rank or "—"), f"{c.score:.5f}", Text(note))
+    return t
+
+
+def trace_renderable(trace: Trace) -> Group:
+    """Everything ``rankscope search`` prints."""
+    parts = [Text(f"porter: {trace.first.porter.query or '(none)'}    trigram: {trace.first.trigram.query or '(skipped)'}", style="dim")]
+    if trace.final:
+        parts.append(final_table(trace))
+    else:
+        parts.append(Text(f"No results: {trace.empty_reason}", style="bold"))
+    parts.append(stages_table(trace))
+    if (trace.answering_run or trace.first).fusion.candidates:
+        parts.append(fusion_table(trace))
+    return Group(*parts)
