@@ -271,5 +271,21 @@ def main(argv: Optional[List[str]] = None) -> None:
         raise SystemExit(130)
 
 
+def _register_command_modules() -> None:
+    """Import the modules that add subcommands to :data:`app` (each owns one
+    area: ``cli_serve`` serve, ``cli_stores`` stores/sessions, ``cli_lab``
+    compare/why/doctor). A module that does not exist yet is skipped."""
+    import importlib
+
+    for name in ("tui.cli_serve", "tui.cli_stores", "tui.cli_lab"):
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+
+
+_register_command_modules()
+
 if __name__ == "__main__":  # pragma: no cover
     main()
