@@ -20,6 +20,13 @@ STOPWORDS: frozenset[str] = frozenset(
 )
 
 _FTS_OPERATORS = {"AND", "OR", "NOT", "NEAR"}
+
+
+def _no_nul(query: str) -> str:
+    """Deliberate deviation: U+0000 ends an FTS5 query string early, so the
+    reference fails with "unterminated string". We read it as a space;
+    queries without NUL are unaffected."""
+    return query.replace("\x00", " ") if "\x00" in query else query
 _PORTER_SPECIALS = re.compile("['\"(){}\\[\\]*:^~]")
 
 
@@ -49,7 +56,7 @@ def _join(words: list[str], mode: str) -> str:
 def porter_words(query: str) -> list[str]:
     """The words of the Porter query, in order, before quoting."""
     words = dedupe_tokens(
-        [w for w in js_split_ws(_PORTER_SPECIALS.sub(" ", query)) if w and w.upper() not in _FTS_OPERATORS]
+        [w for w in js_split_ws(_PORTER_SPECIALS.sub(" ", _no_nul(query))) if w and w.upper() not in _FTS_OPERATORS]
     )
     return _drop_stopwords(words) if words else []
 
@@ -75,7 +82,7 @@ def sanitize_porter(query: str, mode: str = "OR") -> str:
 
 def trigram_words(query: str) -> list[str]:
     """The words of the trigram query (empty when it would be skipped)."""
-    cleaned = js_trim(_PORTER_SPECIALS.sub("", query))
+    cleaned = js_trim(_PORTER_SPECIALS.sub("", _no_nul(query)))
     if utf16_len(cleaned) < 3:
         return []
     words = dedupe_tokens([w for w in js_split_ws(cleaned) if utf16_len(w) >= 3])

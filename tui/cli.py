@@ -246,6 +246,8 @@ SUBCOMMANDS_HELP = "Run 'rankscope --help' for the subcommands."
 
 def browse(path: Optional[str], stores: bool = False) -> None:
     """Open the browser (imported lazily so the CLI stays Textual-free)."""
+    if path is not None and not Path(path).exists():
+        fail(f"no such file or folder: {path} (give a .db store or a folder to index)")
     from .launch import launch_browser
 
     launch_browser(path, stores=stores)

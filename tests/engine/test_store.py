@@ -1,0 +1,119 @@
+"""Store: opening errors, indexing, de-duplication, stale refresh, bad files."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+import pytest
+
+from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreNotFoundError, search
+from engine.corpus import index_paths
+from engine.store import ReadOnlyStoreError
+
+
+def test_missing_db(tmp_path):
+    with pytest.raises(StoreNotFoundError, match="no database at .*nope.db"):
+        Store.open_readonly(tmp_path / "nope.db")
+
+
+def test_not_sqlite(tmp_path):
+    p = tmp_path / "notes.db"
+    p.write_text("hello, not a database")
+    with pytest.raises(NotADatabaseError, match="not an SQLite database"):
+        Store.open_readonly(p)
+    assert p.read_text() == "hello, not a database"  # untouched
+
+
+def test_sqlite_without_tables(tmp_path):
+    p = tmp_path / "other.db"
+    c = sqlite3.connect(p)
+    c.execute("CREATE TABLE t(x)")
+    c.commit()
+    c.close()
+    before = p.read_bytes()
+    with pytest.raises(SchemaError, match="missing table"):
+        Store.open_readonly(p)
+    assert p.read_bytes() == before
+
+
+def test_folder_is_not_a_db(tmp_path):
+    with pytest.raises(NotADatabaseError, match="folder"):
+        Store.open_readonly(tmp_path)
+
+
+def test_reindexing_a_label_replaces_it(store):
+    store.index_text("a.md", "# One\nfirst", "markdown")
+    store.index_text("a.md", "# Two\nsecond\n# Three\nthird", "markdown")
+    rows = store.iter_chunks()
+    assert [r["title"] for r in rows] == ["Two", "Three"]
+    assert [s["label"] for s in store.sources()] == ["a.md"]
+    assert store.sources()[0]["chunk_count"] == 2
+
+
+def test_readonly_store_refuses_writes(tmp_path):
+    p = tmp_path / "s.db"
+    s = Store.create(p)
+    s.index_text("a.md", "# A\nalpha", "markdown")
+    s.close()
+    ro = Store.open_readonly(p)
+    with pytest.raises(ReadOnlyStoreError, match="read-only"):
+        ro.index_text("b.md", "x", "markdown")
+    assert search(ro, SearchParams("alpha")).final[0].candidate.title == "A"
+    ro.close()
+
+
+def test_stale_source_is_refreshed_before_search(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Old\nlegacy words")
+    s = Store.create(tmp_path / "s.db")
+    s.index_file(doc, "doc.md")
+    # make the file newer than indexed_at (second resolution) and different
+    doc.write_text("# New\nfresh words")
+    future = time.time() + 5
+    os.utime(doc, (future, future))
+    t = search(s, SearchParams("fresh"))
+    assert t.refresh.stale == ("doc.md",) and t.refresh.refreshed
+    assert t.final and t.final[0].candidate.title == "New"
+    s.close()
+
+
+def test_binary_and_non_utf8_files(tmp_path):
+    root = tmp_path / "c"
+    root.mkdir()
+    (root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (root / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    (root / "ok.md").write_text("# Fine\ntext")
+    s = Store.create(":memory:")
+    report = index_paths(s, [root])
+    reasons = {k.path: k.reason for k in report.skipped}
+    assert "binary" in reasons["img.png"]
+    assert "U+FFFD" in reasons["latin1.txt"]  # indexed, replacement reported
+    assert {r.label for r in report.results} == {"latin1.txt", "ok.md"}
+    assert "caf\ufffd au lait" in s.iter_chunks()[0]["content"]
+
+
+def test_empty_query_has_reason(store):
+    store.index_text("a.md", "# A\nalpha", "markdown")
+    for q in ("", "   ", "\t\n"):
+        t = search(store, SearchParams(q))
+        assert t.layer == "none" and not t.final
+        assert "empty query" in t.empty_reason
+
+
+def test_bad_params():
+    with pytest.raises(ValueError, match="limit must be 0 or more; got -1"):
+        SearchParams("x", limit=-1)
+    with pytest.raises(ValueError, match="content_type"):
+        SearchParams("x", content_type="binary")
+    with pytest.raises(ValueError, match="characters; the maximum"):
+        SearchParams("x" * 20000)
+
+
+def test_limit_zero_behaviour(store):
+    store.index_text("a.md", "# Cache\ncache", "markdown", session_id="s1")
+    t = search(store, SearchParams("cache", limit=0))
+    assert t.layer == "none"  # reference: pool 0, fuzzy pass, nothing
+    t = search(store, SearchParams("cache", limit=0, sessions=("s1",)))
+    assert t.layer == "rrf" and t.final == () and "limit is 0" in t.empty_reason

@@ -1,0 +1,92 @@
+"""The rankscope CLI: index, search (human and --json), batch, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tui.cli import app, main
+
+from .conftest import PARITY
+
+CORPUS = PARITY / "stages" / "corpus"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "s.db"
+    r = runner.invoke(app, ["index", str(CORPUS), "--db", str(path), "--sessions-map", str(CORPUS / "_sessions.json")])
+    assert r.exit_code == 0, r.output
+    assert "indexed 24 files, 129 chunks" in r.output
+    return path
+
+
+def test_search_human(db):
+    r = runner.invoke(app, ["search", "cache", "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    for word in ("Results for 'cache'", "Fusion (RRF)", "Session filter", "Rerank", "Fuzzy", "cache > dir"):
+        assert word in r.output
+
+
+def test_search_json_matches_parity_fields(db):
+    r = runner.invoke(app, ["search", "cache", "--db", str(db), "--json"])
+    got = json.loads(r.output)
+    exp = next(q for q in json.loads((PARITY / "stages" / "expected.json").read_text())["queries"] if q["id"] == "term-cache")
+    assert got["layer"] == exp["layer"]
+    assert [(f["source"], f["title"], f["rank"]) for f in got["final"]] == [
+        (f["source"], f["title"], f["rank"]) for f in exp["final"]
+    ]
+    assert got["fused"][0]["score"] == exp["fused"][0]["score"]
+
+
+def test_batch(db, tmp_path):
+    out = tmp_path / "traces.json"
+    r = runner.invoke(app, ["batch", str(PARITY / "stages" / "queries.json"), "--db", str(db), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    traces = json.loads(out.read_text())
+    queries = json.loads((PARITY / "stages" / "queries.json").read_text())
+    assert [t["id"] for t in traces] == [q["id"] for q in queries]
+    exp = {q["id"]: q for q in json.loads((PARITY / "stages" / "expected.json").read_text())["queries"]}
+    for t in traces:
+        assert t["layer"] == exp[t["id"]]["layer"], t["id"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "x", "--db", "/nonexistent/s.db"], "no database at /nonexistent/s.db"),
+        (["search", "x", "--db", "DB", "--limit", "-2"], "limit must be 0 or more; got -2"),
+        (["search", "x", "--db", "DB", "--content-type", "video"], "content_type must be"),
+        (["/nonexistent/folder"], "nonexistent"),
+    ],
+)
+def test_errors_are_one_line(db, capsys, args, message):
+    args = [str(db) if a == "DB" else a for a in args]
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert err.startswith("rankscope: error:")
+
+
+def test_not_a_database(tmp_path, capsys):
+    p = tmp_path / "x.db"
+    p.write_text("plain text")
+    with pytest.raises(SystemExit):
+        main(["search", "x", "--db", str(p)])
+    assert "not an SQLite database" in capsys.readouterr().err
+    assert p.read_text() == "plain text"
+
+
+def test_every_command_has_help():
+    r = runner.invoke(app, ["--help"])
+    assert r.exit_code == 0
+    names = [c.name or c.callback.__name__ for c in app.registered_commands]
+    for name in names:
+        r = runner.invoke(app, [name, "--help"])
+        assert r.exit_code == 0, name
+        assert "Usage" in r.output
