@@ -185,7 +185,12 @@ def _fuzzy(
     if shadow:
         reason = f"shadow run (fuzzy policy 'always'): {reason}"
     elif not found:
-        why = "every candidate was removed by the session filter" if first.fusion.candidates else "fusion found nothing"
+        if not first.fusion.candidates:
+            why = "fusion found nothing"
+        elif not first.fusion.pool:
+            why = f"the candidate pool is empty (pool size {first.fusion.pool_size})"
+        else:
+            why = "every candidate was removed by the session filter"
         reason = f"{why}; {reason}"
     rerun = None
     if words and corrected_query != " ".join(words):
@@ -202,6 +207,8 @@ def _empty_reason(params: SearchParams, first: Run, fuzzy: FuzzyStage) -> str:
             parts.append("a retriever failed: " + (first.porter.error or first.trigram.error or ""))
         else:
             parts.append("no match in either index")
+    elif not first.fusion.pool and params.limit != 0:
+        parts.append(f"the candidate pool is empty (pool size {first.fusion.pool_size}): fusion handed nothing on")
     elif first.filter.allow_set is not None and not first.filter.kept:
         parts.append(f"all {len(first.filter.removed)} pooled candidates were removed by the session filter")
     elif params.limit == 0:
