@@ -94,6 +94,10 @@ def index(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     sessions = None
+    folders = [p for p in paths if p.is_dir()]
+    if sessions_map is None and len(folders) == 1 and (folders[0] / "_sessions.json").is_file():
+        sessions_map = folders[0] / "_sessions.json"
+        console.print(f"using sessions map {sessions_map}", markup=False, highlight=False)
     if sessions_map is not None:
         try:
             sessions = load_sessions_map(sessions_map)

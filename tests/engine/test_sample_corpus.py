@@ -203,9 +203,10 @@ def test_ten_demo_queries_with_distinct_stages():
     assert len({q["stage"] for q in DEMO_QUERIES}) == 10
 
 
-def test_docs_table_lists_the_demo_queries():
+@pytest.mark.parametrize("doc", [DOC, REPO / "README.md"], ids=["docs", "README"])
+def test_docs_table_lists_the_demo_queries(doc):
     rows = []
-    for line in DOC.read_text("utf-8").splitlines():
+    for line in doc.read_text("utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 4 and cells[0].startswith("`"):
             rows.append(cells)
