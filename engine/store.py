@@ -166,6 +166,13 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(to_storage_bytes(text)).hexdigest()
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is open. An interrupt can land just after
+    ``COMMIT``; a bare ``ROLLBACK`` would then raise and hide it."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
 def _now_iso() -> str:
     now = _dt.datetime.now(_dt.timezone.utc)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
@@ -348,11 +355,15 @@ class Store:
         event_id: str = "",
         file_path: str | None = None,
         max_chunk_bytes: int = MAX_CHUNK_BYTES,
+        content_hash: str | None = None,
     ) -> IndexResult:
         """Chunk ``text`` with the ``kind`` chunker and store it under ``label``.
 
-        Replaces any earlier content of ``label`` in the same transaction
-        (both FTS tables and the source row), then adds vocabulary.
+        One transaction replaces any earlier content of ``label`` (both FTS
+        tables and the source row, with its ``content_hash``) and adds the
+        vocabulary: an interruption leaves either the old label or the new
+        one, never a mix. (The reference commits the vocabulary separately;
+        the rows written are the same, in the same order.)
 
         Args:
             label: source label (e.g. a relative path).
@@ -361,6 +372,8 @@ class Store:
             session_id: attribution stored on every chunk (``""`` = none).
             file_path: makes the source file-backed (stale refresh); the
                 reference records it for markdown read from a file.
+            content_hash: SHA-256 to record on the source row; by default
+                the text's SHA-256 for file-backed sources, else ``NULL``.
 
         Raises:
             ReadOnlyStoreError: the store is read-only.
@@ -375,7 +388,8 @@ class Store:
             drafts, used = chunk_plain_text(text, max_chunk_bytes=max_chunk_bytes), "plain"
         else:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-        content_hash = sha256_text(text) if file_path is not None else None
+        if content_hash is None and file_path is not None:
+            content_hash = sha256_text(text)
         return self._insert(label, drafts, text, used, session_id, event_id, file_path, content_hash)
 
     def _insert(
@@ -425,22 +439,17 @@ class Store:
                             "session_id, event_id, timestamp) VALUES (CAST(? AS TEXT), CAST(? AS TEXT), ?, ?, ?, ?, ?, ?)",
                             row,
                         )
+                added = 0
+                if text:
+                    before = conn.total_changes
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO vocabulary (word) VALUES (?)", ((w,) for w in vocabulary_words(text))
+                    )
+                    added = conn.total_changes - before
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
-            added = 0
-            if text:
-                words = vocabulary_words(text)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    before = conn.total_changes
-                    conn.executemany("INSERT OR IGNORE INTO vocabulary (word) VALUES (?)", ((w,) for w in words))
-                    added = conn.total_changes - before
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
         return IndexResult(label, int(source_id), kind, len(drafts), code, len(to_storage_bytes(text)), added)
 
     def index_file(
@@ -455,7 +464,8 @@ class Store:
 
         Bytes are decoded as UTF-8 like Node (invalid sequences become
         U+FFFD). Markdown sources are file-backed (``file_path`` and SHA-256
-        recorded) as in the reference; every kind records its SHA-256.
+        recorded) as in the reference; every kind records its SHA-256, in
+        the same transaction as the chunks.
 
         Raises:
             OSError: the file cannot be read.
@@ -468,13 +478,10 @@ class Store:
         text = decode_utf8_like_node(p.read_bytes())
         k = kind or kind_for_path(p)
         lbl = label if label is not None else str(p)
-        result = self.index_text(
-            lbl, text, k, session_id=session_id, file_path=str(p.resolve()) if k == "markdown" else None
+        return self.index_text(
+            lbl, text, k, session_id=session_id, file_path=str(p.resolve()) if k == "markdown" else None,
+            content_hash=sha256_text(text),
         )
-        if k != "markdown":
-            with self.lock:
-                self.conn.execute("UPDATE sources SET content_hash = ? WHERE id = ?", (sha256_text(text), result.source_id))
-        return result
 
     def delete_label(self, label: str) -> int:
         """Remove a label's chunks and source row in one transaction; returns chunks removed.
@@ -497,7 +504,7 @@ class Store:
                 conn.execute("DELETE FROM sources WHERE label = ?", (label,))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
         return int(n)
 
