@@ -4,30 +4,72 @@ Labels are paths relative to the folder given, with ``/`` separators; files
 are indexed in ascending order of the UTF-8 bytes of their label; ``.md`` is
 markdown, ``.json`` JSON, everything else plain text. A *sessions map* is a
 JSON object ``{label: session_id}``; files missing from it get ``""``.
+
+Walking real folders:
+
+* symlinked folders are never followed (``os.walk(followlinks=False)``), so a
+  symlink loop cannot trap the walk; they are reported;
+* a symlinked *file* is indexed when it resolves to a regular file inside the
+  folder being indexed (the same bytes are reachable there anyway); one that
+  points outside the folder, or nowhere, is skipped and reported — indexing
+  ``~/project`` must not pull in ``~/.ssh/id_rsa`` through a link;
+* FIFOs, sockets and devices are skipped (reading a FIFO would block);
+* binary files (a NUL byte in the first 8 KiB), files over the size limit,
+  files whose name is not valid UTF-8 and unreadable files or folders are
+  skipped, counted and listed in the :class:`IndexReport`; the run goes on;
+* ``.git/`` is never walked; an ``ignore`` predicate (see
+  :func:`engine.walk.gitignore_matcher`) can exclude more;
+* the store's own files (``x.db``, ``-wal``, ``-shm``, ``-journal``) are
+  never indexed, even when the store lives inside the folder.
+
+Each file is stored in one transaction (:meth:`Store.index_text`), so
+interrupting a run (Ctrl-C) leaves every label either as it was or fully
+replaced. Incremental runs re-index only files whose SHA-256 changed and
+remove labels whose file disappeared from a folder indexed again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat as _stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .store import IndexResult, Store
+from .jsstr import decode_utf8_like_node
+from .store import IndexResult, ReadOnlyStoreError, Store, kind_for_path, sha256_text
 
 #: Name of the sessions map inside a corpus folder (read, never indexed).
 SESSIONS_FILE = "_sessions.json"
 #: Files larger than this are skipped by default (bytes).
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+#: Bookkeeping table in rankscope's own stores: which folder (or file) each
+#: label was indexed from, so an incremental run only removes labels it owns.
+#: context-mode ignores unknown tables; stores we did not create never get it.
+TRACK_TABLE = "rankscope_files"
+
+#: Skip kinds, in the order the CLI summarises them.
+SKIP_KINDS = (
+    "missing", "unreadable", "too-large", "binary", "not-regular", "symlink", "bad-name", "duplicate",
+    "store-file", "replaced-bytes",
+)
 
 
 @dataclass
 class Skip:
-    """A file that was not indexed, and why."""
+    """A file that was not indexed (or, for kind ``replaced-bytes``, was
+    indexed with invalid UTF-8 replaced by U+FFFD), and why.
+
+    Attributes:
+        path: the label (or the path given, for a missing path).
+        reason: one line for people.
+        kind: one of :data:`SKIP_KINDS`.
+    """
 
     path: str
     reason: str
+    kind: str = "unreadable"
 
 
 @dataclass
@@ -36,22 +78,62 @@ class IndexReport:
 
     Attributes:
         results: one per indexed file, in order.
-        skipped: files passed over (binary, too large, unreadable, ...).
+        skipped: files passed over (binary, too large, unreadable, ...) and
+            notes on files indexed with replaced bytes (kind
+            ``replaced-bytes``); see :attr:`not_indexed` / :attr:`warnings`.
         unchanged: labels not re-indexed because their SHA-256 is unchanged.
-        removed: labels deleted because their file is gone (incremental mode).
+        removed: labels deleted because their file is gone (incremental mode)
+            or is no longer indexable (now binary or too large).
+        kept: labels whose file could not be read this time; their earlier
+            content was left in place.
         bytes: bytes read from indexed files.
+        bytes_read: bytes read from every file (indexed, unchanged or skipped).
+        files_seen: files considered (after ignore rules).
+        max_file_bytes: the size limit used.
     """
 
     results: list[IndexResult] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
     bytes: int = 0
+    bytes_read: int = 0
+    files_seen: int = 0
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
     @property
     def chunks(self) -> int:
         """Total chunks stored."""
         return sum(r.chunks for r in self.results)
+
+    @property
+    def not_indexed(self) -> list[Skip]:
+        """Real skips (everything in :attr:`skipped` except ``replaced-bytes`` notes)."""
+        return [s for s in self.skipped if s.kind != "replaced-bytes"]
+
+    @property
+    def warnings(self) -> list[Skip]:
+        """Files indexed with invalid UTF-8 bytes replaced by U+FFFD."""
+        return [s for s in self.skipped if s.kind == "replaced-bytes"]
+
+    def skip_counts(self) -> dict[str, int]:
+        """``kind -> count`` for :attr:`not_indexed`, in :data:`SKIP_KINDS` order."""
+        counts = {k: 0 for k in SKIP_KINDS}
+        for s in self.not_indexed:
+            counts[s.kind] = counts.get(s.kind, 0) + 1
+        return {k: n for k, n in counts.items() if n}
+
+
+class IndexInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`index_paths`. Every file finished before it is
+    committed; the one in progress was rolled back. ``report`` holds what was
+    done (still a :class:`KeyboardInterrupt`, so ``except KeyboardInterrupt``
+    catches it)."""
+
+    def __init__(self, report: IndexReport):
+        super().__init__("indexing interrupted")
+        self.report = report
 
 
 def load_sessions_map(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -81,29 +163,129 @@ def label_sort_key(label: str) -> bytes:
     return label.encode("utf-8", "surrogatepass")
 
 
-def collect_files(root: Path, ignore: Callable[[str], bool] | None = None) -> list[tuple[str, Path]]:
-    """``(label, path)`` for every regular file under ``root`` (symlinked
-    folders are not followed), sorted by label bytes. ``ignore(label)`` may
-    exclude files; the sessions map is always excluded."""
+def _valid_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def store_files(store: Store) -> set[str]:
+    """Resolved paths of the store's database file and its SQLite side files."""
+    if not store.path:
+        return set()
+    base = os.path.realpath(store.path)
+    return {base, base + "-wal", base + "-shm", base + "-journal"}
+
+
+def collect_files(
+    root: Path,
+    ignore: Callable[[str], bool] | None = None,
+    skipped: list[Skip] | None = None,
+    exclude: set[str] | None = None,
+) -> list[tuple[str, Path]]:
+    """``(label, path)`` for every indexable regular file under ``root``,
+    sorted by label bytes.
+
+    Args:
+        root: the folder.
+        ignore: ``ignore(label) -> bool`` excludes files and (for labels
+            ending in ``/``) whole folders. ``.git/`` and the root sessions
+            map are always excluded.
+        skipped: when given, receives a :class:`Skip` for each entry passed
+            over for a reason other than ``ignore`` (symlinks that are not
+            followed, unreadable folders, special files, undecodable names).
+        exclude: resolved paths never to return (the store's own files).
+    """
+    root = Path(root)
+    real_root = os.path.realpath(root)
     out = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    notes: list[Skip] = skipped if skipped is not None else []
+
+    def rel(path: str) -> str:
+        try:
+            return Path(path).relative_to(root).as_posix()
+        except ValueError:
+            return path
+
+    def on_error(exc: OSError) -> None:
+        notes.append(Skip(rel(exc.filename or str(root)) + "/", f"unreadable folder: {exc.strerror or exc}", "unreadable"))
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=on_error):
         rel_dir = Path(dirpath).relative_to(root)
-        dirnames[:] = [
-            d for d in dirnames
-            if d != ".git" and not (ignore and ignore((rel_dir / d).as_posix() + "/"))
-        ]
+        kept_dirs = []
+        for d in sorted(dirnames):
+            label = (rel_dir / d).as_posix() + "/"
+            if d == ".git" or (ignore and ignore(label)):
+                continue
+            if os.path.islink(os.path.join(dirpath, d)):
+                notes.append(Skip(label, "symlinked folder: not followed", "symlink"))
+                continue
+            kept_dirs.append(d)
+        dirnames[:] = kept_dirs
         for name in filenames:
             label = (rel_dir / name).as_posix()
             if label == SESSIONS_FILE:
                 continue
-            full = Path(dirpath) / name
-            if full.is_symlink() and not full.is_file():
-                continue
             if ignore and ignore(label):
+                continue
+            full = Path(dirpath) / name
+            if not _valid_utf8(label):
+                shown = label.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                notes.append(Skip(shown, "file name is not valid UTF-8", "bad-name"))
+                continue
+            try:
+                st = os.lstat(full)
+                if _stat.S_ISLNK(st.st_mode):
+                    target = os.path.realpath(full)
+                    if not os.path.exists(target):
+                        notes.append(Skip(label, "dangling symlink", "symlink"))
+                        continue
+                    if not _inside(target, real_root):
+                        notes.append(Skip(label, f"symlink to {target}, outside the folder: not followed", "symlink"))
+                        continue
+                    st = os.stat(full)
+            except OSError as exc:
+                notes.append(Skip(label, f"unreadable: {exc.strerror or exc}", "unreadable"))
+                continue
+            if not _stat.S_ISREG(st.st_mode):
+                notes.append(Skip(label, "not a regular file (FIFO, socket or device)", "not-regular"))
+                continue
+            if exclude and os.path.realpath(full) in exclude:
+                notes.append(Skip(label, "the store's own database file", "store-file"))
                 continue
             out.append((label, full))
     out.sort(key=lambda item: label_sort_key(item[0]))
     return out
+
+
+# ─── bookkeeping ─────────────────────────────────────────────────────────
+
+
+def _tracked(store: Store) -> dict[str, str]:
+    with store.lock:
+        store.conn.execute(f"CREATE TABLE IF NOT EXISTS {TRACK_TABLE} (label TEXT PRIMARY KEY, root TEXT NOT NULL)")
+        return {label: root for label, root in store.conn.execute(f"SELECT label, root FROM {TRACK_TABLE}")}
+
+
+def _track(store: Store, label: str, root: str) -> None:
+    # Recorded before the label is written: an interruption can leave a row
+    # naming a label that was never stored (harmless), never the reverse.
+    with store.lock:
+        store.conn.execute(f"INSERT OR REPLACE INTO {TRACK_TABLE} (label, root) VALUES (?, ?)", (label, root))
+
+
+def _untrack(store: Store, label: str) -> None:
+    with store.lock:
+        store.conn.execute(f"DELETE FROM {TRACK_TABLE} WHERE label = ?", (label,))
+
+
+# ─── indexing ────────────────────────────────────────────────────────────
 
 
 def index_paths(
@@ -115,73 +297,139 @@ def index_paths(
     incremental: bool = False,
     progress: Callable[[str, int], None] | None = None,
     ignore_factory: Callable[[Path], Callable[[str], bool] | None] | None = None,
+    on_plan: Callable[[int], None] | None = None,
 ) -> IndexReport:
-    """Index files and folders.
+    """Index files and folders into a writable store.
 
     Folder contents are labelled relative to that folder; a file given
-    directly is labelled by its name. Binary files, files over
-    ``max_file_bytes`` and unreadable files are skipped and reported. With
-    ``incremental``, files whose SHA-256 matches the stored source are
-    skipped and labels under an indexed folder whose file disappeared are
-    removed. ``progress(label, bytes)`` is called after each file.
+    directly is labelled by its name (a label met twice keeps the first
+    file). See the module docstring for what is skipped.
+
+    Args:
+        store: a writable store (rankscope's own).
+        paths: files and folders.
+        sessions: label → session id; ``default_session`` for the rest.
+        max_file_bytes: larger files are skipped (and reported).
+        incremental: skip files whose SHA-256 equals the stored one; remove
+            labels indexed earlier from one of these folders whose file is
+            gone, and labels whose file is now binary or too large. Labels
+            indexed from elsewhere (another folder, ``index_text``) are never
+            removed.
+        progress: ``progress(label, bytes_read)`` after every file considered
+            (indexed, unchanged or skipped); may raise to stop the run.
+        ignore_factory: ``ignore_factory(folder)`` returns an ignore
+            predicate for that folder (e.g. :func:`engine.walk.gitignore_matcher`).
+        on_plan: ``on_plan(files)`` once, with the number of files to consider.
+
+    Returns:
+        An :class:`IndexReport`.
+
+    Raises:
+        ReadOnlyStoreError: the store is read-only.
+        ValueError: a negative ``max_file_bytes``.
+        IndexInterrupted: Ctrl-C; committed work stays, the store is consistent.
     """
+    if store.read_only:
+        raise ReadOnlyStoreError(f"{store.path} is open read-only; rankscope never writes to it")
+    if max_file_bytes < 0:
+        raise ValueError(f"max_file_bytes must be 0 or more; got {max_file_bytes}")
     sessions = sessions or {}
-    report = IndexReport()
-    known = store.source_hashes() if incremental else {}
-    seen: set[str] = set()
-    files: list[tuple[str, Path]] = []
+    report = IndexReport(max_file_bytes=max_file_bytes)
+    own = store_files(store)
+    plan: list[tuple[str, Path, str]] = []
+    roots: set[str] = set()
     for given in paths:
         p = Path(given)
+        key = os.path.realpath(p)
         if p.is_dir():
+            roots.add(key)
             ignore = ignore_factory(p) if ignore_factory else None
-            files.extend(collect_files(p, ignore))
+            plan.extend((label, path, key) for label, path in collect_files(p, ignore, report.skipped, own))
         elif p.is_file():
-            files.append((p.name, p))
+            roots.add(key)
+            if key in own:
+                report.skipped.append(Skip(p.name, "the store's own database file", "store-file"))
+            else:
+                plan.append((p.name, p, key))
+        elif p.exists():
+            report.skipped.append(Skip(str(p), "not a regular file (FIFO, socket or device)", "not-regular"))
         else:
-            report.skipped.append(Skip(str(p), "no such file or folder"))
-    from .store import decode_utf8_like_node, kind_for_path, sha256_text
+            roots.add(key)  # a file given before and deleted since: its label can go
+            report.skipped.append(Skip(str(p), "no such file or folder", "missing"))
+    if on_plan:
+        on_plan(len(plan))
 
-    for label, path in files:
-        seen.add(label)
-        try:
-            size = path.stat().st_size
-            if size > max_file_bytes:
-                report.skipped.append(Skip(label, f"{size} bytes is over the {max_file_bytes}-byte limit"))
-                continue
-            data = path.read_bytes()
-        except OSError as exc:
-            report.skipped.append(Skip(label, f"unreadable: {exc.strerror or exc}"))
-            continue
-        if looks_binary(data):
-            report.skipped.append(Skip(label, "binary file (NUL byte)"))
-            continue
-        text = decode_utf8_like_node(data)
-        if incremental and known.get(label) == sha256_text(text):
-            report.unchanged.append(label)
-            if progress:
-                progress(label, len(data))
-            continue
-        kind = kind_for_path(path)
-        session = sessions.get(label, default_session)
-        result = store.index_text(
-            label, text, kind, session_id=session, file_path=str(path.resolve()) if kind == "markdown" else None
-        )
-        if kind != "markdown":
-            with store.lock:
-                store.conn.execute(
-                    "UPDATE sources SET content_hash = ? WHERE id = ?", (sha256_text(text), result.source_id)
+    tracked = _tracked(store)
+    known = store.source_hashes() if incremental else {}
+    seen: dict[str, Path] = {}
+    unindexable: set[str] = set()
+    try:
+        for label, path, root_key in plan:
+            nbytes = 0
+            try:
+                if label in seen:
+                    report.skipped.append(Skip(label, f"label already indexed from {seen[label]}", "duplicate"))
+                    continue
+                seen[label] = path
+                report.files_seen += 1
+                try:
+                    size = path.stat().st_size
+                    if size > max_file_bytes:
+                        report.skipped.append(
+                            Skip(label, f"{size} bytes is over the {max_file_bytes}-byte limit", "too-large")
+                        )
+                        unindexable.add(label)
+                        continue
+                    with open(path, "rb") as fh:
+                        data = fh.read(max_file_bytes + 1)
+                except OSError as exc:
+                    report.skipped.append(Skip(label, f"unreadable: {exc.strerror or exc}", "unreadable"))
+                    if label in known:
+                        report.kept.append(label)
+                    continue
+                nbytes = len(data)
+                if nbytes > max_file_bytes:
+                    report.skipped.append(Skip(label, f"grew past the {max_file_bytes}-byte limit while read", "too-large"))
+                    unindexable.add(label)
+                    continue
+                if looks_binary(data):
+                    report.skipped.append(Skip(label, "binary file (NUL byte)", "binary"))
+                    unindexable.add(label)
+                    continue
+                text = decode_utf8_like_node(data)
+                digest = sha256_text(text)
+                if tracked.get(label) != root_key:
+                    _track(store, label, root_key)
+                    tracked[label] = root_key
+                if incremental and known.get(label) == digest:
+                    report.unchanged.append(label)
+                    continue
+                kind = kind_for_path(path)
+                result = store.index_text(
+                    label, text, kind, session_id=sessions.get(label, default_session),
+                    file_path=str(path.resolve()) if kind == "markdown" else None, content_hash=digest,
                 )
-        if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
-            report.skipped.append(Skip(label, "indexed, but invalid UTF-8 bytes were replaced by U+FFFD"))
-        report.results.append(result)
-        report.bytes += len(data)
-        if progress:
-            progress(label, len(data))
-    if incremental:
-        for label in known:
-            if label not in seen:
-                store.delete_label(label)
-                report.removed.append(label)
+                if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
+                    report.skipped.append(
+                        Skip(label, "indexed, but invalid UTF-8 bytes were replaced by U+FFFD", "replaced-bytes")
+                    )
+                report.results.append(result)
+                report.bytes += nbytes
+            finally:
+                report.bytes_read += nbytes
+                if progress:
+                    progress(label, nbytes)
+        if incremental:
+            for label in sorted(known, key=label_sort_key):
+                gone = label not in seen and tracked.get(label) in roots
+                if gone or label in unindexable:
+                    store.delete_label(label)
+                    _untrack(store, label)
+                    report.removed.append(label)
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, IndexInterrupted):
+            raise
+        raise IndexInterrupted(report) from exc
     return report
 
 

@@ -1,0 +1,95 @@
+"""``.gitignore`` rules for folder indexing.
+
+:func:`gitignore_matcher` turns the ``.gitignore`` files under a folder (the
+folder's own and every nested one) plus ``.git/info/exclude`` into one
+predicate over *labels*: paths relative to the folder with ``/`` separators,
+where a label ending in ``/`` names a directory. Git's rules apply:
+
+* a pattern in ``a/.gitignore`` is relative to ``a/``;
+* the last matching pattern wins, a deeper ``.gitignore`` overriding a
+  shallower one, so ``!pattern`` can re-include a file;
+* nothing under an ignored directory can be re-included (git never looks
+  inside it);
+* ``.git/`` itself is always ignored.
+
+Global excludes (``core.excludesFile``) are not read: indexing should not
+depend on the machine it runs on. Patterns are compiled with pathspec's
+``GitIgnoreSpec``; an unreadable ``.gitignore`` counts as empty.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from pathspec import GitIgnoreSpec
+
+GITIGNORE = ".gitignore"
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text("utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def gitignore_matcher(root: Path) -> Callable[[str], bool]:
+    """A predicate ``ignored(label) -> bool`` for the folder ``root``.
+
+    Args:
+        root: the folder being indexed; labels are relative to it.
+
+    Returns:
+        A function of a label (``"docs/a.md"``, or ``"build/"`` for a
+        directory) that is ``True`` when git would ignore it. Rule files are
+        read lazily, once each; results are cached.
+    """
+    root = Path(root)
+
+    @lru_cache(maxsize=None)
+    def spec_for(rel_dir: str) -> GitIgnoreSpec | None:
+        folder = root / rel_dir if rel_dir else root
+        lines = _read_lines(folder / GITIGNORE)
+        if not rel_dir:
+            # Lowest priority at the top level: the repository's own excludes.
+            lines = _read_lines(root / ".git" / "info" / "exclude") + lines
+        lines = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+        return GitIgnoreSpec.from_lines(lines) if lines else None
+
+    def verdict(parts: tuple[str, ...], is_dir: bool) -> bool:
+        # Every .gitignore from the top down to the entry's own folder; the
+        # deepest decisive match wins (a later rule in one file beats an
+        # earlier one, which GitIgnoreSpec already resolves).
+        result = False
+        for depth in range(len(parts)):
+            spec = spec_for("/".join(parts[:depth]))
+            if spec is None:
+                continue
+            sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            include = spec.check_file(sub).include
+            if include is not None:
+                result = include
+        return result
+
+    @lru_cache(maxsize=None)
+    def dir_ignored(parts: tuple[str, ...]) -> bool:
+        if parts[0] == ".git":
+            return True
+        if len(parts) > 1 and dir_ignored(parts[:-1]):
+            return True
+        return verdict(parts, True)
+
+    def ignored(label: str) -> bool:
+        is_dir = label.endswith("/")
+        parts = tuple(p for p in label.split("/") if p and p != ".")
+        if not parts:
+            return False
+        if is_dir:
+            return dir_ignored(parts)
+        if len(parts) > 1 and dir_ignored(parts[:-1]):
+            return True
+        return parts[0] == ".git" or verdict(parts, False)
+
+    return ignored
