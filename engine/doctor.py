@@ -1,0 +1,337 @@
+"""Store diagnostics: what in a content store will surprise a search.
+
+:func:`diagnose` reads a store (never writes it) and reports:
+
+* fusion-key collisions: chunks sharing ``source::title``, which the
+  reference fusion merges into one candidate (only the first row seen shows);
+* chunks over the 4096-byte chunking cap (UTF-8 bytes);
+* chunks titled ``""`` / ``Untitled`` (no heading: weak title boost, and
+  every such chunk of a source collides on ``source::Untitled``);
+* sources whose recorded ``chunk_count`` / ``code_chunk_count`` disagree
+  with their chunks, chunks whose source row is missing, and a trigram table
+  whose row count differs from the Porter table's;
+* the vocabulary size (``None`` when the table is missing: no typo fallback);
+* stale file-backed sources (:meth:`engine.store.Store.stale_sources`,
+  report only: nothing is refreshed).
+
+Pure Python; no Textual.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from .chunking import MAX_CHUNK_BYTES
+from .store import Store
+
+#: Titles that carry no heading (besides empty / whitespace-only ones).
+_UNTITLED = re.compile(r"Untitled( \(\d+\))?")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+@dataclass(frozen=True)
+class ChunkNote:
+    """A chunk named in a report.
+
+    Attributes:
+        rowid: FTS5 row id.
+        source: source label (``None`` for an orphan chunk).
+        title: chunk title.
+    """
+
+    rowid: int
+    source: str | None
+    title: str
+
+
+@dataclass(frozen=True)
+class KeyCollision:
+    """Chunks sharing one fusion key ``source::title``.
+
+    Attributes:
+        source, title: the shared key parts.
+        rowids: the chunks' row ids, ascending (the reference keeps whichever
+            a retriever lists first and merges the others into it).
+    """
+
+    source: str
+    title: str
+    rowids: tuple[int, ...]
+
+    @property
+    def key(self) -> str:
+        """``source::title``."""
+        return f"{self.source}::{self.title}"
+
+    @property
+    def count(self) -> int:
+        """How many chunks share the key."""
+        return len(self.rowids)
+
+
+@dataclass(frozen=True)
+class OversizedChunk:
+    """A chunk over the chunking cap.
+
+    Attributes:
+        rowid, source, title: the chunk.
+        bytes: its content length in UTF-8 bytes.
+    """
+
+    rowid: int
+    source: str | None
+    title: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class CountMismatch:
+    """A source row whose recorded counts disagree with its chunks.
+
+    Attributes:
+        source_id: ``sources.id``.
+        label: the source label.
+        recorded_chunks / actual_chunks: ``chunk_count`` vs rows in ``chunks``.
+        recorded_code / actual_code: ``code_chunk_count`` vs ``code`` rows.
+    """
+
+    source_id: int
+    label: str
+    recorded_chunks: int
+    actual_chunks: int
+    recorded_code: int
+    actual_code: int
+
+
+@dataclass(frozen=True)
+class StaleSource:
+    """A file-backed source whose file changed since it was indexed.
+
+    Attributes:
+        label: the source label.
+        file_path: the file it was read from.
+    """
+
+    label: str
+    file_path: str
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """Everything :func:`diagnose` found.
+
+    Attributes:
+        path: the store file (``None`` in memory).
+        schema: schema generation in words (8-column or 4-column legacy).
+        sources / chunks: row counts of ``sources`` and ``chunks``.
+        trigram_rows: row count of ``chunks_trigram`` (should equal ``chunks``).
+        collisions: fusion-key collisions, most chunks first.
+        oversized: chunks over ``max_chunk_bytes``, largest first.
+        max_chunk_bytes: the cap checked (4096).
+        untitled: chunks titled ``""``, whitespace, ``Untitled`` or
+            ``Untitled (n)``, in row id order.
+        count_mismatches: sources whose recorded counts are wrong.
+        orphan_chunks: chunks whose ``source_id`` has no source row (they
+            can never be retrieved: the retrievers join on ``sources``).
+        vocabulary_size: rows in ``vocabulary``, or ``None`` when the table
+            is missing (the fuzzy fallback is then unavailable).
+        stale: stale file-backed sources (not refreshed).
+        stale_errors: ``(label, message)`` for sources that could not be checked.
+    """
+
+    path: str | None
+    schema: str
+    sources: int
+    chunks: int
+    trigram_rows: int
+    collisions: tuple[KeyCollision, ...]
+    oversized: tuple[OversizedChunk, ...]
+    max_chunk_bytes: int
+    untitled: tuple[ChunkNote, ...]
+    count_mismatches: tuple[CountMismatch, ...]
+    orphan_chunks: int
+    vocabulary_size: int | None
+    stale: tuple[StaleSource, ...]
+    stale_errors: tuple[tuple[str, str], ...]
+
+    @property
+    def hidden_by_collisions(self) -> int:
+        """Chunks beyond the first of each colliding key (each can be merged away)."""
+        return sum(c.count - 1 for c in self.collisions)
+
+    @property
+    def findings(self) -> list[str]:
+        """One line per kind of problem found, with counts (empty when clean)."""
+        out = []
+        if self.collisions:
+            out.append(
+                f"{_n(len(self.collisions), 'fusion key')} shared by several chunks "
+                f"({_n(self.hidden_by_collisions, 'chunk')} can be merged away by source::title fusion)"
+            )
+        if self.oversized:
+            out.append(f"{_n(len(self.oversized), 'chunk')} over {self.max_chunk_bytes} bytes")
+        if self.untitled:
+            out.append(f"{_n(len(self.untitled), 'chunk')} with an empty or Untitled title")
+        if self.count_mismatches:
+            out.append(
+                f"{_n(len(self.count_mismatches), 'source')} whose recorded chunk counts disagree with their chunks"
+            )
+        if self.orphan_chunks:
+            out.append(f"{_n(self.orphan_chunks, 'chunk')} without a source row")
+        if self.trigram_rows != self.chunks:
+            out.append(f"chunks_trigram has {self.trigram_rows} rows but chunks has {self.chunks}")
+        if self.vocabulary_size is None:
+            out.append("no vocabulary table: the fuzzy typo fallback is unavailable")
+        if self.stale:
+            out.append(f"{_n(len(self.stale), 'stale file-backed source')} (a search would re-index them)")
+        if self.stale_errors:
+            out.append(f"{_n(len(self.stale_errors), 'file-backed source')} could not be checked")
+        return out
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was found."""
+        return not self.findings
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (every attribute, plus ``findings`` and ``ok``)."""
+        return {
+            "path": self.path,
+            "schema": self.schema,
+            "sources": self.sources,
+            "chunks": self.chunks,
+            "trigram_rows": self.trigram_rows,
+            "collisions": [
+                {"source": c.source, "title": c.title, "count": c.count, "rowids": list(c.rowids)}
+                for c in self.collisions
+            ],
+            "hidden_by_collisions": self.hidden_by_collisions,
+            "oversized": [
+                {"rowid": o.rowid, "source": o.source, "title": o.title, "bytes": o.bytes} for o in self.oversized
+            ],
+            "max_chunk_bytes": self.max_chunk_bytes,
+            "untitled": [{"rowid": u.rowid, "source": u.source, "title": u.title} for u in self.untitled],
+            "count_mismatches": [
+                {
+                    "source_id": m.source_id, "label": m.label,
+                    "recorded_chunks": m.recorded_chunks, "actual_chunks": m.actual_chunks,
+                    "recorded_code": m.recorded_code, "actual_code": m.actual_code,
+                }
+                for m in self.count_mismatches
+            ],
+            "orphan_chunks": self.orphan_chunks,
+            "vocabulary_size": self.vocabulary_size,
+            "stale": [{"label": s.label, "file_path": s.file_path} for s in self.stale],
+            "stale_errors": [{"label": lbl, "message": msg} for lbl, msg in self.stale_errors],
+            "findings": self.findings,
+            "ok": self.ok,
+        }
+
+
+def diagnose(
+    store: Store,
+    *,
+    max_chunk_bytes: int = MAX_CHUNK_BYTES,
+    conn: sqlite3.Connection | None = None,
+) -> DoctorReport:
+    """Inspect ``store`` and report what may surprise a search. Read-only:
+    stale sources are reported, never refreshed.
+
+    Args:
+        store: an open store (read-only or writable).
+        max_chunk_bytes: the cap to check chunk sizes against (UTF-8 bytes;
+            reference 4096).
+        conn: a connection from ``store.connect()`` when called from another
+            thread; defaults to the store's own connection.
+
+    Returns:
+        A :class:`DoctorReport`.
+
+    Raises:
+        sqlite3.DatabaseError: the store cannot be read (e.g. corrupt pages).
+    """
+    c = conn or store.conn
+    guard = store.lock if c is store.conn else nullcontext()
+    with guard:
+        n_sources = int(c.execute("SELECT COUNT(*) FROM sources").fetchone()[0])
+        n_chunks = int(c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        n_trigram = int(c.execute("SELECT COUNT(*) FROM chunks_trigram").fetchone()[0])
+
+        groups: dict[tuple[str, str], list[int]] = {}
+        for rowid, label, title in c.execute(
+            "SELECT chunks.rowid, sources.label, chunks.title FROM chunks "
+            "JOIN sources ON sources.id = chunks.source_id ORDER BY chunks.rowid"
+        ):
+            groups.setdefault((label, title if title is not None else ""), []).append(int(rowid))
+        collisions = sorted(
+            (KeyCollision(src, title, tuple(ids)) for (src, title), ids in groups.items() if len(ids) > 1),
+            key=lambda k: (-k.count, k.rowids[0]),
+        )
+
+        oversized = tuple(
+            OversizedChunk(int(r), s, t or "", int(n))
+            for r, s, t, n in c.execute(
+                "SELECT chunks.rowid, sources.label, chunks.title, length(CAST(chunks.content AS BLOB)) AS n "
+                "FROM chunks LEFT JOIN sources ON sources.id = chunks.source_id WHERE n > ? "
+                "ORDER BY n DESC, chunks.rowid",
+                (max_chunk_bytes,),
+            )
+        )
+
+        untitled = tuple(
+            ChunkNote(int(r), s, t or "")
+            for r, s, t in c.execute(
+                "SELECT chunks.rowid, sources.label, chunks.title FROM chunks "
+                "LEFT JOIN sources ON sources.id = chunks.source_id ORDER BY chunks.rowid"
+            )
+            if t is None or not t.strip() or _UNTITLED.fullmatch(t)
+        )
+
+        actual: dict[int, tuple[int, int]] = {}
+        for source_id, n, code in c.execute(
+            "SELECT source_id, COUNT(*), SUM(content_type = 'code') FROM chunks GROUP BY source_id"
+        ):
+            try:
+                sid = int(float(source_id))
+            except (TypeError, ValueError):
+                sid = -1
+            prev = actual.get(sid, (0, 0))
+            actual[sid] = (prev[0] + int(n), prev[1] + int(code or 0))
+        source_ids = set()
+        mismatches = []
+        for sid, label, rec_n, rec_code in c.execute(
+            "SELECT id, label, chunk_count, code_chunk_count FROM sources ORDER BY id"
+        ):
+            source_ids.add(int(sid))
+            got_n, got_code = actual.get(int(sid), (0, 0))
+            if (int(rec_n or 0), int(rec_code or 0)) != (got_n, got_code):
+                mismatches.append(CountMismatch(int(sid), label, int(rec_n or 0), got_n, int(rec_code or 0), got_code))
+        orphans = sum(n for sid, (n, _) in actual.items() if sid not in source_ids)
+
+        vocab = (
+            int(c.execute("SELECT COUNT(*) FROM vocabulary").fetchone()[0]) if store.schema.has_vocabulary else None
+        )
+        stale_rows, stale_errors = store.stale_sources(c)
+
+    return DoctorReport(
+        path=store.path,
+        schema=store.schema.generation,
+        sources=n_sources,
+        chunks=n_chunks,
+        trigram_rows=n_trigram,
+        collisions=tuple(collisions),
+        oversized=oversized,
+        max_chunk_bytes=max_chunk_bytes,
+        untitled=untitled,
+        count_mismatches=tuple(mismatches),
+        orphan_chunks=orphans,
+        vocabulary_size=vocab,
+        stale=tuple(StaleSource(label, path) for label, path, _ in stale_rows),
+        stale_errors=tuple((label, msg) for label, msg in stale_errors),
+    )
