@@ -1,0 +1,343 @@
+"""What-if lab subcommands: ``compare``, ``why`` and ``doctor``.
+
+Imported by :mod:`tui.cli` (``_register_command_modules``), which owns the
+Typer ``app``; this module only adds commands to it. Rich only, never Textual.
+
+* ``rankscope compare QUERY --db DB --b SPEC [--a SPEC] [filters] [--json]``
+* ``rankscope compare --queries FILE --db DB --b SPEC [--a SPEC] [--json]``
+* ``rankscope why QUERY --db DB (--chunk SOURCE::TITLE | --rowid N) [filters] [--variant SPEC] [--json]``
+* ``rankscope doctor --db DB [--json] [--examples N]``
+
+A variant SPEC is ``key=value`` pairs joined by commas (see
+:func:`engine.compare.parse_variant`), or ``reference``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from engine.compare import (
+    SPEC_KEYS,
+    Comparison,
+    SetComparison,
+    compare,
+    compare_set,
+    comparison_to_dict,
+    parse_variant,
+    set_comparison_to_dict,
+    variant_spec,
+)
+from engine.doctor import DoctorReport, diagnose
+from engine.model import Variant
+from engine.why import ChunkNotFoundError, Explanation, why_not
+
+from .cli import app, console, fail, load_queries, make_params, open_store
+
+SPEC_HELP = (
+    "Variant spec: comma-separated key=value with keys "
+    + ", ".join(SPEC_KEYS)
+    + " (e.g. key=rowid,rerank=before-trim,rrf_k=10), or 'reference'."
+)
+
+
+def variant_option(spec: str, option: str) -> Variant:
+    """Parse a variant spec given to ``option``, turning ValueError into CliError."""
+    try:
+        return parse_variant(spec)
+    except ValueError as exc:
+        fail(f"{option}: {exc}")
+    raise AssertionError("unreachable")
+
+
+def _write_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _opt(value: Optional[float], fmt: str = "{:.5f}") -> str:
+    return "—" if value is None else fmt.format(value)
+
+
+# ─── compare ─────────────────────────────────────────────────────────────
+
+_MARKER_STYLE = {"up": "green", "down": "red", "same": "dim", "new": "cyan", "gone": "magenta"}
+
+
+def _marker_text(marker: str, delta: Optional[int]) -> Text:
+    label = {"up": f"↑{delta}", "down": f"↓{-(delta or 0)}", "same": "=", "new": "new", "gone": "gone"}[marker]
+    return Text(label, style=_MARKER_STYLE[marker])
+
+
+def counts_line(counts, overlap: Optional[float]) -> Text:
+    """``improved 2 · worsened 0 · unchanged 2 · only in A 1 · only in B 1 · overlap 0.80``."""
+    parts = [
+        f"improved {counts.improved}",
+        f"worsened {counts.worsened}",
+        f"unchanged {counts.unchanged}",
+        f"only in A {counts.only_in_a}",
+        f"only in B {counts.only_in_b}",
+    ]
+    if overlap is not None:
+        parts.append(f"overlap {overlap:.2f}")
+    return Text(" · ".join(parts))
+
+
+def comparison_renderable(cmp: Comparison) -> Group:
+    """Rich rendering of one :class:`~engine.compare.Comparison`: both
+    variants and layers, one row per chunk, the counts."""
+    ta, tb = cmp.trace_a, cmp.trace_b
+    head = Text.assemble(
+        ("A ", "bold"), f"{variant_spec(ta.params.variant)} (layer {ta.layer}, {len(ta.final)} results)   ",
+        ("B ", "bold"), f"{variant_spec(tb.params.variant)} (layer {tb.layer}, {len(tb.final)} results)",
+    )
+    t = Table(title=f"A vs B for {cmp.params_a.query!r}", title_justify="left", expand=False, box=box.SIMPLE_HEAD)
+    for col in ("A#", "B#", "move", "chunk", "rrf A", "rrf B", "boost A", "boost B"):
+        if col.startswith("chunk"):
+            t.add_column(col, overflow="fold", min_width=20, max_width=56)
+        else:
+            t.add_column(col, justify="left" if col == "move" else "right", no_wrap=True)
+    for r in cmp.rows:
+        chunk = Text.assemble((r.title, "bold"), "\n", (r.source, "dim"))
+        t.add_row(
+            _opt(r.position_a, "{}"), _opt(r.position_b, "{}"), _marker_text(r.marker, r.delta),
+            chunk, _opt(r.score_a, "{:.4f}"), _opt(r.score_b, "{:.4f}"),
+            _opt(r.boost_a, "{:.3f}"), _opt(r.boost_b, "{:.3f}"),
+        )
+    parts = [head]
+    parts.append(t if cmp.rows else Text("Neither run returned anything.", style="bold"))
+    parts.append(counts_line(cmp.counts, cmp.overlap))
+    for label, trace in (("A", ta), ("B", tb)):
+        if trace.fuzzy.shadow and trace.fuzzy.corrected_query:
+            parts.append(Text(f"{label}: fuzzy shadow run corrected the query to {trace.fuzzy.corrected_query!r}",
+                              style="dim"))
+        if not trace.final and trace.empty_reason:
+            parts.append(Text(f"{label}: no results: {trace.empty_reason}", style="dim"))
+    return Group(*parts)
+
+
+def set_comparison_renderable(sc: SetComparison) -> Group:
+    """Rich rendering of a :class:`~engine.compare.SetComparison`: one row
+    per query, a totals row, the mean overlap."""
+    t = Table(
+        title=f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}",
+        title_justify="left", expand=False, box=box.SIMPLE_HEAD,
+    )
+    for col in ("id", "query", "layer A→B", "A", "B", "↑", "↓", "=", "gone", "new", "overlap"):
+        t.add_column(col, justify="left" if col in ("id", "query", "layer A→B") else "right",
+                     overflow="fold", max_width=32 if col == "query" else 24 if col == "id" else None)
+    for q in sc.queries:
+        c = q.counts
+        layer = q.layer_a if q.layer_a == q.layer_b else f"{q.layer_a}→{q.layer_b}"
+        t.add_row(
+            Text(q.id), Text(q.query), Text(layer, style="" if q.layer_a == q.layer_b else "yellow"),
+            str(q.size_a), str(q.size_b), str(c.improved), str(c.worsened), str(c.unchanged),
+            str(c.only_in_a), str(c.only_in_b), Text(f"{q.overlap:.2f}", style="" if q.overlap == 1 else "yellow"),
+        )
+    c = sc.totals
+    t.add_section()
+    t.add_row(
+        "total", f"{len(sc.queries)} queries", f"{sc.layer_changes} changed", "", "",
+        str(c.improved), str(c.worsened), str(c.unchanged), str(c.only_in_a), str(c.only_in_b),
+        _opt(sc.mean_overlap, "{:.2f}"),
+    )
+    summary = Text(
+        f"{sc.changed_queries} of {len(sc.queries)} queries changed; "
+        + counts_line(sc.totals, sc.mean_overlap).plain.replace("overlap", "mean overlap")
+    )
+    return Group(t, summary)
+
+
+@app.command("compare")
+def compare_cmd(
+    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries)."),
+    db: Path = typer.Option(..., "--db", help="Store to search (opened read-only)."),
+    b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
+    a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
+    queries: Optional[Path] = typer.Option(None, "--queries", help="Compare every query of this file (queries.json format) instead."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Results wanted (reference default 3)."),
+    source: Optional[str] = typer.Option(None, "--source", help="Source label filter (substring unless --source-exact)."),
+    source_exact: bool = typer.Option(False, "--source-exact", help="Match --source exactly."),
+    content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
+    session: Optional[List[str]] = typer.Option(None, "--session", help="Allow-set session id (repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (a single query includes both traces)."),
+) -> None:
+    """Run a query (or a query file) under two pipeline variants, A and B, side by side.
+
+    Each chunk of either answer gets its position in A and B and a marker:
+    ↑/↓ (moved up/down in B), = (same), new (only in B), gone (only in A).
+    Note: without --session the candidate pool equals --limit, so
+    rerank=before-trim only differs from the reference together with a
+    larger pool (e.g. --b rerank=before-trim,pool=20).
+    """
+    va, vb = variant_option(a, "--a"), variant_option(b, "--b")
+    if (query is None) == (queries is None):
+        fail("give either a QUERY or --queries FILE (not both, not neither)")
+    if queries is not None:
+        given = [name for name, value in (("--limit", limit), ("--source", source), ("--content-type", content_type),
+                                          ("--session", session)) if value] + (["--source-exact"] if source_exact else [])
+        if given:
+            fail(f"{', '.join(given)} apply to a single QUERY; with --queries each entry carries its own")
+        entries = load_queries(queries)
+        store = open_store(db)
+        try:
+            sc = compare_set(store, entries, va, vb)
+        except ValueError as exc:
+            fail(str(exc))
+        finally:
+            store.close()
+        if as_json:
+            _write_json(set_comparison_to_dict(sc))
+        else:
+            console.print(set_comparison_renderable(sc))
+        return
+    assert query is not None
+    n = 3 if limit is None else limit
+    pa = make_params(query, n, source, source_exact, content_type, session, variant=va)
+    pb = make_params(query, n, source, source_exact, content_type, session, variant=vb)
+    store = open_store(db)
+    try:
+        cmp = compare(store, pa, pb)
+    finally:
+        store.close()
+    if as_json:
+        _write_json(comparison_to_dict(cmp))
+    else:
+        console.print(comparison_renderable(cmp))
+
+
+# ─── why ─────────────────────────────────────────────────────────────────
+
+_REASON_STYLE = {"returned": "green", "outranked": "yellow"}
+
+
+def explanation_renderable(e: Explanation) -> Group:
+    """Rich rendering of one :class:`~engine.why.Explanation`: the chunk,
+    then ``stage · reason`` and the message."""
+    c = e.chunk
+    head = Text.assemble(
+        (f"row {c.rowid}", "bold"), "  ", (c.source, "cyan"), " :: ", (c.title, "bold"),
+        (f"  ({c.content_type}, session {c.session_id or '—'})", "dim"),
+    )
+    reason = Text.assemble(
+        "  ", (e.reason, _REASON_STYLE.get(e.reason, "red")), (f" at {e.stage}", "dim"),
+        (" (fuzzy re-run)" if e.run == "fuzzy" and not e.stage.startswith("fuzzy:") else "", "dim"),
+    )
+    return Group(head, reason, Text("  " + e.message))
+
+
+@app.command("why")
+def why_cmd(
+    query: str = typer.Argument(..., help="Query text."),
+    db: Path = typer.Option(..., "--db", help="Store to search (opened read-only)."),
+    chunk: Optional[str] = typer.Option(None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."),
+    rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
+    limit: int = typer.Option(3, "--limit", "-n", help="Results wanted (reference default 3)."),
+    source: Optional[str] = typer.Option(None, "--source", help="Source label filter (substring unless --source-exact)."),
+    source_exact: bool = typer.Option(False, "--source-exact", help="Match --source exactly."),
+    content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
+    session: Optional[List[str]] = typer.Option(None, "--session", help="Allow-set session id (repeatable)."),
+    variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the explanations as JSON."),
+) -> None:
+    """Explain why a chunk is (or is not) in the answer: the stage where it
+    left the pipeline, a reason code and the numbers."""
+    if (chunk is None) == (rowid is None):
+        fail("name the chunk with either --chunk SOURCE::TITLE or --rowid N (exactly one)")
+    params = make_params(query, limit, source, source_exact, content_type, session,
+                         variant=variant_option(variant, "--variant"))
+    store = open_store(db)
+    try:
+        explanations = why_not(store, params, key=chunk, rowid=rowid)
+    except (ChunkNotFoundError, ValueError) as exc:
+        fail(str(exc))
+    finally:
+        store.close()
+    if as_json:
+        _write_json({
+            "query": query,
+            "variant": variant_spec(params.variant),
+            "explanations": [e.to_dict() for e in explanations],
+        })
+        return
+    for i, e in enumerate(explanations):
+        if i:
+            console.print()
+        console.print(explanation_renderable(e))
+
+
+# ─── doctor ──────────────────────────────────────────────────────────────
+
+
+def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
+    """Rich rendering of a :class:`~engine.doctor.DoctorReport`; each list
+    shows at most ``examples`` entries."""
+    vocab = "missing" if report.vocabulary_size is None else str(report.vocabulary_size)
+    parts: list = [
+        Text(f"{report.path or '(in memory)'}: {report.schema}; {report.sources} sources, {report.chunks} chunks, "
+             f"vocabulary {vocab}"),
+    ]
+    if report.ok:
+        parts.append(Text("No problems found.", style="green"))
+        return Group(*parts)
+    for line in report.findings:
+        parts.append(Text("• " + line, style="yellow"))
+
+    def table(title: str, cols: tuple[str, ...], rows: list[tuple], total: int) -> Table:
+        more = f" (first {examples} of {total})" if total > examples else ""
+        t = Table(title=title + more, title_justify="left", expand=False)
+        for col in cols:
+            t.add_column(col, overflow="fold", max_width=44 if col in ("title", "key") else None)
+        for row in rows[:examples]:
+            t.add_row(*[Text(str(x)) for x in row])
+        return t
+
+    if report.collisions:
+        parts.append(table("Fusion-key collisions", ("chunks", "key", "rowids"),
+                           [(c.count, c.key, ", ".join(map(str, c.rowids))) for c in report.collisions],
+                           len(report.collisions)))
+    if report.oversized:
+        parts.append(table(f"Chunks over {report.max_chunk_bytes} bytes", ("rowid", "bytes", "source", "title"),
+                           [(o.rowid, o.bytes, o.source, o.title) for o in report.oversized], len(report.oversized)))
+    if report.untitled:
+        parts.append(table("Empty or Untitled titles", ("rowid", "source", "title"),
+                           [(u.rowid, u.source, repr(u.title)) for u in report.untitled], len(report.untitled)))
+    if report.count_mismatches:
+        parts.append(table("Source counts that disagree", ("id", "label", "chunk_count", "actual", "code_chunk_count", "actual code"),
+                           [(m.source_id, m.label, m.recorded_chunks, m.actual_chunks, m.recorded_code, m.actual_code)
+                            for m in report.count_mismatches], len(report.count_mismatches)))
+    if report.stale:
+        parts.append(table("Stale file-backed sources (not refreshed)", ("label", "file"),
+                           [(s.label, s.file_path) for s in report.stale], len(report.stale)))
+    if report.stale_errors:
+        parts.append(table("Sources that could not be checked", ("label", "error"),
+                           list(report.stale_errors), len(report.stale_errors)))
+    return Group(*parts)
+
+
+@app.command("doctor")
+def doctor_cmd(
+    db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    examples: int = typer.Option(5, "--examples", help="Rows shown per list in the human report."),
+) -> None:
+    """Diagnose a store: fusion-key collisions, oversized chunks, Untitled
+    titles, wrong source counts, vocabulary, stale file-backed sources."""
+    if examples < 0:
+        fail(f"--examples must be 0 or more; got {examples}")
+    store = open_store(db)
+    try:
+        report = diagnose(store)
+    finally:
+        store.close()
+    if as_json:
+        _write_json(report.to_dict())
+    else:
+        console.print(doctor_renderable(report, examples))
