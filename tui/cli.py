@@ -103,8 +103,22 @@ def index(
             sessions = load_sessions_map(sessions_map)
         except ValueError as exc:
             fail(str(exc))
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        fail(f"no such file or folder: {', '.join(missing)}")
+    if max_file_bytes < 0:
+        fail(f"--max-file-bytes must be 0 or more; got {max_file_bytes}")
+    from engine.discovery import context_mode_store_reason
+
+    owner = context_mode_store_reason(db)
+    if owner:
+        fail(f"refusing to write to {db}: {owner}. rankscope never writes to stores it did not create; "
+             f"open it read-only with: rankscope {db}")
     if db.exists():
         store = open_store(db, writable=True)
+        if store.schema.fts_columns < 8:
+            store.close()
+            fail(f"{db} has the older 4-column schema (not written by rankscope); rankscope will not write to it")
     else:
         try:
             store = Store.create(db)
@@ -136,25 +150,46 @@ def index(
                 rate=f"{stats['files'] / secs:.0f} files/s, {stats['bytes'] / secs / 1e6:.2f} MB/s",
             )
 
+        def plan(files: int) -> None:
+            progress.update(task, total=files)
+
         try:
             report = index_paths(
                 store, paths, sessions=sessions, default_session=session, max_file_bytes=max_file_bytes,
-                incremental=not full, progress=tick, ignore_factory=ignore_factory,
+                incremental=not full, progress=tick, ignore_factory=ignore_factory, on_plan=plan,
             )
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             store.close()
-            err_console.print("interrupted: every file indexed so far is committed; the store is consistent")
+            done = getattr(exc, "report", None)
+            so_far = f" after {len(done.results)} indexed and {len(done.unchanged)} unchanged files" if done else ""
+            err_console.print(
+                f"interrupted{so_far}: each file is stored in one transaction, so the store is consistent "
+                "(the file in progress keeps its previous content)"
+            )
             raise typer.Exit(130)
     store.close()
+    _print_index_report(report, db)
+
+
+def _print_index_report(report, db: Path) -> None:
+    """The index summary: totals, then skipped files grouped by reason."""
     console.print(
         f"indexed {len(report.results)} files, {report.chunks} chunks, {report.bytes} bytes into {db}"
         + (f"; {len(report.unchanged)} unchanged" if report.unchanged else "")
-        + (f"; {len(report.removed)} removed" if report.removed else "")
+        + (f"; {len(report.removed)} removed" if report.removed else ""),
+        markup=False, highlight=False,
     )
-    if report.skipped:
-        console.print(f"skipped {len(report.skipped)}:")
-        for s in report.skipped:
-            console.print(f"  {s.path}: {s.reason}", markup=False, highlight=False)
+    skipped = report.not_indexed
+    if skipped:
+        kinds = {"too-large": f"over {report.max_file_bytes} bytes"}
+        summary = ", ".join(f"{n} {kinds.get(k, k)}" for k, n in report.skip_counts().items())
+        console.print(f"skipped {len(skipped)} ({summary}):", markup=False, highlight=False)
+        for item in skipped:
+            console.print(f"  {item.path}: {item.reason}", markup=False, highlight=False)
+    for item in report.warnings:
+        console.print(f"note: {item.path}: {item.reason}", markup=False, highlight=False)
+    if report.kept:
+        console.print(f"kept the previous content of {len(report.kept)} unreadable file(s)", markup=False, highlight=False)
 
 
 # ─── search ──────────────────────────────────────────────────────────────

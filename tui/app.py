@@ -1,0 +1,266 @@
+"""The rankscope browser application.
+
+Build it with :func:`make_app` (the CLI launcher and the tests use the same
+factory). The app owns the open store and the global keys; the
+:class:`~tui.screens.browser.BrowserScreen` does the searching and showing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from textual.app import App
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from engine import SearchParams, Store, search, trace_to_dict
+from engine.model import Trace
+
+from .cache import CacheEntry
+from .cmdline import command_line, export_path
+from .commands import RankscopeCommands
+from .messages import StoreReady
+from .screens.browser import BrowserScreen
+from .screens.help import HelpScreen
+from .screens.loading import LoadingScreen
+from .screens.params import ParamsScreen
+from .screens.sessions import SessionsScreen
+from .screens.stores import StorePickerScreen
+
+_QUERY_GROUP = Binding.Group("Query", compact=True)
+SearchFn = Callable[..., Trace]
+
+
+class RankscopeApp(App[None]):
+    """Type a query and watch context-mode's lexical retrieval pipeline work.
+
+    Exactly one of ``store``, ``index_job`` or ``store_finder`` says where the
+    data comes from: an open store, a folder to index into the cache first
+    (loading screen), or a store picker.
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "rankscope"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    COMMANDS = App.COMMANDS | {RankscopeCommands}
+    BINDINGS = [
+        Binding("ctrl+l", "focus_query", "Query", priority=True, id="focus-query", group=_QUERY_GROUP,
+                tooltip="Focus the query box with its text selected (also closes dialogs)"),
+        Binding("slash", "focus_query", "Query", key_display="/", id="focus-query-slash", group=_QUERY_GROUP,
+                tooltip="Focus the query box (when focus is elsewhere)"),
+        Binding("f1", "help", "Help", id="help", tooltip="What each pipeline stage does, and the keys"),
+        Binding("f2", "edit_params", "Params", id="edit-params",
+                tooltip="Limit, source filter (substring or exact) and content type"),
+        Binding("f3", "choose_sessions", "Sessions", id="choose-sessions",
+                tooltip="Turn the session filter on or off and choose the allow-set"),
+        Binding("f4", "copy_command", "Copy", id="copy-command",
+                tooltip="Copy this search as a 'rankscope search' command line"),
+        Binding("f6", "export_trace", "Export", id="export-trace",
+                tooltip="Write the whole trace as JSON into the current folder"),
+        Binding("ctrl+q", "quit", "Quit", id="quit", tooltip="Quit rankscope", priority=True),
+    ]
+
+    def __init__(
+        self,
+        *,
+        store: Store | None = None,
+        store_label: str = "",
+        index_job: CacheEntry | None = None,
+        store_finder: Callable[[], list[Any]] | None = None,
+        params: SearchParams | None = None,
+        show_timings: bool = True,
+        cursor_blink: bool = True,
+        search_fn: SearchFn = search,
+        notice: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.store_label = store_label or (Path(store.path).name if store and store.path else "in-memory store")
+        self.index_job = index_job
+        self.store_finder = store_finder
+        self.initial_params = params or SearchParams("")
+        self.show_timings = show_timings
+        self.cursor_blink = cursor_blink
+        self.search_fn = search_fn
+        self.notice = notice
+        self.store_stats: dict = {}
+        self.session_counts: list[tuple[str, int]] = []
+        self.source_labels: list[str] = []
+
+    # ── screens ────────────────────────────────────────────────────────
+
+    def get_default_screen(self) -> Screen:
+        if self.store is not None:
+            return self._browser_for(self.store)
+        if self.index_job is not None:
+            return LoadingScreen(self.index_job, self.store_label)
+        if self.store_finder is not None:
+            return StorePickerScreen(self.store_finder)
+        raise ValueError("make_app needs a store, a folder to index or a store finder")
+
+    def on_mount(self) -> None:
+        if self.notice:
+            self.notify(self.notice, severity="warning")
+
+    def _browser_for(self, store: Store) -> BrowserScreen:
+        self._load_store_facts(store)
+        return BrowserScreen(store, self.store_label, self.initial_params, show_timings=self.show_timings,
+                             cursor_blink=self.cursor_blink)
+
+    def _load_store_facts(self, store: Store) -> None:
+        with store.lock:
+            self.store_stats = store.stats()
+            self.session_counts = store.session_counts()
+            self.source_labels = [s["label"] for s in store.sources()]
+
+    def on_store_ready(self, event: StoreReady) -> None:
+        """A store finished indexing (or was picked): browse it."""
+        if self.store is not None and self.store is not event.store:
+            self.store.close()
+        self.store = event.store
+        self.store_label = event.label
+        self.switch_screen(self._browser_for(event.store))
+
+    def on_unmount(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    @property
+    def browser(self) -> BrowserScreen | None:
+        """The browser screen, once a store is open."""
+        for screen in self.screen_stack:
+            if isinstance(screen, BrowserScreen):
+                return screen
+        return None
+
+    # ── actions ────────────────────────────────────────────────────────
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("focus_query", "edit_params", "choose_sessions", "copy_command", "export_trace"):
+            return self.browser is not None
+        return True
+
+    def _close_dialogs(self) -> BrowserScreen | None:
+        browser = self.browser
+        if browser is None:
+            return None
+        while self.screen is not browser and len(self.screen_stack) > 1:
+            self.pop_screen()
+        return browser
+
+    def action_focus_query(self) -> None:
+        """Focus the query box, text selected; closes any dialog first."""
+        browser = self._close_dialogs()
+        if browser is not None:
+            browser.query_box.focus_query()
+
+    def _back_to_query(self, _result: object = None) -> None:
+        browser = self.browser
+        if browser is not None:
+            self.call_after_refresh(browser.query_box.focus_query)
+
+    def action_help(self) -> None:
+        """Open (or close) the help screen."""
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(HelpScreen(), callback=self._back_to_query)
+
+    def action_edit_params(self) -> None:
+        """Open the parameters dialog."""
+        browser = self._close_dialogs()
+        if browser is not None:
+            self.push_screen(ParamsScreen(browser.params, self.source_labels), callback=self._back_to_query)
+
+    def action_choose_sessions(self) -> None:
+        """Open the session dialog."""
+        browser = self._close_dialogs()
+        if browser is not None:
+            self.push_screen(SessionsScreen(self.session_counts, browser.params.sessions),
+                             callback=self._back_to_query)
+
+    def command_text(self) -> str | None:
+        """The ``rankscope search`` command line of the current search."""
+        browser = self.browser
+        if browser is None:
+            return None
+        return command_line(browser.params, browser.store.path)
+
+    def action_copy_command(self) -> None:
+        """Copy the current query and parameters as a command line."""
+        text = self.command_text()
+        if text is None:
+            return
+        self.copy_to_clipboard(text)
+        self.notify(text, title="Copied command line", timeout=8)
+
+    def action_export_trace(self, folder: Path | None = None) -> Path | None:
+        """Write the shown trace as JSON into ``folder`` (the current directory)."""
+        browser = self.browser
+        if browser is None or browser.trace is None:
+            self.notify("Nothing to export yet: search first.", severity="warning")
+            return None
+        trace = browser.trace
+        path = export_path(trace.params.query, folder)
+        try:
+            path.write_text(json.dumps(trace_to_dict(trace), ensure_ascii=False, indent=2) + "\n", "utf-8")
+        except OSError as exc:
+            self.notify(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
+            return None
+        self.notify(str(path), title="Trace exported", timeout=8)
+        return path
+
+    # ── errors ─────────────────────────────────────────────────────────
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Report every failed worker as a notification; the app keeps running."""
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        what = {"search": "Search", "index": "Indexing", "discover": "Store discovery"}.get(event.worker.group,
+                                                                                          "Background task")
+        self.notify(f"{type(error).__name__}: {error}", title=f"{what} failed", severity="error", timeout=10)
+        browser = self.browser
+        if browser is not None and event.worker.group == "search":
+            browser.results.border_subtitle = "search failed"
+
+
+def make_app(
+    store: Store | None = None,
+    *,
+    store_label: str = "",
+    index_job: CacheEntry | None = None,
+    store_finder: Callable[[], list[Any]] | None = None,
+    query: str = "",
+    params: SearchParams | None = None,
+    show_timings: bool = True,
+    cursor_blink: bool = True,
+    search_fn: SearchFn = search,
+    notice: str | None = None,
+) -> RankscopeApp:
+    """Build the browser. Used by ``rankscope`` and by the tests.
+
+    Args:
+        store: an open store to browse (the app closes it on exit).
+        store_label: how to name the store or corpus in the interface.
+        index_job: index this cache entry's folder first (loading screen).
+        store_finder: show a store picker fed by this callable.
+        query: start with this query (searched at once).
+        params: start with these parameters (``query`` wins over ``params.query``).
+        show_timings: show per-stage milliseconds (off for snapshot tests).
+        cursor_blink: blink the query cursor (off for snapshot tests).
+        search_fn: the pipeline entry point (tests inject failures here).
+        notice: a warning to show once the app starts.
+    """
+    p = params or SearchParams("")
+    if query:
+        from dataclasses import replace
+
+        p = replace(p, query=query)
+    return RankscopeApp(
+        store=store, store_label=store_label, index_job=index_job, store_finder=store_finder, params=p,
+        show_timings=show_timings, cursor_blink=cursor_blink, search_fn=search_fn, notice=notice,
+    )

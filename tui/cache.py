@@ -1,0 +1,162 @@
+"""The corpus cache: a folder is indexed once into a store under the user's
+cache directory and re-used while the folder is unchanged.
+
+* The store for a folder is ``<cache dir>/<sha256(resolved folder path)[:16]>.db``;
+  the fingerprint of the folder it was built from sits next to it as
+  ``<same name>.fingerprint`` (JSON).
+* The fingerprint is the SHA-256 of the sorted ``(label, size, mtime_ns)`` of
+  every file :func:`engine.corpus.collect_files` would index, plus the
+  sessions map (``_sessions.json``), which changes attribution.
+* A cached store is opened read-only (:meth:`engine.Store.open_readonly`):
+  the browser never writes to it, and each search thread opens its own
+  connection.
+
+The cache directory is ``platformdirs.user_cache_dir("rankscope")``, or
+``$RANKSCOPE_CACHE_DIR`` when that is set (tests, sandboxes).
+
+No Textual here: the loading screen calls :func:`build_cache` from a thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from engine import Store, StoreError
+from engine.corpus import SESSIONS_FILE, collect_files, index_paths, load_sessions_map
+
+#: Bumped when the cache layout or the indexing rules change.
+CACHE_FORMAT = 1
+
+
+def cache_dir() -> Path:
+    """The folder holding cached stores (created on demand by :func:`build_cache`)."""
+    override = os.environ.get("RANKSCOPE_CACHE_DIR")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("rankscope"))
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """Where the cached store of one corpus folder lives.
+
+    Attributes:
+        folder: the corpus folder (resolved).
+        db_path: the cached store.
+        fingerprint_path: the fingerprint of the folder the store was built from.
+    """
+
+    folder: Path
+    db_path: Path
+    fingerprint_path: Path
+
+
+def cache_entry(folder: str | os.PathLike[str], root: Path | None = None) -> CacheEntry:
+    """The cache paths for ``folder`` (named by a hash of its resolved path)."""
+    resolved = Path(folder).expanduser().resolve()
+    digest = hashlib.sha256(str(resolved).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    base = (root or cache_dir()) / digest
+    return CacheEntry(resolved, base.with_suffix(".db"), base.with_suffix(".fingerprint"))
+
+
+def corpus_files(folder: Path) -> list[tuple[str, Path]]:
+    """The ``(label, path)`` pairs indexing would read, in indexing order."""
+    return collect_files(folder)
+
+
+def fingerprint(folder: str | os.PathLike[str]) -> str:
+    """SHA-256 over ``(label, size, mtime_ns)`` of every indexed file and the
+    sessions map; any added, removed, resized or touched file changes it."""
+    root = Path(folder)
+    items = []
+    extra = [(SESSIONS_FILE, root / SESSIONS_FILE)] if (root / SESSIONS_FILE).is_file() else []
+    for label, path in corpus_files(root) + extra:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        items.append([label, st.st_size, st.st_mtime_ns])
+    payload = json.dumps({"format": CACHE_FORMAT, "files": sorted(items)}, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def load_cached(entry: CacheEntry) -> Store | None:
+    """The cached store, opened read-only, if it exists and its fingerprint
+    matches the folder now; else ``None`` (never raises for a stale or broken
+    cache: it is simply rebuilt)."""
+    if not entry.db_path.is_file() or not entry.fingerprint_path.is_file():
+        return None
+    try:
+        saved = json.loads(entry.fingerprint_path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint(entry.folder):
+        return None
+    try:
+        return Store.open_readonly(entry.db_path)
+    except StoreError:
+        return None
+
+
+def _remove(path: Path) -> None:
+    for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm"), Path(str(path) + "-journal")):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def build_cache(
+    entry: CacheEntry,
+    progress: Callable[[str, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Store:
+    """Index ``entry.folder`` into a fresh cached store and open it read-only.
+
+    The store is written to a temporary file and renamed into place, so an
+    interrupted build never leaves a half-filled store behind a valid
+    fingerprint. ``progress(label, nbytes)`` is called after each file.
+
+    Raises:
+        StoreError: the cache folder is not writable or the store is unusable.
+        ValueError: the folder's ``_sessions.json`` is malformed.
+        InterruptedError: ``cancelled()`` returned true.
+    """
+    folder = entry.folder
+    sessions = load_sessions_map(folder / SESSIONS_FILE) if (folder / SESSIONS_FILE).is_file() else None
+    print_ = fingerprint(folder)
+    try:
+        entry.db_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the cache folder {entry.db_path.parent}: {exc.strerror or exc}") from exc
+    tmp = entry.db_path.with_name(entry.db_path.name + f".tmp{os.getpid()}")
+    _remove(tmp)
+
+    def tick(label: str, nbytes: int) -> None:
+        if cancelled is not None and cancelled():
+            raise InterruptedError("indexing cancelled")
+        if progress is not None:
+            progress(label, nbytes)
+
+    store = Store.create(tmp)
+    try:
+        index_paths(store, [folder], sessions=sessions, progress=tick)
+    except BaseException:
+        store.close()
+        _remove(tmp)
+        raise
+    store.close()  # the last connection closing checkpoints and removes the -wal file
+    _remove(entry.db_path)
+    os.replace(tmp, entry.db_path)
+    _remove(tmp)
+    entry.fingerprint_path.write_text(
+        json.dumps({"folder": str(folder), "fingerprint": print_, "format": CACHE_FORMAT}), "utf-8"
+    )
+    return Store.open_readonly(entry.db_path)

@@ -1,0 +1,77 @@
+"""Plain-text views of the browser's state: the equivalent ``rankscope
+search`` command line, a one-line parameter summary and export file names.
+
+No Textual here, so these are unit-testable and re-usable by the CLI.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import shlex
+from pathlib import Path
+
+from engine import SearchParams
+
+
+def command_line(params: SearchParams, db: str | None) -> str:
+    """The ``rankscope search ...`` command that reproduces ``params`` on ``db``
+    (every argument shell-quoted with :func:`shlex.quote`).
+
+    An empty session allow-set (only unattributed chunks pass) is written as
+    ``--session ''``, which the CLI turns into the allow-set ``{""}``: the same
+    filter. An in-memory store has no path: ``<store.db>`` stands in for it.
+    """
+    parts = ["rankscope", "search", params.query, "--db", db or "<store.db>"]
+    if params.limit != 3:
+        parts += ["--limit", str(params.limit)]
+    if params.source:
+        parts += ["--source", params.source]
+        if params.source_match == "exact":
+            parts.append("--source-exact")
+    if params.content_type:
+        parts += ["--content-type", params.content_type]
+    if params.sessions is not None:
+        for s in params.sessions or ("",):
+            parts += ["--session", s]
+    if not params.variant.is_reference:
+        parts.append(f"# variant: {params.variant.describe()}")
+        return " ".join(shlex.quote(p) for p in parts[:-1]) + "  " + parts[-1]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def describe_sessions(sessions: tuple[str, ...] | None) -> str:
+    """``"off"``, ``"only unattributed"`` or the allowed ids joined by commas."""
+    if sessions is None:
+        return "off"
+    if not sessions:
+        return "only unattributed"
+    return ",".join(s or "''" for s in sessions)
+
+
+def describe_params(params: SearchParams) -> str:
+    """One line: ``limit 3 · source any · type any · sessions off``."""
+    if params.source:
+        src = f"{params.source!r} ({'exact' if params.source_match == 'exact' else 'substring'})"
+    else:
+        src = "any"
+    return (
+        f"limit {params.limit} · source {src} · type {params.content_type or 'any'}"
+        f" · sessions {describe_sessions(params.sessions)}"
+    )
+
+
+def export_path(query: str, folder: Path | None = None, now: _dt.datetime | None = None) -> Path:
+    """A fresh file name for a JSON trace of ``query`` in ``folder`` (default:
+    the current directory): ``rankscope-trace-<slug>-<YYYYmmdd-HHMMSS>.json``,
+    with ``-2``, ``-3`` ... appended if that name is taken."""
+    folder = folder or Path.cwd()
+    now = now or _dt.datetime.now()
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", query).strip("-").lower()[:40] or "empty"
+    stem = f"rankscope-trace-{slug}-{now:%Y%m%d-%H%M%S}"
+    path = folder / f"{stem}.json"
+    n = 2
+    while path.exists():
+        path = folder / f"{stem}-{n}.json"
+        n += 1
+    return path

@@ -1,0 +1,84 @@
+"""The command palette provider (ctrl+p): every parameter change and action.
+
+Typing ``limit 7`` offers "Set limit to 7"; every source label and session
+of the store is offered as a filter.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from typing import TYPE_CHECKING, Callable, Iterator
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from .app import RankscopeApp
+
+_LIMIT = re.compile(r"^\s*(?:set\s+)?limit\s*(?:to\s*)?(\d{1,5})\s*$", re.IGNORECASE)
+
+
+class RankscopeCommands(Provider):
+    """rankscope's commands: parameters, sessions, copy, export, help."""
+
+    @property
+    def rs_app(self) -> "RankscopeApp":
+        return self.app  # type: ignore[return-value]
+
+    def _commands(self) -> Iterator[tuple[str, Callable[[], object], str]]:
+        app = self.rs_app
+        browser = app.browser
+        yield "Focus the query box", app.action_focus_query, "Select the query text so typing replaces it"
+        yield "Help: what each stage does", app.action_help, "F1"
+        if browser is None:
+            return
+        params = browser.params
+        up = browser.update_params
+        yield "Edit parameters…", app.action_edit_params, "F2: limit, source filter, content type"
+        yield "Choose sessions…", app.action_choose_sessions, "F3: the session allow-set"
+        yield "Copy as command line", app.action_copy_command, "F4: a 'rankscope search' command for this search"
+        yield "Export trace as JSON", app.action_export_trace, "F6: write the whole trace into the current folder"
+        for n in (1, 3, 5, 10, 20, 50):
+            if n != params.limit:
+                yield f"Set limit to {n}", partial(up, limit=n), f"Results wanted (now {params.limit})"
+        for ct in ("code", "prose"):
+            if params.content_type != ct:
+                yield f"Content type: {ct} only", partial(up, content_type=ct), "Filter both retrievers"
+        if params.content_type is not None:
+            yield "Content type: any", partial(up, content_type=None), "Remove the content-type filter"
+        if params.source:
+            yield "Source filter: clear", partial(up, source=None), f"Now {params.source!r}"
+        other = "like" if params.source_match == "exact" else "exact"
+        yield (f"Source match: {'substring' if other == 'like' else 'exact'}", partial(up, source_match=other),
+               "How the source filter compares labels")
+        for label in app.source_labels:
+            yield f"Source filter: {label}", partial(up, source=label, source_match="exact"), "Exact label"
+        if params.sessions is not None:
+            yield "Session filter: off", partial(up, sessions=None), "Let every session through"
+        yield "Session filter: only unattributed", partial(up, sessions=()), "Only chunks with no session pass"
+        for session, n in app.session_counts:
+            if not session:
+                continue
+            yield f"Session filter: only {session}", partial(up, sessions=(session,)), f"{n} chunks"
+            current = params.sessions or ()
+            if params.sessions is not None and session not in current:
+                yield (f"Session filter: also allow {session}", partial(up, sessions=current + (session,)),
+                       f"{n} chunks")
+        for name in ("results", "stages", "journey"):
+            yield f"Show {name}", partial(browser.action_show_pane, name), "Switch pane"
+
+    async def discover(self) -> Hits:
+        for text, command, help_text in self._commands():
+            yield DiscoveryHit(text, command, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        browser = self.rs_app.browser
+        m = _LIMIT.match(query)
+        if m and browser is not None:
+            n = int(m.group(1))
+            yield Hit(1.0, f"Set limit to {n}", partial(browser.update_params, limit=n), help="Results wanted")
+        matcher = self.matcher(query)
+        for text, command, help_text in self._commands():
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), command, text=text, help=help_text)

@@ -1,0 +1,102 @@
+"""``rankscope [PATH] [--stores]``: decide what to browse and start the app.
+
+* no PATH: the bundled ``sample_corpus/`` folder;
+* a folder: indexed into the cache (loading screen with a progress bar) unless
+  an up-to-date cached store exists, which opens at once;
+* a file: opened read-only as a content store (``Store.open_readonly``);
+* ``--stores``: a picker over :func:`engine.discovery.find_stores` (when that
+  module exists).
+
+Bad paths raise :class:`tui.cli.CliError` (one line, exit status 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import tui
+
+from engine import Store, StoreError
+from engine.corpus import SESSIONS_FILE, load_sessions_map
+
+from .cache import CacheEntry, cache_entry, load_cached
+from .cli import CliError
+
+#: The corpus opened when no PATH is given.
+SAMPLE_CORPUS = Path(tui.__file__).resolve().parent.parent / "sample_corpus"
+
+
+def _finder(project_dir: str | None) -> Callable[[], list[Any]] | None:
+    try:
+        from engine.discovery import find_stores  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    if project_dir is None:
+        return find_stores
+    return lambda: find_stores(project_dir)
+
+
+def _folder_source(folder: Path) -> dict:
+    """``make_app`` arguments for a corpus folder: a cached store or an index job."""
+    if (folder / SESSIONS_FILE).is_file():
+        try:
+            load_sessions_map(folder / SESSIONS_FILE)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+    entry: CacheEntry = cache_entry(folder)
+    try:
+        entry.db_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create the cache folder {entry.db_path.parent}: {exc.strerror or exc}") from exc
+    store = load_cached(entry)
+    if store is not None:
+        return {"store": store, "store_label": folder.name}
+    return {"index_job": entry, "store_label": folder.name}
+
+
+def app_arguments(path: str | None, stores: bool = False) -> dict:
+    """The keyword arguments of :func:`tui.app.make_app` for ``rankscope [PATH] [--stores]``.
+
+    Raises:
+        CliError: the path does not exist, is not a content store, or the
+            cache cannot be created.
+    """
+    notice = None
+    if stores:
+        finder = _finder(path)
+        if finder is not None:
+            return {"store_finder": finder, "store_label": "discovered stores"}
+        notice = "store discovery not available"
+    if path is None:
+        if not SAMPLE_CORPUS.is_dir():
+            raise CliError(f"the bundled sample corpus is missing ({SAMPLE_CORPUS}); give a folder or a .db file")
+        args = _folder_source(SAMPLE_CORPUS)
+    else:
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise CliError(f"no such file or folder: {path}")
+        if p.is_dir():
+            args = _folder_source(p.resolve())
+        else:
+            try:
+                store = Store.open_readonly(p)
+            except StoreError as exc:
+                raise CliError(str(exc)) from exc
+            args = {"store": store, "store_label": p.name}
+    if notice:
+        args["notice"] = notice
+    return args
+
+
+def launch_browser(path: str | None, stores: bool = False) -> None:
+    """Open the browser on ``path`` (see the module docstring) and run it
+    until the user quits.
+
+    Raises:
+        CliError: for a bad path (the CLI prints it and exits with status 2).
+    """
+    from .app import make_app
+
+    app = make_app(**app_arguments(path, stores))
+    app.run()

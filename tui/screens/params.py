@@ -1,0 +1,93 @@
+"""The parameters dialog: limit, source filter (substring or exact) and
+content type. Changes apply as they are made; Escape closes."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.validation import Integer
+from textual.widgets import Input, Label, RadioButton, RadioSet, Static, Switch
+
+from engine import SearchParams
+from engine.model import MAX_LIMIT
+
+CONTENT_TYPES = (None, "code", "prose")
+
+
+class ParamsScreen(ModalScreen[None]):
+    """Edit the search parameters; each change re-runs the search behind the dialog."""
+
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="params.close", tooltip="Close the dialog and return to the query"),
+        Binding("f2", "close", "Close", show=False, id="params.toggle", tooltip="Close the dialog"),
+    ]
+
+    def __init__(self, params: SearchParams, sources: list[str]) -> None:
+        super().__init__()
+        self.params = params
+        self.sources = sources
+
+    def compose(self) -> ComposeResult:
+        p = self.params
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static("Search parameters", classes="dialog-title")
+            with Horizontal(classes="field"):
+                yield Label("Limit", classes="field-label")
+                yield Input(str(p.limit), id="limit", type="integer",
+                            validators=[Integer(minimum=0, maximum=MAX_LIMIT)], classes="short")
+            with Horizontal(classes="field"):
+                yield Label("Source", classes="field-label")
+                yield Input(p.source or "", id="source", placeholder="any (substring of the label)",
+                            suggester=SuggestFromList(self.sources, case_sensitive=False))
+            with Horizontal(classes="field"):
+                yield Label("Exact", classes="field-label")
+                yield Switch(p.source_match == "exact", id="exact")
+                yield Label("match the whole source label (off: substring)", classes="hint")
+            with Horizontal(classes="field"):
+                yield Label("Type", classes="field-label")
+                with RadioSet(id="ctype"):
+                    for ct in CONTENT_TYPES:
+                        yield RadioButton(ct or "any", value=p.content_type == ct, id=f"ct-{ct or 'any'}")
+            yield Static("", id="params-error", classes="error")
+            yield Static("Changes apply at once · Tab moves · Esc closes", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#limit", Input).focus()
+
+    def _apply(self, **changes) -> None:
+        browser = getattr(self.app, "browser", None)
+        if browser is not None:
+            browser.update_params(**changes)
+
+    @on(Input.Changed, "#limit")
+    def _limit(self, event: Input.Changed) -> None:
+        error = self.query_one("#params-error", Static)
+        if event.validation_result is not None and not event.validation_result.is_valid:
+            error.update(f"Limit must be a whole number from 0 to {MAX_LIMIT}; got {event.value!r}")
+            return
+        error.update("")
+        self._apply(limit=int(event.value))
+
+    @on(Input.Changed, "#source")
+    def _source(self, event: Input.Changed) -> None:
+        self._apply(source=event.value or None)
+
+    @on(Switch.Changed, "#exact")
+    def _exact(self, event: Switch.Changed) -> None:
+        self._apply(source_match="exact" if event.value else "like")
+
+    @on(RadioSet.Changed, "#ctype")
+    def _ctype(self, event: RadioSet.Changed) -> None:
+        self._apply(content_type=CONTENT_TYPES[event.index])
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.dismiss(None)
+
+    def action_close(self) -> None:
+        """Close the dialog."""
+        self.dismiss(None)

@@ -1,0 +1,85 @@
+"""The session dialog: turn the session filter on or off and choose the
+allow-set from the store's sessions (``Store.session_counts``)."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, SelectionList, Static, Switch
+from textual.widgets.selection_list import Selection
+
+
+class SessionsScreen(ModalScreen[None]):
+    """Choose the session allow-set; each change re-runs the search behind the dialog.
+
+    Unattributed chunks (session ``""``) always pass the filter, as in the
+    reference; with the filter on and nothing chosen, only they pass.
+    """
+
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="sessions.close", tooltip="Close the dialog and return to the query"),
+        Binding("f3", "close", "Close", show=False, id="sessions.toggle", tooltip="Close the dialog"),
+    ]
+
+    def __init__(self, counts: list[tuple[str, int]], allow: tuple[str, ...] | None) -> None:
+        super().__init__()
+        self.counts = counts
+        self.allow = allow
+
+    def compose(self) -> ComposeResult:
+        chosen = set(self.allow or ())
+        unattributed = sum(n for s, n in self.counts if not s)
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static("Session filter", classes="dialog-title")
+            with Horizontal(classes="field"):
+                yield Label("Filter", classes="field-label")
+                yield Switch(self.allow is not None, id="filter-on")
+                yield Label("on: only chosen sessions (and unattributed chunks) pass", classes="hint")
+            sessions = [(s, n) for s, n in self.counts if s]
+            if sessions:
+                yield SelectionList[str](
+                    *(Selection(f"{s}  ({n} chunk{'s' if n != 1 else ''})", s, s in chosen) for s, n in sessions),
+                    id="sessions",
+                )
+            else:
+                yield Static("This store has no attributed sessions.", classes="hint")
+            yield Static(f"{unattributed} unattributed chunk{'s' if unattributed != 1 else ''} always pass.",
+                         classes="hint")
+            yield Static("Space toggles · Tab moves · Esc closes", classes="hint")
+
+    def on_mount(self) -> None:
+        lists = self.query(SelectionList)
+        (lists.first() if lists else self.query_one("#filter-on", Switch)).focus()
+
+    def _allow_set(self) -> tuple[str, ...] | None:
+        if not self.query_one("#filter-on", Switch).value:
+            return None
+        lists = self.query(SelectionList)
+        if not lists:
+            return ()
+        chosen = set(lists.first().selected)
+        return tuple(s for s, _ in self.counts if s and s in chosen)
+
+    def _apply(self) -> None:
+        browser = getattr(self.app, "browser", None)
+        if browser is not None:
+            browser.update_params(sessions=self._allow_set())
+
+    @on(Switch.Changed, "#filter-on")
+    def _toggled(self, event: Switch.Changed) -> None:
+        self._apply()
+
+    @on(SelectionList.SelectedChanged)
+    def _chosen(self, event: SelectionList.SelectedChanged) -> None:
+        switch = self.query_one("#filter-on", Switch)
+        if event.selection_list.selected and not switch.value:
+            switch.value = True  # posts Switch.Changed, which applies
+            return
+        self._apply()
+
+    def action_close(self) -> None:
+        """Close the dialog."""
+        self.dismiss(None)

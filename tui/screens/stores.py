@@ -1,0 +1,98 @@
+"""The store picker (``rankscope --stores``): content stores found on this
+machine by :func:`engine.discovery.find_stores`, opened read-only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from engine import Store, StoreError
+
+from ..messages import StoreReady
+
+
+def human_size(n: int | None) -> str:
+    """``1.2 MB`` style size."""
+    if n is None:
+        return "?"
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def store_line(info: Any) -> Text:
+    """One picker line for a ``StoreInfo``."""
+    t = Text(str(info.path), style="bold")
+    details = [human_size(getattr(info, "size_bytes", None))]
+    for attr, noun in (("sources", "sources"), ("chunks", "chunks")):
+        value = getattr(info, attr, None)
+        if value is not None:
+            details.append(f"{value} {noun}")
+    schema = getattr(info, "schema", None)
+    if schema:
+        details.append(str(schema))
+    t.append("\n  " + " · ".join(details), style="dim")
+    return t
+
+
+class StorePickerScreen(Screen):
+    """Pick a discovered store to browse (read-only)."""
+
+    BINDINGS = [
+        Binding("ctrl+q", "app.quit", "Quit", id="stores.quit", tooltip="Quit rankscope"),
+    ]
+
+    def __init__(self, finder: Callable[[], list[Any]]) -> None:
+        super().__init__()
+        self.finder = finder
+        self.infos: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="stores-box"):
+            yield Static(Text("Content stores on this machine", style="bold"), id="stores-title")
+            yield Static("looking…", id="stores-status", classes="hint")
+            yield OptionList(id="stores-list")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.discover()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
+    def discover(self) -> None:
+        """Find stores in a thread (it may walk folders)."""
+        infos = list(self.finder())
+        self.app.call_from_thread(self._show, infos)
+
+    def _show(self, infos: list[Any]) -> None:
+        self.infos = infos
+        status = self.query_one("#stores-status", Static)
+        options = self.query_one("#stores-list", OptionList)
+        if not infos:
+            status.update("No content stores found. Run 'rankscope PATH' with a folder or a .db file.")
+            return
+        status.update(f"{len(infos)} found · Enter opens read-only · ctrl+q quits")
+        options.set_options([Option(store_line(i), id=str(n)) for n, i in enumerate(infos)])
+        options.highlighted = 0
+        options.focus()
+
+    @on(OptionList.OptionSelected, "#stores-list")
+    def _open(self, event: OptionList.OptionSelected) -> None:
+        info = self.infos[int(event.option_id or 0)]
+        try:
+            store = Store.open_readonly(info.path)
+        except StoreError as exc:
+            self.notify(str(exc), title="Cannot open store", severity="error")
+            return
+        self.post_message(StoreReady(store, Path(str(info.path)).name))

@@ -1,0 +1,78 @@
+"""What the journey pane is showing: one chunk picked from a stage.
+
+A :class:`Subject` is built from a fused :class:`~engine.model.Candidate`
+(followed by its fusion key) or from a retriever :class:`~engine.model.Hit`
+(followed by its row, so a row swallowed by a key collision shows where it
+was merged). No Textual here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.diff import JourneyStep, journey
+from engine.model import Candidate, Hit, Trace
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A chunk selected somewhere in the browser.
+
+    Attributes:
+        key: its fusion key (``source::title``).
+        rowid: the chunk row; follow the row (not just the key) in the
+            journey when ``by_row`` is true.
+        by_row: true for a retriever row, false for a fused candidate.
+        title, source, content_type, session_id, content: the chunk.
+        highlighted: the content with FTS5 ``\\x02``/``\\x03`` match markers.
+        origin: where it was picked (a stage title), for the pane header.
+    """
+
+    key: str
+    rowid: int
+    by_row: bool
+    title: str
+    source: str
+    content_type: str
+    session_id: str
+    content: str
+    highlighted: str
+    origin: str
+
+    @classmethod
+    def from_candidate(cls, c: Candidate, origin: str) -> "Subject":
+        """Follow a fused candidate by its key."""
+        return cls(c.key, c.rowid, False, c.title, c.source, c.content_type, c.session_id, c.content,
+                   c.highlighted, origin)
+
+    @classmethod
+    def from_hit(cls, h: Hit, origin: str) -> "Subject":
+        """Follow one retriever row."""
+        return cls(h.key, h.rowid, True, h.title, h.source, h.content_type, h.session_id, h.content,
+                   h.highlighted, origin)
+
+    @property
+    def ident(self) -> str:
+        """Stable identity inside one trace (key, plus the row for a row subject)."""
+        return f"{self.key}#{self.rowid}" if self.by_row else self.key
+
+    def journey(self, trace: Trace) -> list[JourneyStep]:
+        """Its position at every stage of ``trace`` (see :func:`engine.diff.journey`)."""
+        return journey(trace, self.key, self.rowid if self.by_row else None)
+
+
+def exit_step(steps: list[JourneyStep]) -> JourneyStep | None:
+    """The step where the chunk left the pipeline (the first stage after
+    fusion where it has no position), or ``None`` if it reached the answer."""
+    for step in steps:
+        if "merged into" in step.note:
+            return step  # a swallowed row never reaches the answer itself
+    if steps and steps[-1].position is not None:
+        return None
+    for step in steps:
+        stage = step.stage.split(":")[-1]
+        if stage in ("porter", "trigram"):
+            continue
+        if step.position is None:
+            return step
+    return steps[-1] if steps else None

@@ -1,0 +1,366 @@
+"""The stage inspector: every pipeline stage of a trace, in order, as one
+keyboard-navigable list.
+
+Each stage is a header line (from :func:`engine.diff.stage_summaries`, so the
+browser and ``rankscope search`` tell the same story) followed by its
+candidates. Meaning never rests on colour alone: removed candidates are dim,
+struck through *and* say "removed"; cut ones sit below a cut line and say
+"cut"; rerank moves carry ↑ ↓ =; key collisions carry ⚠ and the swallowed rows.
+
+:func:`stage_lines` is pure (Rich only) and is what the tests look at;
+:class:`StageInspector` puts the lines in an :class:`~textual.widgets.OptionList`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from engine.diff import StageSummary, stage_summaries
+from engine.model import Candidate, Hit, RetrieverRun, Run, Trace
+
+from ..subject import Subject
+
+#: Rows shown per stage before "… N more" (the JSON export has them all).
+MAX_ROWS = 40
+DIM = "dim"
+REMOVED = "dim strike"
+
+
+@dataclass(frozen=True)
+class StageLine:
+    """One line (or a few wrapped lines) of the inspector.
+
+    Attributes:
+        text: what is shown.
+        kind: ``"header"``, ``"row"`` (selectable), ``"note"`` or ``"rule"``.
+        subject: the chunk a ``"row"`` stands for.
+        stage: the stage id the line belongs to.
+    """
+
+    text: Text
+    kind: str
+    stage: str
+    subject: Subject | None = None
+
+
+def _short(x: float) -> str:
+    return f"{x:.5f}"
+
+
+def fit(left: Text, right: Text | str, width: int) -> Text:
+    """``left`` truncated with an ellipsis so that ``right`` fits at the right
+    edge of ``width`` cells (``right`` wins when space is short)."""
+    right = Text(right) if isinstance(right, str) else right
+    room = max(width - right.cell_len - 1, 8)
+    left = left.copy()
+    if left.cell_len > room:
+        left.truncate(room, overflow="ellipsis")
+    left.pad_right(max(width - left.cell_len - right.cell_len, 1))
+    left.append_text(right)
+    return left
+
+
+def _label(prefix: str, c: Candidate | Hit, style: str = "") -> Text:
+    t = Text(prefix, style=style)
+    t.append(c.title, style=style)
+    t.append(" · " + c.source, style=(style + " dim").strip())
+    return t
+
+
+def _pos(n: int | None) -> str:
+    return f"{n:>3} " if n is not None else "  — "
+
+
+class _Builder:
+    def __init__(self, trace: Trace, width: int, show_timings: bool) -> None:
+        self.trace = trace
+        self.width = max(width, 30)
+        self.show_timings = show_timings
+        self.lines: list[StageLine] = []
+
+    # ── primitives ──
+    def header(self, s: StageSummary, prefix: str = "") -> None:
+        title = Text(("↳ re-run · " if prefix else "") + s.title, style="bold reverse")
+        head = Text("▌", style="bold")
+        head.append_text(title)
+        right = f"{s.elapsed_ms:.2f} ms" if self.show_timings and s.elapsed_ms is not None else ""
+        self.lines.append(StageLine(fit(head, right, self.width) if right else head, "header", s.stage))
+        self.note(s.headline, s.stage, style="italic")
+
+    def note(self, text: str | Text, stage: str, style: str = DIM) -> None:
+        t = Text("  ", style=style) + (Text(text, style=style) if isinstance(text, str) else text)
+        self.lines.append(StageLine(t, "note", stage))
+
+    def rule(self, label: str, stage: str) -> None:
+        label = f" {label} "
+        side = max((self.width - len(label) - 2) // 2, 2)
+        self.lines.append(StageLine(Text("  " + "╌" * side + label + "╌" * side, style="bold"), "rule", stage))
+
+    def row(self, text: Text, stage: str, subject: Subject) -> None:
+        self.lines.append(StageLine(text, "row", stage, subject))
+
+    def more(self, n: int, stage: str) -> None:
+        if n > 0:
+            self.note(f"… {n} more (F6 exports the full trace)", stage)
+
+    # ── stages ──
+    def retriever(self, r: RetrieverRun, stage: str, title: str) -> None:
+        if not r.hits:
+            return
+        for h in r.hits[:MAX_ROWS]:
+            right = Text(f"bm25 {h.bm25:.3f}", style=DIM)
+            self.row(fit(_label(_pos(h.rank), h), right, self.width), stage, Subject.from_hit(h, title))
+        self.more(len(r.hits) - MAX_ROWS, stage)
+
+    def fusion(self, run: Run, stage: str) -> None:
+        f = run.fusion
+        for i, c in enumerate(f.candidates[:MAX_ROWS], 1):
+            text = fit(_label(_pos(i), c), Text(f"= {_short(c.score)}", style="bold"), self.width)
+            parts = []
+            for x in c.contributions:
+                name = "porter" if x.retriever == "porter" else "trigram"
+                bit = f"{name} #{x.rank} +{_short(x.value)}"
+                if x.rowid != c.rowid:
+                    bit += f" (row {x.rowid})"
+                parts.append(bit)
+            text.append("\n      " + " · ".join(parts), style=DIM)
+            if c.merged_rowids:
+                rows = ", ".join(map(str, c.merged_rowids))
+                noun = "row" if len(c.merged_rowids) == 1 else "rows"
+                text.append(f"\n      ⚠ key collision: swallowed {noun} {rows} (same source::title); kept row {c.rowid}",
+                            style="bold")
+            self.row(text, stage, Subject.from_candidate(c, "Fusion (RRF)"))
+        self.more(len(f.candidates) - MAX_ROWS, stage)
+
+    def pool(self, run: Run, stage: str) -> None:
+        f = run.fusion
+        for i, c in enumerate(f.pool[:MAX_ROWS], 1):
+            self.row(fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width), stage,
+                     Subject.from_candidate(c, "Candidate pool"))
+        self.more(len(f.pool) - MAX_ROWS, stage)
+        if f.beyond_pool:
+            self.rule(f"pool size {f.pool_size}: beyond the pool", stage)
+            for i, c in enumerate(f.beyond_pool[:MAX_ROWS], f.pool_size + 1):
+                self.row(fit(_label(_pos(i), c, DIM), Text("beyond pool", style=DIM), self.width), stage,
+                         Subject.from_candidate(c, "Candidate pool"))
+            self.more(len(f.beyond_pool) - MAX_ROWS, stage)
+
+    def filter(self, run: Run, stage: str) -> None:
+        flt = run.filter
+        if flt.allow_set is None:
+            return
+        removed = {c.key for c in flt.removed}
+        kept_pos = 0
+        for c in run.fusion.pool[:MAX_ROWS]:
+            sess = c.session_id or "''"
+            if c.key in removed:
+                right = Text(f"removed (session {sess})", style="bold")
+                self.row(fit(_label("  ✗ ", c, REMOVED), right, self.width), stage,
+                         Subject.from_candidate(c, "Session filter"))
+            else:
+                kept_pos += 1
+                right = Text(f"kept (session {sess})", style=DIM)
+                self.row(fit(_label(_pos(kept_pos), c), right, self.width), stage,
+                         Subject.from_candidate(c, "Session filter"))
+        self.more(len(run.fusion.pool) - MAX_ROWS, stage)
+
+    def trim(self, run: Run, stage: str) -> None:
+        tr = run.trim
+        if tr is None:
+            return
+        for i, c in enumerate(tr.kept[:MAX_ROWS], 1):
+            self.row(fit(_label(_pos(i), c), Text("kept", style=DIM), self.width), stage,
+                     Subject.from_candidate(c, "Trim"))
+        if tr.cut:
+            self.rule(f"cut at limit {tr.limit}", stage)
+            for i, c in enumerate(tr.cut[:MAX_ROWS], tr.limit + 1):
+                self.row(fit(_label(_pos(i), c, DIM), Text("cut", style="bold"), self.width), stage,
+                         Subject.from_candidate(c, "Trim"))
+            self.more(len(tr.cut) - MAX_ROWS, stage)
+
+    def rerank(self, run: Run, stage: str) -> None:
+        rr = run.rerank
+        if rr is None:
+            return
+        for e in rr.entries[:MAX_ROWS]:
+            arrow = "↑" if e.moved > 0 else "↓" if e.moved < 0 else "="
+            prefix = f"{e.old_position:>2}→{e.new_position:<2}{arrow} "
+            text = fit(_label(prefix, e.candidate), Text(f"boost {e.boost:.3f}", style="bold"), self.width)
+            terms = len(rr.terms) or 1
+            detail = f"title +{e.title_boost:.3f} ({e.title_hits}/{terms} terms)"
+            detail += f" · proximity +{e.proximity_boost:.3f}"
+            detail += f" (span {e.min_span})" if e.min_span is not None else " (n/a)"
+            detail += f" · phrase +{e.phrase_boost:.3f}"
+            if e.adjacent_pairs is not None:
+                detail += f" ({e.adjacent_pairs} pair{'s' if e.adjacent_pairs != 1 else ''})"
+            text.append("\n       " + detail, style=DIM)
+            self.row(text, stage, Subject.from_candidate(e.candidate, "Rerank"))
+        self.more(len(rr.entries) - MAX_ROWS, stage)
+
+    def fuzzy(self) -> None:
+        fz = self.trace.fuzzy
+        if not fz.ran:
+            return
+        self.note(f"reason: {fz.reason}", "fuzzy")
+        for c in fz.corrections:
+            t = Text("  " + c.word, style="bold")
+            if c.corrected:
+                t.append(" → ")
+                t.append(c.corrected, style="bold underline")
+                t.append(f"  (distance {c.distance}, {c.candidates_within} within {c.max_distance})", style=DIM)
+            elif c.exact:
+                t.append("  kept: already in the vocabulary", style=DIM)
+            elif c.max_distance == 0:
+                t.append("  kept: under 3 characters", style=DIM)
+            else:
+                t.append(f"  kept: no vocabulary word within {c.max_distance} edits", style=DIM)
+            self.lines.append(StageLine(t, "note", "fuzzy"))
+        if fz.corrected_query is not None:
+            self.note(f"corrected query: {fz.corrected_query!r}" + (" (re-run below)" if fz.rerun else ""), "fuzzy")
+
+    def final(self) -> None:
+        for r in self.trace.final:
+            c = r.candidate
+            boost = "—" if r.boost is None else f"{r.boost:.3f}"
+            right = Text(f"{r.layer} · rrf {_short(c.score)} · boost {boost}", style=DIM)
+            self.row(fit(_label(_pos(r.position), c), right, self.width), "final",
+                     Subject.from_candidate(c, "Final"))
+
+    def build(self) -> list[StageLine]:
+        trace = self.trace
+        if self.show_timings:
+            self.note(f"total {trace.total_ms:.2f} ms · pool size {trace.pool_size} · "
+                      f"{trace.fts_limit} rows per retriever", "total")
+        else:
+            self.note(f"pool size {trace.pool_size} · {trace.fts_limit} rows per retriever", "total")
+        for s in stage_summaries(trace):
+            prefix, _, base = s.stage.rpartition(":")
+            run = trace.fuzzy.rerun if prefix else trace.first
+            self.header(s, prefix)
+            if run is None:
+                continue
+            if base in ("porter", "trigram"):
+                self.retriever(run.porter if base == "porter" else run.trigram, s.stage, s.title)
+            elif base == "fusion":
+                self.fusion(run, s.stage)
+            elif base == "pool":
+                self.pool(run, s.stage)
+            elif base == "filter":
+                self.filter(run, s.stage)
+            elif base == "trim":
+                self.trim(run, s.stage)
+            elif base == "rerank":
+                self.rerank(run, s.stage)
+            elif base == "fuzzy":
+                self.fuzzy()
+            elif base == "final":
+                self.final()
+        return self.lines
+
+
+def stage_lines(trace: Trace, width: int = 78, show_timings: bool = True) -> list[StageLine]:
+    """Every line of the inspector for ``trace``, in pipeline order, fitted to
+    ``width`` cells (long titles are cut with an ellipsis)."""
+    return _Builder(trace, width, show_timings).build()
+
+
+class StageInspector(OptionList):
+    """One section per pipeline stage; highlight any candidate to follow it.
+
+    Posts :class:`StageInspector.Picked` when a candidate row is highlighted
+    while the inspector has focus, or chosen with Enter (``chosen=True``).
+    """
+
+    class Picked(Message):
+        """A candidate row in the inspector was highlighted or chosen."""
+
+        def __init__(self, subject: Subject, chosen: bool) -> None:
+            self.subject = subject
+            self.chosen = chosen
+            super().__init__()
+
+    def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.show_timings = show_timings
+        self.trace: Trace | None = None
+        self._subjects: dict[str, Subject] = {}
+        self._width = 0
+        self.border_title = "Stages"
+
+    def on_mount(self) -> None:
+        self.show_placeholder()
+
+    def show_placeholder(self, text: str = "Each pipeline stage appears here once you search.") -> None:
+        """Show a one-line hint instead of a trace."""
+        self.trace = None
+        self._subjects = {}
+        self.set_options([Option(Text(text, style="italic"), disabled=True)])
+
+    def show_trace(self, trace: Trace) -> None:
+        """Render ``trace``; the highlight returns to the top."""
+        self.trace = trace
+        self._render_lines(keep_highlight=False)
+
+    def _content_width(self) -> int:
+        width = self.scrollable_content_region.width or self.size.width or 80
+        return max(width - 1, 30)
+
+    def _render_lines(self, keep_highlight: bool) -> None:
+        if self.trace is None:
+            return
+        old = self.highlighted
+        self._width = self._content_width()
+        options: list[Option | None] = []
+        self._subjects = {}
+        for i, line in enumerate(stage_lines(self.trace, self._width, self.show_timings)):
+            if line.kind == "row" and line.subject is not None:
+                oid = f"c{i}"
+                self._subjects[oid] = line.subject
+                options.append(Option(line.text, id=oid))
+            else:
+                options.append(Option(line.text, disabled=True))
+        self.set_options(options)
+        if keep_highlight and old is not None and old < self.option_count:
+            self.highlighted = old
+        else:
+            self.highlighted = None
+
+    def on_resize(self) -> None:
+        if self.trace is not None and self._content_width() != self._width:
+            self._render_lines(keep_highlight=True)
+
+    def subject_at(self, index: int | None) -> Subject | None:
+        """The subject of the option at ``index``, if it is a candidate row."""
+        if index is None or index >= self.option_count:
+            return None
+        oid = self.get_option_at_index(index).id
+        return self._subjects.get(oid) if oid else None
+
+    def subjects(self) -> list[tuple[int, Subject]]:
+        """``(option index, subject)`` for every candidate row, in order."""
+        out = []
+        for i in range(self.option_count):
+            s = self.subject_at(i)
+            if s is not None:
+                out.append((i, s))
+        return out
+
+    @on(OptionList.OptionHighlighted)
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        subject = self._subjects.get(event.option_id or "")
+        if subject is not None and self.has_focus:
+            self.post_message(self.Picked(subject, chosen=False))
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        subject = self._subjects.get(event.option_id or "")
+        if subject is not None:
+            self.post_message(self.Picked(subject, chosen=True))

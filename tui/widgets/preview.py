@@ -1,0 +1,99 @@
+"""The journey pane: where one chunk stood at every stage, and the chunk
+itself with the query's matched terms highlighted."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from engine.model import Trace
+
+from ..render import highlight_text
+from ..subject import Subject, exit_step
+
+#: Highlight style: reverse video reads with and without colour.
+MATCH_STYLE = "bold reverse"
+STAGE_NAMES = {
+    "porter": "Porter", "trigram": "Trigram", "fusion": "Fusion", "pool": "Pool", "filter": "Session filter",
+    "trim": "Trim", "rerank": "Rerank", "final": "Final",
+}
+
+
+def stage_name(stage: str) -> str:
+    """Display name of a journey stage id (``fuzzy:trim`` → ``↳ Trim``)."""
+    prefix, _, base = stage.rpartition(":")
+    name = STAGE_NAMES.get(base, base)
+    return f"↳ {name}" if prefix else name
+
+
+def journey_renderable(subject: Subject, trace: Trace) -> Group:
+    """The subject's header, its step-by-step journey and where it left."""
+    steps = subject.journey(trace)
+    head = Text(subject.title, style="bold")
+    head.append(f"\n{subject.source} · {subject.content_type} · session {subject.session_id or '(none)'}"
+                f" · row {subject.rowid}", style="dim")
+    head.append(f"\npicked in {subject.origin}" + (" (following this row)" if subject.by_row else ""), style="dim")
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False, expand=False)
+    table.add_column("stage", no_wrap=True)
+    table.add_column("pos", justify="right", no_wrap=True)
+    table.add_column("what happened", overflow="fold")
+    merged = next((s for s in steps if "merged into" in s.note), None)
+    for s in steps:
+        if merged is not None and s.stage == "final" and s.position is not None:
+            s = type(s)(s.stage, None, f"not itself: its key answers #{s.position}, shown as the kept row")
+        gone = s.position is None and s.stage.split(":")[-1] not in ("porter", "trigram")
+        table.add_row(
+            stage_name(s.stage),
+            "—" if s.position is None else f"#{s.position}",
+            Text(s.note, style="bold" if gone else ""),
+        )
+    out = exit_step(steps)
+    if out is None:
+        verdict = Text(f"✓ in the answer at #{steps[-1].position} (layer {trace.layer})", style="bold")
+    else:
+        verdict = Text(f"✗ left the pipeline at {stage_name(out.stage)}: {out.note}", style="bold")
+    return Group(head, Text(""), table, Text(""), verdict)
+
+
+def preview_renderable(subject: Subject) -> Group:
+    """The chunk text with FTS5 match markers shown in reverse video."""
+    title = Text("Chunk", style="bold underline")
+    n = subject.highlighted.count("\x02")
+    title.append(f"  {n} highlighted match{'es' if n != 1 else ''}" if n else "  no highlighted match", style="dim")
+    body = highlight_text(subject.highlighted or subject.content, style=MATCH_STYLE)
+    return Group(title, body)
+
+
+class JourneyPane(VerticalScroll):
+    """Journey of the selected chunk plus a scrollable preview of its content."""
+
+    can_focus = True
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "Journey"
+        self.subject: Subject | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="journey-steps")
+        yield Static(id="journey-preview")
+
+    def on_mount(self) -> None:
+        self.clear()
+
+    def clear(self, text: str = "Select a result, or any candidate in Stages, to follow it through the pipeline.") -> None:
+        """Show the hint instead of a journey."""
+        self.subject = None
+        self.query_one("#journey-steps", Static).update(Text(text, style="italic"))
+        self.query_one("#journey-preview", Static).update("")
+
+    def show(self, subject: Subject, trace: Trace) -> None:
+        """Show ``subject``'s journey through ``trace`` and its content."""
+        self.subject = subject
+        self.query_one("#journey-steps", Static).update(journey_renderable(subject, trace))
+        self.query_one("#journey-preview", Static).update(preview_renderable(subject))
+        self.scroll_home(animate=False)

@@ -1,0 +1,123 @@
+"""The query box: search as you type (debounced) and on Enter, with the
+sanitised Porter and trigram queries shown beneath it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Input, Static
+
+from engine.model import Trace
+
+#: Pause after the last keystroke before searching (seconds).
+DEBOUNCE_S = 0.15
+
+
+class QueryBox(Vertical):
+    """An :class:`~textual.widgets.Input` plus the sanitised FTS5 queries.
+
+    Posts :class:`QueryBox.QueryChanged` 150 ms after typing stops, and at
+    once on Enter.
+    """
+
+    BINDINGS = [
+        Binding("down", "leave", "To results", show=False, id="query.leave",
+                tooltip="Move from the query box to the results"),
+    ]
+
+    class QueryChanged(Message):
+        """The query text to search for."""
+
+        def __init__(self, query: str, submitted: bool) -> None:
+            self.query = query
+            self.submitted = submitted
+            super().__init__()
+
+    class Leave(Message):
+        """The user pressed Down in the query box: focus should move on."""
+
+    def __init__(self, value: str = "", *, cursor_blink: bool = True, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._value = value
+        self._cursor_blink = cursor_blink
+        self._timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(
+            self._value,
+            placeholder="Search… (Enter searches now · F1 help · ctrl+p commands)",
+            id="query",
+            max_length=10_000,
+        )
+        yield Static(self._sanitised_text(None), id="sanitised")
+
+    def on_mount(self) -> None:
+        self.input.cursor_blink = self._cursor_blink
+
+    @property
+    def input(self) -> Input:
+        """The text input."""
+        return self.query_one("#query", Input)
+
+    @property
+    def value(self) -> str:
+        """The current query text."""
+        return self.input.value
+
+    def focus_query(self) -> None:
+        """Focus the input with its whole text selected, so typing replaces it."""
+        self.input.focus()
+        self.input.select_all()
+
+    def set_value(self, value: str) -> None:
+        """Replace the text (a search follows through the usual debounce)."""
+        self.input.value = value
+
+    @staticmethod
+    def _sanitised_text(trace: Trace | None) -> Text:
+        t = Text("porter ", style="dim")
+        if trace is None:
+            t.append("—", style="dim")
+            t.append("   trigram ", style="dim")
+            t.append("—", style="dim")
+            return t
+        porter, trigram = trace.first.porter, trace.first.trigram
+        t.append(porter.query or '""  (no words)', style="bold")
+        t.append("   trigram ", style="dim")
+        t.append(trigram.query or f"(skipped{': ' + trigram.skipped if trigram.skipped else ''})", style="bold")
+        if trace.fuzzy.rerun is not None and trace.layer == "rrf-fuzzy":
+            t.append("   fuzzy ", style="dim")
+            t.append(trace.fuzzy.corrected_query or "", style="bold underline")
+        return t
+
+    def show_queries(self, trace: Trace | None) -> None:
+        """Show the sanitised queries of ``trace`` beneath the input."""
+        self.query_one("#sanitised", Static).update(self._sanitised_text(trace))
+
+    def _fire(self) -> None:
+        self._timer = None
+        self.post_message(self.QueryChanged(self.input.value, submitted=False))
+
+    @on(Input.Changed, "#query")
+    def _changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(DEBOUNCE_S, self._fire)
+
+    @on(Input.Submitted, "#query")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self.post_message(self.QueryChanged(event.value, submitted=True))
+
+    def action_leave(self) -> None:
+        """Ask the screen to move focus to the results."""
+        self.post_message(self.Leave())

@@ -1,0 +1,182 @@
+"""The result list: the pipeline's final answer, or why there is none."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from engine.model import Trace
+
+from ..subject import Subject
+
+#: Single-line columns (wide panes) and their fixed widths; title and source share the rest.
+COLUMNS = ("#", "title", "source", "type", "layer", "rrf", "boost")
+FIXED = {"#": 2, "type": 5, "layer": 9, "rrf": 6, "boost": 6}
+#: Two-line columns for narrow panes: title over source, type over layer, rrf over boost.
+COMPACT_COLUMNS = ("#", "title / source", "type/layer", "rrf/boost")
+COMPACT_FIXED = {"#": 2, "type/layer": 10, "rrf/boost": 9}
+#: Below this many cells the table uses two-line rows.
+WIDE_MIN = 100
+
+
+def empty_explanation(trace: Trace) -> Text:
+    """Why ``trace`` has no results, in words, with what to try next."""
+    reason = trace.empty_reason or "no results"
+    t = Text("No results.\n", style="bold")
+    t.append(reason[0].upper() + reason[1:] + ".\n\n")
+    hints = []
+    if not trace.params.query.strip():
+        hints.append("Type a word or two to search.")
+    else:
+        if trace.first.filter.allow_set is not None and trace.first.filter.removed:
+            hints.append("F3 widens the session allow-set: the removed candidates are listed in Stages.")
+        if trace.params.source or trace.params.content_type:
+            hints.append("F2 clears the source / content-type filter.")
+        if trace.params.limit == 0:
+            hints.append("F2 raises the limit above 0.")
+        if not trace.first.fusion.candidates and not hints:
+            hints.append("Neither index has these words; the Fuzzy stage shows what typo correction tried.")
+    t.append("\n".join(hints), style="italic")
+    return t
+
+
+class ResultsPane(Vertical):
+    """The final results as a table (position, title, source, content type,
+    match layer, RRF score, rerank boost), or an explanation when empty.
+
+    Posts :class:`ResultsPane.Picked` when a row is highlighted while the
+    table has focus, or chosen with Enter.
+    """
+
+    class Picked(Message):
+        """A result row was highlighted (``chosen=False``) or chosen with Enter."""
+
+        def __init__(self, subject: Subject, chosen: bool) -> None:
+            self.subject = subject
+            self.chosen = chosen
+            super().__init__()
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.trace: Trace | None = None
+        self.border_title = "Results"
+        self._widths: tuple[bool, int, int] = (False, 0, 0)
+
+    def compose(self) -> ComposeResult:
+        table: DataTable = DataTable(id="results-table", cursor_type="row", zebra_stripes=False)
+        table.display = False
+        yield table
+        yield Static(id="results-empty")
+
+    @property
+    def table(self) -> DataTable:
+        """The result table."""
+        return self.query_one("#results-table", DataTable)
+
+    @property
+    def message(self) -> Static:
+        """The empty-state / welcome text."""
+        return self.query_one("#results-empty", Static)
+
+    def show_welcome(self, text: Text) -> None:
+        """Show the start-up text (nothing searched yet)."""
+        self.trace = None
+        self.border_subtitle = ""
+        self.table.display = False
+        self.message.update(text)
+        self.message.display = True
+
+    def show_trace(self, trace: Trace) -> None:
+        """Show the final results of ``trace`` (or why there are none)."""
+        self.trace = trace
+        n = len(trace.final)
+        self.border_subtitle = f"{n} result{'s' if n != 1 else ''} · layer {trace.layer}"
+        if not trace.final:
+            self.table.display = False
+            self.message.update(empty_explanation(trace))
+            self.message.display = True
+            return
+        self.message.display = False
+        self.table.display = True
+        self._fill(keep_cursor=False)
+
+    def _layout(self) -> tuple[bool, int, int]:
+        """``(wide, title width, source width)`` for the current pane width."""
+        width = self.scrollable_content_region.width or self.size.width or 80
+        wide = width >= WIDE_MIN
+        fixed, cols = (FIXED, COLUMNS) if wide else (COMPACT_FIXED, COMPACT_COLUMNS)
+        room = max(width - sum(fixed.values()) - 2 * len(cols) - 2, 20)  # cell padding, scrollbar
+        if not wide:
+            return False, room, room
+        title = max(room * 3 // 5, 12)
+        return True, title, max(room - title, 8)
+
+    @staticmethod
+    def _cut(text: str, width: int, style: str = "") -> Text:
+        t = Text(text, style=style, no_wrap=True, overflow="ellipsis")
+        t.truncate(width, overflow="ellipsis")
+        return t
+
+    def _fill(self, keep_cursor: bool) -> None:
+        trace = self.trace
+        if trace is None or not trace.final:
+            return
+        table = self.table
+        row = table.cursor_row if keep_cursor else 0
+        table.clear(columns=True)
+        wide, tw, sw = self._widths = self._layout()
+        if wide:
+            widths = {**FIXED, "title": tw, "source": sw}
+            for col in COLUMNS:
+                table.add_column(col, key=col, width=widths[col])
+        else:
+            widths = {**COMPACT_FIXED, "title / source": tw}
+            for col in COMPACT_COLUMNS:
+                table.add_column(col, key=col, width=widths[col])
+        for r in trace.final:
+            c = r.candidate
+            pos = Text(str(r.position), justify="right")
+            boost = "—" if r.boost is None else f"{r.boost:.3f}"
+            if wide:
+                table.add_row(
+                    pos, self._cut(c.title, tw), self._cut(c.source, sw), c.content_type, r.layer,
+                    Text(f"{c.score:.4f}", justify="right"), Text(boost, justify="right"),
+                    key=str(r.position),
+                )
+            else:
+                table.add_row(
+                    pos,
+                    self._cut(c.title, tw) + Text("\n") + self._cut(c.source, tw, "dim"),
+                    Text(f"{c.content_type}\n{r.layer}"),
+                    Text(f"{c.score:.4f}\n{boost}", justify="right"),
+                    key=str(r.position), height=2,
+                )
+        table.move_cursor(row=min(row, len(trace.final) - 1), animate=False)
+
+    def on_resize(self) -> None:
+        if self.trace is not None and self.trace.final and self._layout() != self._widths:
+            self._fill(keep_cursor=True)
+
+    def subject_at(self, row: int) -> Subject | None:
+        """The subject of result row ``row`` (0-based)."""
+        if self.trace is None or not 0 <= row < len(self.trace.final):
+            return None
+        return Subject.from_candidate(self.trace.final[row].candidate, "Final")
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        subject = self.subject_at(event.cursor_row)
+        if subject is not None and self.table.has_focus:
+            self.post_message(self.Picked(subject, chosen=False))
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        subject = self.subject_at(event.cursor_row)
+        if subject is not None:
+            self.post_message(self.Picked(subject, chosen=True))
