@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .fuzzy import correct_word
@@ -357,10 +357,18 @@ def _describe_full(name: str, info: dict | None) -> str:
 
 
 def _explain_run(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, *, follow_merge: bool = True) -> Explanation:
-    """Where ``chunk`` left ``run`` (it is known not to be in the answer)."""
+    """Where ``chunk`` left ``run`` (it is known not to be in the answer).
+    Stories from the fuzzy re-run say so and name the corrected query."""
+    exp = _explain_pass(ctx, chunk, run, which, follow_merge)
+    if which != "fuzzy":
+        return exp
+    lead = f"In the fuzzy re-run (corrected query {run.query!r}): "
+    return replace(exp, message=lead + exp.message[:1].lower() + exp.message[1:])
+
+
+def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge: bool) -> Explanation:
     params, trace = ctx.params, ctx.trace
     prefix = "fuzzy:" if which == "fuzzy" else ""
-    in_words = f" (corrected query {run.query!r})" if which == "fuzzy" else ""
     v = params.variant
     hits = {r.name: _hit_rank(r, chunk.rowid) for r in (run.porter, run.trigram)}
     if not any(hits.values()):
@@ -374,7 +382,7 @@ def _explain_run(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, *, follow_mer
             parts = "; ".join(_describe_full(n, full[n]) for n in ("porter", "trigram") if n in ran)
             return Explanation(
                 chunk, prefix + "retrieve", "beyond-fts-limit",
-                f"It matches the query{in_words} but sits beyond the candidates each retriever fetches "
+                f"It matches the query but sits beyond the candidates each retriever fetches "
                 f"({_fts_words(trace, params)}): {parts}.",
                 which, best, details,
             )
@@ -383,7 +391,7 @@ def _explain_run(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, *, follow_mer
             parts = "; ".join(_describe_full(n, full[n]) for n in matched_skipped)
             return Explanation(
                 chunk, prefix + "retrieve", "retriever-skipped",
-                f"The variant runs only the {only} retriever, which does not match it{in_words}; "
+                f"The variant runs only the {only} retriever, which does not match it; "
                 f"the skipped one would have: {parts} (fts_limit {trace.fts_limit}).",
                 which, None, details,
             )
@@ -396,7 +404,7 @@ def _explain_run(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, *, follow_mer
         looked += f", trigram for {', '.join(tw)}" if tw else ", trigram did not run (no word of 3+ characters)"
         return Explanation(
             chunk, prefix + "retrieve", "no-term",
-            f"No query term{in_words} is indexed in it: {looked}. "
+            f"No query term is indexed in it: {looked}. "
             f"It is about: {', '.join(distinct) or '(no indexed words)'}.",
             which, None, details,
         )
@@ -407,7 +415,10 @@ def _explain_run(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, *, follow_mer
         kept = next(c for c in fusion.candidates if chunk.rowid in c.merged_rowids)
         kept_pos = _pos(fusion.candidates, kept.rowid)
         own = [c for c in kept.contributions if c.rowid == chunk.rowid]
-        own_words = ", ".join(f"{c.retriever} rank {c.rank} (1/({fusion.rrf_k}+{c.rank}))" for c in own)
+        own_words = "; ".join(
+            f"{'Porter' if c.retriever == 'porter' else 'trigram'} rank {c.rank}: 1/({fusion.rrf_k}+{c.rank})"
+            for c in own
+        )
         details = {
             "kept_rowid": kept.rowid, "kept_key": kept.key, "kept_fused_position": kept_pos,
             "contributions": [{"retriever": c.retriever, "rank": c.rank, "value": c.value} for c in own],
@@ -419,13 +430,13 @@ def _explain_run(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, *, follow_mer
                 fate = f" Row {kept.rowid} was returned at #{final_pos}."
                 details["kept_outcome"] = "returned"
             else:
-                sub = _explain_run(ctx, ChunkRef.from_candidate(kept), run, which, follow_merge=False)
-                fate = f" Row {kept.rowid} itself: {sub.message}"
+                sub = _explain_pass(ctx, ChunkRef.from_candidate(kept), run, which, follow_merge=False)
+                fate = f" Row {kept.rowid} itself {sub.message[:1].lower()}{sub.message[1:]}"
                 details["kept_outcome"] = sub.reason
         return Explanation(
             chunk, prefix + "fusion", "merged",
             f"Fusion merged it into row {kept.rowid} ({kept.title!r}): both have the key {kept.key!r} and the first "
-            f"row seen keeps it. Its {own_words} went into row {kept.rowid}'s score "
+            f"row seen keeps it. Its contributions ({own_words}) went into row {kept.rowid}'s score "
             f"{_fmt(kept.score)} (fused #{kept_pos}).{fate}",
             which, None, details,
         )
@@ -473,7 +484,7 @@ def _explain_run(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, *, follow_mer
     # Survived this pass's trim but not in the answer: the pass did not answer.
     return Explanation(
         chunk, prefix + "trim", "trimmed",
-        f"Survived this pass{in_words}, but the answer came from the other pass (layer {trace.layer}).",
+        f"Survived this pass, but the answer came from the other pass (layer {trace.layer}).",
         which, None, {"layer": trace.layer},
     )
 
@@ -512,7 +523,7 @@ def _explain_returned(ctx: _Ctx, chunk: ChunkRef, position: int) -> Explanation:
         )
         return Explanation(
             chunk, prefix + "rerank", "outranked",
-            f"Returned at #{position} (layer {trace.layer}){via}, but the rerank moved it down from fused "
+            f"Returned at #{position} of {len(trace.final)} (layer {trace.layer}){via}, but the rerank moved it down from fused "
             f"#{entry.old_position}: its boost {_fmt(entry.boost)} (title {_fmt(entry.title_boost)} + proximity "
             f"{_fmt(entry.proximity_boost)} + phrase {_fmt(entry.phrase_boost)}) lost to {by}.",
             which, position, details,
