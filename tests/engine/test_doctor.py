@@ -1,0 +1,139 @@
+"""Store diagnostics: each finding on a store built to show it."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from engine import Store
+from engine.doctor import diagnose
+from engine.store import vocabulary_words
+
+from ..conftest import FIXTURES
+
+
+def _raw_chunk(store, title, content, source_id, content_type="prose", trigram=True):
+    tables = ("chunks", "chunks_trigram") if trigram else ("chunks",)
+    for t in tables:
+        store.conn.execute(
+            f"INSERT INTO {t} (title, content, source_id, content_type, session_id) VALUES (?, ?, ?, ?, '')",
+            (title, content, source_id, content_type),
+        )
+
+
+def test_clean_store(store):
+    text = "# Alpha\nsome words\n# Beta\n```\ncode here\n```\n"
+    store.index_text("a.md", text, "markdown")
+    r = diagnose(store)
+    assert r.ok and r.findings == []
+    # "some" and "here" are reference stopwords.
+    assert vocabulary_words(text) == ["alpha", "words", "beta", "code"]
+    assert (r.sources, r.chunks, r.trigram_rows, r.vocabulary_size) == (1, 2, 2, 4)
+    assert r.schema.startswith("8-column") and r.path is None
+
+
+def test_fusion_key_collisions(store):
+    store.index_text("guide.md", "# Guide\n## Example\none\n## Example\ntwo\n## Example\nthree\n", "markdown")
+    store.index_text("other.md", "# Notes\n## Tip\nx\n## Tip\ny\n", "markdown")
+    r = diagnose(store)
+    assert [(c.key, c.count, c.rowids) for c in r.collisions] == [
+        ("guide.md::Guide > Example", 3, (2, 3, 4)),
+        ("other.md::Notes > Tip", 2, (6, 7)),
+    ]
+    assert r.hidden_by_collisions == 3
+    assert r.findings == ["2 fusion keys shared by several chunks (3 chunks can be merged away by source::title fusion)"]
+
+
+def test_oversized_chunks_are_measured_in_utf8_bytes(store):
+    # One paragraph over the cap stays whole (reference chunker); 2100 "é"
+    # are 2100 characters but 4200 bytes.
+    store.index_text("big.md", "# Big\n" + "é" * 2100 + "\n", "markdown")
+    store.index_text("small.md", "# Small\n" + "e" * 4000 + "\n", "markdown")
+    r = diagnose(store)
+    [o] = r.oversized
+    assert (o.source, o.title, o.bytes) == ("big.md", "Big", len(("# Big\n" + "é" * 2100).encode("utf-8")))
+    assert o.bytes > 4096 and r.max_chunk_bytes == 4096
+    assert "1 chunk over 4096 bytes" in r.findings
+    assert diagnose(store, max_chunk_bytes=10_000).oversized == ()
+
+
+def test_untitled_and_empty_titles(store):
+    store.index_text("notitle.md", "just text, no heading\n", "markdown")
+    store.index_text("titled.md", "# Fine\ntext\n", "markdown")
+    _raw_chunk(store, "", "empty title", 2)
+    _raw_chunk(store, "Untitled (2)", "a split part", 2)
+    r = diagnose(store)
+    assert [(u.source, u.title) for u in r.untitled] == [
+        ("notitle.md", "Untitled"), ("titled.md", ""), ("titled.md", "Untitled (2)"),
+    ]
+    assert "3 chunks with an empty or Untitled title" in r.findings
+
+
+def test_source_counts_that_disagree(store):
+    store.index_text("a.md", "# A\ntext\n# B\n```\ncode\n```\n", "markdown")
+    store.index_text("b.md", "# C\ntext\n", "markdown")
+    store.conn.execute("UPDATE sources SET chunk_count = 5, code_chunk_count = 0 WHERE label = 'a.md'")
+    r = diagnose(store)
+    [m] = r.count_mismatches
+    assert (m.label, m.recorded_chunks, m.actual_chunks, m.recorded_code, m.actual_code) == ("a.md", 5, 2, 0, 1)
+    assert "1 source whose recorded chunk counts disagree with their chunks" in r.findings
+
+
+def test_orphan_chunks_and_trigram_row_count(store):
+    store.index_text("a.md", "# A\ntext\n", "markdown")
+    _raw_chunk(store, "Lost", "no source row", 99, trigram=False)
+    r = diagnose(store)
+    assert r.orphan_chunks == 1
+    assert (r.chunks, r.trigram_rows) == (2, 1)
+    assert "1 chunk without a source row" in r.findings
+    assert "chunks_trigram has 1 rows but chunks has 2" in r.findings
+
+
+def test_missing_vocabulary(tmp_path):
+    db = tmp_path / "s.db"
+    with Store.create(db) as s:
+        s.index_text("a.md", "# A\ntext\n", "markdown")
+        s.conn.execute("DROP TABLE vocabulary")
+    with Store.open_readonly(db) as s:
+        r = diagnose(s)
+    assert r.vocabulary_size is None
+    assert "no vocabulary table: the fuzzy typo fallback is unavailable" in r.findings
+
+
+def test_stale_sources_are_reported_not_refreshed(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Doc\nold text\n", "utf-8")
+    db = tmp_path / "s.db"
+    with Store.create(db) as s:
+        s.index_file(doc, "doc.md")
+    doc.write_text("# Doc\nnew text\n", "utf-8")
+    future = time.time() + 120
+    os.utime(doc, (future, future))
+    with Store.open_writable(db) as s:
+        r = diagnose(s)
+        assert [(x.label, x.file_path) for x in r.stale] == [("doc.md", str(doc.resolve()))]
+        assert "1 stale file-backed source (a search would re-index them)" in r.findings
+        assert s.iter_chunks()[0]["content"] == "# Doc\nold text"  # nothing was refreshed
+
+
+def test_report_is_json(store):
+    store.index_text("guide.md", "# Guide\n## Example\none\n## Example\ntwo\n", "markdown")
+    d = json.loads(json.dumps(diagnose(store).to_dict()))
+    assert d["collisions"] == [{"source": "guide.md", "title": "Guide > Example", "count": 2, "rowids": [2, 3]}]
+    assert d["ok"] is False and d["vocabulary_size"] == store.stats()["vocabulary"] and d["findings"]
+
+
+@pytest.mark.parametrize("name, schema", [("context-mode-1.0.169.db", "8-column"), ("context-mode-1.0.22.db", "4-column")])
+def test_real_context_mode_stores(name, schema):
+    path = FIXTURES / name
+    if not path.is_file():
+        pytest.skip(f"fixture {path} missing")
+    with Store.open_readonly(path) as s:
+        r = diagnose(s)
+    assert r.schema.startswith(schema)
+    assert r.chunks == r.trigram_rows > 100 and r.sources == 11
+    assert r.count_mismatches == () and r.orphan_chunks == 0
+    assert r.collisions and all(c.count >= 2 for c in r.collisions)
