@@ -131,8 +131,10 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
         title_justify="left", expand=False, box=box.SIMPLE_HEAD,
     )
     for col in ("id", "query", "layer A→B", "A", "B", "↑", "↓", "=", "gone", "new", "overlap"):
-        t.add_column(col, justify="left" if col in ("id", "query", "layer A→B") else "right",
-                     overflow="fold", max_width=32 if col == "query" else 24 if col == "id" else None)
+        if col in ("id", "query"):
+            t.add_column(col, overflow="fold", max_width=32 if col == "query" else 24)
+        else:
+            t.add_column(col, justify="left" if col == "layer A→B" else "right", no_wrap=True)
     for q in sc.queries:
         c = q.counts
         layer = q.layer_a if q.layer_a == q.layer_b else f"{q.layer_a}→{q.layer_b}"
