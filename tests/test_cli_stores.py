@@ -1,0 +1,202 @@
+"""CLI: ``stores``, ``sessions`` and ``index`` on real folders."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+
+import pytest
+from typer.testing import CliRunner
+
+from engine import Store
+from engine.discovery import store_name_for_project
+from tui.cli import app, main
+
+from .conftest import FIXTURES
+from .engine.test_discovery import ENV_VARS
+
+MODERN = FIXTURES / "context-mode-1.0.169.db"
+LEGACY = FIXTURES / "context-mode-1.0.22.db"
+runner = CliRunner()
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    h = tmp_path / "home"
+    h.mkdir()
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.setenv("COLUMNS", "160")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return h
+
+
+def _fail(args, capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rankscope: error:") and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    return err
+
+
+# ─── stores ──────────────────────────────────────────────────────────────
+
+
+def test_stores_table_and_json(home):
+    folder = home / ".claude" / "context-mode" / "content"
+    folder.mkdir(parents=True)
+    name = store_name_for_project("/work/p")
+    shutil.copy2(MODERN, folder / f"{name}.db")
+    (folder / "broken.db").write_text("nope")
+    before = hashlib.sha256((folder / f"{name}.db").read_bytes()).hexdigest()
+
+    r = runner.invoke(app, ["stores"])
+    assert r.exit_code == 0, r.output
+    for text in (f"{name}.db", "Claude Code", "123", "8 cols", "broken.db", "not an SQLite database"):
+        assert text in r.output
+
+    r = runner.invoke(app, ["stores", "--json"])
+    rows = json.loads(r.output)
+    assert [(row["path"].endswith(f"{name}.db"), row["chunks"]) for row in rows if row["error"] is None] == [(True, 123)]
+    assert {"path", "size_bytes", "sources", "chunks", "code_chunks", "last_indexed_at", "schema", "error"} <= set(rows[0])
+
+    r = runner.invoke(app, ["stores", "--project", "/work/p", "--json"])
+    assert [row["project_hash"] for row in json.loads(r.output)] == [name]
+    assert hashlib.sha256((folder / f"{name}.db").read_bytes()).hexdigest() == before
+
+
+def test_stores_none_found_says_where_it_looked(home):
+    r = runner.invoke(app, ["stores"])
+    assert r.exit_code == 0
+    assert "No context-mode content stores found" in r.output
+    assert ".claude/context-mode/content" in r.output and ".codex/context-mode/content" in r.output
+
+
+# ─── sessions ────────────────────────────────────────────────────────────
+
+
+def test_sessions(capsys):
+    r = runner.invoke(app, ["sessions", "--db", str(MODERN)])
+    assert r.exit_code == 0, r.output
+    assert "(unattributed)" in r.output and "s-beta" in r.output and "37" in r.output
+    r = runner.invoke(app, ["sessions", "--db", str(MODERN), "--json"])
+    assert json.loads(r.output) == [
+        {"session_id": "", "chunks": 71}, {"session_id": "s-beta", "chunks": 37}, {"session_id": "s-alpha", "chunks": 15},
+    ]
+    r = runner.invoke(app, ["sessions", "--db", str(LEGACY)])
+    assert "122" in r.output and "4-column" in r.output
+    err = _fail(["sessions", "--db", "/nonexistent/x.db"], capsys)
+    assert "no database at /nonexistent/x.db" in err
+
+
+# ─── index ───────────────────────────────────────────────────────────────
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "guide.md").write_text("# Guide\ninstall steps\n")
+    (root / "notes.txt").write_text("plain notes\n")
+    (root / "logo.png").write_bytes(b"\x89PNG\x00\x00")
+    (root / "big.log").write_text("y" * 3000)
+    (root / "build").mkdir()
+    (root / "build" / "out.txt").write_text("generated\n")
+    (root / ".gitignore").write_text("build/\n")
+    return root
+
+
+def test_index_reports_skips_and_unchanged(project, tmp_path):
+    db = tmp_path / "s.db"
+    r = runner.invoke(app, ["index", str(project), "--db", str(db), "--max-file-bytes", "2048"])
+    assert r.exit_code == 0, r.output
+    assert "indexed 3 files" in r.output  # .gitignore, docs/guide.md, notes.txt
+    assert "skipped 2 (1 over 2048 bytes, 1 binary):" in r.output
+    assert "big.log: 3000 bytes is over the 2048-byte limit" in r.output
+    assert "logo.png: binary file" in r.output
+    assert "build/out.txt" not in r.output  # ignored by .gitignore, silently
+
+    r = runner.invoke(app, ["index", str(project), "--db", str(db), "--max-file-bytes", "2048"])
+    assert r.exit_code == 0, r.output
+    assert "indexed 0 files, 0 chunks, 0 bytes" in r.output and "3 unchanged" in r.output
+
+    (project / "notes.txt").unlink()
+    r = runner.invoke(app, ["index", str(project), "--db", str(db), "--max-file-bytes", "2048", "--no-gitignore"])
+    assert "1 removed" in r.output  # notes.txt
+    with Store.open_readonly(db) as store:
+        labels = {s["label"] for s in store.sources()}
+    assert labels == {".gitignore", "docs/guide.md", "build/out.txt"}
+
+
+def test_index_full_reindexes(project, tmp_path):
+    db = tmp_path / "s.db"
+    runner.invoke(app, ["index", str(project), "--db", str(db)])
+    r = runner.invoke(app, ["index", str(project), "--db", str(db), "--full"])
+    assert "indexed 4 files" in r.output and "unchanged" not in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["index", "/nonexistent/folder", "--db", "DB"], "no such file or folder: /nonexistent/folder"),
+        (["index", "PROJECT", "--db", "/nonexistent/dir/s.db"], "does not exist"),
+        (["index", "PROJECT", "--db", "DB", "--max-file-bytes", "-1"], "--max-file-bytes must be 0 or more"),
+        (["index", "PROJECT", "--db", "LEGACY"], "older 4-column schema"),
+        (["index", "PROJECT", "--db", "NOTADB"], "not an SQLite database"),
+    ],
+)
+def test_index_errors_are_one_line(project, tmp_path, capsys, args, message):
+    legacy = tmp_path / "legacy.db"
+    shutil.copy2(LEGACY, legacy)
+    (tmp_path / "notadb.db").write_text("text")
+    subs = {"DB": str(tmp_path / "new.db"), "PROJECT": str(project), "LEGACY": str(legacy),
+            "NOTADB": str(tmp_path / "notadb.db")}
+    before = legacy.read_bytes()
+    err = _fail([subs.get(a, a) for a in args], capsys)
+    assert message in err
+    assert legacy.read_bytes() == before
+
+
+def test_index_refuses_a_context_mode_store(project, home, capsys):
+    folder = home / ".claude" / "context-mode" / "content"
+    folder.mkdir(parents=True)
+    target = folder / "0123456789abcdef.db"
+    shutil.copy2(MODERN, target)
+    before = target.read_bytes()
+    err = _fail(["index", str(project), "--db", str(target)], capsys)
+    assert "refusing to write" in err and "never writes to stores it did not create" in err
+    assert target.read_bytes() == before
+    err = _fail(["index", str(project), "--db", str(folder / "new.db")], capsys)  # not even a new file there
+    assert "refusing to write" in err
+    assert sorted(p.name for p in folder.iterdir()) == ["0123456789abcdef.db"]
+
+
+def test_index_interrupt_exits_130(project, tmp_path, monkeypatch):
+    import engine.corpus as corpus
+
+    real = corpus.index_paths
+
+    def interrupted(*a, **kw):
+        progress = kw["progress"]
+
+        def boom(label, n):
+            progress(label, n)
+            raise KeyboardInterrupt
+
+        kw["progress"] = boom
+        return real(*a, **kw)
+
+    monkeypatch.setattr("tui.cli.index_paths", interrupted)
+    db = tmp_path / "s.db"
+    r = runner.invoke(app, ["index", str(project), "--db", str(db)])
+    assert r.exit_code == 130
+    assert "interrupted after 1 indexed" in r.output and "consistent" in r.output
+    with Store.open_readonly(db) as store:
+        assert len(store.sources()) == 1
