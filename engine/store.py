@@ -166,6 +166,14 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(to_storage_bytes(text)).hexdigest()
 
 
+def _readonly_flags(p: str) -> str:
+    """URI flags for a read-only open: a live writer keeps a ``-wal`` file, so
+    read through it (``mode=ro``); with none, ``immutable=1`` reads the main
+    file and creates nothing (plain ``mode=ro`` would leave ``-wal``/``-shm``
+    behind, or fail in a read-only folder)."""
+    return "mode=ro" if os.path.exists(p + "-wal") else "mode=ro&immutable=1"
+
+
 def _rollback(conn: sqlite3.Connection) -> None:
     """Roll back if a transaction is open. An interrupt can land just after
     ``COMMIT``; a bare ``ROLLBACK`` would then raise and hide it."""
@@ -252,9 +260,12 @@ class Store:
         """
         p = str(path)
         cls._check_file(p)
-        conn = cls._raw_connect(p, read_only=True)
+        flags = _readonly_flags(p)
+        conn = cls._raw_connect(p, read_only=True, flags=flags)
         schema = cls._inspect(conn, p)
-        return cls(p, True, conn, schema)
+        store = cls(p, True, conn, schema)
+        store.immutable = "immutable=1" in flags
+        return store
 
     open = open_readonly
 
@@ -272,12 +283,10 @@ class Store:
             raise NotADatabaseError(f"{p} is not an SQLite database (header {header[:16]!r})")
 
     @staticmethod
-    def _raw_connect(p: str, read_only: bool) -> sqlite3.Connection:
+    def _raw_connect(p: str, read_only: bool, flags: str | None = None) -> sqlite3.Connection:
         if read_only:
-            # A live writer keeps a -wal file: read through it (mode=ro). With
-            # no -wal, immutable=1 reads the main file and creates nothing.
             uri_path = quote(os.path.abspath(p))
-            flags = "mode=ro" if os.path.exists(p + "-wal") else "mode=ro&immutable=1"
+            flags = flags or _readonly_flags(p)
             conn = sqlite3.connect(f"file:{uri_path}?{flags}", uri=True, check_same_thread=False, timeout=30)
         else:
             conn = sqlite3.connect(p, check_same_thread=False, timeout=30, isolation_level=None)
@@ -312,6 +321,31 @@ class Store:
             has_vocabulary="vocabulary" in tables,
             has_file_columns={"file_path", "content_hash"} <= src_cols,
         )
+
+    #: Read-only store opened with ``immutable=1`` (no ``-wal`` file then).
+    immutable = False
+
+    def reopen_if_writer_started(self) -> bool:
+        """Keep a long-lived read-only store readable once context-mode starts
+        writing it.
+
+        A store opened while nobody wrote it is ``immutable``: SQLite reads
+        the main file only, so it would miss (or misread) a writer that
+        starts later. When a ``-wal`` file has appeared since, the main
+        connection is reopened to read through the WAL (still read-only).
+        Connections from :meth:`connect` decide afresh each time.
+
+        Returns:
+            ``True`` when it reopened.
+        """
+        if not (self.read_only and self.immutable and self.path and os.path.exists(self.path + "-wal")):
+            return False
+        with self.lock:
+            conn = self._raw_connect(self.path, read_only=True, flags="mode=ro")
+            old, self.conn = self.conn, conn
+            self.immutable = False
+            old.close()
+        return True
 
     def connect(self) -> sqlite3.Connection:
         """A new connection to the same file, for use in another thread.

@@ -237,3 +237,27 @@ def test_read_only_file_in_writable_folder(tmp_path):
     with Store.open_readonly(tmp_path / "c.db") as store:
         _assert_clean_run(search(store, SearchParams("journal")))
     assert _snapshot(tmp_path) == before
+
+
+def test_long_lived_reader_follows_a_writer_that_starts_later(tmp_path):
+    db = tmp_path / "c.db"
+    shutil.copy2(FIXTURE, db)
+    ro = Store.open_readonly(db)
+    try:
+        assert ro.immutable  # nobody was writing: nothing may be created next to it
+        assert ro.reopen_if_writer_started() is False
+        writer = Store.open_writable(db)  # context-mode starts (the file is in WAL mode)
+        try:
+            writer.index_text("late.md", "# Late\nzeppelin arrives", "markdown")
+            assert (tmp_path / "c.db-wal").exists()
+            assert ro.reopen_if_writer_started() is True
+            assert not ro.immutable and ro.read_only
+            assert ro.stats()["sources"] == 12
+            assert search(ro, SearchParams("zeppelin")).final[0].candidate.source == "late.md"
+            assert ro.reopen_if_writer_started() is False
+            with pytest.raises(ReadOnlyStoreError):
+                ro.index_text("x.md", "no", "markdown")
+        finally:
+            writer.close()
+    finally:
+        ro.close()
