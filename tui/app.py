@@ -11,18 +11,19 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine import SearchParams, Store, search, trace_to_dict
 from engine.model import Trace
 
-from .cache import CacheEntry
+from .cache import CacheEntry, build_cache, corpus_files
 from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
-from .messages import StoreReady
+from .messages import SearchFinished, StoreReady
 from .screens.browser import BrowserScreen
 from .screens.help import HelpScreen
 from .screens.loading import LoadingScreen
@@ -95,13 +96,15 @@ class RankscopeApp(App[None]):
     def get_default_screen(self) -> Screen:
         if self.store is not None:
             return self._browser_for(self.store)
-        if self.index_job is not None:
-            return LoadingScreen(self.index_job, self.store_label)
-        if self.store_finder is not None:
-            return StorePickerScreen(self.store_finder)
-        raise ValueError("make_app needs a store, a folder to index or a store finder")
+        if self.index_job is None and self.store_finder is None:
+            raise ValueError("make_app needs a store, a folder to index or a store finder")
+        return Screen()  # a blank base; the loading screen or picker goes on top and is then replaced
 
     def on_mount(self) -> None:
+        if self.store is None and self.index_job is not None:
+            self.push_screen(LoadingScreen(self.index_job, self.store_label))
+        elif self.store is None and self.store_finder is not None:
+            self.push_screen(StorePickerScreen(self.store_finder))
         if self.notice:
             self.notify(self.notice, severity="warning")
 
@@ -213,6 +216,51 @@ class RankscopeApp(App[None]):
         self.notify(str(path), title="Trace exported", timeout=8)
         return path
 
+    # ── workers (all on the app, so one handler reports their errors) ──
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="search")
+    def run_search(self, params: SearchParams, seq: int, target: BrowserScreen) -> None:
+        """Run the pipeline in a thread on its own SQLite connection and post
+        :class:`SearchFinished` to ``target``; a cancelled search posts nothing."""
+        worker = get_current_worker()
+        if worker.is_cancelled:
+            return
+        store = target.store
+        conn = store.connect()
+        try:
+            trace = self.search_fn(store, params, conn=conn)
+        finally:
+            if conn is not store.conn:
+                conn.close()
+        if not worker.is_cancelled:
+            target.post_message(SearchFinished(seq, trace))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="index")
+    def index_folder(self, entry: CacheEntry, target: LoadingScreen) -> None:
+        """Index ``entry.folder`` into the cache, posting progress to ``target``,
+        then :class:`StoreReady` to the app."""
+        worker = get_current_worker()
+        total = len(corpus_files(entry.folder))
+        done = 0
+        target.post_message(LoadingScreen.Progress(0, total, ""))
+
+        def progress(label: str, nbytes: int) -> None:
+            nonlocal done
+            done += 1
+            target.post_message(LoadingScreen.Progress(done, total, label))
+
+        store = build_cache(entry, progress=progress, cancelled=lambda: worker.is_cancelled)
+        if worker.is_cancelled:
+            store.close()
+            return
+        self.post_message(StoreReady(store, target.label))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
+    def discover_stores(self, finder: Callable[[], list[Any]], target: StorePickerScreen) -> None:
+        """Find content stores in a thread (it may walk folders) and list them."""
+        infos = list(finder())
+        self.call_from_thread(target.show_stores, infos)
+
     # ── errors ─────────────────────────────────────────────────────────
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -226,6 +274,9 @@ class RankscopeApp(App[None]):
         browser = self.browser
         if browser is not None and event.worker.group == "search":
             browser.results.border_subtitle = "search failed"
+        for screen in self.screen_stack:
+            if isinstance(screen, LoadingScreen) and event.worker.group == "index":
+                screen.show_error(error)
 
 
 def make_app(

@@ -77,6 +77,7 @@ class RankscopeCommands(Provider):
         if m and browser is not None:
             n = int(m.group(1))
             yield Hit(1.0, f"Set limit to {n}", partial(browser.update_params, limit=n), help="Results wanted")
+            return
         matcher = self.matcher(query)
         for text, command, help_text in self._commands():
             score = matcher.match(text)

@@ -100,3 +100,5 @@ def launch_browser(path: str | None, stores: bool = False) -> None:
 
     app = make_app(**app_arguments(path, stores))
     app.run()
+    if app.return_code:
+        raise SystemExit(app.return_code)

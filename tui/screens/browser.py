@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Tab, Tabs
-from textual.worker import get_current_worker
 
 from engine import SearchParams, Store
 from engine.model import Trace
@@ -203,23 +202,7 @@ class BrowserScreen(Screen):
         self._requested = self.params
         self._seq += 1
         self.results.border_subtitle = "searching…"
-        self.run_search(self.params, self._seq)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="search")
-    def run_search(self, params: SearchParams, seq: int) -> None:
-        """Run the pipeline in a thread on its own connection and post the trace."""
-        worker = get_current_worker()
-        if worker.is_cancelled:
-            return
-        store = self.store
-        conn = store.connect()
-        try:
-            trace = self.app.search_fn(store, params, conn=conn)
-        finally:
-            if conn is not store.conn:
-                conn.close()
-        if not worker.is_cancelled:
-            self.post_message(SearchFinished(seq, trace))
+        self.app.run_search(self.params, self._seq, self)  # type: ignore[attr-defined]
 
     @on(SearchFinished)
     def _finished(self, event: SearchFinished) -> None:

@@ -4,17 +4,15 @@ worker, with a progress bar, then hands the store to the app."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Center, Middle, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
-from textual.worker import Worker, WorkerState, get_current_worker
 
-from ..cache import CacheEntry, build_cache, corpus_files
-from ..messages import StoreReady
+from ..cache import CacheEntry
 
 
 class LoadingScreen(Screen):
@@ -52,26 +50,7 @@ class LoadingScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.index()
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="index")
-    def index(self) -> None:
-        """Build the cached store in a thread and post :class:`StoreReady`."""
-        worker = get_current_worker()
-        total = len(corpus_files(self.entry.folder))
-        done = 0
-        self.post_message(self.Progress(0, total, ""))
-
-        def progress(label: str, nbytes: int) -> None:
-            nonlocal done
-            done += 1
-            self.post_message(self.Progress(done, total, label))
-
-        store = build_cache(self.entry, progress=progress, cancelled=lambda: worker.is_cancelled)
-        if worker.is_cancelled:
-            store.close()
-            return
-        self.post_message(StoreReady(store, self.label))
+        self.app.index_folder(self.entry, self)  # type: ignore[attr-defined]
 
     @on(Progress)
     def _progress(self, event: Progress) -> None:
@@ -81,9 +60,8 @@ class LoadingScreen(Screen):
             Text(f"{event.done}/{event.total} files" + (f" · {event.label}" if event.label else ""), style="dim")
         )
 
-    @on(Worker.StateChanged)
-    def _state(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            self.query_one("#loading-file", Static).update(
-                Text(f"Indexing failed: {event.worker.error}\nctrl+q quits.", style="bold")
-            )
+    def show_error(self, error: BaseException) -> None:
+        """Say that indexing failed (the app also notifies)."""
+        self.query_one("#loading-file", Static).update(
+            Text(f"Indexing failed: {error}\nctrl+q quits.", style="bold")
+        )

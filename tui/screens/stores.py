@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -67,15 +67,9 @@ class StorePickerScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.discover()
+        self.app.discover_stores(self.finder, self)  # type: ignore[attr-defined]
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
-    def discover(self) -> None:
-        """Find stores in a thread (it may walk folders)."""
-        infos = list(self.finder())
-        self.app.call_from_thread(self._show, infos)
-
-    def _show(self, infos: list[Any]) -> None:
+    def show_stores(self, infos: list[Any]) -> None:
         self.infos = infos
         status = self.query_one("#stores-status", Static)
         options = self.query_one("#stores-list", OptionList)

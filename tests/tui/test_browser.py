@@ -1,0 +1,411 @@
+"""Pilot tests of the browser on the parity corpus."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from textual.widgets import DataTable, Input
+
+from engine import SearchParams
+from engine.model import Trace
+from tui.messages import SearchFinished
+from tui.screens.help import HelpScreen
+from tui.screens.params import ParamsScreen
+from tui.screens.sessions import SessionsScreen
+
+from .conftest import build_app, plain, search_for, settle
+
+WIDE = (120, 40)
+NARROW = (80, 24)
+
+
+def inspector_text(app) -> str:
+    """Every line of the stage inspector as plain text."""
+    ins = app.browser.inspector
+    return "\n".join(str(ins.get_option_at_index(i).prompt) for i in range(ins.option_count))
+
+
+async def test_start_screen_shows_the_store_and_focuses_the_query():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        browser = app.browser
+        assert browser is not None
+        assert isinstance(app.focused, Input) and app.focused.id == "query"
+        assert "24 sources, 129 chunks" in plain(browser.results.message)
+        assert browser.trace is None
+
+
+async def test_query_fills_results_and_inspector():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "heartbeat")
+        browser = app.browser
+        trace = browser.trace
+        assert trace is not None and trace.params.query == "heartbeat"
+        assert trace.layer == "rrf"
+        table = browser.query_one("#results-table", DataTable)
+        assert table.row_count == 3
+        assert browser.results.border_subtitle == "3 results · layer rrf"
+        sanitised = plain(browser.query_one("#sanitised"))
+        assert '"heartbeat"' in sanitised
+        text = inspector_text(app)
+        for title in ("Porter", "Trigram", "Fusion (RRF)", "Candidate pool", "Session filter", "Trim", "Rerank",
+                      "Fuzzy", "Final"):
+            assert f"▌{title}" in text
+        assert "skipped: fusion returned 3 results after the session filter" in text
+        # the journey follows the top result
+        assert browser.journey.subject is not None
+        assert browser.journey.subject.key == trace.final[0].candidate.key
+
+
+async def test_search_as_you_type_is_debounced():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press(*"cache")
+        await pilot.pause(0.4)
+        await settle(pilot)
+        browser = app.browser
+        assert browser.trace is not None and browser.trace.params.query == "cache"
+        assert browser._seq < 5  # fewer searches than keystrokes
+
+
+async def test_typo_query_shows_the_corrections():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "artifcats")
+        trace = app.browser.trace
+        assert trace.layer == "rrf-fuzzy"
+        text = inspector_text(app)
+        assert "artifcats → artifacts" in text
+        assert "↳ re-run · Porter" in text
+        assert "fuzzy artifacts" in plain(app.browser.query_one("#sanitised"))
+        assert all(row == "rrf-fuzzy" for row in app.browser.query_one("#results-table", DataTable).get_column("layer"))
+
+
+async def test_repeated_headings_flag_the_collision():
+    app = build_app(params=SearchParams("", limit=5))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "example")
+        text = inspector_text(app)
+        assert "⚠ key collision: swallowed rows 46, 51 (same source::title)" in text
+        # the swallowed row's journey says where it went
+        browser = app.browser
+        swallowed = [s for _, s in browser.inspector.subjects() if s.by_row and s.rowid == 46]
+        assert swallowed
+        browser.pick(swallowed[0])
+        await pilot.pause()
+        journey = plain(browser.query_one("#journey-steps"))
+        assert "merged into row" in journey
+        assert "left the pipeline at Fusion" in journey
+
+
+async def test_limit_change_reaches_pool_and_trim():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        assert app.browser.trace.params.limit == 3
+        await pilot.press("f2")
+        await pilot.pause()
+        assert isinstance(app.screen, ParamsScreen)
+        await pilot.press("7")  # the limit is selected on focus: typing replaces it
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        trace = app.browser.trace
+        assert trace.params.limit == 7
+        assert trace.pool_size == 7 and trace.fts_limit == 14
+        assert trace.first.trim.limit == 7 and len(trace.final) == 7
+        assert "limit 7" in plain(app.browser.params_bar)
+        # Escape returns to the query box
+        assert app.focused is app.browser.query_box.input
+
+
+async def test_invalid_limit_is_refused_in_the_dialog():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("f2")
+        await pilot.pause()
+        dialog = app.screen
+        dialog.query_one("#limit", Input).value = "99999"
+        await pilot.pause()
+        assert "Limit must be" in plain(dialog.query_one("#params-error"))
+        await settle(pilot)
+        assert app.browser.params.limit == 3
+
+
+async def test_session_filter_removes_candidates():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("f3")
+        await pilot.pause()
+        assert isinstance(app.screen, SessionsScreen)
+        # the first session in the list is the one with most chunks: sess-A
+        await pilot.press("space")
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        trace = app.browser.trace
+        assert trace.params.sessions == ("sess-A",)
+        assert trace.pool_size == 40
+        assert trace.first.filter.removed
+        text = inspector_text(app)
+        assert "removed (session sess-" in text
+        assert "allow sess-A:" in text
+        assert "sessions sess-A" in plain(app.browser.params_bar)
+
+
+async def test_content_type_from_the_command_palette_filters_the_retrievers():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"code only")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+        trace = app.browser.trace
+        assert trace.params.content_type == "code"
+        assert trace.first.porter.hits and all(h.content_type == "code" for h in trace.first.porter.hits)
+        assert all(h.content_type == "code" for h in trace.first.trigram.hits)
+
+
+async def test_palette_limit_command():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"limit 2")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.browser.trace.params.limit == 2
+        assert len(app.browser.trace.final) == 2
+
+
+async def test_selecting_a_cut_candidate_shows_its_journey():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        trace = browser.trace
+        cut = trace.first.trim.cut
+        assert not cut  # no session filter: the pool is the limit
+        await search_for(pilot, "cache")
+        browser.update_params(sessions=("sess-A", "sess-B", "sess-C"))
+        await settle(pilot)
+        trace = browser.trace
+        assert trace.first.trim.cut
+        target = trace.first.trim.cut[0]
+        await pilot.press("down", "2")
+        await pilot.pause()
+        assert app.focused is browser.inspector
+        index = next(i for i, s in browser.inspector.subjects() if s.origin == "Trim" and s.key == target.key)
+        browser.inspector.highlighted = index
+        await pilot.pause()
+        assert browser.journey.subject.key == target.key
+        steps = plain(browser.query_one("#journey-steps"))
+        assert "cut by the trim" in steps
+        assert "left the pipeline at Trim" in steps
+
+
+async def test_selecting_a_result_row_shows_its_journey_and_preview():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        await pilot.press("down")  # query box → results table
+        await pilot.pause()
+        assert app.focused is browser.results.table
+        await pilot.press("down")
+        await pilot.pause()
+        second = browser.trace.final[1].candidate
+        assert browser.journey.subject.key == second.key
+        await pilot.press("enter")  # narrow: Enter opens the journey pane
+        await pilot.pause()
+        assert browser.pane == "journey" and browser.journey.display
+        assert not browser.results.display or not browser.results.region.height
+        assert "highlighted match" in plain(browser.query_one("#journey-preview"))
+
+
+async def test_empty_result_says_why():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "deployment")
+        trace = app.browser.trace
+        assert trace.layer == "none" and not trace.final
+        message = plain(app.browser.results.message)
+        assert "No results." in message
+        assert "No match in either index" in message
+        assert not app.browser.results.table.display
+
+
+async def test_empty_query_says_why():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await search_for(pilot, "")
+        assert app.browser.trace.params.query == ""
+        assert "Empty query" in plain(app.browser.results.message)
+
+
+async def test_everything_filtered_by_session_says_so():
+    app = build_app(params=SearchParams("", sessions=("sess-A",)))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "rescheduled")
+        trace = app.browser.trace
+        message = plain(app.browser.results.message)
+        assert trace.layer == "none"
+        assert "removed by the session filter" in message
+        assert "F3" in message
+
+
+async def test_search_error_becomes_a_notification_and_the_app_stays_usable():
+    def broken(store, params, conn=None):
+        raise RuntimeError("disk on fire")
+
+    app = build_app(search_fn=broken)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press(*"cache", "enter")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        notes = list(app._notifications)
+        assert any("disk on fire" in n.message and n.severity == "error" for n in notes)
+        assert app.is_running
+        from engine import search
+
+        app.search_fn = search
+        await search_for(pilot, "heartbeat")
+        assert app.browser.trace.params.query == "heartbeat"
+
+
+async def test_stale_results_are_dropped():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        shown = browser.trace
+        old = Trace(**{**shown.__dict__, "params": SearchParams("stale")})
+        browser.post_message(SearchFinished(0, old))
+        await pilot.pause()
+        assert browser.trace is shown
+
+
+async def test_ctrl_l_and_slash_focus_the_query_with_text_selected():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("2")  # in the query box a digit is text
+        assert app.browser.query_box.value == "cache2"
+        await pilot.press("backspace", "down", "2")
+        await pilot.pause()
+        assert app.focused is app.browser.inspector
+        await pilot.press("slash")
+        await pilot.pause()
+        query = app.browser.query_box.input
+        assert app.focused is query
+        assert query.selected_text == "cache"
+        await pilot.press("slash")  # inside the query box '/' is text
+        assert query.value == "/"
+        await pilot.press("ctrl+l", *"heartbeat", "enter")
+        await settle(pilot)
+        assert app.browser.trace.params.query == "heartbeat"
+
+
+async def test_escape_from_help_returns_to_the_query():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.pause()
+        assert app.focused is app.browser.query_box.input
+
+
+async def test_ctrl_l_closes_a_dialog():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.press("f3")
+        await pilot.pause()
+        assert isinstance(app.screen, SessionsScreen)
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert app.screen is app.browser
+        assert app.focused is app.browser.query_box.input
+
+
+async def test_copy_command_line():
+    app = build_app(params=SearchParams("", limit=5, sessions=("sess-A",)))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "it's cache")
+        await pilot.press("f4")
+        await pilot.pause()
+        expected = "rankscope search 'it'\"'\"'s cache' --db '<store.db>' --limit 5 --session sess-A"
+        assert app.clipboard == expected
+        assert any(n.message == expected for n in app._notifications)
+
+
+async def test_export_trace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("f6")
+        await pilot.pause()
+        files = list(tmp_path.glob("rankscope-trace-cache-*.json"))
+        assert len(files) == 1
+        data = json.loads(files[0].read_text("utf-8"))
+        assert data["query"] == "cache" and data["layer"] == "rrf"
+        assert any(str(files[0]) in n.message for n in app._notifications)
+
+
+async def test_narrow_panes_switch_with_keys_and_tabs():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        assert browser.has_class("-narrow")
+        assert browser.results.region.height > 0 and browser.inspector.region.height == 0
+        await pilot.press("down")
+        await pilot.press("2")
+        await pilot.pause()
+        assert browser.inspector.region.height > 0 and browser.results.region.height == 0
+        await pilot.press("3")
+        await pilot.pause()
+        assert browser.journey.region.height > 0 and browser.inspector.region.height == 0
+        await pilot.press("1")
+        await pilot.pause()
+        assert browser.results.region.height > 0
+
+
+async def test_wide_shows_all_panes():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        assert browser.has_class("-wide")
+        for pane in (browser.results, browser.inspector, browser.journey):
+            assert pane.region.height > 0
+        assert not browser.query_one("#pane-tabs").display
+
+
+@pytest.mark.parametrize("size", [NARROW, WIDE])
+async def test_bindings_have_ids_and_tooltips(size):
+    app = build_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        from tui.app import RankscopeApp
+        from tui.screens.browser import BrowserScreen
+        from tui.widgets.query_box import QueryBox
+
+        for cls in (RankscopeApp, BrowserScreen, QueryBox, ParamsScreen, SessionsScreen, HelpScreen):
+            for b in cls.BINDINGS:
+                assert b.id and b.tooltip, (cls.__name__, b)
