@@ -246,8 +246,17 @@ def search(store: Store, params: SearchParams, conn: sqlite3.Connection | None =
         timings.append(("refresh", refresh.elapsed_ms))
         pool_size = pool_size_for(params)
         fts_limit = fts_limit_for(params, pool_size)
-        first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings)
-        fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings)
+        # One read transaction for every stage: against a live writer (WAL)
+        # all stages see the same snapshot.
+        own_txn = not c.in_transaction
+        if own_txn:
+            c.execute("BEGIN")
+        try:
+            first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings)
+            fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings)
+        finally:
+            if own_txn and c.in_transaction:
+                c.execute("COMMIT")
     if first.filter.kept:
         layer, results = "rrf", first.results
     elif fuzzy.rerun is not None and fuzzy.rerun.filter.kept and not fuzzy.shadow:
