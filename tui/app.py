@@ -61,7 +61,6 @@ class RankscopeApp(App[None]):
                 tooltip="Copy this search as a 'rankscope search' command line"),
         Binding("f6", "export_trace", "Export", id="export-trace",
                 tooltip="Write the whole trace as JSON into the current folder"),
-        Binding("ctrl+q", "quit", "Quit", id="quit", tooltip="Quit rankscope", priority=True),
     ]
 
     def __init__(

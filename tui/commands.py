@@ -66,6 +66,8 @@ class RankscopeCommands(Provider):
                        f"{n} chunks")
         for name in ("results", "stages", "journey"):
             yield f"Show {name}", partial(browser.action_show_pane, name), "Switch pane"
+        for stage, header in browser.inspector.stage_ids():
+            yield f"Go to stage: {header}", partial(browser.go_to_stage, stage), "Scroll the inspector there"
 
     async def discover(self) -> Hits:
         for text, command, help_text in self._commands():

@@ -409,3 +409,22 @@ async def test_bindings_have_ids_and_tooltips(size):
         for cls in (RankscopeApp, BrowserScreen, QueryBox, ParamsScreen, SessionsScreen, HelpScreen):
             for b in cls.BINDINGS:
                 assert b.id and b.tooltip, (cls.__name__, b)
+
+
+async def test_palette_goes_to_a_stage():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "artifcats")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"go to stage: fuzzy")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+        browser = app.browser
+        assert browser.pane == "stages" and app.focused is browser.inspector
+        assert browser.inspector.stage_of(browser.inspector.highlighted) == "fuzzy"
+        await pilot.press("down")
+        await pilot.pause()
+        assert (browser.inspector.stage_of(browser.inspector.highlighted) or "").startswith("fuzzy")

@@ -30,7 +30,7 @@ from ..widgets.query_box import QueryBox
 from ..widgets.results import ResultsPane
 
 PANES = ("results", "stages", "journey")
-_PANES_GROUP = Binding.Group("Panes", compact=True)
+_PANES_GROUP = Binding.Group("Panes ", compact=True)
 
 
 class BrowserScreen(Screen):
@@ -155,6 +155,11 @@ class BrowserScreen(Screen):
         self.set_pane(name)
         target = self.pane_widget(name)
         self.call_after_refresh(target.focus)
+
+    def go_to_stage(self, stage: str) -> None:
+        """Show the stage inspector scrolled to ``stage`` and focus it."""
+        self.action_show_pane("stages")
+        self.call_after_refresh(self.inspector.show_stage, stage)
 
     @on(Tabs.TabActivated, "#pane-tabs")
     def _tab(self, event: Tabs.TabActivated) -> None:

@@ -66,6 +66,12 @@ def fit(left: Text, right: Text | str, width: int) -> Text:
     return left
 
 
+def pad_rights(texts: list[Text]) -> list[Text]:
+    """Right-hand texts left-padded to one width, so the titles beside them line up."""
+    width = max((t.cell_len for t in texts), default=0)
+    return [Text(" " * (width - t.cell_len)) + t for t in texts]
+
+
 def _label(prefix: str, c: Candidate | Hit, style: str = "") -> Text:
     t = Text(prefix, style=style)
     t.append(c.title, style=style)
@@ -156,16 +162,19 @@ class _Builder:
         if flt.allow_set is None:
             return
         removed = {c.key for c in flt.removed}
+        pool = run.fusion.pool[:MAX_ROWS]
+        rights = pad_rights([
+            Text(f"removed (session {c.session_id or chr(39) * 2})", style="bold") if c.key in removed
+            else Text(f"kept (session {c.session_id or chr(39) * 2})", style=DIM)
+            for c in pool
+        ])
         kept_pos = 0
-        for c in run.fusion.pool[:MAX_ROWS]:
-            sess = c.session_id or "''"
+        for c, right in zip(pool, rights):
             if c.key in removed:
-                right = Text(f"removed (session {sess})", style="bold")
                 self.row(fit(_label("  ✗ ", c, REMOVED), right, self.width), stage,
                          Subject.from_candidate(c, "Session filter"))
             else:
                 kept_pos += 1
-                right = Text(f"kept (session {sess})", style=DIM)
                 self.row(fit(_label(_pos(kept_pos), c), right, self.width), stage,
                          Subject.from_candidate(c, "Session filter"))
         self.more(len(run.fusion.pool) - MAX_ROWS, stage)
@@ -207,7 +216,8 @@ class _Builder:
         fz = self.trace.fuzzy
         if not fz.ran:
             return
-        self.note(f"reason: {fz.reason}", "fuzzy")
+        why = fz.reason.split("; ")[0] if "; " in fz.reason and not fz.shadow else fz.reason
+        self.note(f"ran because {why}", "fuzzy")
         for c in fz.corrections:
             t = Text("  " + c.word, style="bold")
             if c.corrected:
@@ -225,10 +235,13 @@ class _Builder:
             self.note(f"corrected query: {fz.corrected_query!r}" + (" (re-run below)" if fz.rerun else ""), "fuzzy")
 
     def final(self) -> None:
-        for r in self.trace.final:
+        rights = pad_rights([
+            Text(f"{r.layer} · rrf {_short(r.candidate.score)} · boost "
+                 f"{'—' if r.boost is None else format(r.boost, '.3f')}", style=DIM)
+            for r in self.trace.final
+        ])
+        for r, right in zip(self.trace.final, rights):
             c = r.candidate
-            boost = "—" if r.boost is None else f"{r.boost:.3f}"
-            right = Text(f"{r.layer} · rrf {_short(c.score)} · boost {boost}", style=DIM)
             self.row(fit(_label(_pos(r.position), c), right, self.width), "final",
                      Subject.from_candidate(c, "Final"))
 
@@ -290,6 +303,8 @@ class StageInspector(OptionList):
         self.show_timings = show_timings
         self.trace: Trace | None = None
         self._subjects: dict[str, Subject] = {}
+        self._stages: list[str] = []
+        self._headers: list[int] = []
         self._width = 0
         self.border_title = "Stages"
 
@@ -300,6 +315,7 @@ class StageInspector(OptionList):
         """Show a one-line hint instead of a trace."""
         self.trace = None
         self._subjects = {}
+        self._stages, self._headers = [], []
         self.set_options([Option(Text(text, style="italic"), disabled=True)])
 
     def show_trace(self, trace: Trace) -> None:
@@ -318,7 +334,11 @@ class StageInspector(OptionList):
         self._width = self._content_width()
         options: list[Option | None] = []
         self._subjects = {}
+        self._stages, self._headers = [], []
         for i, line in enumerate(stage_lines(self.trace, self._width, self.show_timings)):
+            self._stages.append(line.stage)
+            if line.kind == "header":
+                self._headers.append(i)
             if line.kind == "row" and line.subject is not None:
                 oid = f"c{i}"
                 self._subjects[oid] = line.subject
@@ -334,6 +354,44 @@ class StageInspector(OptionList):
     def on_resize(self) -> None:
         if self.trace is not None and self._content_width() != self._width:
             self._render_lines(keep_highlight=True)
+
+    def show_stage(self, stage: str) -> bool:
+        """Scroll so that the header of ``stage`` (an id such as ``fuzzy`` or
+        ``fuzzy:porter``) is at the top; Down then moves into its rows.
+        Returns false when the trace has no such stage."""
+        for i in self._headers:
+            if self._stages[i] == stage:
+                self._jump(i)
+                return True
+        return False
+
+    def _jump(self, index: int) -> None:
+        self.highlighted = index
+        self.scroll_to_highlight(top=True)
+
+    def stage_ids(self) -> list[tuple[str, str]]:
+        """``(stage id, header text)`` of every stage shown, in order."""
+        if self.trace is None:
+            return []
+        return [(s.stage, ("re-run " if ":" in s.stage else "") + s.title) for s in stage_summaries(self.trace)]
+
+    def action_next_stage(self) -> None:
+        """Jump to the next stage header."""
+        current = -1 if self.highlighted is None else self.highlighted
+        nxt = next((i for i in self._headers if i > current), None)
+        if nxt is not None:
+            self._jump(nxt)
+
+    def action_previous_stage(self) -> None:
+        """Jump to the previous stage header."""
+        current = self.option_count if self.highlighted is None else self.highlighted
+        prev = [i for i in self._headers if i < current]
+        if prev:
+            self._jump(prev[-1])
+
+    def stage_of(self, index: int) -> str | None:
+        """The stage id of the option at ``index``."""
+        return self._stages[index] if 0 <= index < len(self._stages) else None
 
     def subject_at(self, index: int | None) -> Subject | None:
         """The subject of the option at ``index``, if it is a candidate row."""

@@ -1,0 +1,315 @@
+"""Start-up: the corpus cache, path handling, the loading screen, the store
+picker, the command-line helpers and ``rankscope serve``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine import SearchParams, Store
+from tui.cache import build_cache, cache_entry, fingerprint, load_cached
+from tui.cli import CliError, main
+from tui.cmdline import command_line, describe_params, export_path
+from tui.launch import SAMPLE_CORPUS, app_arguments
+
+from .conftest import plain, settle
+
+
+# ── cache ────────────────────────────────────────────────────────────────
+
+
+def test_cache_entry_is_named_by_the_folder_hash(tmp_path):
+    a = cache_entry(tmp_path / "a", root=tmp_path / "c")
+    b = cache_entry(tmp_path / "b", root=tmp_path / "c")
+    assert a.db_path != b.db_path and a.db_path.suffix == ".db"
+    assert a.fingerprint_path.with_suffix(".db") == a.db_path
+    assert cache_entry(tmp_path / "a", root=tmp_path / "c") == a
+
+
+def test_fingerprint_follows_size_mtime_and_files(tmp_path):
+    (tmp_path / "a.md").write_text("# A\nalpha\n")
+    first = fingerprint(tmp_path)
+    assert fingerprint(tmp_path) == first
+    os.utime(tmp_path / "a.md", ns=(1, 1))
+    touched = fingerprint(tmp_path)
+    assert touched != first
+    (tmp_path / "b.md").write_text("# B\n")
+    assert fingerprint(tmp_path) != touched
+    (tmp_path / "_sessions.json").write_text('{"a.md": "s1"}')
+    assert fingerprint(tmp_path) != touched
+
+
+def test_build_then_reuse_then_rebuild(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# Alpha\nthe alpha chunk\n")
+    (corpus / "_sessions.json").write_text('{"a.md": "s1"}')
+    entry = cache_entry(corpus, root=tmp_path / "cache")
+    assert load_cached(entry) is None
+    seen = []
+    store = build_cache(entry, progress=lambda label, n: seen.append(label))
+    assert seen == ["a.md"]
+    assert store.read_only and store.stats()["chunks"] == 1
+    assert store.session_counts() == [("s1", 1)]
+    store.close()
+    assert not Path(str(entry.db_path) + "-wal").exists()
+    again = load_cached(entry)
+    assert again is not None and again.stats()["chunks"] == 1
+    again.close()
+    (corpus / "b.md").write_text("# Beta\nbeta\n")
+    assert load_cached(entry) is None  # changed corpus: rebuild
+    store = build_cache(entry)
+    assert store.stats()["chunks"] == 2
+    store.close()
+
+
+def test_cancelled_build_leaves_no_cache(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n")
+    entry = cache_entry(corpus, root=tmp_path / "cache")
+    with pytest.raises(InterruptedError):
+        build_cache(entry, cancelled=lambda: True)
+    assert not entry.db_path.exists() and not entry.fingerprint_path.exists()
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+# ── paths ────────────────────────────────────────────────────────────────
+
+
+def test_no_path_means_the_sample_corpus():
+    if not SAMPLE_CORPUS.is_dir():
+        pytest.skip("sample corpus not present")
+    args = app_arguments(None)
+    assert args["store_label"] == "sample_corpus"
+    assert "index_job" in args or "store" in args
+
+
+def test_folder_is_indexed_once_then_cached(corpus, tmp_path):
+    args = app_arguments(str(corpus))
+    assert "index_job" in args and args["store_label"] == "corpus"
+    build_cache(args["index_job"]).close()
+    args = app_arguments(str(corpus))
+    assert isinstance(args["store"], Store) and args["store"].read_only
+    args["store"].close()
+
+
+def test_db_file_opens_read_only(tmp_path):
+    db = tmp_path / "s.db"
+    s = Store.create(db)
+    s.index_text("a", "# A\nalpha")
+    s.close()
+    args = app_arguments(str(db))
+    assert args["store"].read_only and args["store_label"] == "s.db"
+    args["store"].close()
+
+
+@pytest.mark.parametrize("make,expected", [
+    (lambda p: p / "missing", "no such file or folder"),
+    (lambda p: (p / "notes.txt").write_text("hello") and p / "notes.txt", "not an SQLite database"),
+])
+def test_bad_paths_raise_cli_errors(tmp_path, make, expected):
+    with pytest.raises(CliError, match=expected):
+        app_arguments(str(make(tmp_path)))
+
+
+def test_bad_sessions_map_is_a_cli_error(tmp_path):
+    (tmp_path / "a.md").write_text("# A\n")
+    (tmp_path / "_sessions.json").write_text("[1, 2]")
+    with pytest.raises(CliError, match="sessions map"):
+        app_arguments(str(tmp_path))
+
+
+def test_main_reports_a_bad_path_in_one_line_with_status_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "nope")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rankscope: error: no such file or folder") and "\n" not in err
+
+
+def test_stores_without_discovery_module_notifies(monkeypatch, corpus):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "engine.discovery":
+            raise ImportError("no discovery")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    args = app_arguments(str(corpus), stores=True)
+    assert args["notice"] == "store discovery not available"
+
+
+# ── loading screen and picker ────────────────────────────────────────────
+
+
+async def test_loading_screen_indexes_then_browses(corpus):
+    from tui.app import make_app
+    from tui.screens.browser import BrowserScreen
+
+    args = app_arguments(str(corpus))
+    app = make_app(**args, show_timings=False, cursor_blink=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            await app.workers.wait_for_complete()
+            if isinstance(app.screen, BrowserScreen):
+                break
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, BrowserScreen)
+        assert app.store.read_only
+        assert "24 sources, 129 chunks" in plain(app.screen.results.message)
+        await pilot.press(*"cache", "enter")
+        await settle(pilot)
+        assert app.browser.trace.layer == "rrf"
+
+
+async def test_loading_failure_is_reported(tmp_path):
+    from tui.app import make_app
+    from tui.cache import CacheEntry
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # parent is a file
+    app = make_app(index_job=entry, store_label="corpus")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any(n.severity == "error" and "Indexing failed" in (n.title or "") for n in app._notifications)
+        assert "Indexing failed" in plain(app.screen.query_one("#loading-file"))
+
+
+async def test_store_picker_opens_the_chosen_store(tmp_path):
+    from types import SimpleNamespace
+
+    from tui.app import make_app
+    from tui.screens.browser import BrowserScreen
+
+    db = tmp_path / "found.db"
+    s = Store.create(db)
+    s.index_text("a", "# Alpha\nalpha words")
+    s.close()
+    info = SimpleNamespace(path=db, size_bytes=db.stat().st_size, sources=1, chunks=1, schema="8-column")
+    app = make_app(store_finder=lambda: [info], show_timings=False, cursor_blink=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "found.db" in str(app.screen.query_one("#stores-list").get_option_at_index(0).prompt)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, BrowserScreen)
+        await pilot.press(*"alpha", "enter")
+        await settle(pilot)
+        assert app.browser.trace.final[0].candidate.title == "Alpha"
+
+
+# ── command line helpers ─────────────────────────────────────────────────
+
+
+def test_command_line_is_shell_quoted():
+    p = SearchParams("it's a \"test\"", limit=5, source="docs/x y", source_match="exact",
+                     content_type="code", sessions=("sess-A", "b c"))
+    cmd = command_line(p, "/tmp/my store.db")
+    assert cmd == (
+        "rankscope search 'it'\"'\"'s a \"test\"' --db '/tmp/my store.db' --limit 5 --source 'docs/x y' "
+        "--source-exact --content-type code --session sess-A --session 'b c'"
+    )
+    import shlex
+
+    argv = shlex.split(cmd)
+    assert argv[2] == "it's a \"test\"" and argv[argv.index("--db") + 1] == "/tmp/my store.db"
+
+
+def test_command_line_defaults_and_empty_allow_set():
+    assert command_line(SearchParams("cache"), "s.db") == "rankscope search cache --db s.db"
+    assert command_line(SearchParams("cache", sessions=()), "s.db").endswith("--session ''")
+
+
+def test_command_line_runs(tmp_path, corpus):
+    """The copied command reproduces the browser's search."""
+    db = tmp_path / "s.db"
+    s = Store.create(db)
+    from engine import index_corpus, search
+
+    index_corpus(s, corpus)
+    expected = [r.candidate.title for r in search(s, SearchParams("cache", limit=4, sessions=("sess-A",))).final]
+    s.close()
+    import shlex
+
+    argv = shlex.split(command_line(SearchParams("cache", limit=4, sessions=("sess-A",)), str(db)))
+    out = subprocess.run([sys.executable, "-m", "tui.cli", *argv[1:], "--json"], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).parents[2])
+    import json
+
+    assert [r["title"] for r in json.loads(out.stdout)["final"]] == expected
+
+
+def test_describe_params_and_export_path(tmp_path):
+    assert describe_params(SearchParams("q")) == "limit 3 · source any · type any · sessions off"
+    import datetime as dt
+
+    now = dt.datetime(2026, 1, 2, 3, 4, 5)
+    first = export_path("What's up?", tmp_path, now)
+    assert first.name == "rankscope-trace-what-s-up-20260102-030405.json"
+    first.write_text("{}")
+    assert export_path("What's up?", tmp_path, now).name.endswith("-2.json")
+
+
+# ── serve ────────────────────────────────────────────────────────────────
+
+
+def test_serve_command_and_bad_path(tmp_path, capsys):
+    from tui.cli_serve import serve_command
+
+    cmd = serve_command(str(tmp_path))
+    assert cmd.endswith(str(tmp_path.resolve())) and "-m tui.cli" in cmd
+    assert serve_command(None).endswith("-m tui.cli")
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--path", str(tmp_path / "nope")])
+    assert exc.value.code == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_serve_binds_loopback_by_default(monkeypatch):
+    calls = {}
+
+    class FakeServer:
+        def __init__(self, command, host, port, title=None):
+            calls.update(command=command, host=host, port=port)
+
+        def serve(self):
+            calls["served"] = True
+
+    import textual_serve.server
+
+    monkeypatch.setattr(textual_serve.server, "Server", FakeServer)
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--port", "8123"])
+    assert exc.value.code == 0
+    assert calls["host"] == "127.0.0.1" and calls["port"] == 8123 and calls["served"]
+
+
+# ── headless core ────────────────────────────────────────────────────────
+
+
+def test_engine_and_plain_helpers_import_no_textual():
+    code = (
+        "import sys, engine, engine.diff, tui.cache, tui.cmdline, tui.subject, tui.render\n"
+        "assert 'textual' not in sys.modules, sorted(m for m in sys.modules if m.startswith('textual'))"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
