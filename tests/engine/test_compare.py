@@ -227,3 +227,14 @@ def test_compare_set_rejects_bad_entries_before_searching(zebra, entries, words)
 def test_compare_set_rejects_bad_spec(zebra):
     with pytest.raises(ValueError, match="unknown variant key 'nope'"):
         compare_set(zebra, [{"query": "zebra"}], "nope=1", None)
+
+
+def test_lab_modules_stay_textual_free():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, engine.compare, engine.why, engine.doctor; "
+        "sys.exit('textual' in sys.modules or 'tui' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], cwd=str(__import__("pathlib").Path(__file__).parents[2])).returncode == 0
