@@ -89,7 +89,7 @@ def test_compare_query_file(db, queries):
     r = invoke("compare", "--queries", queries, "--db", db, "--b", "rerank=off,fuzzy=never")
     assert r.exit_code == 0, r.output
     assert "swap" in r.output and "rrf-fuzzy→none" in r.output
-    assert "2 of 3 queries changed" in r.output and "mean overlap 0.67" in r.output
+    assert "2 of 3 queries changed (1 changed layer)" in r.output and "mean overlap 0.67" in r.output
 
 
 def test_compare_query_file_json(db, queries):

@@ -146,12 +146,12 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     c = sc.totals
     t.add_section()
     t.add_row(
-        "total", f"{len(sc.queries)} queries", f"{sc.layer_changes} changed", "", "",
+        "total", f"{len(sc.queries)} queries", f"{sc.layer_changes} differ", "", "",
         str(c.improved), str(c.worsened), str(c.unchanged), str(c.only_in_a), str(c.only_in_b),
         _opt(sc.mean_overlap, "{:.2f}"),
     )
     summary = Text(
-        f"{sc.changed_queries} of {len(sc.queries)} queries changed; "
+        f"{sc.changed_queries} of {len(sc.queries)} queries changed ({sc.layer_changes} changed layer); "
         + counts_line(sc.totals, sc.mean_overlap).plain.replace("overlap", "mean overlap")
     )
     return Group(t, summary)
