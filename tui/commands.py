@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .app import RankscopeApp
 
 _LIMIT = re.compile(r"^\s*(?:set\s+)?limit\s*(?:to\s*)?(\d{1,5})\s*$", re.IGNORECASE)
+_SOURCE = re.compile(r"^\s*source\s+(?:contains\s+)?(\S.*?)\s*$", re.IGNORECASE)
 
 
 class RankscopeCommands(Provider):
@@ -79,6 +80,17 @@ class RankscopeCommands(Provider):
         if m and browser is not None:
             n = int(m.group(1))
             yield Hit(1.0, f"Set limit to {n}", partial(browser.update_params, limit=n), help="Results wanted")
+            return
+        m = _SOURCE.match(query)
+        if m and browser is not None and not m.group(1).lower().startswith(("filter", "match")):
+            text = m.group(1)
+            yield Hit(1.0, f"Source filter: label contains {text!r}",
+                      partial(browser.update_params, source=text, source_match="like"),
+                      help="Substring of the source label")
+            for label in self.rs_app.source_labels:
+                if text.lower() in label.lower():
+                    yield Hit(0.5, f"Source filter: {label}",
+                              partial(browser.update_params, source=label, source_match="exact"), help="Exact label")
             return
         matcher = self.matcher(query)
         for text, command, help_text in self._commands():

@@ -428,3 +428,19 @@ async def test_palette_goes_to_a_stage():
         await pilot.press("down")
         await pilot.pause()
         assert (browser.inspector.stage_of(browser.inspector.highlighted) or "").startswith("fuzzy")
+
+
+async def test_palette_source_substring_filter():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"source docs/")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+        trace = app.browser.trace
+        assert trace.params.source == "docs/" and trace.params.source_match == "like"
+        assert trace.final and all(r.candidate.source.startswith("docs/") for r in trace.final)
+        assert "source docs/ (substr)" in plain(app.browser.params_bar)

@@ -153,8 +153,12 @@ class BrowserScreen(Screen):
     def action_show_pane(self, name: str) -> None:
         """Show pane ``name`` (on narrow screens) and focus it."""
         self.set_pane(name)
+        self.app.update_styles(self)  # apply the pane classes now, so the target can take focus at once
         target = self.pane_widget(name)
-        self.call_after_refresh(target.focus)
+        if target.focusable:
+            self.set_focus(target)
+        else:
+            self.call_after_refresh(target.focus)
 
     def go_to_stage(self, stage: str) -> None:
         """Show the stage inspector scrolled to ``stage`` and focus it."""
@@ -168,8 +172,8 @@ class BrowserScreen(Screen):
         if name != self.pane:
             self.set_pane(name)
 
-    @on(QueryBox.Leave)
-    def _leave_query(self) -> None:
+    def action_leave_query(self) -> None:
+        """Down in the query box: focus the results (or, narrow, the visible pane)."""
         name = self.pane if self.narrow else "results"
         if name == "results" and not self.results.table.display:
             name = "stages" if self.trace is not None else name

@@ -8,7 +8,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
+
+_CLOSE = Binding.Group("Close ", compact=True)
 
 #: (stage, two lines) in pipeline order.
 STAGES = (
@@ -66,8 +68,8 @@ class HelpScreen(ModalScreen[None]):
     """The stages explained, and the keys."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", id="help.close", tooltip="Close help and return to the query"),
-        Binding("f1", "close", "Close", show=False, id="help.toggle", tooltip="Close help"),
+        Binding("escape", "close", "Close", group=_CLOSE, id="help.close", tooltip="Close help and return to the query"),
+        Binding("f1", "close", "Close", group=_CLOSE, id="help.toggle", tooltip="Close help"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -76,6 +78,7 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll(id="help-scroll"):
                 yield Static(help_renderable())
             yield Static("↑↓ PgUp PgDn scroll · Esc closes", classes="hint")
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#help-scroll").focus()

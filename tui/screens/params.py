@@ -10,7 +10,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.validation import Integer
-from textual.widgets import Input, Label, RadioButton, RadioSet, Static, Switch
+from textual.widgets import Footer, Input, Label, Select, Static, Switch
+
+_CLOSE = Binding.Group("Close ", compact=True)
 
 from engine import SearchParams
 from engine.model import MAX_LIMIT
@@ -22,8 +24,8 @@ class ParamsScreen(ModalScreen[None]):
     """Edit the search parameters; each change re-runs the search behind the dialog."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", id="params.close", tooltip="Close the dialog and return to the query"),
-        Binding("f2", "close", "Close", show=False, id="params.toggle", tooltip="Close the dialog"),
+        Binding("escape", "close", "Close", group=_CLOSE, id="params.close", tooltip="Close the dialog and return to the query"),
+        Binding("f2", "close", "Close", group=_CLOSE, id="params.toggle", tooltip="Close the dialog"),
     ]
 
     def __init__(self, params: SearchParams, sources: list[str]) -> None:
@@ -49,11 +51,11 @@ class ParamsScreen(ModalScreen[None]):
                 yield Label("match the whole source label (off: substring)", classes="hint")
             with Horizontal(classes="field"):
                 yield Label("Type", classes="field-label")
-                with RadioSet(id="ctype"):
-                    for ct in CONTENT_TYPES:
-                        yield RadioButton(ct or "any", value=p.content_type == ct, id=f"ct-{ct or 'any'}")
+                yield Select([(ct or "any", ct or "any") for ct in CONTENT_TYPES], value=p.content_type or "any",
+                             allow_blank=False, id="ctype")
             yield Static("", id="params-error", classes="error")
             yield Static("Changes apply at once · Tab moves · Esc closes", classes="hint")
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#limit", Input).focus()
@@ -80,9 +82,9 @@ class ParamsScreen(ModalScreen[None]):
     def _exact(self, event: Switch.Changed) -> None:
         self._apply(source_match="exact" if event.value else "like")
 
-    @on(RadioSet.Changed, "#ctype")
-    def _ctype(self, event: RadioSet.Changed) -> None:
-        self._apply(content_type=CONTENT_TYPES[event.index])
+    @on(Select.Changed, "#ctype")
+    def _ctype(self, event: Select.Changed) -> None:
+        self._apply(content_type=None if event.value in ("any", Select.BLANK) else str(event.value))
 
     @on(Input.Submitted)
     def _submitted(self) -> None:

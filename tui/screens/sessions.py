@@ -3,13 +3,24 @@ allow-set from the store's sessions (``Store.session_counts``)."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, SelectionList, Static, Switch
+from textual.widgets import Footer, Label, SelectionList, Static, Switch
 from textual.widgets.selection_list import Selection
+
+_CLOSE = Binding.Group("Close ", compact=True)
+
+
+def session_prompt(session: str, chunks: int, allowed: bool) -> Text:
+    """One session line; "✓ allowed" says it in words, not only in colour."""
+    t = Text("✓ allowed  " if allowed else "·          ", style="bold" if allowed else "dim")
+    t.append(session, style="bold" if allowed else "")
+    t.append(f"  ({chunks} chunk{'s' if chunks != 1 else ''})", style="dim")
+    return t
 
 
 class SessionsScreen(ModalScreen[None]):
@@ -20,8 +31,8 @@ class SessionsScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding("escape", "close", "Close", id="sessions.close", tooltip="Close the dialog and return to the query"),
-        Binding("f3", "close", "Close", show=False, id="sessions.toggle", tooltip="Close the dialog"),
+        Binding("escape", "close", "Close", group=_CLOSE, id="sessions.close", tooltip="Close the dialog and return to the query"),
+        Binding("f3", "close", "Close", group=_CLOSE, id="sessions.toggle", tooltip="Close the dialog"),
     ]
 
     def __init__(self, counts: list[tuple[str, int]], allow: tuple[str, ...] | None) -> None:
@@ -37,11 +48,11 @@ class SessionsScreen(ModalScreen[None]):
             with Horizontal(classes="field"):
                 yield Label("Filter", classes="field-label")
                 yield Switch(self.allow is not None, id="filter-on")
-                yield Label("on: only chosen sessions (and unattributed chunks) pass", classes="hint")
+                yield Label("on: only the allowed sessions pass", classes="hint")
             sessions = [(s, n) for s, n in self.counts if s]
             if sessions:
                 yield SelectionList[str](
-                    *(Selection(f"{s}  ({n} chunk{'s' if n != 1 else ''})", s, s in chosen) for s, n in sessions),
+                    *(Selection(session_prompt(s, n, s in chosen), s, s in chosen) for s, n in sessions),
                     id="sessions",
                 )
             else:
@@ -49,6 +60,7 @@ class SessionsScreen(ModalScreen[None]):
             yield Static(f"{unattributed} unattributed chunk{'s' if unattributed != 1 else ''} always pass.",
                          classes="hint")
             yield Static("Space toggles · Tab moves · Esc closes", classes="hint")
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         lists = self.query(SelectionList)
@@ -74,6 +86,12 @@ class SessionsScreen(ModalScreen[None]):
 
     @on(SelectionList.SelectedChanged)
     def _chosen(self, event: SelectionList.SelectedChanged) -> None:
+        lst = event.selection_list
+        chosen = set(lst.selected)
+        counts = dict(self.counts)
+        for i in range(lst.option_count):
+            value = lst.get_option_at_index(i).value
+            lst.replace_option_prompt_at_index(i, session_prompt(value, counts.get(value, 0), value in chosen))
         switch = self.query_one("#filter-on", Switch)
         if event.selection_list.selected and not switch.value:
             switch.value = True  # posts Switch.Changed, which applies

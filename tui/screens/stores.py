@@ -43,7 +43,15 @@ def store_line(info: Any) -> Text:
     schema = getattr(info, "schema", None)
     if schema:
         details.append(str(schema))
+    client = getattr(info, "client", "")
+    if client:
+        details.append(f"client {client}")
+    if getattr(info, "wal_bytes", 0):
+        details.append("live (a writer has it open)")
     t.append("\n  " + " · ".join(details), style="dim")
+    error = getattr(info, "error", None)
+    if error:
+        t.append(f"\n  unreadable: {error}", style="bold")
     return t
 
 

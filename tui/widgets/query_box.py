@@ -26,8 +26,8 @@ class QueryBox(Vertical):
     """
 
     BINDINGS = [
-        Binding("down", "leave", "To results", show=False, id="query.leave",
-                tooltip="Move from the query box to the results"),
+        Binding("down", "screen.leave_query", "To results", id="query.leave",
+                tooltip="Move from the query box to the results (or the visible pane)"),
     ]
 
     class QueryChanged(Message):
@@ -37,9 +37,6 @@ class QueryBox(Vertical):
             self.query = query
             self.submitted = submitted
             super().__init__()
-
-    class Leave(Message):
-        """The user pressed Down in the query box: focus should move on."""
 
     def __init__(self, value: str = "", *, cursor_blink: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -117,7 +114,3 @@ class QueryBox(Vertical):
             self._timer.stop()
             self._timer = None
         self.post_message(self.QueryChanged(event.value, submitted=True))
-
-    def action_leave(self) -> None:
-        """Ask the screen to move focus to the results."""
-        self.post_message(self.Leave())
