@@ -186,6 +186,29 @@ def _now_iso() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
+def _delete_label_rows(conn: sqlite3.Connection, label: str) -> int:
+    """Delete a label's chunks (both FTS tables) and source rows inside the
+    caller's transaction; returns the chunks removed from ``chunks``.
+
+    Same rows as the reference's ``DELETE ... WHERE source_id IN (SELECT id
+    FROM sources WHERE label = ?)``, but a label with no source row (every
+    new file) costs one indexed lookup instead of two full FTS table scans
+    (``source_id`` is UNINDEXED).
+    """
+    ids = [row[0] for row in conn.execute("SELECT id FROM sources WHERE label = ?", (label,))]
+    if not ids:
+        return 0
+    marks = ",".join("?" * len(ids))
+    removed = 0
+    for table in FTS_TABLES:
+        before = conn.total_changes
+        conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
+        if table == "chunks":
+            removed = conn.total_changes - before
+    conn.execute("DELETE FROM sources WHERE label = ?", (label,))
+    return removed
+
+
 class Store:
     """A content store on one SQLite file (or in memory).
 
@@ -443,11 +466,7 @@ class Store:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for table in FTS_TABLES:
-                    conn.execute(
-                        f"DELETE FROM {table} WHERE source_id IN (SELECT id FROM sources WHERE label = ?)", (label,)
-                    )
-                conn.execute("DELETE FROM sources WHERE label = ?", (label,))
+                _delete_label_rows(conn, label)
                 cur = conn.execute(
                     "INSERT INTO sources (label, chunk_count, code_chunk_count, file_path, content_hash) VALUES (?, ?, ?, ?, ?)",
                     (label, len(drafts), code, file_path, content_hash),
@@ -528,14 +547,7 @@ class Store:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                n = conn.execute(
-                    "SELECT COUNT(*) FROM chunks WHERE source_id IN (SELECT id FROM sources WHERE label = ?)", (label,)
-                ).fetchone()[0]
-                for table in FTS_TABLES:
-                    conn.execute(
-                        f"DELETE FROM {table} WHERE source_id IN (SELECT id FROM sources WHERE label = ?)", (label,)
-                    )
-                conn.execute("DELETE FROM sources WHERE label = ?", (label,))
+                n = _delete_label_rows(conn, label)
                 conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
