@@ -49,6 +49,14 @@ class StageLine:
     subject: Subject | None = None
 
 
+def wrap_indented(text: str, width: int, indent: str) -> str:
+    """``text`` wrapped to ``width`` cells, every line starting with ``indent``."""
+    import textwrap
+
+    return textwrap.fill(text, width=max(width, len(indent) + 20), initial_indent=indent,
+                         subsequent_indent=indent, break_on_hyphens=False)
+
+
 def _short(x: float) -> str:
     return f"{x:.5f}"
 
@@ -100,8 +108,11 @@ class _Builder:
         self.note(s.headline, s.stage, style="italic")
 
     def note(self, text: str | Text, stage: str, style: str = DIM) -> None:
-        t = Text("  ", style=style) + (Text(text, style=style) if isinstance(text, str) else text)
-        self.lines.append(StageLine(t, "note", stage))
+        if isinstance(text, str):
+            text = Text(wrap_indented(text, self.width, "  "), style=style)
+        else:
+            text = Text("  ", style=style) + text
+        self.lines.append(StageLine(text, "note", stage))
 
     def rule(self, label: str, stage: str) -> None:
         label = f" {label} "
@@ -134,13 +145,14 @@ class _Builder:
                 bit = f"{name} #{x.rank} +{_short(x.value)}"
                 if x.rowid != c.rowid:
                     bit += f" (row {x.rowid})"
-                parts.append(bit)
-            text.append("\n      " + " · ".join(parts), style=DIM)
+                parts.append(bit.replace(" ", "\u00a0"))  # never wrap inside one contribution
+            text.append("\n" + wrap_indented(" · ".join(parts), self.width, "      "), style=DIM)
             if c.merged_rowids:
                 rows = ", ".join(map(str, c.merged_rowids))
                 noun = "row" if len(c.merged_rowids) == 1 else "rows"
-                text.append(f"\n      ⚠ key collision: swallowed {noun} {rows} (same source::title); kept row {c.rowid}",
-                            style="bold")
+                text.append("\n" + wrap_indented(
+                    f"⚠ key collision: swallowed {noun} {rows} (same source::title); kept row {c.rowid}",
+                    self.width, "      "), style="bold")
             self.row(text, stage, Subject.from_candidate(c, "Fusion (RRF)"))
         self.more(len(f.candidates) - MAX_ROWS, stage)
 
@@ -202,13 +214,14 @@ class _Builder:
             prefix = f"{e.old_position:>2}→{e.new_position:<2}{arrow} "
             text = fit(_label(prefix, e.candidate), Text(f"boost {e.boost:.3f}", style="bold"), self.width)
             terms = len(rr.terms) or 1
-            detail = f"title +{e.title_boost:.3f} ({e.title_hits}/{terms} terms)"
-            detail += f" · proximity +{e.proximity_boost:.3f}"
-            detail += f" (span {e.min_span})" if e.min_span is not None else " (n/a)"
-            detail += f" · phrase +{e.phrase_boost:.3f}"
+            nb = "\u00a0"
+            detail = f"title{nb}+{e.title_boost:.3f}{nb}({e.title_hits}/{terms}{nb}terms)"
+            detail += f" · proximity{nb}+{e.proximity_boost:.3f}"
+            detail += f"{nb}(span{nb}{e.min_span})" if e.min_span is not None else f"{nb}(n/a)"
+            detail += f" · phrase{nb}+{e.phrase_boost:.3f}"
             if e.adjacent_pairs is not None:
-                detail += f" ({e.adjacent_pairs} pair{'s' if e.adjacent_pairs != 1 else ''})"
-            text.append("\n       " + detail, style=DIM)
+                detail += f"{nb}({e.adjacent_pairs}{nb}pair{'s' if e.adjacent_pairs != 1 else ''})"
+            text.append("\n" + wrap_indented(detail, self.width, "       "), style=DIM)
             self.row(text, stage, Subject.from_candidate(e.candidate, "Rerank"))
         self.more(len(rr.entries) - MAX_ROWS, stage)
 
@@ -236,7 +249,7 @@ class _Builder:
 
     def final(self) -> None:
         rights = pad_rights([
-            Text(f"{r.layer} · rrf {_short(r.candidate.score)} · boost "
+            Text(f"rrf {_short(r.candidate.score)} · boost "
                  f"{'—' if r.boost is None else format(r.boost, '.3f')}", style=DIM)
             for r in self.trace.final
         ])
