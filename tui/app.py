@@ -31,7 +31,7 @@ from .screens.params import ParamsScreen
 from .screens.sessions import SessionsScreen
 from .screens.stores import StorePickerScreen
 
-_QUERY_GROUP = Binding.Group("Query", compact=True)
+_QUERY_GROUP = Binding.Group("Query ", compact=True)
 SearchFn = Callable[..., Trace]
 
 
@@ -50,7 +50,7 @@ class RankscopeApp(App[None]):
     BINDINGS = [
         Binding("ctrl+l", "focus_query", "Query", priority=True, id="focus-query", group=_QUERY_GROUP,
                 tooltip="Focus the query box with its text selected (also closes dialogs)"),
-        Binding("slash", "focus_query", "Query", key_display="/", id="focus-query-slash", group=_QUERY_GROUP,
+        Binding("slash", "focus_query_slash", "Query", key_display="/", id="focus-query-slash", group=_QUERY_GROUP,
                 tooltip="Focus the query box (when focus is elsewhere)"),
         Binding("f1", "help", "Help", id="help", tooltip="What each pipeline stage does, and the keys"),
         Binding("f2", "edit_params", "Params", id="edit-params",
@@ -141,7 +141,7 @@ class RankscopeApp(App[None]):
     # ── actions ────────────────────────────────────────────────────────
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("focus_query", "edit_params", "choose_sessions", "copy_command", "export_trace"):
+        if action in ("focus_query", "focus_query_slash", "edit_params", "choose_sessions", "copy_command", "export_trace"):
             return self.browser is not None
         return True
 
@@ -158,6 +158,10 @@ class RankscopeApp(App[None]):
         browser = self._close_dialogs()
         if browser is not None:
             browser.query_box.focus_query()
+
+    def action_focus_query_slash(self) -> None:
+        """``/`` from outside the query box: same as ctrl+l."""
+        self.action_focus_query()
 
     def _back_to_query(self, _result: object = None) -> None:
         browser = self.browser

@@ -30,7 +30,7 @@ from ..widgets.query_box import QueryBox
 from ..widgets.results import ResultsPane
 
 PANES = ("results", "stages", "journey")
-_PANES_GROUP = Binding.Group("Panes ", compact=True)
+_PANES_GROUP = Binding.Group("Panes", compact=True)
 
 
 class BrowserScreen(Screen):

@@ -83,6 +83,7 @@ class StorePickerScreen(Screen):
         options = self.query_one("#stores-list", OptionList)
         if not infos:
             status.update("No content stores found. Run 'rankscope PATH' with a folder or a .db file.")
+            options.display = False
             return
         status.update(f"{len(infos)} found · Enter opens read-only · ctrl+q quits")
         options.set_options([Option(store_line(i), id=str(n)) for n, i in enumerate(infos)])

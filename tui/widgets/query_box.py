@@ -18,17 +18,21 @@ from engine.model import Trace
 DEBOUNCE_S = 0.15
 
 
+class QueryInput(Input):
+    """The query input; Down leaves it for the results."""
+
+    BINDINGS = [
+        Binding("down", "screen.leave_query", "Results", key_display="↓", id="query.leave",
+                tooltip="Move from the query box to the results (or the visible pane)"),
+    ]
+
+
 class QueryBox(Vertical):
     """An :class:`~textual.widgets.Input` plus the sanitised FTS5 queries.
 
     Posts :class:`QueryBox.QueryChanged` 150 ms after typing stops, and at
     once on Enter.
     """
-
-    BINDINGS = [
-        Binding("down", "screen.leave_query", "To results", id="query.leave",
-                tooltip="Move from the query box to the results (or the visible pane)"),
-    ]
 
     class QueryChanged(Message):
         """The query text to search for."""
@@ -45,7 +49,7 @@ class QueryBox(Vertical):
         self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Input(
+        yield QueryInput(
             self._value,
             placeholder="Search… (Enter searches now · F1 help · ctrl+p commands)",
             id="query",
