@@ -75,8 +75,10 @@ class RankscopeApp(App[None]):
         cursor_blink: bool = True,
         search_fn: SearchFn = search,
         notice: str | None = None,
+        suggestions: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
+        self.suggestions = suggestions
         self.store = store
         self.store_label = store_label or (Path(store.path).name if store and store.path else "in-memory store")
         self.index_job = index_job
@@ -294,6 +296,7 @@ def make_app(
     cursor_blink: bool = True,
     search_fn: SearchFn = search,
     notice: str | None = None,
+    suggestions: tuple[str, ...] = (),
 ) -> RankscopeApp:
     """Build the browser. Used by ``rankscope`` and by the tests.
 
@@ -308,6 +311,7 @@ def make_app(
         cursor_blink: blink the query cursor (off for snapshot tests).
         search_fn: the pipeline entry point (tests inject failures here).
         notice: a warning to show once the app starts.
+        suggestions: example queries for the start screen.
     """
     p = params or SearchParams("")
     if query:
@@ -317,4 +321,5 @@ def make_app(
     return RankscopeApp(
         store=store, store_label=store_label, index_job=index_job, store_finder=store_finder, params=p,
         show_timings=show_timings, cursor_blink=cursor_blink, search_fn=search_fn, notice=notice,
+        suggestions=suggestions,
     )

@@ -25,6 +25,8 @@ from .cli import CliError
 
 #: The corpus opened when no PATH is given.
 SAMPLE_CORPUS = Path(tui.__file__).resolve().parent.parent / "sample_corpus"
+#: Queries that show one stage each on the sample corpus (README, "Ten queries to try").
+SAMPLE_QUERIES = ("throttling", "inflight", "write quorum", "replicaton quorom", "tombstone replicaton", "kafka")
 
 
 def _finder(project_dir: str | None) -> Callable[[], list[Any]] | None:
@@ -72,6 +74,7 @@ def app_arguments(path: str | None, stores: bool = False) -> dict:
         if not SAMPLE_CORPUS.is_dir():
             raise CliError(f"the bundled sample corpus is missing ({SAMPLE_CORPUS}); give a folder or a .db file")
         args = _folder_source(SAMPLE_CORPUS)
+        args["suggestions"] = SAMPLE_QUERIES
     else:
         p = Path(path).expanduser()
         if not p.exists():

@@ -89,6 +89,9 @@ def test_no_path_means_the_sample_corpus():
     args = app_arguments(None)
     assert args["store_label"] == "sample_corpus"
     assert "index_job" in args or "store" in args
+    assert "write quorum" in args["suggestions"]
+    if "store" in args:
+        args["store"].close()
 
 
 def test_folder_is_indexed_once_then_cached(corpus, tmp_path):

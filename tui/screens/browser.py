@@ -122,7 +122,13 @@ class BrowserScreen(Screen):
             t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
         t.append("\nType a query: results appear as you type (Enter searches at once).\n")
         t.append("Stages (2) shows what every step of the pipeline did; Journey (3) follows one chunk.\n")
-        t.append("Try a plain word, a typo of one (fuzzy correction), or F3 to filter by session.\n", style="italic")
+        suggestions = getattr(self.app, "suggestions", ())
+        if suggestions:
+            t.append("Try: ", style="italic")
+            t.append(" · ".join(suggestions) + "\n", style="bold")
+        else:
+            t.append("Try a plain word, a typo of one (fuzzy correction), or F3 to filter by session.\n",
+                     style="italic")
         t.append("F1 explains each stage · ctrl+p lists every command.", style="dim")
         return t
 
