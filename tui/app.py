@@ -20,6 +20,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from engine import SearchParams, Store, search, trace_to_dict
 from engine.model import Trace
 
+from . import safe
 from .cache import CacheEntry, build_cache, corpus_files
 from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
@@ -107,7 +108,7 @@ class RankscopeApp(App[None]):
         elif self.store is None and self.store_finder is not None:
             self.push_screen(StorePickerScreen(self.store_finder))
         if self.notice:
-            self.notify(self.notice, severity="warning")
+            self.notify_plain(self.notice, severity="warning")
 
     def _browser_for(self, store: Store) -> BrowserScreen:
         self._load_store_facts(store)
@@ -119,6 +120,11 @@ class RankscopeApp(App[None]):
             self.store_stats = store.stats()
             self.session_counts = store.session_counts()
             self.source_labels = [s["label"] for s in store.sources()]
+
+    def notify_plain(self, message: str, **kwargs) -> None:
+        """A notification whose text is shown as is (no markup; controls made visible)."""
+        kwargs["title"] = safe.line(kwargs.get("title", ""))
+        self.notify(safe.line(message), markup=False, **kwargs)
 
     def on_store_ready(self, event: StoreReady) -> None:
         """A store finished indexing (or was picked): browse it."""
@@ -175,6 +181,7 @@ class RankscopeApp(App[None]):
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss(None)
             return
+        self._close_dialogs()
         self.push_screen(HelpScreen(), callback=self._back_to_query)
 
     def action_edit_params(self) -> None:
@@ -203,22 +210,22 @@ class RankscopeApp(App[None]):
         if text is None:
             return
         self.copy_to_clipboard(text)
-        self.notify(text, title="Copied command line", timeout=8)
+        self.notify_plain(text, title="Copied command line", timeout=8)
 
     def action_export_trace(self, folder: Path | None = None) -> Path | None:
         """Write the shown trace as JSON into ``folder`` (the current directory)."""
         browser = self.browser
         if browser is None or browser.trace is None:
-            self.notify("Nothing to export yet: search first.", severity="warning")
+            self.notify_plain("Nothing to export yet: search first.", severity="warning")
             return None
         trace = browser.trace
         path = export_path(trace.params.query, folder)
         try:
             path.write_text(json.dumps(trace_to_dict(trace), ensure_ascii=False, indent=2) + "\n", "utf-8")
         except OSError as exc:
-            self.notify(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
+            self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
             return None
-        self.notify(str(path), title="Trace exported", timeout=8)
+        self.notify_plain(str(path), title="Trace exported", timeout=8)
         return path
 
     # ── workers (all on the app, so one handler reports their errors) ──
@@ -275,7 +282,7 @@ class RankscopeApp(App[None]):
         error = event.worker.error
         what = {"search": "Search", "index": "Indexing", "discover": "Store discovery"}.get(event.worker.group,
                                                                                           "Background task")
-        self.notify(f"{type(error).__name__}: {error}", title=f"{what} failed", severity="error", timeout=10)
+        self.notify_plain(f"{type(error).__name__}: {error}", title=f"{what} failed", severity="error", timeout=10)
         browser = self.browser
         if browser is not None and event.worker.group == "search":
             browser.results.border_subtitle = "search failed"

@@ -447,3 +447,43 @@ async def test_palette_source_substring_filter():
         assert trace.params.source == "docs/" and trace.params.source_match == "like"
         assert trace.final and all(r.candidate.source.startswith("docs/") for r in trace.final)
         assert "source docs/ (substr)" in plain(app.browser.params_bar)
+
+
+async def test_clicking_a_stage_row_shows_its_journey():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "heartbeat")
+        browser = app.browser
+        ins = browser.inspector
+        # the first Porter row: find its line on screen and click it
+        index = next(i for i, s in ins.subjects() if s.origin == "Porter")
+        ins.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        # border, total line, refresh header + note, Porter header + note: the first hit is on line 6
+        await pilot.click(ins, offset=(10, 6))
+        await pilot.pause()
+        assert app.focused is ins
+        assert browser.journey.subject is not None and browser.journey.subject.by_row
+        assert browser.journey.subject.origin == "Porter"
+        assert index is not None
+
+
+async def test_control_characters_from_the_store_never_reach_the_terminal():
+    from engine import Store
+
+    store = Store.create(":memory:")
+    store.index_text("evil\x1b]0;title\x07.md", "# Cache \x1b[2J heading\n\ncache body \x1b[31mred\x1b[0m\r\n", "markdown",
+                     session_id="s\x1b[1m")
+    app = build_app(store=store, store_label="evil")
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        assert browser.trace.final
+        shown = "\n".join([
+            inspector_text(app),
+            plain(browser.query_one("#journey-steps")),
+            plain(browser.query_one("#journey-preview")),
+            "\n".join(str(c) for c in browser.results.table.get_row_at(0)),
+        ])
+        assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
+        assert "␛[2J" in shown and "␛[31m" in shown

@@ -21,6 +21,7 @@ from textual.widgets import Footer, Tab, Tabs
 from engine import SearchParams, Store
 from engine.model import Trace
 
+from .. import safe
 from ..messages import SearchFinished
 from ..subject import Subject
 from ..widgets.inspector import StageInspector
@@ -113,7 +114,7 @@ class BrowserScreen(Screen):
         stats = getattr(self.app, "store_stats", None) or {}
         sessions = [s for s, _ in getattr(self.app, "session_counts", []) if s]
         t = Text("rankscope", style="bold")
-        t.append(f" · {self.store_label}\n", style="bold")
+        t.append(f" · {safe.line(self.store_label)}\n", style="bold")
         if stats:
             t.append(f"{stats.get('sources', 0)} sources, {stats.get('chunks', 0)} chunks "
                      f"({stats.get('code_chunks', 0)} code)")
@@ -199,7 +200,7 @@ class BrowserScreen(Screen):
         try:
             params = replace(self.params, **changes)
         except (ValueError, TypeError) as exc:
-            self.app.notify(str(exc), title="Parameter not changed", severity="error")
+            self.app.notify(safe.line(str(exc)), title="Parameter not changed", severity="error", markup=False)
             return False
         if params == self.params:
             return True

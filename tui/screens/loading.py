@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
+from .. import safe
 from ..cache import CacheEntry
 
 
@@ -43,7 +44,7 @@ class LoadingScreen(Screen):
         with Middle():
             with Center():
                 with Vertical(id="loading-box"):
-                    yield Static(Text(f"Indexing {self.label}", style="bold"), id="loading-title")
+                    yield Static(Text(f"Indexing {safe.line(self.label)}", style="bold"), id="loading-title")
                     yield Static(Text(f"into {self.entry.db_path}", style="dim"), id="loading-target")
                     yield ProgressBar(id="loading-bar", show_eta=False)
                     yield Static("counting files…", id="loading-file")
@@ -57,11 +58,12 @@ class LoadingScreen(Screen):
         bar = self.query_one("#loading-bar", ProgressBar)
         bar.update(total=max(event.total, 1), progress=event.done)
         self.query_one("#loading-file", Static).update(
-            Text(f"{event.done}/{event.total} files" + (f" · {event.label}" if event.label else ""), style="dim")
+            Text(f"{event.done}/{event.total} files" + (f" · {safe.line(event.label)}" if event.label else ""),
+                 style="dim")
         )
 
     def show_error(self, error: BaseException) -> None:
         """Say that indexing failed (the app also notifies)."""
         self.query_one("#loading-file", Static).update(
-            Text(f"Indexing failed: {error}\nctrl+q quits.", style="bold")
+            Text(f"Indexing failed: {safe.line(str(error))}\nctrl+q quits.", style="bold")
         )

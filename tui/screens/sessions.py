@@ -12,13 +12,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, SelectionList, Static, Switch
 from textual.widgets.selection_list import Selection
 
+from .. import safe
+
 _CLOSE = Binding.Group("Close ", compact=True)
 
 
 def session_prompt(session: str, chunks: int, allowed: bool) -> Text:
     """One session line; "✓ allowed" says it in words, not only in colour."""
     t = Text("✓ allowed  " if allowed else "·          ", style="bold" if allowed else "dim")
-    t.append(session, style="bold" if allowed else "")
+    t.append(safe.line(session), style="bold" if allowed else "")
     t.append(f"  ({chunks} chunk{'s' if chunks != 1 else ''})", style="dim")
     return t
 

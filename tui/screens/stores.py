@@ -17,6 +17,7 @@ from textual.widgets.option_list import Option
 
 from engine import Store, StoreError
 
+from .. import safe
 from ..messages import StoreReady
 
 
@@ -34,7 +35,7 @@ def human_size(n: int | None) -> str:
 
 def store_line(info: Any) -> Text:
     """One picker line for a ``StoreInfo``."""
-    t = Text(str(info.path), style="bold")
+    t = Text(safe.line(str(info.path)), style="bold")
     details = [human_size(getattr(info, "size_bytes", None))]
     for attr, noun in (("sources", "sources"), ("chunks", "chunks")):
         value = getattr(info, attr, None)
@@ -51,7 +52,7 @@ def store_line(info: Any) -> Text:
     t.append("\n  " + " · ".join(details), style="dim")
     error = getattr(info, "error", None)
     if error:
-        t.append(f"\n  unreadable: {error}", style="bold")
+        t.append(f"\n  unreadable: {safe.line(str(error))}", style="bold")
     return t
 
 
@@ -96,6 +97,6 @@ class StorePickerScreen(Screen):
         try:
             store = Store.open_readonly(info.path)
         except StoreError as exc:
-            self.notify(str(exc), title="Cannot open store", severity="error")
+            self.notify(safe.line(str(exc)), title="Cannot open store", severity="error", markup=False)
             return
         self.post_message(StoreReady(store, Path(str(info.path)).name))

@@ -24,6 +24,7 @@ from textual.widgets.option_list import Option
 from engine.diff import StageSummary, stage_summaries
 from engine.model import Candidate, Hit, RetrieverRun, Run, Trace
 
+from .. import safe
 from ..subject import Subject
 
 #: Rows shown per stage before "… N more" (the JSON export has them all).
@@ -82,8 +83,8 @@ def pad_rights(texts: list[Text]) -> list[Text]:
 
 def _label(prefix: str, c: Candidate | Hit, style: str = "") -> Text:
     t = Text(prefix, style=style)
-    t.append(c.title, style=style)
-    t.append(" · " + c.source, style=(style + " dim").strip())
+    t.append(safe.line(c.title), style=style)
+    t.append(" · " + safe.line(c.source), style=(style + " dim").strip())
     return t
 
 
@@ -109,7 +110,7 @@ class _Builder:
 
     def note(self, text: str | Text, stage: str, style: str = DIM) -> None:
         if isinstance(text, str):
-            text = Text(wrap_indented(text, self.width, "  "), style=style)
+            text = Text(wrap_indented(safe.line(text), self.width, "  "), style=style)
         else:
             text = Text("  ", style=style) + text
         self.lines.append(StageLine(text, "note", stage))
@@ -176,8 +177,8 @@ class _Builder:
         removed = {c.key for c in flt.removed}
         pool = run.fusion.pool[:MAX_ROWS]
         rights = pad_rights([
-            Text(f"removed (session {c.session_id or chr(39) * 2})", style="bold") if c.key in removed
-            else Text(f"kept (session {c.session_id or chr(39) * 2})", style=DIM)
+            Text(f"removed (session {safe.line(c.session_id) or chr(39) * 2})", style="bold") if c.key in removed
+            else Text(f"kept (session {safe.line(c.session_id) or chr(39) * 2})", style=DIM)
             for c in pool
         ])
         kept_pos = 0
@@ -232,10 +233,10 @@ class _Builder:
         why = fz.reason.split("; ")[0] if "; " in fz.reason and not fz.shadow else fz.reason
         self.note(f"ran because {why}", "fuzzy")
         for c in fz.corrections:
-            t = Text("  " + c.word, style="bold")
+            t = Text("  " + safe.line(c.word), style="bold")
             if c.corrected:
                 t.append(" → ")
-                t.append(c.corrected, style="bold underline")
+                t.append(safe.line(c.corrected), style="bold underline")
                 t.append(f"  (distance {c.distance}, {c.candidates_within} within {c.max_distance})", style=DIM)
             elif c.exact:
                 t.append("  kept: already in the vocabulary", style=DIM)

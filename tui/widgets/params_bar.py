@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from engine import SearchParams
 
+from .. import safe
 from ..cmdline import describe_sessions
 
 
@@ -33,13 +34,13 @@ class ParamsBar(Static):
         part("limit", str(params.limit), params.limit != 3)
         src = "any"
         if params.source:
-            src = params.source + (" (exact)" if params.source_match == "exact" else " (substr)")
+            src = safe.line(params.source) + (" (exact)" if params.source_match == "exact" else " (substr)")
         part("source", src, bool(params.source))
         part("type", params.content_type or "any", params.content_type is not None)
-        part("sessions", describe_sessions(params.sessions), params.sessions is not None)
+        part("sessions", safe.line(describe_sessions(params.sessions)), params.sessions is not None)
         t.append("  F2/F3 change", style="dim italic")
         self.update(t)
-        self.tooltip = f"Store: {self.store_label}"
+        self.tooltip = f"Store: {safe.line(self.store_label)}"
 
     async def on_click(self) -> None:
         await self.run_action("app.edit_params")

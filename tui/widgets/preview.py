@@ -13,6 +13,7 @@ from textual.widgets import Static
 from engine.model import Trace
 
 from ..render import highlight_text
+from .. import safe
 from ..subject import Subject, exit_step
 
 #: Highlight style: reverse video reads with and without colour.
@@ -33,8 +34,9 @@ def stage_name(stage: str) -> str:
 def journey_renderable(subject: Subject, trace: Trace) -> Group:
     """The subject's header, its step-by-step journey and where it left."""
     steps = subject.journey(trace)
-    head = Text(subject.title, style="bold")
-    head.append(f"\n{subject.source} · {subject.content_type} · session {subject.session_id or '(none)'}"
+    head = Text(safe.line(subject.title), style="bold")
+    head.append(f"\n{safe.line(subject.source)} · {safe.line(subject.content_type)} · session "
+                f"{safe.line(subject.session_id) or '(none)'}"
                 f" · row {subject.rowid}", style="dim")
     head.append(f"\npicked in {subject.origin}" + (" (following this row)" if subject.by_row else ""), style="dim")
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False, expand=False)
@@ -49,13 +51,13 @@ def journey_renderable(subject: Subject, trace: Trace) -> Group:
         table.add_row(
             stage_name(s.stage),
             "—" if s.position is None else f"#{s.position}",
-            Text(s.note, style="bold" if gone else ""),
+            Text(safe.line(s.note), style="bold" if gone else ""),
         )
     out = exit_step(steps)
     if out is None:
         verdict = Text(f"✓ in the answer at #{steps[-1].position} (layer {trace.layer})", style="bold")
     else:
-        verdict = Text(f"✗ left the pipeline at {stage_name(out.stage)}: {out.note}", style="bold")
+        verdict = Text(f"✗ left the pipeline at {stage_name(out.stage)}: {safe.line(out.note)}", style="bold")
     return Group(head, Text(""), table, Text(""), verdict)
 
 
@@ -64,7 +66,7 @@ def preview_renderable(subject: Subject) -> Group:
     title = Text("Chunk", style="bold underline")
     n = subject.highlighted.count("\x02")
     title.append(f"  {n} highlighted match{'es' if n != 1 else ''}" if n else "  no highlighted match", style="dim")
-    body = highlight_text(subject.highlighted or subject.content, style=MATCH_STYLE)
+    body = highlight_text(safe.marked(subject.highlighted) or safe.block(subject.content), style=MATCH_STYLE)
     return Group(title, body)
 
 

@@ -14,6 +14,8 @@ from textual.widgets import Input, Static
 
 from engine.model import Trace
 
+from .. import safe
+
 #: Pause after the last keystroke before searching (seconds).
 DEBOUNCE_S = 0.15
 
@@ -88,12 +90,13 @@ class QueryBox(Vertical):
             t.append("—", style="dim")
             return t
         porter, trigram = trace.first.porter, trace.first.trigram
-        t.append(porter.query or '""  (no words)', style="bold")
+        t.append(safe.line(porter.query) or '""  (no words)', style="bold")
         t.append("   trigram ", style="dim")
-        t.append(trigram.query or f"(skipped{': ' + trigram.skipped if trigram.skipped else ''})", style="bold")
+        t.append(safe.line(trigram.query) or f"(skipped{': ' + trigram.skipped if trigram.skipped else ''})",
+                 style="bold")
         if trace.fuzzy.rerun is not None and trace.layer == "rrf-fuzzy":
             t.append("   fuzzy ", style="dim")
-            t.append(trace.fuzzy.corrected_query or "", style="bold underline")
+            t.append(safe.line(trace.fuzzy.corrected_query), style="bold underline")
         return t
 
     def show_queries(self, trace: Trace | None) -> None:

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Static
 
 from engine.model import Trace
 
+from .. import safe
 from ..subject import Subject
 
 #: Single-line columns (wide panes) and their fixed widths; title and source share the rest.
@@ -25,7 +26,7 @@ WIDE_MIN = 100
 
 def empty_explanation(trace: Trace) -> Text:
     """Why ``trace`` has no results, in words, with what to try next."""
-    reason = trace.empty_reason or "no results"
+    reason = safe.line(trace.empty_reason or "no results")
     t = Text("No results.\n", style="bold")
     t.append(reason[0].upper() + reason[1:] + ".\n\n")
     hints = []
@@ -117,7 +118,7 @@ class ResultsPane(Vertical):
 
     @staticmethod
     def _cut(text: str, width: int, style: str = "") -> Text:
-        t = Text(text, style=style, no_wrap=True, overflow="ellipsis")
+        t = Text(safe.line(text), style=style, no_wrap=True, overflow="ellipsis")
         t.truncate(width, overflow="ellipsis")
         return t
 
@@ -143,7 +144,7 @@ class ResultsPane(Vertical):
             boost = "—" if r.boost is None else f"{r.boost:.3f}"
             if wide:
                 table.add_row(
-                    pos, self._cut(c.title, tw), self._cut(c.source, sw), c.content_type, r.layer,
+                    pos, self._cut(c.title, tw), self._cut(c.source, sw), safe.line(c.content_type), r.layer,
                     Text(f"{c.score:.4f}", justify="right"), Text(boost, justify="right"),
                     key=str(r.position),
                 )
@@ -151,7 +152,7 @@ class ResultsPane(Vertical):
                 table.add_row(
                     pos,
                     self._cut(c.title, tw) + Text("\n") + self._cut(c.source, tw, "dim"),
-                    Text(f"{c.content_type}\n{r.layer}"),
+                    Text(f"{safe.line(c.content_type)}\n{r.layer}"),
                     Text(f"{c.score:.4f}\n{boost}", justify="right"),
                     key=str(r.position), height=2,
                 )

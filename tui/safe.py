@@ -1,0 +1,38 @@
+"""Make text from a store safe to put on a terminal.
+
+Chunk titles, contents, labels and session ids come from arbitrary files: an
+ANSI escape sequence in a log line would otherwise reach the terminal and
+clear the screen or retitle the window. Control characters are replaced by
+their visible Unicode "control pictures" (ESC → ␛), so nothing is hidden and
+nothing is executed. No Textual here.
+"""
+
+from __future__ import annotations
+
+_BASE = {c: 0x2400 + c for c in range(32)}
+_BASE[0x7F] = 0x2421  # DEL → ␡
+_BASE.update({c: 0xFFFD for c in range(0x80, 0xA0)})  # C1 controls
+
+#: Single-line text (titles, labels, ids): every control character is shown.
+_LINE = dict(_BASE)
+#: Multi-line text (chunk content): newlines and tabs stay, CR is dropped (CRLF files).
+_BLOCK: dict[int, int | str] = {k: v for k, v in _BASE.items() if k not in (0x0A, 0x09)}
+_BLOCK[0x0D] = ""
+#: Highlighted content: as block, and the FTS5 markers \x02 / \x03 stay too.
+_MARKED = dict(_BLOCK)
+del _MARKED[0x02], _MARKED[0x03]
+
+
+def line(text: str | None) -> str:
+    """``text`` with every control character made visible (one line)."""
+    return (text or "").translate(_LINE)
+
+
+def block(text: str | None) -> str:
+    """``text`` keeping newlines and tabs; other controls made visible, CR dropped."""
+    return (text or "").translate(_BLOCK)
+
+
+def marked(text: str | None) -> str:
+    """Like :func:`block`, but the FTS5 highlight markers ``\\x02``/``\\x03`` survive."""
+    return (text or "").translate(_MARKED)
