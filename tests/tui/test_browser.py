@@ -487,3 +487,30 @@ async def test_control_characters_from_the_store_never_reach_the_terminal():
         ])
         assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
         assert "␛[2J" in shown and "␛[31m" in shown
+
+
+async def test_params_dialog_source_exact_and_content_type():
+    from textual.widgets import Select, Switch
+
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("f2")
+        await pilot.pause()
+        dialog = app.screen
+        await pilot.press("tab")  # limit → source
+        await pilot.press(*"docs/configuration.md")
+        await settle(pilot)
+        assert app.browser.params.source == "docs/configuration.md"
+        dialog.query_one("#exact", Switch).value = True
+        await settle(pilot)
+        dialog.query_one("#ctype", Select).value = "prose"
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        trace = app.browser.trace
+        assert trace.params.source_match == "exact" and trace.params.content_type == "prose"
+        assert all(h.source == "docs/configuration.md" and h.content_type == "prose"
+                   for h in trace.first.porter.hits + trace.first.trigram.hits)
+        bar = plain(app.browser.params_bar)
+        assert "docs/configuration.md (exact)" in bar and "type prose" in bar

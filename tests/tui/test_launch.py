@@ -4,10 +4,8 @@ picker, the command-line helpers and ``rankscope serve``."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
