@@ -192,8 +192,13 @@ def journey(trace: Trace, key: str, rowid: int | None = None) -> list[JourneySte
     if trace.fuzzy.rerun is not None and not answered_first:
         more, alive = _run_journey(trace.fuzzy.rerun, key, rowid, "fuzzy:")
         steps += more
-    pos = next((r.position for r in trace.final if r.candidate.key == key), None)
-    steps.append(JourneyStep("final", pos, f"#{pos} ({trace.layer})" if pos else "not in the answer"))
+    final = next((r for r in trace.final if r.candidate.key == key), None)
+    if final is not None and rowid is not None and final.candidate.rowid != rowid:
+        steps.append(JourneyStep("final", None, f"not in the answer: its key is answered by row {final.candidate.rowid}"))
+    elif final is not None:
+        steps.append(JourneyStep("final", final.position, f"#{final.position} ({trace.layer})"))
+    else:
+        steps.append(JourneyStep("final", None, "not in the answer"))
     return steps
 
 
