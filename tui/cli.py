@@ -22,6 +22,8 @@ from rich.console import Console
 from engine import SearchParams, Store, StoreError, search, trace_to_dict
 from engine.corpus import index_paths, load_sessions_map
 
+from . import safe
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=False,
@@ -97,7 +99,7 @@ def index(
     folders = [p for p in paths if p.is_dir()]
     if sessions_map is None and len(folders) == 1 and (folders[0] / "_sessions.json").is_file():
         sessions_map = folders[0] / "_sessions.json"
-        console.print(f"using sessions map {sessions_map}", markup=False, highlight=False)
+        console.print(safe.line(f"using sessions map {sessions_map}"), markup=False, highlight=False)
     if sessions_map is not None:
         try:
             sessions = load_sessions_map(sessions_map)
@@ -132,7 +134,8 @@ def index(
             ignore_factory = None
     stats = {"files": 0, "bytes": 0}
     with Progress(
-        TextColumn("[progress.description]{task.description}"), BarColumn(), TextColumn("{task.completed} files"),
+        TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
+        TextColumn("{task.completed} files"),
         TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=err_console, transient=True,
         disable=not err_console.is_terminal,
     ) as progress:
@@ -146,7 +149,7 @@ def index(
             stats["bytes"] += nbytes
             secs = max(time.perf_counter() - start, 1e-6)
             progress.update(
-                task, advance=1, description=label[-40:],
+                task, advance=1, description=safe.line(label[-40:]),
                 rate=f"{stats['files'] / secs:.0f} files/s, {stats['bytes'] / secs / 1e6:.2f} MB/s",
             )
 
@@ -174,7 +177,7 @@ def index(
 def _print_index_report(report, db: Path) -> None:
     """The index summary: totals, then skipped files grouped by reason."""
     console.print(
-        f"indexed {len(report.results)} files, {report.chunks} chunks, {report.bytes} bytes into {db}"
+        safe.line(f"indexed {len(report.results)} files, {report.chunks} chunks, {report.bytes} bytes into {db}")
         + (f"; {len(report.unchanged)} unchanged" if report.unchanged else "")
         + (f"; {len(report.removed)} removed" if report.removed else ""),
         markup=False, highlight=False,
@@ -185,9 +188,9 @@ def _print_index_report(report, db: Path) -> None:
         summary = ", ".join(f"{n} {kinds.get(k, k)}" for k, n in report.skip_counts().items())
         console.print(f"skipped {len(skipped)} ({summary}):", markup=False, highlight=False)
         for item in skipped:
-            console.print(f"  {item.path}: {item.reason}", markup=False, highlight=False)
+            console.print(safe.line(f"  {item.path}: {item.reason}"), markup=False, highlight=False)
     for item in report.warnings:
-        console.print(f"note: {item.path}: {item.reason}", markup=False, highlight=False)
+        console.print(safe.line(f"note: {item.path}: {item.reason}"), markup=False, highlight=False)
     if report.kept:
         console.print(f"kept the previous content of {len(report.kept)} unreadable file(s)", markup=False, highlight=False)
 
@@ -273,7 +276,7 @@ def batch(
     text = json.dumps(traces, ensure_ascii=False, indent=2) + "\n"
     if out:
         out.write_text(text, "utf-8")
-        console.print(f"wrote {len(traces)} traces to {out}")
+        console.print(safe.line(f"wrote {len(traces)} traces to {out}"), markup=False, highlight=False)
     else:
         sys.stdout.write(text)
 
@@ -306,7 +309,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             return
         app(args=args, prog_name="rankscope", standalone_mode=True)
     except CliError as exc:
-        err_console.print(f"rankscope: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(f"rankscope: error: {safe.line(str(exc))}", markup=False, highlight=False, soft_wrap=True)
         raise SystemExit(2)
     except KeyboardInterrupt:
         raise SystemExit(130)

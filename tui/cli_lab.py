@@ -40,7 +40,9 @@ from engine.doctor import DoctorReport, diagnose
 from engine.model import Variant
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
+from . import safe
 from .cli import app, console, fail, load_queries, make_params, open_store
+from .render import plain
 
 SPEC_HELP = (
     "Variant spec: comma-separated key=value with keys "
@@ -98,14 +100,14 @@ def comparison_renderable(cmp: Comparison) -> Group:
         ("A ", "bold"), f"{variant_spec(ta.params.variant)} (layer {ta.layer}, {len(ta.final)} results)   ",
         ("B ", "bold"), f"{variant_spec(tb.params.variant)} (layer {tb.layer}, {len(tb.final)} results)",
     )
-    t = Table(title=f"A vs B for {cmp.params_a.query!r}", title_justify="left", expand=False, box=box.SIMPLE_HEAD)
+    t = Table(title=plain(f"A vs B for {cmp.params_a.query!r}"), title_justify="left", expand=False, box=box.SIMPLE_HEAD)
     for col in ("A#", "B#", "move", "chunk", "rrf A", "rrf B", "boost A", "boost B"):
         if col.startswith("chunk"):
             t.add_column(col, overflow="fold", min_width=20, max_width=56)
         else:
             t.add_column(col, justify="left" if col == "move" else "right", no_wrap=True)
     for r in cmp.rows:
-        chunk = Text.assemble((r.title, "bold"), "\n", (r.source, "dim"))
+        chunk = Text.assemble((safe.line(r.title), "bold"), "\n", (safe.line(r.source), "dim"))
         t.add_row(
             _opt(r.position_a, "{}"), _opt(r.position_b, "{}"), _marker_text(r.marker, r.delta),
             chunk, _opt(r.score_a, "{:.4f}"), _opt(r.score_b, "{:.4f}"),
@@ -116,10 +118,10 @@ def comparison_renderable(cmp: Comparison) -> Group:
     parts.append(counts_line(cmp.counts, cmp.overlap))
     for label, trace in (("A", ta), ("B", tb)):
         if trace.fuzzy.shadow and trace.fuzzy.corrected_query:
-            parts.append(Text(f"{label}: fuzzy shadow run corrected the query to {trace.fuzzy.corrected_query!r}",
-                              style="dim"))
+            parts.append(plain(f"{label}: fuzzy shadow run corrected the query to {trace.fuzzy.corrected_query!r}",
+                               style="dim"))
         if not trace.final and trace.empty_reason:
-            parts.append(Text(f"{label}: no results: {trace.empty_reason}", style="dim"))
+            parts.append(plain(f"{label}: no results: {trace.empty_reason}", style="dim"))
     return Group(*parts)
 
 
@@ -127,7 +129,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     """Rich rendering of a :class:`~engine.compare.SetComparison`: one row
     per query, a totals row, the mean overlap."""
     t = Table(
-        title=f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}",
+        title=plain(f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}"),
         title_justify="left", expand=False, box=box.SIMPLE_HEAD,
     )
     for col in ("id", "query", "layer A→B", "A", "B", "↑", "↓", "=", "gone", "new", "overlap"):
@@ -139,7 +141,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
         c = q.counts
         layer = q.layer_a if q.layer_a == q.layer_b else f"{q.layer_a}→{q.layer_b}"
         t.add_row(
-            Text(q.id), Text(q.query), Text(layer, style="" if q.layer_a == q.layer_b else "yellow"),
+            plain(q.id), plain(q.query), Text(layer, style="" if q.layer_a == q.layer_b else "yellow"),
             str(q.size_a), str(q.size_b), str(c.improved), str(c.worsened), str(c.unchanged),
             str(c.only_in_a), str(c.only_in_b), Text(f"{q.overlap:.2f}", style="" if q.overlap == 1 else "yellow"),
         )
@@ -225,14 +227,14 @@ def explanation_renderable(e: Explanation) -> Group:
     then ``stage · reason`` and the message."""
     c = e.chunk
     head = Text.assemble(
-        (f"row {c.rowid}", "bold"), "  ", (c.source, "cyan"), " :: ", (c.title, "bold"),
-        (f"  ({c.content_type}, session {c.session_id or '—'})", "dim"),
+        (f"row {c.rowid}", "bold"), "  ", (safe.line(c.source), "cyan"), " :: ", (safe.line(c.title), "bold"),
+        (safe.line(f"  ({c.content_type}, session {c.session_id or '—'})"), "dim"),
     )
     reason = Text.assemble(
         "  ", (e.reason, _REASON_STYLE.get(e.reason, "red")), (f" at {e.stage}", "dim"),
         (" (fuzzy re-run)" if e.run == "fuzzy" and not e.stage.startswith("fuzzy:") else "", "dim"),
     )
-    return Group(head, reason, Text("  " + e.message))
+    return Group(head, reason, plain("  " + e.message))
 
 
 @app.command("why")
@@ -283,22 +285,22 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
     shows at most ``examples`` entries."""
     vocab = "missing" if report.vocabulary_size is None else str(report.vocabulary_size)
     parts: list = [
-        Text(f"{report.path or '(in memory)'}: {report.schema}; {report.sources} sources, {report.chunks} chunks, "
-             f"vocabulary {vocab}"),
+        plain(f"{report.path or '(in memory)'}: {report.schema}; {report.sources} sources, {report.chunks} chunks, "
+              f"vocabulary {vocab}"),
     ]
     if report.ok:
         parts.append(Text("No problems found.", style="green"))
         return Group(*parts)
     for line in report.findings:
-        parts.append(Text("• " + line, style="yellow"))
+        parts.append(plain("• " + line, style="yellow"))
 
     def table(title: str, cols: tuple[str, ...], rows: list[tuple], total: int) -> Table:
         more = f" (first {examples} of {total})" if total > examples else ""
-        t = Table(title=title + more, title_justify="left", expand=False)
+        t = Table(title=plain(title + more), title_justify="left", expand=False)
         for col in cols:
             t.add_column(col, overflow="fold", max_width=44 if col in ("title", "key") else None)
         for row in rows[:examples]:
-            t.add_row(*[Text(str(x)) for x in row])
+            t.add_row(*[plain(x) for x in row])
         return t
 
     if report.collisions:

@@ -20,7 +20,9 @@ from rich.text import Text
 
 from engine.discovery import content_dirs, find_stores
 
+from . import safe
 from .cli import app, console, open_store
+from .render import plain
 
 
 def _human_bytes(n: int) -> str:
@@ -64,7 +66,7 @@ def stores_cmd(
         console.print(f"No {where} found. Looked in:", markup=False, highlight=False)
         for loc in content_dirs(project, include_temp=project is None):
             suffix = "" if loc.pattern == "*.db" else f" ({loc.pattern})"
-            console.print(f"  {_short(str(loc.path))}{suffix}  [{loc.name}]", markup=False, highlight=False)
+            console.print(safe.line(f"  {_short(str(loc.path))}{suffix}  [{loc.name}]"), markup=False, highlight=False)
         return
     names = {str(loc.path): loc.name for loc in content_dirs(project)}
     groups: dict[str, list] = {}
@@ -73,7 +75,8 @@ def stores_cmd(
     console.print(f"{len(infos)} context-mode content store(s), opened read-only", highlight=False)
     for location, members in groups.items():
         console.print()
-        console.print(Text.assemble((_short(location), "bold"), f"  ({names.get(location, members[0].client)})"))
+        console.print(Text.assemble((safe.line(_short(location)), "bold"),
+                                    safe.line(f"  ({names.get(location, members[0].client)})")))
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         for col, kw in (
             ("store", {"no_wrap": True, "min_width": 19}), ("size", {"justify": "right"}),
@@ -90,13 +93,13 @@ def stores_cmd(
             else:
                 status = Text("ok")
             table.add_row(
-                Text(os.path.basename(i.path)), size, _count(i.sources), _count(i.chunks), _count(i.code_chunks),
-                _count(i.sessions), i.last_indexed_at or "–", _schema_short(i.schema), status,
+                plain(os.path.basename(i.path)), size, _count(i.sources), _count(i.chunks), _count(i.code_chunks),
+                _count(i.sessions), plain(i.last_indexed_at or "–"), plain(_schema_short(i.schema)), status,
             )
         console.print(table)
         for i in members:
             if i.error:
-                console.print(Text(f"{os.path.basename(i.path)}: {i.error.replace(i.path, 'the file')}", style="red"))
+                console.print(plain(f"{os.path.basename(i.path)}: {i.error.replace(i.path, 'the file')}", style="red"))
     newest = max((i.modified or 0 for i in infos), default=0)
     if newest:
         stamp = datetime.fromtimestamp(newest).strftime("%Y-%m-%d %H:%M")
@@ -119,14 +122,14 @@ def sessions_cmd(
         sys.stdout.write(json.dumps([{"session_id": s, "chunks": n} for s, n in counts], ensure_ascii=False) + "\n")
         return
     if not counts:
-        console.print(f"{db} holds no chunks.", markup=False, highlight=False)
+        console.print(safe.line(f"{db} holds no chunks."), markup=False, highlight=False)
         return
-    console.print(f"sessions in {db}", markup=False, highlight=False)
+    console.print(safe.line(f"sessions in {db}"), markup=False, highlight=False)
     table = Table()
     table.add_column("session id", overflow="fold")
     table.add_column("chunks", justify="right")
     for session, n in counts:
-        table.add_row(Text(session) if session else Text("(unattributed)", style="dim"), str(n))
+        table.add_row(plain(session) if session else Text("(unattributed)", style="dim"), str(n))
     console.print(table)
     if legacy:
         console.print("older 4-column store: no session column, every chunk reads as unattributed", highlight=False)

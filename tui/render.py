@@ -10,6 +10,14 @@ from rich.text import Text
 from engine.diff import stage_summaries
 from engine.model import Trace
 
+from . import safe
+
+
+def plain(text: object, style: str = "") -> Text:
+    """Store-derived ``text`` as one line of Rich text: control characters made
+    visible (:func:`tui.safe.line`) and no markup interpreted."""
+    return Text(safe.line(None if text is None else str(text)), style=style)
+
 
 def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
     """Turn FTS5 highlight markers (``\\x02``…``\\x03``) into styled Rich text."""
@@ -29,7 +37,7 @@ def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
 
 def final_table(trace: Trace) -> Table:
     """The answer: position, title, source, type, layer, RRF score, boost."""
-    t = Table(title=f"Results for {trace.params.query!r} (layer {trace.layer})", title_justify="left", expand=False)
+    t = Table(title=plain(f"Results for {trace.params.query!r} (layer {trace.layer})"), title_justify="left", expand=False)
     t.add_column("#", justify="right")
     t.add_column("title", overflow="fold", max_width=48)
     t.add_column("source", overflow="fold", max_width=32)
@@ -40,7 +48,7 @@ def final_table(trace: Trace) -> Table:
     for r in trace.final:
         c = r.candidate
         t.add_row(
-            str(r.position), Text(c.title), Text(c.source), c.content_type, Text(c.session_id or "—"),
+            str(r.position), plain(c.title), plain(c.source), plain(c.content_type), plain(c.session_id or "—"),
             f"{c.score:.5f}", "—" if r.boost is None else f"{r.boost:.3f}",
         )
     return t
@@ -53,7 +61,7 @@ def stages_table(trace: Trace) -> Table:
     t.add_column("what happened", overflow="fold", max_width=90)
     t.add_column("ms", justify="right")
     for s in stage_summaries(trace):
-        t.add_row(s.title if not s.stage.startswith("fuzzy:") else f"↳ {s.title}", Text(s.headline),
+        t.add_row(plain(s.title if not s.stage.startswith("fuzzy:") else f"↳ {s.title}"), plain(s.headline),
                   "" if s.elapsed_ms is None else f"{s.elapsed_ms:.2f}")
     return t
 
@@ -69,17 +77,17 @@ def fusion_table(trace: Trace, top: int = 10) -> Table:
         note = f"merged rows {', '.join(map(str, c.merged_rowids))}" if c.merged_rowids else ""
         if i > run.fusion.pool_size:
             note = (note + "; " if note else "") + "beyond pool"
-        t.add_row(str(i), Text(c.title), str(c.porter_rank or "—"), str(c.trigram_rank or "—"), f"{c.score:.5f}", Text(note))
+        t.add_row(str(i), plain(c.title), str(c.porter_rank or "—"), str(c.trigram_rank or "—"), f"{c.score:.5f}", plain(note))
     return t
 
 
 def trace_renderable(trace: Trace) -> Group:
     """Everything ``rankscope search`` prints."""
-    parts = [Text(f"porter: {trace.first.porter.query or '(none)'}    trigram: {trace.first.trigram.query or '(skipped)'}", style="dim")]
+    parts = [plain(f"porter: {trace.first.porter.query or '(none)'}    trigram: {trace.first.trigram.query or '(skipped)'}", style="dim")]
     if trace.final:
         parts.append(final_table(trace))
     else:
-        parts.append(Text(f"No results: {trace.empty_reason}", style="bold"))
+        parts.append(plain(f"No results: {trace.empty_reason}", style="bold"))
     parts.append(stages_table(trace))
     if (trace.answering_run or trace.first).fusion.candidates:
         parts.append(fusion_table(trace))
