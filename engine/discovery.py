@@ -36,11 +36,13 @@ import re
 import sqlite3
 import sys
 import tempfile
-from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
+# The store consistency check lives in engine.consistency (shared with
+# engine.doctor); CountMismatch and count_mismatches are re-exported here.
+from .consistency import CountMismatch, count_mismatches, read_snapshot, source_count_mismatches  # noqa: F401
 from .jsstr import decode_utf8_like_node, js_to_lower
 from .store import Store, StoreError
 
@@ -325,7 +327,7 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
     except sqlite3.Error as exc:
         return StoreInfo(p, size, None, None, None, None, None, f"cannot open: {exc}", **base)
     try:
-        with _snapshot(store.conn):
+        with read_snapshot(store.conn):
             stats = store.stats()
             sessions = len(store.session_counts())
     except sqlite3.Error as exc:
@@ -404,116 +406,3 @@ def context_mode_store_reason(
     if _HASH_NAME.match(p.name) and p.parent.name == "content" and p.parent.parent.name == "context-mode":
         return f"it is named like a context-mode content store and lives in {p.parent}"
     return None
-
-
-# ─── consistency ─────────────────────────────────────────────────────────
-
-
-@contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """Run several SELECTs in one read transaction (one consistent snapshot
-    of a store another process is writing). Nested use is a no-op."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
-
-
-@dataclass(frozen=True)
-class CountMismatch:
-    """A count in ``sources`` (or between the FTS tables) that disagrees
-    with the rows actually stored.
-
-    Attributes:
-        source_id: ``sources.id`` (or the chunks' ``source_id`` for orphans;
-            ``None`` for a whole-table difference).
-        label: the source label (``None`` for orphans and table totals).
-        what: ``"chunk_count"``, ``"code_chunk_count"``, ``"trigram rows"``
-            (rows of this source in ``chunks_trigram``), ``"orphan chunks"``
-            (chunks whose source row is missing) or ``"chunks_trigram
-            total"``.
-        recorded: what the store says (for ``trigram rows`` and the total:
-            the rows in ``chunks``).
-        actual: what is there.
-    """
-
-    source_id: int | float | str | None
-    label: str | None
-    what: str
-    recorded: int
-    actual: int
-
-    def __str__(self) -> str:
-        who = self.label if self.label is not None else (f"source_id {self.source_id}" if self.source_id is not None else "store")
-        if self.what == "orphan chunks":
-            return f"{who}: {self.actual} chunk(s) point to a source row that does not exist"
-        if self.what in ("trigram rows", "chunks_trigram total"):
-            return f"{who}: chunks has {self.recorded} row(s) but chunks_trigram has {self.actual}"
-        return f"{who}: sources.{self.what} says {self.recorded}, the chunks table has {self.actual}"
-
-
-def _source_key(value: object) -> object:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            f = float(value)
-        except ValueError:
-            return value
-        return int(f) if f.is_integer() else f
-    return value
-
-
-def count_mismatches(store: Store, conn: sqlite3.Connection | None = None) -> list[CountMismatch]:
-    """Every place where ``sources.chunk_count`` / ``code_chunk_count``
-    disagree with the chunks stored, where a source's rows differ between
-    ``chunks`` and ``chunks_trigram``, and chunks without a source row.
-    Read-only (three scans in one read transaction, so a live writer cannot
-    make them disagree); an empty list means consistent."""
-    c = conn or store.conn
-    with store.lock if c is store.conn else nullcontext(), _snapshot(c):
-        return _count_mismatches(c)
-
-
-def _count_mismatches(c: sqlite3.Connection) -> list[CountMismatch]:
-    porter: dict[object, tuple[int, int]] = {}
-    for sid, n, code in c.execute(
-        "SELECT source_id, COUNT(*), SUM(CASE WHEN content_type = 'code' THEN 1 ELSE 0 END) FROM chunks GROUP BY source_id"
-    ):
-        k = _source_key(sid)
-        prev = porter.get(k, (0, 0))
-        porter[k] = (prev[0] + int(n), prev[1] + int(code or 0))
-    trigram: dict[object, int] = {}
-    for sid, n in c.execute("SELECT source_id, COUNT(*) FROM chunks_trigram GROUP BY source_id"):
-        k = _source_key(sid)
-        trigram[k] = trigram.get(k, 0) + int(n)
-    out: list[CountMismatch] = []
-    ids = set()
-    for sid, label, chunk_count, code_count in c.execute(
-        "SELECT id, label, chunk_count, code_chunk_count FROM sources ORDER BY id"
-    ):
-        ids.add(sid)
-        n, code = porter.get(sid, (0, 0))
-        if chunk_count != n:
-            out.append(CountMismatch(sid, label, "chunk_count", int(chunk_count or 0), n))
-        if code_count != code:
-            out.append(CountMismatch(sid, label, "code_chunk_count", int(code_count or 0), code))
-        if trigram.get(sid, 0) != n:
-            out.append(CountMismatch(sid, label, "trigram rows", n, trigram.get(sid, 0)))
-    for sid in sorted(set(porter) | set(trigram), key=repr):
-        if sid not in ids:
-            out.append(CountMismatch(sid, None, "orphan chunks", 0, max(porter.get(sid, (0, 0))[0], trigram.get(sid, 0))))
-    total_p = sum(n for n, _ in porter.values())
-    total_t = sum(trigram.values())
-    if total_p != total_t:
-        out.append(CountMismatch(None, None, "chunks_trigram total", total_p, total_t))
-    return out
-
-
-#: Alias kept for callers that use the longer name.
-source_count_mismatches = count_mismatches

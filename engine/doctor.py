@@ -8,8 +8,10 @@
 * chunks titled ``""`` / ``Untitled`` (no heading: weak title boost, and
   every such chunk of a source collides on ``source::Untitled``);
 * sources whose recorded ``chunk_count`` / ``code_chunk_count`` disagree
-  with their chunks, chunks whose source row is missing, and a trigram table
-  whose row count differs from the Porter table's;
+  with their chunks, sources whose rows differ between the Porter and
+  trigram tables, and chunks whose source row is missing (one check,
+  :func:`engine.consistency.count_mismatches`, shared with discovery);
+* a trigram table whose row count differs from the Porter table's;
 * the vocabulary size (``None`` when the table is missing: no typo fallback);
 * stale file-backed sources (:meth:`engine.store.Store.stale_sources`,
   report only: nothing is refreshed).
@@ -22,9 +24,10 @@ from __future__ import annotations
 import re
 import sqlite3
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from .chunking import MAX_CHUNK_BYTES
+from .consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from .store import Store
 
 #: Titles that carry no heading (besides empty / whitespace-only ones).
@@ -91,25 +94,6 @@ class OversizedChunk:
 
 
 @dataclass(frozen=True)
-class CountMismatch:
-    """A source row whose recorded counts disagree with its chunks.
-
-    Attributes:
-        source_id: ``sources.id``.
-        label: the source label.
-        recorded_chunks / actual_chunks: ``chunk_count`` vs rows in ``chunks``.
-        recorded_code / actual_code: ``code_chunk_count`` vs ``code`` rows.
-    """
-
-    source_id: int
-    label: str
-    recorded_chunks: int
-    actual_chunks: int
-    recorded_code: int
-    actual_code: int
-
-
-@dataclass(frozen=True)
 class StaleSource:
     """A file-backed source whose file changed since it was indexed.
 
@@ -136,9 +120,10 @@ class DoctorReport:
         max_chunk_bytes: the cap checked (4096).
         untitled: chunks titled ``""``, whitespace, ``Untitled`` or
             ``Untitled (n)``, in row id order.
-        count_mismatches: sources whose recorded counts are wrong.
-        orphan_chunks: chunks whose ``source_id`` has no source row (they
-            can never be retrieved: the retrievers join on ``sources``).
+        count_mismatches: every count that disagrees with the rows stored
+            (:func:`engine.consistency.count_mismatches`: a source's
+            recorded ``chunk_count`` / ``code_chunk_count``, its rows in
+            ``chunks_trigram``, orphan chunks, the trigram table total).
         vocabulary_size: rows in ``vocabulary``, or ``None`` when the table
             is missing (the fuzzy fallback is then unavailable).
         stale: stale file-backed sources (not refreshed).
@@ -155,7 +140,6 @@ class DoctorReport:
     max_chunk_bytes: int
     untitled: tuple[ChunkNote, ...]
     count_mismatches: tuple[CountMismatch, ...]
-    orphan_chunks: int
     vocabulary_size: int | None
     stale: tuple[StaleSource, ...]
     stale_errors: tuple[tuple[str, str], ...]
@@ -164,6 +148,22 @@ class DoctorReport:
     def hidden_by_collisions(self) -> int:
         """Chunks beyond the first of each colliding key (each can be merged away)."""
         return sum(c.count - 1 for c in self.collisions)
+
+    @property
+    def miscounted_sources(self) -> int:
+        """Sources whose recorded ``chunk_count`` / ``code_chunk_count`` is wrong."""
+        return len({m.source_id for m in self.count_mismatches if m.what in RECORDED_COUNTS})
+
+    @property
+    def trigram_mismatched_sources(self) -> int:
+        """Sources whose rows in ``chunks_trigram`` differ from those in ``chunks``."""
+        return sum(1 for m in self.count_mismatches if m.what == TRIGRAM_ROWS)
+
+    @property
+    def orphan_chunks(self) -> int:
+        """Chunks whose ``source_id`` has no source row (they can never be
+        retrieved: the retrievers join on ``sources``)."""
+        return sum(m.actual for m in self.count_mismatches if m.what == ORPHAN_CHUNKS)
 
     @property
     def findings(self) -> list[str]:
@@ -178,9 +178,14 @@ class DoctorReport:
             out.append(f"{_n(len(self.oversized), 'chunk')} over {self.max_chunk_bytes} bytes")
         if self.untitled:
             out.append(f"{_n(len(self.untitled), 'chunk')} with an empty or Untitled title")
-        if self.count_mismatches:
+        if self.miscounted_sources:
             out.append(
-                f"{_n(len(self.count_mismatches), 'source')} whose recorded chunk counts disagree with their chunks"
+                f"{_n(self.miscounted_sources, 'source')} whose recorded chunk counts disagree with their chunks"
+            )
+        if self.trigram_mismatched_sources:
+            out.append(
+                f"{_n(self.trigram_mismatched_sources, 'source')} with a different number of rows "
+                "in chunks_trigram than in chunks"
             )
         if self.orphan_chunks:
             out.append(f"{_n(self.orphan_chunks, 'chunk')} without a source row")
@@ -217,14 +222,7 @@ class DoctorReport:
             ],
             "max_chunk_bytes": self.max_chunk_bytes,
             "untitled": [{"rowid": u.rowid, "source": u.source, "title": u.title} for u in self.untitled],
-            "count_mismatches": [
-                {
-                    "source_id": m.source_id, "label": m.label,
-                    "recorded_chunks": m.recorded_chunks, "actual_chunks": m.actual_chunks,
-                    "recorded_code": m.recorded_code, "actual_code": m.actual_code,
-                }
-                for m in self.count_mismatches
-            ],
+            "count_mismatches": [asdict(m) for m in self.count_mismatches],
             "orphan_chunks": self.orphan_chunks,
             "vocabulary_size": self.vocabulary_size,
             "stale": [{"label": s.label, "file_path": s.file_path} for s in self.stale],
@@ -293,26 +291,7 @@ def diagnose(
             if t is None or not t.strip() or _UNTITLED.fullmatch(t)
         )
 
-        actual: dict[int, tuple[int, int]] = {}
-        for source_id, n, code in c.execute(
-            "SELECT source_id, COUNT(*), SUM(content_type = 'code') FROM chunks GROUP BY source_id"
-        ):
-            try:
-                sid = int(float(source_id))
-            except (TypeError, ValueError):
-                sid = -1
-            prev = actual.get(sid, (0, 0))
-            actual[sid] = (prev[0] + int(n), prev[1] + int(code or 0))
-        source_ids = set()
-        mismatches = []
-        for sid, label, rec_n, rec_code in c.execute(
-            "SELECT id, label, chunk_count, code_chunk_count FROM sources ORDER BY id"
-        ):
-            source_ids.add(int(sid))
-            got_n, got_code = actual.get(int(sid), (0, 0))
-            if (int(rec_n or 0), int(rec_code or 0)) != (got_n, got_code):
-                mismatches.append(CountMismatch(int(sid), label, int(rec_n or 0), got_n, int(rec_code or 0), got_code))
-        orphans = sum(n for sid, (n, _) in actual.items() if sid not in source_ids)
+        mismatches = count_mismatches(store, c)
 
         vocab = (
             int(c.execute("SELECT COUNT(*) FROM vocabulary").fetchone()[0]) if store.schema.has_vocabulary else None
@@ -330,7 +309,6 @@ def diagnose(
         max_chunk_bytes=max_chunk_bytes,
         untitled=untitled,
         count_mismatches=tuple(mismatches),
-        orphan_chunks=orphans,
         vocabulary_size=vocab,
         stale=tuple(StaleSource(label, path) for label, path, _ in stale_rows),
         stale_errors=tuple((label, msg) for label, msg in stale_errors),

@@ -205,3 +205,16 @@ def test_errors_through_main_are_one_line(db, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("rankscope: error: --b: bad value 'row'") and "Traceback" not in err
+
+
+def test_doctor_shows_counts_that_disagree(tmp_path):
+    path = tmp_path / "miscounted.db"
+    with Store.create(path) as s:
+        s.index_text("a.md", "# A\ntext\n# B\n```\ncode\n```\n", "markdown")
+        s.conn.execute("UPDATE sources SET chunk_count = 5 WHERE label = 'a.md'")
+    r = invoke("doctor", "--db", str(path))
+    assert r.exit_code == 0, r.output
+    assert "1 source whose recorded chunk counts disagree with their chunks" in r.output
+    assert "Counts that disagree with the rows stored" in r.output
+    row = next(line for line in r.output.splitlines() if "chunk_count" in line)
+    assert [c.strip() for c in row.split("│")[1:-1]] == ["1", "a.md", "chunk_count", "5", "2"]

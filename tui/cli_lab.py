@@ -314,9 +314,10 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
         parts.append(table("Empty or Untitled titles", ("rowid", "source", "title"),
                            [(u.rowid, u.source, repr(u.title)) for u in report.untitled], len(report.untitled)))
     if report.count_mismatches:
-        parts.append(table("Source counts that disagree", ("id", "label", "chunk_count", "actual", "code_chunk_count", "actual code"),
-                           [(m.source_id, m.label, m.recorded_chunks, m.actual_chunks, m.recorded_code, m.actual_code)
-                            for m in report.count_mismatches], len(report.count_mismatches)))
+        parts.append(table("Counts that disagree with the rows stored", ("id", "source", "count", "recorded", "actual"),
+                           [("—" if m.source_id is None else m.source_id, "—" if m.label is None else m.label,
+                             m.what, m.recorded, m.actual) for m in report.count_mismatches],
+                           len(report.count_mismatches)))
     if report.stale:
         parts.append(table("Stale file-backed sources (not refreshed)", ("label", "file"),
                            [(s.label, s.file_path) for s in report.stale], len(report.stale)))

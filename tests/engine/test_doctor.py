@@ -77,9 +77,26 @@ def test_source_counts_that_disagree(store):
     store.index_text("b.md", "# C\ntext\n", "markdown")
     store.conn.execute("UPDATE sources SET chunk_count = 5, code_chunk_count = 0 WHERE label = 'a.md'")
     r = diagnose(store)
-    [m] = r.count_mismatches
-    assert (m.label, m.recorded_chunks, m.actual_chunks, m.recorded_code, m.actual_code) == ("a.md", 5, 2, 0, 1)
+    assert [(m.label, m.what, m.recorded, m.actual) for m in r.count_mismatches] == [
+        ("a.md", "chunk_count", 5, 2), ("a.md", "code_chunk_count", 0, 1),
+    ]
+    assert r.miscounted_sources == 1
     assert "1 source whose recorded chunk counts disagree with their chunks" in r.findings
+    assert r.to_dict()["count_mismatches"][0] == {
+        "source_id": 1, "label": "a.md", "what": "chunk_count", "recorded": 5, "actual": 2,
+    }
+
+
+def test_trigram_rows_of_a_source_that_disagree(store):
+    # Totals agree, but one trigram row names the wrong source.
+    store.index_text("a.md", "# A\ntext\n# B\nmore\n", "markdown")
+    store.index_text("b.md", "# C\ntext\n", "markdown")
+    store.conn.execute("UPDATE chunks_trigram SET source_id = 2 WHERE rowid = 1")
+    r = diagnose(store)
+    assert [(m.label, m.what, m.recorded, m.actual) for m in r.count_mismatches] == [
+        ("a.md", "trigram rows", 2, 1), ("b.md", "trigram rows", 1, 2),
+    ]
+    assert r.findings == ["2 sources with a different number of rows in chunks_trigram than in chunks"]
 
 
 def test_orphan_chunks_and_trigram_row_count(store):
@@ -87,6 +104,9 @@ def test_orphan_chunks_and_trigram_row_count(store):
     _raw_chunk(store, "Lost", "no source row", 99, trigram=False)
     r = diagnose(store)
     assert r.orphan_chunks == 1
+    assert [(m.source_id, m.what, m.actual) for m in r.count_mismatches] == [
+        (99, "orphan chunks", 1), (None, "chunks_trigram total", 1),
+    ]
     assert (r.chunks, r.trigram_rows) == (2, 1)
     assert "1 chunk without a source row" in r.findings
     assert "chunks_trigram has 1 rows but chunks has 2" in r.findings
