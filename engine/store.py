@@ -608,32 +608,29 @@ class Store:
     def _session_expr(self, alias: str = "chunks") -> str:
         return f"{alias}.session_id" if self.schema.has_session else "''"
 
+    #: Keys of the chunk dicts :meth:`chunk` and :meth:`iter_chunks` return.
+    CHUNK_KEYS = ("rowid", "source", "title", "content", "content_type", "session_id", "source_id")
+
+    def _chunk_select(self, join: str) -> str:
+        """``SELECT`` of :data:`CHUNK_KEYS` from ``chunks`` ``join``-ed to ``sources``."""
+        return (
+            f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content, chunks.content_type, "
+            f"{self._session_expr()}, chunks.source_id FROM chunks {join} sources ON sources.id = chunks.source_id "
+        )
+
     def chunk(self, rowid: int, conn: sqlite3.Connection | None = None) -> dict | None:
         """One chunk by rowid as a dict (``rowid, source, title, content,
         content_type, session_id, source_id``), or ``None``."""
         c = conn or self.conn
-        row = c.execute(
-            f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content, chunks.content_type, "
-            f"{self._session_expr()}, chunks.source_id FROM chunks JOIN sources ON sources.id = chunks.source_id "
-            "WHERE chunks.rowid = ?",
-            (rowid,),
-        ).fetchone()
-        if row is None:
-            return None
-        keys = ("rowid", "source", "title", "content", "content_type", "session_id", "source_id")
-        return dict(zip(keys, row))
+        row = c.execute(self._chunk_select("JOIN") + "WHERE chunks.rowid = ?", (rowid,)).fetchone()
+        return None if row is None else dict(zip(self.CHUNK_KEYS, row))
 
     def iter_chunks(self, conn: sqlite3.Connection | None = None) -> list[dict]:
         """Every chunk in rowid order (same dict shape as :meth:`chunk`, with
         content); ``source`` is ``None`` for an orphan chunk."""
         c = conn or self.conn
-        rows = c.execute(
-            f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content, chunks.content_type, "
-            f"{self._session_expr()}, chunks.source_id FROM chunks LEFT JOIN sources ON sources.id = chunks.source_id "
-            "ORDER BY chunks.rowid"
-        ).fetchall()
-        keys = ("rowid", "source", "title", "content", "content_type", "session_id", "source_id")
-        return [dict(zip(keys, r)) for r in rows]
+        rows = c.execute(self._chunk_select("LEFT JOIN") + "ORDER BY chunks.rowid").fetchall()
+        return [dict(zip(self.CHUNK_KEYS, r)) for r in rows]
 
     def sources(self, conn: sqlite3.Connection | None = None) -> list[dict]:
         """Source rows in id order: ``id, label, chunk_count, code_chunk_count,

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 from engine import Store
 from tui.cli import CliError, app, main
 
-FILLER = " ".join(["lorem"] * 40)
+from .helpers import index_zebra
+
 runner = CliRunner()
 
 
@@ -21,11 +22,7 @@ def db(tmp_path):
     Example`` (4 is merged into 3), row 5 belongs to session ``ops``."""
     path = tmp_path / "lab.db"
     with Store.create(path) as s:
-        s.index_text("a.md", f"# Zebra crossing guide\nzebra {FILLER} crossing\n", "markdown")
-        s.index_text(
-            "b.md", "# Beta\n" + " ".join(["zebra crossing here"] * 4) + " " + " ".join(["ipsum"] * 60) + "\n",
-            "markdown",
-        )
+        index_zebra(s, others=0)
         s.index_text("guide.md", "## Example\nalpha widget one\n## Example\nalpha widget two\n", "markdown")
         s.index_text("ops.md", "# Ops zebra\nzebra runbook\n", "markdown", session_id="ops")
     return str(path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import tempfile
 
 import pytest
 from typer.testing import CliRunner
@@ -14,26 +13,15 @@ from engine import Store
 from engine.discovery import store_name_for_project
 from tui.cli import app, main
 
-from .conftest import FIXTURES
-from .engine.test_discovery import ENV_VARS
+from .conftest import LEGACY, MODERN
 
-MODERN = FIXTURES / "context-mode-1.0.169.db"
-LEGACY = FIXTURES / "context-mode-1.0.22.db"
 runner = CliRunner()
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    for name in ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
-    h = tmp_path / "home"
-    h.mkdir()
-    monkeypatch.setenv("HOME", str(h))
+@pytest.fixture(autouse=True)
+def wide(monkeypatch):
+    """Tables wide enough that no store name or status is folded."""
     monkeypatch.setenv("COLUMNS", "160")
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    return h
 
 
 def _fail(args, capsys) -> str:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich.console import Console
 
-from engine import SearchParams, Store, StoreError, search, trace_to_dict
+from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
+from engine.compare import params_for_entry
 from engine.corpus import index_paths, load_sessions_map
 
 from . import safe
@@ -44,12 +45,23 @@ def fail(message: str) -> None:
 
 
 def open_store(db: Path, writable: bool = False) -> Store:
-    """Open ``db`` read-only (default) or writable, turning errors into CliError."""
+    """Open ``db`` read-only (default) or writable, turning errors into
+    CliError. Use as ``with open_store(db) as store:`` to close it."""
     try:
         return Store.open_writable(db) if writable else Store.open_readonly(db)
     except StoreError as exc:
         fail(str(exc))
     raise AssertionError("unreachable")
+
+
+def json_text(data: object, indent: Optional[int] = 2) -> str:
+    """``data`` as JSON (non-ASCII characters kept) with a final newline."""
+    return json.dumps(data, ensure_ascii=False, indent=indent) + "\n"
+
+
+def write_json(data: object, indent: Optional[int] = 2) -> None:
+    """Print ``data`` as JSON on stdout, exactly (no Rich, no sanitising)."""
+    sys.stdout.write(json_text(data, indent))
 
 
 def make_params(
@@ -62,8 +74,6 @@ def make_params(
     variant=None,
 ) -> SearchParams:
     """Build validated :class:`SearchParams`, turning ValueError into CliError."""
-    from engine.model import Variant
-
     try:
         return SearchParams(
             query=query,
@@ -77,6 +87,24 @@ def make_params(
     except ValueError as exc:
         fail(str(exc))
     raise AssertionError("unreachable")
+
+
+# ─── search options (shared by search, batch, compare and why) ──────────
+
+#: ``--db`` of a command that only searches the store (required: write ``db: SearchDb = ...``).
+SearchDb = Annotated[Path, typer.Option("--db", help="Store to search (opened read-only).")]
+_LIMIT = typer.Option("--limit", "-n", help="Results wanted (reference default 3).")
+#: ``--limit`` / ``-n`` (give the default, 3, with ``=``).
+Limit = Annotated[int, _LIMIT]
+#: ``--limit`` / ``-n`` that can be left unset (default ``None``).
+OptionalLimit = Annotated[Optional[int], _LIMIT]
+#: The filters :func:`make_params` takes after the limit.
+SourceFilter = Annotated[
+    Optional[str], typer.Option("--source", help="Source label filter (substring unless --source-exact).")
+]
+SourceExact = Annotated[bool, typer.Option("--source-exact", help="Match --source exactly.")]
+ContentTypeFilter = Annotated[Optional[str], typer.Option("--content-type", help="code or prose.")]
+SessionFilter = Annotated[Optional[List[str]], typer.Option("--session", help="Allow-set session id (repeatable).")]
 
 
 # ─── index ───────────────────────────────────────────────────────────────
@@ -201,23 +229,20 @@ def _print_index_report(report, db: Path) -> None:
 @app.command("search")
 def search_cmd(
     query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised)."),
-    db: Path = typer.Option(..., "--db", help="Store to search (opened read-only)."),
-    limit: int = typer.Option(3, "--limit", "-n", help="Results wanted (reference default 3)."),
-    source: Optional[str] = typer.Option(None, "--source", help="Source label filter (substring unless --source-exact)."),
-    source_exact: bool = typer.Option(False, "--source-exact", help="Match --source exactly."),
-    content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
-    session: Optional[List[str]] = typer.Option(None, "--session", help="Allow-set session id (repeatable)."),
+    db: SearchDb = ...,
+    limit: Limit = 3,
+    source: SourceFilter = None,
+    source_exact: SourceExact = False,
+    content_type: ContentTypeFilter = None,
+    session: SessionFilter = None,
     as_json: bool = typer.Option(False, "--json", help="Print the whole trace as JSON (schema: engine/export.py)."),
 ) -> None:
     """Search a store and show what each pipeline stage did."""
     params = make_params(query, limit, source, source_exact, content_type, session)
-    store = open_store(db)
-    try:
+    with open_store(db) as store:
         trace = search(store, params)
-    finally:
-        store.close()
     if as_json:
-        sys.stdout.write(json.dumps(trace_to_dict(trace), ensure_ascii=False, indent=2) + "\n")
+        write_json(trace_to_dict(trace))
         return
     from .render import trace_renderable
 
@@ -243,42 +268,32 @@ def load_queries(path: Path) -> list[dict]:
 
 
 def params_from_entry(entry: dict, index: int) -> SearchParams:
-    """SearchParams from one query-file entry (defaults: limit 3, like)."""
+    """SearchParams from one query-file entry (defaults: limit 3, like; see
+    :func:`engine.compare.params_for_entry`), turning ValueError into CliError."""
     try:
-        return SearchParams(
-            query=entry["query"],
-            limit=entry.get("limit", 3),
-            source=entry.get("source"),
-            source_match=entry.get("source_match", "like"),
-            content_type=entry.get("content_type"),
-            sessions=tuple(entry["sessions"]) if entry.get("sessions") is not None else None,
-        )
-    except (ValueError, TypeError) as exc:
-        fail(f"query #{index + 1} ({entry.get('id', '?')}): {exc}")
+        return params_for_entry(entry, Variant(), index)
+    except ValueError as exc:
+        fail(str(exc))
     raise AssertionError("unreachable")
 
 
 @app.command()
 def batch(
     queries: Path = typer.Argument(..., help="JSON list of {id, query, limit?, source?, source_match?, content_type?, sessions?}."),
-    db: Path = typer.Option(..., "--db", help="Store to search (opened read-only)."),
+    db: SearchDb = ...,
     out: Optional[Path] = typer.Option(None, "--out", help="Write the traces here instead of stdout."),
 ) -> None:
     """Run a query file and write a JSON list of traces, one per query, in order."""
     entries = load_queries(queries)
     params = [params_from_entry(e, i) for i, e in enumerate(entries)]
-    store = open_store(db)
-    try:
+    with open_store(db) as store:
         traces = [trace_to_dict(search(store, p), query_id=e.get("id", str(i + 1)))
                   for i, (e, p) in enumerate(zip(entries, params))]
-    finally:
-        store.close()
-    text = json.dumps(traces, ensure_ascii=False, indent=2) + "\n"
     if out:
-        out.write_text(text, "utf-8")
+        out.write_text(json_text(traces), "utf-8")
         console.print(safe.line(f"wrote {len(traces)} traces to {out}"), markup=False, highlight=False)
     else:
-        sys.stdout.write(text)
+        write_json(traces)
 
 
 # ─── browser entry ───────────────────────────────────────────────────────

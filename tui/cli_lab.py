@@ -14,10 +14,8 @@ A variant SPEC is ``key=value`` pairs joined by commas (see
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 from rich import box
@@ -41,7 +39,22 @@ from engine.model import Variant
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
 from . import safe
-from .cli import app, console, fail, load_queries, make_params, open_store
+from .cli import (
+    ContentTypeFilter,
+    Limit,
+    OptionalLimit,
+    SearchDb,
+    SessionFilter,
+    SourceExact,
+    SourceFilter,
+    app,
+    console,
+    fail,
+    load_queries,
+    make_params,
+    open_store,
+    write_json,
+)
 from .render import plain
 
 SPEC_HELP = (
@@ -58,10 +71,6 @@ def variant_option(spec: str, option: str) -> Variant:
     except ValueError as exc:
         fail(f"{option}: {exc}")
     raise AssertionError("unreachable")
-
-
-def _write_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 def _opt(value: Optional[float], fmt: str = "{:.5f}") -> str:
@@ -162,15 +171,15 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
 @app.command("compare")
 def compare_cmd(
     query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries)."),
-    db: Path = typer.Option(..., "--db", help="Store to search (opened read-only)."),
+    db: SearchDb = ...,
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
     queries: Optional[Path] = typer.Option(None, "--queries", help="Compare every query of this file (queries.json format) instead."),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Results wanted (reference default 3)."),
-    source: Optional[str] = typer.Option(None, "--source", help="Source label filter (substring unless --source-exact)."),
-    source_exact: bool = typer.Option(False, "--source-exact", help="Match --source exactly."),
-    content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
-    session: Optional[List[str]] = typer.Option(None, "--session", help="Allow-set session id (repeatable)."),
+    limit: OptionalLimit = None,
+    source: SourceFilter = None,
+    source_exact: SourceExact = False,
+    content_type: ContentTypeFilter = None,
+    session: SessionFilter = None,
     as_json: bool = typer.Option(False, "--json", help="Print JSON (a single query includes both traces)."),
 ) -> None:
     """Run a query (or a query file) under two pipeline variants, A and B, side by side.
@@ -190,15 +199,13 @@ def compare_cmd(
         if given:
             fail(f"{', '.join(given)} apply to a single QUERY; with --queries each entry carries its own")
         entries = load_queries(queries)
-        store = open_store(db)
-        try:
-            sc = compare_set(store, entries, va, vb)
-        except ValueError as exc:
-            fail(str(exc))
-        finally:
-            store.close()
+        with open_store(db) as store:
+            try:
+                sc = compare_set(store, entries, va, vb)
+            except ValueError as exc:
+                fail(str(exc))
         if as_json:
-            _write_json(set_comparison_to_dict(sc))
+            write_json(set_comparison_to_dict(sc))
         else:
             console.print(set_comparison_renderable(sc))
         return
@@ -206,13 +213,10 @@ def compare_cmd(
     n = 3 if limit is None else limit
     pa = make_params(query, n, source, source_exact, content_type, session, variant=va)
     pb = make_params(query, n, source, source_exact, content_type, session, variant=vb)
-    store = open_store(db)
-    try:
+    with open_store(db) as store:
         cmp = compare(store, pa, pb)
-    finally:
-        store.close()
     if as_json:
-        _write_json(comparison_to_dict(cmp))
+        write_json(comparison_to_dict(cmp))
     else:
         console.print(comparison_renderable(cmp))
 
@@ -240,14 +244,14 @@ def explanation_renderable(e: Explanation) -> Group:
 @app.command("why")
 def why_cmd(
     query: str = typer.Argument(..., help="Query text."),
-    db: Path = typer.Option(..., "--db", help="Store to search (opened read-only)."),
+    db: SearchDb = ...,
     chunk: Optional[str] = typer.Option(None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."),
     rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
-    limit: int = typer.Option(3, "--limit", "-n", help="Results wanted (reference default 3)."),
-    source: Optional[str] = typer.Option(None, "--source", help="Source label filter (substring unless --source-exact)."),
-    source_exact: bool = typer.Option(False, "--source-exact", help="Match --source exactly."),
-    content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
-    session: Optional[List[str]] = typer.Option(None, "--session", help="Allow-set session id (repeatable)."),
+    limit: Limit = 3,
+    source: SourceFilter = None,
+    source_exact: SourceExact = False,
+    content_type: ContentTypeFilter = None,
+    session: SessionFilter = None,
     variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the explanations as JSON."),
 ) -> None:
@@ -257,15 +261,13 @@ def why_cmd(
         fail("name the chunk with either --chunk SOURCE::TITLE or --rowid N (exactly one)")
     params = make_params(query, limit, source, source_exact, content_type, session,
                          variant=variant_option(variant, "--variant"))
-    store = open_store(db)
-    try:
-        explanations = why_not(store, params, key=chunk, rowid=rowid)
-    except (ChunkNotFoundError, ValueError) as exc:
-        fail(str(exc))
-    finally:
-        store.close()
+    with open_store(db) as store:
+        try:
+            explanations = why_not(store, params, key=chunk, rowid=rowid)
+        except (ChunkNotFoundError, ValueError) as exc:
+            fail(str(exc))
     if as_json:
-        _write_json({
+        write_json({
             "query": query,
             "variant": variant_spec(params.variant),
             "explanations": [e.to_dict() for e in explanations],
@@ -337,12 +339,9 @@ def doctor_cmd(
     titles, wrong source counts, vocabulary, stale file-backed sources."""
     if examples < 0:
         fail(f"--examples must be 0 or more; got {examples}")
-    store = open_store(db)
-    try:
+    with open_store(db) as store:
         report = diagnose(store)
-    finally:
-        store.close()
     if as_json:
-        _write_json(report.to_dict())
+        write_json(report.to_dict())
     else:
         console.print(doctor_renderable(report, examples))

@@ -6,9 +6,7 @@ Imported by :mod:`tui.cli`, which registers every subcommand module.
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
@@ -21,7 +19,7 @@ from rich.text import Text
 from engine.discovery import content_dirs, find_stores
 
 from . import safe
-from .cli import app, console, open_store
+from .cli import app, console, open_store, write_json
 from .render import plain
 
 
@@ -59,7 +57,7 @@ def stores_cmd(
     """List context-mode content stores ($CONTEXT_MODE_DIR, then each client's folder), read-only."""
     infos = find_stores(project)
     if as_json:
-        sys.stdout.write(json.dumps([i.to_dict() for i in infos], ensure_ascii=False, indent=2) + "\n")
+        write_json([i.to_dict() for i in infos])
         return
     if not infos:
         where = "a project store for " + str(project) if project is not None else "context-mode content stores"
@@ -112,14 +110,11 @@ def sessions_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {session_id, chunks}."),
 ) -> None:
     """Session ids in a store with their chunk counts ('' = unattributed)."""
-    store = open_store(db)
-    try:
+    with open_store(db) as store:
         counts = store.session_counts()
         legacy = not store.schema.has_session
-    finally:
-        store.close()
     if as_json:
-        sys.stdout.write(json.dumps([{"session_id": s, "chunks": n} for s, n in counts], ensure_ascii=False) + "\n")
+        write_json([{"session_id": s, "chunks": n} for s, n in counts], indent=None)
         return
     if not counts:
         console.print(safe.line(f"{db} holds no chunks."), markup=False, highlight=False)

@@ -17,20 +17,14 @@ from engine.compare import (
     variant_spec,
 )
 
-FILLER = " ".join(["lorem"] * 40)
+from ..helpers import index_zebra
 
 
 @pytest.fixture
 def zebra(store):
     """Row 1 ``Zebra crossing guide`` is fused #1; row 2 ``Beta`` is fused #2
     but wins the rerank (see test_variants)."""
-    store.index_text("a.md", f"# Zebra crossing guide\nzebra {FILLER} crossing\n", "markdown")
-    store.index_text(
-        "b.md", "# Beta\n" + " ".join(["zebra crossing here"] * 4) + " " + " ".join(["ipsum"] * 60) + "\n", "markdown"
-    )
-    for i in range(4):
-        store.index_text(f"o{i}.md", f"# Other {i}\nnothing relevant here {i}\n", "markdown")
-    return store
+    return index_zebra(store)
 
 
 def P(query, limit=2, spec="reference", **kw):

@@ -6,7 +6,6 @@ import hashlib
 import os
 import shutil
 import sqlite3
-import tempfile
 
 import pytest
 
@@ -25,32 +24,11 @@ from engine.discovery import (
     store_names_for_project,
 )
 
-from ..conftest import FIXTURES
-
-MODERN = FIXTURES / "context-mode-1.0.169.db"
-LEGACY = FIXTURES / "context-mode-1.0.22.db"
-ENV_VARS = (
-    "CONTEXT_MODE_DIR", "CONTEXT_MODE_DATA_DIR", "CONTEXT_MODE_SESSION_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
-    "COPILOT_HOME", "XDG_CONFIG_HOME", "APPDATA", "PI_CONFIG_DIR", "DEVIN_HOME", "HERMES_HOME", "VIBE_HOME",
-)
+from ..conftest import LEGACY, MODERN
 
 
 def _h(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """An empty home folder, no storage variables, a private temp folder."""
-    for name in ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
-    h = tmp_path / "home"
-    h.mkdir()
-    monkeypatch.setenv("HOME", str(h))
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    return h
 
 
 def _put(folder, name, src=MODERN):

@@ -21,6 +21,7 @@ from engine import SearchParams, Store, search
 from engine.discovery import count_mismatches, read_store_info
 
 from ..conftest import FIXTURES
+from ..helpers import case_params
 
 EXPECTED = FIXTURES / "expected.json"
 
@@ -45,18 +46,6 @@ def _cases():
             yield pytest.param(name, case, id=f"{name}/{case['id']}")
 
 
-def _params(case: dict) -> SearchParams:
-    p = case["params"]
-    return SearchParams(
-        query=case["query"],
-        limit=p["limit"],
-        source=p["source"],
-        source_match=p["source_match"],
-        content_type=p["content_type"],
-        sessions=tuple(p["sessions"]) if p["sessions"] is not None else None,
-    )
-
-
 @pytest.fixture
 def untouched():
     """Asserts after the test that no fixture file changed and no file
@@ -79,7 +68,7 @@ def test_fixtures_present():
 def test_case(name, case, untouched):
     store = Store.open_readonly(FIXTURES / name)
     try:
-        trace = search(store, _params(case))
+        trace = search(store, case_params(case))
     finally:
         store.close()
     assert trace.layer == case["layer"]

@@ -16,9 +16,10 @@ from functools import lru_cache
 
 import pytest
 
-from engine import SearchParams, Store, index_corpus, search, trace_to_dict
+from engine import Store, index_corpus, search, trace_to_dict
 
 from ..conftest import PARITY
+from ..helpers import case_params
 
 SETS = sorted(p.name for p in PARITY.iterdir() if (p / "expected.json").is_file()) if PARITY.is_dir() else []
 
@@ -99,16 +100,7 @@ def _compare_run(got: dict, exp: dict, where: str) -> list[str]:
 
 @pytest.mark.parametrize(("set_name", "case"), list(_cases()))
 def test_query_parity(set_name, case):
-    p = case["params"]
-    params = SearchParams(
-        query=case["query"],
-        limit=p["limit"],
-        source=p["source"],
-        source_match=p["source_match"],
-        content_type=p["content_type"],
-        sessions=tuple(p["sessions"]) if p["sessions"] is not None else None,
-    )
-    got = trace_to_dict(search(_store(set_name), params))
+    got = trace_to_dict(search(_store(set_name), case_params(case)))
     errs = []
     for key in ("pool_size", "fts_limit", "layer"):
         if got[key] != case[key]:

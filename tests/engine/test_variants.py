@@ -12,7 +12,7 @@ import pytest
 from engine import SearchParams, Variant, search, trace_to_dict
 from engine.compare import parse_variant
 
-FILLER = " ".join(["lorem"] * 40)
+from ..helpers import index_collide, index_herd, index_zebra
 
 
 def run(store, query, limit=3, sessions=None, **variant):
@@ -36,12 +36,7 @@ def _strip_timings(d):
 def collide(store):
     """Two chunks sharing the key ``guide.md::Guide > Example`` (rows 2 and
     3, identical bm25) plus the heading chunk (row 1)."""
-    store.index_text(
-        "guide.md",
-        "# Guide\n## Example\nalpha widget one\n## Example\nalpha widget two\n",
-        "markdown",
-    )
-    return store
+    return index_collide(store)
 
 
 @pytest.fixture
@@ -49,23 +44,14 @@ def zebra(store):
     """Row 1 ``Zebra crossing guide`` (terms in the title, far apart in the
     content): fused #1. Row 2 ``Beta`` (the phrase four times): fused #2 but
     the higher rerank boost. Rows 3-6: unrelated."""
-    store.index_text("a.md", f"# Zebra crossing guide\nzebra {FILLER} crossing\n", "markdown")
-    store.index_text(
-        "b.md", "# Beta\n" + " ".join(["zebra crossing here"] * 4) + " " + " ".join(["ipsum"] * 60) + "\n", "markdown"
-    )
-    for i in range(4):
-        store.index_text(f"o{i}.md", f"# Other {i}\nnothing relevant here {i}\n", "markdown")
-    return store
+    return index_zebra(store)
 
 
 @pytest.fixture
 def herd(store):
     """Row 1 ``Zebra`` (session ``other``) ranks first for "zebra"; rows
     2-7 ``Doc n`` (unattributed) each mention it once."""
-    store.index_text("top.md", "# Zebra\nzebra zebra zebra\n", "markdown", session_id="other")
-    for i in range(6):
-        store.index_text(f"d{i}.md", f"# Doc {i}\nsome text about a zebra number {i} and more words\n", "markdown")
-    return store
+    return index_herd(store)
 
 
 # ─── default = reference ─────────────────────────────────────────────────

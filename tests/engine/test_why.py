@@ -9,7 +9,7 @@ import pytest
 from engine import SearchParams, Variant, search
 from engine.why import REASONS, ChunkNotFoundError, distinctive_words, find_chunks, why_not
 
-FILLER = " ".join(["lorem"] * 40)
+from ..helpers import index_collide, index_herd, index_zebra
 
 
 def P(query, limit=3, **kw):
@@ -27,12 +27,7 @@ def zebra(store):
     """Row 1 ``Zebra crossing guide`` fused #1; row 2 ``Beta`` fused #2 but
     wins the rerank; rows 3-6 unrelated (``Other n``); row 7 mentions only
     "crossing" (``Pedestrian rules``)."""
-    store.index_text("a.md", f"# Zebra crossing guide\nzebra {FILLER} crossing\n", "markdown")
-    store.index_text(
-        "b.md", "# Beta\n" + " ".join(["zebra crossing here"] * 4) + " " + " ".join(["ipsum"] * 60) + "\n", "markdown"
-    )
-    for i in range(4):
-        store.index_text(f"o{i}.md", f"# Other {i}\nnothing relevant here {i}\n", "markdown")
+    index_zebra(store)
     store.index_text("p.md", "# Pedestrian rules\nyield at every crossing, always\n", "markdown")
     return store
 
@@ -41,17 +36,13 @@ def zebra(store):
 def herd(store):
     """Row 1 ``Zebra`` (session ``other``) ranks first for "zebra"; rows
     2-7 ``Doc n`` (unattributed) mention it once each."""
-    store.index_text("top.md", "# Zebra\nzebra zebra zebra\n", "markdown", session_id="other")
-    for i in range(6):
-        store.index_text(f"d{i}.md", f"# Doc {i}\nsome text about a zebra number {i} and more words\n", "markdown")
-    return store
+    return index_herd(store)
 
 
 @pytest.fixture
 def collide(store):
     """Rows 2 and 3 share ``guide.md::Guide > Example``."""
-    store.index_text("guide.md", "# Guide\n## Example\nalpha widget one\n## Example\nalpha widget two\n", "markdown")
-    return store
+    return index_collide(store)
 
 
 def test_reason_codes_are_documented():

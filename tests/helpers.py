@@ -1,0 +1,63 @@
+"""Helpers shared by test modules (fixtures themselves live in conftest.py).
+
+* tiny corpora, each built to show one pipeline behaviour;
+* :func:`case_params`: the :class:`SearchParams` of a golden case;
+* :data:`ENV_VARS`: every variable that moves context-mode's storage.
+"""
+
+from __future__ import annotations
+
+from engine import SearchParams
+
+#: Forty ``lorem``: pushes two words of one chunk far apart.
+FILLER = " ".join(["lorem"] * 40)
+
+#: Environment variables that move where context-mode keeps its stores.
+ENV_VARS = (
+    "CONTEXT_MODE_DIR", "CONTEXT_MODE_DATA_DIR", "CONTEXT_MODE_SESSION_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
+    "COPILOT_HOME", "XDG_CONFIG_HOME", "APPDATA", "PI_CONFIG_DIR", "DEVIN_HOME", "HERMES_HOME", "VIBE_HOME",
+)
+
+
+def index_zebra(store, others: int = 4):
+    """Row 1 ``Zebra crossing guide`` (terms in the title, far apart in the
+    content) is fused #1 for "zebra crossing"; row 2 ``Beta`` (the phrase
+    four times) is fused #2 but has the higher rerank boost. Then ``others``
+    unrelated rows ``Other n``. Returns ``store``."""
+    store.index_text("a.md", f"# Zebra crossing guide\nzebra {FILLER} crossing\n", "markdown")
+    store.index_text(
+        "b.md", "# Beta\n" + " ".join(["zebra crossing here"] * 4) + " " + " ".join(["ipsum"] * 60) + "\n", "markdown"
+    )
+    for i in range(others):
+        store.index_text(f"o{i}.md", f"# Other {i}\nnothing relevant here {i}\n", "markdown")
+    return store
+
+
+def index_herd(store):
+    """Row 1 ``Zebra`` (session ``other``) ranks first for "zebra"; rows
+    2-7 ``Doc n`` (unattributed) each mention it once. Returns ``store``."""
+    store.index_text("top.md", "# Zebra\nzebra zebra zebra\n", "markdown", session_id="other")
+    for i in range(6):
+        store.index_text(f"d{i}.md", f"# Doc {i}\nsome text about a zebra number {i} and more words\n", "markdown")
+    return store
+
+
+def index_collide(store):
+    """The heading chunk (row 1), then rows 2 and 3 sharing the key
+    ``guide.md::Guide > Example`` (identical bm25). Returns ``store``."""
+    store.index_text("guide.md", "# Guide\n## Example\nalpha widget one\n## Example\nalpha widget two\n", "markdown")
+    return store
+
+
+def case_params(case: dict) -> SearchParams:
+    """The :class:`SearchParams` of a golden case (``query`` plus a
+    ``params`` object with every field given)."""
+    p = case["params"]
+    return SearchParams(
+        query=case["query"],
+        limit=p["limit"],
+        source=p["source"],
+        source_match=p["source_match"],
+        content_type=p["content_type"],
+        sessions=tuple(p["sessions"]) if p["sessions"] is not None else None,
+    )
