@@ -18,19 +18,25 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine import SearchParams, Store, search, trace_to_dict
-from engine.model import Trace
+from engine.compare import compare_traces
+from engine.doctor import diagnose
+from engine.model import Trace, Variant
+from engine.why import ChunkNotFoundError, why_not
 
 from . import safe
 from .cache import CacheEntry, build_cache, corpus_files
 from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
-from .messages import SearchFinished, StoreReady
+from .messages import ChunkMatches, ChunksLoaded, CompareFinished, DoctorFinished, SearchFinished, StoreReady, WhyFinished
 from .screens.browser import BrowserScreen
+from .screens.compare import CompareScreen
+from .screens.doctor import DoctorScreen
 from .screens.help import HelpScreen
 from .screens.loading import LoadingScreen
 from .screens.params import ParamsScreen
 from .screens.sessions import SessionsScreen
 from .screens.stores import StorePickerScreen
+from .screens.why import ChunkEntry, WhyScreen, chunk_entries, finder_keys, match_chunks
 
 _QUERY_GROUP = Binding.Group("Query ", compact=True)
 SearchFn = Callable[..., Trace]
@@ -62,6 +68,13 @@ class RankscopeApp(App[None]):
                 tooltip="Copy this search as a 'rankscope search' command line"),
         Binding("f6", "export_trace", "Export", id="export-trace",
                 tooltip="Write the whole trace as JSON into the current folder"),
+        # The what-if lab: not in the footer (it is full at 80 columns); listed in F1 and ctrl+p.
+        Binding("f7", "compare", "Compare", id="lab-compare", show=False,
+                tooltip="Compare this search under two pipeline variants (A = reference, B = your choice)"),
+        Binding("f8", "why_not", "Why not?", id="lab-why", show=False,
+                tooltip="Why is chunk X missing? Find any chunk and see where it left the pipeline"),
+        Binding("f9", "doctor", "Doctor", id="lab-doctor", show=False,
+                tooltip="Store diagnostics: key collisions, oversized and Untitled chunks, counts, staleness"),
     ]
 
     def __init__(
@@ -92,6 +105,11 @@ class RankscopeApp(App[None]):
         self.store_stats: dict = {}
         self.session_counts: list[tuple[str, int]] = []
         self.source_labels: list[str] = []
+        #: The what-if lab's last variants (A, B), kept between openings of the compare screen.
+        self.compare_variants: tuple[Variant, Variant] = (Variant(), Variant(fusion_key="rowid"))
+        #: The finder's chunk list (and its ``source::title`` keys), read once per store.
+        self.chunk_index: list[ChunkEntry] | None = None
+        self._chunk_keys: list[str] = []
 
     # ── screens ────────────────────────────────────────────────────────
 
@@ -132,6 +150,8 @@ class RankscopeApp(App[None]):
             self.store.close()
         self.store = event.store
         self.store_label = event.label
+        self.chunk_index = None
+        self._chunk_keys = []
         self.switch_screen(self._browser_for(event.store))
 
     def on_unmount(self) -> None:
@@ -149,7 +169,12 @@ class RankscopeApp(App[None]):
     # ── actions ────────────────────────────────────────────────────────
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("focus_query", "focus_query_slash", "edit_params", "choose_sessions", "copy_command", "export_trace"):
+        if action in ("edit_params", "choose_sessions", "copy_command", "export_trace") and isinstance(
+            self.screen, (CompareScreen, WhyScreen, DoctorScreen)
+        ):
+            return False  # browser keys: off on the lab screens (Esc first), which keeps their footer readable
+        if action in ("focus_query", "focus_query_slash", "edit_params", "choose_sessions", "copy_command", "export_trace",
+                      "compare", "why_not", "why_selected", "doctor"):
             return self.browser is not None
         return True
 
@@ -196,6 +221,57 @@ class RankscopeApp(App[None]):
         if browser is not None:
             self.push_screen(SessionsScreen(self.session_counts, browser.params.sessions),
                              callback=self._back_to_query)
+
+    # ── the what-if lab ────────────────────────────────────────────────
+
+    def remember_variants(self, a: Variant, b: Variant) -> None:
+        """Keep the compare screen's variants for its next opening."""
+        self.compare_variants = (a, b)
+
+    def action_compare(self, spec_b: str | None = None) -> None:
+        """Open the compare screen for the current search (B from ``spec_b`` if given)."""
+        browser = self._close_dialogs()
+        if browser is None:
+            return
+        a, b = self.compare_variants
+        if spec_b is not None:
+            from engine.compare import parse_variant
+
+            b = parse_variant(spec_b)
+            self.compare_variants = (a, b)
+        self.push_screen(CompareScreen(browser.params, a, b), callback=self._back_to_query)
+
+    def selected_subject(self):
+        """The chunk the browser's journey pane follows, or ``None``."""
+        browser = self.browser
+        return None if browser is None or browser.trace is None else browser.journey.subject
+
+    def action_why_not(self) -> None:
+        """Open "why not?" (the finder); from the results, stages or journey
+        pane it explains the chunk selected there at once."""
+        browser = self._close_dialogs()
+        if browser is None:
+            return
+        focused = self.focused
+        browsing = focused is not None and focused is not browser.query_box.input and focused.screen is browser
+        subject = self.selected_subject() if browsing else None
+        self._open_why(browser, subject.rowid if subject is not None else None)
+
+    def action_why_selected(self) -> None:
+        """Explain the chunk the journey pane follows."""
+        browser = self._close_dialogs()
+        subject = self.selected_subject()
+        if browser is not None:
+            self._open_why(browser, subject.rowid if subject is not None else None)
+
+    def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
+        self.push_screen(WhyScreen(browser.params, rowid=rowid, trace=browser.trace), callback=self._back_to_query)
+
+    def action_doctor(self) -> None:
+        """Open the store diagnostics."""
+        browser = self._close_dialogs()
+        if browser is not None:
+            self.push_screen(DoctorScreen(self.store_label), callback=self._back_to_query)
 
     def command_text(self) -> str | None:
         """The ``rankscope search`` command line of the current search."""
@@ -247,6 +323,95 @@ class RankscopeApp(App[None]):
         if not worker.is_cancelled:
             target.post_message(SearchFinished(seq, trace))
 
+    def _lab_store(self) -> Store:
+        browser = self.browser
+        store = browser.store if browser is not None else self.store
+        if store is None:
+            raise RuntimeError("no store is open")
+        return store
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
+    def run_compare(self, params_a: SearchParams, params_b: SearchParams, seq: int, target: Screen) -> None:
+        """Search ``params_a`` and ``params_b`` on one connection and post
+        :class:`CompareFinished` (the comparison) to ``target``."""
+        worker = get_current_worker()
+        store = self._lab_store()
+        conn = store.connect()
+        try:
+            trace_a = self.search_fn(store, params_a, conn=conn)
+            if worker.is_cancelled:
+                return
+            trace_b = self.search_fn(store, params_b, conn=conn)
+        finally:
+            if conn is not store.conn:
+                conn.close()
+        if not worker.is_cancelled:
+            target.post_message(CompareFinished(seq, compare_traces(trace_a, trace_b)))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="why")
+    def run_why(self, params: SearchParams, rowid: int, seq: int, target: Screen, trace: Trace | None = None) -> None:
+        """Explain chunk ``rowid`` for ``params`` and post :class:`WhyFinished`."""
+        worker = get_current_worker()
+        store = self._lab_store()
+        conn = store.connect()
+        try:
+            try:
+                explanations = why_not(store, params, rowid=rowid, conn=conn,
+                                       trace=trace if trace is not None and trace.params == params else None)
+            except ChunkNotFoundError as exc:
+                target.post_message(WhyFinished(seq, [], str(exc)))
+                return
+        finally:
+            if conn is not store.conn:
+                conn.close()
+        if not worker.is_cancelled:
+            target.post_message(WhyFinished(seq, explanations))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="chunks")
+    def load_chunks(self, target: Screen) -> None:
+        """Read the store's chunk list once for the finder; post :class:`ChunksLoaded`."""
+        store = self._lab_store()
+        conn = store.connect()
+        try:
+            if conn is store.conn:
+                with store.lock:
+                    rows = store.iter_chunks(conn)
+            else:
+                rows = store.iter_chunks(conn)
+        finally:
+            if conn is not store.conn:
+                conn.close()
+        entries = chunk_entries(rows)
+        del rows
+        keys = finder_keys(entries)
+
+        def keep() -> None:
+            self.chunk_index, self._chunk_keys = entries, keys
+
+        self.call_from_thread(keep)
+        target.post_message(ChunksLoaded(entries))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="find")
+    def match_chunks(self, text: str, seq: int, target: Screen) -> None:
+        """Fuzzy-match ``text`` against the chunk list; post :class:`ChunkMatches`."""
+        worker = get_current_worker()
+        entries, keys = self.chunk_index or [], self._chunk_keys
+        matches = match_chunks(text, entries, keys if len(keys) == len(entries) else None)
+        if not worker.is_cancelled:
+            target.post_message(ChunkMatches(seq, matches))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor")
+    def run_doctor(self, target: Screen) -> None:
+        """Diagnose the store (read-only) and post :class:`DoctorFinished`."""
+        store = self._lab_store()
+        conn = store.connect()
+        try:
+            report = diagnose(store, conn=conn)
+        finally:
+            if conn is not store.conn:
+                conn.close()
+        target.post_message(DoctorFinished(report))
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="index")
     def index_folder(self, entry: CacheEntry, target: LoadingScreen) -> None:
         """Index ``entry.folder`` into the cache, posting progress to ``target``,
@@ -280,8 +445,10 @@ class RankscopeApp(App[None]):
         if event.state != WorkerState.ERROR:
             return
         error = event.worker.error
-        what = {"search": "Search", "index": "Indexing", "discover": "Store discovery"}.get(event.worker.group,
-                                                                                          "Background task")
+        what = {
+            "search": "Search", "index": "Indexing", "discover": "Store discovery", "compare": "Compare",
+            "why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks", "doctor": "Doctor",
+        }.get(event.worker.group, "Background task")
         self.notify_plain(f"{type(error).__name__}: {error}", title=f"{what} failed", severity="error", timeout=10)
         browser = self.browser
         if browser is not None and event.worker.group == "search":
@@ -289,6 +456,9 @@ class RankscopeApp(App[None]):
         for screen in self.screen_stack:
             if isinstance(screen, LoadingScreen) and event.worker.group == "index":
                 screen.show_error(error)
+            hook = getattr(screen, "worker_failed", None)
+            if hook is not None:
+                hook(event.worker.group, error)
 
 
 def make_app(

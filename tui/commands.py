@@ -12,15 +12,28 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from . import safe
+
 if TYPE_CHECKING:
     from .app import RankscopeApp
 
+#: Quick B variants offered in the palette (spec, what it shows).
+COMPARE_PRESETS = (
+    ("key=rowid", "one fusion key per chunk: rows merged by a source::title collision come back"),
+    ("rerank=before-trim,pool=20", "rerank a larger pool before the trim"),
+    ("rerank=off", "the fused order, without the rerank"),
+    ("fuzzy=always", "also run the typo fallback as a shadow"),
+    ("retrievers=porter", "Porter (stemmed words) only"),
+    ("retrievers=trigram", "trigram (substrings) only"),
+)
+
 _LIMIT = re.compile(r"^\s*(?:set\s+)?limit\s*(?:to\s*)?(\d{1,5})\s*$", re.IGNORECASE)
+_COMPARE = re.compile(r"^\s*compare\s+(?:with\s+)?(\w+\s*=.*?)\s*$", re.IGNORECASE)
 _SOURCE = re.compile(r"^\s*source\s+(?:contains\s+)?(\S.*?)\s*$", re.IGNORECASE)
 
 
 class RankscopeCommands(Provider):
-    """rankscope's commands: parameters, sessions, copy, export, help."""
+    """rankscope's commands: parameters, sessions, copy, export, help, the what-if lab."""
 
     @property
     def rs_app(self) -> "RankscopeApp":
@@ -39,6 +52,16 @@ class RankscopeCommands(Provider):
         yield "Choose sessions…", app.action_choose_sessions, "F3: the session allow-set"
         yield "Copy as command line", app.action_copy_command, "F4: a 'rankscope search' command for this search"
         yield "Export trace as JSON", app.action_export_trace, "F6: write the whole trace into the current folder"
+        yield ("Compare with a variant…", app.action_compare,
+               "F7: this search under A (reference) and B, side by side, with ↑/↓/new/gone")
+        for spec, what in COMPARE_PRESETS:
+            yield f"Compare with {spec}", partial(app.action_compare, spec), what
+        yield "Why is chunk X missing?…", app.action_why_not, "F8: find any chunk; see where and why it left"
+        subject = app.selected_subject()
+        if subject is not None:
+            yield (f"Why not? the selected chunk (row {subject.rowid}: {safe.line(subject.title)[:40]})",
+                   app.action_why_selected, "Explain the chunk the journey pane follows")
+        yield "Store diagnostics (doctor)", app.action_doctor, "F9: key collisions, oversized/Untitled chunks, counts"
         for n in (1, 3, 5, 10, 20, 50):
             if n != params.limit:
                 yield f"Set limit to {n}", partial(up, limit=n), f"Results wanted (now {params.limit})"
@@ -80,6 +103,18 @@ class RankscopeCommands(Provider):
         if m and browser is not None:
             n = int(m.group(1))
             yield Hit(1.0, f"Set limit to {n}", partial(browser.update_params, limit=n), help="Results wanted")
+            return
+        m = _COMPARE.match(query)
+        if m and browser is not None:
+            from engine.compare import parse_variant, variant_spec
+
+            try:
+                spec = variant_spec(parse_variant(m.group(1)))
+            except ValueError as exc:
+                yield Hit(0.1, f"Compare: {safe.line(str(exc))[:70]}", lambda: None, help="Not a valid variant spec")
+            else:
+                yield Hit(1.0, f"Compare with {spec}", partial(self.rs_app.action_compare, spec),
+                          help="B = this variant, A = the compare screen's A")
             return
         m = _SOURCE.match(query)
         if m and browser is not None and not m.group(1).lower().startswith(("filter", "match")):

@@ -35,3 +35,84 @@ class StoreReady(Message):
         self.store = store
         self.label = label
         super().__init__()
+
+
+class ParamsChanged(Message):
+    """The browser's search parameters changed (e.g. from the command palette
+    while a lab screen is on top); posted to the active screen.
+
+    Attributes:
+        params: the new parameters.
+    """
+
+    def __init__(self, params) -> None:
+        self.params = params
+        super().__init__()
+
+
+class CompareFinished(Message):
+    """A compare worker finished.
+
+    Attributes:
+        seq: the request's sequence number (older results are dropped).
+        comparison: an :class:`engine.compare.Comparison`.
+    """
+
+    def __init__(self, seq: int, comparison) -> None:
+        self.seq = seq
+        self.comparison = comparison
+        super().__init__()
+
+
+class WhyFinished(Message):
+    """A why-not worker finished.
+
+    Attributes:
+        seq: the request's sequence number (older results are dropped).
+        explanations: :class:`engine.why.Explanation` list, or empty with ``error``.
+        error: why nothing could be explained (chunk not found), or ``None``.
+    """
+
+    def __init__(self, seq: int, explanations: list, error: str | None = None) -> None:
+        self.seq = seq
+        self.explanations = explanations
+        self.error = error
+        super().__init__()
+
+
+class ChunksLoaded(Message):
+    """The store's chunk list (for the fuzzy finder) is ready.
+
+    Attributes:
+        chunks: :class:`tui.screens.why.ChunkEntry` tuples in row id order.
+    """
+
+    def __init__(self, chunks: list) -> None:
+        self.chunks = chunks
+        super().__init__()
+
+
+class ChunkMatches(Message):
+    """Fuzzy-finder matches for one finder text.
+
+    Attributes:
+        seq: the request's sequence number (older results are dropped).
+        matches: matching chunk entries, best first.
+    """
+
+    def __init__(self, seq: int, matches: list) -> None:
+        self.seq = seq
+        self.matches = matches
+        super().__init__()
+
+
+class DoctorFinished(Message):
+    """The store diagnosis is ready.
+
+    Attributes:
+        report: an :class:`engine.doctor.DoctorReport`.
+    """
+
+    def __init__(self, report) -> None:
+        self.report = report
+        super().__init__()

@@ -22,7 +22,7 @@ from engine import SearchParams, Store
 from engine.model import Trace
 
 from .. import safe
-from ..messages import SearchFinished
+from ..messages import ParamsChanged, SearchFinished
 from ..subject import Subject
 from ..widgets.inspector import StageInspector
 from ..widgets.params_bar import ParamsBar
@@ -130,7 +130,9 @@ class BrowserScreen(Screen):
         else:
             t.append("Try a plain word, a typo of one (fuzzy correction), or F3 to filter by session.\n",
                      style="italic")
-        t.append("F1 explains each stage · ctrl+p lists every command.", style="dim")
+        t.append("F1 explains each stage · ctrl+p lists every command.\n", style="dim")
+        t.append("What-if lab: F7 compares two pipeline variants · F8 asks why a chunk is missing · F9 diagnoses "
+                 "the store.", style="dim")
         return t
 
     # ── panes ──────────────────────────────────────────────────────────
@@ -208,6 +210,8 @@ class BrowserScreen(Screen):
         self.params_bar.show(params)
         if params.query or self.trace is not None:
             self.request_search()
+        if self.app.screen is not self:
+            self.app.screen.post_message(ParamsChanged(params))  # a lab screen on top follows the change
         return True
 
     def request_search(self, force: bool = False) -> None:

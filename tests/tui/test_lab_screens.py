@@ -1,0 +1,397 @@
+"""The what-if lab in the browser: compare (F7), why not? (F8) and doctor
+(F9), with Pilot on the parity corpus, plus SVG snapshots at 80x24.
+
+Regenerate the snapshots after an intended change with
+``pytest tests/tui/test_lab_screens.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import DataTable, Input, OptionList, Select
+
+from engine import SearchParams
+from engine.model import Variant
+from tui.screens.compare import CompareScreen, counts_text, marker_label, variant_from_form
+from tui.screens.doctor import DoctorScreen
+from tui.screens.why import ChunkEntry, WhyScreen, match_chunks
+
+from .conftest import build_app, plain, search_for, settle
+
+WIDE = (120, 40)
+NARROW = (80, 24)
+
+
+async def settle_lab(pilot) -> None:
+    """Wait until every worker has finished and its message was handled."""
+    app = pilot.app
+    for _ in range(5):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    screen = app.screen
+    for attr in ("_seq", "_find_seq"):
+        shown = {"_seq": "_shown_seq", "_find_seq": "_find_shown"}[attr]
+        if hasattr(screen, attr):
+            assert getattr(screen, shown) >= getattr(screen, attr), f"{type(screen).__name__}.{attr} not shown"
+
+
+def table_rows(screen: CompareScreen) -> list[list[str]]:
+    table = screen.query_one("#compare-table", DataTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def open_compare(pilot, query: str) -> CompareScreen:
+    await search_for(pilot, query)
+    await pilot.press("f7")
+    await settle_lab(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, CompareScreen)
+    return screen
+
+
+# ─── compare ─────────────────────────────────────────────────────────────
+
+
+async def test_compare_rowid_key_brings_back_merged_rows():
+    app = build_app(params=SearchParams("", limit=5))
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_compare(pilot, "example")
+        # B = the reference: both runs agree
+        screen.query_one("#b-key", Select).value = "source-title"
+        await settle_lab(pilot)
+        assert screen.comparison.counts.identical
+        assert "same answer, same order" in plain(screen.query_one("#compare-notes"))
+        # B = key=rowid: the rows merged by the source::title collision come back as "new"
+        screen.query_one("#b-key", Select).value = "rowid"
+        await settle_lab(pilot)
+        cmp = screen.comparison
+        assert cmp.params_b.variant == Variant(fusion_key="rowid") and cmp.params_a.variant.is_reference
+        assert cmp.params_b.query == "example" and cmp.params_b.limit == 5
+        rows = table_rows(screen)
+        markers = [r[2] for r in rows]
+        assert markers.count("new") == 2 and "gone" in markers and "=" in markers
+        new_rows = {r[3] for r in rows if r[2] == "new"}
+        assert new_rows == {"46", "51"}
+        assert any(m.startswith("↓") for m in markers)
+        counts = plain(screen.query_one("#compare-counts"))
+        assert "improved 0 · worsened 2 · unchanged 1 · only in A 2 · only in B 2" in counts
+        assert "B key=rowid" in plain(screen.query_one("#compare-title"))
+        assert "overlap 0.60" in plain(screen.query_one("#compare-notes"))
+
+
+async def test_compare_number_fields_and_a_spec():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_compare(pilot, "cache")
+        screen.query_one("#b-key", Select).value = "source-title"
+        screen.query_one("#b-rerank", Select).value = "before-trim"
+        await settle_lab(pilot)
+        pool = screen.query_one("#b-pool", Input)
+        pool.focus()
+        await pilot.press(*"20")
+        await pilot.pause(0.3)
+        await settle_lab(pilot)
+        assert screen.comparison.params_b.variant == Variant(rerank="before-trim", pool_size=20)
+        assert screen.comparison.trace_b.pool_size == 20
+        # a bad A spec is refused in words and nothing is re-run
+        spec = screen.query_one("#a-spec", Input)
+        spec.value = "rerank=sideways"
+        await pilot.pause(0.3)
+        await settle_lab(pilot)
+        error = screen.query_one("#compare-error")
+        assert error.display and "A not applied" in plain(error) and "sideways" in plain(error)
+        assert screen.comparison.params_a.variant.is_reference
+        spec.value = "rrf_k=10"
+        await pilot.pause(0.3)
+        await settle_lab(pilot)
+        assert not error.display
+        assert screen.comparison.params_a.variant == Variant(rrf_k=10)
+        # the variants are kept for the next opening
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.compare_variants == (Variant(rrf_k=10), Variant(rerank="before-trim", pool_size=20))
+
+
+async def test_compare_row_opens_why_under_the_run_that_lacks_it():
+    app = build_app(params=SearchParams("", limit=5))
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_compare(pilot, "example")
+        screen.query_one("#b-key", Select).value = "rowid"
+        await settle_lab(pilot)
+        table = screen.query_one("#compare-table", DataTable)
+        new_index = next(i for i, r in enumerate(screen.comparison.rows) if r.marker == "new")
+        table.focus()
+        table.move_cursor(row=new_index)
+        await pilot.press("enter")
+        await settle_lab(pilot)
+        why = app.screen
+        assert isinstance(why, WhyScreen)
+        assert why.params.variant.is_reference  # a "new" chunk is explained under A
+        assert why.explanations and why.explanations[0].reason == "merged"
+        assert "merged" in plain(why.query_one("#why-text"))
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.pause()
+        assert app.screen is screen and app.focused is table
+
+
+async def test_compare_follows_a_palette_parameter_change():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_compare(pilot, "example")
+        app.browser.update_params(limit=5)
+        await settle(pilot)
+        await settle_lab(pilot)
+        assert screen.comparison.params_a.limit == 5 and screen.comparison.params_b.limit == 5
+        assert "limit 5" in plain(screen.query_one("#compare-title"))
+
+
+async def test_compare_empty_query_says_why():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.press("f7")
+        await settle_lab(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        assert not screen.table.display
+        text = plain(screen.query_one("#compare-empty"))
+        assert "Neither run returned anything" in text and "A:" in text
+
+
+def test_marker_labels_and_counts_are_words():
+    from engine.compare import ChunkComparison, CompareCounts
+
+    def row(a, b, marker):
+        return ChunkComparison(1, 1, "s", "t", "prose", a, b, marker)
+
+    assert [marker_label(row(3, 1, "up")), marker_label(row(1, 4, "down")), marker_label(row(2, 2, "same")),
+            marker_label(row(None, 1, "new")), marker_label(row(1, None, "gone"))] == ["↑2", "↓3", "=", "new", "gone"]
+    text = counts_text(CompareCounts(1, 2, 3, 4, 5), 0.5).plain
+    assert text == "improved 1 · worsened 2 · unchanged 3 · only in A 4 · only in B 5 · overlap 0.50"
+    assert variant_from_form({"key": "rowid", "rerank": "on", "fuzzy": "fallback", "retrievers": "both"},
+                             {"rrf_k": "", "fts_limit": "", "pool": "7", "pool_sessions": ""}) == Variant(
+        fusion_key="rowid", pool_size=7)
+    with pytest.raises(ValueError, match="fts_limit"):
+        variant_from_form({}, {"fts_limit": "-3"})
+
+
+# ─── why not? ────────────────────────────────────────────────────────────
+
+
+async def test_why_not_for_a_chunk_removed_by_the_session_filter():
+    app = build_app(params=SearchParams("", sessions=("sess-A",)))
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        removed = app.browser.trace.first.filter.removed[0]
+        await pilot.press("f8")
+        await settle_lab(pilot)
+        screen = app.screen
+        assert isinstance(screen, WhyScreen)
+        assert app.focused is screen.query_one("#why-find", Input)
+        await pilot.press(*removed.title)
+        await settle_lab(pilot)
+        options = screen.query_one("#why-list", OptionList)
+        index = next(i for i, e in enumerate(screen.matches) if e.rowid == removed.rowid)
+        assert index < 5  # typing the title finds it near the top
+        await pilot.press("down")
+        assert app.focused is options
+        options.highlighted = index
+        await pilot.press("enter")
+        await settle_lab(pilot)
+        (exp,) = screen.explanations
+        assert exp.chunk.rowid == removed.rowid
+        assert exp.reason == "session-filter" and exp.stage == "filter"
+        text = plain(screen.query_one("#why-text"))
+        assert "reason session-filter" in text and "Session filter" in text
+        assert "removed by the session filter" in text and "sess-A" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.pause()
+        assert app.focused is app.browser.query_box.input
+
+
+async def test_why_not_explains_the_selected_chunk_from_a_pane():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("down", "down")  # query → results, second result
+        await pilot.pause()
+        second = app.browser.trace.final[1].candidate
+        await pilot.press("f8")
+        await settle_lab(pilot)
+        screen = app.screen
+        assert isinstance(screen, WhyScreen)
+        (exp,) = screen.explanations
+        assert exp.chunk.rowid == second.rowid and exp.reason in ("returned", "outranked")
+        assert "✓ in the answer at #2" in plain(screen.query_one("#why-text"))
+
+
+async def test_why_finder_accepts_a_row_id_and_enter():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "heartbeat")
+        await pilot.press("f8")
+        await settle_lab(pilot)
+        await pilot.press(*"row 46", "enter")
+        await settle_lab(pilot)
+        screen = app.screen
+        assert screen.matches[0].rowid == 46
+        assert screen.explanations[0].chunk.rowid == 46
+        assert screen.explanations[0].reason == "no-term"
+
+
+def test_match_chunks_ranks_words_anywhere_and_typos():
+    entries = [
+        ChunkEntry(1, "docs/configuration.md", "Configuration > Options > Example", "prose", ""),
+        ChunkEntry(2, "config/tidewright.json", "name", "code", ""),
+        ChunkEntry(3, "docs/faq.md", "FAQ > Why is my build slow?", "prose", "s"),
+    ]
+    assert [e.rowid for e in match_chunks("", entries)] == [1, 2, 3]
+    assert match_chunks("config exmple", entries)[0].rowid == 1
+    assert match_chunks("faq slow", entries)[0].rowid == 3
+    assert match_chunks("#2", entries)[0].rowid == 2
+    assert match_chunks("zzzz qqqq", entries) == []
+
+
+# ─── doctor ──────────────────────────────────────────────────────────────
+
+
+async def test_doctor_lists_fusion_key_collisions():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.press("f9")
+        await settle_lab(pilot)
+        screen = app.screen
+        assert isinstance(screen, DoctorScreen)
+        report = screen.report
+        assert report is not None and len(report.collisions) == 8
+        text = plain(screen.query_one("#doctor-text"))
+        assert "⚠ 8 fusion keys shared by several chunks (12 chunks can be merged away" in text
+        assert "Fusion-key collisions (8)" in text
+        assert "docs/configuration.md::Configuration > Options > Example" in text and "46, 48, 51" in text
+        assert "Chunks over 4096 bytes (3)" in text and "Empty or Untitled titles (5)" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.pause()
+        assert app.focused is app.browser.query_box.input
+
+
+# ─── palette, keys, safety ───────────────────────────────────────────────
+
+
+@pytest.mark.parametrize("typed, screen_type", [
+    ("compare with a variant", CompareScreen),
+    ("why is chunk", WhyScreen),
+    ("store diagnostics", DoctorScreen),
+])
+async def test_palette_opens_the_lab_screens(typed, screen_type):
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*typed)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle_lab(pilot)
+        assert isinstance(app.screen, screen_type)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.browser
+
+
+async def test_palette_compare_with_a_typed_spec():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"compare rrf_k=5,rerank=off")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle_lab(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        assert screen.comparison.params_b.variant == Variant(rrf_k=5, rerank="off")
+        assert screen.query_one("#b-rrf_k", Input).value == "5"
+        assert screen.query_one("#b-rerank", Select).value == "off"
+
+
+async def test_lab_keys_toggle_and_browser_keys_wait():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        for key, cls in (("f7", CompareScreen), ("f8", WhyScreen), ("f9", DoctorScreen)):
+            await pilot.press(key)
+            await settle_lab(pilot)
+            assert isinstance(app.screen, cls)
+            await pilot.press("f2")  # browser keys are off on the lab screens
+            await pilot.pause()
+            assert isinstance(app.screen, cls)
+            await pilot.press(key)  # the same key closes
+            await pilot.pause()
+            assert app.screen is app.browser
+
+
+async def test_lab_bindings_have_ids_and_tooltips():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        for cls in (CompareScreen, WhyScreen, DoctorScreen):
+            for b in cls.BINDINGS:
+                assert b.id and b.tooltip, (cls.__name__, b)
+
+
+async def test_lab_screens_never_send_store_control_characters():
+    from engine import Store
+
+    store = Store.create(":memory:")
+    store.index_text("evil\x1b]0;title\x07.md", "# Cache \x1b[2J heading\n\ncache body\n\n# Cache \x1b[2J heading\n\n"
+                     "more cache\n", "markdown", session_id="s\x1b[1m")
+    app = build_app(store=store, store_label="evil")
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_compare(pilot, "cache")
+        shown = "\n".join(" ".join(r) for r in table_rows(screen))
+        await pilot.press("escape", "f8")
+        await settle_lab(pilot)
+        await pilot.press(*"cache", "enter")
+        await settle_lab(pilot)
+        why = app.screen
+        shown += plain(why.query_one("#why-text")) + "\n".join(
+            str(why.query_one("#why-list", OptionList).get_option_at_index(i).prompt)
+            for i in range(why.query_one("#why-list", OptionList).option_count))
+        await pilot.press("escape", "f9")
+        await settle_lab(pilot)
+        shown += plain(app.screen.query_one("#doctor-text"))
+        assert "\x1b" not in shown and "\x07" not in shown
+        assert "␛[2J" in shown
+
+
+# ─── snapshots (80x24, no timings, fixed corpus) ─────────────────────────
+
+
+def _compare_before(pilot_query: str, spec_key: str):
+    async def run_before(pilot) -> None:
+        await search_for(pilot, pilot_query)
+        await pilot.press("f7")
+        await settle_lab(pilot)
+        pilot.app.screen.query_one("#b-key", Select).value = spec_key
+        await settle_lab(pilot)
+        await pilot.pause(0.1)
+
+    return run_before
+
+
+def test_compare_screen_snapshot(snap_compare):
+    app = build_app(params=SearchParams("", limit=5))
+    assert snap_compare(app, terminal_size=NARROW, run_before=_compare_before("example", "rowid"))
+
+
+def test_doctor_screen_snapshot(snap_compare):
+    async def run_before(pilot) -> None:
+        await pilot.press("f9")
+        await settle_lab(pilot)
+        await pilot.pause(0.1)
+
+    assert snap_compare(build_app(), terminal_size=NARROW, run_before=run_before)

@@ -1,0 +1,427 @@
+"""Compare: the browser's query under two pipeline variants, A and B.
+
+A is the reference unless its spec is edited; B is chosen field by field
+(fusion key, rerank, fuzzy policy, retrievers, rrf_k, fts_limit and the two
+pool sizes). One table lines the two final lists up chunk by chunk: the
+position in A and in B and a move marker in words and symbols (↑n, ↓n, =,
+new, gone), then the counts. Enter (or F8) on a row asks "why?" for that
+chunk under the run that lacks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input, Label, Select, Static
+
+from engine import SearchParams
+from engine.compare import ChunkComparison, CompareCounts, Comparison, parse_variant, variant_spec
+from engine.model import FUSION_KEYS, FUZZY_POLICIES, RERANK_MODES, RETRIEVER_SETS, Variant
+
+from .. import safe
+from ..cmdline import describe_sessions
+from ..messages import CompareFinished, ParamsChanged
+
+_CLOSE = Binding.Group("Close ", compact=True)
+
+#: Form field id → (short spec key, Variant field) for B's variant.
+SELECT_FIELDS = (
+    ("key", "fusion_key", FUSION_KEYS),
+    ("rerank", "rerank", RERANK_MODES),
+    ("fuzzy", "fuzzy", FUZZY_POLICIES),
+    ("retrievers", "retrievers", RETRIEVER_SETS),
+)
+INT_FIELDS = (
+    ("rrf_k", "rrf_k"),
+    ("fts_limit", "fts_limit"),
+    ("pool", "pool_size"),
+    ("pool_sessions", "pool_size_sessions"),
+)
+#: Seconds after the last keystroke in a number field before comparing.
+DEBOUNCE_S = 0.2
+MARKER_STYLE = {"up": "green", "down": "red", "same": "dim", "new": "cyan", "gone": "magenta"}
+#: Single-line columns and their fixed widths; title and source share the rest.
+COLUMNS = ("A#", "B#", "move", "row", "title", "source")
+FIXED = {"A#": 3, "B#": 3, "move": 5, "row": 5}
+WIDE_COLUMNS = COLUMNS + ("rrf A", "rrf B")
+WIDE_FIXED = {**FIXED, "rrf A": 7, "rrf B": 7}
+WIDE_MIN = 100
+
+
+def marker_label(row: ChunkComparison) -> str:
+    """``↑2`` / ``↓1`` / ``=`` / ``new`` / ``gone``: the move from A to B in words and symbols."""
+    if row.marker == "up":
+        return f"↑{row.delta}"
+    if row.marker == "down":
+        return f"↓{-(row.delta or 0)}"
+    return {"same": "=", "new": "new", "gone": "gone"}[row.marker]
+
+
+def counts_text(counts: CompareCounts, overlap: float | None = None) -> Text:
+    """``improved 0 · worsened 2 · unchanged 1 · only in A 2 · only in B 2 · overlap 0.20``."""
+    t = Text()
+    parts = (
+        ("improved", counts.improved, "green"),
+        ("worsened", counts.worsened, "red"),
+        ("unchanged", counts.unchanged, ""),
+        ("only in A", counts.only_in_a, "magenta"),
+        ("only in B", counts.only_in_b, "cyan"),
+    )
+    for i, (name, n, style) in enumerate(parts):
+        if i:
+            t.append(" · ", style="dim")
+        t.append(f"{name} ")
+        t.append(str(n), style=f"bold {style}".strip() if n else "bold")
+    if overlap is not None:
+        t.append(" · ", style="dim")
+        t.append(f"overlap {overlap:.2f}")
+    return t
+
+
+def variant_from_form(selects: dict[str, str], numbers: dict[str, str]) -> Variant:
+    """B's variant from the form values (spec key → text). An empty number
+    field means the reference (``default`` for the sizes).
+
+    Raises:
+        ValueError: a number is not allowed (the message names the field).
+    """
+    parts = [f"{key}={value}" for key, value in selects.items()]
+    for key, value in numbers.items():
+        value = value.strip()
+        if not value:
+            if key == "rrf_k":
+                continue
+            value = "default"
+        parts.append(f"{key}={value}")
+    return parse_variant(",".join(parts))
+
+
+def side_note(label: str, cmp_side_layer: str, n: int) -> str:
+    """``A rrf, 3 results``."""
+    return f"{label} {cmp_side_layer}, {n} result{'s' if n != 1 else ''}"
+
+
+class CompareScreen(Screen[None]):
+    """Run the browser's query under variants A and B and line the answers up."""
+
+    BINDINGS = [
+        Binding("escape", "close", "Close", group=_CLOSE, id="compare.close",
+                tooltip="Close the comparison and return to the query"),
+        Binding("f7", "close", "Close", group=_CLOSE, id="compare.toggle", tooltip="Close the comparison"),
+        Binding("f8", "why_row", "Why this row?", id="compare.why",
+                tooltip="Explain the highlighted chunk under the run that lacks it (B, or A for a new one)"),
+    ]
+
+    def __init__(self, params: SearchParams, variant_a: Variant | None = None,
+                 variant_b: Variant | None = None) -> None:
+        super().__init__()
+        self.params = params
+        self.variant_a = variant_a or Variant()
+        self.variant_b = variant_b or Variant(fusion_key="rowid")
+        self.comparison: Comparison | None = None
+        self._seq = 0
+        self._shown_seq = 0
+        self._requested: tuple[SearchParams, SearchParams] | None = None
+        self._timer: Timer | None = None
+        self._widths: tuple[bool, int, int] = (False, 0, 0)
+        self._ready = False
+
+    # ── layout ─────────────────────────────────────────────────────────
+
+    def compose(self) -> ComposeResult:
+        b = self.variant_b
+        yield Static(id="compare-title", classes="lab-title")
+        with Vertical(id="compare-form"):
+            with Horizontal(classes="lab-row"):
+                yield Label("B", classes="lab-side")
+                for key, name, choices in SELECT_FIELDS[:3]:
+                    yield Label(key, classes="lab-label")
+                    yield Select([(c, c) for c in choices], value=getattr(b, name), allow_blank=False,
+                                 compact=True, id=f"b-{key}", classes=f"lab-select lab-{key}")
+            with Horizontal(classes="lab-row"):
+                yield Label("", classes="lab-side")
+                key, name, choices = SELECT_FIELDS[3]
+                yield Label(key, classes="lab-label")
+                yield Select([(c, c) for c in choices], value=getattr(b, name), allow_blank=False,
+                             compact=True, id=f"b-{key}", classes=f"lab-select lab-{key}")
+                for key, name in INT_FIELDS[:2]:
+                    yield from self._number(key, getattr(b, name))
+            with Horizontal(classes="lab-row"):
+                yield Label("", classes="lab-side")
+                for key, name in INT_FIELDS[2:]:
+                    yield from self._number(key, getattr(b, name))
+                yield Label("A", classes="lab-label lab-a")
+                yield Input(variant_spec(self.variant_a), id="a-spec", compact=True, placeholder="reference",
+                            tooltip="Variant A as a spec, e.g. reference or key=rowid,rrf_k=10 (Enter applies)")
+        yield Static("", id="compare-error", classes="error")
+        yield Static("", id="compare-counts")
+        with Vertical(id="compare-box"):
+            yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=False)
+            yield Static("", id="compare-empty")
+        yield Static("", id="compare-notes", classes="hint")
+        yield Footer(compact=True)
+
+    def _number(self, key: str, value: int | None) -> ComposeResult:
+        yield Label(key, classes="lab-label")
+        yield Input("" if value is None else str(value), id=f"b-{key}", compact=True, type="integer",
+                    placeholder="auto", classes="lab-number",
+                    tooltip=f"{key}: a whole number" + ("" if key == "rrf_k" else "; empty = the reference formula"))
+
+    def on_mount(self) -> None:
+        self.query_one("#compare-error", Static).display = False
+        self.table.display = False
+        self.query_one("#compare-empty", Static).update(Text("comparing…", style="italic"))
+        self._show_title()
+        self.query_one("#b-key", Select).focus()
+        self._ready = True
+        self.run_compare(force=True)
+
+    @property
+    def table(self) -> DataTable:
+        """The A-vs-B table."""
+        return self.query_one("#compare-table", DataTable)
+
+    def _show_title(self) -> None:
+        p = self.params
+        t = Text("Compare ", style="bold")
+        t.append("A ", style="bold")
+        t.append(variant_spec(self.variant_a))
+        t.append("  vs  ", style="dim")
+        t.append("B ", style="bold")
+        t.append(variant_spec(self.variant_b), style="bold underline")
+        t.append(f" · {safe.line(p.query)!r}" if p.query else " · (empty query)")
+        t.append(f" · limit {p.limit}", style="dim")
+        if p.source:
+            t.append(f" · source {safe.line(p.source)}", style="dim")
+        if p.content_type:
+            t.append(f" · type {p.content_type}", style="dim")
+        if p.sessions is not None:
+            t.append(f" · sessions {safe.line(describe_sessions(p.sessions))}", style="dim")
+        self.query_one("#compare-title", Static).update(t)
+
+    # ── the form ───────────────────────────────────────────────────────
+
+    def form_variant_b(self) -> Variant:
+        """B's variant from the form. Raises ValueError on a bad number."""
+        selects = {key: str(self.query_one(f"#b-{key}", Select).value) for key, _, _ in SELECT_FIELDS}
+        numbers = {key: self.query_one(f"#b-{key}", Input).value for key, _ in INT_FIELDS}
+        return variant_from_form(selects, numbers)
+
+    def form_variant_a(self) -> Variant:
+        """A's variant from its spec. Raises ValueError on a bad spec."""
+        return parse_variant(self.query_one("#a-spec", Input).value)
+
+    def _read_form(self) -> bool:
+        error = self.query_one("#compare-error", Static)
+        try:
+            side = "A"
+            a = self.form_variant_a()
+            side = "B"
+            b = self.form_variant_b()
+        except ValueError as exc:
+            error.update(Text(f"✗ {side} not applied: {safe.line(str(exc))}", style="bold"))
+            error.display = True
+            return False
+        error.update("")
+        error.display = False
+        self.variant_a, self.variant_b = a, b
+        remember = getattr(self.app, "remember_variants", None)
+        if remember is not None:
+            remember(a, b)
+        self._show_title()
+        return True
+
+    @on(Select.Changed)
+    def _select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if self._ready and self._read_form():
+            self.run_compare()
+
+    @on(Input.Changed)
+    def _input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if not self._ready:
+            return
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(DEBOUNCE_S, self._debounced)
+
+    def _debounced(self) -> None:
+        self._timer = None
+        if self._read_form():
+            self.run_compare()
+
+    @on(Input.Submitted)
+    def _input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        if self._read_form():
+            self.run_compare(force=True)
+            if self.table.display:
+                self.table.focus()
+
+    # ── comparing ──────────────────────────────────────────────────────
+
+    def run_compare(self, force: bool = False) -> None:
+        """Compare the browser's query under A and B (in a thread worker)."""
+        pa = replace(self.params, variant=self.variant_a)
+        pb = replace(self.params, variant=self.variant_b)
+        if not force and self._requested == (pa, pb):
+            return
+        self._requested = (pa, pb)
+        self._seq += 1
+        self.query_one("#compare-box").border_subtitle = "comparing…"
+        self.app.run_compare(pa, pb, self._seq, self)  # type: ignore[attr-defined]
+
+    @on(ParamsChanged)
+    def _params_changed(self, event: ParamsChanged) -> None:
+        self.params = replace(event.params, variant=self.params.variant)
+        self._show_title()
+        self.run_compare()
+
+    @on(CompareFinished)
+    def _finished(self, event: CompareFinished) -> None:
+        if event.seq <= self._shown_seq:
+            return
+        self._shown_seq = event.seq
+        self.show_comparison(event.comparison)
+
+    def show_comparison(self, cmp: Comparison) -> None:
+        """Show ``cmp``: the table (or why it is empty), the counts and notes."""
+        self.comparison = cmp
+        box = self.query_one("#compare-box")
+        box.border_title = "A vs B"
+        box.border_subtitle = f"{len(cmp.rows)} chunk{'s' if len(cmp.rows) != 1 else ''} · Enter: why?"
+        self.query_one("#compare-counts", Static).update(counts_text(cmp.counts))
+        notes = [side_note("A", cmp.trace_a.layer, len(cmp.final_a)),
+                 side_note("B", cmp.trace_b.layer, len(cmp.final_b)), f"overlap {cmp.overlap:.2f}"]
+        for label, trace in (("A", cmp.trace_a), ("B", cmp.trace_b)):
+            if trace.fuzzy.shadow and trace.fuzzy.corrected_query:
+                notes.append(f"{label}: fuzzy shadow run corrected the query to "
+                             f"{safe.line(trace.fuzzy.corrected_query)!r}")
+        if cmp.counts.identical and cmp.rows:
+            notes.append("same answer, same order")
+        self.query_one("#compare-notes", Static).update(" · ".join(notes))
+        empty = self.query_one("#compare-empty", Static)
+        if not cmp.rows:
+            t = Text("Neither run returned anything.\n", style="bold")
+            for label, trace in (("A", cmp.trace_a), ("B", cmp.trace_b)):
+                if trace.empty_reason:
+                    t.append(f"{label}: {safe.line(trace.empty_reason)}\n")
+            self.table.display = False
+            empty.update(t)
+            empty.display = True
+            box.border_subtitle = ""
+            return
+        empty.display = False
+        refocus = self.table.has_focus
+        self.table.display = True
+        self._fill(keep_cursor=False)
+        if refocus:
+            self.table.focus()
+
+    def _layout(self) -> tuple[bool, int, int]:
+        box = self.query_one("#compare-box")
+        width = box.scrollable_content_region.width or box.size.width or 78
+        wide = width >= WIDE_MIN
+        fixed = WIDE_FIXED if wide else FIXED
+        cols = WIDE_COLUMNS if wide else COLUMNS
+        room = max(width - sum(fixed.values()) - 2 * len(cols) - 1, 20)
+        title = max(room * 3 // 5, 12)
+        return wide, title, max(room - title, 8)
+
+    @staticmethod
+    def _cut(text: str, width: int, style: str = "") -> Text:
+        t = Text(safe.line(text), style=style, no_wrap=True, overflow="ellipsis")
+        t.truncate(width, overflow="ellipsis")
+        return t
+
+    def _fill(self, keep_cursor: bool) -> None:
+        cmp = self.comparison
+        if cmp is None or not cmp.rows:
+            return
+        table = self.table
+        row = table.cursor_row if keep_cursor else 0
+        table.clear(columns=True)
+        wide, tw, sw = self._widths = self._layout()
+        fixed = WIDE_FIXED if wide else FIXED
+        widths = {**fixed, "title": tw, "source": sw}
+        for col in WIDE_COLUMNS if wide else COLUMNS:
+            table.add_column(col, key=col, width=widths[col])
+
+        def num(n: int | None) -> Text:
+            return Text("—" if n is None else str(n), justify="right")
+
+        def score(x: float | None) -> Text:
+            return Text("—" if x is None else f"{x:.4f}", justify="right")
+
+        for i, r in enumerate(cmp.rows):
+            cells = [
+                num(r.position_a), num(r.position_b), Text(marker_label(r), style=MARKER_STYLE[r.marker]),
+                Text(str(r.rowid), justify="right", style="dim"),
+                self._cut(r.title, tw), self._cut(r.source, sw, "dim"),
+            ]
+            if wide:
+                cells += [score(r.score_a), score(r.score_b)]
+            table.add_row(*cells, key=str(i))
+        table.move_cursor(row=min(row, len(cmp.rows) - 1), animate=False)
+
+    def on_resize(self) -> None:
+        if self.comparison is not None and self.comparison.rows and self._layout() != self._widths:
+            self._fill(keep_cursor=True)
+
+    # ── why? ───────────────────────────────────────────────────────────
+
+    def why_params(self, row: ChunkComparison) -> tuple[SearchParams, int]:
+        """The run to ask about ``row`` and the chunk's row id: A for a chunk
+        only B returned, otherwise B."""
+        assert self.comparison is not None
+        if row.marker == "new":
+            return self.comparison.params_a, row.rowid_b  # type: ignore[return-value]
+        if row.marker == "gone":
+            return self.comparison.params_b, row.rowid_a  # type: ignore[return-value]
+        return self.comparison.params_b, row.rowid  # type: ignore[return-value]
+
+    def action_why_row(self, index: int | None = None) -> None:
+        """Open "why?" for the highlighted row (or row ``index``)."""
+        cmp = self.comparison
+        if cmp is None or not cmp.rows or not self.table.display:
+            self.app.notify("Nothing to explain yet: no chunk in either answer.", severity="warning")  # type: ignore[call-arg]
+            return
+        i = self.table.cursor_row if index is None else index
+        if not 0 <= i < len(cmp.rows):
+            return
+        params, rowid = self.why_params(cmp.rows[i])
+        from .why import WhyScreen
+
+        trace = cmp.trace_a if params == cmp.params_a else cmp.trace_b
+        self.app.push_screen(WhyScreen(params, rowid=rowid, trace=trace), callback=self._back_here)
+
+    def _back_here(self, _result: object = None) -> None:
+        self.call_after_refresh(self.table.focus)
+
+    @on(DataTable.RowSelected, "#compare-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_why_row(event.cursor_row)
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """A compare worker failed (the app has notified): say so in place."""
+        if group == "compare":
+            self.query_one("#compare-box").border_subtitle = "compare failed"
+            if self.comparison is None:
+                self.query_one("#compare-empty", Static).update(
+                    Text(f"Compare failed: {safe.line(str(error))}", style="bold"))
+
+    def action_close(self) -> None:
+        """Close the comparison."""
+        self.dismiss(None)
