@@ -277,6 +277,40 @@ async def test_doctor_lists_fusion_key_collisions():
         assert app.focused is app.browser.query_box.input
 
 
+def test_doctor_renderable_shows_every_kind_of_finding():
+    import io
+
+    from rich.console import Console
+
+    from engine import Store
+    from engine.doctor import diagnose
+    from tui.screens.doctor import doctor_renderable
+
+    store = Store.create(":memory:")
+    store.index_text("a.md", "# A\ntext\n# A\nagain\n# Untitled\nx\n", "markdown")
+    store.index_text("b.md", "# B\n" + "word " * 1000 + "\n", "markdown")
+    store.conn.execute("UPDATE sources SET chunk_count = 9 WHERE label = 'a.md'")
+    for t in ("chunks",):
+        store.conn.execute(f"INSERT INTO {t} (title, content, source_id, content_type, session_id) "
+                           "VALUES ('Lost', 'no source row', 99, 'prose', '')")
+    console = Console(width=100, file=io.StringIO(), record=True, color_system=None)
+    console.print(doctor_renderable(diagnose(store), "test store"))
+    text = console.export_text()
+    assert "test store" in text
+    assert "Fusion-key collisions (1)" in text and "a.md::A" in text
+    assert "Chunks over 4096 bytes (1)" in text
+    assert "Empty or Untitled titles (1)" in text
+    assert "Counts that disagree with the rows stored" in text and "chunk_count" in text
+    assert "orphan chunks" in text
+    assert "⚠ 1 chunk without a source row" in text
+
+    clean = Store.create(":memory:")
+    clean.index_text("c.md", "# C\ntext\n", "markdown")
+    console = Console(width=100, file=io.StringIO(), record=True, color_system=None)
+    console.print(doctor_renderable(diagnose(clean)))
+    assert "✓ No problems found." in console.export_text()
+
+
 # ─── palette, keys, safety ───────────────────────────────────────────────
 
 

@@ -26,23 +26,23 @@ _CLOSE = Binding.Group("Close ", compact=True)
 MAX_ROWS = 100
 
 
-def _table(title: str, columns: tuple[str, ...], rows: list[tuple], wide: tuple[str, ...] = ()) -> Table:
+def _table(title: str, columns: tuple[str, ...], rows: list[tuple], wide: tuple[str, ...] = ()) -> Group:
+    """A heading (``name (n): gloss``) over a table of at most ``MAX_ROWS`` rows."""
     shown = rows[:MAX_ROWS]
     more = f"; first {MAX_ROWS} shown, rankscope doctor --json lists all" if len(rows) > MAX_ROWS else ""
     name, _, gloss = title.partition(": ")
     heading = Text(f"{name} ({len(rows)})", style="bold")
     if gloss or more:
         heading.append(f": {gloss}{more}" if gloss else more, style="dim")
-    t = Table(title=heading, title_justify="left", expand=False,
-              box=None, header_style="bold underline", pad_edge=False)
+    t = Table(expand=False, box=None, header_style="bold underline", pad_edge=False)
     for col in columns:
         if col in wide:
             t.add_column(col, overflow="fold", ratio=2 if col in ("key", "title", "file", "error") else 1)
         else:
-            t.add_column(col, no_wrap=True, justify="right" if col in ("rowid", "chunks", "bytes", "id") else "left")
+            t.add_column(col, no_wrap=True, justify="right" if col in ("rowid", "chunks", "bytes", "id", "recorded", "actual") else "left")
     for row in shown:
         t.add_row(*[Text(safe.line(str(x))) for x in row])
-    return t
+    return Group(heading, t)
 
 
 def doctor_renderable(report: DoctorReport, label: str = "") -> Group:
@@ -58,7 +58,7 @@ def doctor_renderable(report: DoctorReport, label: str = "") -> Group:
         return Group(*parts)
     for line in report.findings:
         parts.append(Text("⚠ " + line, style="bold yellow"))
-    tables: list[Table] = []
+    tables: list[Group] = []
     if report.collisions:
         tables.append(_table(
             "Fusion-key collisions: chunks sharing source::title; fusion keeps the first row seen",
@@ -75,9 +75,9 @@ def doctor_renderable(report: DoctorReport, label: str = "") -> Group:
             [(u.rowid, repr(u.title), u.source or "(no source row)") for u in report.untitled], wide=("source",)))
     if report.count_mismatches:
         tables.append(_table(
-            "Source counts that disagree", ("id", "label", "chunks", "actual", "code", "actual code"),
-            [(m.source_id, m.label, m.recorded_chunks, m.actual_chunks, m.recorded_code, m.actual_code)
-             for m in report.count_mismatches], wide=("label",)))
+            "Counts that disagree with the rows stored", ("id", "source", "count", "recorded", "actual"),
+            [("—" if m.source_id is None else m.source_id, "—" if m.label is None else m.label, m.what,
+              m.recorded, m.actual) for m in report.count_mismatches], wide=("source",)))
     if report.stale:
         tables.append(_table("Stale file-backed sources: changed since indexing (not refreshed here)", ("label", "file"),
                              [(s.label, s.file_path) for s in report.stale], wide=("file",)))
