@@ -22,15 +22,15 @@ WIDE = (120, 40)
 NARROW = (80, 24)
 
 
-async def settle_lab(pilot) -> None:
-    """Wait until every worker has finished and its message was handled."""
+async def settle_lab(pilot, strict: bool = True) -> None:
+    """Wait until every worker has finished and (``strict``) its result is shown."""
     app = pilot.app
     for _ in range(5):
         await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.pause()
     screen = app.screen
-    for attr in ("_seq", "_find_seq"):
+    for attr in ("_seq", "_find_seq") if strict else ():
         shown = {"_seq": "_shown_seq", "_find_seq": "_find_shown"}[attr]
         if hasattr(screen, attr):
             assert getattr(screen, shown) >= getattr(screen, attr), f"{type(screen).__name__}.{attr} not shown"
@@ -157,6 +157,29 @@ async def test_compare_empty_query_says_why():
         assert not screen.table.display
         text = plain(screen.query_one("#compare-empty"))
         assert "Neither run returned anything" in text and "A:" in text
+
+
+async def test_compare_failure_becomes_a_notification():
+    from engine import search
+
+    calls = []
+
+    def flaky(store, params, conn=None):
+        calls.append(params)
+        if not params.variant.is_reference:
+            raise RuntimeError("variant exploded")
+        return search(store, params, conn=conn)
+
+    app = build_app(search_fn=flaky)
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("f7")
+        await settle_lab(pilot, strict=False)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and app.is_running
+        assert any("variant exploded" in n.message and n.severity == "error" for n in app._notifications)
+        assert screen.query_one("#compare-box").border_subtitle == "compare failed"
+        assert "Compare failed: variant exploded" in plain(screen.query_one("#compare-empty"))
 
 
 def test_marker_labels_and_counts_are_words():

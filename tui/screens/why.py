@@ -211,7 +211,7 @@ class WhyScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="why-title", classes="lab-title")
-        yield Input(id="why-find", compact=True,
+        yield Input(f"row {self.rowid}" if self.rowid is not None else "", id="why-find", compact=True,
                     placeholder="Find a chunk: part of its title or source, or a row id",
                     tooltip="Fuzzy match over source::title; Enter explains the highlighted match")
         yield OptionList(id="why-list")
