@@ -59,8 +59,8 @@ class RankscopeCommands(Provider):
         yield "Why is chunk X missing?…", app.action_why_not, "F8: find any chunk; see where and why it left"
         subject = app.selected_subject()
         if subject is not None:
-            yield (f"Why not? the selected chunk (row {subject.rowid}: {safe.line(subject.title)[:40]})",
-                   app.action_why_selected, "Explain the chunk the journey pane follows")
+            yield (f"Why not? the selected chunk (row {subject.rowid})", app.action_why_selected,
+                   f"Explain {safe.line(subject.title)} · {safe.line(subject.source)}")
         yield "Store diagnostics (doctor)", app.action_doctor, "F9: key collisions, oversized/Untitled chunks, counts"
         for n in (1, 3, 5, 10, 20, 50):
             if n != params.limit:
