@@ -166,7 +166,7 @@ def explanation_renderable(e: Explanation) -> Group:
     else:
         verdict = Text(f"✗ left the pipeline at {stage_words(e.stage)}", style="bold")
         if e.position is not None:
-            verdict.append(f" (#{e.position} there)")
+            verdict.append(f" (#{e.position} at that stage)")
     verdict.append(" · reason ", style="dim")
     verdict.append(e.reason, style="bold green" if e.reason == "returned" else
                    "bold yellow" if e.reason == "outranked" else "bold red")
