@@ -175,6 +175,8 @@ class CompareScreen(Screen[None]):
                     tooltip=f"{key}: a whole number" + ("" if key == "rrf_k" else "; empty = the reference formula"))
 
     def on_mount(self) -> None:
+        for field in self.query(Input):
+            field.cursor_blink = getattr(self.app, "cursor_blink", True)
         self.query_one("#compare-error", Static).display = False
         self.table.display = False
         self.query_one("#compare-empty", Static).update(Text("comparing…", style="italic"))

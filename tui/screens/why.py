@@ -220,6 +220,8 @@ class WhyScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        for field in self.query(Input):
+            field.cursor_blink = getattr(self.app, "cursor_blink", True)
         self._show_title()
         box = self.query_one("#why-box")
         box.border_title = "Why?"
