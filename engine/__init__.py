@@ -27,7 +27,9 @@ from .model import (
 )
 from .pipeline import search
 from .store import (
+    CorruptStoreError,
     NotADatabaseError,
+    NotOurStoreError,
     ReadOnlyStoreError,
     SchemaError,
     Store,
@@ -36,8 +38,8 @@ from .store import (
 )
 
 __all__ = [
-    "Candidate", "Correction", "FinalResult", "FusionStage", "FuzzyStage", "Hit", "IndexReport",
-    "NotADatabaseError", "ReadOnlyStoreError", "RerankEntry", "RerankStage", "RetrieverRun", "Run",
+    "Candidate", "CorruptStoreError", "Correction", "FinalResult", "FusionStage", "FuzzyStage", "Hit", "IndexReport",
+    "NotADatabaseError", "NotOurStoreError", "ReadOnlyStoreError", "RerankEntry", "RerankStage", "RetrieverRun", "Run",
     "SchemaError", "SearchParams", "Store", "StoreError", "StoreNotFoundError", "Trace", "Variant",
     "index_corpus", "index_paths", "load_sessions_map", "search", "trace_to_dict",
 ]

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .jsstr import decode_utf8_like_node
-from .store import IndexResult, ReadOnlyStoreError, Store, kind_for_path, sha256_text
+from .store import IndexResult, ReadOnlyStoreError, Store, kind_for_path, sha256_text, sqlite_errors
 
 #: Name of the sessions map inside a corpus folder (read, never indexed).
 SESSIONS_FILE = "_sessions.json"
@@ -268,7 +268,7 @@ def collect_files(
 
 
 def _tracked(store: Store) -> dict[str, str]:
-    with store.lock:
+    with sqlite_errors(store.path, "write to"), store.lock:
         store.conn.execute(f"CREATE TABLE IF NOT EXISTS {TRACK_TABLE} (label TEXT PRIMARY KEY, root TEXT NOT NULL)")
         return {label: root for label, root in store.conn.execute(f"SELECT label, root FROM {TRACK_TABLE}")}
 
@@ -276,12 +276,12 @@ def _tracked(store: Store) -> dict[str, str]:
 def _track(store: Store, label: str, root: str) -> None:
     # Recorded before the label is written: an interruption can leave a row
     # naming a label that was never stored (harmless), never the reverse.
-    with store.lock:
+    with sqlite_errors(store.path, "write to"), store.lock:
         store.conn.execute(f"INSERT OR REPLACE INTO {TRACK_TABLE} (label, root) VALUES (?, ?)", (label, root))
 
 
 def _untrack(store: Store, label: str) -> None:
-    with store.lock:
+    with sqlite_errors(store.path, "write to"), store.lock:
         store.conn.execute(f"DELETE FROM {TRACK_TABLE} WHERE label = ?", (label,))
 
 

@@ -9,12 +9,20 @@ columns and no session column: every chunk then reads as session ``""``.
 Two ways in:
 
 * :meth:`Store.create` / :meth:`Store.open_writable` — a store rankscope owns:
-  schema created if missing, WAL journal, indexing allowed.
+  schema created if missing, WAL journal, indexing allowed. Every store
+  :meth:`Store.create` makes is marked with ``PRAGMA application_id =``
+  :data:`APPLICATION_ID`; both refuse (:class:`NotOurStoreError`) a database
+  without that mark *before* anything is written, so a context-mode store
+  (or any other SQLite file) is never modified.
 * :meth:`Store.open_readonly` — anybody's store (the default for
   :meth:`Store.open`): opened with SQLite's read-only URI mode, no pragma
   that writes, nothing migrated, refreshed or optimised. When a ``-wal`` file
   is present (a writer is live) the connection reads through it; otherwise it
   is opened ``immutable`` so not even ``-shm``/``-wal`` files are created.
+
+SQLite errors that mean the file itself is damaged (``database disk image is
+malformed``) surface as :class:`CorruptStoreError`, naming the path; other
+SQLite failures while reading or writing a store as :class:`StoreError`.
 
 Every SQL value is a bound parameter.
 """
@@ -27,7 +35,9 @@ import os
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -85,6 +95,93 @@ class SchemaError(StoreError):
 
 class ReadOnlyStoreError(StoreError):
     """A write was attempted on a store opened read-only."""
+
+
+class NotOurStoreError(StoreError):
+    """A write was refused: the database was not created by rankscope (it
+    lacks the :data:`APPLICATION_ID` mark). Nothing was written."""
+
+
+class CorruptStoreError(StoreError):
+    """SQLite reports the database file as damaged (``SQLITE_CORRUPT`` /
+    ``SQLITE_NOTADB``), e.g. ``database disk image is malformed``."""
+
+
+#: ``PRAGMA application_id`` of every store rankscope creates ("RANK" in
+#: ASCII). A database without it is never written to.
+APPLICATION_ID = 0x52414E4B
+_SQLITE_HEADER = b"SQLite format 3\x00"
+#: Primary SQLite result codes that mean a damaged file.
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+_READONLY_CODE = 8  # SQLITE_READONLY
+
+
+def _primary_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """True when an SQLite error says the database file is damaged."""
+    return _primary_code(exc) in _CORRUPT_CODES or "malformed" in str(exc)
+
+
+def sqlite_store_error(exc: sqlite3.Error, path: str | None, action: str = "read") -> StoreError:
+    """The :class:`StoreError` to raise for an SQLite error on the store at ``path``.
+
+    A damaged file gives :class:`CorruptStoreError` (with the command that
+    checks it); a write refused because the file or folder is read-only says
+    so; anything else keeps SQLite's words.
+    """
+    where = path or "(in-memory store)"
+    words = str(exc) or type(exc).__name__
+    if is_corruption(exc):
+        hint = f" Check it with: sqlite3 {path} 'PRAGMA integrity_check'" if path else ""
+        return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{hint}")
+    if _primary_code(exc) == _READONLY_CODE or "readonly database" in words:
+        return StoreError(f"cannot write to {where}: SQLite says '{words}' (the file or its folder is not writable)")
+    return StoreError(f"cannot {action} {where}: SQLite says '{words}'")
+
+
+@contextmanager
+def sqlite_errors(path: str | None, action: str = "read") -> Iterator[None]:
+    """Turn :class:`sqlite3.DatabaseError` raised inside the block into the
+    :class:`StoreError` of :func:`sqlite_store_error`."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise sqlite_store_error(exc, path, action) from exc
+
+
+def read_application_id(path: str | os.PathLike[str]) -> int | None:
+    """``PRAGMA application_id`` read straight from the file header (bytes
+    68-71), without opening SQLite; ``None`` when the file is not an SQLite
+    database (or too short to hold a header)."""
+    with open(path, "rb") as fh:
+        header = fh.read(100)
+    if len(header) < 100 or not header.startswith(_SQLITE_HEADER):
+        return None
+    return int.from_bytes(header[68:72], "big")
+
+
+def _describe_foreign(p: str, app_id: int | None) -> str:
+    """What a database rankscope did not create looks like, for the refusal
+    message. Reads it with an ``immutable`` read-only connection (creates
+    nothing next to it)."""
+    try:
+        uri = f"file:{quote(os.path.abspath(p))}?mode=ro&immutable=1"
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        tables = set()
+    if {"sources", "chunks", "chunks_trigram"} <= tables:
+        return "it looks like a context-mode content store"
+    if app_id:
+        return f"it is another application's SQLite database (application_id {app_id:#010x})"
+    return "it is an SQLite database of unknown origin"
 
 
 @dataclass(frozen=True)
@@ -209,6 +306,19 @@ def _delete_label_rows(conn: sqlite3.Connection, label: str) -> int:
     return removed
 
 
+def _reads(method):
+    """Store read method: SQLite errors become :class:`StoreError` (a damaged
+    file :class:`CorruptStoreError`) naming the store's path."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with sqlite_errors(self.path):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class Store:
     """A content store on one SQLite file (or in memory).
 
@@ -229,26 +339,40 @@ class Store:
 
     @classmethod
     def create(cls, path: str | os.PathLike[str] = ":memory:") -> "Store":
-        """Create (or open) a writable store at ``path``; ``":memory:"`` for a
-        scratch store. Creates the schema when missing and sets WAL.
+        """Create a writable store at ``path`` (or open one rankscope created
+        earlier); ``":memory:"`` for a scratch store. A new store is marked
+        with :data:`APPLICATION_ID`, gets the schema and the WAL journal.
 
         Raises:
             NotADatabaseError: ``path`` exists and is not an SQLite file.
+            NotOurStoreError: ``path`` is an SQLite database rankscope did not
+                create (checked before anything is written).
             SchemaError: an existing DB has a different schema.
+            StoreError: the folder does not exist or is not writable.
         """
         p = str(path)
+        fresh = True
         if p != ":memory:":
             parent = Path(p).resolve().parent
             if not parent.is_dir():
                 raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
+            fresh = not cls._has_content(p)
+            if not fresh:
+                cls._check_file(p)
+                cls._check_owned(p)
         conn = cls._raw_connect(p, read_only=False)
         try:
+            if fresh:
+                # First, before WAL: the mark then sits in the main file's header.
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             if p != ":memory:":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=30000")
             conn.executescript(SCHEMA_SQL)
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if is_corruption(exc) or _primary_code(exc) == _READONLY_CODE or "readonly" in str(exc):
+                raise sqlite_store_error(exc, p, "create") from exc
             raise NotADatabaseError(f"{p} is not a usable SQLite database: {exc}") from exc
         schema = cls._inspect(conn, p)
         if schema.fts_columns < 8:
@@ -258,15 +382,52 @@ class Store:
             )
         return cls(None if p == ":memory:" else p, False, conn, schema)
 
-    @classmethod
-    def open_writable(cls, path: str | os.PathLike[str]) -> "Store":
-        """Open an existing store for writing (it must already be a content store).
+    @staticmethod
+    def _has_content(p: str) -> bool:
+        """True when ``p`` holds a database already: a non-empty file (or a
+        folder), or an empty file with a non-empty ``-wal`` beside it. A
+        missing or empty file is a new store (SQLite reads it as empty)."""
+        try:
+            if os.path.isdir(p) or os.path.getsize(p) > 0:
+                return True
+        except OSError:
+            return False
+        try:
+            return os.path.getsize(p + "-wal") > 0
+        except OSError:
+            return False
+
+    @staticmethod
+    def _check_owned(p: str) -> None:
+        """Refuse a database rankscope did not create (no :data:`APPLICATION_ID`
+        in its header). Reads the header only; writes nothing.
 
         Raises:
-            StoreNotFoundError, NotADatabaseError, SchemaError.
+            NotOurStoreError: the mark is missing.
+        """
+        try:
+            app_id = read_application_id(p)
+        except OSError as exc:
+            raise StoreError(f"cannot read {p}: {exc.strerror or exc}") from exc
+        if app_id == APPLICATION_ID:
+            return
+        raise NotOurStoreError(
+            f"refusing to write to {p}: it is not a rankscope store ({_describe_foreign(p, app_id)}); "
+            "rankscope never writes to stores it did not create; index into a new --db instead"
+        )
+
+    @classmethod
+    def open_writable(cls, path: str | os.PathLike[str]) -> "Store":
+        """Open an existing store for writing. It must be one rankscope
+        created (:meth:`create` marks it); anything else is refused before a
+        connection is even opened.
+
+        Raises:
+            StoreNotFoundError, NotADatabaseError, NotOurStoreError, SchemaError.
         """
         p = str(path)
         cls._check_file(p)
+        cls._check_owned(p)
         conn = cls._raw_connect(p, read_only=False)
         schema = cls._inspect(conn, p)
         conn.execute("PRAGMA busy_timeout=30000")
@@ -300,9 +461,12 @@ class Store:
             raise StoreNotFoundError(f"no database at {p}")
         if os.path.isdir(p):
             raise NotADatabaseError(f"{p} is a folder, not a database file")
-        with open(p, "rb") as fh:
-            header = fh.read(16)
-        if header != b"SQLite format 3\x00":
+        try:
+            with open(p, "rb") as fh:
+                header = fh.read(16)
+        except OSError as exc:
+            raise StoreError(f"cannot read {p}: {exc.strerror or exc}") from exc
+        if header != _SQLITE_HEADER:
             raise NotADatabaseError(f"{p} is not an SQLite database (header {header[:16]!r})")
 
     @staticmethod
@@ -462,7 +626,7 @@ class Store:
     ) -> IndexResult:
         code = sum(1 for d in drafts if d.has_code)
         now = _now_iso()
-        with self.lock:
+        with sqlite_errors(self.path, "write to"), self.lock:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -543,7 +707,7 @@ class Store:
             ReadOnlyStoreError: the store is read-only.
         """
         self._require_writable()
-        with self.lock:
+        with sqlite_errors(self.path, "write to"), self.lock:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -556,6 +720,7 @@ class Store:
 
     # ── stale sources ──────────────────────────────────────────────────
 
+    @_reads
     def stale_sources(self, conn: sqlite3.Connection | None = None) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
         """File-backed sources whose file changed since indexing (reference
         ``#refreshStaleSources`` test: file exists, mtime after ``indexed_at``,
@@ -618,6 +783,7 @@ class Store:
             f"{self._session_expr()}, chunks.source_id FROM chunks {join} sources ON sources.id = chunks.source_id "
         )
 
+    @_reads
     def chunk(self, rowid: int, conn: sqlite3.Connection | None = None) -> dict | None:
         """One chunk by rowid as a dict (``rowid, source, title, content,
         content_type, session_id, source_id``), or ``None``."""
@@ -625,6 +791,7 @@ class Store:
         row = c.execute(self._chunk_select("JOIN") + "WHERE chunks.rowid = ?", (rowid,)).fetchone()
         return None if row is None else dict(zip(self.CHUNK_KEYS, row))
 
+    @_reads
     def iter_chunks(self, conn: sqlite3.Connection | None = None) -> list[dict]:
         """Every chunk in rowid order (same dict shape as :meth:`chunk`, with
         content); ``source`` is ``None`` for an orphan chunk."""
@@ -632,6 +799,7 @@ class Store:
         rows = c.execute(self._chunk_select("LEFT JOIN") + "ORDER BY chunks.rowid").fetchall()
         return [dict(zip(self.CHUNK_KEYS, r)) for r in rows]
 
+    @_reads
     def sources(self, conn: sqlite3.Connection | None = None) -> list[dict]:
         """Source rows in id order: ``id, label, chunk_count, code_chunk_count,
         indexed_at, file_path, content_hash`` (the last two ``None`` on old stores)."""
@@ -643,6 +811,7 @@ class Store:
         keys = ("id", "label", "chunk_count", "code_chunk_count", "indexed_at", "file_path", "content_hash")
         return [dict(zip(keys, r)) for r in rows]
 
+    @_reads
     def session_counts(self, conn: sqlite3.Connection | None = None) -> list[tuple[str, int]]:
         """``(session_id, chunks)`` pairs, most chunks first (``""`` = unattributed)."""
         c = conn or self.conn
@@ -654,6 +823,7 @@ class Store:
         ).fetchall()
         return [(str(s), int(n)) for s, n in rows]
 
+    @_reads
     def stats(self, conn: sqlite3.Connection | None = None) -> dict:
         """Counts: ``sources, chunks, code_chunks, vocabulary`` (``None`` when
         the table is missing) and ``last_indexed_at``."""
@@ -664,6 +834,7 @@ class Store:
         vocab = c.execute("SELECT COUNT(*) FROM vocabulary").fetchone()[0] if self.schema.has_vocabulary else None
         return {"sources": sources, "chunks": chunks, "code_chunks": code, "vocabulary": vocab, "last_indexed_at": last}
 
+    @_reads
     def source_hashes(self) -> dict[str, str | None]:
         """``label -> content_hash`` for incremental indexing."""
         if not self.schema.has_file_columns:

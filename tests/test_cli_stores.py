@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import sqlite3
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -136,7 +139,7 @@ def test_index_full_reindexes(project, tmp_path):
         (["index", "/nonexistent/folder", "--db", "DB"], "no such file or folder: /nonexistent/folder"),
         (["index", "PROJECT", "--db", "/nonexistent/dir/s.db"], "does not exist"),
         (["index", "PROJECT", "--db", "DB", "--max-file-bytes", "-1"], "--max-file-bytes must be 0 or more"),
-        (["index", "PROJECT", "--db", "LEGACY"], "older 4-column schema"),
+        (["index", "PROJECT", "--db", "LEGACY"], "it is not a rankscope store"),
         (["index", "PROJECT", "--db", "NOTADB"], "not an SQLite database"),
     ],
 )
@@ -164,6 +167,51 @@ def test_index_refuses_a_context_mode_store(project, home, capsys):
     err = _fail(["index", str(project), "--db", str(folder / "new.db")], capsys)  # not even a new file there
     assert "refusing to write" in err
     assert sorted(p.name for p in folder.iterdir()) == ["0123456789abcdef.db"]
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("fixture", [MODERN, LEGACY], ids=["1.0.169", "1.0.22"])
+@pytest.mark.parametrize("name", ["copy.db", "context-mode-123.db"])
+def test_index_never_writes_to_a_store_it_did_not_create(project, home, capsys, fixture, name):
+    """A context-mode store anywhere (here: a copy outside the content
+    folders, and the legacy temp-folder name) is refused before any write:
+    same bytes, no -wal/-shm, no rankscope_files table."""
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) if name.startswith("context-mode-") else home
+    target = folder / name
+    shutil.copy2(fixture, target)
+    os.chmod(target, 0o644)
+    before = _digest(target)
+    err = _fail(["index", str(project), "--db", str(target)], capsys)
+    assert f"refusing to write to {target}: it is not a rankscope store" in err
+    assert "looks like a context-mode content store" in err and "index into a new --db instead" in err
+    assert _digest(target) == before
+    assert sorted(p.name for p in folder.iterdir()) == [name]
+
+
+def test_index_refuses_an_unknown_sqlite_database(project, tmp_path, capsys):
+    target = tmp_path / "app.db"
+    conn = sqlite3.connect(target)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.commit()
+    conn.close()
+    before = _digest(target)
+    err = _fail(["index", str(project), "--db", str(target)], capsys)
+    assert "it is not a rankscope store (it is an SQLite database of unknown origin)" in err
+    assert _digest(target) == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "proj"]
+
+
+def test_index_updates_its_own_store(project, tmp_path):
+    db = tmp_path / "s.db"
+    assert runner.invoke(app, ["index", str(project), "--db", str(db)]).exit_code == 0
+    (project / "more.md").write_text("# More\ntext\n")
+    r = runner.invoke(app, ["index", str(project), "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    assert "indexed 1 files" in r.output
 
 
 def test_index_interrupt_exits_130(project, tmp_path, monkeypatch):

@@ -239,6 +239,21 @@ def test_read_only_file_in_writable_folder(tmp_path):
     assert _snapshot(tmp_path) == before
 
 
+def _context_mode_writer(db) -> sqlite3.Connection:
+    """What context-mode does to its own store (rankscope never writes there):
+    a WAL-mode connection that adds the source ``late.md`` (one chunk,
+    "zeppelin arrives") and stays open."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    sid = conn.execute("INSERT INTO sources (label, chunk_count, code_chunk_count) VALUES ('late.md', 1, 0)").lastrowid
+    for table in ("chunks", "chunks_trigram"):
+        conn.execute(f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
+                     "VALUES ('Late', 'zeppelin arrives', ?, 'prose', '')", (sid,))
+    conn.execute("COMMIT")
+    return conn
+
+
 def test_long_lived_reader_follows_a_writer_that_starts_later(tmp_path):
     db = tmp_path / "c.db"
     shutil.copy2(FIXTURE, db)
@@ -246,9 +261,8 @@ def test_long_lived_reader_follows_a_writer_that_starts_later(tmp_path):
     try:
         assert ro.immutable  # nobody was writing: nothing may be created next to it
         assert ro.reopen_if_writer_started() is False
-        writer = Store.open_writable(db)  # context-mode starts (the file is in WAL mode)
+        writer = _context_mode_writer(db)  # context-mode starts (the file is in WAL mode)
         try:
-            writer.index_text("late.md", "# Late\nzeppelin arrives", "markdown")
             assert (tmp_path / "c.db-wal").exists()
             assert ro.reopen_if_writer_started() is True
             assert not ro.immutable and ro.read_only

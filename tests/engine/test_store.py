@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import sqlite3
 import time
 
@@ -10,7 +12,9 @@ import pytest
 
 from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreNotFoundError, search
 from engine.corpus import index_paths
-from engine.store import ReadOnlyStoreError
+from engine.store import APPLICATION_ID, NotOurStoreError, ReadOnlyStoreError, read_application_id
+
+from ..conftest import LEGACY, MODERN
 
 
 def test_missing_db(tmp_path):
@@ -117,3 +121,52 @@ def test_limit_zero_behaviour(store):
     assert t.layer == "none"  # reference: pool 0, fuzzy pass, nothing
     t = search(store, SearchParams("cache", limit=0, sessions=("s1",)))
     assert t.layer == "rrf" and t.final == () and "limit is 0" in t.empty_reason
+
+
+# ─── rankscope writes only to stores it created ─────────────────────────
+
+
+def test_created_stores_carry_the_mark(tmp_path):
+    p = tmp_path / "s.db"
+    with Store.create(p) as s:
+        s.index_text("a.md", "# A\nalpha", "markdown")
+    assert read_application_id(p) == APPLICATION_ID
+    with Store.open_writable(p) as s:  # reopened for writing: allowed
+        s.index_text("b.md", "# B\nbeta", "markdown")
+    with Store.create(p) as s:  # "create" on our own store opens it
+        assert {x["label"] for x in s.sources()} == {"a.md", "b.md"}
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")  # SQLite reads an empty file as an empty database
+    Store.create(empty).close()
+    assert read_application_id(empty) == APPLICATION_ID
+
+
+def _foreign(tmp_path, kind: str):
+    p = tmp_path / f"{kind}.db"
+    if kind in ("modern", "legacy"):
+        shutil.copy2(MODERN if kind == "modern" else LEGACY, p)
+        os.chmod(p, 0o644)
+    else:
+        conn = sqlite3.connect(p)
+        if kind == "other-app":
+            conn.execute("PRAGMA application_id = 1234")
+        conn.execute("CREATE TABLE t (x)")
+        conn.commit()
+        conn.close()
+    return p
+
+
+@pytest.mark.parametrize("kind", ["modern", "legacy", "plain", "other-app"])
+@pytest.mark.parametrize("opener", ["create", "open_writable"])
+def test_foreign_databases_are_never_written(tmp_path, kind, opener):
+    p = _foreign(tmp_path, kind)
+    before = hashlib.sha256(p.read_bytes()).hexdigest()
+    with pytest.raises(NotOurStoreError, match="it is not a rankscope store") as exc:
+        getattr(Store, opener)(p)
+    assert str(p) in str(exc.value) and "never writes to stores it did not create" in str(exc.value)
+    if kind in ("modern", "legacy"):
+        assert "looks like a context-mode content store" in str(exc.value)
+    if kind == "other-app":
+        assert "application_id 0x000004d2" in str(exc.value)
+    assert hashlib.sha256(p.read_bytes()).hexdigest() == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == [p.name]  # no -wal, -shm or -journal
