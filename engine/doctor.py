@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 
 from .chunking import MAX_CHUNK_BYTES
 from .consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
-from .store import Store
+from .store import Store, sqlite_errors
 
 #: Titles that carry no heading (besides empty / whitespace-only ones).
 _UNTITLED = re.compile(r"Untitled( \(\d+\))?")
@@ -252,8 +252,14 @@ def diagnose(
         A :class:`DoctorReport`.
 
     Raises:
-        sqlite3.DatabaseError: the store cannot be read (e.g. corrupt pages).
+        CorruptStoreError: the store's file is damaged (corrupt pages).
+        StoreError: the store cannot be read otherwise.
     """
+    with sqlite_errors(store.path):
+        return _diagnose(store, max_chunk_bytes, conn)
+
+
+def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | None) -> DoctorReport:
     c = conn or store.conn
     guard = store.lock if c is store.conn else nullcontext()
     with guard:

@@ -40,7 +40,7 @@ from .model import (
 from .query import fuzzy_words, rerank_terms
 from .rerank import rerank
 from .retrieve import retrieve
-from .store import Store
+from .store import Store, sqlite_errors
 
 
 def pool_size_for(params: SearchParams) -> int:
@@ -235,9 +235,19 @@ def search(store: Store, params: SearchParams, conn: sqlite3.Connection | None =
             another thread; defaults to the store's own connection.
 
     Returns:
-        An immutable :class:`Trace`. Never raises for any query text; SQLite
-        errors inside a retriever are recorded on that retriever's run.
+        An immutable :class:`Trace`. Never raises for any query text; an
+        SQLite error of a retriever's query is recorded on that run.
+
+    Raises:
+        CorruptStoreError: SQLite reports the file as damaged (``database
+            disk image is malformed``); the message names the path.
+        StoreError: the store cannot be read otherwise (locked, I/O error).
     """
+    with sqlite_errors(store.path):
+        return _search(store, params, conn)
+
+
+def _search(store: Store, params: SearchParams, conn: sqlite3.Connection | None) -> Trace:
     c = conn or store.conn
     guard = store.lock if c is store.conn else nullcontext()
     with guard:
@@ -254,9 +264,15 @@ def search(store: Store, params: SearchParams, conn: sqlite3.Connection | None =
         try:
             first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings)
             fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings)
-        finally:
+        except BaseException:
             if own_txn and c.in_transaction:
-                c.execute("COMMIT")
+                try:
+                    c.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # the error already propagating says more
+            raise
+        if own_txn and c.in_transaction:
+            c.execute("COMMIT")
     if first.filter.kept:
         layer, results = "rrf", first.results
     elif fuzzy.rerun is not None and fuzzy.rerun.filter.kept and not fuzzy.shadow:

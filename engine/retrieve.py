@@ -16,9 +16,19 @@ import time
 
 from .model import Hit, RetrieverRun
 from .query import sanitize_porter, sanitize_trigram
-from .store import SchemaInfo
+from .store import SchemaInfo, is_corruption
 
 TABLES = {"porter": "chunks", "trigram": "chunks_trigram"}
+
+
+def is_query_error(exc: sqlite3.Error) -> bool:
+    """True for an error of the query itself (an FTS5 syntax error, SQLite's
+    generic ``SQLITE_ERROR``), which a run records; False for a store that
+    cannot be read (damaged, locked, I/O), which is raised."""
+    if is_corruption(exc):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is None or code & 0xFF == 1
 
 
 def like_pattern(source: str) -> str:
@@ -78,11 +88,16 @@ def retrieve(
     """Run one retriever for the raw ``query``.
 
     The query is sanitised here (Porter or trigram rules). An empty trigram
-    query skips the run. An SQLite error (which sanitising should make
-    impossible) is caught and recorded in ``error``; the run is then empty.
+    query skips the run. An SQLite error of the query (which sanitising
+    should make impossible) is caught and recorded in ``error``; the run is
+    then empty.
 
     Returns:
         A :class:`RetrieverRun` with 1-based ranks.
+
+    Raises:
+        sqlite3.DatabaseError: the store itself cannot be read (damaged
+            pages, locked, I/O error): see :func:`is_query_error`.
     """
     sanitized = sanitize_porter(query, "OR") if retriever == "porter" else sanitize_trigram(query, "OR")
     if not sanitized:
@@ -98,6 +113,8 @@ def retrieve(
     try:
         rows = conn.execute(sql, [values[n] for n in names]).fetchall()
     except sqlite3.Error as exc:
+        if not is_query_error(exc):
+            raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
         return RetrieverRun(
             retriever, sanitized, fts_limit, (), error=f"{type(exc).__name__}: {exc}",
             elapsed_ms=(time.perf_counter() - start) * 1000.0,

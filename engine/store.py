@@ -32,6 +32,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import os
+import shlex
 import sqlite3
 import threading
 import time
@@ -136,7 +137,7 @@ def sqlite_store_error(exc: sqlite3.Error, path: str | None, action: str = "read
     where = path or "(in-memory store)"
     words = str(exc) or type(exc).__name__
     if is_corruption(exc):
-        hint = f" Check it with: sqlite3 {path} 'PRAGMA integrity_check'" if path else ""
+        hint = f" Check it with: sqlite3 {shlex.quote(path)} 'PRAGMA integrity_check'" if path else ""
         return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{hint}")
     if _primary_code(exc) == _READONLY_CODE or "readonly database" in words:
         return StoreError(f"cannot write to {where}: SQLite says '{words}' (the file or its folder is not writable)")

@@ -46,7 +46,7 @@ from .model import Candidate, Hit, RetrieverRun, Run, SearchParams, Trace
 from .pipeline import search
 from .query import fuzzy_words, porter_words, trigram_words
 from .retrieve import like_pattern, retrieve
-from .store import Store, vocabulary_words
+from .store import Store, is_corruption, sqlite_errors, vocabulary_words
 
 #: Every reason code, in pipeline order.
 REASONS: tuple[str, ...] = (
@@ -335,7 +335,9 @@ def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
     for i, w in enumerate(words):
         try:
             df = c.execute("SELECT COUNT(*) FROM chunks WHERE chunks MATCH ?", ('"' + w.replace('"', "") + '"',)).fetchone()[0]
-        except sqlite3.Error:
+        except sqlite3.Error as exc:
+            if is_corruption(exc):
+                raise
             continue
         if df == 0:
             continue
@@ -660,14 +662,17 @@ def why_not(
         ValueError: neither or both of ``key`` and ``rowid``, or a ``trace``
             made with other parameters.
         ChunkNotFoundError: no chunk has that key or row id.
+        CorruptStoreError: the store's file is damaged.
+        StoreError: the store cannot be read otherwise.
     """
     if trace is not None and trace.params != params:
         raise ValueError("the trace given was produced with other search parameters")
     c = conn or store.conn
-    chunks = find_chunks(store, key=key, rowid=rowid, conn=c)
-    if trace is None:
-        trace = search(store, params, conn=conn)
-    guard = store.lock if c is store.conn else nullcontext()
-    with guard:
-        ctx = _Ctx(store, c, params, trace)
-        return [_explain_chunk(ctx, ch) for ch in chunks]
+    with sqlite_errors(store.path):
+        chunks = find_chunks(store, key=key, rowid=rowid, conn=c)
+        if trace is None:
+            trace = search(store, params, conn=conn)
+        guard = store.lock if c is store.conn else nullcontext()
+        with guard:
+            ctx = _Ctx(store, c, params, trace)
+            return [_explain_chunk(ctx, ch) for ch in chunks]

@@ -41,3 +41,29 @@ def home(tmp_path, monkeypatch):
     tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     return h
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory):
+    """``sample_corpus/`` indexed into a store on disk (do not modify it)."""
+    from engine import Store, index_corpus
+
+    path = tmp_path_factory.mktemp("sample") / "sample.db"
+    with Store.create(path) as s:
+        index_corpus(s, SAMPLE_CORPUS)
+    return path
+
+
+@pytest.fixture(scope="session")
+def damaged_db(sample_db, tmp_path_factory):
+    """A copy of :func:`sample_db` with 16 KiB of 0xAA written at byte 200000:
+    it opens (the schema pages are intact) but reading ``chunks`` fails with
+    "database disk image is malformed"."""
+    import shutil
+
+    path = tmp_path_factory.mktemp("damaged") / "mid.db"
+    shutil.copy2(sample_db, path)
+    with open(path, "r+b") as fh:
+        fh.seek(200000)
+        fh.write(b"\xAA" * 16384)
+    return path

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from tui.cli import app, main
 
-from .conftest import PARITY
+from .conftest import MODERN, PARITY
 
 CORPUS = PARITY / "stages" / "corpus"
 runner = CliRunner()
@@ -90,3 +90,57 @@ def test_every_command_has_help():
         r = runner.invoke(app, [name, "--help"])
         assert r.exit_code == 0, name
         assert "Usage" in r.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "quorum"],
+        ["search", "quorum", "--json"],
+        ["search", "quorum", "--session", "sess-docs"],
+        ["sessions"],
+        ["doctor"],
+        ["doctor", "--json"],
+        ["why", "quorum", "--rowid", "3"],
+        ["compare", "quorum", "--b", "key=rowid"],
+        ["batch", "QUERIES"],
+        ["compare", "--queries", "QUERIES", "--b", "key=rowid"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps([{"id": "q", "query": "quorum"}]))
+    args = [str(queries) if a == "QUERIES" else a for a in args]
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--db", str(damaged_db)])
+    assert exc.value.code == 2
+    out = capsys.readouterr()
+    assert out.err == (
+        f"rankscope: error: {damaged_db} is damaged: SQLite says 'database disk image is malformed'. "
+        f"Check it with: sqlite3 {damaged_db} 'PRAGMA integrity_check'\n"
+    )
+    assert out.out == ""
+
+
+def test_main_turns_stray_errors_into_one_line(monkeypatch, capsys):
+    """The last-resort handlers: a StoreError, an sqlite3.DatabaseError or an
+    OSError escaping a command is one line, exit 2."""
+    import sqlite3
+
+    import tui.cli as cli
+    from engine import StoreError
+
+    for exc, text in (
+        (StoreError("/x.db: gone"), "/x.db: gone"),
+        (sqlite3.DatabaseError("disk I/O error"), "SQLite error: disk I/O error"),
+        (OSError(28, "No space left on device", "/out.json"), "No space left on device: /out.json"),
+    ):
+        def boom(*a, exc=exc, **kw):
+            raise exc
+
+        monkeypatch.setattr(cli, "search", boom)
+        with pytest.raises(SystemExit) as raised:
+            main(["search", "x", "--db", str(MODERN)])
+        assert raised.value.code == 2
+        assert capsys.readouterr().err == f"rankscope: error: {text}\n"

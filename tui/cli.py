@@ -6,12 +6,17 @@ indexes a folder first. Subcommands (each has ``--help``): ``index``,
 ``search``, ``batch``, ``serve`` and the others listed by ``rankscope --help``.
 
 Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
-never a traceback.
+never a traceback: :func:`main` turns :class:`CliError`, any
+:class:`~engine.StoreError` (a damaged store is a
+:class:`~engine.CorruptStoreError`), a stray ``sqlite3.DatabaseError`` and
+``OSError`` into that line.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
@@ -323,11 +328,34 @@ def main(argv: Optional[List[str]] = None) -> None:
             browse(rest[0] if rest else None, stores=stores)
             return
         app(args=args, prog_name="rankscope", standalone_mode=True)
-    except CliError as exc:
-        err_console.print(f"rankscope: error: {safe.line(str(exc))}", markup=False, highlight=False, soft_wrap=True)
-        raise SystemExit(2)
+    except (CliError, StoreError) as exc:
+        error_exit(str(exc))
+    except sqlite3.DatabaseError as exc:  # last resort: the engine names the store in a StoreError
+        error_exit(f"SQLite error: {exc}")
+    except BrokenPipeError:
+        # `rankscope ... | head`: the reader left; nothing more to say.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        raise SystemExit(1)
+    except OSError as exc:  # last resort: an output file, a port, a folder
+        error_exit(os_error_text(exc))
     except KeyboardInterrupt:
         raise SystemExit(130)
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for an OSError: ``strerror: filename`` (or its message)."""
+    if exc.strerror and exc.filename is not None:
+        return f"{exc.strerror}: {exc.filename}"
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def error_exit(message: str) -> None:
+    """Print ``rankscope: error: message`` (one line, terminal-safe) and exit 2."""
+    err_console.print(f"rankscope: error: {safe.line(message)}", markup=False, highlight=False, soft_wrap=True)
+    raise SystemExit(2)
 
 
 def _register_command_modules() -> None:

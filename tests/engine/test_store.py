@@ -12,7 +12,9 @@ import pytest
 
 from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreNotFoundError, search
 from engine.corpus import index_paths
-from engine.store import APPLICATION_ID, NotOurStoreError, ReadOnlyStoreError, read_application_id
+from engine.doctor import diagnose
+from engine.store import APPLICATION_ID, CorruptStoreError, NotOurStoreError, ReadOnlyStoreError, read_application_id
+from engine.why import why_not
 
 from ..conftest import LEGACY, MODERN
 
@@ -170,3 +172,45 @@ def test_foreign_databases_are_never_written(tmp_path, kind, opener):
         assert "application_id 0x000004d2" in str(exc.value)
     assert hashlib.sha256(p.read_bytes()).hexdigest() == before
     assert sorted(x.name for x in tmp_path.iterdir()) == [p.name]  # no -wal, -shm or -journal
+
+
+# ─── a damaged file ──────────────────────────────────────────────────────
+
+
+def test_damaged_store_raises_corrupt_store_error(damaged_db):
+    """Every read of a store with damaged pages raises CorruptStoreError
+    (a StoreError naming the path and SQLite's words), never a bare
+    sqlite3.DatabaseError."""
+    calls = {
+        "search": lambda s: search(s, SearchParams("quorum")),
+        "search-sessions": lambda s: search(s, SearchParams("quorum", sessions=("sess-docs",))),
+        "session_counts": lambda s: s.session_counts(),
+        "stats": lambda s: s.stats(),
+        "iter_chunks": lambda s: s.iter_chunks(),
+        "diagnose": diagnose,
+        "why_not": lambda s: why_not(s, SearchParams("quorum"), rowid=3),
+    }
+    for name, call in calls.items():
+        with Store.open_readonly(damaged_db) as s:
+            with pytest.raises(CorruptStoreError) as exc:
+                call(s)
+        msg = str(exc.value)
+        assert msg.startswith(f"{damaged_db} is damaged: SQLite says 'database disk image is malformed'"), name
+        assert f"sqlite3 {damaged_db} 'PRAGMA integrity_check'" in msg, name
+        assert isinstance(exc.value.__cause__, sqlite3.DatabaseError), name
+
+
+def test_fts_query_errors_are_still_recorded_on_the_run(store):
+    from engine.retrieve import retrieve
+
+    store.index_text("a.md", "# A\nalpha", "markdown")
+    run = retrieve(store.conn, store.schema, "porter", "alpha", 10)
+    assert run.error is None and run.hits
+    from engine.retrieve import is_query_error
+
+    try:
+        store.conn.execute("SELECT * FROM chunks WHERE chunks MATCH 'alpha AND'").fetchall()
+    except sqlite3.Error as exc:
+        assert is_query_error(exc)
+    else:  # pragma: no cover
+        raise AssertionError("FTS5 accepted a dangling AND")
