@@ -11,6 +11,7 @@ Every class is a frozen dataclass; sequences are tuples. Conventions:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -26,6 +27,10 @@ DEFAULT_LIMIT = 3
 MAX_LIMIT = 10_000
 #: Longest query we accept, in characters.
 MAX_QUERY_CHARS = 10_000
+
+#: A lone surrogate: what Python makes of undecodable argv bytes
+#: (surrogateescape) or a JSON ``"\ud800"``; it cannot be encoded for SQLite.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 FUSION_KEYS = ("source-title", "rowid")
 RERANK_MODES = ("on", "off", "before-trim")
@@ -109,7 +114,8 @@ class SearchParams:
 
     Raises:
         ValueError: on a negative or huge limit, an unknown content type or
-            source-match mode, or a query longer than ``MAX_QUERY_CHARS``.
+            source-match mode, a query longer than ``MAX_QUERY_CHARS`` or one
+            holding a lone surrogate (undecodable input).
     """
 
     query: str
@@ -125,6 +131,12 @@ class SearchParams:
             raise ValueError(f"query must be a string; got {type(self.query).__name__}")
         if len(self.query) > MAX_QUERY_CHARS:
             raise ValueError(f"query is {len(self.query)} characters; the maximum is {MAX_QUERY_CHARS}")
+        bad = _LONE_SURROGATE.search(self.query)
+        if bad:
+            raise ValueError(
+                f"query contains an undecodable character U+{ord(bad.group()):04X} at position {bad.start()}; "
+                "is the terminal's encoding UTF-8?"
+            )
         if isinstance(self.limit, bool) or not isinstance(self.limit, int):
             raise ValueError(f"limit must be an integer; got {self.limit!r}")
         if self.limit < 0:

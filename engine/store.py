@@ -115,6 +115,7 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 #: Primary SQLite result codes that mean a damaged file.
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 _READONLY_CODE = 8  # SQLITE_READONLY
+_CANTOPEN_CODE = 14  # SQLITE_CANTOPEN
 
 
 def _primary_code(exc: BaseException) -> int | None:
@@ -141,6 +142,10 @@ def sqlite_store_error(exc: sqlite3.Error, path: str | None, action: str = "read
         return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{hint}")
     if _primary_code(exc) == _READONLY_CODE or "readonly database" in words:
         return StoreError(f"cannot write to {where}: SQLite says '{words}' (the file or its folder is not writable)")
+    if _primary_code(exc) == _CANTOPEN_CODE:
+        return StoreError(
+            f"cannot {action} {where}: SQLite says '{words}' (can the file and its folder be read and written?)"
+        )
     return StoreError(f"cannot {action} {where}: SQLite says '{words}'")
 
 
@@ -361,7 +366,9 @@ class Store:
             if not fresh:
                 cls._check_file(p)
                 cls._check_owned(p)
-        conn = cls._raw_connect(p, read_only=False)
+            cls._check_writable(p, create=fresh)
+        with sqlite_errors(p, "create"):
+            conn = cls._raw_connect(p, read_only=False)
         try:
             if fresh:
                 # First, before WAL: the mark then sits in the main file's header.
@@ -399,6 +406,23 @@ class Store:
             return False
 
     @staticmethod
+    def _check_writable(p: str, create: bool = False) -> None:
+        """Refuse early, with a clear message, a store SQLite could not write:
+        a read-only file, or a folder where the file (or its ``-wal`` and
+        ``-shm`` side files) cannot be created. (Root passes ``os.access``;
+        SQLite's own errors are then mapped by :func:`sqlite_store_error`.)
+
+        Raises:
+            StoreError: naming the path and what is not writable.
+        """
+        folder = os.path.dirname(os.path.abspath(p))
+        if not create and os.path.exists(p) and not os.access(p, os.W_OK):
+            raise StoreError(f"cannot write to {p}: the file is read-only")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            what = f"cannot create store {p}" if create else f"cannot write to {p}"
+            raise StoreError(f"{what}: its folder {folder} is not writable (SQLite keeps its -wal and -shm files there)")
+
+    @staticmethod
     def _check_owned(p: str) -> None:
         """Refuse a database rankscope did not create (no :data:`APPLICATION_ID`
         in its header). Reads the header only; writes nothing.
@@ -429,7 +453,9 @@ class Store:
         p = str(path)
         cls._check_file(p)
         cls._check_owned(p)
-        conn = cls._raw_connect(p, read_only=False)
+        cls._check_writable(p)
+        with sqlite_errors(p, "open"):
+            conn = cls._raw_connect(p, read_only=False)
         schema = cls._inspect(conn, p)
         conn.execute("PRAGMA busy_timeout=30000")
         return cls(p, False, conn, schema)
@@ -487,6 +513,8 @@ class Store:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if _primary_code(exc) in (_READONLY_CODE, _CANTOPEN_CODE):
+                raise sqlite_store_error(exc, p, "open") from exc
             raise NotADatabaseError(f"{p} is not a readable SQLite database: {exc}") from exc
         missing = [t for t in ("sources", "chunks", "chunks_trigram") if t not in tables]
         if missing:

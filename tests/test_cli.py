@@ -144,3 +144,56 @@ def test_main_turns_stray_errors_into_one_line(monkeypatch, capsys):
             main(["search", "x", "--db", str(MODERN)])
         assert raised.value.code == 2
         assert capsys.readouterr().err == f"rankscope: error: {text}\n"
+
+
+# ─── bad output paths, ports, undecodable queries ───────────────────────
+
+
+def _one_line_error(args, capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rankscope: error:") and len(err.strip().splitlines()) == 1, err
+    return err.strip()
+
+
+def test_batch_out_must_be_a_writable_file(db, tmp_path, capsys):
+    queries = str(PARITY / "stages" / "queries.json")
+    err = _one_line_error(["batch", queries, "--db", str(db), "--out", str(tmp_path / "nodir" / "x.json")], capsys)
+    assert err == f"rankscope: error: --out {tmp_path / 'nodir' / 'x.json'}: folder {tmp_path / 'nodir'} does not exist"
+    err = _one_line_error(["batch", queries, "--db", str(db), "--out", str(tmp_path)], capsys)
+    assert err == f"rankscope: error: --out {tmp_path} is a folder; give a file name"
+
+
+def test_serve_on_a_taken_port_is_one_line(capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        err = _one_line_error(["serve", "--port", str(port)], capsys)
+    assert err == f"rankscope: error: cannot serve on 127.0.0.1:{port}: Address already in use"
+
+
+def test_serve_help_describes_every_option():
+    r = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
+    assert "Address to listen on" in r.output and "TCP port" in r.output
+    assert "What each browser tab opens" in r.output
+
+
+@pytest.mark.parametrize("query", ["quorum \udcff", "\ud800"])
+def test_undecodable_query_is_rejected(db, capsys, query):
+    """Undecodable argv bytes arrive as lone surrogates (surrogateescape)."""
+    err = _one_line_error(["search", query, "--db", str(db)], capsys)
+    pos = query.index(query[-1])
+    assert err == (f"rankscope: error: query contains an undecodable character U+{ord(query[-1]):04X} at position "
+                   f"{pos}; is the terminal's encoding UTF-8?")
+
+
+def test_batch_entry_with_a_lone_surrogate(db, tmp_path, capsys):
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"id": "bad", "query": "quorum \\ud800 x"}]', "utf-8")
+    err = _one_line_error(["batch", str(queries), "--db", str(db)], capsys)
+    assert "query #1 (bad): query contains an undecodable character U+D800 at position 7" in err

@@ -236,3 +236,61 @@ def test_index_interrupt_exits_130(project, tmp_path, monkeypatch):
     assert "interrupted after 1 indexed" in r.output and "consistent" in r.output
     with Store.open_readonly(db) as store:
         assert len(store.sources()) == 1
+
+
+# ─── read-only files and folders (needs a user without root's rights) ───
+
+
+def _as_nobody() -> list[str] | None:
+    """Command prefix that runs a process as an unprivileged user: nothing
+    when we are not root, ``setpriv`` to ``nobody`` when we are (and have it)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return [] if hasattr(os, "geteuid") else None
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] if setpriv else None
+
+
+@pytest.mark.skipif(_as_nobody() is None, reason="needs a non-root user (or setpriv)")
+def test_index_into_a_read_only_store_is_one_line(tmp_path_factory):
+    import subprocess
+    import sys
+    import tempfile
+
+    from .conftest import REPO, SAMPLE_CORPUS
+
+    base = Path(tempfile.mkdtemp(prefix="rankscope-ro-"))
+    try:
+        os.chmod(base, 0o777)
+        corpus = base / "corpus"
+        shutil.copytree(SAMPLE_CORPUS, corpus)
+        (corpus / "new.md").write_text("# New\nfresh\n")
+        rodir = base / "rodir"
+        rodir.mkdir()
+        for db in (base / "rofile.db", rodir / "s.db"):
+            with Store.create(db) as s:
+                s.index_text("a.md", "# A\nalpha", "markdown")
+        for p in [base, *base.rglob("*")]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+            if os.geteuid() == 0:
+                os.chown(p, 65534, 65534)
+        os.chmod(base / "rofile.db", 0o444)
+        os.chmod(rodir, 0o555)
+        before = {p: p.read_bytes() for p in (base / "rofile.db", rodir / "s.db")}
+        cases = [
+            (base / "rofile.db", f"cannot write to {base / 'rofile.db'}: the file is read-only"),
+            (rodir / "s.db", f"cannot write to {rodir / 's.db'}: its folder {rodir} is not writable"),
+            (rodir / "new.db", f"cannot create store {rodir / 'new.db'}: its folder {rodir} is not writable"),
+        ]
+        for db, message in cases:
+            r = subprocess.run(
+                [*_as_nobody(), sys.executable, "-m", "tui.cli", "index", str(corpus), "--db", str(db)],
+                cwd=REPO, capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(base)},
+            )
+            assert r.returncode == 2, r.stderr
+            assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+            assert r.stderr.startswith(f"rankscope: error: {message}"), r.stderr
+        assert {p: p.read_bytes() for p in before} == before
+        assert sorted(p.name for p in rodir.iterdir()) == ["s.db"]
+    finally:
+        os.chmod(base / "rodir", 0o755) if (base / "rodir").exists() else None
+        shutil.rmtree(base, ignore_errors=True)

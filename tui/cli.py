@@ -289,16 +289,31 @@ def batch(
     out: Optional[Path] = typer.Option(None, "--out", help="Write the traces here instead of stdout."),
 ) -> None:
     """Run a query file and write a JSON list of traces, one per query, in order."""
+    if out is not None:
+        check_output_file(out, "--out")
     entries = load_queries(queries)
     params = [params_from_entry(e, i) for i, e in enumerate(entries)]
     with open_store(db) as store:
         traces = [trace_to_dict(search(store, p), query_id=e.get("id", str(i + 1)))
                   for i, (e, p) in enumerate(zip(entries, params))]
     if out:
-        out.write_text(json_text(traces), "utf-8")
+        try:
+            out.write_text(json_text(traces), "utf-8")
+        except OSError as exc:
+            fail(f"cannot write --out {out}: {exc.strerror or exc}")
         console.print(safe.line(f"wrote {len(traces)} traces to {out}"), markup=False, highlight=False)
     else:
         write_json(traces)
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """Fail early (before any work) when ``path`` cannot be an output file:
+    a folder, or in a folder that does not exist."""
+    if path.is_dir():
+        fail(f"{option} {path} is a folder; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        fail(f"{option} {path}: folder {parent} does not exist")
 
 
 # ─── browser entry ───────────────────────────────────────────────────────

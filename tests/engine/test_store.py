@@ -115,6 +115,9 @@ def test_bad_params():
         SearchParams("x", content_type="binary")
     with pytest.raises(ValueError, match="characters; the maximum"):
         SearchParams("x" * 20000)
+    with pytest.raises(ValueError, match=r"undecodable character U\+DCFF at position 7; is the terminal's encoding UTF-8\?"):
+        SearchParams("quorum \udcff")
+    assert SearchParams("quorum \U0001F600 é").query  # a real astral character is fine
 
 
 def test_limit_zero_behaviour(store):
