@@ -488,15 +488,23 @@ class SetComparison:
         return sum(1 for q in self.queries if q.layer_a != q.layer_b)
 
 
+#: Keys a query-file entry may have (``../shared/parity/*/queries.json``):
+#: ``why`` is a note for people, ``id`` names the entry in the output.
+ENTRY_KEYS = ("id", "query", "why", "limit", "source", "source_match", "content_type", "sessions")
+
+
 def params_for_entry(entry: Mapping[str, Any] | SearchParams, variant: Variant, index: int = 0) -> SearchParams:
     """:class:`SearchParams` for one query-file entry (``query``, ``limit``
     (default 3), ``source``, ``source_match``, ``content_type``,
-    ``sessions``) under ``variant``. A :class:`SearchParams` keeps its fields
-    and only takes the variant.
+    ``sessions``; ``id`` and ``why`` are allowed too) under ``variant``. A
+    :class:`SearchParams` keeps its fields and only takes the variant.
 
     Raises:
-        ValueError: the entry is not a mapping with a string ``query``, or a
-            field is invalid; the message names the 1-based entry number.
+        ValueError: the entry is not a mapping with a string ``query``, has a
+            key outside :data:`ENTRY_KEYS` (a typo such as ``limt``), a
+            ``sessions`` that is not a list of strings, a ``limit`` that is
+            not an integer, or another invalid field; the message names the
+            1-based entry number and its id.
     """
     if isinstance(entry, SearchParams):
         return dataclasses.replace(entry, variant=variant)
@@ -504,14 +512,28 @@ def params_for_entry(entry: Mapping[str, Any] | SearchParams, variant: Variant, 
     if not isinstance(entry, Mapping) or not isinstance(entry.get("query"), str):
         raise ValueError(f"{where}: an entry must be an object with a string 'query'; got {entry!r}")
     where += f" ({entry.get('id', '?')})"
+    unknown = [k for k in entry if k not in ENTRY_KEYS]
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        raise ValueError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {names}; "
+                         f"allowed: {', '.join(ENTRY_KEYS)}")
+    sessions = entry.get("sessions")
+    if sessions is not None and not (isinstance(sessions, list) and all(isinstance(x, str) for x in sessions)):
+        raise ValueError(f"{where}: 'sessions' must be a list of session id strings (or null); got {sessions!r}")
+    limit = entry.get("limit", 3)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ValueError(f"{where}: 'limit' must be an integer; got {limit!r}")
+    for key in ("source", "source_match", "content_type"):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            raise ValueError(f"{where}: {key!r} must be a string (or null); got {entry[key]!r}")
     try:
         return SearchParams(
             query=entry["query"],
-            limit=entry.get("limit", 3),
+            limit=limit,
             source=entry.get("source"),
-            source_match=entry.get("source_match", "like"),
+            source_match="like" if entry.get("source_match") is None else entry["source_match"],
             content_type=entry.get("content_type"),
-            sessions=tuple(entry["sessions"]) if entry.get("sessions") is not None else None,
+            sessions=tuple(sessions) if sessions is not None else None,
             variant=variant,
         )
     except (ValueError, TypeError) as exc:

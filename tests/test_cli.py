@@ -197,3 +197,19 @@ def test_batch_entry_with_a_lone_surrogate(db, tmp_path, capsys):
     queries.write_text('[{"id": "bad", "query": "quorum \\ud800 x"}]', "utf-8")
     err = _one_line_error(["batch", str(queries), "--db", str(db)], capsys)
     assert "query #1 (bad): query contains an undecodable character U+D800 at position 7" in err
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"query": "quorum", "sessions": "sess-docs"}, "'sessions' must be a list of session id strings"),
+        ({"id": "q1", "query": "quorum", "limt": 5}, "query #1 (q1): unknown key 'limt'; allowed: id, query, why,"),
+    ],
+)
+@pytest.mark.parametrize("command", ["batch", "compare"])
+def test_bad_query_file_entries(db, tmp_path, capsys, entry, message, command):
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps([entry]))
+    args = ["batch", str(queries)] if command == "batch" else ["compare", "--queries", str(queries), "--b", "key=rowid"]
+    err = _one_line_error([*args, "--db", str(db)], capsys)
+    assert message in err

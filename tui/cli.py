@@ -284,7 +284,7 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
 
 @app.command()
 def batch(
-    queries: Path = typer.Argument(..., help="JSON list of {id, query, limit?, source?, source_match?, content_type?, sessions?}."),
+    queries: Path = typer.Argument(..., help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error."),
     db: SearchDb = ...,
     out: Optional[Path] = typer.Option(None, "--out", help="Write the traces here instead of stdout."),
 ) -> None:

@@ -232,3 +232,50 @@ def test_lab_modules_stay_textual_free():
         "sys.exit('textual' in sys.modules or 'tui' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=str(__import__("pathlib").Path(__file__).parents[2])).returncode == 0
+
+
+# ─── query-file entries ──────────────────────────────────────────────────
+
+
+def test_every_shipped_query_file_parses():
+    from engine.compare import params_for_entry
+
+    from ..conftest import PARITY, REPO
+
+    files = sorted(PARITY.glob("*/queries.json")) + [REPO / "docs" / "demo-queries.json"]
+    assert len(files) >= 3
+    for f in files:
+        for i, entry in enumerate(json.loads(f.read_text("utf-8"))):
+            params_for_entry(entry, Variant(), i)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"query": "quorum", "sessions": "sess-docs"},
+         "query #1 (?): 'sessions' must be a list of session id strings (or null); got 'sess-docs'"),
+        ({"query": "quorum", "sessions": ["a", 1]}, "'sessions' must be a list of session id strings"),
+        ({"id": "x", "query": "quorum", "limt": 5},
+         "query #1 (x): unknown key 'limt'; allowed: id, query, why, limit, source, source_match, content_type, sessions"),
+        ({"query": "q", "sesions": [], "params": {}}, "unknown keys 'sesions', 'params'; allowed: id, query"),
+        ({"query": "q", "limit": "5"}, "'limit' must be an integer; got '5'"),
+        ({"query": "q", "limit": 2.0}, "'limit' must be an integer; got 2.0"),
+        ({"query": "q", "limit": True}, "'limit' must be an integer; got True"),
+        ({"query": "q", "source": 5}, "'source' must be a string (or null); got 5"),
+    ],
+)
+def test_bad_entries_are_rejected(entry, message):
+    from engine.compare import params_for_entry
+
+    with pytest.raises(ValueError) as exc:
+        params_for_entry(entry, Variant(), 0)
+    assert message in str(exc.value)
+
+
+def test_entry_fields_and_defaults():
+    from engine.compare import params_for_entry
+
+    p = params_for_entry({"id": 7, "query": "q", "why": "note", "sessions": ["a", "b"], "source_match": None,
+                          "limit": 4, "content_type": None, "source": None}, Variant(), 0)
+    assert (p.limit, p.sessions, p.source_match, p.source) == (4, ("a", "b"), "like", None)
+    assert params_for_entry({"query": "q", "sessions": None}, Variant()).sessions is None
