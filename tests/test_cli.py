@@ -213,3 +213,16 @@ def test_bad_query_file_entries(db, tmp_path, capsys, entry, message, command):
     args = ["batch", str(queries)] if command == "batch" else ["compare", "--queries", str(queries), "--b", "key=rowid"]
     err = _one_line_error([*args, "--db", str(db)], capsys)
     assert message in err
+
+
+def test_readme_lists_the_input_limits():
+    """The README's deviations paragraph names the limits SearchParams enforces."""
+    from engine.model import MAX_LIMIT, MAX_QUERY_CHARS
+
+    from .conftest import REPO
+
+    text = " ".join((REPO / "README.md").read_text("utf-8").split())
+    para = text[text.index("Deliberate deviations"):]
+    para = para[: para.index("##")]
+    assert f"`limit` over {MAX_LIMIT:,}" in para and f"query over {MAX_QUERY_CHARS:,} characters" in para
+    assert "lone surrogate" in para
