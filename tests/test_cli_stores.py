@@ -63,6 +63,62 @@ def test_stores_table_and_json(home):
     assert hashlib.sha256((folder / f"{name}.db").read_bytes()).hexdigest() == before
 
 
+def _stores_home(home):
+    folder = home / ".claude" / "context-mode" / "content"
+    folder.mkdir(parents=True)
+    name = store_name_for_project("/work/p")
+    shutil.copy2(MODERN, folder / f"{name}.db")
+    (folder / f"{name}.db-wal").write_bytes(b"")  # a live writer
+    (folder / "broken.db").write_text("nope")
+    legacy = home / ".codex" / "context-mode" / "content"
+    legacy.mkdir(parents=True)
+    shutil.copy2(LEGACY, legacy / "fedcba9876543210.db")
+    return folder, name
+
+
+def test_stores_fit_80_columns(home, monkeypatch):
+    from tui.fmt import human_bytes
+
+    folder, name = _stores_home(home)
+    monkeypatch.setenv("COLUMNS", "80")
+    r = runner.invoke(app, ["stores"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert max(len(line) for line in lines) <= 80, r.output
+    assert "…" not in r.output
+    size = human_bytes(MODERN.stat().st_size)
+    assert size.endswith(" KiB")
+    block = "\n".join(lines)
+    assert f"  ~/.claude/context-mode/content/{name}.db  live: -wal present\n    {size} · 11 sources · 123 chunks (36 code) · 3 sessions" in block
+    assert "~/.claude/context-mode/content/broken.db  unreadable\n    4 B · the file is not an SQLite database" in block
+    assert "1 session\n" in block and "FTS 4 cols (old)" in block and "indexed 20" in block
+
+
+def test_stores_table_when_wide_uses_the_same_units(home):
+    from tui.fmt import human_bytes
+
+    _stores_home(home)
+    r = runner.invoke(app, ["stores"])  # COLUMNS=160: the table
+    assert "last indexed (UTC)" in r.output and "sessions" in r.output
+    assert human_bytes(MODERN.stat().st_size) in r.output and " kB" not in r.output
+
+
+def test_human_bytes_and_pack():
+    from tui.fmt import human_bytes, pack
+
+    assert [human_bytes(n) for n in (0, 5, 1023, 1024, 610304, 5 * 1024**2 + 1, 3 * 1024**4)] == [
+        "0 B", "5 B", "1023 B", "1.0 KiB", "596.0 KiB", "5.0 MiB", "3.0 TiB"]
+    assert pack(["aaaa", "bb", "cc"], 8) == ["aaaa", "bb · cc"]
+    assert pack(["a" * 12, "b"], 8) == ["a" * 12, "b"]
+    assert pack([], 8) == []
+
+
+def test_stores_for_a_project_without_one(home):
+    r = runner.invoke(app, ["stores", "--project", "/nonexistent"])
+    assert r.exit_code == 0
+    assert r.output.startswith("No context-mode content store for project /nonexistent found. Looked in:")
+
+
 def test_stores_none_found_says_where_it_looked(home):
     r = runner.invoke(app, ["stores"])
     assert r.exit_code == 0

@@ -20,16 +20,8 @@ from engine.discovery import content_dirs, find_stores
 
 from . import safe
 from .cli import app, console, open_store, write_json
+from .fmt import human_bytes, pack
 from .render import plain
-
-
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "kB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{n} B"  # pragma: no cover
 
 
 def _short(path: str) -> str:
@@ -47,6 +39,10 @@ def _count(value: Optional[int]) -> str:
     return "–" if value is None else str(value)
 
 
+def _counted(value: Optional[int], noun: str) -> str:
+    return f"{_count(value)} {noun}" + ("" if value == 1 else "s")
+
+
 @app.command("stores")
 def stores_cmd(
     project: Optional[Path] = typer.Option(
@@ -60,8 +56,8 @@ def stores_cmd(
         write_json([i.to_dict() for i in infos])
         return
     if not infos:
-        where = "a project store for " + str(project) if project is not None else "context-mode content stores"
-        console.print(f"No {where} found. Looked in:", markup=False, highlight=False)
+        where = f"context-mode content store for project {project}" if project is not None else "context-mode content stores"
+        console.print(safe.line(f"No {where} found. Looked in:"), markup=False, highlight=False)
         for loc in content_dirs(project, include_temp=project is None):
             suffix = "" if loc.pattern == "*.db" else f" ({loc.pattern})"
             console.print(safe.line(f"  {_short(str(loc.path))}{suffix}  [{loc.name}]"), markup=False, highlight=False)
@@ -71,37 +67,85 @@ def stores_cmd(
     for i in infos:
         groups.setdefault(i.location, []).append(i)
     console.print(f"{len(infos)} context-mode content store(s), opened read-only", highlight=False)
+    tables = {location: _store_table(members) for location, members in groups.items()}
+    # The table needs ~120 columns; on a narrower terminal each store is a
+    # block (name and status, then its numbers packed into lines that fit).
+    unbounded = console.options.update(max_width=10_000)
+    fits = all(console.measure(t, options=unbounded).maximum <= console.width for t in tables.values())
     for location, members in groups.items():
         console.print()
         console.print(Text.assemble((safe.line(_short(location)), "bold"),
                                     safe.line(f"  ({names.get(location, members[0].client)})")))
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for col, kw in (
-            ("store", {"no_wrap": True, "min_width": 19}), ("size", {"justify": "right"}),
-            ("sources", {"justify": "right"}), ("chunks", {"justify": "right"}), ("code", {"justify": "right"}),
-            ("sessions", {"justify": "right"}), ("last indexed (UTC)", {}), ("FTS", {}), ("status", {}),
-        ):
-            table.add_column(col, **kw)
-        for i in members:
-            size = _human_bytes(i.size_bytes) + (f" +{_human_bytes(i.wal_bytes)} wal" if i.wal_bytes else "")
-            if i.error:
-                status = Text("unreadable", style="red")
-            elif i.live:
-                status = Text("live: -wal present", style="yellow")
-            else:
-                status = Text("ok")
-            table.add_row(
-                plain(os.path.basename(i.path)), size, _count(i.sources), _count(i.chunks), _count(i.code_chunks),
-                _count(i.sessions), plain(i.last_indexed_at or "–"), plain(_schema_short(i.schema)), status,
-            )
-        console.print(table)
-        for i in members:
-            if i.error:
-                console.print(plain(f"{os.path.basename(i.path)}: {i.error.replace(i.path, 'the file')}", style="red"))
+        if fits:
+            console.print(tables[location])
+            for i in members:
+                if i.error:
+                    console.print(plain(f"{os.path.basename(i.path)}: {_error_text(i)}", style="red"))
+        else:
+            for i in members:
+                _print_store_block(i)
+    if not fits:
+        console.print()
     newest = max((i.modified or 0 for i in infos), default=0)
     if newest:
         stamp = datetime.fromtimestamp(newest).strftime("%Y-%m-%d %H:%M")
         console.print(f"newest file modified {stamp}. Open one with: rankscope PATH", highlight=False)
+
+
+def _size(i) -> str:
+    return human_bytes(i.size_bytes) + (f" +{human_bytes(i.wal_bytes)} wal" if i.wal_bytes else "")
+
+
+def _status(i) -> Text:
+    if i.error:
+        return Text("unreadable", style="red")
+    if i.live:
+        return Text("live: -wal present", style="yellow")
+    return Text("ok")
+
+
+def _error_text(i) -> str:
+    return (i.error or "").replace(i.path, "the file")
+
+
+def _store_table(members: list) -> Table:
+    """One row per store of a folder: the wide layout."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, kw in (
+        ("store", {"no_wrap": True, "min_width": 19}), ("size", {"justify": "right", "no_wrap": True}),
+        ("sources", {"justify": "right"}), ("chunks", {"justify": "right"}), ("code", {"justify": "right"}),
+        ("sessions", {"justify": "right"}), ("last indexed (UTC)", {"no_wrap": True}), ("FTS", {"no_wrap": True}),
+        ("status", {"no_wrap": True}),
+    ):
+        table.add_column(col, **kw)
+    for i in members:
+        table.add_row(
+            plain(os.path.basename(i.path)), _size(i), _count(i.sources), _count(i.chunks), _count(i.code_chunks),
+            _count(i.sessions), plain(i.last_indexed_at or "–"), plain(_schema_short(i.schema)), _status(i),
+        )
+    return table
+
+
+def _print_store_block(i) -> None:
+    """The narrow layout: ``name  status``, then ``size · sources · chunks
+    (code) · sessions · last indexed · schema`` packed to the console width."""
+    status = _status(i)
+    head = Text.assemble("  ", (safe.line(_short(i.path)), "bold"))
+    if status.plain != "ok":
+        head.append("  ")
+        head.append(status)
+    console.print(head, overflow="fold")
+    if i.error:
+        fields = [_size(i), safe.line(_error_text(i))]
+    else:
+        fields = [
+            _size(i), _counted(i.sources, "source"),
+            f"{_counted(i.chunks, 'chunk')} ({_count(i.code_chunks)} code)", _counted(i.sessions, "session"),
+            f"indexed {i.last_indexed_at} UTC" if i.last_indexed_at else "never indexed",
+            f"FTS {_schema_short(i.schema)}",
+        ]
+    for line in pack([safe.line(f) for f in fields], max(console.width - 4, 20)):
+        console.print(Text("    " + line, style="red" if i.error else ""), overflow="fold")
 
 
 @app.command("sessions")

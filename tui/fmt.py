@@ -1,0 +1,39 @@
+"""Small formatting helpers shared by the CLI and the browser (no Rich, no
+Textual), so both print the same numbers the same way."""
+
+from __future__ import annotations
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def human_bytes(n: int | float) -> str:
+    """A size in binary units: ``"5 B"``, ``"596.0 KiB"``, ``"1.2 MiB"``.
+
+    Bytes are shown whole; larger units with one decimal. Negative sizes
+    keep their sign.
+    """
+    sign = "-" if n < 0 else ""
+    size = float(abs(n))
+    for unit in _UNITS:
+        if size < 1024 or unit == _UNITS[-1]:
+            return f"{sign}{size:.0f} {unit}" if unit == "B" else f"{sign}{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def pack(fields: list[str], width: int, sep: str = " · ") -> list[str]:
+    """Join ``fields`` with ``sep`` into as few lines as fit in ``width``
+    columns, never splitting a field (a field wider than ``width`` gets a
+    line of its own)."""
+    lines: list[str] = []
+    current = ""
+    for f in fields:
+        candidate = f if not current else current + sep + f
+        if current and len(candidate) > width:
+            lines.append(current)
+            current = f
+        else:
+            current = candidate
+    if current:
+        lines.append(current)
+    return lines
