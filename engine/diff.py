@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Candidate, Run, Trace
+from .model import Candidate, Run, SearchParams, Trace
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,11 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def run_summaries(run: Run, limit: int, prefix: str = "") -> list[StageSummary]:
-    """Summaries for the stages of one pass."""
+def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams | None = None) -> list[StageSummary]:
+    """Summaries for the stages of one pass; with ``params``, the retriever
+    lines name the source / content-type filters they ran with."""
     out = []
+    filters = params.filter_text if params is not None else ""
     for r in (run.porter, run.trigram):
         name = "Porter" if r.name == "porter" else "Trigram"
         if r.skipped:
@@ -60,6 +62,8 @@ def run_summaries(run: Run, limit: int, prefix: str = "") -> list[StageSummary]:
             head = f"error: {r.error}"
         else:
             head = f"{_plural(len(r.hits), 'hit')} for {r.query} (limit {r.fts_limit})"
+            if filters:
+                head += f" with {filters}"
         out.append(StageSummary(prefix + r.name, name, head, r.elapsed_ms))
     f = run.fusion
     merged = [c for c in f.candidates if c.merged_rowids]
@@ -117,7 +121,7 @@ def stage_summaries(trace: Trace) -> list[StageSummary]:
         if trace.refresh.stale:
             head += f", {verb}: " + ", ".join(trace.refresh.stale)
         out.append(StageSummary("refresh", "Stale refresh", head, trace.refresh.elapsed_ms))
-    out += run_summaries(trace.first, trace.params.limit)
+    out += run_summaries(trace.first, trace.params.limit, params=trace.params)
     fz = trace.fuzzy
     if not fz.ran:
         out.append(StageSummary("fuzzy", "Fuzzy", f"skipped: {fz.reason}"))
@@ -128,7 +132,7 @@ def stage_summaries(trace: Trace) -> list[StageSummary]:
             head = "shadow run: " + head
         out.append(StageSummary("fuzzy", "Fuzzy", head, fz.elapsed_ms))
         if fz.rerun is not None:
-            out += run_summaries(fz.rerun, trace.params.limit, prefix="fuzzy:")
+            out += run_summaries(fz.rerun, trace.params.limit, prefix="fuzzy:", params=trace.params)
     if trace.final:
         out.append(StageSummary("final", "Final", f"{_plural(len(trace.final), 'result')}, layer {trace.layer}"))
     else:

@@ -152,6 +152,18 @@ class SearchParams:
         if self.sessions is not None and not isinstance(self.sessions, tuple):
             object.__setattr__(self, "sessions", tuple(self.sessions))
 
+    @property
+    def filter_text(self) -> str:
+        """The SQL filters both retrievers apply, in words (``""`` when none):
+        ``source LIKE '%docs%'``, ``source = 'a.md'``, ``content_type = 'code'``,
+        joined by `` and ``."""
+        parts = []
+        if self.source:
+            parts.append(f"source = '{self.source}'" if self.source_match == "exact" else f"source LIKE '%{self.source}%'")
+        if self.content_type:
+            parts.append(f"content_type = '{self.content_type}'")
+        return " and ".join(parts)
+
 
 @dataclass(frozen=True)
 class Hit:

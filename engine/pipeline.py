@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from contextlib import nullcontext
+from typing import Callable
 
 from .fusion import fuse
 from .fuzzy import correct_word
@@ -198,19 +199,60 @@ def _fuzzy(
     return FuzzyStage(True, reason, tuple(words), corrections, corrected_query, rerun, shadow, ms)
 
 
-def _empty_reason(params: SearchParams, first: Run, fuzzy: FuzzyStage) -> str:
+#: At most this many session ids are listed when an allowed id is unknown.
+_SESSIONS_LISTED = 8
+
+
+def _quoted(ids: list[str]) -> str:
+    return ", ".join(f"'{s}'" for s in ids)
+
+
+def _missing_sessions(first: Run, store_sessions: Callable[[], list[str]]) -> str:
+    """Why the session filter removed everything, when an allowed id is the
+    culprit: ids no removed candidate has, and (one store query, only on
+    this rare path) ids no chunk in the store has at all."""
+    flt = first.filter
+    seen = {c.session_id for c in flt.removed}
+    absent = [s for s in dict.fromkeys(flt.allow_set or ()) if s not in seen]
+    if not absent:
+        return ""
+    known = store_sessions()
+    unknown = [s for s in absent if s not in known]
+    parts = []
+    if unknown:
+        named = sorted(s for s in known if s)
+        listed = named[:_SESSIONS_LISTED]
+        more = len(named) - len(listed)
+        names = ", ".join(listed) + (f", … ({more} more)" if more > 0 else "") if listed else "none"
+        noun = "session" if len(unknown) == 1 else "sessions"
+        parts.append(f"no chunk in this store has {noun} {_quoted(unknown)} (sessions: {names})")
+    matched_elsewhere = [s for s in absent if s in known]
+    if matched_elsewhere:
+        parts.append(f"no pooled candidate has session {_quoted(matched_elsewhere)}")
+    return "; ".join(parts)
+
+
+def _empty_reason(
+    params: SearchParams, first: Run, fuzzy: FuzzyStage, store_sessions: Callable[[], list[str]] = lambda: []
+) -> str:
     if not params.query.strip():
         return "empty query: nothing to search for"
     parts = []
+    filters = f" with {params.filter_text}" if params.filter_text else ""
     if not first.fusion.candidates:
         if first.porter.error or first.trigram.error:
             parts.append("a retriever failed: " + (first.porter.error or first.trigram.error or ""))
         else:
-            parts.append("no match in either index")
+            parts.append(f"no match in either index{filters}")
     elif not first.fusion.pool and params.limit != 0:
         parts.append(f"the candidate pool is empty (pool size {first.fusion.pool_size}): fusion handed nothing on")
     elif first.filter.allow_set is not None and not first.filter.kept:
-        parts.append(f"all {len(first.filter.removed)} pooled candidates were removed by the session filter")
+        n = len(first.filter.removed)
+        parts.append("the only pooled candidate was removed by the session filter" if n == 1
+                     else f"all {n} pooled candidates were removed by the session filter")
+        missing = _missing_sessions(first, store_sessions)
+        if missing:
+            parts.append(missing)
     elif params.limit == 0:
         parts.append("limit is 0")
     if not fuzzy.ran:
@@ -287,7 +329,12 @@ def _search(store: Store, params: SearchParams, conn: sqlite3.Connection | None)
         FinalResult(i + 1, cand, layer, boosts.get(cand.key)) for i, cand in enumerate(results)
     )
     if layer == "none":
-        empty_reason = _empty_reason(params, first, fuzzy)
+
+        def store_sessions() -> list[str]:
+            with guard:
+                return [sid for sid, _ in store.session_counts(c)]
+
+        empty_reason = _empty_reason(params, first, fuzzy, store_sessions)
     elif not final:
         empty_reason = "limit is 0: the pipeline ran but the trim keeps nothing"
     else:

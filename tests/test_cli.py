@@ -59,7 +59,8 @@ def test_batch(db, tmp_path):
     [
         (["search", "x", "--db", "/nonexistent/s.db"], "no database at /nonexistent/s.db"),
         (["search", "x", "--db", "DB", "--limit", "-2"], "limit must be 0 or more; got -2"),
-        (["search", "x", "--db", "DB", "--content-type", "video"], "content_type must be"),
+        (["search", "x", "--db", "DB", "--content-type", "video"], "--content-type must be code or prose; got 'video'"),
+        (["why", "x", "--db", "DB", "--rowid", "1", "--content-type", "Code"], "--content-type must be code or prose"),
         (["/nonexistent/folder"], "nonexistent"),
     ],
 )

@@ -106,7 +106,7 @@ def test_compare_query_file_json(db, queries):
         (["zebra", "--queries", "q.json", "--b", "rerank=off"], "give either a QUERY or --queries FILE"),
         (["--queries", "QFILE", "--b", "rerank=off", "--limit", "5"], "--limit apply to a single QUERY"),
         (["zebra", "--b", "rerank=off", "--limit", "-1"], "limit must be 0 or more"),
-        (["zebra", "--b", "rerank=off", "--content-type", "video"], "content_type must be"),
+        (["zebra", "--b", "rerank=off", "--content-type", "video"], "--content-type must be code or prose"),
     ],
 )
 def test_compare_errors(db, queries, args, message):

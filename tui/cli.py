@@ -79,6 +79,8 @@ def make_params(
     variant=None,
 ) -> SearchParams:
     """Build validated :class:`SearchParams`, turning ValueError into CliError."""
+    if content_type is not None and content_type not in ("code", "prose"):
+        fail(f"--content-type must be code or prose; got {content_type!r}")
     try:
         return SearchParams(
             query=query,

@@ -38,3 +38,42 @@ def test_summaries_follow_pipeline_order(store):
     assert stages[:7] == ["porter", "trigram", "fusion", "pool", "filter", "trim", "rerank"]
     assert "fuzzy" in stages and stages[-1] == "final"
     assert any(s.startswith("fuzzy:") for s in stages)
+
+
+def _headline(trace, stage: str) -> str:
+    return next(s.headline for s in stage_summaries(trace) if s.stage == stage)
+
+
+def test_retriever_summaries_name_the_filters(store):
+    _collide(store)
+    t = search(store, SearchParams("alpha", source="nope"))
+    assert _headline(t, "porter") == "0 hits for \"alpha\" (limit 10) with source LIKE '%nope%'"
+    assert _headline(t, "trigram").endswith("with source LIKE '%nope%'")
+    t = search(store, SearchParams("alpha", source="a.md", source_match="exact", content_type="code"))
+    assert _headline(t, "porter").endswith("with source = 'a.md' and content_type = 'code'")
+    assert "with" not in _headline(search(store, SearchParams("alpha")), "porter")
+
+
+def test_empty_reason_names_the_filters(store):
+    _collide(store)
+    t = search(store, SearchParams("alpha", source="nope"))
+    assert t.empty_reason.startswith("no match in either index with source LIKE '%nope%'")
+    t = search(store, SearchParams("alpha", content_type="code"))
+    assert t.empty_reason.startswith("no match in either index with content_type = 'code'")
+    assert search(store, SearchParams("zzzqqq")).empty_reason.startswith("no match in either index;")
+
+
+def test_empty_reason_names_an_allowed_session_nobody_has(store):
+    _collide(store)  # every chunk in s1
+    store.index_text("b.md", "# Beta\nunrelated words", "markdown", session_id="s2")
+    store.index_text("c.md", "# Gamma\nmore words", "markdown", session_id="s3")
+    t = search(store, SearchParams("alpha", sessions=("s-1",)))
+    assert t.layer == "none"
+    assert t.empty_reason.startswith(
+        "the only pooled candidate was removed by the session filter; "
+        "no chunk in this store has session 's-1' (sessions: s1, s2, s3)"
+    )
+    # s2 exists, just not among the candidates; s9 exists nowhere
+    t = search(store, SearchParams("alpha", sessions=("s2", "s9")))
+    assert ("no chunk in this store has session 's9' (sessions: s1, s2, s3); "
+            "no pooled candidate has session 's2'") in t.empty_reason
