@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat as _stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .jsstr import decode_utf8_like_node
+from .jsstr import decode_utf8_like_node, to_storage_bytes
 from .store import IndexResult, ReadOnlyStoreError, Store, kind_for_path, sha256_text, sqlite_errors
 
 #: Name of the sessions map inside a corpus folder (read, never indexed).
@@ -363,6 +364,13 @@ def index_paths(
     known = store.source_hashes() if incremental else {}
     seen: dict[str, Path] = {}
     unindexable: set[str] = set()
+    # The file being stored when Ctrl-C lands: (label, kind, text, bytes,
+    # highest source id before it). The interrupt is delivered when SQLite
+    # hands control back, typically right after the COMMIT (the slow,
+    # fsyncing step), so the file can be stored although index_text never
+    # returned: see _recover_committed.
+    in_flight: tuple[str, str, str, bytes, int] | None = None
+    last_id = _max_source_id(store)
     try:
         for label, path, root_key in plan:
             nbytes = 0
@@ -405,16 +413,14 @@ def index_paths(
                     report.unchanged.append(label)
                     continue
                 kind = kind_for_path(path)
+                in_flight = (label, kind, text, data, last_id)
                 result = store.index_text(
                     label, text, kind, session_id=sessions.get(label, default_session),
                     file_path=str(path.resolve()) if kind == "markdown" else None, content_hash=digest,
                 )
-                if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
-                    report.skipped.append(
-                        Skip(label, "indexed, but invalid UTF-8 bytes were replaced by U+FFFD", "replaced-bytes")
-                    )
-                report.results.append(result)
-                report.bytes += nbytes
+                _record(report, result, text, data)
+                in_flight = None
+                last_id = max(last_id, result.source_id)
             finally:
                 report.bytes_read += nbytes
                 if progress:
@@ -429,8 +435,54 @@ def index_paths(
     except KeyboardInterrupt as exc:
         if isinstance(exc, IndexInterrupted):
             raise
+        if in_flight is not None:
+            _recover_committed(store, report, *in_flight)
         raise IndexInterrupted(report) from exc
     return report
+
+
+def _record(report: IndexReport, result: IndexResult, text: str, data: bytes) -> None:
+    """Add a stored file to ``report`` (and the U+FFFD note when its bytes
+    were not valid UTF-8)."""
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
+        report.skipped.append(
+            Skip(result.label, "indexed, but invalid UTF-8 bytes were replaced by U+FFFD", "replaced-bytes")
+        )
+    report.results.append(result)
+    report.bytes += len(data)
+
+
+def _max_source_id(store: Store) -> int:
+    """Highest ``sources.id`` ever handed out (``sqlite_sequence``, as
+    AUTOINCREMENT uses it; ``MAX(id)`` as a fallback): a row stored later
+    has a larger id."""
+    with sqlite_errors(store.path), store.lock:
+        row = store.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'sources'").fetchone()
+        top = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM sources").fetchone()[0]
+    return max(int(row[0]) if row else 0, int(top))
+
+
+def _recover_committed(store: Store, report: IndexReport, label: str, kind: str, text: str, data: bytes,
+                       before: int) -> None:
+    """After Ctrl-C: if the file in flight was committed anyway (a source row
+    for ``label`` newer than ``before``), count it as indexed. Any error here
+    is ignored: the interrupt is what must propagate."""
+    if report.results and report.results[-1].label == label and report.results[-1].source_id > before:
+        return  # already recorded
+    try:
+        with store.lock:
+            row = store.conn.execute(
+                "SELECT id, chunk_count, code_chunk_count FROM sources WHERE label = ? AND id > ? ORDER BY id DESC",
+                (label, before),
+            ).fetchone()
+    except sqlite3.Error:
+        return
+    if row is None:
+        return  # rolled back: the label keeps its previous content
+    # kind: as planned (a JSON file that failed to parse really used "plain");
+    # vocabulary_added: unknown, 0.
+    result = IndexResult(label, int(row[0]), kind, int(row[1]), int(row[2]), len(to_storage_bytes(text)), 0)
+    _record(report, result, text, data)
 
 
 def index_corpus(store: Store, root: str | os.PathLike[str], sessions: dict[str, str] | None = None) -> IndexReport:

@@ -350,3 +350,25 @@ def test_index_into_a_read_only_store_is_one_line(tmp_path_factory):
     finally:
         os.chmod(base / "rodir", 0o755) if (base / "rodir").exists() else None
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_index_interrupt_after_a_commit_reports_every_stored_file(project, tmp_path, monkeypatch):
+    """Ctrl-C landing just after a file's COMMIT: the message counts that file."""
+    real = Store._insert
+    calls = []
+
+    def commit_then_interrupt(self, *a, **kw):
+        result = real(self, *a, **kw)
+        calls.append(result.label)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(Store, "_insert", commit_then_interrupt)
+    db = tmp_path / "s.db"
+    r = runner.invoke(app, ["index", str(project), "--db", str(db)])
+    assert r.exit_code == 130
+    monkeypatch.setattr(Store, "_insert", real)
+    with Store.open_readonly(db) as store:
+        assert len(store.sources()) == 2
+    assert "interrupted after 2 indexed and 0 unchanged files" in r.output

@@ -254,3 +254,55 @@ def test_interrupt_inside_a_file_rolls_that_file_back(folder, tmp_path, monkeypa
     assert hashes["docs/guide.md"] != store.source_hashes()["docs/guide.md"]
     _consistent(store)
     store.close()
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_interrupt_right_after_a_commit_counts_that_file(folder, tmp_path, monkeypatch, incremental):
+    """Ctrl-C is delivered when SQLite hands control back, usually just after
+    the (slow) COMMIT: the file is stored although index_text never returned.
+    The report must count it, as the store does."""
+    db = tmp_path / "s.db"
+    store = Store.create(db)
+    if incremental:
+        index_paths(store, [folder])
+        for rel in ("README.md", "conf/app.json", "docs/guide.md"):
+            (folder / rel).write_text((folder / rel).read_text().replace("a", "A") + "\n")
+    real = Store._insert
+    calls = []
+
+    def commit_then_interrupt(self, *a, **kw):
+        result = real(self, *a, **kw)  # committed
+        calls.append(result.label)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # ... but the result is lost on the way back
+        return result
+
+    monkeypatch.setattr(Store, "_insert", commit_then_interrupt)
+    with pytest.raises(IndexInterrupted) as exc:
+        index_paths(store, [folder], incremental=incremental)
+    monkeypatch.setattr(Store, "_insert", real)
+    report = exc.value.report
+    assert [r.label for r in report.results] == calls
+    assert calls == (["README.md", "conf/app.json"] if incremental else ["README.md", "big/huge.txt"])
+    stored = {s["label"]: s for s in store.sources()}
+    recovered = report.results[1]
+    assert (recovered.source_id, recovered.chunks) == (stored[calls[1]]["id"], stored[calls[1]]["chunk_count"])
+    assert report.bytes == sum(len((folder / r).read_bytes()) for r in calls)
+    store.close()
+
+
+def test_interrupt_before_the_commit_is_not_counted(folder, tmp_path, monkeypatch):
+    db = tmp_path / "s.db"
+    store = Store.create(db)
+    index_paths(store, [folder])
+    (folder / "conf/app.json").write_text('{"name": "changed"}')
+    (folder / "README.md").write_text("# Project\nnew intro\n")
+
+    def interrupted(text):
+        raise KeyboardInterrupt  # inside the transaction: rolled back
+
+    monkeypatch.setattr(store_module, "vocabulary_words", interrupted)
+    with pytest.raises(IndexInterrupted) as exc:
+        index_paths(store, [folder], incremental=True)
+    assert exc.value.report.results == []
+    store.close()
