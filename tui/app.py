@@ -27,7 +27,9 @@ from . import safe
 from .cache import CacheEntry, build_cache, corpus_files
 from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
-from .messages import ChunkMatches, ChunksLoaded, CompareFinished, DoctorFinished, SearchFinished, StoreReady, WhyFinished
+from .facts import describe_problem, read_facts
+from .messages import (ChunkMatches, ChunksLoaded, CompareFinished, DoctorFinished, SearchFailed, SearchFinished,
+                       StoreReady, WhyFinished)
 from .screens.browser import BrowserScreen
 from .screens.compare import CompareScreen
 from .screens.doctor import DoctorScreen
@@ -103,6 +105,8 @@ class RankscopeApp(App[None]):
         self.search_fn = search_fn
         self.notice = notice
         self.store_stats: dict = {}
+        #: Why the store's counts could not be read (the browser then says so), or ``None``.
+        self.store_problem: str | None = None
         self.session_counts: list[tuple[str, int]] = []
         self.source_labels: list[str] = []
         #: The what-if lab's last variants (A, B), kept between openings of the compare screen.
@@ -129,15 +133,30 @@ class RankscopeApp(App[None]):
             self.notify_plain(self.notice, severity="warning")
 
     def _browser_for(self, store: Store) -> BrowserScreen:
-        self._load_store_facts(store)
+        try:
+            self._load_store_facts(store)
+        except Exception as exc:  # the launcher refuses such a store; browse what can be read
+            self.store_stats, self.session_counts, self.source_labels = {}, [], []
+            self.store_problem = describe_problem(exc)
+            self.notice = f"{self.store_problem[0].upper()}{self.store_problem[1:]}"
+        else:
+            self.store_problem = None
+        return self._new_browser(store)
+
+    def _new_browser(self, store: Store) -> BrowserScreen:
         return BrowserScreen(store, self.store_label, self.initial_params, show_timings=self.show_timings,
                              cursor_blink=self.cursor_blink)
 
     def _load_store_facts(self, store: Store) -> None:
-        with store.lock:
-            self.store_stats = store.stats()
-            self.session_counts = store.session_counts()
-            self.source_labels = [s["label"] for s in store.sources()]
+        """Read the store's counts, sessions and source labels.
+
+        Raises:
+            StoreError: the store cannot be read (see :func:`tui.facts.read_facts`).
+        """
+        facts = read_facts(store)
+        self.store_stats = facts.stats
+        self.session_counts = facts.session_counts
+        self.source_labels = facts.source_labels
 
     def notify_plain(self, message: str, **kwargs) -> None:
         """A notification whose text is shown as is (no markup; controls made visible)."""
@@ -145,14 +164,27 @@ class RankscopeApp(App[None]):
         self.notify(safe.line(message), markup=False, **kwargs)
 
     def on_store_ready(self, event: StoreReady) -> None:
-        """A store finished indexing (or was picked): browse it."""
+        """A store finished indexing (or was picked): browse it, unless its
+        counts cannot be read (a damaged file): then it is closed and the
+        picker or loading screen stays, saying why."""
+        try:
+            self._load_store_facts(event.store)
+        except Exception as exc:
+            event.store.close()
+            self.notify_plain(describe_problem(exc), title="Cannot open the store", severity="error", timeout=10)
+            for screen in self.screen_stack:
+                hook = getattr(screen, "store_refused", None)
+                if hook is not None:
+                    hook(exc)
+            return
         if self.store is not None and self.store is not event.store:
             self.store.close()
         self.store = event.store
         self.store_label = event.label
         self.chunk_index = None
         self._chunk_keys = []
-        self.switch_screen(self._browser_for(event.store))
+        self.store_problem = None
+        self.switch_screen(self._new_browser(event.store))
 
     def on_unmount(self) -> None:
         if self.store is not None:
@@ -314,11 +346,16 @@ class RankscopeApp(App[None]):
         if worker.is_cancelled:
             return
         store = target.store
-        conn = store.connect()
+        conn = None
         try:
+            conn = store.connect()
             trace = self.search_fn(store, params, conn=conn)
+        except Exception as exc:  # a damaged store, or a bug: the browser explains it, never crashes
+            if not worker.is_cancelled:
+                target.post_message(SearchFailed(seq, exc))
+            return
         finally:
-            if conn is not store.conn:
+            if conn is not None and conn is not store.conn:
                 conn.close()
         if not worker.is_cancelled:
             target.post_message(SearchFinished(seq, trace))
@@ -449,7 +486,7 @@ class RankscopeApp(App[None]):
             "search": "Search", "index": "Indexing", "discover": "Store discovery", "compare": "Compare",
             "why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks", "doctor": "Doctor",
         }.get(event.worker.group, "Background task")
-        self.notify_plain(f"{type(error).__name__}: {error}", title=f"{what} failed", severity="error", timeout=10)
+        self.notify_plain(describe_problem(error), title=f"{what} failed", severity="error", timeout=10)
         browser = self.browser
         if browser is not None and event.worker.group == "search":
             browser.results.border_subtitle = "search failed"

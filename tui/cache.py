@@ -88,9 +88,9 @@ def fingerprint(folder: str | os.PathLike[str]) -> str:
 
 
 def load_cached(entry: CacheEntry) -> Store | None:
-    """The cached store, opened read-only, if it exists and its fingerprint
-    matches the folder now; else ``None`` (never raises for a stale or broken
-    cache: it is simply rebuilt)."""
+    """The cached store, opened read-only, if it exists, its fingerprint
+    matches the folder now and its counts can be read; else ``None`` (never
+    raises for a stale or broken cache: it is simply rebuilt)."""
     if not entry.db_path.is_file() or not entry.fingerprint_path.is_file():
         return None
     try:
@@ -100,9 +100,17 @@ def load_cached(entry: CacheEntry) -> Store | None:
     if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint(entry.folder):
         return None
     try:
-        return Store.open_readonly(entry.db_path)
+        store = Store.open_readonly(entry.db_path)
     except StoreError:
         return None
+    from .facts import read_facts
+
+    try:
+        read_facts(store)  # a damaged cache is rebuilt, not browsed
+    except StoreError:
+        store.close()
+        return None
+    return store
 
 
 def _remove(path: Path) -> None:

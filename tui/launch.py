@@ -4,6 +4,7 @@
 * a folder: indexed into the cache (loading screen with a progress bar) unless
   an up-to-date cached store exists, which opens at once;
 * a file: opened read-only as a content store (``Store.open_readonly``);
+  refused when even its counts cannot be read (a damaged file);
 * ``--stores``: a picker over :func:`engine.discovery.find_stores` (when that
   module exists).
 
@@ -22,6 +23,7 @@ from engine.corpus import SESSIONS_FILE, load_sessions_map
 
 from .cache import CacheEntry, cache_entry, load_cached
 from .cli import CliError
+from .facts import read_facts
 
 #: The corpus opened when no PATH is given.
 SAMPLE_CORPUS = Path(tui.__file__).resolve().parent.parent / "sample_corpus"
@@ -85,6 +87,11 @@ def app_arguments(path: str | None, stores: bool = False) -> dict:
             try:
                 store = Store.open_readonly(p)
             except StoreError as exc:
+                raise CliError(str(exc)) from exc
+            try:
+                read_facts(store)  # a store damaged where its counts live cannot be browsed at all
+            except StoreError as exc:
+                store.close()
                 raise CliError(str(exc)) from exc
             args = {"store": store, "store_label": p.name}
     if notice:

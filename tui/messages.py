@@ -23,6 +23,21 @@ class SearchFinished(Message):
         super().__init__()
 
 
+class SearchFailed(Message):
+    """A search worker failed (e.g. on a damaged part of the store).
+
+    Attributes:
+        seq: the request's sequence number; a failure older than the newest
+            result shown is stale and is dropped.
+        error: what went wrong.
+    """
+
+    def __init__(self, seq: int, error: BaseException) -> None:
+        self.seq = seq
+        self.error = error
+        super().__init__()
+
+
 class StoreReady(Message):
     """A store is open and can be browsed (after indexing or picking one).
 

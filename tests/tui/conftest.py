@@ -20,6 +20,37 @@ def stages_store():
     return store
 
 
+def damaged_store(path: Path, tables: tuple[str, ...], keep_first: bool = False) -> Path:
+    """The parity corpus indexed into ``path``, then every page of ``tables``
+    (but the first, with ``keep_first``) overwritten with junk, the way a bad
+    disk block damages a file in the middle. ``("sources",)`` breaks the
+    store's counts; ``("chunks_trigram_data",)`` with ``keep_first`` (its
+    first page holds the index structure the table needs to open) leaves them
+    readable and breaks searching."""
+    import shutil
+    import sqlite3
+
+    from engine import Store, index_corpus
+
+    clean = path.with_name(path.stem + "-clean.db")
+    store = Store.create(clean)
+    index_corpus(store, CORPUS)
+    store.close()
+    conn = sqlite3.connect(clean)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    marks = ",".join("?" * len(tables))
+    pages = [p for (p,) in conn.execute(f"SELECT pageno FROM dbstat WHERE name IN ({marks}) ORDER BY pageno", tables)]
+    conn.close()
+    pages = pages[1:] if keep_first else pages
+    assert pages, f"no pages to damage in {tables}"
+    shutil.copy(clean, path)
+    with open(path, "r+b") as fh:
+        for page in pages:
+            fh.seek((page - 1) * page_size)
+            fh.write(b"\xaa" * page_size)
+    return path
+
+
 def build_app(**kwargs):
     """The browser on the parity corpus, deterministic (no timings, no blink)."""
     from tui.app import make_app

@@ -22,7 +22,8 @@ from engine import SearchParams, Store
 from engine.model import Trace
 
 from .. import safe
-from ..messages import ParamsChanged, SearchFinished
+from ..facts import describe_problem
+from ..messages import ParamsChanged, SearchFailed, SearchFinished
 from ..subject import Subject
 from ..widgets.inspector import StageInspector
 from ..widgets.params_bar import ParamsBar
@@ -58,6 +59,7 @@ class BrowserScreen(Screen):
         self._seq = 0
         self._shown_seq = 0
         self._requested: SearchParams | None = None
+        self._last_failure: str | None = None
         self.pane = "results"
 
     # ── layout ─────────────────────────────────────────────────────────
@@ -115,6 +117,10 @@ class BrowserScreen(Screen):
         sessions = [s for s, _ in getattr(self.app, "session_counts", []) if s]
         t = Text("rankscope", style="bold")
         t.append(f" · {safe.line(self.store_label)}\n", style="bold")
+        problem = getattr(self.app, "store_problem", None)
+        if problem:
+            t.append(f"⚠ The store's counts could not be read ({safe.line(problem)}); searches may fail.\n",
+                     style="bold")
         if stats:
             t.append(f"{stats.get('sources', 0)} sources, {stats.get('chunks', 0)} chunks "
                      f"({stats.get('code_chunks', 0)} code)")
@@ -229,7 +235,29 @@ class BrowserScreen(Screen):
         if event.seq <= self._shown_seq:
             return  # stale: a newer search is already on screen
         self._shown_seq = event.seq
+        self._last_failure = None
         self.show_trace(event.trace)
+
+    @on(SearchFailed)
+    def _failed(self, event: SearchFailed) -> None:
+        if event.seq <= self._shown_seq:
+            return  # stale: a newer search is already on screen
+        self._shown_seq = event.seq
+        self.show_failure(event.error)
+
+    def show_failure(self, error: BaseException) -> None:
+        """The search failed (e.g. on a damaged part of the store): say why in
+        the results and in a notification (not repeated while the same error
+        recurs as you type); the other panes are cleared."""
+        self.trace = None
+        self.query_box.show_queries(None)
+        self.results.show_failure(error)
+        self.inspector.show_placeholder("No stages: the search failed (Results says why).")
+        self.journey.clear("No journey: the search failed (Results says why).")
+        text = describe_problem(error)
+        if text != self._last_failure:
+            self.app.notify(safe.line(text), title="Search failed", severity="error", timeout=10, markup=False)
+        self._last_failure = text
 
     def show_trace(self, trace: Trace) -> None:
         """Show ``trace`` in every pane; the journey follows the top result."""

@@ -62,6 +62,10 @@ class LoadingScreen(Screen):
                  style="dim")
         )
 
+    def store_refused(self, error: BaseException) -> None:
+        """The freshly built store cannot be read (the app has notified)."""
+        self.show_error(error)
+
     def show_error(self, error: BaseException) -> None:
         """Say that indexing failed (the app also notifies)."""
         self.query_one("#loading-file", Static).update(

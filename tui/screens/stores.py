@@ -52,7 +52,7 @@ def store_line(info: Any) -> Text:
     t.append("\n  " + " · ".join(details), style="dim")
     error = getattr(info, "error", None)
     if error:
-        t.append(f"\n  unreadable: {safe.line(str(error))}", style="bold")
+        t.append(f"\n  ✗ unreadable, cannot be opened: {safe.line(str(error))}", style="bold")
     return t
 
 
@@ -86,7 +86,9 @@ class StorePickerScreen(Screen):
             status.update("No content stores found. Run 'rankscope PATH' with a folder or a .db file.")
             options.display = False
             return
-        status.update(f"{len(infos)} found · Enter opens read-only · ctrl+q quits")
+        bad = sum(1 for i in infos if getattr(i, "error", None))
+        status.update(f"{len(infos)} found · Enter opens read-only · ctrl+q quits"
+                      + (f" · {bad} unreadable (✗) cannot be opened" if bad else ""))
         options.set_options([Option(store_line(i), id=str(n)) for n, i in enumerate(infos)])
         options.highlighted = 0
         options.focus()
@@ -94,9 +96,18 @@ class StorePickerScreen(Screen):
     @on(OptionList.OptionSelected, "#stores-list")
     def _open(self, event: OptionList.OptionSelected) -> None:
         info = self.infos[int(event.option_id or 0)]
+        error = getattr(info, "error", None)
+        if error:
+            self.notify(safe.line(f"{info.path} is unreadable: {error}"), title="Cannot open the store",
+                        severity="error", markup=False, timeout=10)
+            return
         try:
             store = Store.open_readonly(info.path)
         except StoreError as exc:
             self.notify(safe.line(str(exc)), title="Cannot open store", severity="error", markup=False)
             return
-        self.post_message(StoreReady(store, Path(str(info.path)).name))
+        self.post_message(StoreReady(store, Path(str(info.path)).name))  # the app checks it can be read
+
+    def store_refused(self, error: BaseException) -> None:
+        """The picked store could not be read (the app has notified): stay here."""
+        self.query_one("#stores-list", OptionList).focus()

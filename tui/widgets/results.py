@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 from engine.model import Trace
 
 from .. import safe
+from ..facts import is_damage, is_store_error, problem_headline
 from ..subject import Subject
 
 #: Single-line columns (wide panes) and their fixed widths; title and source share the rest.
@@ -42,6 +43,21 @@ def empty_explanation(trace: Trace) -> Text:
         if not trace.first.fusion.candidates and not hints:
             hints.append("Neither index has these words; the Fuzzy stage shows what typo correction tried.")
     t.append("\n".join(hints), style="italic")
+    return t
+
+
+def failure_explanation(error: BaseException) -> Text:
+    """Why the search failed (a damaged store, or a bug), with what to try next."""
+    t = Text(f"Search failed: {problem_headline(error)}.\n", style="bold")
+    t.append(safe.line(str(error) or type(error).__name__) + "\n\n")
+    if is_damage(error):
+        t.append("Other queries may still work: the damage can be limited to part of the index. rankscope never "
+                 "writes to the store; rebuild it from its files (rankscope index), or check it with "
+                 "sqlite3 STORE 'PRAGMA integrity_check'.", style="italic")
+    elif is_store_error(error):
+        t.append("The store may be locked, moved or changed on disk; try again, or reopen it.", style="italic")
+    else:
+        t.append("This is a rankscope bug: please report it with the query and the store.", style="italic")
     return t
 
 
@@ -104,6 +120,14 @@ class ResultsPane(Vertical):
         self.message.display = False
         self.table.display = True
         self._fill(keep_cursor=False)
+
+    def show_failure(self, error: BaseException) -> None:
+        """Say that the search failed, and why (no results are shown)."""
+        self.trace = None
+        self.border_subtitle = "search failed"
+        self.table.display = False
+        self.message.update(failure_explanation(error))
+        self.message.display = True
 
     def _layout(self) -> tuple[bool, int, int]:
         """``(wide, title width, source width)`` for the current pane width."""

@@ -1,0 +1,152 @@
+"""A store damaged in the middle never crashes the browser: the launcher
+refuses one whose counts cannot be read (one line, exit status 2), the store
+picker refuses it, a damaged cache is rebuilt, and a search that hits a
+damaged part of the index is explained (notification + the results' empty
+state) while the app keeps running."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from engine import Store
+from tui.cli import CliError, main
+from tui.launch import app_arguments
+
+from .conftest import build_app, damaged_store, plain, settle
+
+NARROW = (80, 24)
+
+
+@pytest.fixture
+def counts_damaged(corpus, tmp_path):
+    """A store whose counts (the sources table) cannot be read."""
+    return damaged_store(tmp_path / "counts.db", ("sources",))
+
+
+@pytest.fixture
+def index_damaged(corpus, tmp_path):
+    """A store whose counts read fine but whose trigram index is damaged."""
+    return damaged_store(tmp_path / "index.db", ("chunks_trigram_data",), keep_first=True)
+
+
+def test_launch_refuses_a_store_whose_counts_cannot_be_read(counts_damaged):
+    with pytest.raises(CliError, match="damaged|cannot read"):
+        app_arguments(str(counts_damaged))
+
+
+def test_main_says_so_in_one_line_with_status_2(counts_damaged, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([str(counts_damaged)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rankscope: error:") and "\n" not in err
+    assert str(counts_damaged) in err
+
+
+def test_launch_opens_a_store_whose_counts_read_fine(index_damaged):
+    args = app_arguments(str(index_damaged))
+    assert isinstance(args["store"], Store)
+    args["store"].close()
+
+
+def test_a_damaged_cache_is_rebuilt(corpus, tmp_path):
+    from tui.cache import build_cache, cache_entry, load_cached
+
+    entry = cache_entry(corpus, root=tmp_path / "cache")
+    build_cache(entry).close()
+    cached = load_cached(entry)
+    assert cached is not None
+    cached.close()
+    damaged_store(tmp_path / "broken.db", ("sources",)).replace(entry.db_path)
+    assert load_cached(entry) is None  # rebuilt, never browsed
+
+
+async def test_a_failing_search_is_explained_and_the_app_keeps_running(index_damaged):
+    store = Store.open_readonly(index_damaged)
+    app = build_app(store=store)
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        await pilot.press(*"cache", "enter")
+        await settle(pilot)
+        browser = app.browser
+        assert app.is_running and app.screen is browser
+        message = plain(browser.results.message)
+        assert "Search failed: the store is damaged" in message
+        assert str(index_damaged) in message
+        assert browser.results.border_subtitle == "search failed"
+        assert browser.trace is None
+        errors = [n for n in app._notifications if n.severity == "error"]
+        assert len(errors) == 1 and "the store is damaged" in errors[0].message
+        # the same failure again (typing on) does not pile up notifications
+        await pilot.press("s", "enter")
+        await settle(pilot)
+        assert len([n for n in app._notifications if n.severity == "error"]) == 1
+        # the lab screens report their failures too, and the app stays up
+        for key in ("f7", "f8", "f9"):
+            await pilot.press(key)
+            for _ in range(5):
+                await pilot.pause()
+                await app.workers.wait_for_complete()
+            assert app.is_running
+            await pilot.press("escape")
+            await pilot.pause()
+        assert app.is_running
+
+
+async def test_a_store_whose_counts_cannot_be_read_still_opens_in_the_app(counts_damaged):
+    """make_app given such a store directly (the launcher refuses it): the
+    start screen says so instead of crashing."""
+    store = Store.open_readonly(counts_damaged)
+    app = build_app(store=store)
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        assert app.is_running
+        assert "counts could not be read" in plain(app.browser.results.message)
+        await pilot.press(*"cache", "enter")
+        await settle(pilot)
+        assert "Search failed" in plain(app.browser.results.message)
+
+
+def _picker_app(infos):
+    from tui.app import make_app
+
+    return make_app(store_finder=lambda: infos, show_timings=False, cursor_blink=False)
+
+
+async def _wait(pilot):
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def test_the_picker_refuses_a_store_marked_unreadable(counts_damaged):
+    from tui.screens.stores import StorePickerScreen
+
+    info = SimpleNamespace(path=counts_damaged, size_bytes=1, sources=None, chunks=None, schema=None,
+                           error="cannot read: database disk image is malformed")
+    app = _picker_app([info])
+    async with app.run_test(size=NARROW) as pilot:
+        await _wait(pilot)
+        assert "cannot be opened" in str(app.screen.query_one("#stores-list").get_option_at_index(0).prompt)
+        await pilot.press("enter")
+        await _wait(pilot)
+        assert isinstance(app.screen, StorePickerScreen) and app.is_running
+        assert any(n.severity == "error" and "unreadable" in n.message for n in app._notifications)
+
+
+async def test_the_picker_refuses_a_damaged_store_not_yet_marked(counts_damaged):
+    """Discovery found it readable, but it is damaged now: still refused."""
+    from tui.screens.stores import StorePickerScreen
+
+    info = SimpleNamespace(path=counts_damaged, size_bytes=1, sources=1, chunks=1, schema=None, error=None)
+    app = _picker_app([info])
+    async with app.run_test(size=NARROW) as pilot:
+        await _wait(pilot)
+        await pilot.press("enter")
+        await _wait(pilot)
+        assert isinstance(app.screen, StorePickerScreen) and app.is_running
+        assert app.browser is None
+        assert any(n.severity == "error" and "damaged" in n.message for n in app._notifications)

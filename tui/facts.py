@@ -1,0 +1,80 @@
+"""What the browser reads from a store before it shows it (counts, sessions,
+source labels), and how a store that cannot be read is put into words.
+
+A store damaged in the middle can open fine and fail later: the launcher
+refuses a store whose counts cannot be read (one line, exit status 2), the
+store picker refuses it, and a search that fails on a damaged part of the
+index is explained in the browser instead of crashing it. No Textual here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from engine import Store, StoreError
+
+try:  # the engine names a damaged file with its own error class (when it has it)
+    from engine import CorruptStoreError
+except ImportError:  # pragma: no cover - older engine
+    CorruptStoreError = StoreError  # type: ignore[misc,assignment]
+
+
+@dataclass(frozen=True)
+class StoreFacts:
+    """The store facts the browser shows and offers.
+
+    Attributes:
+        stats: :meth:`engine.Store.stats`.
+        session_counts: :meth:`engine.Store.session_counts`.
+        source_labels: every source label, in store order.
+    """
+
+    stats: dict
+    session_counts: list[tuple[str, int]]
+    source_labels: list[str]
+
+
+def read_facts(store: Store) -> StoreFacts:
+    """Read :class:`StoreFacts` from ``store``.
+
+    Raises:
+        StoreError: the store cannot be read (a damaged file:
+            ``CorruptStoreError``); a raw ``sqlite3.DatabaseError`` is
+            turned into a :class:`StoreError` naming the store.
+    """
+    try:
+        with store.lock:
+            return StoreFacts(store.stats(), store.session_counts(), [s["label"] for s in store.sources()])
+    except sqlite3.DatabaseError as exc:
+        where = store.path or "the store"
+        raise StoreError(f"cannot read {where}: SQLite says '{exc}'") from exc
+
+
+def is_damage(error: BaseException) -> bool:
+    """True when ``error`` says the store file itself is damaged."""
+    if CorruptStoreError is not StoreError and isinstance(error, CorruptStoreError):
+        return True
+    return isinstance(error, (sqlite3.DatabaseError, StoreError)) and (
+        "malformed" in str(error) or "is damaged" in str(error) or "not a database" in str(error))
+
+
+def is_store_error(error: BaseException) -> bool:
+    """True for an error reading the store (as opposed to a bug)."""
+    return isinstance(error, (StoreError, sqlite3.DatabaseError))
+
+
+def problem_headline(error: BaseException) -> str:
+    """One short phrase: ``the store is damaged`` / ``the store cannot be read``
+    / the error's type."""
+    if is_damage(error):
+        return "the store is damaged"
+    if is_store_error(error):
+        return "the store cannot be read"
+    return type(error).__name__
+
+
+def describe_problem(error: BaseException) -> str:
+    """One line: :func:`problem_headline` and the error's own words."""
+    words = str(error) or type(error).__name__
+    return f"{problem_headline(error)}: {words}"
