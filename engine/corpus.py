@@ -87,6 +87,10 @@ class IndexReport:
             or is no longer indexable (now binary or too large).
         kept: labels whose file could not be read this time; their earlier
             content was left in place.
+        replaced: ``(label, previous root)`` for labels that another folder
+            (or file) had indexed into this store and that this run
+            re-indexed from a different one: two folders with a
+            ``README.md`` share the label, and the last run wins.
         bytes: bytes read from indexed files.
         bytes_read: bytes read from every file (indexed, unchanged or skipped).
         files_seen: files considered (after ignore rules).
@@ -98,6 +102,7 @@ class IndexReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    replaced: list[tuple[str, str]] = field(default_factory=list)
     bytes: int = 0
     bytes_read: int = 0
     files_seen: int = 0
@@ -361,6 +366,7 @@ def index_paths(
         on_plan(len(plan))
 
     tracked = _tracked(store)
+    stored_labels = _labels(store)
     known = store.source_hashes() if incremental else {}
     seen: dict[str, Path] = {}
     unindexable: set[str] = set()
@@ -406,7 +412,8 @@ def index_paths(
                     continue
                 text = decode_utf8_like_node(data)
                 digest = sha256_text(text)
-                if tracked.get(label) != root_key:
+                previous_root = tracked.get(label)
+                if previous_root != root_key:
                     _track(store, label, root_key)
                     tracked[label] = root_key
                 if incremental and known.get(label) == digest:
@@ -420,6 +427,8 @@ def index_paths(
                 )
                 _record(report, result, text, data)
                 in_flight = None
+                if previous_root is not None and previous_root != root_key and label in stored_labels:
+                    report.replaced.append((label, previous_root))
                 last_id = max(last_id, result.source_id)
             finally:
                 report.bytes_read += nbytes
@@ -450,6 +459,11 @@ def _record(report: IndexReport, result: IndexResult, text: str, data: bytes) ->
         )
     report.results.append(result)
     report.bytes += len(data)
+
+
+def _labels(store: Store) -> set[str]:
+    with sqlite_errors(store.path), store.lock:
+        return {r[0] for r in store.conn.execute("SELECT label FROM sources")}
 
 
 def _max_source_id(store: Store) -> int:

@@ -372,3 +372,21 @@ def test_index_interrupt_after_a_commit_reports_every_stored_file(project, tmp_p
     with Store.open_readonly(db) as store:
         assert len(store.sources()) == 2
     assert "interrupted after 2 indexed and 0 unchanged files" in r.output
+
+
+def test_index_warns_when_another_folder_loses_labels(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder, text in ((a, "alpha"), (b, "beta")):
+        folder.mkdir()
+        (folder / "README.md").write_text(f"# Readme\n{text}\n")
+        (folder / "guide.md").write_text(f"# Guide\n{text}\n")
+    (a / "own.md").write_text("# Own\nonly in a\n")
+    db = tmp_path / "s.db"
+    r = runner.invoke(app, ["index", str(a), "--db", str(db)])
+    assert "replaced" not in r.output
+    r = runner.invoke(app, ["index", str(b), "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert ("warning: replaced 2 labels that another folder had indexed: README.md, guide.md "
+            f"(previously from {os.path.realpath(a)};") in text
+    assert "index each folder into its own --db to keep both" in text

@@ -228,6 +228,24 @@ def _print_index_report(report, db: Path) -> None:
         console.print(safe.line(f"note: {item.path}: {item.reason}"), markup=False, highlight=False)
     if report.kept:
         console.print(f"kept the previous content of {len(report.kept)} unreadable file(s)", markup=False, highlight=False)
+    if report.replaced:
+        n = len(report.replaced)
+        shown = [label for label, _ in report.replaced[:REPLACED_SHOWN]]
+        more = f", … ({n - len(shown)} more)" if n > len(shown) else ""
+        noun = "label" if n == 1 else "labels"
+        folders = sorted({root for _, root in report.replaced})
+        console.print(
+            safe.line(
+                f"warning: replaced {n} {noun} that another folder had indexed: {', '.join(shown)}{more} "
+                f"(previously from {', '.join(folders)}; labels are paths relative to the folder given, "
+                "so index each folder into its own --db to keep both)"
+            ),
+            markup=False, highlight=False, style="yellow",
+        )
+
+
+#: Replaced labels named in the index summary (the rest are counted).
+REPLACED_SHOWN = 10
 
 
 # ─── search ──────────────────────────────────────────────────────────────

@@ -306,3 +306,17 @@ def test_interrupt_before_the_commit_is_not_counted(folder, tmp_path, monkeypatc
         index_paths(store, [folder], incremental=True)
     assert exc.value.report.results == []
     store.close()
+
+
+def test_a_second_folder_replacing_labels_is_reported(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _tree(a, {"README.md": "# A\nfrom a\n", "notes.md": "# Notes\nonly a\n"})
+    _tree(b, {"README.md": "# B\nfrom b\n", "only.md": "# Only\nonly b\n"})
+    store = Store.create(tmp_path / "s.db")
+    assert index_paths(store, [a], incremental=True).replaced == []
+    report = index_paths(store, [b], incremental=True)
+    assert report.replaced == [("README.md", os.path.realpath(a))]
+    assert "from b" in _contents(store)["README.md"]
+    assert index_paths(store, [b], incremental=True).replaced == []  # b owns it now
+    assert index_paths(store, [b]).replaced == []  # --full too
+    store.close()
