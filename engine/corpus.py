@@ -19,6 +19,9 @@ Walking real folders:
   skipped, counted and listed in the :class:`IndexReport`; the run goes on;
 * ``.git/`` is never walked; an ``ignore`` predicate (see
   :func:`engine.walk.gitignore_matcher`) can exclude more;
+* version-control metadata (``.gitignore``, ``.gitattributes``,
+  ``.gitmodules``: :data:`VCS_METADATA`) is not content: skipped and
+  reported (kind ``vcs-metadata``);
 * the store's own files (``x.db``, ``-wal``, ``-shm``, ``-journal``) are
   never indexed, even when the store lives inside the folder.
 
@@ -50,10 +53,13 @@ DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 #: context-mode ignores unknown tables; stores we did not create never get it.
 TRACK_TABLE = "rankscope_files"
 
+#: File names that are version-control metadata, not content (any folder).
+VCS_METADATA = frozenset({".gitignore", ".gitattributes", ".gitmodules"})
+
 #: Skip kinds, in the order the CLI summarises them.
 SKIP_KINDS = (
     "missing", "unreadable", "too-large", "binary", "not-regular", "symlink", "bad-name", "duplicate",
-    "store-file", "replaced-bytes",
+    "store-file", "vcs-metadata", "replaced-bytes",
 )
 
 
@@ -239,6 +245,9 @@ def collect_files(
             if label == SESSIONS_FILE:
                 continue
             if ignore and ignore(label):
+                continue
+            if name in VCS_METADATA:
+                notes.append(Skip(label, "version-control metadata, not content", "vcs-metadata"))
                 continue
             full = Path(dirpath) / name
             if not _valid_utf8(label):

@@ -164,29 +164,30 @@ def test_index_reports_skips_and_unchanged(project, tmp_path):
     db = tmp_path / "s.db"
     r = runner.invoke(app, ["index", str(project), "--db", str(db), "--max-file-bytes", "2048"])
     assert r.exit_code == 0, r.output
-    assert "indexed 3 files" in r.output  # .gitignore, docs/guide.md, notes.txt
-    assert "skipped 2 (1 over 2048 bytes, 1 binary):" in r.output
+    assert "indexed 2 files" in r.output  # docs/guide.md, notes.txt
+    assert "skipped 3 (1 over 2048 bytes, 1 binary, 1 vcs-metadata):" in r.output
+    assert ".gitignore: version-control metadata, not content" in r.output
     assert "big.log: 3000 bytes is over the 2048-byte limit" in r.output
     assert "logo.png: binary file" in r.output
     assert "build/out.txt" not in r.output  # ignored by .gitignore, silently
 
     r = runner.invoke(app, ["index", str(project), "--db", str(db), "--max-file-bytes", "2048"])
     assert r.exit_code == 0, r.output
-    assert "indexed 0 files, 0 chunks, 0 bytes" in r.output and "3 unchanged" in r.output
+    assert "indexed 0 files, 0 chunks, 0 bytes" in r.output and "2 unchanged" in r.output
 
     (project / "notes.txt").unlink()
     r = runner.invoke(app, ["index", str(project), "--db", str(db), "--max-file-bytes", "2048", "--no-gitignore"])
     assert "1 removed" in r.output  # notes.txt
     with Store.open_readonly(db) as store:
         labels = {s["label"] for s in store.sources()}
-    assert labels == {".gitignore", "docs/guide.md", "build/out.txt"}
+    assert labels == {"docs/guide.md", "build/out.txt"}
 
 
 def test_index_full_reindexes(project, tmp_path):
     db = tmp_path / "s.db"
     runner.invoke(app, ["index", str(project), "--db", str(db)])
     r = runner.invoke(app, ["index", str(project), "--db", str(db), "--full"])
-    assert "indexed 4 files" in r.output and "unchanged" not in r.output
+    assert "indexed 3 files" in r.output and "unchanged" not in r.output
 
 
 @pytest.mark.parametrize(

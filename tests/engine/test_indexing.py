@@ -139,7 +139,8 @@ def test_newly_ignored_or_unindexable_files_are_removed(folder):
     (folder / "conf" / "app.json").write_bytes(b"\x00binary now")
     report = index_paths(store, [folder], incremental=True, ignore_factory=gitignore_matcher)
     assert sorted(report.removed) == ["conf/app.json", "logs/run.log"]
-    assert [r.label for r in report.results] == [".gitignore"]
+    assert report.results == []  # the new .gitignore is metadata, not content
+    assert [(s.path, s.kind) for s in report.skipped if s.kind == "vcs-metadata"] == [(".gitignore", "vcs-metadata")]
     _consistent(store)
 
 
@@ -320,3 +321,16 @@ def test_a_second_folder_replacing_labels_is_reported(tmp_path):
     assert index_paths(store, [b], incremental=True).replaced == []  # b owns it now
     assert index_paths(store, [b]).replaced == []  # --full too
     store.close()
+
+
+def test_vcs_metadata_is_skipped_and_reported(tmp_path):
+    _tree(tmp_path, {
+        ".gitignore": "*.log\n", ".gitattributes": "* text=auto\n", "sub/.gitmodules": "[submodule]\n",
+        "sub/.gitkeep": "", ".env.example": "A=1\n", "a.md": "# A\n",
+    })
+    store = Store.create(":memory:")
+    report = index_paths(store, [tmp_path])
+    assert [r.label for r in report.results] == [".env.example", "a.md", "sub/.gitkeep"]
+    assert [(s.path, s.kind) for s in report.not_indexed] == [
+        (".gitattributes", "vcs-metadata"), (".gitignore", "vcs-metadata"), ("sub/.gitmodules", "vcs-metadata")]
+    assert report.skip_counts() == {"vcs-metadata": 3}

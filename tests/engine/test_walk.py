@@ -33,8 +33,8 @@ def test_root_and_nested_gitignore(tmp_path):
         "sub/z.tmp": "z", "sub/local.md": "l", "sub/deeper/local.md": "kept: anchored to sub/",
         "other/z.tmp": "kept: sub's rules do not apply here",
     })
-    assert _labels(tmp_path) == [
-        ".gitignore", "a.md", "keep.log", "other/z.tmp", "sub/.gitignore", "sub/deeper/local.md",
+    assert _labels(tmp_path) == [  # the .gitignore files themselves are metadata, never indexed
+        "a.md", "keep.log", "other/z.tmp", "sub/deeper/local.md",
         "sub/keep.log", "sub/top-only.txt", "sub/y.log",
     ]
 
@@ -61,7 +61,7 @@ def test_nothing_under_an_ignored_directory_comes_back(tmp_path):
     _tree(tmp_path, {".gitignore": "vendor/\n!vendor/keep.md\n", "vendor/keep.md": "k", "a.md": "a"})
     ignored = gitignore_matcher(tmp_path)
     assert ignored("vendor/keep.md")  # git cannot re-include inside an excluded directory
-    assert _labels(tmp_path) == [".gitignore", "a.md"]
+    assert _labels(tmp_path) == ["a.md"]
 
 
 def test_git_info_exclude_and_git_folder(tmp_path):
