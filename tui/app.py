@@ -228,10 +228,24 @@ class RankscopeApp(App[None]):
         """``/`` from outside the query box: same as ctrl+l."""
         self.action_focus_query()
 
-    def _back_to_query(self, _result: object = None) -> None:
+    def _after_dialog(self, _result: object = None) -> None:
+        """A dialog or lab screen closed: focus is back where it was before it
+        opened (the browser screen keeps its focused widget, and the query its
+        cursor and selection). Only if that widget is gone or now hidden (e.g.
+        the results table after a search with no results) does the query box
+        take focus."""
         browser = self.browser
-        if browser is not None:
-            self.call_after_refresh(browser.query_box.focus_query)
+        if browser is None:
+            return
+
+        def check() -> None:
+            if self.screen is not browser:
+                return
+            focused = browser.focused
+            if focused is None or focused not in browser.focus_chain:
+                browser.query_box.focus_query()
+
+        self.call_after_refresh(check)
 
     def action_help(self) -> None:
         """Open (or close) the help screen."""
@@ -239,20 +253,20 @@ class RankscopeApp(App[None]):
             self.screen.dismiss(None)
             return
         self._close_dialogs()
-        self.push_screen(HelpScreen(), callback=self._back_to_query)
+        self.push_screen(HelpScreen(), callback=self._after_dialog)
 
     def action_edit_params(self) -> None:
         """Open the parameters dialog."""
         browser = self._close_dialogs()
         if browser is not None:
-            self.push_screen(ParamsScreen(browser.params, self.source_labels), callback=self._back_to_query)
+            self.push_screen(ParamsScreen(browser.params, self.source_labels), callback=self._after_dialog)
 
     def action_choose_sessions(self) -> None:
         """Open the session dialog."""
         browser = self._close_dialogs()
         if browser is not None:
             self.push_screen(SessionsScreen(self.session_counts, browser.params.sessions),
-                             callback=self._back_to_query)
+                             callback=self._after_dialog)
 
     # ── the what-if lab ────────────────────────────────────────────────
 
@@ -271,7 +285,7 @@ class RankscopeApp(App[None]):
 
             b = parse_variant(spec_b)
             self.compare_variants = (a, b)
-        self.push_screen(CompareScreen(browser.params, a, b), callback=self._back_to_query)
+        self.push_screen(CompareScreen(browser.params, a, b), callback=self._after_dialog)
 
     def selected_subject(self):
         """The chunk the browser's journey pane follows, or ``None``."""
@@ -297,13 +311,13 @@ class RankscopeApp(App[None]):
             self._open_why(browser, subject.rowid if subject is not None else None)
 
     def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
-        self.push_screen(WhyScreen(browser.params, rowid=rowid, trace=browser.trace), callback=self._back_to_query)
+        self.push_screen(WhyScreen(browser.params, rowid=rowid, trace=browser.trace), callback=self._after_dialog)
 
     def action_doctor(self) -> None:
         """Open the store diagnostics."""
         browser = self._close_dialogs()
         if browser is not None:
-            self.push_screen(DoctorScreen(self.store_label), callback=self._back_to_query)
+            self.push_screen(DoctorScreen(self.store_label), callback=self._after_dialog)
 
     def command_text(self) -> str | None:
         """The ``rankscope search`` command line of the current search."""

@@ -35,6 +35,13 @@ PANES = ("results", "stages", "journey")
 _PANES_GROUP = Binding.Group("Panes", compact=True)
 
 
+class PaneTabs(Tabs):
+    """The narrow-screen tab bar. It never takes focus (Tab goes from the
+    query straight to the visible pane); keys 1 2 3 and clicks switch panes."""
+
+    can_focus = False
+
+
 class BrowserScreen(Screen):
     """Search one store and watch every stage of the pipeline."""
 
@@ -67,7 +74,7 @@ class BrowserScreen(Screen):
     def compose(self) -> ComposeResult:
         yield QueryBox(self.params.query, cursor_blink=self.cursor_blink, id="query-box")
         yield ParamsBar(self.store_label, id="params-bar")
-        yield Tabs(
+        yield PaneTabs(
             Tab("1 Results", id="tab-results"), Tab("2 Stages", id="tab-stages"), Tab("3 Journey", id="tab-journey"),
             id="pane-tabs",
         )

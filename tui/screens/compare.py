@@ -113,7 +113,7 @@ class CompareScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape", "close", "Close", group=_CLOSE, id="compare.close",
-                tooltip="Close the comparison and return to the query"),
+                tooltip="Close the comparison; focus returns where it was"),
         Binding("f7", "close", "Close", group=_CLOSE, id="compare.toggle", tooltip="Close the comparison"),
         Binding("f8", "why_row", "Why this row?", id="compare.why",
                 tooltip="Explain the highlighted chunk under the run that lacks it (B, or A for a new one)"),

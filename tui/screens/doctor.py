@@ -94,7 +94,7 @@ class DoctorScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape", "close", "Close", group=_CLOSE, id="doctor.close",
-                tooltip="Close the diagnosis and return to the query"),
+                tooltip="Close the diagnosis; focus returns where it was"),
         Binding("f9", "close", "Close", group=_CLOSE, id="doctor.toggle", tooltip="Close the diagnosis"),
     ]
 

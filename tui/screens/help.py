@@ -37,8 +37,8 @@ STAGES = (
 KEYS = (
     ("ctrl+l  /", "focus the query box (text selected: typing replaces it)"),
     ("Enter", "search now (otherwise 150 ms after you stop typing)"),
-    ("↓  Tab", "move from the query to the results, then on"),
-    ("1 2 3", "results · stages · journey (one at a time on narrow screens)"),
+    ("↓  Tab", "move from the query to the results (or the pane shown), then on"),
+    ("1 2 3", "results · stages · journey (one at a time on narrow screens); in the query box digits are text"),
     ("F2", "parameters: limit, source filter (substring or exact), content type"),
     ("F3", "session filter: choose the allow-set"),
     ("F4", "copy the current search as a 'rankscope search' command line"),
@@ -47,7 +47,7 @@ KEYS = (
     ("F8", "why not?: find any chunk; the stage where it left and why (from a pane: the selected chunk)"),
     ("F9", "doctor: store diagnostics (key collisions, oversized and Untitled chunks, counts)"),
     ("ctrl+p", "command palette: every command, including 'limit 7'"),
-    ("Esc", "close a dialog and return to the query"),
+    ("Esc", "close a dialog or lab screen: focus returns where it was"),
     ("ctrl+q", "quit"),
 )
 
@@ -71,7 +71,7 @@ class HelpScreen(ModalScreen[None]):
     """The stages explained, and the keys."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="help.close", tooltip="Close help and return to the query"),
+        Binding("escape", "close", "Close", group=_CLOSE, id="help.close", tooltip="Close help; focus returns where it was"),
         Binding("f1", "close", "Close", group=_CLOSE, id="help.toggle", tooltip="Close help"),
     ]
 

@@ -24,7 +24,7 @@ class ParamsScreen(ModalScreen[None]):
     """Edit the search parameters; each change re-runs the search behind the dialog."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="params.close", tooltip="Close the dialog and return to the query"),
+        Binding("escape", "close", "Close", group=_CLOSE, id="params.close", tooltip="Close the dialog; focus returns where it was"),
         Binding("f2", "close", "Close", group=_CLOSE, id="params.toggle", tooltip="Close the dialog"),
     ]
 

@@ -33,7 +33,7 @@ class SessionsScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="sessions.close", tooltip="Close the dialog and return to the query"),
+        Binding("escape", "close", "Close", group=_CLOSE, id="sessions.close", tooltip="Close the dialog; focus returns where it was"),
         Binding("f3", "close", "Close", group=_CLOSE, id="sessions.toggle", tooltip="Close the dialog"),
     ]
 

@@ -190,7 +190,7 @@ class WhyScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape", "close", "Close", group=_CLOSE, id="why.close",
-                tooltip="Close and return to the query (or the comparison)"),
+                tooltip="Close; focus returns where it was (or to the comparison)"),
         Binding("f8", "close", "Close", group=_CLOSE, id="why.toggle", tooltip="Close this screen"),
         Binding("down", "to_list", "Matches", key_display="↓", id="why.list", show=False,
                 tooltip="Move from the finder to the matching chunks"),

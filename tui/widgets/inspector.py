@@ -403,6 +403,74 @@ class StageInspector(OptionList):
         if prev:
             self._jump(prev[-1])
 
+    # ── keyboard: the top is reachable, nothing wraps ──
+    #
+    # The lines above the first candidate (total time, pool size, the first
+    # headers and notes) are not selectable; Home, PageUp and Up at the first
+    # row scroll to the very top so they can be read. Up at the first row and
+    # Down at the last stay put instead of wrapping around.
+
+    def _rows(self) -> list[int]:
+        return [i for i in range(self.option_count) if not self.get_option_at_index(i).disabled]
+
+    def action_first(self) -> None:
+        """Highlight the first candidate and scroll to the very top."""
+        rows = self._rows()
+        if rows:
+            self.highlighted = rows[0]
+        self.scroll_home(animate=False)
+
+    def action_last(self) -> None:
+        """Highlight the last candidate and scroll to the very bottom."""
+        rows = self._rows()
+        if rows:
+            self.highlighted = rows[-1]
+        self.scroll_end(animate=False)
+
+    def action_cursor_up(self) -> None:
+        """The previous candidate; at the first one, scroll to the top (no wrap)."""
+        rows = self._rows()
+        if self.highlighted is None:
+            self.action_first()
+            return
+        before = [i for i in rows if i < self.highlighted]
+        if before:
+            self.highlighted = before[-1]
+        else:
+            self.scroll_home(animate=False)
+
+    def action_cursor_down(self) -> None:
+        """The next candidate; at the last one, scroll to the bottom (no wrap)."""
+        rows = self._rows()
+        if self.highlighted is None:
+            self.action_first()
+            return
+        after = [i for i in rows if i > self.highlighted]
+        if after:
+            self.highlighted = after[0]
+        else:
+            self.scroll_end(animate=False)
+
+    def action_page_up(self) -> None:
+        """A page up; from the first page, to the very top."""
+        rows = self._rows()
+        if not rows or self.highlighted is None or self.highlighted <= rows[0]:
+            self.action_first()
+            return
+        super().action_page_up()
+        if self.highlighted is None or self.highlighted <= rows[0]:
+            self.action_first()
+
+    def action_page_down(self) -> None:
+        """A page down; from the last page, to the very bottom."""
+        rows = self._rows()
+        if not rows or (self.highlighted is not None and self.highlighted >= rows[-1]):
+            self.action_last()
+            return
+        super().action_page_down()
+        if self.highlighted is None:
+            self.action_last()
+
     def stage_of(self, index: int) -> str | None:
         """The stage id of the option at ``index``."""
         return self._stages[index] if 0 <= index < len(self._stages) else None
