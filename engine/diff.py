@@ -45,6 +45,19 @@ class JourneyStep:
     note: str
 
 
+#: Longest query text, term list or correction list a one-line summary
+#: quotes in full; longer ones are cut (see :func:`abbreviate`).
+SUMMARY_TEXT_MAX = 120
+
+
+def abbreviate(text: str, width: int = SUMMARY_TEXT_MAX) -> str:
+    """``text`` when it has at most ``width`` characters, else its first
+    ``width`` and ``… (+N characters)``."""
+    if len(text) <= width:
+        return text
+    return f"{text[:width]}… (+{len(text) - width:,} characters)"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -61,7 +74,7 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
         elif r.error:
             head = f"error: {r.error}"
         else:
-            head = f"{_plural(len(r.hits), 'hit')} for {r.query} (limit {r.fts_limit})"
+            head = f"{_plural(len(r.hits), 'hit')} for {abbreviate(r.query)} (limit {r.fts_limit})"
             if filters:
                 head += f" with {filters}"
         out.append(StageSummary(prefix + r.name, name, head, r.elapsed_ms))
@@ -102,7 +115,7 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
         out.append(StageSummary(prefix + "rerank", "Rerank", "did not run"))
     else:
         moved = sum(1 for e in run.rerank.entries if e.moved)
-        terms = " ".join(run.rerank.terms) or "(none)"
+        terms = abbreviate(" ".join(run.rerank.terms)) or "(none)"
         out.append(
             StageSummary(
                 prefix + "rerank", "Rerank",
@@ -127,7 +140,7 @@ def stage_summaries(trace: Trace) -> list[StageSummary]:
         out.append(StageSummary("fuzzy", "Fuzzy", f"skipped: {fz.reason}"))
     else:
         fixes = [f"{c.word} → {c.corrected}" for c in fz.corrections if c.corrected]
-        head = ("corrected " + ", ".join(fixes)) if fixes else "no correction found"
+        head = ("corrected " + abbreviate(", ".join(fixes))) if fixes else "no correction found"
         if fz.shadow:
             head = "shadow run: " + head
         out.append(StageSummary("fuzzy", "Fuzzy", head, fz.elapsed_ms))

@@ -111,3 +111,52 @@ def test_json_keeps_the_exact_text(db):
     assert json.loads(r.output)["collisions"][0]["title"] == HEADING
     r = runner.invoke(app, ["sessions", "--db", db, "--json"])
     assert json.loads(r.output) == [{"session_id": SESSION, "chunks": 3}]
+
+
+# ─── query text ──────────────────────────────────────────────────────────
+
+QUERY = "zebra \x1bc [bold]q[/bold] alarmm \x9b2J"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", QUERY],
+        ["search", "kafkaa \x1bc"],  # no result: the empty reason quotes the query words
+        ["search", "zebr \x1bc crosing"],  # fuzzy re-run: corrections and the re-run's stages
+        ["compare", QUERY, "--b", "fuzzy=always"],
+        ["why", QUERY, "--rowid", "1"],
+    ],
+    ids=["search", "empty", "fuzzy", "compare", "why"],
+)
+def test_query_text_is_terminal_safe(db, args):
+    """Query text shown in the porter: line, stage rows, rerank terms and
+    headings is made visible (␛), never sent raw."""
+    r = runner.invoke(app, [*args, "--db", db])
+    assert r.exit_code == 0, r.output
+    _check(r.output)
+    assert "␛" in r.output
+
+
+def test_query_file_text_is_terminal_safe(db, tmp_path):
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps([{"id": "a", "query": QUERY}]), "utf-8")
+    r = runner.invoke(app, ["compare", "--queries", str(queries), "--db", db, "--b", "key=rowid"])
+    _check(r.output)
+    assert "␛" in r.output
+
+
+def test_long_queries_are_abbreviated_in_human_output(db):
+    """A 10,000-character query is not echoed in full (twice) in headings,
+    stage rows and rerank terms; --json keeps it exact."""
+    query = ("zebra crossing " + " ".join(f"w{i:04d}" for i in range(2000)))[:10_000]
+    assert len(query) == 10_000
+    for args in (["search", query], ["compare", query, "--b", "key=rowid"]):
+        r = runner.invoke(app, [*args, "--db", db])
+        assert r.exit_code == 0, r.output
+        assert len(r.output) < 6_000, (args[0], len(r.output))  # in full: over 30,000
+        assert "(10,000 characters)" in r.output
+    r = runner.invoke(app, ["search", query, "--db", db])
+    assert "… (+" in r.output  # porter query / rerank terms cut, with the count
+    r = runner.invoke(app, ["search", query, "--db", db, "--json"])
+    assert json.loads(r.output)["query"] == query

@@ -55,7 +55,8 @@ from .cli import (
     open_store,
     write_json,
 )
-from .render import plain
+from .fmt import clip, query_label
+from .render import REASON_SHOWN, plain
 
 SPEC_HELP = (
     "Variant spec: comma-separated key=value with keys "
@@ -109,7 +110,8 @@ def comparison_renderable(cmp: Comparison) -> Group:
         ("A ", "bold"), f"{variant_spec(ta.params.variant)} (layer {ta.layer}, {len(ta.final)} results)   ",
         ("B ", "bold"), f"{variant_spec(tb.params.variant)} (layer {tb.layer}, {len(tb.final)} results)",
     )
-    t = Table(title=plain(f"A vs B for {cmp.params_a.query!r}"), title_justify="left", expand=False, box=box.SIMPLE_HEAD)
+    t = Table(title=plain(f"A vs B for {query_label(cmp.params_a.query)}"), title_justify="left", expand=False,
+              box=box.SIMPLE_HEAD)
     for col in ("A#", "B#", "move", "chunk", "rrf A", "rrf B", "boost A", "boost B"):
         if col.startswith("chunk"):
             t.add_column(col, overflow="fold", min_width=20, max_width=56)
@@ -127,10 +129,10 @@ def comparison_renderable(cmp: Comparison) -> Group:
     parts.append(counts_line(cmp.counts, cmp.overlap))
     for label, trace in (("A", ta), ("B", tb)):
         if trace.fuzzy.shadow and trace.fuzzy.corrected_query:
-            parts.append(plain(f"{label}: fuzzy shadow run corrected the query to {trace.fuzzy.corrected_query!r}",
-                               style="dim"))
+            parts.append(plain(f"{label}: fuzzy shadow run corrected the query to "
+                               f"{query_label(trace.fuzzy.corrected_query)}", style="dim"))
         if not trace.final and trace.empty_reason:
-            parts.append(plain(f"{label}: no results: {trace.empty_reason}", style="dim"))
+            parts.append(plain(f"{label}: no results: {clip(trace.empty_reason, REASON_SHOWN)}", style="dim"))
     return Group(*parts)
 
 
@@ -150,7 +152,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
         c = q.counts
         layer = q.layer_a if q.layer_a == q.layer_b else f"{q.layer_a}→{q.layer_b}"
         t.add_row(
-            plain(q.id), plain(q.query), Text(layer, style="" if q.layer_a == q.layer_b else "yellow"),
+            plain(q.id), plain(clip(q.query, 60)), Text(layer, style="" if q.layer_a == q.layer_b else "yellow"),
             str(q.size_a), str(q.size_b), str(c.improved), str(c.worsened), str(c.unchanged),
             str(c.only_in_a), str(c.only_in_b), Text(f"{q.overlap:.2f}", style="" if q.overlap == 1 else "yellow"),
         )

@@ -37,3 +37,21 @@ def pack(fields: list[str], width: int, sep: str = " · ") -> list[str]:
     if current:
         lines.append(current)
     return lines
+
+
+#: Characters of a query a heading quotes before cutting it.
+QUERY_SHOWN = 80
+
+
+def query_label(query: str, width: int = QUERY_SHOWN) -> str:
+    """A query for a heading: ``repr(query)``, or for a long one the repr of
+    its first ``width`` characters and ``… (N characters)``. (``--json``
+    output always keeps the exact text.)"""
+    if len(query) <= width:
+        return repr(query)
+    return f"{query[:width]!r}… ({len(query):,} characters)"
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters plus ``… (+N characters)``."""
+    return text if len(text) <= width else f"{text[:width]}… (+{len(text) - width:,} characters)"

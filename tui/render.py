@@ -11,6 +11,10 @@ from engine.diff import stage_summaries
 from engine.model import Trace
 
 from . import safe
+from .fmt import clip, query_label
+
+#: Longest empty-result reason printed in full (it can quote a corrected query).
+REASON_SHOWN = 600
 
 
 def plain(text: object, style: str = "") -> Text:
@@ -37,7 +41,8 @@ def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
 
 def final_table(trace: Trace) -> Table:
     """The answer: position, title, source, type, layer, RRF score, boost."""
-    t = Table(title=plain(f"Results for {trace.params.query!r} (layer {trace.layer})"), title_justify="left", expand=False)
+    t = Table(title=plain(f"Results for {query_label(trace.params.query)} (layer {trace.layer})"), title_justify="left",
+              expand=False)
     t.add_column("#", justify="right")
     t.add_column("title", overflow="fold", max_width=48)
     t.add_column("source", overflow="fold", max_width=32)
@@ -83,11 +88,13 @@ def fusion_table(trace: Trace, top: int = 10) -> Table:
 
 def trace_renderable(trace: Trace) -> Group:
     """Everything ``rankscope search`` prints."""
-    parts = [plain(f"porter: {trace.first.porter.query or '(none)'}    trigram: {trace.first.trigram.query or '(skipped)'}", style="dim")]
+    porter = clip(trace.first.porter.query, 100) or "(none)"
+    trigram = clip(trace.first.trigram.query, 100) or "(skipped)"
+    parts = [plain(f"porter: {porter}    trigram: {trigram}", style="dim")]
     if trace.final:
         parts.append(final_table(trace))
     else:
-        parts.append(plain(f"No results: {trace.empty_reason}", style="bold"))
+        parts.append(plain(f"No results: {clip(trace.empty_reason or '', REASON_SHOWN)}", style="bold"))
     parts.append(stages_table(trace))
     if (trace.answering_run or trace.first).fusion.candidates:
         parts.append(fusion_table(trace))
