@@ -227,3 +227,54 @@ def test_readme_lists_the_input_limits():
     para = para[: para.index("##")]
     assert f"`limit` over {MAX_LIMIT:,}" in para and f"query over {MAX_QUERY_CHARS:,} characters" in para
     assert "lone surrogate" in para
+
+
+# ─── help and version ────────────────────────────────────────────────────
+
+
+def test_top_help_names_the_browser_and_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "rankscope [PATH] [--stores]" in out and "--version" in out
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"rankscope {version('rankscope')}\n"
+
+
+def _help_texts():
+    import typer.main
+
+    group = typer.main.get_command(app)
+    yield "rankscope", group.help or ""
+    assert len(group.commands) >= 9
+    for name, cmd in group.commands.items():
+        yield name, cmd.help or ""
+        for param in cmd.params:
+            yield f"{name} {param.name}", getattr(param, "help", None) or ""
+
+
+def test_help_paragraphs_have_no_hard_line_breaks():
+    """Typer keeps single line breaks of help text, so a docstring wrapped for
+    the source would show as a sentence broken mid-way ("the stage where
+    it⏎left"): every paragraph must be one line."""
+    for name, text in _help_texts():
+        for paragraph in text.split("\n\n"):
+            assert "\n" not in paragraph, (name, paragraph)
+
+
+def test_rendered_help_does_not_break_sentences():
+    for name in ("why", "doctor", "compare"):
+        r = runner.invoke(app, [name, "--help"], env={"COLUMNS": "200"})
+        lines = [line.strip() for line in r.output.splitlines()]
+        assert not any(line.endswith((" it", " Untitled", " so")) for line in lines), (name, r.output)
+    r = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert "the stage where it left the pipeline" in r.output
+    assert "oversized chunks, Untitled titles" in r.output

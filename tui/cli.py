@@ -30,14 +30,48 @@ from engine.corpus import index_paths, load_sessions_map
 
 from . import safe
 
+#: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
+APP_HELP = (
+    "Watch context-mode's lexical retrieval pipeline work, stage by stage.\n\n"
+    "The browser: rankscope \\[PATH] \\[--stores]. Without PATH it opens the bundled sample corpus; PATH is a "
+    ".db store (opened read-only) or a folder (indexed into a cached store first); --stores picks one of your "
+    "context-mode content stores.\n\n"
+    "The commands below work without the browser; each has --help."
+)
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=False,
-    help="Watch context-mode's lexical retrieval pipeline work, stage by stage.",
+    help=APP_HELP,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 console = Console()
 err_console = Console(stderr=True)
+
+
+def package_version() -> str:
+    """The installed rankscope version (``unknown`` when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rankscope")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"rankscope {package_version()}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="Print rankscope's version and exit.", callback=_print_version, is_eager=True
+    ),
+) -> None:
+    """Options before the command (``--version``)."""
 
 
 class CliError(Exception):
@@ -355,7 +389,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
     try:
-        if not args or (args[0] not in commands and args[0] not in ("-h", "--help")):
+        if not args or (args[0] not in commands and args[0] not in ("-h", "--help", "--version")):
             stores = "--stores" in args
             rest = [a for a in args if a != "--stores"]
             if len(rest) > 1 or any(a.startswith("-") for a in rest):
@@ -393,10 +427,23 @@ def error_exit(message: str) -> None:
     raise SystemExit(2)
 
 
+def unwrap(text: Optional[str]) -> Optional[str]:
+    """Help text with each paragraph on one line: docstrings are wrapped for
+    the source, and Typer keeps single line breaks, which would break the
+    rendered help mid-sentence. Paragraphs stay separated by a blank line."""
+    if text is None:
+        return None
+    import inspect
+
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
 def _register_command_modules() -> None:
     """Import the modules that add subcommands to :data:`app` (each owns one
     area: ``cli_serve`` serve, ``cli_stores`` stores/sessions, ``cli_lab``
-    compare/why/doctor). A module that does not exist yet is skipped."""
+    compare/why/doctor), then give every command its docstring as unwrapped
+    help (:func:`unwrap`). A module that does not exist yet is skipped."""
     import importlib
 
     for name in ("tui.cli_serve", "tui.cli_stores", "tui.cli_lab"):
@@ -405,6 +452,8 @@ def _register_command_modules() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != name:
                 raise
+    for info in app.registered_commands:
+        info.help = unwrap(info.help if info.help is not None else (info.callback.__doc__ if info.callback else None))
 
 
 _register_command_modules()

@@ -188,6 +188,7 @@ def compare_cmd(
 
     Each chunk of either answer gets its position in A and B and a marker:
     ↑/↓ (moved up/down in B), = (same), new (only in B), gone (only in A).
+
     Note: without --session the candidate pool equals --limit, so
     rerank=before-trim only differs from the reference together with a
     larger pool (e.g. --b rerank=before-trim,pool=20).
