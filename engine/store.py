@@ -103,9 +103,10 @@ class NotOurStoreError(StoreError):
     lacks the :data:`APPLICATION_ID` mark). Nothing was written."""
 
 
-class CorruptStoreError(StoreError):
+class CorruptStoreError(NotADatabaseError):
     """SQLite reports the database file as damaged (``SQLITE_CORRUPT`` /
-    ``SQLITE_NOTADB``), e.g. ``database disk image is malformed``."""
+    ``SQLITE_NOTADB``), e.g. ``database disk image is malformed``: when
+    opening (a :class:`NotADatabaseError` then) or on any later read."""
 
 
 #: ``PRAGMA application_id`` of every store rankscope creates ("RANK" in
@@ -513,7 +514,7 @@ class Store:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if _primary_code(exc) in (_READONLY_CODE, _CANTOPEN_CODE):
+            if _primary_code(exc) in (_READONLY_CODE, _CANTOPEN_CODE) or is_corruption(exc):
                 raise sqlite_store_error(exc, p, "open") from exc
             raise NotADatabaseError(f"{p} is not a readable SQLite database: {exc}") from exc
         missing = [t for t in ("sources", "chunks", "chunks_trigram") if t not in tables]

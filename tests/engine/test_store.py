@@ -217,3 +217,14 @@ def test_fts_query_errors_are_still_recorded_on_the_run(store):
         assert is_query_error(exc)
     else:  # pragma: no cover
         raise AssertionError("FTS5 accepted a dangling AND")
+
+
+def test_damaged_schema_page_is_a_corrupt_store_error_at_open(sample_db, tmp_path):
+    p = tmp_path / "p1.db"
+    shutil.copy2(sample_db, p)
+    with open(p, "r+b") as fh:
+        fh.seek(100)  # just past the 100-byte header: the schema table's page
+        fh.write(b"\xAA" * 3000)
+    with pytest.raises(CorruptStoreError, match="is damaged: SQLite says 'database disk image is malformed'") as exc:
+        Store.open_readonly(p)
+    assert isinstance(exc.value, NotADatabaseError)  # what opening raised before
