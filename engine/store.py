@@ -365,6 +365,11 @@ class Store:
                 raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
             fresh = not cls._has_content(p)
             if not fresh:
+                if not os.path.isdir(p) and (not os.path.exists(p) or os.path.getsize(p) == 0):
+                    raise StoreError(
+                        f"cannot create store {p}: a {os.path.basename(p)}-wal file of some other database is "
+                        "beside it (SQLite would replay it); remove it or choose another name"
+                    )
                 cls._check_file(p)
                 cls._check_owned(p)
             cls._check_writable(p, create=fresh)
@@ -400,7 +405,7 @@ class Store:
             if os.path.isdir(p) or os.path.getsize(p) > 0:
                 return True
         except OSError:
-            return False
+            pass
         try:
             return os.path.getsize(p + "-wal") > 0
         except OSError:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreNotFoundError, search
+from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreError, StoreNotFoundError, search
 from engine.corpus import index_paths
 from engine.doctor import diagnose
 from engine.store import APPLICATION_ID, CorruptStoreError, NotOurStoreError, ReadOnlyStoreError, read_application_id
@@ -228,3 +228,14 @@ def test_damaged_schema_page_is_a_corrupt_store_error_at_open(sample_db, tmp_pat
     with pytest.raises(CorruptStoreError, match="is damaged: SQLite says 'database disk image is malformed'") as exc:
         Store.open_readonly(p)
     assert isinstance(exc.value, NotADatabaseError)  # what opening raised before
+
+
+@pytest.mark.parametrize("main", ["missing", "empty"])
+def test_create_refuses_a_stray_wal(tmp_path, main):
+    p = tmp_path / "s.db"
+    if main == "empty":
+        p.write_bytes(b"")
+    (tmp_path / "s.db-wal").write_bytes(b"\x37\x7f\x06\x82" + b"\x00" * 60)
+    with pytest.raises(StoreError, match="s.db-wal file of some other database is beside it"):
+        Store.create(p)
+    assert sorted(x.name for x in tmp_path.iterdir()) == (["s.db", "s.db-wal"] if main == "empty" else ["s.db-wal"])
