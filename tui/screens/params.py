@@ -18,6 +18,9 @@ from engine import SearchParams
 from engine.model import MAX_LIMIT
 
 CONTENT_TYPES = (None, "code", "prose")
+#: The Exact switch's hint, by state.
+EXACT_ON = "on: the source must equal the whole label"
+EXACT_OFF = "off: the source is a substring of the label"
 
 
 class ParamsScreen(ModalScreen[None]):
@@ -48,7 +51,7 @@ class ParamsScreen(ModalScreen[None]):
             with Horizontal(classes="field"):
                 yield Label("Exact", classes="field-label")
                 yield Switch(p.source_match == "exact", id="exact")
-                yield Label("match the whole source label (off: substring)", classes="hint")
+                yield Label(EXACT_ON if p.source_match == "exact" else EXACT_OFF, id="exact-state", classes="hint")
             with Horizontal(classes="field"):
                 yield Label("Type", classes="field-label")
                 yield Select([(ct or "any", ct or "any") for ct in CONTENT_TYPES], value=p.content_type or "any",
@@ -80,6 +83,7 @@ class ParamsScreen(ModalScreen[None]):
 
     @on(Switch.Changed, "#exact")
     def _exact(self, event: Switch.Changed) -> None:
+        self.query_one("#exact-state", Label).update(EXACT_ON if event.value else EXACT_OFF)
         self._apply(source_match="exact" if event.value else "like")
 
     @on(Select.Changed, "#ctype")

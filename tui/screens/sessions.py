@@ -3,13 +3,15 @@ allow-set from the store's sessions (``Store.session_counts``)."""
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Label, SelectionList, Static, Switch
+from textual.strip import Strip
+from textual.widgets import Checkbox, Footer, Label, SelectionList, Static, Switch
 from textual.widgets.selection_list import Selection
 
 from .. import safe
@@ -23,6 +25,29 @@ def session_prompt(session: str, chunks: int, allowed: bool) -> Text:
     t.append(safe.line(session), style="bold" if allowed else "")
     t.append(f"  ({chunks} chunk{'s' if chunks != 1 else ''})", style="dim")
     return t
+
+
+#: The switch's hint, by state: it says what the filter does now.
+FILTER_ON = "on: only the allowed sessions pass"
+FILTER_OFF = "off: every session passes"
+
+
+class CheckList(SelectionList[str]):
+    """A selection list whose boxes read ``[x]`` / ``[ ]``: the state shows
+    without colour (NO_COLOR), where the stock ``▐X▌`` looks the same on and off."""
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        segments = list(strip)
+        if len(segments) < 3 or segments[1].text != Checkbox.BUTTON_INNER:
+            return strip
+        try:
+            selection = self.get_option_at_index(self.scroll_offset.y + y)
+        except Exception:
+            return strip
+        mark = "[x]" if selection.value in self._selected else "[ ]"
+        box = Segment(mark, segments[1].style)  # keeps the colours and the click target
+        return Strip([box, *segments[3:]], strip.cell_length)
 
 
 class SessionsScreen(ModalScreen[None]):
@@ -50,10 +75,10 @@ class SessionsScreen(ModalScreen[None]):
             with Horizontal(classes="field"):
                 yield Label("Filter", classes="field-label")
                 yield Switch(self.allow is not None, id="filter-on")
-                yield Label("on: only the allowed sessions pass", classes="hint")
+                yield Label(FILTER_ON if self.allow is not None else FILTER_OFF, id="filter-state", classes="hint")
             sessions = [(s, n) for s, n in self.counts if s]
             if sessions:
-                yield SelectionList[str](
+                yield CheckList(
                     *(Selection(session_prompt(s, n, s in chosen), s, s in chosen) for s, n in sessions),
                     id="sessions",
                 )
@@ -84,6 +109,7 @@ class SessionsScreen(ModalScreen[None]):
 
     @on(Switch.Changed, "#filter-on")
     def _toggled(self, event: Switch.Changed) -> None:
+        self.query_one("#filter-state", Label).update(FILTER_ON if event.value else FILTER_OFF)
         self._apply()
 
     @on(SelectionList.SelectedChanged)

