@@ -55,3 +55,37 @@ async def test_the_exact_switch_hint_follows_the_switch():
         dialog.query_one("#exact", Switch).value = True
         await pilot.pause()
         assert plain(state).startswith("on:")
+
+
+async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
+    from textual.widgets._footer import FooterKey
+
+    from tui.app import make_app
+    from tui.cache import CacheEntry
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # fails: the loading screen stays
+    app = make_app(index_job=entry, store_label="corpus")
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen.active_bindings["ctrl+q"].binding.show
+        assert any(k.key == "ctrl+q" for k in app.screen.query(FooterKey))
+
+
+async def test_the_store_picker_footer_offers_ctrl_q():
+    from textual.widgets._footer import FooterKey
+
+    from tui.app import make_app
+
+    app = make_app(store_finder=lambda: [], show_timings=False, cursor_blink=False)
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any(k.key == "ctrl+q" for k in app.screen.query(FooterKey))

@@ -20,7 +20,8 @@ class LoadingScreen(Screen):
     """Index ``entry.folder`` into ``entry.db_path``, showing progress."""
 
     BINDINGS = [
-        Binding("ctrl+q", "app.quit", "Quit", id="loading.quit", tooltip="Stop indexing and quit"),
+        # priority: otherwise the app's own (hidden) ctrl+q wins and the footer shows no way out
+        Binding("ctrl+q", "app.quit", "Quit", id="loading.quit", tooltip="Stop indexing and quit", priority=True),
     ]
 
     class Progress(Message):

@@ -60,7 +60,8 @@ class StorePickerScreen(Screen):
     """Pick a discovered store to browse (read-only)."""
 
     BINDINGS = [
-        Binding("ctrl+q", "app.quit", "Quit", id="stores.quit", tooltip="Quit rankscope"),
+        # priority: otherwise the app's own (hidden) ctrl+q wins and the footer shows no way out
+        Binding("ctrl+q", "app.quit", "Quit", id="stores.quit", tooltip="Quit rankscope", priority=True),
     ]
 
     def __init__(self, finder: Callable[[], list[Any]]) -> None:
