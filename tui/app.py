@@ -24,7 +24,7 @@ from engine.model import Trace, Variant
 from engine.why import ChunkNotFoundError, why_not
 
 from . import safe
-from .cache import CacheEntry, build_cache, corpus_files
+from .cache import CacheEntry, SkipList, build_cache, corpus_files
 from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
 from .facts import describe_problem, read_facts
@@ -37,6 +37,7 @@ from .screens.help import HelpScreen
 from .screens.loading import LoadingScreen
 from .screens.params import ParamsScreen
 from .screens.sessions import SessionsScreen
+from .screens.skipped import SkippedScreen
 from .screens.stores import StorePickerScreen
 from .screens.why import ChunkEntry, WhyScreen, chunk_entries, finder_keys, match_chunks
 
@@ -92,9 +93,12 @@ class RankscopeApp(App[None]):
         search_fn: SearchFn = search,
         notice: str | None = None,
         suggestions: tuple[str, ...] = (),
+        skipped: SkipList | None = None,
     ) -> None:
         super().__init__()
         self.suggestions = suggestions
+        #: The files the browsed folder's indexing skipped (empty for a store file).
+        self.skipped = skipped or SkipList()
         self.store = store
         self.store_label = store_label or (Path(store.path).name if store and store.path else "in-memory store")
         self.index_job = index_job
@@ -184,7 +188,11 @@ class RankscopeApp(App[None]):
         self.chunk_index = None
         self._chunk_keys = []
         self.store_problem = None
+        self.skipped = event.skipped or SkipList()
         self.switch_screen(self._new_browser(event.store))
+        if self.skipped.skipped:
+            self.notify_plain(f"{self.skipped.summary()}. The start screen says so; ctrl+p 'Skipped files' lists them.",
+                              title=f"Indexed {event.label}", severity="warning", timeout=12)
 
     def on_unmount(self) -> None:
         if self.store is not None:
@@ -206,7 +214,7 @@ class RankscopeApp(App[None]):
         ):
             return False  # browser keys: off on the lab screens (Esc first), which keeps their footer readable
         if action in ("focus_query", "focus_query_slash", "edit_params", "choose_sessions", "copy_command", "export_trace",
-                      "compare", "why_not", "why_selected", "doctor"):
+                      "compare", "why_not", "why_selected", "doctor", "show_skipped"):
             return self.browser is not None
         return True
 
@@ -267,6 +275,12 @@ class RankscopeApp(App[None]):
         if browser is not None:
             self.push_screen(SessionsScreen(self.session_counts, browser.params.sessions),
                              callback=self._after_dialog)
+
+    def action_show_skipped(self) -> None:
+        """List the files the folder's indexing skipped, and why."""
+        browser = self._close_dialogs()
+        if browser is not None:
+            self.push_screen(SkippedScreen(self.skipped, self.store_label), callback=self._after_dialog)
 
     # ── the what-if lab ────────────────────────────────────────────────
 
@@ -477,11 +491,12 @@ class RankscopeApp(App[None]):
             done += 1
             target.post_message(LoadingScreen.Progress(done, total, label))
 
-        store = build_cache(entry, progress=progress, cancelled=lambda: worker.is_cancelled)
+        skips: list[SkipList] = []
+        store = build_cache(entry, progress=progress, cancelled=lambda: worker.is_cancelled, on_skips=skips.append)
         if worker.is_cancelled:
             store.close()
             return
-        self.post_message(StoreReady(store, target.label))
+        self.post_message(StoreReady(store, target.label, skips[0] if skips else SkipList()))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
     def discover_stores(self, finder: Callable[[], list[Any]], target: StorePickerScreen) -> None:
@@ -525,6 +540,7 @@ def make_app(
     search_fn: SearchFn = search,
     notice: str | None = None,
     suggestions: tuple[str, ...] = (),
+    skipped: SkipList | None = None,
 ) -> RankscopeApp:
     """Build the browser. Used by ``rankscope`` and by the tests.
 
@@ -540,6 +556,7 @@ def make_app(
         search_fn: the pipeline entry point (tests inject failures here).
         notice: a warning to show once the app starts.
         suggestions: example queries for the start screen.
+        skipped: the files the folder's (cached) indexing skipped.
     """
     p = params or SearchParams("")
     if query:
@@ -549,5 +566,5 @@ def make_app(
     return RankscopeApp(
         store=store, store_label=store_label, index_job=index_job, store_finder=store_finder, params=p,
         show_timings=show_timings, cursor_blink=cursor_blink, search_fn=search_fn, notice=notice,
-        suggestions=suggestions,
+        suggestions=suggestions, skipped=skipped,
     )

@@ -7,6 +7,9 @@ cache directory and re-used while the folder is unchanged.
 * The fingerprint is the SHA-256 of the sorted ``(label, size, mtime_ns)`` of
   every file :func:`engine.corpus.collect_files` would index, plus the
   sessions map (``_sessions.json``), which changes attribution.
+* The files indexing passed over (binary, too large, unreadable, ...) are
+  listed in the fingerprint file too (``skipped``), so the browser can show
+  them whether it indexed the folder just now or found it cached.
 * A cached store is opened read-only (:meth:`engine.Store.open_readonly`):
   the browser never writes to it, and each search thread opens its own
   connection.
@@ -27,7 +30,10 @@ from pathlib import Path
 from typing import Callable
 
 from engine import Store, StoreError
-from engine.corpus import SESSIONS_FILE, collect_files, index_paths, load_sessions_map
+from engine.corpus import (DEFAULT_MAX_FILE_BYTES, SESSIONS_FILE, IndexReport, Skip, collect_files, index_paths,
+                           load_sessions_map)
+
+from .fmt import human_bytes
 
 #: Bumped when the cache layout or the indexing rules change.
 CACHE_FORMAT = 1
@@ -113,6 +119,59 @@ def load_cached(entry: CacheEntry) -> Store | None:
     return store
 
 
+@dataclass(frozen=True)
+class SkipList:
+    """Files an indexing run did not index, and why.
+
+    Attributes:
+        skipped: the files (:class:`engine.corpus.Skip`), in indexing order.
+        max_file_bytes: the size limit that run used.
+    """
+
+    skipped: tuple[Skip, ...] = ()
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+    @classmethod
+    def from_report(cls, report: IndexReport) -> "SkipList":
+        """The real skips of ``report`` (not the replaced-bytes notes)."""
+        return cls(tuple(report.not_indexed), report.max_file_bytes)
+
+    def summary(self) -> str:
+        """``3 files skipped (2 binary, 1 over 1.0 MiB)``, or ``""`` when none."""
+        if not self.skipped:
+            return ""
+        counts: dict[str, int] = {}
+        for s in self.skipped:
+            counts[s.kind] = counts.get(s.kind, 0) + 1
+        kinds = {"too-large": f"over {human_bytes(self.max_file_bytes)}"}
+        parts = ", ".join(f"{n} {kinds.get(k, k)}" for k, n in counts.items())
+        n = len(self.skipped)
+        return f"{n} file{'s' if n != 1 else ''} skipped ({parts})"
+
+    def to_json(self) -> dict:
+        return {"max_file_bytes": self.max_file_bytes,
+                "files": [{"path": s.path, "reason": s.reason, "kind": s.kind} for s in self.skipped]}
+
+    @classmethod
+    def from_json(cls, data: object) -> "SkipList":
+        """Parse :meth:`to_json` output; anything malformed reads as no skips."""
+        if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+            return cls()
+        files = tuple(Skip(str(f.get("path", "")), str(f.get("reason", "")), str(f.get("kind", "unreadable")))
+                      for f in data["files"] if isinstance(f, dict))
+        limit = data.get("max_file_bytes")
+        return cls(files, limit if isinstance(limit, int) else DEFAULT_MAX_FILE_BYTES)
+
+
+def cached_skips(entry: CacheEntry) -> SkipList:
+    """The files the cached store's indexing skipped (none when unknown)."""
+    try:
+        saved = json.loads(entry.fingerprint_path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return SkipList()
+    return SkipList.from_json(saved.get("skipped") if isinstance(saved, dict) else None)
+
+
 def _remove(path: Path) -> None:
     for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm"), Path(str(path) + "-journal")):
         try:
@@ -125,12 +184,15 @@ def build_cache(
     entry: CacheEntry,
     progress: Callable[[str, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    on_skips: Callable[[SkipList], None] | None = None,
 ) -> Store:
     """Index ``entry.folder`` into a fresh cached store and open it read-only.
 
     The store is written to a temporary file and renamed into place, so an
     interrupted build never leaves a half-filled store behind a valid
-    fingerprint. ``progress(label, nbytes)`` is called after each file.
+    fingerprint. ``progress(label, nbytes)`` is called after each file;
+    ``on_skips`` gets the files that were not indexed (also saved with the
+    fingerprint: :func:`cached_skips`).
 
     Raises:
         StoreError: the cache folder is not writable or the store is unusable.
@@ -155,7 +217,7 @@ def build_cache(
 
     store = Store.create(tmp)
     try:
-        index_paths(store, [folder], sessions=sessions, progress=tick)
+        report = index_paths(store, [folder], sessions=sessions, progress=tick)
     except BaseException:
         store.close()
         _remove(tmp)
@@ -164,7 +226,11 @@ def build_cache(
     _remove(entry.db_path)
     os.replace(tmp, entry.db_path)
     _remove(tmp)
+    skips = SkipList.from_report(report)
     entry.fingerprint_path.write_text(
-        json.dumps({"folder": str(folder), "fingerprint": print_, "format": CACHE_FORMAT}), "utf-8"
+        json.dumps({"folder": str(folder), "fingerprint": print_, "format": CACHE_FORMAT,
+                    "skipped": skips.to_json()}), "utf-8"
     )
+    if on_skips is not None:
+        on_skips(skips)
     return Store.open_readonly(entry.db_path)

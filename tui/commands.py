@@ -62,6 +62,9 @@ class RankscopeCommands(Provider):
             yield (f"Why not? the selected chunk (row {subject.rowid})", app.action_why_selected,
                    f"Explain {safe.line(subject.title)} · {safe.line(subject.source)}")
         yield "Store diagnostics (doctor)", app.action_doctor, "F9: key collisions, oversized/Untitled chunks, counts"
+        if app.skipped.skipped:
+            yield (f"Skipped files ({len(app.skipped.skipped)})…", app.action_show_skipped,
+                   f"{app.skipped.summary()}: which files indexing passed over, and why")
         for n in (1, 3, 5, 10, 20, 50):
             if n != params.limit:
                 yield f"Set limit to {n}", partial(up, limit=n), f"Results wanted (now {params.limit})"

@@ -21,7 +21,7 @@ import tui
 from engine import Store, StoreError
 from engine.corpus import SESSIONS_FILE, load_sessions_map
 
-from .cache import CacheEntry, cache_entry, load_cached
+from .cache import CacheEntry, cache_entry, cached_skips, load_cached
 from .cli import CliError
 from .facts import read_facts
 
@@ -55,7 +55,7 @@ def _folder_source(folder: Path) -> dict:
         raise CliError(f"cannot create the cache folder {entry.db_path.parent}: {exc.strerror or exc}") from exc
     store = load_cached(entry)
     if store is not None:
-        return {"store": store, "store_label": folder.name}
+        return {"store": store, "store_label": folder.name, "skipped": cached_skips(entry)}
     return {"index_job": entry, "store_label": folder.name}
 
 

@@ -44,11 +44,14 @@ class StoreReady(Message):
     Attributes:
         store: the open store (the app owns it from now on).
         label: how to name it in the interface.
+        skipped: the files its indexing skipped (a ``tui.cache.SkipList``),
+            or ``None`` for a store rankscope did not index.
     """
 
-    def __init__(self, store: Store, label: str) -> None:
+    def __init__(self, store: Store, label: str, skipped=None) -> None:
         self.store = store
         self.label = label
+        self.skipped = skipped
         super().__init__()
 
 

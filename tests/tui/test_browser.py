@@ -405,11 +405,12 @@ async def test_bindings_have_ids_and_tooltips(size):
         from tui.app import RankscopeApp
         from tui.screens.browser import BrowserScreen
         from tui.screens.loading import LoadingScreen
+        from tui.screens.skipped import SkippedScreen
         from tui.screens.stores import StorePickerScreen
         from tui.widgets.query_box import QueryInput
 
         for cls in (RankscopeApp, BrowserScreen, QueryInput, ParamsScreen, SessionsScreen, HelpScreen,
-                    LoadingScreen, StorePickerScreen):
+                    LoadingScreen, StorePickerScreen, SkippedScreen):
             for b in cls.BINDINGS:
                 assert b.id and b.tooltip, (cls.__name__, b)
 

@@ -89,3 +89,63 @@ async def test_the_store_picker_footer_offers_ctrl_q():
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert any(k.key == "ctrl+q" for k in app.screen.query(FooterKey))
+
+
+def _folder_with_skips(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Alpha\nalpha words\n")
+    (folder / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
+    (folder / "dump.bin").write_bytes(b"\x00\x01\x02" * 100)
+    return folder
+
+
+async def _browse(app, pilot) -> None:
+    from tui.screens.browser import BrowserScreen
+
+    for _ in range(100):
+        await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        if isinstance(app.screen, BrowserScreen):
+            break
+    await pilot.pause()
+    await pilot.pause()
+    assert isinstance(app.screen, BrowserScreen)
+
+
+async def test_indexing_from_the_browser_says_which_files_were_skipped(tmp_path):
+    from tui.app import make_app
+    from tui.launch import app_arguments
+    from tui.screens.skipped import SkippedScreen
+
+    folder = _folder_with_skips(tmp_path)
+    args = app_arguments(str(folder))
+    assert "index_job" in args
+    app = make_app(**args, show_timings=False, cursor_blink=False)
+    async with app.run_test(size=NARROW) as pilot:
+        await _browse(app, pilot)
+        notes = [n for n in app._notifications if "skipped" in n.message]
+        assert notes and "2 files skipped (2 binary)" in notes[0].message
+        welcome = plain(app.browser.results.message)
+        assert "2 files skipped (2 binary)" in welcome and "Skipped files" in welcome
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"skipped files")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, SkippedScreen)
+        listed = plain(app.screen.query_one("#skipped-list"))
+        assert "logo.png" in listed and "dump.bin" in listed
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.browser
+
+    # the next launch finds the store cached, and still says so
+    args = app_arguments(str(folder))
+    assert "store" in args and len(args["skipped"].skipped) == 2
+    app = make_app(**args, show_timings=False, cursor_blink=False)
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        assert "2 files skipped (2 binary)" in plain(app.browser.results.message)

@@ -134,6 +134,9 @@ class BrowserScreen(Screen):
             if stats.get("vocabulary") is not None:
                 t.append(f", {stats['vocabulary']} vocabulary words")
             t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
+        skipped = getattr(self.app, "skipped", None)
+        if skipped is not None and skipped.skipped:
+            t.append(f"{skipped.summary()} when indexing: ctrl+p 'Skipped files' lists them.\n", style="bold")
         t.append("\nType a query: results appear as you type (Enter searches at once).\n")
         t.append("Stages (2) shows what every step of the pipeline did; Journey (3) follows one chunk.\n")
         suggestions = getattr(self.app, "suggestions", ())
