@@ -361,7 +361,7 @@ class RankscopeApp(App[None]):
         except OSError as exc:
             self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
             return None
-        self.notify_plain(str(path), title="Trace exported", timeout=8)
+        self.notify_plain(str(path.absolute()), title="Trace exported", timeout=8)
         return path
 
     # ── workers (all on the app, so one handler reports their errors) ──

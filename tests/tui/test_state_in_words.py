@@ -149,3 +149,15 @@ async def test_indexing_from_the_browser_says_which_files_were_skipped(tmp_path)
     async with app.run_test(size=NARROW) as pilot:
         await pilot.pause()
         assert "2 files skipped (2 binary)" in plain(app.browser.results.message)
+
+
+async def test_export_notification_gives_the_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        path = app.action_export_trace(Path("."))  # a relative folder: the notification still names it in full
+        await pilot.pause()
+        assert path is not None and path.exists()
+        expected = str((tmp_path / path.name).resolve())
+        assert any(n.message == expected for n in app._notifications)
