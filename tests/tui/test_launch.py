@@ -92,6 +92,23 @@ def test_no_path_means_the_sample_corpus():
         args["store"].close()
 
 
+def test_missing_sample_corpus_is_one_clear_line_and_status_2(tmp_path, monkeypatch, capsys):
+    """A non-editable ``pip install .`` has no sample_corpus/ beside the code."""
+    import tui.launch
+    from tui.launch import launch_browser
+
+    monkeypatch.setattr(tui.launch, "SAMPLE_CORPUS", tmp_path / "site-packages" / "sample_corpus")
+    expected = ("the sample corpus is not installed; install with `pip install -e .` from a clone, "
+                "or run `rankscope PATH`")
+    with pytest.raises(CliError) as exc:
+        launch_browser(None)
+    assert str(exc.value) == expected
+    with pytest.raises(SystemExit) as exit_:
+        main([])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == f"rankscope: error: {expected}"
+
+
 def test_folder_is_indexed_once_then_cached(corpus, tmp_path):
     args = app_arguments(str(corpus))
     assert "index_job" in args and args["store_label"] == "corpus"
