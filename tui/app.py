@@ -63,6 +63,12 @@ class RankscopeApp(App[None]):
         Binding("slash", "focus_query_slash", "Query", key_display="/", id="focus-query-slash", group=_QUERY_GROUP,
                 tooltip="Focus the query box (when focus is elsewhere)"),
         Binding("f1", "help", "Help", id="help", tooltip="What each pipeline stage does, and the keys"),
+        # Tab and shift+Tab as priority bindings: they run as the key arrives, so keys typed right
+        # after them (one burst) reach the newly focused widget, not the one that had focus.
+        Binding("tab", "focus_next", "Next", show=False, priority=True, id="focus-next",
+                tooltip="Focus the next widget"),
+        Binding("shift+tab", "focus_previous", "Previous", show=False, priority=True, id="focus-previous",
+                tooltip="Focus the previous widget"),
         Binding("f2", "edit_params", "Params", id="edit-params",
                 tooltip="Limit, source filter (substring or exact) and content type"),
         Binding("f3", "choose_sessions", "Sessions", id="choose-sessions",

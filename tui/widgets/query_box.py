@@ -21,10 +21,11 @@ DEBOUNCE_S = 0.15
 
 
 class QueryInput(Input):
-    """The query input; Down leaves it for the results."""
+    """The query input; Down leaves it for the results (a priority binding,
+    so keys typed right after Down already reach the pane)."""
 
     BINDINGS = [
-        Binding("down", "screen.leave_query", "Results", key_display="↓", id="query.leave",
+        Binding("down", "screen.leave_query", "Results", key_display="↓", id="query.leave", priority=True,
                 tooltip="Move from the query box to the results (or the visible pane)"),
     ]
 
@@ -73,8 +74,11 @@ class QueryBox(Vertical):
         return self.input.value
 
     def focus_query(self) -> None:
-        """Focus the input with its whole text selected, so typing replaces it."""
-        self.input.focus()
+        """Focus the input with its whole text selected, so typing replaces it.
+
+        The focus moves at once (``Screen.set_focus``, not the deferred
+        ``Widget.focus``): keys already on their way land in the query."""
+        self.screen.set_focus(self.input)
         self.input.select_all()
 
     def set_value(self, value: str) -> None:
