@@ -45,6 +45,10 @@ async def test_home_scrolls_the_stages_to_the_very_top_and_nothing_wraps():
         await pilot.press("down", "2")
         await pilot.pause()
         rows = [i for i, _ in ins.subjects()]
+        assert ins.highlighted is None
+        await pilot.press("pagedown")  # a fresh trace: one page down from the top, not to the end
+        await pilot.pause()
+        assert rows[0] < ins.highlighted < rows[-1]
         await pilot.press("end")
         await pilot.pause()
         assert ins.highlighted == rows[-1] and ins.scroll_y > 0

@@ -462,11 +462,14 @@ class StageInspector(OptionList):
             self.action_first()
 
     def action_page_down(self) -> None:
-        """A page down; from the last page, to the very bottom."""
+        """A page down (from the top when nothing is highlighted yet); from
+        the last page, to the very bottom."""
         rows = self._rows()
         if not rows or (self.highlighted is not None and self.highlighted >= rows[-1]):
             self.action_last()
             return
+        if self.highlighted is None:
+            self.highlighted = rows[0]  # not the stock jump to the very end
         super().action_page_down()
         if self.highlighted is None:
             self.action_last()
