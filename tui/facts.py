@@ -75,6 +75,9 @@ def problem_headline(error: BaseException) -> str:
 
 
 def describe_problem(error: BaseException) -> str:
-    """One line: :func:`problem_headline` and the error's own words."""
+    """One line: :func:`problem_headline` and the error's own words (just the
+    words when they already say the store is damaged)."""
     words = str(error) or type(error).__name__
+    if is_damage(error) and "is damaged" in words:
+        return words
     return f"{problem_headline(error)}: {words}"

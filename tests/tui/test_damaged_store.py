@@ -78,7 +78,7 @@ async def test_a_failing_search_is_explained_and_the_app_keeps_running(index_dam
         assert browser.results.border_subtitle == "search failed"
         assert browser.trace is None
         errors = [n for n in app._notifications if n.severity == "error"]
-        assert len(errors) == 1 and "the store is damaged" in errors[0].message
+        assert len(errors) == 1 and f"{index_damaged} is damaged" in errors[0].message
         # the same failure again (typing on) does not pile up notifications
         await pilot.press("s", "enter")
         await settle(pilot)
