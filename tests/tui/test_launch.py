@@ -227,7 +227,9 @@ async def test_store_picker_opens_the_chosen_store(tmp_path):
         await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert "found.db" in str(app.screen.query_one("#stores-list").get_option_at_index(0).prompt)
+        prompt = str(app.screen.query_one("#stores-list").get_option_at_index(0).prompt)
+        assert "found.db" in prompt
+        assert " KiB · 1 sources" in prompt  # binary units, as 'rankscope stores' prints them
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, BrowserScreen)

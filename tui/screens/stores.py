@@ -18,19 +18,13 @@ from textual.widgets.option_list import Option
 from engine import Store, StoreError
 
 from .. import safe
+from ..fmt import human_bytes
 from ..messages import StoreReady
 
 
 def human_size(n: int | None) -> str:
-    """``1.2 MB`` style size."""
-    if n is None:
-        return "?"
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
+    """``1.2 MiB`` style size (:func:`tui.fmt.human_bytes`, as ``rankscope stores`` prints it)."""
+    return "?" if n is None else human_bytes(n)
 
 
 def store_line(info: Any) -> Text:
