@@ -582,6 +582,19 @@ class Store:
             conn.execute("PRAGMA busy_timeout=30000")
         return conn
 
+    @contextmanager
+    def thread_connection(self) -> Iterator[sqlite3.Connection]:
+        """:meth:`connect` for one unit of work in a worker thread: the
+        connection is closed afterwards (the shared connection of an
+        in-memory store is left open; engine functions lock it themselves,
+        other readers should hold :attr:`lock`)."""
+        conn = self.connect()
+        try:
+            yield conn
+        finally:
+            if conn is not self.conn:
+                conn.close()
+
     def close(self) -> None:
         """Close the main connection (idempotent)."""
         try:

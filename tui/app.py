@@ -380,17 +380,13 @@ class RankscopeApp(App[None]):
         if worker.is_cancelled:
             return
         store = target.store
-        conn = None
         try:
-            conn = store.connect()
-            trace = self.search_fn(store, params, conn=conn)
+            with store.thread_connection() as conn:
+                trace = self.search_fn(store, params, conn=conn)
         except Exception as exc:  # a damaged store, or a bug: the browser explains it, never crashes
             if not worker.is_cancelled:
                 target.post_message(SearchFailed(seq, exc))
             return
-        finally:
-            if conn is not None and conn is not store.conn:
-                conn.close()
         if not worker.is_cancelled:
             target.post_message(SearchFinished(seq, trace))
 
@@ -407,15 +403,11 @@ class RankscopeApp(App[None]):
         :class:`CompareFinished` (the comparison) to ``target``."""
         worker = get_current_worker()
         store = self._lab_store()
-        conn = store.connect()
-        try:
+        with store.thread_connection() as conn:
             trace_a = self.search_fn(store, params_a, conn=conn)
             if worker.is_cancelled:
                 return
             trace_b = self.search_fn(store, params_b, conn=conn)
-        finally:
-            if conn is not store.conn:
-                conn.close()
         if not worker.is_cancelled:
             target.post_message(CompareFinished(seq, compare_traces(trace_a, trace_b)))
 
@@ -424,17 +416,13 @@ class RankscopeApp(App[None]):
         """Explain chunk ``rowid`` for ``params`` and post :class:`WhyFinished`."""
         worker = get_current_worker()
         store = self._lab_store()
-        conn = store.connect()
-        try:
+        with store.thread_connection() as conn:
             try:
                 explanations = why_not(store, params, rowid=rowid, conn=conn,
                                        trace=trace if trace is not None and trace.params == params else None)
             except ChunkNotFoundError as exc:
                 target.post_message(WhyFinished(seq, [], str(exc)))
                 return
-        finally:
-            if conn is not store.conn:
-                conn.close()
         if not worker.is_cancelled:
             target.post_message(WhyFinished(seq, explanations))
 
@@ -442,16 +430,8 @@ class RankscopeApp(App[None]):
     def load_chunks(self, target: Screen) -> None:
         """Read the store's chunk list once for the finder; post :class:`ChunksLoaded`."""
         store = self._lab_store()
-        conn = store.connect()
-        try:
-            if conn is store.conn:
-                with store.lock:
-                    rows = store.iter_chunks(conn)
-            else:
-                rows = store.iter_chunks(conn)
-        finally:
-            if conn is not store.conn:
-                conn.close()
+        with store.thread_connection() as conn, store.lock:
+            rows = store.iter_chunks(conn)
         entries = chunk_entries(rows)
         del rows
         keys = finder_keys(entries)
@@ -475,12 +455,8 @@ class RankscopeApp(App[None]):
     def run_doctor(self, target: Screen) -> None:
         """Diagnose the store (read-only) and post :class:`DoctorFinished`."""
         store = self._lab_store()
-        conn = store.connect()
-        try:
+        with store.thread_connection() as conn:
             report = diagnose(store, conn=conn)
-        finally:
-            if conn is not store.conn:
-                conn.close()
         target.post_message(DoctorFinished(report))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="index")
