@@ -61,6 +61,20 @@ def describe_params(params: SearchParams) -> str:
     )
 
 
+def append_params(text, params: SearchParams) -> None:
+    """Append `` · limit N`` and the active filters (source, type, sessions),
+    dimmed and terminal-safe, to a Rich ``Text`` (screen titles)."""
+    from .safe import line
+
+    text.append(f" · limit {params.limit}", style="dim")
+    if params.source:
+        text.append(f" · source {line(params.source)}", style="dim")
+    if params.content_type:
+        text.append(f" · type {params.content_type}", style="dim")
+    if params.sessions is not None:
+        text.append(f" · sessions {line(describe_sessions(params.sessions))}", style="dim")
+
+
 def export_path(query: str, folder: Path | None = None, now: _dt.datetime | None = None) -> Path:
     """A fresh file name for a JSON trace of ``query`` in ``folder`` (default:
     the current directory): ``rankscope-trace-<slug>-<YYYYmmdd-HHMMSS>.json``,

@@ -36,3 +36,13 @@ def block(text: str | None) -> str:
 def marked(text: str | None) -> str:
     """Like :func:`block`, but the FTS5 highlight markers ``\\x02``/``\\x03`` survive."""
     return (text or "").translate(_MARKED)
+
+
+def cut(text: str | None, width: int, style: str = "") -> "Text":
+    """One line of store text, made safe and cut to ``width`` cells with an
+    ellipsis (a Rich ``Text`` that never wraps)."""
+    from rich.text import Text
+
+    t = Text(line(text), style=style, no_wrap=True, overflow="ellipsis")
+    t.truncate(width, overflow="ellipsis")
+    return t

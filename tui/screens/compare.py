@@ -26,7 +26,7 @@ from engine.compare import ChunkComparison, CompareCounts, Comparison, parse_var
 from engine.model import FUSION_KEYS, FUZZY_POLICIES, RERANK_MODES, RETRIEVER_SETS, Variant
 
 from .. import safe
-from ..cmdline import describe_sessions
+from ..cmdline import append_params
 from ..messages import CompareFinished, ParamsChanged
 
 _CLOSE = Binding.Group("Close ", compact=True)
@@ -199,13 +199,7 @@ class CompareScreen(Screen[None]):
         t.append("B ", style="bold")
         t.append(variant_spec(self.variant_b), style="bold underline")
         t.append(f" · {safe.line(p.query)!r}" if p.query else " · (empty query)")
-        t.append(f" · limit {p.limit}", style="dim")
-        if p.source:
-            t.append(f" · source {safe.line(p.source)}", style="dim")
-        if p.content_type:
-            t.append(f" · type {p.content_type}", style="dim")
-        if p.sessions is not None:
-            t.append(f" · sessions {safe.line(describe_sessions(p.sessions))}", style="dim")
+        append_params(t, p)
         self.query_one("#compare-title", Static).update(t)
 
     # ── the form ───────────────────────────────────────────────────────
@@ -341,12 +335,6 @@ class CompareScreen(Screen[None]):
         title = max(room * 3 // 5, 12)
         return wide, title, max(room - title, 8)
 
-    @staticmethod
-    def _cut(text: str, width: int, style: str = "") -> Text:
-        t = Text(safe.line(text), style=style, no_wrap=True, overflow="ellipsis")
-        t.truncate(width, overflow="ellipsis")
-        return t
-
     def _fill(self, keep_cursor: bool) -> None:
         cmp = self.comparison
         if cmp is None or not cmp.rows:
@@ -370,7 +358,7 @@ class CompareScreen(Screen[None]):
             cells = [
                 num(r.position_a), num(r.position_b), Text(marker_label(r), style=MARKER_STYLE[r.marker]),
                 Text(str(r.rowid), justify="right", style="dim"),
-                self._cut(r.title, tw), self._cut(r.source, sw, "dim"),
+                safe.cut(r.title, tw), safe.cut(r.source, sw, "dim"),
             ]
             if wide:
                 cells += [score(r.score_a), score(r.score_b)]

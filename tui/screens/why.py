@@ -29,7 +29,7 @@ from engine.model import Trace
 from engine.why import Explanation
 
 from .. import safe
-from ..cmdline import describe_sessions
+from ..cmdline import append_params
 from ..messages import ChunkMatches, ChunksLoaded, ParamsChanged, WhyFinished
 
 _CLOSE = Binding.Group("Close ", compact=True)
@@ -243,13 +243,7 @@ class WhyScreen(Screen[None]):
         p = self.params
         t = Text("Why not? ", style="bold")
         t.append(f"{safe.line(p.query)!r}" if p.query else "(empty query)")
-        t.append(f" · limit {p.limit}", style="dim")
-        if p.source:
-            t.append(f" · source {safe.line(p.source)}", style="dim")
-        if p.content_type:
-            t.append(f" · type {p.content_type}", style="dim")
-        if p.sessions is not None:
-            t.append(f" · sessions {safe.line(describe_sessions(p.sessions))}", style="dim")
+        append_params(t, p)
         t.append(" · variant ", style="dim")
         t.append(variant_spec(p.variant), style="bold" if not p.variant.is_reference else "dim")
         self.query_one("#why-title", Static).update(t)

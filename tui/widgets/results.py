@@ -142,12 +142,6 @@ class ResultsPane(Vertical):
         title = max(room * 3 // 5, 12)
         return True, title, max(room - title, 8)
 
-    @staticmethod
-    def _cut(text: str, width: int, style: str = "") -> Text:
-        t = Text(safe.line(text), style=style, no_wrap=True, overflow="ellipsis")
-        t.truncate(width, overflow="ellipsis")
-        return t
-
     def _fill(self, keep_cursor: bool) -> None:
         trace = self.trace
         if trace is None or not trace.final:
@@ -170,14 +164,14 @@ class ResultsPane(Vertical):
             boost = "—" if r.boost is None else f"{r.boost:.3f}"
             if wide:
                 table.add_row(
-                    pos, self._cut(c.title, tw), self._cut(c.source, sw), safe.line(c.content_type), r.layer,
+                    pos, safe.cut(c.title, tw), safe.cut(c.source, sw), safe.line(c.content_type), r.layer,
                     Text(f"{c.score:.4f}", justify="right"), Text(boost, justify="right"),
                     key=str(r.position),
                 )
             else:
                 table.add_row(
                     pos,
-                    self._cut(c.title, tw) + Text("\n") + self._cut(c.source, tw, "dim"),
+                    safe.cut(c.title, tw) + Text("\n") + safe.cut(c.source, tw, "dim"),
                     Text(f"{safe.line(c.content_type)}\n{r.layer}"),
                     Text(f"{c.score:.4f}\n{boost}", justify="right"),
                     key=str(r.position), height=2,
