@@ -101,6 +101,8 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
     else:
         allowed = ", ".join(flt.allow_set) or "(only unattributed)"
         head = f"allow {allowed}: kept {len(flt.kept)}, removed {len(flt.removed)}"
+        if flt.note:
+            head += f" ({flt.note})"
     out.append(StageSummary(prefix + "filter", "Session filter", head, flt.elapsed_ms))
     if run.trim is None:
         out.append(StageSummary(prefix + "trim", "Trim", "did not run: nothing survived the filter"))

@@ -273,7 +273,7 @@ class StoreInfo:
         modified: file mtime (seconds since the epoch).
         wal_bytes: size of its ``-wal`` file (a live writer keeps one).
         vocabulary: vocabulary words (``None`` without the table).
-        sessions: distinct session ids (``""`` counts as one).
+        sessions: distinct attributed session ids (unattributed ``""`` not counted).
     """
 
     path: str
@@ -329,7 +329,7 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
     try:
         with read_snapshot(store.conn):
             stats = store.stats()
-            sessions = len(store.session_counts())
+            sessions = sum(1 for sid, _ in store.session_counts() if sid)
     except sqlite3.Error as exc:
         return StoreInfo(p, size, None, None, None, None, store.schema.generation, f"cannot read: {exc}", **base)
     finally:

@@ -77,6 +77,7 @@ def run_to_dict(run: Run) -> dict:
         "pool": [{**_st(c), "score": c.score} for c in run.fusion.pool],
         "filtered": [{**_st(c), "session_id": c.session_id} for c in run.filter.kept],
         "removed": [{**_st(c), "session_id": c.session_id} for c in run.filter.removed],
+        "filter_note": run.filter.note,
         "trimmed": [_st(c) for c in run.trim.kept] if run.trim else [],
         "cut": [_st(c) for c in run.trim.cut] if run.trim else [],
         "rerank": None,

@@ -329,12 +329,15 @@ class FilterStage:
         allow_set: the allowed session ids, or ``None`` (no filter ran).
         kept: pool candidates whose session id is ``""`` or allowed, in order.
         removed: the others, in pool order.
+        note: a caveat about the filter on this store (e.g. an older schema
+            without a session column, where every chunk passes), or ``None``.
     """
 
     allow_set: tuple[str, ...] | None
     kept: tuple[Candidate, ...]
     removed: tuple[Candidate, ...]
     elapsed_ms: float = 0.0
+    note: str | None = None
 
 
 @dataclass(frozen=True)

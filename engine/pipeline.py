@@ -110,7 +110,10 @@ def run_pass(
     fusion = FusionStage(v.rrf_k, candidates, pool_size, ms)
     timings.append((prefix + "fusion", ms))
     filt, ms = _timed(session_filter, fusion.pool, params.sessions)
-    filt = FilterStage(filt.allow_set, filt.kept, filt.removed, ms)
+    note = None
+    if params.sessions is not None and not store.schema.has_session:
+        note = "this store has no session column (older schema): every chunk is unattributed and passes"
+    filt = FilterStage(filt.allow_set, filt.kept, filt.removed, ms, note)
     timings.append((prefix + "filter", ms))
     if not filt.kept:
         return Run(query, runs["porter"], runs["trigram"], fusion, filt, None, None, ())
@@ -239,11 +242,15 @@ def _empty_reason(
         return "empty query: nothing to search for"
     parts = []
     filters = f" with {params.filter_text}" if params.filter_text else ""
-    if not first.fusion.candidates:
+    if not first.fusion.candidates and first.porter.fts_limit == 0:
+        parts.append("the retrievers fetch 0 rows (fts_limit 0)")
+    elif not first.fusion.candidates:
         if first.porter.error or first.trigram.error:
             parts.append("a retriever failed: " + (first.porter.error or first.trigram.error or ""))
         else:
-            parts.append(f"no match in either index{filters}")
+            searched = [r.name for r in (first.porter, first.trigram) if not (r.skipped or "").startswith("variant:")]
+            where = "either index" if len(searched) == 2 else f"the {searched[0]} index ({params.variant.retrievers} only)" if searched else "any index"
+            parts.append(f"no match in {where}{filters}")
     elif not first.fusion.pool and params.limit != 0:
         parts.append(f"the candidate pool is empty (pool size {first.fusion.pool_size}): fusion handed nothing on")
     elif first.filter.allow_set is not None and not first.filter.kept:

@@ -618,7 +618,13 @@ def _explain_chunk(ctx: _Ctx, chunk: ChunkRef) -> Explanation:
     best: Explanation | None = None
     for which, run in runs:
         exp = _explain_run(ctx, chunk, run, which)
-        if best is None or _DEPTH[exp.stage.split(":")[-1]] > _DEPTH[best.stage.split(":")[-1]]:
+        if best is None:
+            best = exp
+            continue
+        depth, best_depth = _DEPTH[exp.stage.split(":")[-1]], _DEPTH[best.stage.split(":")[-1]]
+        # Deeper wins; at equal depth a specific reason beats "no term matched"
+        # (e.g. a skipped retriever on the first pass vs the re-run's terms).
+        if depth > best_depth or (depth == best_depth and best.reason == "no-term" and exp.reason != "no-term"):
             best = exp
     assert best is not None
     if best.reason == "no-term" and best.run == "first":

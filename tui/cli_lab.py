@@ -128,9 +128,12 @@ def comparison_renderable(cmp: Comparison) -> Group:
     parts.append(t if cmp.rows else Text("Neither run returned anything.", style="bold"))
     parts.append(counts_line(cmp.counts, cmp.overlap))
     for label, trace in (("A", ta), ("B", tb)):
-        if trace.fuzzy.shadow and trace.fuzzy.corrected_query:
+        fz = trace.fuzzy
+        if fz.shadow and fz.rerun is not None:
             parts.append(plain(f"{label}: fuzzy shadow run corrected the query to "
-                               f"{query_label(trace.fuzzy.corrected_query)}", style="dim"))
+                               f"{query_label(fz.corrected_query or '')} (not the answer)", style="dim"))
+        elif fz.shadow:
+            parts.append(plain(f"{label}: fuzzy shadow run: no word needed or found a correction", style="dim"))
         if not trace.final and trace.empty_reason:
             parts.append(plain(f"{label}: no results: {clip(trace.empty_reason, REASON_SHOWN)}", style="dim"))
     return Group(*parts)

@@ -77,3 +77,31 @@ def test_empty_reason_names_an_allowed_session_nobody_has(store):
     t = search(store, SearchParams("alpha", sessions=("s2", "s9")))
     assert ("no chunk in this store has session 's9' (sessions: s1, s2, s3); "
             "no pooled candidate has session 's2'") in t.empty_reason
+
+
+def test_fts_limit_zero_is_named(store):
+    from engine import Variant
+
+    _collide(store)
+    t = search(store, SearchParams("alpha", variant=Variant(fts_limit=0)))
+    assert t.layer == "none"
+    assert "fts_limit 0" in t.empty_reason and "no match" not in t.empty_reason
+
+
+def test_single_retriever_variant_names_the_index(store):
+    from engine import Variant
+
+    store.index_text("a.md", "# Keys\nmaxInflightBatches = 4", "markdown")
+    t = search(store, SearchParams("inflight", variant=Variant(retrievers="porter", fuzzy="never")))
+    assert "no match in the porter index (porter only)" in t.empty_reason
+
+
+def test_filter_note_on_a_store_without_session_column():
+    from engine import Store
+
+    from ..conftest import FIXTURES
+
+    with Store.open_readonly(FIXTURES / "context-mode-1.0.22.db") as old:
+        t = search(old, SearchParams("weekly", sessions=("s-alpha",)))
+    assert t.first.filter.note and "no session column" in t.first.filter.note
+    assert any("no session column" in s.headline for s in stage_summaries(t))

@@ -136,12 +136,12 @@ def test_find_stores(home, tmp_path, monkeypatch):
     }
     ok = by_path[str(claude)]
     assert isinstance(ok, StoreInfo)
-    assert (ok.sources, ok.chunks, ok.code_chunks, ok.vocabulary, ok.sessions) == (11, 123, 36, 884, 3)
+    assert (ok.sources, ok.chunks, ok.code_chunks, ok.vocabulary, ok.sessions) == (11, 123, 36, 884, 2)  # s-alpha, s-beta (unattributed not counted)
     assert ok.schema == "8-column (session attribution)" and ok.error is None
     assert ok.client == "claude-code" and ok.project_hash == name
     assert ok.size_bytes == MODERN.stat().st_size and ok.last_indexed_at == "2026-11-30 06:52:59"
     legacy = by_path[str(codex)]
-    assert legacy.schema == "4-column (legacy)" and legacy.sessions == 1 and legacy.client == "codex"
+    assert legacy.schema == "4-column (legacy)" and legacy.sessions == 0 and legacy.client == "codex"
     assert by_path[str(temp_store)].client == "legacy-temp"
     junk = by_path[str(tmp_path / "cm" / "content" / "junk.db")]
     assert "not an SQLite database" in junk.error and junk.sources is None

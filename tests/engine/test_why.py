@@ -283,3 +283,16 @@ def test_key_with_double_colon_in_the_title(store):
     store.index_text("cpp.md", "# std::vector\nzebra vector\n", "markdown")
     [e] = why_not(store, P("zebra"), key="cpp.md::std::vector")
     assert e.chunk.title == "std::vector" and e.reason == "returned"
+
+
+def test_skipped_retriever_beats_the_rerun_no_term(store):
+    """A chunk only the skipped retriever matches is blamed on the variant,
+    not on the fuzzy re-run's corrected terms."""
+    from engine import SearchParams, Variant
+    from engine.why import why_not
+
+    store.index_text("a.md", "# Keys\nmaxInflightBatches = 4\n# Flight\nin-flight messages", "markdown")
+    params = SearchParams("inflight", variant=Variant(retrievers="porter"))
+    rows = {r["title"]: r["rowid"] for r in store.iter_chunks()}
+    [exp] = why_not(store, params, rowid=rows["Keys"])
+    assert exp.reason == "retriever-skipped"
