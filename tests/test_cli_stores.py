@@ -89,9 +89,9 @@ def test_stores_fit_80_columns(home, monkeypatch):
     size = human_bytes(MODERN.stat().st_size)
     assert size.endswith(" KiB")
     block = "\n".join(lines)
-    assert f"  ~/.claude/context-mode/content/{name}.db  live: -wal present\n    {size} · 11 sources · 123 chunks (36 code) · 3 sessions" in block
+    assert f"  ~/.claude/context-mode/content/{name}.db  live: -wal present\n    {size} · 11 sources · 123 chunks (36 code) · 2 sessions" in block
     assert "~/.claude/context-mode/content/broken.db  unreadable\n    4 B · the file is not an SQLite database" in block
-    assert "1 session\n" in block and "FTS 4 cols (old)" in block and "indexed 20" in block
+    assert "0 sessions\n" in block and "FTS 4 cols (old)" in block and "indexed 20" in block
 
 
 def test_stores_table_when_wide_uses_the_same_units(home):
