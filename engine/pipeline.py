@@ -41,7 +41,7 @@ from .model import (
 from .query import fuzzy_words, rerank_terms
 from .rerank import rerank
 from .retrieve import retrieve
-from .store import Store, sqlite_errors
+from .store import Store, elapsed_ms, sqlite_errors
 
 
 def pool_size_for(params: SearchParams) -> int:
@@ -78,7 +78,7 @@ def trim(candidates: tuple[Candidate, ...], limit: int) -> TrimStage:
 def _timed(fn, *args, **kwargs):
     start = time.perf_counter()
     out = fn(*args, **kwargs)
-    return out, (time.perf_counter() - start) * 1000.0
+    return out, elapsed_ms(start)
 
 
 def _skipped(name: str, fts_limit: int, why: str) -> RetrieverRun:
@@ -143,14 +143,14 @@ def _refresh(store: Store, conn: sqlite3.Connection) -> RefreshReport:
         return RefreshReport()
     checked = conn.execute("SELECT COUNT(*) FROM sources WHERE file_path IS NOT NULL").fetchone()[0]
     if not checked:
-        return RefreshReport(elapsed_ms=(time.perf_counter() - start) * 1000.0)
+        return RefreshReport(elapsed_ms=elapsed_ms(start))
     if store.read_only or conn is not store.conn:
         stale, errors = store.stale_sources(conn)
         return RefreshReport(
-            checked, tuple(s[0] for s in stale), False, tuple(errors), (time.perf_counter() - start) * 1000.0
+            checked, tuple(s[0] for s in stale), False, tuple(errors), elapsed_ms(start)
         )
     done, errors = store.refresh_stale()
-    return RefreshReport(checked, tuple(done), True, tuple(errors), (time.perf_counter() - start) * 1000.0)
+    return RefreshReport(checked, tuple(done), True, tuple(errors), elapsed_ms(start))
 
 
 def _fuzzy(
@@ -178,7 +178,7 @@ def _fuzzy(
     words = fuzzy_words(params.query)
     corrections = tuple(correct_word(conn, w) for w in words)
     corrected_query = " ".join(c.corrected or c.word for c in corrections)
-    ms = (time.perf_counter() - start) * 1000.0
+    ms = elapsed_ms(start)
     timings.append(("fuzzy", ms))
     if not words:
         reason = "no query word of 3+ characters outside the stopword list to correct"

@@ -16,7 +16,7 @@ import time
 
 from .model import Hit, RetrieverRun
 from .query import sanitize_porter, sanitize_trigram
-from .store import SchemaInfo, is_corruption
+from .store import SchemaInfo, elapsed_ms, is_corruption
 
 TABLES = {"porter": "chunks", "trigram": "chunks_trigram"}
 
@@ -117,7 +117,7 @@ def retrieve(
             raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
         return RetrieverRun(
             retriever, sanitized, fts_limit, (), error=f"{type(exc).__name__}: {exc}",
-            elapsed_ms=(time.perf_counter() - start) * 1000.0,
+            elapsed_ms=elapsed_ms(start),
         )
     hits = tuple(
         Hit(
@@ -133,4 +133,4 @@ def retrieve(
         )
         for i, r in enumerate(rows)
     )
-    return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=(time.perf_counter() - start) * 1000.0)
+    return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start))
