@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Candidate, Run, SearchParams, Trace
+from .model import Run, SearchParams, Trace
 
 
 @dataclass(frozen=True)
@@ -219,14 +219,3 @@ def journey(trace: Trace, key: str, rowid: int | None = None) -> list[JourneySte
     else:
         steps.append(JourneyStep("final", None, "not in the answer"))
     return steps
-
-
-def find_candidate(trace: Trace, key: str) -> Candidate | None:
-    """The fused candidate with ``key`` in either pass, or ``None``."""
-    for run in (trace.first, trace.fuzzy.rerun):
-        if run is None:
-            continue
-        for c in run.fusion.candidates:
-            if c.key == key:
-                return c
-    return None

@@ -88,11 +88,6 @@ def utf16_slice(text: str, start: int, end: int | None = None) -> str:
     return piece.decode("utf-16-le", "surrogatepass")
 
 
-def has_lone_surrogate(text: str) -> bool:
-    """True when ``text`` holds a code point in U+D800..U+DFFF (unencodable as UTF-8)."""
-    return any("\ud800" <= ch <= "\udfff" for ch in text)
-
-
 def to_storage_bytes(text: str) -> bytes:
     """UTF-8 bytes as the reference stores them; a lone surrogate becomes its
     3-byte generalised UTF-8 form (``ED xx xx``), which SQLite later reads back

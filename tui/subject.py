@@ -51,11 +51,6 @@ class Subject:
         return cls(h.key, h.rowid, True, h.title, h.source, h.content_type, h.session_id, h.content,
                    h.highlighted, origin)
 
-    @property
-    def ident(self) -> str:
-        """Stable identity inside one trace (key, plus the row for a row subject)."""
-        return f"{self.key}#{self.rowid}" if self.by_row else self.key
-
     def journey(self, trace: Trace) -> list[JourneyStep]:
         """Its position at every stage of ``trace`` (see :func:`engine.diff.journey`)."""
         return journey(trace, self.key, self.rowid if self.by_row else None)

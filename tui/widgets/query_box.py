@@ -81,10 +81,6 @@ class QueryBox(Vertical):
         self.screen.set_focus(self.input)
         self.input.select_all()
 
-    def set_value(self, value: str) -> None:
-        """Replace the text (a search follows through the usual debounce)."""
-        self.input.value = value
-
     @staticmethod
     def _sanitised_text(trace: Trace | None) -> Text:
         t = Text("porter ", style="dim")
