@@ -56,7 +56,7 @@ def build_sql(
     if retriever not in TABLES:
         raise ValueError(f"retriever must be 'porter' or 'trigram'; got {retriever!r}")
     t = TABLES[retriever]
-    session = f"{t}.session_id" if schema.has_session else "''"
+    session = schema.session_column(t)
     where = [f"{t} MATCH ?"]
     names = ["match"]
     if source:

@@ -207,6 +207,12 @@ class SchemaInfo:
     has_vocabulary: bool
     has_file_columns: bool
 
+    def session_column(self, table: str = "chunks") -> str:
+        """SQL for a chunk's session id in ``table`` (an FTS table name or
+        alias): ``table.session_id``, or the literal ``''`` when the store
+        has no session column (every chunk then reads as unattributed)."""
+        return f"{table}.session_id" if self.has_session else "''"
+
     @property
     def generation(self) -> str:
         """Human label: ``"8-column (session attribution)"`` or ``"4-column (legacy)"``."""
@@ -818,9 +824,6 @@ class Store:
 
     # ── reading ────────────────────────────────────────────────────────
 
-    def _session_expr(self, alias: str = "chunks") -> str:
-        return f"{alias}.session_id" if self.schema.has_session else "''"
-
     #: Keys of the chunk dicts :meth:`chunk` and :meth:`iter_chunks` return.
     CHUNK_KEYS = ("rowid", "source", "title", "content", "content_type", "session_id", "source_id")
 
@@ -828,7 +831,7 @@ class Store:
         """``SELECT`` of :data:`CHUNK_KEYS` from ``chunks`` ``join``-ed to ``sources``."""
         return (
             f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content, chunks.content_type, "
-            f"{self._session_expr()}, chunks.source_id FROM chunks {join} sources ON sources.id = chunks.source_id "
+            f"{self.schema.session_column()}, chunks.source_id FROM chunks {join} sources ON sources.id = chunks.source_id "
         )
 
     @_reads

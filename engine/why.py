@@ -166,10 +166,6 @@ class Explanation:
 # ─── finding the chunk ───────────────────────────────────────────────────
 
 
-def _session_expr(store: Store) -> str:
-    return "chunks.session_id" if store.schema.has_session else "''"
-
-
 def _rows_to_refs(rows) -> list[ChunkRef]:
     return [
         ChunkRef(int(r[0]), r[1] or "", r[2] or "", r[3] or "prose", r[4] or "", r[5] or "")
@@ -197,7 +193,7 @@ def find_chunks(
     c = conn or store.conn
     guard = store.lock if c is store.conn else nullcontext()
     select = (
-        f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content_type, {_session_expr(store)}, "
+        f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content_type, {store.schema.session_column()}, "
         "chunks.content FROM chunks JOIN sources ON sources.id = chunks.source_id "
     )
     with guard:
