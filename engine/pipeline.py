@@ -64,10 +64,12 @@ def session_filter(pool: tuple[Candidate, ...], allow_set: tuple[str, ...] | Non
     ``None`` means no filter (everything kept)."""
     if allow_set is None:
         return FilterStage(None, pool, ())
-    allowed = set(allow_set)
-    kept = tuple(c for c in pool if c.session_id == "" or c.session_id in allowed)
-    removed = tuple(c for c in pool if not (c.session_id == "" or c.session_id in allowed))
-    return FilterStage(tuple(allow_set), kept, removed)
+    allowed = set(allow_set) | {""}
+    kept: list[Candidate] = []
+    removed: list[Candidate] = []
+    for c in pool:
+        (kept if c.session_id in allowed else removed).append(c)
+    return FilterStage(tuple(allow_set), tuple(kept), tuple(removed))
 
 
 def trim(candidates: tuple[Candidate, ...], limit: int) -> TrimStage:
