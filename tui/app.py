@@ -7,7 +7,6 @@ factory). The app owns the open store and the global keys; the
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,6 +27,7 @@ from .cache import CacheEntry, SkipList, build_cache, corpus_files
 from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
 from .facts import describe_problem, read_facts
+from .fmt import json_text
 from .messages import (ChunkMatches, ChunksLoaded, CompareFinished, DoctorFinished, SearchFailed, SearchFinished,
                        StoreReady, WhyFinished)
 from .screens.browser import BrowserScreen
@@ -363,7 +363,7 @@ class RankscopeApp(App[None]):
         trace = browser.trace
         path = export_path(trace.params.query, folder)
         try:
-            path.write_text(json.dumps(trace_to_dict(trace), ensure_ascii=False, indent=2) + "\n", "utf-8")
+            path.write_text(json_text(trace_to_dict(trace)), "utf-8")
         except OSError as exc:
             self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
             return None

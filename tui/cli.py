@@ -29,6 +29,7 @@ from engine.compare import params_for_entry
 from engine.corpus import index_paths, load_sessions_map
 
 from . import safe
+from .fmt import json_text
 
 #: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
 APP_HELP = (
@@ -91,11 +92,6 @@ def open_store(db: Path, writable: bool = False) -> Store:
     except StoreError as exc:
         fail(str(exc))
     raise AssertionError("unreachable")
-
-
-def json_text(data: object, indent: Optional[int] = 2) -> str:
-    """``data`` as JSON (non-ASCII characters kept) with a final newline."""
-    return json.dumps(data, ensure_ascii=False, indent=indent) + "\n"
 
 
 def write_json(data: object, indent: Optional[int] = 2) -> None:

@@ -3,6 +3,8 @@ Textual), so both print the same numbers the same way."""
 
 from __future__ import annotations
 
+import json
+
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
@@ -55,3 +57,9 @@ def query_label(query: str, width: int = QUERY_SHOWN) -> str:
 def clip(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters plus ``… (+N characters)``."""
     return text if len(text) <= width else f"{text[:width]}… (+{len(text) - width:,} characters)"
+
+
+def json_text(data: object, indent: int | None = 2) -> str:
+    """``data`` as JSON (non-ASCII characters kept) with a final newline:
+    what ``--json``, ``batch --out`` and the browser's trace export write."""
+    return json.dumps(data, ensure_ascii=False, indent=indent) + "\n"
