@@ -191,12 +191,9 @@ def index(
             store = Store.create(db)
         except StoreError as exc:
             fail(str(exc))
-    ignore_factory = None
-    if not no_gitignore:
-        try:
-            from engine.walk import gitignore_matcher as ignore_factory  # type: ignore[no-redef]
-        except ImportError:  # pragma: no cover - optional module
-            ignore_factory = None
+    from engine.walk import gitignore_matcher
+
+    ignore_factory = None if no_gitignore else gitignore_matcher
     stats = {"files": 0, "bytes": 0}
     with Progress(
         TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
