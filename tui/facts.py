@@ -12,12 +12,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from engine import Store, StoreError
-
-try:  # the engine names a damaged file with its own error class (when it has it)
-    from engine import CorruptStoreError
-except ImportError:  # pragma: no cover - older engine
-    CorruptStoreError = StoreError  # type: ignore[misc,assignment]
+from engine import CorruptStoreError, Store, StoreError
 
 
 @dataclass(frozen=True)
@@ -53,7 +48,7 @@ def read_facts(store: Store) -> StoreFacts:
 
 def is_damage(error: BaseException) -> bool:
     """True when ``error`` says the store file itself is damaged."""
-    if CorruptStoreError is not StoreError and isinstance(error, CorruptStoreError):
+    if isinstance(error, CorruptStoreError):
         return True
     return isinstance(error, (sqlite3.DatabaseError, StoreError)) and (
         "malformed" in str(error) or "is damaged" in str(error) or "not a database" in str(error))
