@@ -149,6 +149,8 @@ class SkipList:
         return f"{n} file{'s' if n != 1 else ''} skipped ({parts})"
 
     def to_json(self) -> dict:
+        """``{"max_file_bytes": int, "files": [{"path", "reason", "kind"}]}``
+        (plain JSON values; read back with :meth:`from_json`)."""
         return {"max_file_bytes": self.max_file_bytes,
                 "files": [{"path": s.path, "reason": s.reason, "kind": s.kind} for s in self.skipped]}
 

@@ -74,6 +74,9 @@ class StorePickerScreen(Screen):
         self.app.discover_stores(self.finder, self)  # type: ignore[attr-defined]
 
     def show_stores(self, infos: list[Any]) -> None:
+        """List the discovered stores (``infos``: objects with an optional
+        ``error`` attribute, in list order) and focus the first; with none,
+        say so and hide the list."""
         self.infos = infos
         status = self.query_one("#stores-status", Static)
         options = self.query_one("#stores-list", OptionList)
