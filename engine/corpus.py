@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .jsstr import decode_utf8_like_node, to_storage_bytes
-from .store import IndexResult, ReadOnlyStoreError, Store, kind_for_path, sha256_text, sqlite_errors
+from .store import IndexResult, ReadOnlyStoreError, Store, backing_path, kind_for_path, sha256_text, sqlite_errors
 
 #: Name of the sessions map inside a corpus folder (read, never indexed).
 SESSIONS_FILE = "_sessions.json"
@@ -432,7 +432,7 @@ def index_paths(
                 in_flight = (label, kind, text, data, last_id)
                 result = store.index_text(
                     label, text, kind, session_id=sessions.get(label, default_session),
-                    file_path=str(path.resolve()) if kind == "markdown" else None, content_hash=digest,
+                    file_path=backing_path(path, kind), content_hash=digest,
                 )
                 _record(report, result, text, data)
                 in_flight = None

@@ -250,6 +250,13 @@ def kind_for_path(path: str | os.PathLike[str]) -> str:
     return {".md": "markdown", ".json": "json"}.get(suffix, "plain")
 
 
+def backing_path(path: str | os.PathLike[str], kind: str) -> str | None:
+    """The ``sources.file_path`` to record for a file indexed as ``kind``:
+    its resolved absolute path for markdown (the reference makes only
+    markdown read from a file stale-refreshable), else ``None``."""
+    return str(Path(path).resolve()) if kind == "markdown" else None
+
+
 def _text_factory(data: bytes) -> str:
     # The reference can store a lone surrogate (a title cut inside an emoji
     # pair); SQLite hands those bytes back, and we read them as V8 does: each
@@ -750,7 +757,7 @@ class Store:
         k = kind or kind_for_path(p)
         lbl = label if label is not None else str(p)
         return self.index_text(
-            lbl, text, k, session_id=session_id, file_path=str(p.resolve()) if k == "markdown" else None,
+            lbl, text, k, session_id=session_id, file_path=backing_path(p, k),
             content_hash=sha256_text(text),
         )
 
