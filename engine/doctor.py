@@ -267,12 +267,18 @@ def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | Non
         n_chunks = int(c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
         n_trigram = int(c.execute("SELECT COUNT(*) FROM chunks_trigram").fetchone()[0])
 
+        # One pass over every chunk's title: key collisions (chunks with a
+        # source) and untitled chunks (orphans included).
         groups: dict[tuple[str, str], list[int]] = {}
+        untitled_notes: list[ChunkNote] = []
         for rowid, label, title in c.execute(
             "SELECT chunks.rowid, sources.label, chunks.title FROM chunks "
-            "JOIN sources ON sources.id = chunks.source_id ORDER BY chunks.rowid"
+            "LEFT JOIN sources ON sources.id = chunks.source_id ORDER BY chunks.rowid"
         ):
-            groups.setdefault((label, title if title is not None else ""), []).append(int(rowid))
+            if label is not None:
+                groups.setdefault((label, title if title is not None else ""), []).append(int(rowid))
+            if title is None or not title.strip() or _UNTITLED.fullmatch(title):
+                untitled_notes.append(ChunkNote(int(rowid), label, title or ""))
         collisions = sorted(
             (KeyCollision(src, title, tuple(ids)) for (src, title), ids in groups.items() if len(ids) > 1),
             key=lambda k: (-k.count, k.rowids[0]),
@@ -288,14 +294,7 @@ def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | Non
             )
         )
 
-        untitled = tuple(
-            ChunkNote(int(r), s, t or "")
-            for r, s, t in c.execute(
-                "SELECT chunks.rowid, sources.label, chunks.title FROM chunks "
-                "LEFT JOIN sources ON sources.id = chunks.source_id ORDER BY chunks.rowid"
-            )
-            if t is None or not t.strip() or _UNTITLED.fullmatch(t)
-        )
+        untitled = tuple(untitled_notes)
 
         mismatches = count_mismatches(store, c)
 
