@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from engine.diff import abbreviate
+
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
@@ -54,9 +56,9 @@ def query_label(query: str, width: int = QUERY_SHOWN) -> str:
     return f"{query[:width]!r}… ({len(query):,} characters)"
 
 
-def clip(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters plus ``… (+N characters)``."""
-    return text if len(text) <= width else f"{text[:width]}… (+{len(text) - width:,} characters)"
+#: ``text`` cut to ``width`` characters plus ``… (+N characters)`` (the
+#: engine's summaries cut the same way).
+clip = abbreviate
 
 
 def json_text(data: object, indent: int | None = 2) -> str:
