@@ -58,7 +58,8 @@ def abbreviate(text: str, width: int = SUMMARY_TEXT_MAX) -> str:
     return f"{text[:width]}… (+{len(text) - width:,} characters)"
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """``"1 hit"`` / ``"3 hits"``: ``n`` and ``word``, with an ``s`` unless ``n`` is 1."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -74,17 +75,17 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
         elif r.error:
             head = f"error: {r.error}"
         else:
-            head = f"{_plural(len(r.hits), 'hit')} for {abbreviate(r.query)} (limit {r.fts_limit})"
+            head = f"{plural(len(r.hits), 'hit')} for {abbreviate(r.query)} (limit {r.fts_limit})"
             if filters:
                 head += f" with {filters}"
         out.append(StageSummary(prefix + r.name, name, head, r.elapsed_ms))
     f = run.fusion
     merged = [c for c in f.candidates if c.merged_rowids]
     both = sum(1 for c in f.candidates if c.porter_rank and c.trigram_rank)
-    head = f"{_plural(len(f.candidates), 'key')} fused (k={f.rrf_k}); {both} found by both retrievers"
+    head = f"{plural(len(f.candidates), 'key')} fused (k={f.rrf_k}); {both} found by both retrievers"
     if merged:
         swallowed = sum(len(c.merged_rowids) for c in merged)
-        head += f"; {_plural(swallowed, 'chunk')} merged away by source::title collisions"
+        head += f"; {plural(swallowed, 'chunk')} merged away by source::title collisions"
     out.append(StageSummary(prefix + "fusion", "Fusion (RRF)", head, f.elapsed_ms))
     beyond = len(f.beyond_pool)
     out.append(
@@ -121,7 +122,7 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
         out.append(
             StageSummary(
                 prefix + "rerank", "Rerank",
-                f"terms [{terms}]: {_plural(moved, 'result')} moved", run.rerank.elapsed_ms,
+                f"terms [{terms}]: {plural(moved, 'result')} moved", run.rerank.elapsed_ms,
             )
         )
     return out
@@ -149,7 +150,7 @@ def stage_summaries(trace: Trace) -> list[StageSummary]:
         if fz.rerun is not None:
             out += run_summaries(fz.rerun, trace.params.limit, prefix="fuzzy:", params=trace.params)
     if trace.final:
-        out.append(StageSummary("final", "Final", f"{_plural(len(trace.final), 'result')}, layer {trace.layer}"))
+        out.append(StageSummary("final", "Final", f"{plural(len(trace.final), 'result')}, layer {trace.layer}"))
     else:
         out.append(StageSummary("final", "Final", f"no results (layer none): {trace.empty_reason}"))
     return out

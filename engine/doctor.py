@@ -28,14 +28,11 @@ from dataclasses import asdict, dataclass
 
 from .chunking import MAX_CHUNK_BYTES
 from .consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
+from .diff import plural
 from .store import Store, sqlite_errors
 
 #: Titles that carry no heading (besides empty / whitespace-only ones).
 _UNTITLED = re.compile(r"Untitled( \(\d+\))?")
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 @dataclass(frozen=True)
@@ -171,32 +168,32 @@ class DoctorReport:
         out = []
         if self.collisions:
             out.append(
-                f"{_n(len(self.collisions), 'fusion key')} shared by several chunks "
-                f"({_n(self.hidden_by_collisions, 'chunk')} can be merged away by source::title fusion)"
+                f"{plural(len(self.collisions), 'fusion key')} shared by several chunks "
+                f"({plural(self.hidden_by_collisions, 'chunk')} can be merged away by source::title fusion)"
             )
         if self.oversized:
-            out.append(f"{_n(len(self.oversized), 'chunk')} over {self.max_chunk_bytes} bytes")
+            out.append(f"{plural(len(self.oversized), 'chunk')} over {self.max_chunk_bytes} bytes")
         if self.untitled:
-            out.append(f"{_n(len(self.untitled), 'chunk')} with an empty or Untitled title")
+            out.append(f"{plural(len(self.untitled), 'chunk')} with an empty or Untitled title")
         if self.miscounted_sources:
             out.append(
-                f"{_n(self.miscounted_sources, 'source')} whose recorded chunk counts disagree with their chunks"
+                f"{plural(self.miscounted_sources, 'source')} whose recorded chunk counts disagree with their chunks"
             )
         if self.trigram_mismatched_sources:
             out.append(
-                f"{_n(self.trigram_mismatched_sources, 'source')} with a different number of rows "
+                f"{plural(self.trigram_mismatched_sources, 'source')} with a different number of rows "
                 "in chunks_trigram than in chunks"
             )
         if self.orphan_chunks:
-            out.append(f"{_n(self.orphan_chunks, 'chunk')} without a source row")
+            out.append(f"{plural(self.orphan_chunks, 'chunk')} without a source row")
         if self.trigram_rows != self.chunks:
             out.append(f"chunks_trigram has {self.trigram_rows} rows but chunks has {self.chunks}")
         if self.vocabulary_size is None:
             out.append("no vocabulary table: the fuzzy typo fallback is unavailable")
         if self.stale:
-            out.append(f"{_n(len(self.stale), 'stale file-backed source')} (a search would re-index them)")
+            out.append(f"{plural(len(self.stale), 'stale file-backed source')} (a search would re-index them)")
         if self.stale_errors:
-            out.append(f"{_n(len(self.stale_errors), 'file-backed source')} could not be checked")
+            out.append(f"{plural(len(self.stale_errors), 'file-backed source')} could not be checked")
         return out
 
     @property

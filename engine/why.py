@@ -41,6 +41,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .diff import plural
 from .fuzzy import correct_word
 from .model import Candidate, Hit, RetrieverRun, Run, SearchParams, Trace
 from .pipeline import search
@@ -243,10 +244,6 @@ def _fmt(x: float) -> str:
 
 def _rrf_formula(cand: Candidate, rrf_k: int) -> str:
     return " + ".join(f"1/({rrf_k}+{c.rank})" for c in cand.contributions)
-
-
-def _plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
 def _pos(cands: tuple[Candidate, ...], rowid: int) -> int | None:
@@ -571,10 +568,10 @@ def _fuzzy_check(ctx: _Ctx, chunk: ChunkRef, base: Explanation) -> Explanation |
     if params.variant.fuzzy == "never":
         why = "the variant sets fuzzy=never, so typo correction is disabled"
     elif fz.shadow:
-        why = (f"it ran only as a shadow (variant fuzzy=always): the first pass found {_plural(found, 'result')}, "
+        why = (f"it ran only as a shadow (variant fuzzy=always): the first pass found {plural(found, 'result')}, "
                "so the answer stays the first pass's")
     else:
-        why = (f"the first pass already found {_plural(found, 'result')} and the fallback only runs when it finds "
+        why = (f"the first pass already found {plural(found, 'result')} and the fallback only runs when it finds "
                "nothing (a weak first match blocks typo correction)")
     details = dict(base.details)
     details.update({"corrected_query": corrected, "corrections": fixes, "corrected_ranks": full,
