@@ -84,6 +84,15 @@ async def search_for(pilot, text: str) -> None:
     await settle(pilot)
 
 
+async def run_command(pilot, typed: str) -> None:
+    """Open the command palette, type ``typed``, let it match, press Enter."""
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*typed)
+    await pilot.pause(0.3)
+    await pilot.press("enter")
+
+
 @pytest.fixture(autouse=True)
 def _cache_dir(tmp_path, monkeypatch):
     """Never touch the real user cache."""

@@ -14,7 +14,7 @@ from tui.screens.help import HelpScreen
 from tui.screens.params import ParamsScreen
 from tui.screens.sessions import SessionsScreen
 
-from .conftest import build_app, plain, search_for, settle
+from .conftest import build_app, plain, run_command, search_for, settle
 
 WIDE = (120, 40)
 NARROW = (80, 24)
@@ -162,11 +162,7 @@ async def test_content_type_from_the_command_palette_filters_the_retrievers():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"code only")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, "code only")
         await settle(pilot)
         trace = app.browser.trace
         assert trace.params.content_type == "code"
@@ -178,11 +174,7 @@ async def test_palette_limit_command():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"limit 2")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, "limit 2")
         await settle(pilot)
         assert app.browser.trace.params.limit == 2
         assert len(app.browser.trace.final) == 2
@@ -419,11 +411,7 @@ async def test_palette_goes_to_a_stage():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "artifcats")
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"go to stage: fuzzy")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, "go to stage: fuzzy")
         await pilot.pause()
         await pilot.pause()
         browser = app.browser
@@ -438,11 +426,7 @@ async def test_palette_source_substring_filter():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"source docs/")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, "source docs/")
         await settle(pilot)
         trace = app.browser.trace
         assert trace.params.source == "docs/" and trace.params.source_match == "like"

@@ -16,7 +16,7 @@ from tui.screens.compare import CompareScreen, counts_text, marker_label, varian
 from tui.screens.doctor import DoctorScreen
 from tui.screens.why import ChunkEntry, WhyScreen, match_chunks
 
-from .conftest import build_app, plain, search_for, settle
+from .conftest import build_app, plain, run_command, search_for, settle
 
 WIDE = (120, 40)
 NARROW = (80, 24)
@@ -346,11 +346,7 @@ async def test_palette_opens_the_lab_screens(typed, screen_type):
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*typed)
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, typed)
         await settle_lab(pilot)
         assert isinstance(app.screen, screen_type)
         await pilot.press("escape")
@@ -362,11 +358,7 @@ async def test_palette_compare_with_a_typed_spec():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"compare rrf_k=5,rerank=off")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, "compare rrf_k=5,rerank=off")
         await settle_lab(pilot)
         screen = app.screen
         assert isinstance(screen, CompareScreen)

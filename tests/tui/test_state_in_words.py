@@ -11,7 +11,7 @@ from textual.widgets import Label, SelectionList, Switch
 
 from tui.screens.sessions import SessionsScreen
 
-from .conftest import build_app, plain, search_for, settle
+from .conftest import build_app, plain, run_command, search_for, settle
 
 NARROW = (80, 24)
 
@@ -128,11 +128,7 @@ async def test_indexing_from_the_browser_says_which_files_were_skipped(tmp_path)
         assert notes and "2 files skipped (2 binary)" in notes[0].message
         welcome = plain(app.browser.results.message)
         assert "2 files skipped (2 binary)" in welcome and "Skipped files" in welcome
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"skipped files")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, "skipped files")
         await pilot.pause()
         await pilot.pause()
         assert isinstance(app.screen, SkippedScreen)
