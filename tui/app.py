@@ -173,7 +173,7 @@ class RankscopeApp(App[None]):
         kwargs["title"] = safe.line(kwargs.get("title", ""))
         self.notify(safe.line(message), markup=False, **kwargs)
 
-    def on_store_ready(self, event: StoreReady) -> None:
+    async def on_store_ready(self, event: StoreReady) -> None:
         """A store finished indexing (or was picked): browse it, unless its
         counts cannot be read (a damaged file): then it is closed and the
         picker or loading screen stays, saying why."""
@@ -195,7 +195,15 @@ class RankscopeApp(App[None]):
         self._chunk_keys = []
         self.store_problem = None
         self.skipped = event.skipped or SkipList()
-        self.switch_screen(self._new_browser(event.store))
+        browser = self._new_browser(event.store)
+        if isinstance(self.screen, StorePickerScreen) and self.screen.opened_from_browser:
+            # the picker was opened from a browser: close it, then replace that browser
+            # (the browser may be the app's base screen, which cannot be
+            # switched: the new browser goes on top and is the one in use)
+            await self.pop_screen()
+            await self.push_screen(browser)
+        else:
+            self.switch_screen(browser)
         if self.skipped.skipped:
             self.notify_plain(f"{self.skipped.summary()}. The start screen says so; ctrl+p 'Skipped files' lists them.",
                               title=f"Indexed {event.label}", severity="warning", timeout=12)
@@ -206,8 +214,8 @@ class RankscopeApp(App[None]):
 
     @property
     def browser(self) -> BrowserScreen | None:
-        """The browser screen, once a store is open."""
-        for screen in self.screen_stack:
+        """The browser screen in use (the topmost), once a store is open."""
+        for screen in reversed(self.screen_stack):
             if isinstance(screen, BrowserScreen):
                 return screen
         return None
@@ -332,6 +340,16 @@ class RankscopeApp(App[None]):
 
     def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
         self.push_screen(WhyScreen(browser.params, rowid=rowid, trace=browser.trace), callback=self._after_dialog)
+
+    def action_open_stores(self) -> None:
+        """Show the picker of context-mode content stores on this machine
+        (as ``rankscope --stores``); picking one browses it read-only, Escape
+        returns to the current store."""
+        if self.store_finder is None:
+            from engine.discovery import find_stores
+
+            self.store_finder = find_stores
+        self.push_screen(StorePickerScreen(self.store_finder))
 
     def action_doctor(self) -> None:
         """Open the store diagnostics."""

@@ -62,6 +62,8 @@ class RankscopeCommands(Provider):
             yield (f"Why not? the selected chunk (row {subject.rowid})", app.action_why_selected,
                    f"Explain {safe.line(subject.title)} · {safe.line(subject.source)}")
         yield "Store diagnostics (doctor)", app.action_doctor, "F9: key collisions, oversized/Untitled chunks, counts"
+        yield ("Open a context-mode store…", app.action_open_stores,
+               "Pick one of this machine's content stores (as rankscope --stores); opened read-only")
         if app.skipped.skipped:
             yield (f"Skipped files ({len(app.skipped.skipped)})…", app.action_show_skipped,
                    f"{app.skipped.summary()}: which files indexing passed over, and why")

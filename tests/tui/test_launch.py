@@ -333,3 +333,44 @@ def test_engine_and_plain_helpers_import_no_textual():
         "assert 'textual' not in sys.modules, sorted(m for m in sys.modules if m.startswith('textual'))"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+
+
+async def test_palette_opens_the_store_picker_from_the_browser(tmp_path):
+    """ctrl+p "Open a context-mode store…" lists stores; Escape goes back to
+    the store being browsed; Enter replaces it with the picked one."""
+    from types import SimpleNamespace
+
+    from tui.app import make_app
+    from tui.screens.browser import BrowserScreen
+    from tui.screens.stores import StorePickerScreen
+
+    from .conftest import run_command
+
+    first = Store.create(":memory:")
+    first.index_text("a", "# Alpha\nalpha words")
+    db = tmp_path / "other.db"
+    s = Store.create(db)
+    s.index_text("b", "# Beta\nbeta words")
+    s.close()
+    info = SimpleNamespace(path=db, size_bytes=db.stat().st_size, sources=1, chunks=1, schema="8-column")
+    app = make_app(first, store_finder=lambda: [info], show_timings=False, cursor_blink=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_command(pilot, "open a context-mode store")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, StorePickerScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, BrowserScreen) and app.store is first
+        await run_command(pilot, "open a context-mode store")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, BrowserScreen) and app.store is not first
+        assert app.browser is app.screen and app.browser.store is app.store
+        await pilot.press(*"beta", "enter")
+        await settle(pilot)
+        assert app.browser.trace.final[0].candidate.title == "Beta"

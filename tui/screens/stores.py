@@ -56,7 +56,25 @@ class StorePickerScreen(Screen):
     BINDINGS = [
         # priority: otherwise the app's own (hidden) ctrl+q wins and the footer shows no way out
         Binding("ctrl+q", "app.quit", "Quit", id="stores.quit", tooltip="Quit rankscope", priority=True),
+        Binding("escape", "close", "Back", id="stores.close",
+                tooltip="Back to the store you were browsing (when the picker was opened from it)"),
     ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "close":
+            return self.opened_from_browser
+        return True
+
+    @property
+    def opened_from_browser(self) -> bool:
+        """True when a browser lies beneath (the picker came from ctrl+p)."""
+        from .browser import BrowserScreen
+
+        return any(isinstance(s, BrowserScreen) for s in self.app.screen_stack[:-1])
+
+    def action_close(self) -> None:
+        """Close the picker opened from the browser (ctrl+p)."""
+        self.app.pop_screen()
 
     def __init__(self, finder: Callable[[], list[Any]]) -> None:
         super().__init__()
