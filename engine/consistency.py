@@ -10,7 +10,7 @@ is missing. Read-only; pure Python, no Textual.
 from __future__ import annotations
 
 import sqlite3
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -105,8 +105,7 @@ def count_mismatches(store: Store, conn: sqlite3.Connection | None = None) -> li
             thread; defaults to the store's own connection (then guarded by
             ``store.lock``, which is re-entrant).
     """
-    c = conn or store.conn
-    with store.lock if c is store.conn else nullcontext(), read_snapshot(c):
+    with store.using(conn) as c, read_snapshot(c):
         return _count_mismatches(c)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 
 from .chunking import MAX_CHUNK_BYTES
@@ -257,9 +256,7 @@ def diagnose(
 
 
 def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | None) -> DoctorReport:
-    c = conn or store.conn
-    guard = store.lock if c is store.conn else nullcontext()
-    with guard:
+    with store.using(conn) as c:
         n_sources = int(c.execute("SELECT COUNT(*) FROM sources").fetchone()[0])
         n_chunks = int(c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
         n_trigram = int(c.execute("SELECT COUNT(*) FROM chunks_trigram").fetchone()[0])

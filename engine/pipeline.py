@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from contextlib import nullcontext
 from typing import Callable
 
 from .fusion import fuse
@@ -299,9 +298,7 @@ def search(store: Store, params: SearchParams, conn: sqlite3.Connection | None =
 
 
 def _search(store: Store, params: SearchParams, conn: sqlite3.Connection | None) -> Trace:
-    c = conn or store.conn
-    guard = store.lock if c is store.conn else nullcontext()
-    with guard:
+    with store.using(conn) as c:
         timings: list[tuple[str, float]] = []
         refresh = _refresh(store, c)
         timings.append(("refresh", refresh.elapsed_ms))
@@ -340,7 +337,7 @@ def _search(store: Store, params: SearchParams, conn: sqlite3.Connection | None)
     if layer == "none":
 
         def store_sessions() -> list[str]:
-            with guard:
+            with store.using(conn) as c:
                 return [sid for sid, _ in store.session_counts(c)]
 
         empty_reason = _empty_reason(params, first, fuzzy, store_sessions)

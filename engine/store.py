@@ -596,6 +596,18 @@ class Store:
         return conn
 
     @contextmanager
+    def using(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        """Yield ``conn`` (default: the store's own connection), holding
+        :attr:`lock` when it is the shared connection (re-entrant), so engine
+        functions can be called from any thread with their own connection."""
+        c = conn or self.conn
+        if c is self.conn:
+            with self.lock:
+                yield c
+        else:
+            yield c
+
+    @contextmanager
     def thread_connection(self) -> Iterator[sqlite3.Connection]:
         """:meth:`connect` for one unit of work in a worker thread: the
         connection is closed afterwards (the shared connection of an

@@ -37,7 +37,6 @@ Stages of the fuzzy re-run are prefixed ``fuzzy:`` (as in
 from __future__ import annotations
 
 import sqlite3
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -191,13 +190,11 @@ def find_chunks(
     """
     if (key is None) == (rowid is None):
         raise ValueError("name exactly one chunk: give key='source::title' or rowid=N")
-    c = conn or store.conn
-    guard = store.lock if c is store.conn else nullcontext()
     select = (
         f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content_type, {store.schema.session_column()}, "
         "chunks.content FROM chunks JOIN sources ON sources.id = chunks.source_id "
     )
-    with guard:
+    with store.using(conn) as c:
         if rowid is not None:
             if isinstance(rowid, bool) or not isinstance(rowid, int):
                 raise ValueError(f"rowid must be an integer; got {rowid!r}")
@@ -671,7 +668,6 @@ def why_not(
         chunks = find_chunks(store, key=key, rowid=rowid, conn=c)
         if trace is None:
             trace = search(store, params, conn=conn)
-        guard = store.lock if c is store.conn else nullcontext()
-        with guard:
+        with store.using(c):
             ctx = _Ctx(store, c, params, trace)
             return [_explain_chunk(ctx, ch) for ch in chunks]
