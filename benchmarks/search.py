@@ -50,9 +50,10 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Iterator, Sequence, TextIO
 
-from engine.model import SearchParams
+from engine.model import FUZZY_PREFIX, SearchParams
 from engine.pipeline import search
 from engine.query import STOPWORDS
+from engine.stages import STAGES
 from engine.store import Store
 
 DEFAULT_SIZES = (10_000, 100_000)
@@ -449,7 +450,8 @@ def build_queries(vocab: Vocabulary, n: int, seed: int) -> list[BenchQuery]:
 
 # ─── measurement and report ────────────────────────────────────────────────
 
-STAGE_ORDER = ("refresh", "porter", "trigram", "fusion", "filter", "trim", "rerank", "fuzzy")
+#: Stage ids in table order (:data:`engine.stages.STAGES`).
+STAGE_ORDER = tuple(s.id for s in STAGES)
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -552,8 +554,9 @@ def quarter_rates(progress: Sequence[tuple[int, float]]) -> list[tuple[int, int,
 
 
 def _stage_names(stages: dict[str, list[float]]) -> list[str]:
+    """The timed stage ids in table order, the fuzzy re-run's after the first pass's."""
     names = [s for s in STAGE_ORDER if s in stages]
-    names += [f"fuzzy:{s}" for s in STAGE_ORDER if f"fuzzy:{s}" in stages]
+    names += [FUZZY_PREFIX + s for s in STAGE_ORDER if FUZZY_PREFIX + s in stages]
     names += [s for s in stages if s not in names]
     return names
 

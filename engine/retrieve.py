@@ -7,6 +7,13 @@ and returns ``highlight(table, 1, char(2), char(3))`` of the content.
 Optional filters run in SQL: source label (``LIKE '%label%'`` with ``\\``,
 ``%`` and ``_`` escaped, ``ESCAPE '\\'``; or ``=`` in exact mode) and content
 type. All values are bound parameters.
+
+As pass stages (``porter`` and ``trigram`` in :mod:`engine.stages`) they are
+the pass's parallel entries: :data:`PORTER_HOOKS` and :data:`TRIGRAM_HOOKS`.
+A chunk neither returns leaves at the ``retrieve`` stage; the codes for it
+(:data:`RETRIEVE_SENTENCES`) are decided by :mod:`engine.why`, which looks
+further (uncapped runs, filters), except ``not-retrieved``, which says only
+that no retriever returned it.
 """
 
 from __future__ import annotations
@@ -14,9 +21,11 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from .model import Hit, RetrieverRun
+from .model import Exit, Hit, RetrieverRun, SearchParams
 from .query import sanitize_porter, sanitize_trigram
+from .stage_api import PassContext, StageHooks
 from .store import SchemaInfo, elapsed_ms, is_corruption
+from .words import abbreviate, plural
 
 TABLES = {"porter": "chunks", "trigram": "chunks_trigram"}
 
@@ -134,3 +143,95 @@ def retrieve(
         for i, r in enumerate(rows)
     )
     return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start))
+
+
+def fts_limit_for(params: SearchParams, pool_size: int) -> int:
+    """Rows per retriever: ``max(2 * pool_size, 10)`` (or the variant's override)."""
+    v = params.variant
+    return v.fts_limit if v.fts_limit is not None else max(pool_size * 2, 10)
+
+
+# ─── as pass stages ──────────────────────────────────────────────────────
+
+
+def _step(name: str):
+    def step(ctx: PassContext, items: tuple) -> RetrieverRun:
+        """Run retriever ``name`` for ``ctx.query`` (a skipped run when the
+        variant leaves it out)."""
+        p = ctx.params
+        if p.variant.retrievers not in ("both", name):
+            return RetrieverRun(name, "", ctx.fts_limit, (), skipped=f"variant: {p.variant.retrievers} retriever only")
+        return retrieve(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match,
+                        p.content_type)
+
+    return step
+
+
+def ranked(run: RetrieverRun) -> tuple[Hit, ...]:
+    """The run's rows in bm25 order."""
+    return run.hits
+
+
+def headline(run: RetrieverRun, params: SearchParams) -> str:
+    """``12 hits for "cache" (limit 20) with source LIKE '%docs%'``, or why it
+    was skipped / failed."""
+    if run.skipped:
+        return f"skipped: {run.skipped}"
+    if run.error:
+        return f"error: {run.error}"
+    head = f"{plural(len(run.hits), 'hit')} for {abbreviate(run.query)} (limit {run.fts_limit})"
+    if params.filter_text:
+        head += f" with {params.filter_text}"
+    return head
+
+
+PORTER_HOOKS = StageHooks(step=_step("porter"), ranked=ranked, headline=headline)
+TRIGRAM_HOOKS = StageHooks(step=_step("trigram"), ranked=ranked, headline=headline)
+
+
+# ─── exits at the retrieve stage (a chunk no retriever returned) ─────────
+
+
+def _source_filter(e: Exit) -> str:
+    mode = "equal to" if e.get("source_match") == "exact" else "containing"
+    return f"excluded by the source filter (labels {mode} {e.get('filter')!r})"
+
+
+def _content_type_filter(e: Exit) -> str:
+    return f"excluded by the content-type filter (only {e.get('filter')} chunks)"
+
+
+def _no_term(e: Exit) -> str:
+    return "not retrieved: no query term is indexed in it"
+
+
+def _retriever_skipped(e: Exit) -> str:
+    return "not retrieved: only a retriever the variant skipped would match it"
+
+
+def _beyond_fts_limit(e: Exit) -> str:
+    return f"not retrieved: it matches at bm25 rank {e.get('rank')}, beyond the {e.get('fts_limit')} rows fetched"
+
+
+def _not_retrieved(e: Exit) -> str:
+    return "not retrieved: neither retriever returned it"
+
+
+#: Codes of the ``retrieve`` stage and their sentences.
+RETRIEVE_SENTENCES = {
+    "source-filter": _source_filter,
+    "content-type-filter": _content_type_filter,
+    "no-term": _no_term,
+    "retriever-skipped": _retriever_skipped,
+    "beyond-fts-limit": _beyond_fts_limit,
+    "not-retrieved": _not_retrieved,
+}
+#: The names in each code's exit data.
+RETRIEVE_DATA = {
+    "source-filter": ("source", "filter", "source_match"),
+    "content-type-filter": ("content_type", "filter"),
+    "no-term": ("porter_terms", "trigram_terms"),
+    "retriever-skipped": ("retrievers",),
+    "beyond-fts-limit": ("rank", "fts_limit"),
+    "not-retrieved": (),
+}

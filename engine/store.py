@@ -106,7 +106,17 @@ class NotOurStoreError(StoreError):
 class CorruptStoreError(NotADatabaseError):
     """SQLite reports the database file as damaged (``SQLITE_CORRUPT`` /
     ``SQLITE_NOTADB``), e.g. ``database disk image is malformed``: when
-    opening (a :class:`NotADatabaseError` then) or on any later read."""
+    opening (a :class:`NotADatabaseError` then) or on any later read.
+
+    Attributes:
+        check_command: the shell command that checks the file (``sqlite3
+            PATH 'PRAGMA integrity_check'``), named in the message; ``None``
+            for an in-memory store.
+    """
+
+    def __init__(self, message: str, check_command: str | None = None) -> None:
+        super().__init__(message)
+        self.check_command = check_command
 
 
 #: ``PRAGMA application_id`` of every store rankscope creates ("RANK" in
@@ -139,8 +149,9 @@ def sqlite_store_error(exc: sqlite3.Error, path: str | None, action: str = "read
     where = path or "(in-memory store)"
     words = str(exc) or type(exc).__name__
     if is_corruption(exc):
-        hint = f" Check it with: sqlite3 {shlex.quote(path)} 'PRAGMA integrity_check'" if path else ""
-        return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{hint}")
+        check = f"sqlite3 {shlex.quote(path)} 'PRAGMA integrity_check'" if path else None
+        hint = f" Check it with: {check}" if check else ""
+        return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{hint}", check)
     if _primary_code(exc) == _READONLY_CODE or "readonly database" in words:
         return StoreError(f"cannot write to {where}: SQLite says '{words}' (the file or its folder is not writable)")
     if _primary_code(exc) == _CANTOPEN_CODE:

@@ -124,7 +124,7 @@ def test_compare_missing_store(tmp_path):
 def test_why_by_rowid(db):
     r = invoke("why", "zebra crossing", "--db", db, "--rowid", "1", "--limit", "2")
     assert r.exit_code == 0, r.output
-    assert "row 1" in r.output and "outranked at rerank" in r.output
+    assert "row 1" in r.output and "outranked at Rerank (rerank)" in r.output
     assert "moved it down from fused #1" in r.output
 
 

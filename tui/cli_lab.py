@@ -36,6 +36,8 @@ from engine.compare import (
 )
 from engine.doctor import DoctorReport, diagnose
 from engine.model import Variant
+from engine.stages import in_rerun
+from engine.stages import title as stage_title
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
 from . import safe
@@ -241,8 +243,8 @@ def explanation_renderable(e: Explanation) -> Group:
         (safe.line(f"  ({c.content_type}, session {c.session_id or '—'})"), "dim"),
     )
     reason = Text.assemble(
-        "  ", (e.reason, _REASON_STYLE.get(e.reason, "red")), (f" at {e.stage}", "dim"),
-        (" (fuzzy re-run)" if e.run == "fuzzy" and not e.stage.startswith("fuzzy:") else "", "dim"),
+        "  ", (e.reason, _REASON_STYLE.get(e.reason, "red")), (f" at {stage_title(e.stage)} ({e.stage})", "dim"),
+        (" (fuzzy re-run)" if e.run == "fuzzy" and not in_rerun(e.stage) else "", "dim"),
     )
     return Group(head, reason, plain("  " + e.message))
 

@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from engine import CorruptStoreError, Store, StoreError
+from engine.store import is_corruption, sqlite_store_error
 
 
 @dataclass(frozen=True)
@@ -34,24 +35,24 @@ def read_facts(store: Store) -> StoreFacts:
     """Read :class:`StoreFacts` from ``store``.
 
     Raises:
-        StoreError: the store cannot be read (a damaged file:
-            ``CorruptStoreError``); a raw ``sqlite3.DatabaseError`` is
-            turned into a :class:`StoreError` naming the store.
+        StoreError: the store cannot be read; a raw ``sqlite3.DatabaseError``
+            becomes the engine's error for it (:func:`engine.store.sqlite_store_error`:
+            ``CorruptStoreError`` for a damaged file), naming the store.
     """
     try:
         with store.lock:
             return StoreFacts(store.stats(), store.session_counts(), [s["label"] for s in store.sources()])
     except sqlite3.DatabaseError as exc:
-        where = store.path or "the store"
-        raise StoreError(f"cannot read {where}: SQLite says '{exc}'") from exc
+        raise sqlite_store_error(exc, store.path) from exc
 
 
 def is_damage(error: BaseException) -> bool:
-    """True when ``error`` says the store file itself is damaged."""
+    """True when the store file itself is damaged: a
+    :class:`~engine.CorruptStoreError`, or a raw SQLite error whose result
+    code says so (:func:`engine.store.is_corruption`)."""
     if isinstance(error, CorruptStoreError):
         return True
-    return isinstance(error, (sqlite3.DatabaseError, StoreError)) and (
-        "malformed" in str(error) or "is damaged" in str(error) or "not a database" in str(error))
+    return isinstance(error, sqlite3.DatabaseError) and is_corruption(error)
 
 
 def is_store_error(error: BaseException) -> bool:
@@ -71,8 +72,9 @@ def problem_headline(error: BaseException) -> str:
 
 def describe_problem(error: BaseException) -> str:
     """One line: :func:`problem_headline` and the error's own words (just the
-    words when they already say the store is damaged)."""
+    words for a :class:`~engine.CorruptStoreError`, whose message already
+    names the damaged file)."""
     words = str(error) or type(error).__name__
-    if is_damage(error) and "is damaged" in words:
+    if isinstance(error, CorruptStoreError):
         return words
     return f"{problem_headline(error)}: {words}"

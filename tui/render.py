@@ -9,6 +9,8 @@ from rich.text import Text
 
 from engine.diff import stage_summaries
 from engine.model import Trace
+from engine.paths import sentence
+from engine.stages import in_rerun, title
 
 from . import safe
 from .fmt import clip, query_label
@@ -66,22 +68,25 @@ def stages_table(trace: Trace) -> Table:
     t.add_column("what happened", overflow="fold", max_width=90)
     t.add_column("ms", justify="right")
     for s in stage_summaries(trace):
-        t.add_row(plain(s.title if not s.stage.startswith("fuzzy:") else f"↳ {s.title}"), plain(s.headline),
+        t.add_row(plain(s.title if not in_rerun(s.stage) else f"↳ {s.title}"), plain(s.headline),
                   "" if s.elapsed_ms is None else f"{s.elapsed_ms:.2f}")
     return t
 
 
 def fusion_table(trace: Trace, top: int = 10) -> Table:
-    """The fused list with each run's rank and contribution, collisions flagged."""
+    """The fused list with each run's rank and contribution, collisions
+    flagged, and where each candidate left the pass (from its path)."""
     run = trace.answering_run or trace.first
-    t = Table(title=f"Fusion (top {top})", title_justify="left", expand=False)
+    t = Table(title=f"{title('fusion')}: top {top}", title_justify="left", expand=False)
     for col in ("#", "title", "porter", "trigram", "score", "note"):
         t.add_column(col, justify="right" if col in ("#", "porter", "trigram", "score") else "left",
                      overflow="fold", max_width=44 if col == "title" else None)
     for i, c in enumerate(run.fusion.candidates[:top], 1):
-        note = f"merged rows {', '.join(map(str, c.merged_rowids))}" if c.merged_rowids else ""
-        if i > run.fusion.pool_size:
-            note = (note + "; " if note else "") + "beyond pool"
+        notes = [f"merged rows {', '.join(map(str, c.merged_rowids))}"] if c.merged_rowids else []
+        path = run.path(c.rowid)
+        if path is not None and path.exit is not None:
+            notes.append(sentence(path.exit))
+        note = "; ".join(notes)
         t.add_row(str(i), plain(c.title), str(c.porter_rank or "—"), str(c.trigram_rank or "—"), f"{c.score:.5f}", plain(note))
     return t
 

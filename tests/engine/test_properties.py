@@ -73,9 +73,9 @@ def test_search_never_raises_and_stages_only_narrow(query, limit, sessions, cont
                 total += x.value
             assert c.score == total
         assert [c.score for c in cands] == sorted((c.score for c in cands), reverse=True)
-        assert run.fusion.pool == cands[: run.fusion.pool_size]
+        assert run.pool.kept == cands[: run.pool.pool_size] and run.pool.beyond == cands[run.pool.pool_size :]
         kept, removed = run.filter.kept, run.filter.removed
-        assert sorted(c.key for c in kept + removed) == sorted(c.key for c in run.fusion.pool)
+        assert sorted(c.key for c in kept + removed) == sorted(c.key for c in run.pool.kept)
         if sessions is not None:
             assert all(c.session_id == "" or c.session_id in sessions for c in kept)
         if run.trim is not None:

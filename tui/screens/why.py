@@ -26,6 +26,7 @@ from textual.widgets.option_list import Option
 from engine import SearchParams
 from engine.compare import variant_spec
 from engine.model import Trace
+from engine.stages import in_rerun, title
 from engine.why import Explanation
 
 from .. import safe
@@ -40,16 +41,8 @@ MAX_MATCHES = 50
 SCORE_CUTOFF = 75
 _ROWID = re.compile(r"^\s*(?:row\s*|#)?(\d{1,18})\s*$", re.IGNORECASE)
 
-STAGE_WORDS = {
-    "retrieve": "Retrieve (filters and both retrievers)",
-    "fuzzy": "Fuzzy fallback",
-    "fusion": "Fusion (RRF)",
-    "pool": "Candidate pool",
-    "filter": "Session filter",
-    "trim": "Trim",
-    "rerank": "Rerank",
-    "final": "Final",
-}
+
+
 @dataclass(frozen=True)
 class ChunkEntry:
     """One chunk as the finder lists it.
@@ -146,10 +139,9 @@ def entry_prompt(e: ChunkEntry, width: int = 200) -> Text:
 
 
 def stage_words(stage: str) -> str:
-    """``fuzzy:trim`` → ``fuzzy re-run · Trim``."""
-    prefix, _, base = stage.rpartition(":")
-    name = STAGE_WORDS.get(base, base)
-    return f"fuzzy re-run · {name}" if prefix else name
+    """A stage id in words, from :data:`engine.stages.STAGES`:
+    ``fuzzy:trim`` → ``fuzzy re-run · Trim``."""
+    return f"fuzzy re-run · {title(stage)}" if in_rerun(stage) else title(stage)
 
 
 def explanation_renderable(e: Explanation) -> Group:
@@ -170,7 +162,7 @@ def explanation_renderable(e: Explanation) -> Group:
     verdict.append(" · reason ", style="dim")
     verdict.append(e.reason, style="bold green" if e.reason == "returned" else
                    "bold yellow" if e.reason == "outranked" else "bold red")
-    if e.run == "fuzzy" and not e.stage.startswith("fuzzy:"):
+    if e.run == "fuzzy" and not in_rerun(e.stage):
         verdict.append(" (fuzzy re-run)", style="dim")
     return Group(head, verdict, Text(safe.line(e.message)))
 

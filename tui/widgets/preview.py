@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from engine.model import Trace
+from engine.stages import in_rerun, stage, title
 
 from ..render import highlight_text
 from .. import safe
@@ -18,17 +19,12 @@ from ..subject import Subject, exit_step
 
 #: Highlight style: reverse video reads with and without colour.
 MATCH_STYLE = "bold reverse"
-STAGE_NAMES = {
-    "porter": "Porter", "trigram": "Trigram", "fusion": "Fusion", "pool": "Pool", "filter": "Session filter",
-    "trim": "Trim", "rerank": "Rerank", "final": "Final",
-}
 
 
 def stage_name(stage: str) -> str:
-    """Display name of a journey stage id (``fuzzy:trim`` → ``↳ Trim``)."""
-    prefix, _, base = stage.rpartition(":")
-    name = STAGE_NAMES.get(base, base)
-    return f"↳ {name}" if prefix else name
+    """Display name of a journey stage id, from :data:`engine.stages.STAGES`
+    (``fuzzy:trim`` → ``↳ Trim``)."""
+    return f"↳ {title(stage)}" if in_rerun(stage) else title(stage)
 
 
 def journey_renderable(subject: Subject, trace: Trace) -> Group:
@@ -43,11 +39,11 @@ def journey_renderable(subject: Subject, trace: Trace) -> Group:
     table.add_column("stage", no_wrap=True)
     table.add_column("pos", justify="right", no_wrap=True)
     table.add_column("what happened", overflow="fold")
-    merged = next((s for s in steps if "merged into" in s.note), None)
+    merged = next((s for s in steps if s.exit is not None and s.exit.reason == "merged"), None)
     for s in steps:
         if merged is not None and s.stage == "final" and s.position is not None:
             s = type(s)(s.stage, None, f"not itself: its key answers #{s.position}, shown as the kept row")
-        gone = s.position is None and s.stage.split(":")[-1] not in ("porter", "trigram")
+        gone = s.position is None and stage(s.stage).kind != "retriever"
         table.add_row(
             stage_name(s.stage),
             "—" if s.position is None else f"#{s.position}",

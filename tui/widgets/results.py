@@ -53,7 +53,7 @@ def failure_explanation(error: BaseException) -> Text:
     if is_damage(error):
         t.append("Other queries may still work: the damage can be limited to part of the index. rankscope never "
                  "writes to the store; rebuild it from its files (rankscope index)", style="italic")
-        if "integrity_check" not in str(error):
+        if getattr(error, "check_command", None) is None:  # the message does not name the check
             t.append(", or check it with sqlite3 STORE 'PRAGMA integrity_check'", style="italic")
         t.append(".", style="italic")
     elif is_store_error(error):
