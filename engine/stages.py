@@ -139,6 +139,8 @@ STAGES: tuple[Stage, ...] = (
 BY_ID: dict[str, Stage] = {s.id: s for s in STAGES}
 #: The stages a pass runs (retrievers, then the chain), in table order.
 PASS_STAGES: tuple[Stage, ...] = tuple(s for s in STAGES if s.hooks is not None)
+#: The retriever stage ids, in table order (Porter first: fusion's order).
+RETRIEVERS: tuple[str, ...] = tuple(s.id for s in STAGES if s.kind == "retriever")
 
 
 def _check_table() -> None:
@@ -200,7 +202,7 @@ def ranked(run: Run, stage_id: str) -> tuple[Hit | Candidate, ...]:
         KeyError: unknown id.
         ValueError: a stage without a list (``refresh``, ``fuzzy``,
             ``retrieve``), or a ``fuzzy:`` id given with the first pass
-            (or an unprefixed one with the re-run is fine: the prefix is optional).
+            (with the re-run the prefix is optional).
     """
     s = stage(stage_id)
     if in_rerun(stage_id) and run.pass_name != "fuzzy":

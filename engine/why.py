@@ -54,7 +54,7 @@ from .paths import sentence
 from .pipeline import search
 from .query import fuzzy_words, porter_words, trigram_words
 from .retrieve import like_pattern, retrieve
-from .stages import depth
+from .stages import RETRIEVERS, depth
 from .store import Store, is_corruption, sqlite_errors, vocabulary_words
 from .words import plural
 
@@ -292,7 +292,7 @@ class _Ctx:
         uncapped run, ``{"skipped": why}`` when the query gives it nothing to
         run, or ``None`` when it does not match."""
         out: dict[str, dict | None] = {}
-        for name in ("porter", "trigram"):
+        for name in RETRIEVERS:
             run = self.full_run(name, query)
             if run.skipped or run.error:
                 out[name] = {"skipped": run.skipped or run.error}
@@ -361,7 +361,7 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
         details: dict[str, Any] = {"query": run.query, "full_ranks": full, "fts_limit": trace.fts_limit}
         if matched_ran:
             best = min(i["rank"] for i in matched_ran.values())
-            parts = "; ".join(_describe_full(n, full[n]) for n in ("porter", "trigram") if n in ran)
+            parts = "; ".join(_describe_full(n, full[n]) for n in RETRIEVERS if n in ran)
             return Explanation(
                 chunk, prefix + "retrieve", "beyond-fts-limit",
                 f"It matches the query but sits beyond the candidates each retriever fetches "
@@ -562,7 +562,7 @@ def _fuzzy_check(ctx: _Ctx, chunk: ChunkRef, base: Explanation) -> Explanation |
     if not matched:
         return None
     fixes = ", ".join(f"{c.word} → {c.corrected}" for c in corrections if c.corrected)
-    where = "; ".join(_describe_full(n, full[n]) for n in ("porter", "trigram"))
+    where = "; ".join(_describe_full(n, full[n]) for n in RETRIEVERS)
     found = len(trace.first.filter.kept)
     if params.variant.fuzzy == "never":
         why = "the variant sets fuzzy=never, so typo correction is disabled"

@@ -11,7 +11,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from engine.stages import STAGES
+from engine import stages
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -39,7 +39,7 @@ def help_renderable() -> Table:
     t.add_column(no_wrap=True, style="bold")
     t.add_column(ratio=1)
     t.add_row(Text("Pipeline", style="bold underline"), "")
-    for stage in STAGES:
+    for stage in stages.STAGES:
         one, two = stage.about
         t.add_row(stage.title, Text(f"{one}\n{two}"))
         t.add_row("", "")
