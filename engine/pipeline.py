@@ -31,9 +31,9 @@ from .model import FinalResult, FuzzyStage, RefreshReport, Run, SearchParams, Tr
 from .paths import run_paths
 from .pool import pool_size_for
 from .query import fuzzy_words
-from .retrieve import fts_limit_for
+from .retrieve import fts_limit_for, runs_retriever
 from .stage_api import PassContext
-from .stages import PASS_STAGES, Stage
+from .stages import PASS_STAGES, RETRIEVERS, Stage
 from .store import Store, elapsed_ms, sqlite_errors
 
 __all__ = ["fts_limit_for", "pass_plan", "pool_size_for", "run_pass", "search", "variant_skips"]
@@ -206,7 +206,7 @@ def _empty_reason(
         if first.porter.error or first.trigram.error:
             parts.append("a retriever failed: " + (first.porter.error or first.trigram.error or ""))
         else:
-            searched = [r.name for r in (first.porter, first.trigram) if not (r.skipped or "").startswith("variant:")]
+            searched = [name for name in RETRIEVERS if runs_retriever(params, name)]
             where = "either index" if len(searched) == 2 else f"the {searched[0]} index ({params.variant.retrievers} only)" if searched else "any index"
             parts.append(f"no match in {where}{filters}")
     elif not first.pool.kept and params.limit != 0:

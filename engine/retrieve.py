@@ -154,12 +154,18 @@ def fts_limit_for(params: SearchParams, pool_size: int) -> int:
 # ─── as pass stages ──────────────────────────────────────────────────────
 
 
+def runs_retriever(params: SearchParams, name: str) -> bool:
+    """True when the variant runs retriever ``name`` (``retrievers`` is
+    ``both`` or that name); a retriever it leaves out gives a skipped run."""
+    return params.variant.retrievers in ("both", name)
+
+
 def _step(name: str):
     def step(ctx: PassContext, items: tuple) -> RetrieverRun:
         """Run retriever ``name`` for ``ctx.query`` (a skipped run when the
         variant leaves it out)."""
         p = ctx.params
-        if p.variant.retrievers not in ("both", name):
+        if not runs_retriever(p, name):
             return RetrieverRun(name, "", ctx.fts_limit, (), skipped=f"variant: {p.variant.retrievers} retriever only")
         return retrieve(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match,
                         p.content_type)

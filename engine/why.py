@@ -53,7 +53,7 @@ from .paths import REASONS as PATH_REASONS
 from .paths import sentence
 from .pipeline import search
 from .query import fuzzy_words, porter_words, trigram_words
-from .retrieve import like_pattern, retrieve
+from .retrieve import like_pattern, retrieve, runs_retriever
 from .stages import RETRIEVERS, depth
 from .store import Store, is_corruption, sqlite_errors, vocabulary_words
 from .words import plural
@@ -355,7 +355,7 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
     hits = {r.name: _hit_rank(r, chunk.rowid) for r in (run.porter, run.trigram)}
     if not any(hits.values()):
         full = ctx.full_ranks(run.query, chunk.rowid)
-        ran = {r.name for r in (run.porter, run.trigram) if not (r.skipped and r.skipped.startswith("variant:"))}
+        ran = {name for name in RETRIEVERS if runs_retriever(params, name)}
         matched_ran = {n: i for n, i in full.items() if n in ran and i and "rank" in i}
         matched_skipped = {n: i for n, i in full.items() if n not in ran and i and "rank" in i}
         details: dict[str, Any] = {"query": run.query, "full_ranks": full, "fts_limit": trace.fts_limit}
