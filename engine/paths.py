@@ -97,60 +97,62 @@ def run_paths(run: Run) -> tuple[CandidatePath, ...]:
     """
     prefix = run.prefix
     entered: dict[int, object] = {}  # rowid -> first Hit seen
-    steps: dict[int, list[tuple[str, int | None]]] = {}
-    exits: dict[int, Exit] = {}
-    chain: list[tuple[str, tuple]] = []
+    ids: list[str] = []  # full stage ids, in execution order
+    chain: list[tuple[str, object, tuple]] = []  # (id, record, ranked list) of the chain stages
+    entry_ranks: list[dict[int, int]] = []  # per retriever: rowid -> rank
     for sid, record in run.records:
         spec = stage(sid)
         assert spec.hooks is not None
         items = tuple(spec.hooks.ranked(record))
+        ids.append(prefix + sid)
         if spec.kind == "retriever":
+            assert not chain, "the retriever stages come before the chain"
             for h in items:
                 entered.setdefault(h.rowid, h)
-        chain.append((sid, items))
-    for rowid in entered:
-        steps[rowid] = []
-    previous: tuple | None = None
-    alive = set(entered)
-    reached: dict[int, tuple[int, int]] = {}  # rowid -> (stage index, position) of the deepest position
-    for index, (sid, items) in enumerate(chain):
+            entry_ranks.append({h.rowid: i for i, h in enumerate(items, 1)})
+        else:
+            chain.append((sid, record, items))
+    ids.append(prefix + "final")
+    # positions along the chain, for the rows still in it; a row's list stops where it left
+    chain_pos: dict[int, list[int]] = {rowid: [] for rowid in entered}
+    exits: dict[int, Exit] = {}
+    alive: dict[int, object] = dict(entered)  # rowid -> the item as the next stage receives it
+    received_at: dict[int, int | None] = dict.fromkeys(entered)  # rowid -> position in that list
+    for sid, record, items in chain:
         spec = stage(sid)
-        where = {item.rowid: i for i, item in enumerate(items, 1)}
-        if spec.kind == "retriever":
-            for rowid in entered:
-                steps[rowid].append((prefix + sid, where.get(rowid)))
-            continue
-        received = {item.rowid: (i, item) for i, item in enumerate(previous, 1)} if previous is not None else {}
-        for rowid in entered:
-            pos = where.get(rowid) if rowid in alive else None
-            steps[rowid].append((prefix + sid, pos))
-            if pos is not None:
-                reached[rowid] = (index, pos)
-            elif rowid in alive:
-                alive.discard(rowid)
-                at, item = received.get(rowid, (None, entered[rowid]))
-                if spec.hooks is None or spec.hooks.exit is None:
-                    raise AssertionError(f"stage {sid!r} dropped row {rowid} but declares no exit")
-                reason, data = spec.hooks.exit(run.record(sid), item, at)
-                exits[rowid] = Exit(prefix + sid, reason, tuple(data))
-        previous = items
+        placed = {item.rowid: (i, item) for i, item in enumerate(items, 1)}
+        for rowid in list(alive):
+            hit = placed.get(rowid)
+            if hit is not None:
+                chain_pos[rowid].append(hit[0])
+                alive[rowid], received_at[rowid] = hit[1], hit[0]
+                continue
+            if spec.hooks is None or spec.hooks.exit is None:
+                raise AssertionError(f"stage {sid!r} dropped row {rowid} but declares no exit")
+            reason, data = spec.hooks.exit(record, alive.pop(rowid), received_at[rowid])
+            exits[rowid] = Exit(prefix + sid, reason, tuple(data))
     final = {c.rowid: i for i, c in enumerate(run.results, 1)}
-    last = len(chain)
-    for rowid in entered:
-        pos = final.get(rowid) if rowid in alive else None
-        steps[rowid].append((prefix + "final", pos))
-        if pos is not None:
-            reached[rowid] = (last, pos)
-        elif rowid in alive:  # cannot happen: the results are the last stage's list
+    for rowid in alive:
+        if rowid not in final:  # cannot happen: the results are the last stage's list
             raise AssertionError(f"row {rowid} survived every stage but is not in the results")
+        chain_pos[rowid].append(final[rowid])
+    n_chain = len(chain) + 1  # the chain stages and final
+    steps: dict[int, tuple[tuple[str, int | None], ...]] = {}
+    reached: dict[int, tuple[int, int]] = {}  # rowid -> (how many chain positions, the last one)
+    for rowid in entered:
+        held = chain_pos[rowid]
+        positions = [ranks.get(rowid) for ranks in entry_ranks] + held + [None] * (n_chain - len(held))
+        steps[rowid] = tuple(zip(ids, positions))
+        if held:
+            reached[rowid] = (len(held), held[-1])
     order = {rowid: i for i, rowid in enumerate(entered)}
 
     def deepest_first(rowid: int) -> tuple[int, int, int]:
-        index, pos = reached.get(rowid, (-1, 0))
-        return (-index, pos, order[rowid])
+        depth, pos = reached.get(rowid, (0, 0))
+        return (-depth, pos, order[rowid])
 
     keys: dict[int, str] = {}
-    first_list = next((items for sid, items in chain if stage(sid).kind == "list"), ())
+    first_list = chain[0][2] if chain else ()
     for c in first_list:
         keys[c.rowid] = c.key
         for merged in c.merged_rowids:
@@ -160,7 +162,7 @@ def run_paths(run: Run) -> tuple[CandidatePath, ...]:
         hit = entered[rowid]
         out.append(CandidatePath(
             rowid, hit.source, hit.title, keys.get(rowid, hit.key),  # type: ignore[attr-defined]
-            tuple(steps[rowid]), exits.get(rowid),
+            steps[rowid], exits.get(rowid),
         ))
     return tuple(out)
 
