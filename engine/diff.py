@@ -111,7 +111,7 @@ def stage_summaries(trace: Trace) -> list[StageSummary]:
     return out
 
 
-def _step_note(run: Run, sid: str, pos: int, key: str) -> str:
+def _step_note(run: Run, sid: str, pos: int) -> str:
     """What happened to a candidate that holds position ``pos`` at ``sid``."""
     base = stage(sid).id
     if stage(sid).kind == "retriever":
@@ -159,7 +159,7 @@ def _run_journey(run: Run, key: str, rowid: int | None) -> tuple[list[JourneySte
         if path.exit is not None and path.exit.stage == sid:
             steps.append(JourneyStep(sid, None, sentence(path.exit), path.exit))
             return steps, False
-        steps.append(JourneyStep(sid, pos, _step_note(run, sid, pos, key)))  # type: ignore[arg-type]
+        steps.append(JourneyStep(sid, pos, _step_note(run, sid, pos)))  # type: ignore[arg-type]
     return steps, path.exit is None
 
 
