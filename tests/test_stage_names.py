@@ -13,7 +13,7 @@ from engine.diff import journey
 from engine.stages import BY_ID, STAGES, title
 from tui.render import stages_table
 from tui.screens.help import help_renderable
-from tui.screens.why import stage_words
+from tui.describe import stage_words
 from tui.subject import Subject
 from tui.widgets.inspector import stage_lines
 from tui.widgets.preview import journey_renderable, stage_name

@@ -36,11 +36,8 @@ from engine.compare import (
 )
 from engine.doctor import DoctorReport, diagnose
 from engine.model import Variant
-from engine.stages import in_rerun
-from engine.stages import title as stage_title
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
-from . import safe
 from .cli import (
     ContentTypeFilter,
     Limit,
@@ -57,8 +54,9 @@ from .cli import (
     open_store,
     write_json,
 )
-from .fmt import clip, query_label
-from .render import REASON_SHOWN, plain
+from .describe import counts_line, describe_comparison, describe_explanation, describe_report, line_text, to_rich
+from .fmt import clip
+from .render import plain
 
 SPEC_HELP = (
     "Variant spec: comma-separated key=value with keys "
@@ -82,63 +80,10 @@ def _opt(value: Optional[float], fmt: str = "{:.5f}") -> str:
 
 # ─── compare ─────────────────────────────────────────────────────────────
 
-_MARKER_STYLE = {"up": "green", "down": "red", "same": "dim", "new": "cyan", "gone": "magenta"}
-
-
-def _marker_text(marker: str, delta: Optional[int]) -> Text:
-    label = {"up": f"↑{delta}", "down": f"↓{-(delta or 0)}", "same": "=", "new": "new", "gone": "gone"}[marker]
-    return Text(label, style=_MARKER_STYLE[marker])
-
-
-def counts_line(counts, overlap: Optional[float]) -> Text:
-    """``improved 2 · worsened 0 · unchanged 2 · only in A 1 · only in B 1 · overlap 0.80``."""
-    parts = [
-        f"improved {counts.improved}",
-        f"worsened {counts.worsened}",
-        f"unchanged {counts.unchanged}",
-        f"only in A {counts.only_in_a}",
-        f"only in B {counts.only_in_b}",
-    ]
-    if overlap is not None:
-        parts.append(f"overlap {overlap:.2f}")
-    return Text(" · ".join(parts))
-
-
 def comparison_renderable(cmp: Comparison) -> Group:
-    """Rich rendering of one :class:`~engine.compare.Comparison`: both
-    variants and layers, one row per chunk, the counts."""
-    ta, tb = cmp.trace_a, cmp.trace_b
-    head = Text.assemble(
-        ("A ", "bold"), f"{variant_spec(ta.params.variant)} (layer {ta.layer}, {len(ta.final)} results)   ",
-        ("B ", "bold"), f"{variant_spec(tb.params.variant)} (layer {tb.layer}, {len(tb.final)} results)",
-    )
-    t = Table(title=plain(f"A vs B for {query_label(cmp.params_a.query)}"), title_justify="left", expand=False,
-              box=box.SIMPLE_HEAD)
-    for col in ("A#", "B#", "move", "chunk", "rrf A", "rrf B", "boost A", "boost B"):
-        if col.startswith("chunk"):
-            t.add_column(col, overflow="fold", min_width=20, max_width=56)
-        else:
-            t.add_column(col, justify="left" if col == "move" else "right", no_wrap=True)
-    for r in cmp.rows:
-        chunk = Text.assemble((safe.line(r.title), "bold"), "\n", (safe.line(r.source), "dim"))
-        t.add_row(
-            _opt(r.position_a, "{}"), _opt(r.position_b, "{}"), _marker_text(r.marker, r.delta),
-            chunk, _opt(r.score_a, "{:.4f}"), _opt(r.score_b, "{:.4f}"),
-            _opt(r.boost_a, "{:.3f}"), _opt(r.boost_b, "{:.3f}"),
-        )
-    parts = [head]
-    parts.append(t if cmp.rows else Text("Neither run returned anything.", style="bold"))
-    parts.append(counts_line(cmp.counts, cmp.overlap))
-    for label, trace in (("A", ta), ("B", tb)):
-        fz = trace.fuzzy
-        if fz.shadow and fz.rerun is not None:
-            parts.append(plain(f"{label}: fuzzy shadow run corrected the query to "
-                               f"{query_label(fz.corrected_query or '')} (not the answer)", style="dim"))
-        elif fz.shadow:
-            parts.append(plain(f"{label}: fuzzy shadow run: no word needed or found a correction", style="dim"))
-        if not trace.final and trace.empty_reason:
-            parts.append(plain(f"{label}: no results: {clip(trace.empty_reason, REASON_SHOWN)}", style="dim"))
-    return Group(*parts)
+    """One :class:`~engine.compare.Comparison` (the description the
+    browser's compare screen shows too: :func:`tui.describe.describe_comparison`)."""
+    return to_rich(describe_comparison(cmp).as_description())
 
 
 def set_comparison_renderable(sc: SetComparison) -> Group:
@@ -170,7 +115,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     )
     summary = Text(
         f"{sc.changed_queries} of {len(sc.queries)} queries changed ({sc.layer_changes} changed layer); "
-        + counts_line(sc.totals, sc.mean_overlap).plain.replace("overlap", "mean overlap")
+        + line_text(counts_line(sc.totals, sc.mean_overlap, mean=True)).plain
     )
     return Group(t, summary)
 
@@ -231,22 +176,10 @@ def compare_cmd(
 
 # ─── why ─────────────────────────────────────────────────────────────────
 
-_REASON_STYLE = {"returned": "green", "outranked": "yellow"}
-
-
 def explanation_renderable(e: Explanation) -> Group:
-    """Rich rendering of one :class:`~engine.why.Explanation`: the chunk,
-    then ``stage · reason`` and the message."""
-    c = e.chunk
-    head = Text.assemble(
-        (f"row {c.rowid}", "bold"), "  ", (safe.line(c.source), "cyan"), " :: ", (safe.line(c.title), "bold"),
-        (safe.line(f"  ({c.content_type}, session {c.session_id or '—'})"), "dim"),
-    )
-    reason = Text.assemble(
-        "  ", (e.reason, _REASON_STYLE.get(e.reason, "red")), (f" at {stage_title(e.stage)} ({e.stage})", "dim"),
-        (" (fuzzy re-run)" if e.run == "fuzzy" and not in_rerun(e.stage) else "", "dim"),
-    )
-    return Group(head, reason, plain("  " + e.message))
+    """One :class:`~engine.why.Explanation` (the description the browser's
+    why screen shows too: :func:`tui.describe.describe_explanation`)."""
+    return to_rich(describe_explanation(e))
 
 
 @app.command("why")
@@ -291,50 +224,10 @@ def why_cmd(
 
 
 def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
-    """Rich rendering of a :class:`~engine.doctor.DoctorReport`; each list
-    shows at most ``examples`` entries."""
-    vocab = "missing" if report.vocabulary_size is None else str(report.vocabulary_size)
-    parts: list = [
-        plain(f"{report.path or '(in memory)'}: {report.schema}; {report.sources} sources, {report.chunks} chunks, "
-              f"vocabulary {vocab}"),
-    ]
-    if report.ok:
-        parts.append(Text("No problems found.", style="green"))
-        return Group(*parts)
-    for line in report.findings:
-        parts.append(plain("• " + line, style="yellow"))
-
-    def table(title: str, cols: tuple[str, ...], rows: list[tuple], total: int) -> Table:
-        more = f" (first {examples} of {total})" if total > examples else ""
-        t = Table(title=plain(title + more), title_justify="left", expand=False)
-        for col in cols:
-            t.add_column(col, overflow="fold", max_width=44 if col in ("title", "key") else None)
-        for row in rows[:examples]:
-            t.add_row(*[plain(x) for x in row])
-        return t
-
-    if report.collisions:
-        parts.append(table("Fusion-key collisions", ("chunks", "key", "rowids"),
-                           [(c.count, c.key, ", ".join(map(str, c.rowids))) for c in report.collisions],
-                           len(report.collisions)))
-    if report.oversized:
-        parts.append(table(f"Chunks over {report.max_chunk_bytes} bytes", ("rowid", "bytes", "source", "title"),
-                           [(o.rowid, o.bytes, o.source, o.title) for o in report.oversized], len(report.oversized)))
-    if report.untitled:
-        parts.append(table("Empty or Untitled titles", ("rowid", "source", "title"),
-                           [(u.rowid, u.source, repr(u.title)) for u in report.untitled], len(report.untitled)))
-    if report.count_mismatches:
-        parts.append(table("Counts that disagree with the rows stored", ("id", "source", "count", "recorded", "actual"),
-                           [("—" if m.source_id is None else m.source_id, "—" if m.label is None else m.label,
-                             m.what, m.recorded, m.actual) for m in report.count_mismatches],
-                           len(report.count_mismatches)))
-    if report.stale:
-        parts.append(table("Stale file-backed sources (not refreshed)", ("label", "file"),
-                           [(s.label, s.file_path) for s in report.stale], len(report.stale)))
-    if report.stale_errors:
-        parts.append(table("Sources that could not be checked", ("label", "error"),
-                           list(report.stale_errors), len(report.stale_errors)))
-    return Group(*parts)
+    """A :class:`~engine.doctor.DoctorReport` (the description the browser's
+    doctor screen shows too: :func:`tui.describe.describe_report`); each
+    table shows at most ``examples`` rows."""
+    return to_rich(describe_report(report), max_rows=examples)
 
 
 @app.command("doctor")

@@ -12,7 +12,8 @@ from textual.widgets import DataTable, Input, OptionList, Select
 
 from engine import SearchParams
 from engine.model import Variant
-from tui.screens.compare import CompareScreen, counts_text, marker_label, variant_from_form
+from tui.describe import marker_label
+from tui.screens.compare import CompareScreen, counts_text, variant_from_form
 from tui.screens.doctor import DoctorScreen
 from tui.screens.why import ChunkEntry, WhyScreen, match_chunks
 

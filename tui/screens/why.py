@@ -26,11 +26,11 @@ from textual.widgets.option_list import Option
 from engine import SearchParams
 from engine.compare import variant_spec
 from engine.model import Trace
-from engine.stages import in_rerun, title
 from engine.why import Explanation
 
 from .. import safe
 from ..cmdline import append_params
+from ..describe import describe_explanations, to_rich
 from ..messages import ChunkMatches, ChunksLoaded, ParamsChanged, WhyFinished
 
 _CLOSE = Binding.Group("Close ", compact=True)
@@ -138,43 +138,10 @@ def entry_prompt(e: ChunkEntry, width: int = 200) -> Text:
     return t
 
 
-def stage_words(stage: str) -> str:
-    """A stage id in words, from :data:`engine.stages.STAGES`:
-    ``fuzzy:trim`` → ``fuzzy re-run · Trim``."""
-    return f"fuzzy re-run · {title(stage)}" if in_rerun(stage) else title(stage)
-
-
-def explanation_renderable(e: Explanation) -> Group:
-    """One explanation: the chunk, a verdict line (✓ in the answer / ✗ left
-    at a stage, and the reason code) and the engine's message with the numbers."""
-    c = e.chunk
-    head = Text(f"row {c.rowid} ", style="bold")
-    head.append(safe.line(c.title) or "(no title)", style="bold")
-    head.append(f"\n{safe.line(c.source)} · {safe.line(c.content_type)} · session "
-                f"{safe.line(c.session_id) or '(none)'}", style="dim")
-    if e.returned:
-        verdict = Text("✓ in the answer", style="bold")
-        verdict.append(f" at #{e.position}" if e.position is not None else "", style="bold")
-    else:
-        verdict = Text(f"✗ left the pipeline at {stage_words(e.stage)}", style="bold")
-        if e.position is not None:
-            verdict.append(f" (#{e.position} at that stage)")
-    verdict.append(" · reason ", style="dim")
-    verdict.append(e.reason, style="bold green" if e.reason == "returned" else
-                   "bold yellow" if e.reason == "outranked" else "bold red")
-    if e.run == "fuzzy" and not in_rerun(e.stage):
-        verdict.append(" (fuzzy re-run)", style="dim")
-    return Group(head, verdict, Text(safe.line(e.message)))
-
-
 def explanations_renderable(explanations: list[Explanation]) -> Group:
-    """Every explanation, separated by blank lines."""
-    parts: list = []
-    for i, e in enumerate(explanations):
-        if i:
-            parts.append(Text(""))
-        parts.append(explanation_renderable(e))
-    return Group(*parts)
+    """Every explanation, as ``rankscope why`` prints them
+    (:func:`tui.describe.describe_explanations`)."""
+    return to_rich(describe_explanations(explanations))
 
 
 class WhyScreen(Screen[None]):
