@@ -24,7 +24,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import replace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .fuzzy import correct_word
 from .model import FinalResult, FuzzyStage, RefreshReport, Run, SearchParams, Trace
@@ -35,6 +35,9 @@ from .retrieve import fts_limit_for, runs_retriever
 from .stage_api import PassContext
 from .stages import PASS_STAGES, RETRIEVERS, Stage
 from .store import Store, elapsed_ms, sqlite_errors
+
+if TYPE_CHECKING:
+    from .runcache import RunCache
 
 __all__ = ["fts_limit_for", "pass_plan", "pool_size_for", "run_pass", "search", "variant_skips"]
 
@@ -68,10 +71,12 @@ def run_pass(
     fts_limit: int,
     timings: list[tuple[str, float]],
     pass_name: str = "first",
+    runs: "RunCache | None" = None,
 ) -> Run:
     """Run the pass stages of :func:`pass_plan` once for ``query``, timing
     each (``timings`` gets ``(stage id, ms)``, ids prefixed ``fuzzy:`` in
-    the re-run), and record every candidate's path."""
+    the re-run), and record every candidate's path. With ``runs``, the
+    retriever stages take their runs from that cache."""
     prefix = "fuzzy:" if pass_name == "fuzzy" else ""
     records: list[tuple[str, object]] = []
     done: dict[str, object] = {}
@@ -79,7 +84,7 @@ def run_pass(
     items: tuple = ()
     for spec in pass_plan(params):
         assert spec.hooks is not None
-        ctx = PassContext(conn, store, params, query, pool_size, fts_limit, dict(done), tuple(retrievers))
+        ctx = PassContext(conn, store, params, query, pool_size, fts_limit, dict(done), tuple(retrievers), runs)
         start = time.perf_counter()
         record = spec.hooks.step(ctx, items)
         ms = elapsed_ms(start)
@@ -121,6 +126,7 @@ def _fuzzy(
     pool_size: int,
     fts_limit: int,
     timings: list[tuple[str, float]],
+    runs: "RunCache | None" = None,
 ) -> FuzzyStage:
     policy = params.variant.fuzzy
     found = len(first.filter.kept)
@@ -133,7 +139,8 @@ def _fuzzy(
     shadow = bool(found)
     start = time.perf_counter()
     words = fuzzy_words(params.query)
-    corrections = tuple(correct_word(conn, w) for w in words)
+    correct = runs.correction if runs is not None else correct_word
+    corrections = tuple(correct(conn, w) for w in words)
     corrected_query = " ".join(c.corrected or c.word for c in corrections)
     ms = elapsed_ms(start)
     timings.append(("fuzzy", ms))
@@ -153,7 +160,8 @@ def _fuzzy(
         trigger = "all-removed"
     rerun = None
     if words and corrected_query != " ".join(words):
-        rerun = run_pass(conn, store, params, corrected_query, pool_size, fts_limit, timings, pass_name="fuzzy")
+        rerun = run_pass(conn, store, params, corrected_query, pool_size, fts_limit, timings, pass_name="fuzzy",
+                         runs=runs)
     return FuzzyStage(
         True, code, trigger, tuple(words), corrections, corrected_query, rerun, shadow, ms,
         first_pass_results=found, pool_size=first.pool.pool_size,
@@ -231,7 +239,14 @@ def _empty_reason(
     return "; ".join(parts) or "no results"
 
 
-def search(store: Store, params: SearchParams, conn: sqlite3.Connection | None = None) -> Trace:
+def search(
+    store: Store,
+    params: SearchParams,
+    conn: sqlite3.Connection | None = None,
+    *,
+    runs: "RunCache | None" = None,
+    refresh: bool = True,
+) -> Trace:
     """Run the pipeline once and record every stage.
 
     Args:
@@ -240,6 +255,12 @@ def search(store: Store, params: SearchParams, conn: sqlite3.Connection | None =
         params: the validated search parameters.
         conn: a connection from ``store.connect()`` when searching from
             another thread; defaults to the store's own connection.
+        runs: reuse retriever runs and typo corrections from this cache
+            (:mod:`engine.runcache`). When this call begins the read
+            transaction it syncs the cache first; when ``conn`` is already
+            in a transaction, the caller synced it before that began.
+        refresh: ``False`` skips the stale-source check (its report is then
+            empty): for re-runs of a search that just checked.
 
     Returns:
         An immutable :class:`Trace`. Never raises for any query text; an
@@ -251,13 +272,15 @@ def search(store: Store, params: SearchParams, conn: sqlite3.Connection | None =
         StoreError: the store cannot be read otherwise (locked, I/O error).
     """
     with sqlite_errors(store.path):
-        return _search(store, params, conn)
+        return _search(store, params, conn, runs, refresh)
 
 
-def _search(store: Store, params: SearchParams, conn: sqlite3.Connection | None) -> Trace:
+def _search(
+    store: Store, params: SearchParams, conn: sqlite3.Connection | None, runs: "RunCache | None", check: bool
+) -> Trace:
     with store.using(conn) as c:
         timings: list[tuple[str, float]] = []
-        refresh = _refresh(store, c)
+        refresh = _refresh(store, c) if check else RefreshReport()
         timings.append(("refresh", refresh.elapsed_ms))
         pool_size = pool_size_for(params)
         fts_limit = fts_limit_for(params, pool_size)
@@ -265,10 +288,12 @@ def _search(store: Store, params: SearchParams, conn: sqlite3.Connection | None)
         # all stages see the same snapshot.
         own_txn = not c.in_transaction
         if own_txn:
+            if runs is not None:
+                runs.sync()
             c.execute("BEGIN")
         try:
-            first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings)
-            fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings)
+            first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings, runs=runs)
+            fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings, runs)
         except BaseException:
             if own_txn and c.in_transaction:
                 try:

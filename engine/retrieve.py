@@ -163,12 +163,13 @@ def runs_retriever(params: SearchParams, name: str) -> bool:
 def _step(name: str):
     def step(ctx: PassContext, items: tuple) -> RetrieverRun:
         """Run retriever ``name`` for ``ctx.query`` (a skipped run when the
-        variant leaves it out)."""
+        variant leaves it out), through ``ctx.runs`` when a run cache is given."""
         p = ctx.params
         if not runs_retriever(p, name):
             return RetrieverRun(name, "", ctx.fts_limit, (), skipped=f"variant: {p.variant.retrievers} retriever only")
-        return retrieve(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match,
-                        p.content_type)
+        run = ctx.runs.run if ctx.runs is not None else retrieve
+        return run(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match,
+                   p.content_type)
 
     return step
 

@@ -43,6 +43,8 @@ class PassContext:
         records: the records of the stages that already ran in this pass,
             by unprefixed id.
         retrievers: the retriever runs of this pass so far, in table order.
+        runs: a :class:`~engine.runcache.RunCache` the retriever stages take
+            their runs from (``None``: run the SQL every time).
     """
 
     conn: sqlite3.Connection
@@ -53,6 +55,7 @@ class PassContext:
     fts_limit: int
     records: Mapping[str, Any] = field(default_factory=dict)
     retrievers: tuple[RetrieverRun, ...] = ()
+    runs: Any = None
 
 
 #: ``sentence(exit) -> str``: one code's exit put in words (a short phrase,
