@@ -361,6 +361,7 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
         details: dict[str, Any] = {"query": run.query, "full_ranks": full, "fts_limit": trace.fts_limit}
         if matched_ran:
             best = min(i["rank"] for i in matched_ran.values())
+            details["rank"] = best
             parts = "; ".join(_describe_full(n, full[n]) for n in RETRIEVERS if n in ran)
             return Explanation(
                 chunk, prefix + "retrieve", "beyond-fts-limit",
@@ -370,6 +371,7 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
             )
         if matched_skipped:
             only = ", ".join(sorted(ran)) or "no"
+            details["retrievers"] = sorted(ran)
             parts = "; ".join(_describe_full(n, full[n]) for n in matched_skipped)
             return Explanation(
                 chunk, prefix + "retrieve", "retriever-skipped",
