@@ -72,11 +72,13 @@ def run_pass(
     timings: list[tuple[str, float]],
     pass_name: str = "first",
     runs: "RunCache | None" = None,
+    paths: bool = True,
 ) -> Run:
     """Run the pass stages of :func:`pass_plan` once for ``query``, timing
     each (``timings`` gets ``(stage id, ms)``, ids prefixed ``fuzzy:`` in
-    the re-run), and record every candidate's path. With ``runs``, the
-    retriever stages take their runs from that cache."""
+    the re-run), and record every candidate's path (``paths=False``: leave
+    ``run.paths`` empty). With ``runs``, the retriever stages take their
+    runs from that cache."""
     prefix = "fuzzy:" if pass_name == "fuzzy" else ""
     records: list[tuple[str, object]] = []
     done: dict[str, object] = {}
@@ -99,7 +101,7 @@ def run_pass(
         if spec.ends_pass_when_empty and not items:
             break
     run = Run(query, tuple(records), items, pass_name)
-    return replace(run, paths=run_paths(run))
+    return replace(run, paths=run_paths(run)) if paths else run
 
 
 def _refresh(store: Store, conn: sqlite3.Connection) -> RefreshReport:
@@ -127,6 +129,7 @@ def _fuzzy(
     fts_limit: int,
     timings: list[tuple[str, float]],
     runs: "RunCache | None" = None,
+    paths: bool = True,
 ) -> FuzzyStage:
     policy = params.variant.fuzzy
     found = len(first.filter.kept)
@@ -161,7 +164,7 @@ def _fuzzy(
     rerun = None
     if words and corrected_query != " ".join(words):
         rerun = run_pass(conn, store, params, corrected_query, pool_size, fts_limit, timings, pass_name="fuzzy",
-                         runs=runs)
+                         runs=runs, paths=paths)
     return FuzzyStage(
         True, code, trigger, tuple(words), corrections, corrected_query, rerun, shadow, ms,
         first_pass_results=found, pool_size=first.pool.pool_size,
@@ -246,6 +249,7 @@ def search(
     *,
     runs: "RunCache | None" = None,
     refresh: bool = True,
+    paths: bool = True,
 ) -> Trace:
     """Run the pipeline once and record every stage.
 
@@ -261,6 +265,8 @@ def search(
             in a transaction, the caller synced it before that began.
         refresh: ``False`` skips the stale-source check (its report is then
             empty): for re-runs of a search that just checked.
+        paths: ``False`` leaves every ``run.paths`` empty: for a re-run
+            that only needs the answer (a counterfactual's probes).
 
     Returns:
         An immutable :class:`Trace`. Never raises for any query text; an
@@ -272,11 +278,12 @@ def search(
         StoreError: the store cannot be read otherwise (locked, I/O error).
     """
     with sqlite_errors(store.path):
-        return _search(store, params, conn, runs, refresh)
+        return _search(store, params, conn, runs, refresh, paths)
 
 
 def _search(
-    store: Store, params: SearchParams, conn: sqlite3.Connection | None, runs: "RunCache | None", check: bool
+    store: Store, params: SearchParams, conn: sqlite3.Connection | None, runs: "RunCache | None", check: bool,
+    paths: bool,
 ) -> Trace:
     with store.using(conn) as c:
         timings: list[tuple[str, float]] = []
@@ -292,8 +299,8 @@ def _search(
                 runs.sync()
             c.execute("BEGIN")
         try:
-            first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings, runs=runs)
-            fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings, runs)
+            first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings, runs=runs, paths=paths)
+            fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings, runs, paths)
         except BaseException:
             if own_txn and c.in_transaction:
                 try:
