@@ -45,7 +45,10 @@ from .pipeline import pass_plan
 from .stages import base_id, depth, stage
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from .model import SearchParams
+    from .store import Store
     from .why import Explanation
 
 #: Cell states (see the module docstring).
@@ -353,3 +356,23 @@ def row_fate(flows: Sequence[Flow], rowid: int) -> Fate | None:
         if best is None or depth(fate.stage) > depth(best.stage):
             best = fate
     return best
+
+
+def fate(store: "Store", trace: Trace, rowid: int, conn: "sqlite3.Connection | None" = None) -> Fate:
+    """Where chunk ``rowid`` ended up in ``trace``: :func:`row_fate` of its
+    flows when a retriever returned it (no store access), else why-not's
+    exit (it then looks beyond the trace: filters, uncapped runs, the typo
+    correction), with pass ``"first"`` or ``"fuzzy"`` as why-not tells.
+
+    Raises:
+        ChunkNotFoundError: no chunk has that row id.
+        CorruptStoreError / StoreError: the store cannot be read.
+    """
+    from .why import why_not
+
+    known = row_fate(trace_flows(trace), rowid)
+    if known is not None:
+        return known
+    [exp] = why_not(store, trace.params, rowid=rowid, trace=trace, conn=conn)
+    exit = exit_of_explanation(exp)
+    return Fate(rowid, exp.position if exit is None else None, exit, exp.run)

@@ -222,3 +222,15 @@ def test_every_flow_row_leaves_where_why_not_says(query, limit, sessions, varian
             assert fate.exit is None and fate.position == e.position
         else:
             assert (fate.stage, fate.exit.reason) == (e.stage, e.reason), (rowid, e.message)
+
+
+def test_fate_reads_the_flows_or_asks_why_not(zebra):
+    from engine.flow import fate
+
+    params = SearchParams("zebra crossing", limit=1)
+    trace = search(zebra, params)
+    assert fate(zebra, trace, trace.final[0].candidate.rowid).position == 1
+    cut = next(r for r in trace_flows(trace)[0].rows if r.final is None)
+    assert fate(zebra, trace, cut.rowid).exit == cut.exit
+    f = fate(zebra, trace, 3)  # "Other 0": no query term
+    assert (f.position, f.stage, f.exit.reason, f.pass_name) == (None, "retrieve", "no-term", "first")
