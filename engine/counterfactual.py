@@ -3,8 +3,9 @@
 :func:`would_return_with` takes a search and a chunk it does not return and
 looks for one parameter change that puts the chunk in the final list. It
 never predicts: each change it reports is the outcome of a real run of the
-whole pipeline (:func:`engine.pipeline.search`) with that change, confirmed
-by a second run that takes nothing from the run cache.
+whole pipeline (:func:`engine.pipeline.search`) with that change; when that
+run took a retriever run as the prefix of a deeper one from the run cache,
+a second run that takes nothing from a cache confirms it.
 
 The changes tried (:data:`PARAMS`, in this order at equal distance):
 
@@ -12,7 +13,7 @@ The changes tried (:data:`PARAMS`, in this order at equal distance):
 param              values                                        distance
 =================  ============================================  =============
 ``limit``          1 … :data:`LIMIT_MAX`                         ``|Δ| / now``
-``pool_size``      1 … :data:`POOL_MAX`                          ``|Δ| / now``
+``pool_size``      1 … :func:`pool_bound`                        ``|Δ| / now``
 ``allow_session``  the chunk's own session added to the          1
                    allow-set (only with an allow-set; another
                    session only adds competitors)
@@ -36,7 +37,9 @@ A change is ruled out without a run only when the pipeline provably cannot
 return the chunk with it: its source or content-type filter excludes the
 chunk; its allow-set excludes the chunk's session; or neither retriever it
 runs returns the chunk within its row count for the query or the
-typo-corrected query (read from the runs themselves).
+typo-corrected query: read from a cached run at that row count, or, before
+any deeper run is fetched, from a bound (1 + the rows that match with a
+strictly better bm25 under the same filters, one ``COUNT`` each).
 
 Re-runs share one read transaction and one :class:`~engine.runcache.RunCache`
 (retriever runs depend only on the sanitised query, the filters and the row
@@ -77,6 +80,8 @@ PARAMS = ("limit", "pool_size", "allow_session", "source", "content_type", "fusi
 LIMIT_MAX = 100
 #: Largest pool size tried.
 POOL_MAX = 200
+#: Pool sizes are tried up to this many times the current one (see :func:`pool_bound`).
+POOL_FACTOR = 4
 #: The distance of a filter the search did not have (narrowing to the chunk's own source or type).
 NARROWING = 2
 #: Why :attr:`Counterfactual.change` is ``None``.
@@ -116,7 +121,7 @@ class Counterfactual:
         reason: when ``change`` is ``None``, a code from
             :data:`NO_CHANGE_REASONS`; else ``None``.
         data: the numbers behind ``reason`` as ``(name, value)`` pairs.
-        reruns: pipeline runs made (the confirming run included).
+        reruns: pipeline runs made (a confirming run included).
         ruled_out: changes ruled out without a run.
         elapsed_ms: wall-clock milliseconds of the whole search.
     """
@@ -223,6 +228,14 @@ def _with(params: SearchParams, **variant) -> SearchParams:
     return replace(params, variant=replace(params.variant, **variant))
 
 
+def pool_bound(pool_size: int, pool_max: int = POOL_MAX) -> int:
+    """The largest pool size tried: :data:`POOL_FACTOR` × the current one,
+    at most ``pool_max`` (at least 1). The trim still cuts the list to the
+    limit, so a larger pool only helps a chunk the pool cuts (or one a
+    deeper retrieval lifts), and far larger pools cost long futile re-runs."""
+    return max(1, min(pool_max, POOL_FACTOR * pool_size))
+
+
 def _candidates(params: SearchParams, trace: Trace, chunk: ChunkRef, has_session: bool,
                 limit_max: int, pool_max: int) -> Iterator[Change]:
     """Every change, least distance first (ties in :data:`PARAMS` order,
@@ -234,7 +247,8 @@ def _candidates(params: SearchParams, trace: Trace, chunk: ChunkRef, has_session
     v = params.variant
     specs: list[tuple[str, object, float]] = []  # (param, value, distance)
     specs += [("limit", n, abs(n - lim) / max(lim, 1)) for n in range(1, limit_max + 1) if n != lim]
-    specs += [("pool_size", n, abs(n - pool) / max(pool, 1)) for n in range(1, pool_max + 1) if n != pool]
+    specs += [("pool_size", n, abs(n - pool) / max(pool, 1)) for n in range(1, pool_bound(pool, pool_max) + 1)
+              if n != pool]
     if sessions is not None and has_session and chunk.session_id and chunk.session_id not in sessions:
         specs.append(("allow_session", chunk.session_id, 1))
     if params.source:
@@ -280,6 +294,7 @@ class _Search:
         self.ruled_out = 0
         self._like: dict[tuple[str, str], bool] = {}
         self._corrected: str | None | bool = False  # False: not computed yet
+        self._bounds: dict[tuple, int | None] = {}
 
     def corrected_query(self) -> str | None:
         """The typo-corrected query the fuzzy fallback would search, or
@@ -330,9 +345,42 @@ class _Search:
             self._like[key] = bool(row[0])
         return self._like[key]
 
+    def rank_bound(self, name: str, query: str, p: SearchParams) -> int | None:
+        """The best rank the chunk can have in retriever ``name``'s run for
+        ``query`` under ``p``'s filters, at any row count: 1 + the rows that
+        match with a strictly better bm25 (ties may go either way), or
+        ``None`` when the retriever does not match the chunk. One ``COUNT``
+        per (retriever, query, filters); bm25 does not depend on the filters
+        (its statistics are the whole table's)."""
+        key = (name, query, p.source or None, p.source_match if p.source else None, p.content_type or None)
+        if key not in self._bounds:
+            match = sanitize_porter(query, "OR") if name == "porter" else sanitize_trigram(query, "OR")
+            bound = None
+            if match:
+                t = TABLES[name]
+                own = self.conn.execute(f"SELECT bm25({t}, 5.0, 1.0) FROM {t} WHERE {t} MATCH ? AND rowid = ?",
+                                        (match, self.chunk.rowid)).fetchone()
+                if own is not None:
+                    where, args = [f"{t} MATCH ?", f"bm25({t}, 5.0, 1.0) < ?"], [match, own[0]]
+                    if p.source:
+                        where.append("sources.label = ?" if p.source_match == "exact"
+                                     else "sources.label LIKE ? ESCAPE '\\'")
+                        args.append(p.source if p.source_match == "exact" else like_pattern(p.source))
+                    if p.content_type:
+                        where.append(f"{t}.content_type = ?")
+                        args.append(p.content_type)
+                    better = self.conn.execute(
+                        f"SELECT COUNT(*) FROM {t} JOIN sources ON sources.id = {t}.source_id "
+                        f"WHERE {' AND '.join(where)}", args).fetchone()[0]
+                    bound = int(better) + 1
+            self._bounds[key] = bound
+        return self._bounds[key]
+
     def possible(self, p: SearchParams) -> bool:
         """False when the pipeline with ``p`` provably cannot return the
-        chunk (see the module docstring); True otherwise."""
+        chunk (see the module docstring); True otherwise. A retriever is
+        ruled out by a cached run at that row count without the chunk, or by
+        :meth:`rank_bound` beyond the row count; otherwise its run decides."""
         ch = self.chunk
         if not self._source_ok(p) or (p.content_type and ch.content_type != p.content_type):
             return False
@@ -344,20 +392,28 @@ class _Search:
             for name in RETRIEVERS:
                 if not runs_retriever(p, name):
                     continue
-                run = self.runs.run(self.conn, self.store.schema, name, q, fts, p.source, p.source_match,
-                                    p.content_type)
+                args = (name, q, fts, p.source, p.source_match, p.content_type)
+                run = self.runs.cached(*args)
+                if run is None:
+                    bound = self.rank_bound(name, q, p)
+                    if bound is None or bound > fts:
+                        continue
+                    run = self.runs.run(self.conn, self.store.schema, *args)
                 if any(h.rowid == ch.rowid for h in run.hits):
                     return True
         return False
 
-    def position(self, p: SearchParams, runs: RunCache | None) -> tuple[int | None, str]:
+    def position(self, p: SearchParams, runs: RunCache | None) -> tuple[int | None, str, bool]:
         """Run the pipeline with ``p``: the chunk's final position (or
-        ``None``) and the layer. A probe through the cache skips the paths
-        (only the answer is read); the confirming run computes everything."""
+        ``None``), the layer, and whether a retriever run was a prefix of a
+        deeper one (the answer then needs confirming). A probe through the
+        cache skips the paths (only the answer is read); the confirming run
+        computes everything."""
         self.reruns += 1
+        before = runs.slices if runs is not None else 0
         t = search(self.store, p, conn=self.conn, runs=runs, refresh=False, paths=runs is None)
         pos = next((r.position for r in t.final if r.candidate.rowid == self.chunk.rowid), None)
-        return pos, t.layer
+        return pos, t.layer, runs is not None and runs.slices != before
 
 
 def would_return_with(
@@ -386,7 +442,9 @@ def would_return_with(
             thread; defaults to the store's own connection.
         stop: called before each re-run; ``True`` stops the search (reason
             ``cancelled``).
-        limit_max, pool_max: the largest limit and pool size tried.
+        limit_max: the largest limit tried.
+        pool_max: the largest pool size tried (:func:`pool_bound` of the
+            current pool size, at most this).
 
     Returns:
         A :class:`Counterfactual`: the change, the chunk's position with it
@@ -440,16 +498,19 @@ def _would_return_with(store: Store, conn: sqlite3.Connection, params: SearchPar
                 continue
             if stop is not None and stop():
                 return Counterfactual(chunk.rowid, None, reason="cancelled", reruns=s.reruns, ruled_out=s.ruled_out)
-            pos, _ = s.position(change.params, cache)
+            pos, layer, sliced = s.position(change.params, cache)
             if pos is None:
                 continue
-            # Confirm with a run that takes nothing from a cache.
-            confirmed, layer = s.position(change.params, None)
+            # A run that took a prefix of a deeper run is confirmed by one that takes nothing from a cache.
+            confirmed = pos
+            if sliced:
+                confirmed, layer, _ = s.position(change.params, None)
             if confirmed is not None:
                 return Counterfactual(chunk.rowid, change, confirmed, layer, reruns=s.reruns, ruled_out=s.ruled_out)
             break  # the cached runs disagreed with SQLite: search again without prefix reuse
         else:
             return Counterfactual(chunk.rowid, None, reason="no-single-change",
-                                  data=(("limit_max", limit_max), ("pool_size_max", pool_max)),
+                                  data=(("limit_max", limit_max),
+                                        ("pool_size_max", pool_bound(trace.pool_size, pool_max))),
                                   reruns=s.reruns, ruled_out=s.ruled_out)
     raise AssertionError("a change returned the chunk through exact runs but not in the confirming run")

@@ -62,9 +62,11 @@ def run_key(retriever: str, query: str, source: str | None, source_match: str, c
 class RunCache:
     """Retriever runs and corrections of one store, valid for one data version.
 
-    Thread-safe. Counters ``hits`` (runs answered from the cache, whole or
-    as a prefix), ``misses`` (runs fetched) and ``rows_fetched`` are for
-    tests and benchmarks.
+    Thread-safe. Counters: ``hits`` (runs answered from the cache, whole or
+    as a prefix), ``misses`` (runs fetched), ``slices`` (answers that are a
+    prefix of a deeper run rather than the statement itself) and
+    ``rows_fetched``, for tests, benchmarks and the counterfactual's
+    confirming run.
 
     Args:
         store: the store whose runs are kept.
@@ -79,7 +81,7 @@ class RunCache:
         self._sentinel: sqlite3.Connection | None = None
         self._runs: dict[tuple, RetrieverRun] = {}
         self._corrections: dict[str, Correction] = {}
-        self.hits = self.misses = self.rows_fetched = 0
+        self.hits = self.misses = self.rows_fetched = self.slices = 0
 
     # ─── the data version ─────────────────────────────────────────────
 
@@ -121,6 +123,40 @@ class RunCache:
 
     # ─── what the pipeline asks for ───────────────────────────────────
 
+    def _answer(self, key: tuple, fts_limit: int) -> RetrieverRun | None:
+        """The cached answer for ``key`` at ``fts_limit`` (lock held), or ``None``."""
+        have = self._runs.get(key)
+        if have is None:
+            return None
+        if have.fts_limit == fts_limit:
+            self._runs[key] = self._runs.pop(key)  # most recent last
+            return have
+        complete = len(have.hits) < have.fts_limit
+        if self.exact or not (have.fts_limit >= fts_limit or complete):
+            return None
+        self._runs[key] = self._runs.pop(key)
+        self.slices += 1
+        return replace(have, fts_limit=fts_limit, hits=have.hits[:fts_limit], elapsed_ms=0.0)
+
+    def _key(self, retriever: str, query: str, fts_limit: int, source: str | None, source_match: str,
+             content_type: str | None) -> tuple:
+        key = run_key(retriever, query, source, source_match, content_type)
+        return key + (fts_limit,) if self.exact else key
+
+    def cached(
+        self,
+        retriever: str,
+        query: str,
+        fts_limit: int,
+        source: str | None = None,
+        source_match: str = "like",
+        content_type: str | None = None,
+    ) -> RetrieverRun | None:
+        """What :meth:`run` would answer without running SQL, or ``None``."""
+        key = self._key(retriever, query, fts_limit, source, source_match, content_type)
+        with self._lock:
+            return self._answer(key, fts_limit)
+
     def run(
         self,
         conn: sqlite3.Connection,
@@ -145,19 +181,13 @@ class RunCache:
             and whose ``hits`` are the first ``fts_limit`` rows (1-based
             ranks, as fetched); ``elapsed_ms`` is 0 for a cached answer.
         """
-        key = run_key(retriever, query, source, source_match, content_type)
-        if self.exact:
-            key += (fts_limit,)
+        key = self._key(retriever, query, fts_limit, source, source_match, content_type)
         with self._lock:
+            hit = self._answer(key, fts_limit)
+            if hit is not None:
+                self.hits += 1
+                return hit
             have = self._runs.get(key)
-            if have is not None:
-                complete = len(have.hits) < have.fts_limit
-                if have.fts_limit == fts_limit or (not self.exact and (have.fts_limit >= fts_limit or complete)):
-                    self.hits += 1
-                    self._runs[key] = self._runs.pop(key)  # most recent last
-                    if have.fts_limit == fts_limit:
-                        return have
-                    return replace(have, fts_limit=fts_limit, hits=have.hits[:fts_limit], elapsed_ms=0.0)
             fetch = fts_limit if have is None or self.exact else max(fts_limit, 2 * have.fts_limit)
         run = retrieve(conn, schema, retriever, query, fetch, source, source_match, content_type)
         with self._lock:
@@ -170,8 +200,9 @@ class RunCache:
                     self._runs[key] = run
                 while len(self._runs) > MAX_RUNS:
                     self._runs.pop(next(iter(self._runs)))
-        if fetch == fts_limit:
-            return run
+            if fetch == fts_limit:
+                return run
+            self.slices += 1
         return replace(run, fts_limit=fts_limit, hits=run.hits[:fts_limit])
 
     def correction(self, conn: sqlite3.Connection, word: str) -> Correction:

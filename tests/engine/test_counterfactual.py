@@ -133,7 +133,7 @@ def test_no_single_change_within_the_bounds(store):
     # two changes needed: lift the source filter and split the key
     cf = would_return_with(store, SearchParams("widget", limit=1, source="nothing"), rowid=3)
     assert cf.reason == "no-single-change" and cf.change is None
-    assert (cf.get("limit_max"), cf.get("pool_size_max")) == (100, 200)
+    assert (cf.get("limit_max"), cf.get("pool_size_max")) == (100, 4)  # 4 × the pool (the limit, 1)
     assert cf.ruled_out > 0
     assert sentence(cf).startswith("no single change returns it (tried limits up to 100")
 
