@@ -93,3 +93,36 @@ def test_fate_of_a_fuzzy_answer():
     assert fate_text(fate(s, trace, top)) == "#1 in the answer (after typo correction)"
     other = next(r.rowid for r in trace_flows(trace)[0].rows if r.final is None)
     assert fate_text(fate(s, trace, other)) == "left at Candidate pool in the fuzzy re-run: beyond the pool (fused #2, pool 1)"
+
+
+def test_compact_cells():
+    assert cell_text(FlowCell("pool", "at", 4, 3, "fusion"), compact=True) == "4↑3"
+    assert cell_text(FlowCell("pool", "at", 1, 0, "fusion"), compact=True) == "1="
+    assert header("filter", compact=True) == "Filt" and header("fuzzy:rerank", compact=True) == "~Rrk"
+    sess = Exit("filter", "session-filter", (("position", 1), ("session_id", "a-very-long-session"),
+                                              ("allow_set", ())))
+    assert marker(sess, compact=True) == "✗a-ver…"
+    assert [marker(Exit("fusion", "merged", (("into_rowid", 57),)), True),
+            marker(Exit("trim", "trimmed", (("limit", 3),)), True),
+            marker(Exit("pool", "beyond-pool", ()), True),
+            marker(Exit("retrieve", "no-term", ()), True)] == ["→57", "cut@3", "beyond", "none"]
+
+
+def test_the_rich_table_fits_80_columns_compact_and_120_in_full(store):
+    from rich.console import Console
+
+    from tui.flowtext import LEGEND, fits, flow_table
+
+    index_herd(store)
+    index_collide(store)
+    [flow] = trace_flows(search(store, SearchParams("zebra widget", limit=3, sessions=("mine",))))
+    assert fits(flow, 120) and not fits(flow, 80) and fits(flow, 80, compact=True)
+    for width, expect in ((80, ["→9", "✗other", "cut@3", "Filt"]), (120, ["merged→9", "session other", "cut @3",
+                                                                          "Filter", "Final"])):
+        console = Console(width=width, no_color=True, record=True)
+        console.print(flow_table(flow, width))
+        text = console.export_text()
+        assert max(cell_len(line) for line in text.splitlines()) <= width
+        for word in expect:
+            assert word in text, (width, word)
+    assert "→57 merged into row 57" in LEGEND

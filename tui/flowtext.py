@@ -11,6 +11,11 @@ their own (no colour needed, ``NO_COLOR`` reads the same):
 * ``·`` a retriever that did not return it, blank after it left, ``–`` a
   stage that did not run in this pass.
 
+A *compact* form fits 80 columns (the browser scrolls it, the CLI prints
+it with :data:`LEGEND`): short headers, positions without ``#`` (``4↑3``),
+``→57`` merged into row 57, ``✗s2`` removed (session s2), ``cut@3``,
+``beyond`` (the pool), ``none`` (not retrieved).
+
 Also the results list's movement (``4→1 ↑3``), a title cut in the middle
 that keeps its last heading (``ferryctl … > publish > Example``), the
 pinned chunk's fate line and the counterfactual. No Textual here (Rich
@@ -18,6 +23,8 @@ only measures cell widths).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 
@@ -28,17 +35,29 @@ from engine.model import FUZZY_PREFIX, Exit
 from engine.paths import sentence as exit_sentence
 from engine.stages import base_id, stage
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
 #: Short column headers by stage id (the table's titles are too long for a cell).
 SHORT = {"porter": "Porter", "trigram": "Trigram", "fusion": "Fused", "pool": "Pool", "filter": "Filter",
          "trim": "Trim", "rerank": "Rerank", "final": "Final"}
+#: Compact headers.
+SHORT_COMPACT = {"porter": "Por", "trigram": "Tri", "fusion": "Fus", "pool": "Pool", "filter": "Filt",
+                 "trim": "Trim", "rerank": "Rrk", "final": "Fin"}
+#: What the compact symbols mean (printed under a compact table).
+LEGEND = ("4↑3 position and move · →57 merged into row 57 · ✗s2 removed by the session filter (session s2) · "
+          "cut@3 cut at limit 3 · beyond the pool · none: not retrieved · · not returned by this retriever · "
+          "– did not run")
+#: Longest session id shown in a compact cell.
+COMPACT_SESSION = 6
 ABSENT = "·"
 NOT_RUN = "–"
 ELLIPSIS = "…"
 
 
-def header(stage_id: str) -> str:
-    """A column header: ``Fused``; in the fuzzy re-run ``~Fused``."""
-    name = SHORT.get(base_id(stage_id)) or stage(stage_id).title
+def header(stage_id: str, compact: bool = False) -> str:
+    """A column header: ``Fused`` (compact ``Fus``); in the fuzzy re-run ``~Fused``."""
+    name = (SHORT_COMPACT if compact else SHORT).get(base_id(stage_id)) or stage(stage_id).title
     return ("~" if stage_id.startswith(FUZZY_PREFIX) else "") + name
 
 
@@ -49,11 +68,14 @@ def move_text(move: int | None) -> str:
     return f"↑{move}" if move > 0 else f"↓{-move}" if move < 0 else "="
 
 
-def marker(exit: Exit) -> str:
+def marker(exit: Exit, compact: bool = False) -> str:
     """Where and why a chunk left, in a word or two: ``merged→57``,
     ``session s2`` (``session ''``: unattributed), ``cut @3``, ``beyond
-    pool``, ``not retrieved``; another code: the code itself."""
+    pool``, ``not retrieved``; another code: the code itself. Compact:
+    ``→57``, ``✗s2``, ``cut@3``, ``beyond``, ``none``."""
     r = exit.reason
+    if compact:
+        return _compact_marker(exit)
     if r == "merged":
         return f"merged→{exit.get('into_rowid')}"
     if r == "session-filter":
@@ -68,15 +90,33 @@ def marker(exit: Exit) -> str:
     return r
 
 
-def cell_text(cell: FlowCell) -> str:
+def _compact_marker(exit: Exit) -> str:
+    r = exit.reason
+    if r == "merged":
+        return f"→{exit.get('into_rowid')}"
+    if r == "session-filter":
+        sid = str(exit.get("session_id") or "''")
+        return "✗" + (sid if len(sid) <= COMPACT_SESSION else sid[: COMPACT_SESSION - 1] + ELLIPSIS)
+    if r == "trimmed":
+        return f"cut@{exit.get('limit')}"
+    if r == "beyond-pool":
+        return "beyond"
+    if base_id(exit.stage) in ("retrieve", "fuzzy"):
+        return "none"
+    return r
+
+
+def cell_text(cell: FlowCell, compact: bool = False) -> str:
     """One cell: ``#4 ↑3``, ``#7`` (a retriever), a :func:`marker`, ``·``,
-    ``–`` or ``""``."""
+    ``–`` or ``""``; compact: ``4↑3``, ``7``, the compact marker."""
     if cell.state == "at":
         mv = move_text(cell.move)
+        if compact:
+            return f"{cell.position}{mv}"
         return f"#{cell.position}" + (f" {mv}" if mv else "")
     if cell.state == "left":
         assert cell.exit is not None
-        return marker(cell.exit)
+        return marker(cell.exit, compact)
     if cell.state == "absent":
         return ABSENT
     if cell.state == "not-run":
@@ -84,9 +124,9 @@ def cell_text(cell: FlowCell) -> str:
     return ""
 
 
-def row_texts(row: FlowRow) -> list[str]:
+def row_texts(row: FlowRow, compact: bool = False) -> list[str]:
     """Every cell of ``row`` as text, in column order."""
-    return [cell_text(c) for c in row.cells]
+    return [cell_text(c, compact) for c in row.cells]
 
 
 def movement(row: FlowRow | None) -> str:
@@ -164,3 +204,72 @@ def flow_title(flow: Flow) -> str:
     name = "first pass" if flow.pass_name == "first" else "fuzzy re-run"
     role = "the answer" if flow.answering else "shadow: not the answer" if flow.shadow else "not the answer"
     return f"{name} {flow.query!r} ({role})"
+
+
+# ─── the table (Rich) ────────────────────────────────────────────────────
+
+#: Styles by cell meaning; the text alone says it (NO_COLOR drops these).
+CELL_STYLES = {"up": "green", "down": "red", "same": "", "left": "bold yellow", "absent": "dim", "not-run": "dim"}
+#: Narrowest title column.
+MIN_TITLE = 12
+
+
+def cell_style(cell: FlowCell) -> str:
+    """A Rich style for ``cell``: bad news (``↓``, a marker) at least as
+    visible as good news; dim only for "not there" (``·``, ``–``)."""
+    if cell.state == "at":
+        return CELL_STYLES.get(cell.direction or "same", "")
+    return CELL_STYLES.get(cell.state, "")
+
+
+def flow_widths(flow: Flow, compact: bool = False) -> list[int]:
+    """Each stage column's width in cells: its header or its longest cell."""
+    widths = [cell_len(header(s, compact)) for s in flow.stages]
+    for row in flow.rows:
+        for i, text in enumerate(row_texts(row, compact)):
+            widths[i] = max(widths[i], cell_len(text))
+    return widths
+
+
+def fits(flow: Flow, width: int, compact: bool = False) -> bool:
+    """Whether the table fits ``width`` cells with a title column of at
+    least :data:`MIN_TITLE`."""
+    return _title_width(flow, width, compact) >= MIN_TITLE
+
+
+def _rowid_width(flow: Flow) -> int:
+    return max([cell_len("row")] + [len(str(r.rowid)) for r in flow.rows])
+
+
+def _title_width(flow: Flow, width: int, compact: bool) -> int:
+    fixed = sum(w + 2 for w in flow_widths(flow, compact)) + _rowid_width(flow) + 2 + 2
+    return width - fixed
+
+
+def flow_table(flow: Flow, width: int = 120, compact: bool | None = None) -> "Table":
+    """The flow as a Rich table in ``width`` cells: the row id, the title
+    (cut in the middle to what the stage columns leave, at least
+    :data:`MIN_TITLE`), then a column per stage. ``compact=None`` picks the
+    compact form when the full one does not fit (print :data:`LEGEND` with it)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from . import safe
+
+    if compact is None:
+        compact = not fits(flow, width)
+    widths = flow_widths(flow, compact)
+    longest = max([cell_len("title")] + [cell_len(safe.line(r.title)) for r in flow.rows])
+    title_w = min(longest, max(MIN_TITLE, _title_width(flow, width, compact)))
+    t = Table(title=Text(safe.line(flow_title(flow))), title_justify="left", box=None, expand=False,
+              padding=(0, 1), header_style="bold")
+    t.add_column("row", justify="right", no_wrap=True, min_width=_rowid_width(flow))
+    t.add_column("title", no_wrap=True, width=title_w)
+    for sid, w in zip(flow.stages, widths):
+        t.add_column(header(sid, compact), no_wrap=True, min_width=w)
+    for row in flow.rows:
+        cells = [Text(cell_text(c, compact), style=cell_style(c)) for c in row.cells]
+        t.add_row(str(row.rowid), Text(middle_cut(safe.line(row.title), title_w)), *cells)
+    if not flow.rows:
+        t.add_row("", Text("(no candidate entered this pass)", style="italic"), *[""] * len(flow.stages))
+    return t
