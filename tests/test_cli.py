@@ -129,7 +129,7 @@ def test_main_turns_stray_errors_into_one_line(monkeypatch, capsys):
     OSError escaping a command is one line, exit 2."""
     import sqlite3
 
-    import tui.cli as cli
+    import tui.cli.search as cli
     from engine import StoreError
 
     for exc, text in (

@@ -8,7 +8,7 @@
 * ``--stores``: a picker over :func:`engine.discovery.find_stores` (when that
   module exists).
 
-Bad paths raise :class:`tui.cli.CliError` (one line, exit status 2).
+Bad paths raise :class:`tui.cli.base.CliError` (one line, exit status 2).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from engine import Store, StoreError
 from engine.corpus import SESSIONS_FILE, load_sessions_map
 
 from .cache import CacheEntry, cache_entry, cached_skips, load_cached
-from .cli import CliError
+from .cli.base import CliError
 from .facts import read_facts
 
 #: The corpus opened when no PATH is given.

@@ -18,10 +18,10 @@ from rich.text import Text
 
 from engine.discovery import content_dirs, find_stores
 
-from . import safe
-from .cli import app, console, open_store, write_json
-from .fmt import human_bytes, pack
-from .render import plain
+from .. import safe
+from .base import console, open_store, write_json
+from ..fmt import human_bytes, pack
+from ..render import plain
 
 
 def _short(path: str) -> str:
@@ -43,7 +43,6 @@ def _counted(value: Optional[int], noun: str) -> str:
     return f"{_count(value)} {noun}" + ("" if value == 1 else "s")
 
 
-@app.command("stores")
 def stores_cmd(
     project: Optional[Path] = typer.Option(
         None, "--project", help="Only the store of this project directory (named by the hash of its path)."
@@ -148,7 +147,6 @@ def _print_store_block(i) -> None:
         console.print(Text("    " + line, style="red" if i.error else ""), overflow="fold")
 
 
-@app.command("sessions")
 def sessions_cmd(
     db: Path = typer.Option(..., "--db", help="Store to read (opened read-only)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {session_id, chunks}."),

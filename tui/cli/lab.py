@@ -38,8 +38,8 @@ from engine.doctor import DoctorReport, diagnose
 from engine.model import Variant
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
-from . import safe
-from .cli import (
+from .. import safe
+from .base import (
     ContentTypeFilter,
     Limit,
     OptionalLimit,
@@ -47,16 +47,15 @@ from .cli import (
     SessionFilter,
     SourceExact,
     SourceFilter,
-    app,
     console,
     fail,
-    load_queries,
     make_params,
     open_store,
     write_json,
 )
-from .fmt import clip, query_label
-from .render import REASON_SHOWN, plain
+from ..fmt import clip, query_label
+from ..render import REASON_SHOWN, plain
+from .search import load_queries
 
 SPEC_HELP = (
     "Variant spec: comma-separated key=value with keys "
@@ -173,7 +172,6 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     return Group(t, summary)
 
 
-@app.command("compare")
 def compare_cmd(
     query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries)."),
     db: SearchDb = ...,
@@ -247,7 +245,6 @@ def explanation_renderable(e: Explanation) -> Group:
     return Group(head, reason, plain("  " + e.message))
 
 
-@app.command("why")
 def why_cmd(
     query: str = typer.Argument(..., help="Query text."),
     db: SearchDb = ...,
@@ -335,7 +332,6 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
     return Group(*parts)
 
 
-@app.command("doctor")
 def doctor_cmd(
     db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),

@@ -1,0 +1,130 @@
+"""The ``rankscope`` command: the Typer application and its entry point.
+
+``rankscope`` with no argument opens the browser on the bundled
+``sample_corpus/``; ``rankscope PATH`` opens a store (``.db``, read-only) or
+indexes a folder first. Every subcommand is registered here, explicitly, from
+:data:`COMMANDS` (no import side effects): ``python -m tui.cli`` and
+``python -m tui`` run exactly what ``rankscope`` runs.
+
+Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
+never a traceback: :func:`main` turns :class:`CliError`, any
+:class:`~engine.StoreError` (a damaged store is a
+:class:`~engine.CorruptStoreError`), a stray ``sqlite3.DatabaseError`` and
+``OSError`` into that line.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import typer
+
+from engine import StoreError
+
+from . import lab, search, serve, stores
+from .base import CliError, error_exit, fail, os_error_text, unwrap
+
+#: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
+APP_HELP = (
+    "Watch context-mode's lexical retrieval pipeline work, stage by stage.\n\n"
+    "The browser: rankscope \\[PATH] \\[--stores]. Without PATH it opens the bundled sample corpus; PATH is a "
+    ".db store (opened read-only) or a folder (indexed into a cached store first); --stores picks one of your "
+    "context-mode content stores.\n\n"
+    "The commands below work without the browser; each has --help."
+)
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    help=APP_HELP,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def package_version() -> str:
+    """The installed rankscope version (``unknown`` when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rankscope")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"rankscope {package_version()}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="Print rankscope's version and exit.", callback=_print_version, is_eager=True
+    ),
+) -> None:
+    """Options before the command (``--version``)."""
+
+
+#: Every subcommand, in ``rankscope --help`` order: (name, function).
+COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("index", search.index),
+    ("search", search.search_cmd),
+    ("batch", search.batch),
+    ("compare", lab.compare_cmd),
+    ("why", lab.why_cmd),
+    ("doctor", lab.doctor_cmd),
+    ("stores", stores.stores_cmd),
+    ("sessions", stores.sessions_cmd),
+    ("serve", serve.serve),
+)
+
+for _name, _fn in COMMANDS:
+    app.command(_name, help=unwrap(_fn.__doc__))(_fn)
+
+# ─── browser entry ───────────────────────────────────────────────────────
+
+SUBCOMMANDS_HELP = "Run 'rankscope --help' for the subcommands."
+
+
+def browse(path: Optional[str], stores: bool = False) -> None:
+    """Open the browser (imported lazily so the CLI stays Textual-free)."""
+    if path is not None and not Path(path).exists():
+        fail(f"no such file or folder: {path} (give a .db store or a folder to index)")
+    from ..launch import launch_browser
+
+    launch_browser(path, stores=stores)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Console-script entry point."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    commands = {name for name, _ in COMMANDS}
+    try:
+        if not args or (args[0] not in commands and args[0] not in ("-h", "--help", "--version")):
+            stores = "--stores" in args
+            rest = [a for a in args if a != "--stores"]
+            if len(rest) > 1 or any(a.startswith("-") for a in rest):
+                fail(f"unexpected arguments {' '.join(rest)!r}. Usage: rankscope [PATH] [--stores]. {SUBCOMMANDS_HELP}")
+            browse(rest[0] if rest else None, stores=stores)
+            return
+        app(args=args, prog_name="rankscope", standalone_mode=True)
+    except (CliError, StoreError) as exc:
+        error_exit(str(exc))
+    except sqlite3.DatabaseError as exc:  # last resort: the engine names the store in a StoreError
+        error_exit(f"SQLite error: {exc}")
+    except BrokenPipeError:
+        # `rankscope ... | head`: the reader left; nothing more to say.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        raise SystemExit(1)
+    except OSError as exc:  # last resort: an output file, a port, a folder
+        error_exit(os_error_text(exc))
+    except KeyboardInterrupt:
+        raise SystemExit(130)
