@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding
 from textual.screen import Screen
+from textual.message_pump import MessagePump
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine import SearchParams, Store, search, trace_to_dict
@@ -23,14 +23,16 @@ from engine.model import Trace, Variant
 from engine.why import ChunkNotFoundError, why_not
 
 from . import safe
+from .actions import app_action, bindings
 from .cache import CacheEntry, SkipList, build_cache, corpus_files
 from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
 from .facts import describe_problem, read_facts
 from .fmt import json_text
-from .messages import (ChunkMatches, ChunksLoaded, CompareFinished, DoctorFinished, SearchFailed, SearchFinished,
-                       StoreReady, WhyFinished)
-from .screens.browser import BrowserScreen
+from .messages import (ApplyParams, ChunkMatches, ChunksLoaded, CompareFinished, Diagnose, DiscoverStores,
+                       DoctorFinished, ExplainChunk, FindChunks, IndexFolder, LoadChunks, RunCompare, RunSearch,
+                       SearchFailed, SearchFinished, StoreReady, StoresFound, VariantsChosen, WhyFinished)
+from .screens.browser import BrowserScreen, StoreOverview
 from .screens.compare import CompareScreen
 from .screens.doctor import DoctorScreen
 from .screens.help import HelpScreen
@@ -41,7 +43,6 @@ from .screens.skipped import SkippedScreen
 from .screens.stores import StorePickerScreen
 from .screens.why import ChunkEntry, WhyScreen, chunk_entries, finder_keys, match_chunks
 
-_QUERY_GROUP = Binding.Group("Query ", compact=True)
 SearchFn = Callable[..., Trace]
 
 
@@ -57,34 +58,9 @@ class RankscopeApp(App[None]):
     TITLE = "rankscope"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     COMMANDS = App.COMMANDS | {RankscopeCommands}
-    BINDINGS = [
-        Binding("ctrl+l", "focus_query", "Query", priority=True, id="focus-query", group=_QUERY_GROUP,
-                tooltip="Focus the query box with its text selected (also closes dialogs)"),
-        Binding("slash", "focus_query_slash", "Query", key_display="/", id="focus-query-slash", group=_QUERY_GROUP,
-                tooltip="Focus the query box (when focus is elsewhere)"),
-        Binding("f1", "help", "Help", id="help", tooltip="What each pipeline stage does, and the keys"),
-        # Tab and shift+Tab as priority bindings: they run as the key arrives, so keys typed right
-        # after them (one burst) reach the newly focused widget, not the one that had focus.
-        Binding("tab", "focus_next", "Next", show=False, priority=True, id="focus-next",
-                tooltip="Focus the next widget"),
-        Binding("shift+tab", "focus_previous", "Previous", show=False, priority=True, id="focus-previous",
-                tooltip="Focus the previous widget"),
-        Binding("f2", "edit_params", "Params", id="edit-params",
-                tooltip="Limit, source filter (substring or exact) and content type"),
-        Binding("f3", "choose_sessions", "Sessions", id="choose-sessions",
-                tooltip="Turn the session filter on or off and choose the allow-set"),
-        Binding("f4", "copy_command", "Copy", id="copy-command",
-                tooltip="Copy this search as a 'rankscope search' command line"),
-        Binding("f6", "export_trace", "Export", id="export-trace",
-                tooltip="Write the whole trace as JSON into the current folder"),
-        # The what-if lab: not in the footer (it is full at 80 columns); listed in F1 and ctrl+p.
-        Binding("f7", "compare", "Compare", id="lab-compare", show=False,
-                tooltip="Compare this search under two pipeline variants (A = reference, B = your choice)"),
-        Binding("f8", "why_not", "Why not?", id="lab-why", show=False,
-                tooltip="Why is chunk X missing? Find any chunk and see where it left the pipeline"),
-        Binding("f9", "doctor", "Doctor", id="lab-doctor", show=False,
-                tooltip="Store diagnostics: key collisions, oversized and Untitled chunks, counts, staleness"),
-    ]
+    #: Every app key, from the one action table (tui.actions), which also feeds
+    #: the command palette and the F1 key list.
+    BINDINGS = bindings("app")
 
     def __init__(
         self,
@@ -154,8 +130,10 @@ class RankscopeApp(App[None]):
         return self._new_browser(store)
 
     def _new_browser(self, store: Store) -> BrowserScreen:
-        return BrowserScreen(store, self.store_label, self.initial_params, show_timings=self.show_timings,
-                             cursor_blink=self.cursor_blink)
+        overview = StoreOverview(stats=dict(self.store_stats), session_counts=tuple(self.session_counts),
+                                 problem=self.store_problem, skipped=self.skipped, suggestions=self.suggestions)
+        return BrowserScreen(store, self.store_label, self.initial_params, overview=overview,
+                             show_timings=self.show_timings, cursor_blink=self.cursor_blink)
 
     def _load_store_facts(self, store: Store) -> None:
         """Read the store's counts, sessions and source labels.
@@ -223,12 +201,15 @@ class RankscopeApp(App[None]):
     # ── actions ────────────────────────────────────────────────────────
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("edit_params", "choose_sessions", "copy_command", "export_trace") and isinstance(
-            self.screen, (CompareScreen, WhyScreen, DoctorScreen)
-        ):
-            return False  # browser keys: off on the lab screens (Esc first), which keeps their footer readable
-        if action in ("focus_query", "focus_query_slash", "edit_params", "choose_sessions", "copy_command", "export_trace",
-                      "compare", "why_not", "why_selected", "doctor", "show_skipped"):
+        """What the action table (:mod:`tui.actions`) says: browser keys are off on
+        the lab screens (Esc first), which keeps their footer readable; actions
+        that need a browser wait for one."""
+        row = app_action(action)
+        if row is None:
+            return True
+        if row.browser_key and isinstance(self.screen, (CompareScreen, WhyScreen, DoctorScreen)):
+            return False
+        if row.needs:
             return self.browser is not None
         return True
 
@@ -298,9 +279,9 @@ class RankscopeApp(App[None]):
 
     # ── the what-if lab ────────────────────────────────────────────────
 
-    def remember_variants(self, a: Variant, b: Variant) -> None:
+    def on_variants_chosen(self, event: VariantsChosen) -> None:
         """Keep the compare screen's variants for its next opening."""
-        self.compare_variants = (a, b)
+        self.compare_variants = (event.variant_a, event.variant_b)
 
     def action_compare(self, spec_b: str | None = None) -> None:
         """Open the compare screen for the current search (B from ``spec_b`` if given)."""
@@ -313,7 +294,8 @@ class RankscopeApp(App[None]):
 
             b = parse_variant(spec_b)
             self.compare_variants = (a, b)
-        self.push_screen(CompareScreen(browser.params, a, b), callback=self._after_dialog)
+        self.push_screen(CompareScreen(browser.params, a, b, cursor_blink=self.cursor_blink),
+                         callback=self._after_dialog)
 
     def selected_subject(self):
         """The chunk the browser's journey pane follows, or ``None``."""
@@ -339,7 +321,8 @@ class RankscopeApp(App[None]):
             self._open_why(browser, subject.rowid if subject is not None else None)
 
     def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
-        self.push_screen(WhyScreen(browser.params, rowid=rowid, trace=browser.trace), callback=self._after_dialog)
+        self.push_screen(WhyScreen(browser.params, rowid=rowid, trace=browser.trace, cursor_blink=self.cursor_blink),
+                         callback=self._after_dialog)
 
     def action_open_stores(self) -> None:
         """Show the picker of context-mode content stores on this machine
@@ -388,16 +371,51 @@ class RankscopeApp(App[None]):
         self.notify_plain(str(path.absolute()), title="Trace exported", timeout=8)
         return path
 
+    # ── requests from the screens (tui.messages) ───────────────────────
+
+    def on_apply_params(self, event: ApplyParams) -> None:
+        """A dialog changed search parameters: the browser searches again."""
+        browser = self.browser
+        if browser is not None:
+            browser.update_params(**event.changes)
+
+    def on_run_search(self, event: RunSearch) -> None:
+        self.run_search(event.store, event.params, event.seq, event.requester)
+
+    def on_run_compare(self, event: RunCompare) -> None:
+        self.run_compare(event.params_a, event.params_b, event.seq, event.requester)
+
+    def on_explain_chunk(self, event: ExplainChunk) -> None:
+        self.run_why(event.params, event.rowid, event.seq, event.requester, event.trace)
+
+    def on_load_chunks(self, event: LoadChunks) -> None:
+        """The finder's chunk list: at once when already read for this store."""
+        if self.chunk_index is not None:
+            event.requester.post_message(ChunksLoaded(self.chunk_index))
+        else:
+            self.load_chunks(event.requester)
+
+    def on_find_chunks(self, event: FindChunks) -> None:
+        self.match_chunks(event.text, event.seq, event.requester)
+
+    def on_diagnose(self, event: Diagnose) -> None:
+        self.run_doctor(event.requester)
+
+    def on_index_folder(self, event: IndexFolder) -> None:
+        self.index_folder(event.entry, event.label, event.requester)
+
+    def on_discover_stores(self, event: DiscoverStores) -> None:
+        self.discover_stores(event.finder, event.requester)
+
     # ── workers (all on the app, so one handler reports their errors) ──
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="search")
-    def run_search(self, params: SearchParams, seq: int, target: BrowserScreen) -> None:
+    def run_search(self, store: Store, params: SearchParams, seq: int, target: MessagePump) -> None:
         """Run the pipeline in a thread on its own SQLite connection and post
         :class:`SearchFinished` to ``target``; a cancelled search posts nothing."""
         worker = get_current_worker()
         if worker.is_cancelled:
             return
-        store = target.store
         try:
             with store.thread_connection() as conn:
                 trace = self.search_fn(store, params, conn=conn)
@@ -416,7 +434,7 @@ class RankscopeApp(App[None]):
         return store
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
-    def run_compare(self, params_a: SearchParams, params_b: SearchParams, seq: int, target: Screen) -> None:
+    def run_compare(self, params_a: SearchParams, params_b: SearchParams, seq: int, target: MessagePump) -> None:
         """Search ``params_a`` and ``params_b`` on one connection and post
         :class:`CompareFinished` (the comparison) to ``target``."""
         worker = get_current_worker()
@@ -430,7 +448,7 @@ class RankscopeApp(App[None]):
             target.post_message(CompareFinished(seq, compare_traces(trace_a, trace_b)))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="why")
-    def run_why(self, params: SearchParams, rowid: int, seq: int, target: Screen, trace: Trace | None = None) -> None:
+    def run_why(self, params: SearchParams, rowid: int, seq: int, target: MessagePump, trace: Trace | None = None) -> None:
         """Explain chunk ``rowid`` for ``params`` and post :class:`WhyFinished`."""
         worker = get_current_worker()
         store = self._lab_store()
@@ -445,7 +463,7 @@ class RankscopeApp(App[None]):
             target.post_message(WhyFinished(seq, explanations))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="chunks")
-    def load_chunks(self, target: Screen) -> None:
+    def load_chunks(self, target: MessagePump) -> None:
         """Read the store's chunk list once for the finder; post :class:`ChunksLoaded`."""
         store = self._lab_store()
         with store.thread_connection() as conn, store.lock:
@@ -461,7 +479,7 @@ class RankscopeApp(App[None]):
         target.post_message(ChunksLoaded(entries))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="find")
-    def match_chunks(self, text: str, seq: int, target: Screen) -> None:
+    def match_chunks(self, text: str, seq: int, target: MessagePump) -> None:
         """Fuzzy-match ``text`` against the chunk list; post :class:`ChunkMatches`."""
         worker = get_current_worker()
         entries, keys = self.chunk_index or [], self._chunk_keys
@@ -470,7 +488,7 @@ class RankscopeApp(App[None]):
             target.post_message(ChunkMatches(seq, matches))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="doctor")
-    def run_doctor(self, target: Screen) -> None:
+    def run_doctor(self, target: MessagePump) -> None:
         """Diagnose the store (read-only) and post :class:`DoctorFinished`."""
         store = self._lab_store()
         with store.thread_connection() as conn:
@@ -478,7 +496,7 @@ class RankscopeApp(App[None]):
         target.post_message(DoctorFinished(report))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="index")
-    def index_folder(self, entry: CacheEntry, target: LoadingScreen) -> None:
+    def index_folder(self, entry: CacheEntry, label: str, target: MessagePump) -> None:
         """Index ``entry.folder`` into the cache, posting progress to ``target``,
         then :class:`StoreReady` to the app."""
         worker = get_current_worker()
@@ -496,13 +514,13 @@ class RankscopeApp(App[None]):
         if worker.is_cancelled:
             store.close()
             return
-        self.post_message(StoreReady(store, target.label, skips[0] if skips else SkipList()))
+        self.post_message(StoreReady(store, label, skips[0] if skips else SkipList()))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
-    def discover_stores(self, finder: Callable[[], list[Any]], target: StorePickerScreen) -> None:
-        """Find content stores in a thread (it may walk folders) and list them."""
+    def discover_stores(self, finder: Callable[[], list[Any]], target: MessagePump) -> None:
+        """Find content stores in a thread (it may walk folders); post :class:`StoresFound`."""
         infos = list(finder())
-        self.call_from_thread(target.show_stores, infos)
+        target.post_message(StoresFound(infos))
 
     # ── errors ─────────────────────────────────────────────────────────
 

@@ -8,12 +8,12 @@ one pane shows at a time under a tab bar (keys 1 2 3, or the tabs).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Tab, Tabs
@@ -22,8 +22,10 @@ from engine import SearchParams, Store
 from engine.model import Trace
 
 from .. import safe
+from ..actions import bindings
+from ..cache import SkipList
 from ..facts import describe_problem
-from ..messages import ParamsChanged, SearchFailed, SearchFinished
+from ..messages import ParamsChanged, RunSearch, SearchFailed, SearchFinished
 from ..subject import Subject
 from ..widgets.inspector import StageInspector
 from ..widgets.params_bar import ParamsBar
@@ -32,7 +34,26 @@ from ..widgets.query_box import QueryBox
 from ..widgets.results import ResultsPane
 
 PANES = ("results", "stages", "journey")
-_PANES_GROUP = Binding.Group("Panes", compact=True)
+
+
+@dataclass(frozen=True)
+class StoreOverview:
+    """What the start text says about the store: given to the browser by the
+    app when it is built (the browser never reads the app's state).
+
+    Attributes:
+        stats: :meth:`engine.Store.stats` (empty when the counts could not be read).
+        session_counts: (session id, chunks) pairs (:meth:`engine.Store.session_counts`).
+        problem: why the store's counts could not be read, or ``None``.
+        skipped: the files the folder's indexing skipped (empty for a store file).
+        suggestions: example queries to offer.
+    """
+
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    session_counts: tuple[tuple[str, int], ...] = ()
+    problem: str | None = None
+    skipped: SkipList = field(default_factory=SkipList)
+    suggestions: tuple[str, ...] = ()
 
 
 class PaneTabs(Tabs):
@@ -45,20 +66,15 @@ class PaneTabs(Tabs):
 class BrowserScreen(Screen):
     """Search one store and watch every stage of the pipeline."""
 
-    BINDINGS = [
-        Binding("1", "show_pane('results')", "Results", id="pane.results", group=_PANES_GROUP,
-                tooltip="Show and focus the results (narrow screens show one pane at a time)"),
-        Binding("2", "show_pane('stages')", "Stages", id="pane.stages", group=_PANES_GROUP,
-                tooltip="Show and focus the stage inspector"),
-        Binding("3", "show_pane('journey')", "Journey", id="pane.journey", group=_PANES_GROUP,
-                tooltip="Show and focus the journey of the selected chunk"),
-    ]
+    BINDINGS = bindings("browser")  # keys 1 2 3 (tui.actions)
 
-    def __init__(self, store: Store, store_label: str, params: SearchParams, *, show_timings: bool = True,
+    def __init__(self, store: Store, store_label: str, params: SearchParams, *,
+                 overview: StoreOverview | None = None, show_timings: bool = True,
                  cursor_blink: bool = True) -> None:
         super().__init__()
         self.store = store
         self.store_label = store_label
+        self.overview = overview or StoreOverview()
         self.params = params
         self.show_timings = show_timings
         self.cursor_blink = cursor_blink
@@ -120,11 +136,12 @@ class BrowserScreen(Screen):
 
     def welcome_text(self) -> Text:
         """Start-up text: what the store holds and what to try."""
-        stats = getattr(self.app, "store_stats", None) or {}
-        sessions = [s for s, _ in getattr(self.app, "session_counts", []) if s]
+        overview = self.overview
+        stats = overview.stats
+        sessions = [s for s, _ in overview.session_counts if s]
         t = Text("rankscope", style="bold")
         t.append(f" · {safe.line(self.store_label)}\n", style="bold")
-        problem = getattr(self.app, "store_problem", None)
+        problem = overview.problem
         if problem:
             t.append(f"⚠ The store's counts could not be read ({safe.line(problem)}); searches may fail.\n",
                      style="bold")
@@ -134,12 +151,12 @@ class BrowserScreen(Screen):
             if stats.get("vocabulary") is not None:
                 t.append(f", {stats['vocabulary']} vocabulary words")
             t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
-        skipped = getattr(self.app, "skipped", None)
-        if skipped is not None and skipped.skipped:
+        skipped = overview.skipped
+        if skipped.skipped:
             t.append(f"{skipped.summary()} when indexing: ctrl+p 'Skipped files' lists them.\n", style="bold")
         t.append("\nType a query: results appear as you type (Enter searches at once).\n")
         t.append("Stages (2) shows what every step of the pipeline did; Journey (3) follows one chunk.\n")
-        suggestions = getattr(self.app, "suggestions", ())
+        suggestions = overview.suggestions
         if suggestions:
             t.append("Try: ", style="italic")
             t.append(" · ".join(suggestions) + "\n", style="bold")
@@ -238,7 +255,7 @@ class BrowserScreen(Screen):
         self._requested = self.params
         self._seq += 1
         self.results.border_subtitle = "searching…"
-        self.app.run_search(self.params, self._seq, self)  # type: ignore[attr-defined]
+        self.app.post_message(RunSearch(self, self.store, self.params, self._seq))
 
     @on(SearchFinished)
     def _finished(self, event: SearchFinished) -> None:

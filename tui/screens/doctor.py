@@ -18,7 +18,7 @@ from textual.widgets import Footer, Static
 from engine.doctor import DoctorReport
 
 from .. import safe
-from ..messages import DoctorFinished
+from ..messages import Diagnose, DoctorFinished
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -114,7 +114,7 @@ class DoctorScreen(Screen[None]):
         box.border_title = "Report"
         box.border_subtitle = "read-only · ↑↓ PgUp PgDn scroll"
         box.focus()
-        self.app.run_doctor(self)  # type: ignore[attr-defined]
+        self.app.post_message(Diagnose(self))
 
     @on(DoctorFinished)
     def _finished(self, event: DoctorFinished) -> None:

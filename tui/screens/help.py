@@ -10,6 +10,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from ..actions import help_keys
+
 _CLOSE = Binding.Group("Close ", compact=True)
 
 #: (stage, two lines) in pipeline order.
@@ -34,22 +36,8 @@ STAGES = (
      "with the reason when it is empty."),
 )
 
-KEYS = (
-    ("ctrl+l  /", "focus the query box (text selected: typing replaces it)"),
-    ("Enter", "search now (otherwise 150 ms after you stop typing)"),
-    ("↓  Tab", "move from the query to the results (or the pane shown), then on"),
-    ("1 2 3", "results · stages · journey (one at a time on narrow screens); in the query box digits are text"),
-    ("F2", "parameters: limit, source filter (substring or exact), content type"),
-    ("F3", "session filter: choose the allow-set"),
-    ("F4", "copy the current search as a 'rankscope search' command line"),
-    ("F6", "export the whole trace as JSON into the current folder"),
-    ("F7", "compare: this search under variants A and B side by side (↑n ↓n = new gone, counts)"),
-    ("F8", "why not?: find any chunk; the stage where it left and why (from a pane: the selected chunk)"),
-    ("F9", "doctor: store diagnostics (key collisions, oversized and Untitled chunks, counts)"),
-    ("ctrl+p", "command palette: every command, including 'limit 7'"),
-    ("Esc", "close a dialog or lab screen: focus returns where it was"),
-    ("ctrl+q", "quit"),
-)
+#: (key column, what it does): the F1 key list, from the one action table (tui.actions).
+KEYS = help_keys()
 
 
 def help_renderable() -> Table:

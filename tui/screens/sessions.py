@@ -15,6 +15,7 @@ from textual.widgets import Checkbox, Footer, Label, SelectionList, Static, Swit
 from textual.widgets.selection_list import Selection
 
 from .. import safe
+from ..messages import ApplyParams
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -103,9 +104,7 @@ class SessionsScreen(ModalScreen[None]):
         return tuple(s for s, _ in self.counts if s and s in chosen)
 
     def _apply(self) -> None:
-        browser = getattr(self.app, "browser", None)
-        if browser is not None:
-            browser.update_params(sessions=self._allow_set())
+        self.app.post_message(ApplyParams(sessions=self._allow_set()))
 
     @on(Switch.Changed, "#filter-on")
     def _toggled(self, event: Switch.Changed) -> None:

@@ -19,7 +19,7 @@ from engine import Store, StoreError
 
 from .. import safe
 from ..fmt import human_bytes
-from ..messages import StoreReady
+from ..messages import DiscoverStores, StoreReady, StoresFound
 
 
 def human_size(n: int | None) -> str:
@@ -89,7 +89,11 @@ class StorePickerScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.discover_stores(self.finder, self)  # type: ignore[attr-defined]
+        self.app.post_message(DiscoverStores(self, self.finder))
+
+    @on(StoresFound)
+    def _found(self, event: StoresFound) -> None:
+        self.show_stores(event.infos)
 
     def show_stores(self, infos: list[Any]) -> None:
         """List the discovered stores (``infos``: objects with an optional

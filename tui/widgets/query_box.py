@@ -6,7 +6,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.timer import Timer
@@ -15,6 +14,7 @@ from textual.widgets import Input, Static
 from engine.model import Trace
 
 from .. import safe
+from ..actions import bindings
 
 #: Pause after the last keystroke before searching (seconds).
 DEBOUNCE_S = 0.15
@@ -24,10 +24,7 @@ class QueryInput(Input):
     """The query input; Down leaves it for the results (a priority binding,
     so keys typed right after Down already reach the pane)."""
 
-    BINDINGS = [
-        Binding("down", "screen.leave_query", "Results", key_display="↓", id="query.leave", priority=True,
-                tooltip="Move from the query box to the results (or the visible pane)"),
-    ]
+    BINDINGS = bindings("query")  # Down (tui.actions)
 
 
 class QueryBox(Vertical):
