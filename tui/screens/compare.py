@@ -362,6 +362,10 @@ class CompareScreen(Screen[None]):
             if wide:
                 cells += [score(r.score_a), score(r.score_b)]
             table.add_row(*cells, key=str(i))
+        # The height in lines (one per row, plus the header), set here rather than left to
+        # ``height: auto``: the table measures its rows only when idle, and a layout pass that
+        # comes first would keep it at height 0 (an empty box) until the next resize.
+        table.styles.height = len(cmp.rows) + (1 if table.show_header else 0)
         table.move_cursor(row=min(row, len(cmp.rows) - 1), animate=False)
 
     def on_resize(self) -> None:
