@@ -3,6 +3,14 @@
 Build it with :func:`make_app` (the CLI launcher and the tests use the same
 factory). The app owns the open store and the global keys; the
 :class:`~tui.screens.browser.BrowserScreen` does the searching and showing.
+
+Screens never call the app's methods or read its attributes: they get what
+they show when they are built, and ask for work with request messages
+(:class:`tui.messages.Request`: ``RunSearch``, ``RunCompare``,
+``ExplainChunk``...), which the app's ``on_...`` handlers run in thread
+workers, posting the answer back to the screen that asked. The keys, the
+palette's actions and the F1 key list come from one table,
+:mod:`tui.actions`.
 """
 
 from __future__ import annotations
@@ -12,8 +20,8 @@ from typing import Any, Callable
 
 from textual import work
 from textual.app import App
-from textual.screen import Screen
 from textual.message_pump import MessagePump
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine import SearchParams, Store, search, trace_to_dict
