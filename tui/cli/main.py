@@ -19,9 +19,10 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from engine import StoreError
 
@@ -37,7 +38,67 @@ APP_HELP = (
     "The commands below work without the browser; each has --help."
 )
 
+class RankscopeGroup(TyperGroup):
+    """The command group, with two help fixes made in one place:
+
+    * options show plain metavars: a flag shows none (Typer prints
+      ``<bool>``), a repeatable option its element type (not ``<list[str]>``);
+    * an unknown option that is really a query beginning with ``-``
+      (``rankscope search --save-dev``) gets a hint to put it after ``--``.
+    """
+
+    def get_params(self, ctx: Any) -> Any:
+        return _plain_metavars(super().get_params(ctx))
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:  # Typer vendors Click: its NoSuchOption class is private
+            sub = getattr(exc, "ctx", None)
+            name = sub.command.name if sub is not None else None
+            option = getattr(exc, "option_name", None)
+            if type(exc).__name__ != "NoSuchOption" or name not in QUERY_COMMANDS or not option:
+                raise
+            exc.message = f"No such option: {option}. {DASH_QUERY_HINT} (rankscope {name} --db DB -- {option})"
+            raise
+
+
+class RankscopeCommand(TyperCommand):
+    """A subcommand whose help shows plain metavars (see :class:`RankscopeGroup`)."""
+
+    def get_params(self, ctx: Any) -> Any:
+        return _plain_metavars(super().get_params(ctx))
+
+
+#: Subcommands whose first argument is a query text.
+QUERY_COMMANDS = ("search", "compare", "why")
+#: How to search for a text that begins with ``-`` (help texts and errors).
+DASH_QUERY_HINT = "A query that begins with '-' goes after '--'"
+
+
+def _plain_metavars(params: list) -> list:
+    """Set a flag's metavar to nothing, a repeatable option's to its element
+    type (``<str>``) and a variadic argument's type to ``<path>...``; other
+    parameters keep Typer's."""
+    for param in params:
+        if param.metavar is not None:
+            continue
+        if isinstance(param, TyperArgument):
+            if param.nargs != 1:  # the type column, not the name: shadow the method on this instance
+                shown = "<path>..." if "Path" in str(param.type_descriptor.annotation) else "<str>..."
+                param.display_type_rich = lambda ctx, shown=shown: shown
+            continue
+        if not isinstance(param, TyperOption):
+            continue
+        if param.is_flag:
+            param.metavar = ""
+        elif param.multiple:
+            param.metavar = "<str>"
+    return params
+
+
 app = typer.Typer(
+    cls=RankscopeGroup,
     add_completion=False,
     no_args_is_help=False,
     help=APP_HELP,
@@ -84,7 +145,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
 )
 
 for _name, _fn in COMMANDS:
-    app.command(_name, help=unwrap(_fn.__doc__))(_fn)
+    app.command(_name, cls=RankscopeCommand, help=unwrap(_fn.__doc__))(_fn)
 
 # ─── browser entry ───────────────────────────────────────────────────────
 

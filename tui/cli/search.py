@@ -164,7 +164,7 @@ REPLACED_SHOWN = 10
 
 
 def search_cmd(
-    query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised)."),
+    query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised). A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     limit: Limit = 3,
     source: SourceFilter = None,
