@@ -172,7 +172,7 @@ def js_to_lower(text: str) -> str:
     SpecialCasing.txt such as U+0130 -> ``i̇``, and the Final_Sigma context)
     over its own, older Unicode tables (3.11: 14.0), so it leaves letters
     added since unchanged (U+A7CB stays instead of becoming U+0264 ``ɤ``).
-    The generated :mod:`engine._lower_table` (``tools/gen_lower_table.py``)
+    The generated :mod:`engine._lower_table` (``engine/gen_lower_table.py``)
     lists every mapping that differs between Unicode 13.0 and 17.0; those
     characters, and U+03A3 (whose context uses Unicode 17.0's ``Cased`` and
     ``Case_Ignorable``), are mapped here, the rest by ``str.lower`` (context
