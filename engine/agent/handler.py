@@ -451,9 +451,17 @@ def ctx_search(
 
 
 def _guard_key(ctx: AgentContext, session_db: SessionDb | None) -> str:
-    if ctx.plugin_mode and session_db is not None:
+    """``currentAttribution()?.sessionId ?? "__default__"``: in plugin mode with
+    a session DB, its latest session (whatever this call's scope is)."""
+    if not ctx.plugin_mode:
+        return DEFAULT_KEY
+    if session_db is not None:
         return session_db.latest_session_id() or DEFAULT_KEY
-    return DEFAULT_KEY
+    db = _open_session_db(ctx.session_db)
+    if db is None:
+        return DEFAULT_KEY
+    with db:
+        return db.latest_session_id() or DEFAULT_KEY
 
 
 def _open_session_db(path: str | None) -> SessionDb | None:
