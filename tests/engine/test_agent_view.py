@@ -422,3 +422,4 @@ def test_read_only_store_simulates_the_refresh(tmp_path, monkeypatch):
         assert trace.text != members[0]["text"]  # old rows: the agent would have seen the new note
         again = ctx_search(store, {"queries": ["mooring", "checklist"]})
         assert [q.refresh_count for q in again.queries] == [1, 0] and again.refresh_line == ""
+    assert db.read_bytes() == before
