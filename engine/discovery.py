@@ -274,6 +274,12 @@ class StoreInfo:
         wal_bytes: size of its ``-wal`` file (a live writer keeps one).
         vocabulary: vocabulary words (``None`` without the table).
         sessions: distinct attributed session ids (unattributed ``""`` not counted).
+        session_db: the paired session DB (same 16-hex name in the sibling
+            ``sessions/`` folder, see :func:`session_dbs_for_store`), or ``None``.
+        session_db_sessions, session_db_events, session_db_searches: its
+            sessions, events and recorded ``ctx_search`` calls (``None`` when
+            there is none or it cannot be read).
+        session_db_error: why the paired session DB cannot be read, or ``None``.
     """
 
     path: str
@@ -291,6 +297,11 @@ class StoreInfo:
     wal_bytes: int = 0
     vocabulary: int | None = None
     sessions: int | None = None
+    session_db: str | None = None
+    session_db_sessions: int | None = None
+    session_db_events: int | None = None
+    session_db_searches: int | None = None
+    session_db_error: str | None = None
 
     @property
     def live(self) -> bool:
@@ -300,6 +311,51 @@ class StoreInfo:
     def to_dict(self) -> dict:
         """Plain JSON-ready dict of every field."""
         return asdict(self)
+
+
+def session_dbs_for_store(store_path: str | os.PathLike[str]) -> list[Path]:
+    """Session DBs paired with a content store: the same 16-hex name in the
+    sibling ``sessions/`` folder (``<root>/content/<hash>.db`` →
+    ``<root>/sessions/<hash>.db``; context-mode names both by
+    ``hashProjectDirCanonical``, see ``shared/fixtures/session-1.0.169.md``),
+    then linked-worktree variants ``<hash>__<suffix>.db``. Existing files
+    only, the main one first."""
+    p = Path(store_path)
+    folder = p.parent.parent / "sessions"
+    out: list[Path] = []
+    main = folder / f"{p.stem}.db"
+    if main.is_file():
+        out.append(main)
+    try:
+        out.extend(sorted(c for c in folder.glob(f"{p.stem}__*.db") if c.is_file()))
+    except OSError:
+        pass
+    return out
+
+
+def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, str | None]:
+    """``({"sessions", "events", "ctx_search_calls"}, None)`` for a session
+    DB opened read-only, or ``(None, why)`` when it cannot be read."""
+    from .agent.sessiondb import SessionDb, SessionDbError  # engine.agent imports this module
+
+    try:
+        with SessionDb(path) as db:
+            return db.counts(), None
+    except (SessionDbError, sqlite3.Error) as exc:
+        return None, str(exc)
+
+
+def _session_fields(store_path: str) -> dict:
+    paired = session_dbs_for_store(store_path)
+    if not paired:
+        return {}
+    counts, error = read_session_db_counts(paired[0])
+    if counts is None:
+        return {"session_db": str(paired[0]), "session_db_error": error}
+    return {
+        "session_db": str(paired[0]), "session_db_sessions": counts["sessions"],
+        "session_db_events": counts["events"], "session_db_searches": counts["ctx_search_calls"],
+    }
 
 
 def read_store_info(path: str | os.PathLike[str], client: str = "", location: str = "") -> StoreInfo:
@@ -319,7 +375,8 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
         wal = os.path.getsize(p + "-wal")
     except OSError:
         wal = 0
-    base = dict(client=client, location=location, project_hash=project_hash, modified=modified, wal_bytes=wal)
+    base = dict(client=client, location=location, project_hash=project_hash, modified=modified, wal_bytes=wal,
+                **_session_fields(p))
     try:
         store = Store.open_readonly(p)
     except StoreError as exc:

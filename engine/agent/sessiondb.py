@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from ..discovery import normalise_project_dir
+from ..discovery import normalise_project_dir, session_dbs_for_store
 from ..store import StoreError, _readonly_flags
 
 #: Tables a file must have to be read as a session DB.
@@ -88,22 +88,9 @@ class RecordedCall:
 
 
 def session_db_for_store(store_path: str | os.PathLike[str]) -> list[Path]:
-    """Session DBs paired with a content store: same 16-hex name in the
-    sibling ``sessions/`` folder (``<root>/content/<hash>.db`` →
-    ``<root>/sessions/<hash>.db``), plus worktree variants
-    ``<hash>__<suffix>.db``; existing files only, main one first."""
-    p = Path(store_path)
-    folder = p.parent.parent / "sessions"
-    stem = p.stem
-    out: list[Path] = []
-    main = folder / f"{stem}.db"
-    if main.is_file():
-        out.append(main)
-    try:
-        out.extend(sorted(c for c in folder.glob(f"{stem}__*.db") if c.is_file()))
-    except OSError:
-        pass
-    return out
+    """The session DBs paired with a content store (see
+    :func:`engine.discovery.session_dbs_for_store`)."""
+    return session_dbs_for_store(store_path)
 
 
 def _escape_like(query: str) -> str:
