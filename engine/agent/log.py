@@ -168,8 +168,10 @@ def replay_calls(
     calls: list[RecordedCall],
     project_dir: str | None = None,
     throttle: ThrottleConfig | None = None,
+    conn=None,
 ) -> list[Replay]:
-    """Replay ``calls`` (from :meth:`SessionDb.ctx_search_calls`) in order.
+    """Replay ``calls`` (from :meth:`SessionDb.ctx_search_calls`) in order
+    (``conn``: a connection from ``store.connect()`` for another thread).
 
     Raises:
         StoreError / SessionDbError: the store or session DB cannot be read.
@@ -194,7 +196,7 @@ def replay_calls(
             position, how = counted, "counted"
         try:
             trace = ctx_search(store, call.params, ctx, position=position, refresh_memory=memory,
-                               events_before_id=call.answer_event_id or call.event_id)
+                               events_before_id=call.answer_event_id or call.event_id, conn=conn)
         except AgentViewError as exc:
             out.append(Replay(call, "not-replayable", None, position, how, ctx, reason=str(exc)))
             continue
