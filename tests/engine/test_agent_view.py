@@ -423,3 +423,21 @@ def test_read_only_store_simulates_the_refresh(tmp_path, monkeypatch):
         again = ctx_search(store, {"queries": ["mooring", "checklist"]})
         assert [q.refresh_count for q in again.queries] == [1, 0] and again.refresh_line == ""
     assert db.read_bytes() == before
+
+
+def test_readme_example_returned_chunk_whose_passage_was_never_shown():
+    """README's worked example: 'upgrading in place' returns the CRLF
+    Windows guide first, but the windows around 'in' spend the budget and the
+    'Upgrading in place' heading (units 3899-3917) is never sent."""
+    with Store.open_readonly(AGENT_VIEW / "store.db") as store:
+        trace = ctx_search(store, {"queries": ["upgrading in place"]})
+    q = trace.queries[0]
+    assert q.search.first.porter.query == '"upgrading" OR "in" OR "place"'
+    top = q.results[0]
+    assert (top.source, top.title, top.snippet.content_units) == ("win-setup", "Untitled", 4751)
+    assert top.snippet.slices == ((0, 692), (801, 1609))
+    assert top.snippet.windows == ((0, 692), (801, 2107), (2786, 3386), (3599, 4212), (4248, 4751))
+    assert top.snippet.unseen_matches == ((1775, 1777), (1807, 1809), (3086, 3088), (3899, 3908), (3909, 3911),
+                                          (3912, 3917), (4548, 4550))
+    assert "Upgrading in place" in top.content and "Upgrading in place" not in trace.text
+    assert q.section in BY_ID["c10"]["text"]
