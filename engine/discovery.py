@@ -333,16 +333,47 @@ def session_dbs_for_store(store_path: str | os.PathLike[str]) -> list[Path]:
     return out
 
 
-def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, str | None]:
-    """``({"sessions", "events", "ctx_search_calls"}, None)`` for a session
-    DB opened read-only, or ``(None, why)`` when it cannot be read."""
-    from .agent.sessiondb import SessionDb, SessionDbError  # engine.agent imports this module
+#: ``session_events`` rows that record a ``ctx_search`` call (the hooks'
+#: ``mcp_tool_call`` rows; host prefixes of the tool name vary).
+CTX_SEARCH_CALL_WHERE = (
+    "type = 'mcp_tool_call' AND category = 'mcp_tool_call' AND json_valid(data) "
+    "AND json_extract(data, '$.tool_name') LIKE '%ctx_search'"
+)
 
+
+def session_db_counts(conn: sqlite3.Connection) -> dict:
+    """``{"sessions", "events", "ctx_search_calls"}`` of a session DB
+    connection (sessions: distinct ids in the events or ``session_meta``
+    rows, whichever is more)."""
+    sessions = conn.execute("SELECT COUNT(DISTINCT session_id) FROM session_events").fetchone()[0]
+    meta = conn.execute("SELECT COUNT(*) FROM session_meta").fetchone()[0]
+    events = conn.execute("SELECT COUNT(*) FROM session_events").fetchone()[0]
+    calls = conn.execute(f"SELECT COUNT(*) FROM session_events WHERE {CTX_SEARCH_CALL_WHERE}").fetchone()[0]
+    return {"sessions": max(sessions, meta), "events": events, "ctx_search_calls": calls}
+
+
+def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, str | None]:
+    """``(counts, None)`` for a session DB opened read-only (never written:
+    ``mode=ro``, ``immutable=1`` without a ``-wal``), or ``(None, why)``."""
+    from urllib.parse import quote
+
+    from .store import _readonly_flags
+
+    p = os.fspath(path)
     try:
-        with SessionDb(path) as db:
-            return db.counts(), None
-    except (SessionDbError, sqlite3.Error) as exc:
-        return None, str(exc)
+        conn = sqlite3.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", uri=True)
+    except sqlite3.Error as exc:
+        return None, f"cannot open {p}: {exc}"
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [t for t in ("session_events", "session_meta") if t not in tables]
+        if missing:
+            return None, f"{p} is not a context-mode session DB: missing table(s) {', '.join(missing)}"
+        return session_db_counts(conn), None
+    except sqlite3.Error as exc:
+        return None, f"{p} cannot be read: {exc}"
+    finally:
+        conn.close()
 
 
 def _session_fields(store_path: str) -> dict:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from ..discovery import normalise_project_dir, session_dbs_for_store
+from ..discovery import CTX_SEARCH_CALL_WHERE, normalise_project_dir, session_db_counts, session_dbs_for_store
 from ..store import StoreError, _readonly_flags
 
 #: Tables a file must have to be read as a session DB.
@@ -137,11 +137,10 @@ class SessionDb:
 
     def counts(self) -> dict:
         """``{"sessions": n, "events": n, "ctx_search_calls": n}``."""
-        sessions = self._q("SELECT COUNT(DISTINCT session_id) FROM session_events")[0][0]
-        meta = self._q("SELECT COUNT(*) FROM session_meta")[0][0]
-        events = self._q("SELECT COUNT(*) FROM session_events")[0][0]
-        calls = len(self._call_rows())
-        return {"sessions": max(sessions, meta), "events": events, "ctx_search_calls": calls}
+        try:
+            return session_db_counts(self.conn)
+        except sqlite3.Error as exc:
+            raise SessionDbError(f"cannot read session DB {self.path}: {exc}") from exc
 
     def sessions(self) -> list[dict]:
         """``session_meta`` rows in ``started_at`` order, with their event counts."""
@@ -202,8 +201,8 @@ class SessionDb:
 
     def _call_rows(self) -> list[tuple]:
         rows = self._q(
-            "SELECT id, session_id, created_at, project_dir, data FROM session_events "
-            "WHERE type = 'mcp_tool_call' AND category = 'mcp_tool_call' ORDER BY id"
+            f"SELECT id, session_id, created_at, project_dir, data FROM session_events WHERE {CTX_SEARCH_CALL_WHERE} "
+            "ORDER BY id"
         )
         out = []
         for r in rows:
@@ -211,7 +210,7 @@ class SessionDb:
                 data = json.loads(r[4])
             except ValueError:
                 continue
-            if isinstance(data, dict) and str(data.get("tool_name", "")).endswith("ctx_search"):
+            if isinstance(data, dict):
                 out.append((r[0], r[1], r[2], r[3], data))
         return out
 

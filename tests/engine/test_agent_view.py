@@ -441,3 +441,27 @@ def test_readme_example_returned_chunk_whose_passage_was_never_shown():
                                           (3912, 3917), (4548, 4550))
     assert "Upgrading in place" in top.content and "Upgrading in place" not in trace.text
     assert q.section in BY_ID["c10"]["text"]
+
+
+def test_session_db_allow_set_and_event_search():
+    from engine.agent import SessionDb
+
+    before = SESSION_DB.read_bytes()
+    with SessionDb(SESSION_DB) as db:
+        three = db.session_ids_for_project("/tmp/agentview/public/project")
+        assert len(three) == 3
+        assert db.session_ids_for_project("/tmp/agentview/public/project/") == three
+        assert db.session_ids_for_project("\\tmp\\agentview\\public\\project") == three
+        assert db.session_ids_for_project("/tmp/agentview/elsewhere") == ()
+        assert db.counts() == {"sessions": 3, "events": 75, "ctx_search_calls": 13}
+        # LIKE with % and _ escaped (not matching everything), ordered by id, limited
+        assert db.search_events("100%", 5, "/tmp/agentview/public/project") == []
+        rows = db.search_events("backpressure", 2, "/tmp/agentview/public/project")
+        assert [r.id for r in rows] == [1, 3]
+        assert [r.id for r in db.search_events("backpressure", 9, "/tmp/agentview/public/project", before_id=3)] == [1]
+        assert db.search_events("retrieval", 9, "/tmp/agentview/public/project", source="retrieval")[0].category == "retrieval"
+        assert db.search_events("unknown", 9, None) == [r for r in db.search_events("unknown", 9, "") ]
+        calls = db.ctx_search_calls()
+        assert [c.event_id for c in calls][:3] == [4, 10, 15] and all(c.answer for c in calls)
+        assert calls[5].params == {"queries": "heartbeat interval"}
+    assert SESSION_DB.read_bytes() == before
