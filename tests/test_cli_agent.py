@@ -166,6 +166,7 @@ def test_hand_picked_allow_set():
     (["ctx-search", "x", "--db", str(STORE), "--params-json", '{"queries": ["y"]}'], "--params-json"),
     (["ctx-search", "--db", str(STORE), "--params-json", "{nope"], "not valid JSON"),
     (["ctx-search", "x", "--db", str(STORE), "--sort", "newest"], "--sort"),
+    (["ctx-search", "x", "--db", str(STORE), "--content-type", "json"], "--content-type"),
     (["ctx-search", "x", "--db", str(STORE), "--call-number", "0"], "--call-number"),
     (["ctx-search", "x", "--db", str(STORE), "--allow-session", "a", "--sessions-db", str(SESSION_DB)], "--allow-session"),
     (["ctx-search", "x", "--db", str(STORE), "--sessions-db", "/no/such.db"], "no such file"),

@@ -144,6 +144,9 @@ def ctx_search_cmd(
     CONTEXT_MODE_SEARCH_BLOCK_AFTER like the server does. An error answer (isError) exits with status 1."""
     if sort is not None and sort not in ("relevance", "timeline"):
         fail(f"--sort must be relevance or timeline; got {sort!r}")
+    if content_type is not None and content_type not in ("code", "prose"):
+        fail(f"--content-type must be code or prose; got {content_type!r} "
+             "(--params-json passes any value to the tool's schema, as an agent would)")
     if call_number < 1:
         fail(f"--call-number must be 1 or more; got {call_number}")
     arguments = _arguments(queries or [], params_json, limit, source, content_type, sort)
