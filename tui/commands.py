@@ -62,6 +62,10 @@ class RankscopeCommands(Provider):
             yield (f"Why not? the selected chunk (row {subject.rowid})", app.action_why_selected,
                    f"Explain {safe.line(subject.title)} · {safe.line(subject.source)}")
         yield "Store diagnostics (doctor)", app.action_doctor, "F9: key collisions, oversized/Untitled chunks, counts"
+        yield ("Agent view: what ctx_search gives the agent", app.action_agent_view,
+               "F5: the text the agent receives, snippet windows, the limit it gets, plugin scope")
+        yield ("Agent log: the agent's recorded searches…", app.action_agent_log,
+               "ctx_search calls from the store's session DB, replayed; Enter opens one")
         yield ("Open a context-mode store…", app.action_open_stores,
                "Pick one of this machine's content stores (as rankscope --stores); opened read-only")
         if app.skipped.skipped:

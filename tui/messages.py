@@ -134,3 +134,34 @@ class DoctorFinished(Message):
     def __init__(self, report) -> None:
         self.report = report
         super().__init__()
+
+
+class AgentViewFinished(Message):
+    """The agent view's ``ctx_search`` call is answered.
+
+    Attributes:
+        seq: the request's sequence number (older answers are dropped).
+        trace: the :class:`engine.agent.AgentTrace`, or ``None`` with ``error``
+            (a call rankscope cannot reproduce).
+        error: why there is no trace.
+    """
+
+    def __init__(self, seq: int, trace, error: str | None = None) -> None:
+        self.seq = seq
+        self.trace = trace
+        self.error = error
+        super().__init__()
+
+
+class AgentLogLoaded(Message):
+    """The recorded ``ctx_search`` calls of a session DB, replayed.
+
+    Attributes:
+        replays: :class:`engine.agent.log.Replay` list in call order.
+        error: why the session DB could not be read, or ``None``.
+    """
+
+    def __init__(self, replays: list, error: str | None = None) -> None:
+        self.replays = replays
+        self.error = error
+        super().__init__()

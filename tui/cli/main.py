@@ -26,7 +26,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from engine import StoreError
 
-from . import lab, search, serve, stores
+from . import agent, lab, search, serve, stores
 from .base import CliError, error_exit, fail, os_error_text, unwrap
 
 #: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
@@ -141,6 +141,8 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("doctor", lab.doctor_cmd),
     ("stores", stores.stores_cmd),
     ("sessions", stores.sessions_cmd),
+    ("ctx-search", agent.ctx_search_cmd),
+    ("agent-log", agent.agent_log_cmd),
     ("serve", serve.serve),
 )
 

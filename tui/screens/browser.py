@@ -230,6 +230,14 @@ class BrowserScreen(Screen):
             self.app.screen.post_message(ParamsChanged(params))  # a lab screen on top follows the change
         return True
 
+    def open_search(self, params: SearchParams) -> None:
+        """Show ``params`` (query included) and search them at once (the agent
+        log opens a recorded call this way)."""
+        self.params = params
+        self.query_box.input.value = params.query
+        self.params_bar.show(params)
+        self.request_search(force=True)
+
     def request_search(self, force: bool = False) -> None:
         """Search with the current parameters (skipped when they equal the
         last request, unless ``force``)."""

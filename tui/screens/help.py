@@ -32,6 +32,8 @@ STAGES = (
      "(1-3 edits by length) and, if anything changed, the whole pipeline re-runs (layer rrf-fuzzy)."),
     ("Final", "The answer and its layer: rrf (first pass), rrf-fuzzy (typo re-run) or none,",
      "with the reason when it is empty."),
+    ("Agent view", "What ctx_search hands the agent: at most 2 results per query (1 after call #3), each cut",
+     "to 1,500-unit windows around the matches, a 40 KiB cap and a throttle footer (F5)."),
 )
 
 KEYS = (
@@ -46,6 +48,7 @@ KEYS = (
     ("F7", "compare: this search under variants A and B side by side (↑n ↓n = new gone, counts)"),
     ("F8", "why not?: find any chunk; the stage where it left and why (from a pane: the selected chunk)"),
     ("F9", "doctor: store diagnostics (key collisions, oversized and Untitled chunks, counts)"),
+    ("F5", "agent view: the text the agent receives; p plugin scope, +/- call number, a answer, l agent log"),
     ("ctrl+p", "command palette: every command, including 'limit 7'"),
     ("Esc", "close a dialog or lab screen: focus returns where it was"),
     ("ctrl+q", "quit"),
