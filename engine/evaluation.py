@@ -465,3 +465,21 @@ def trec_run_lines(qid: str, ranked: Sequence[str], tag: str) -> list[str]:
 
     q, n = trec_token(qid), len(ranked)
     return [f"{q} Q0 {trec_token(doc)} {i} {n - i + 1} {tag}" for i, doc in enumerate(ranked, 1)]
+
+
+def trec_run_text(results: Sequence[tuple[str, Trace]], ids: ChunkIds, stage: str = "final", tag: str | None = None) -> tuple[str, int]:
+    """A TREC run of ``stage`` for ``[(query id, trace)]``: the text and the
+    number of lines. Queries whose list is empty at that stage (or that lack
+    the stage, e.g. no fuzzy re-run) have no line, as in any TREC run.
+    ``tag`` defaults to ``rankscope-<stage>`` (``:`` kept: no whitespace).
+
+    Raises:
+        ValueError: ``stage`` is not a ranked stage id (:data:`STAGE_ORDER`).
+    """
+    if stage not in STAGE_ORDER:
+        raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGE_ORDER)}")
+    tag = tag or f"rankscope-{stage}"
+    lines: list[str] = []
+    for qid, trace in results:
+        lines += trec_run_lines(str(qid), ranked_ids(trace, ids).get(stage, []), tag)
+    return "".join(line + "\n" for line in lines), len(lines)

@@ -25,6 +25,7 @@ import typer
 
 from engine import StoreError
 
+from . import eval as eval_cli
 from . import lab, search, serve, stores
 from .base import CliError, error_exit, fail, os_error_text, unwrap
 
@@ -81,10 +82,18 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("stores", stores.stores_cmd),
     ("sessions", stores.sessions_cmd),
     ("serve", serve.serve),
+    ("eval", eval_cli.eval_cmd),
+)
+#: Subcommand groups (``rankscope snapshot save|check``, ``rankscope qrels ...``): (name, Typer app).
+GROUPS: tuple[tuple[str, typer.Typer], ...] = (
+    ("snapshot", eval_cli.snapshot_app),
+    ("qrels", eval_cli.qrels_app),
 )
 
 for _name, _fn in COMMANDS:
     app.command(_name, help=unwrap(_fn.__doc__))(_fn)
+for _name, _group in GROUPS:
+    app.add_typer(_group, name=_name)
 
 # ─── browser entry ───────────────────────────────────────────────────────
 
@@ -103,7 +112,7 @@ def browse(path: Optional[str], stores: bool = False) -> None:
 def main(argv: Optional[List[str]] = None) -> None:
     """Console-script entry point."""
     args = list(sys.argv[1:] if argv is None else argv)
-    commands = {name for name, _ in COMMANDS}
+    commands = {name for name, _ in COMMANDS} | {name for name, _ in GROUPS}
     try:
         if not args or (args[0] not in commands and args[0] not in ("-h", "--help", "--version")):
             stores = "--stores" in args
