@@ -258,7 +258,8 @@ def snapshot_save(
         out.write_text(json_text(snap), "utf-8")
     except OSError as exc:
         fail(f"cannot write -o {out}: {exc.strerror or exc}")
-    console.print(safe.line(f"recorded {len(snap['queries'])} queries to {out}"), markup=False, highlight=False)
+    console.print(safe.line(f"recorded {len(snap['queries'])} queries to {out}"), markup=False, highlight=False,
+                  soft_wrap=True)
 
 
 def snapshot_renderable(result: SnapshotCheck) -> Group:
@@ -349,7 +350,7 @@ def qrels_convert(
     except OSError as exc:
         fail(f"cannot write {target}: {exc.strerror or exc}")
     console.print(safe.line(f"wrote {q.count()} judgments for {len(q.judgments)} queries to {target}"),
-                  markup=False, highlight=False)
+                  markup=False, highlight=False, soft_wrap=True)
 
 
 @qrels_app.command("path")

@@ -266,7 +266,7 @@ def _write_trec_run(store: Store, results: list, path: Path, stage: str) -> None
     except OSError as exc:
         fail(f"cannot write --trec-run {path}: {exc.strerror or exc}")
     console.print(safe.line(f"wrote {lines} run lines for {len(results)} queries (stage {stage}) to {path}"),
-                  markup=False, highlight=False)
+                  markup=False, highlight=False, soft_wrap=True)
 
 
 def check_output_file(path: Path, option: str) -> None:
