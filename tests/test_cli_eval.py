@@ -250,3 +250,17 @@ def test_qrels_convert_round_trip(tmp_path):
     assert invoke("qrels", "convert", trec, back).exit_code == 0
     assert json.loads(back.read_text())["queries"][0]["judgments"] == json.loads(QRELS_JSON.read_text())["queries"][0]["judgments"]
     assert "no such qrels file" in error_of(invoke("qrels", "convert", tmp_path / "none", back))
+
+
+def test_readme_eval_example_is_current(db):
+    """The per-stage table the README shows for the demo queries is what
+    ``rankscope eval`` prints today (with the sessions map picked up)."""
+    readme = (REPO / "README.md").read_text("utf-8")
+    block = readme.split("$ rankscope eval docs/demo-queries.json --db /tmp/sample.db --qrels docs/demo-qrels.json\n", 1)[1]
+    block = block.split("```", 1)[0].split("Per query", 1)[0]
+    doc = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--json").output)
+    rows = {line.split()[0]: line.split()[1:] for line in block.splitlines()
+            if line.strip() and line.split()[0] in doc["stages"]}
+    assert set(rows) == set(doc["stages"])
+    for stage, cells in rows.items():
+        assert cells == [f"{doc['stages'][stage][m]:.3f}" for m in doc["measures"]], stage
