@@ -100,8 +100,11 @@ class RankscopeApp(App[None]):
         notice: str | None = None,
         suggestions: tuple[str, ...] = (),
         skipped: SkipList | None = None,
+        qrels_path: Path | None = None,
     ) -> None:
         super().__init__()
+        #: ``--qrels``: the judgments file the browser grades into (default: the store's own).
+        self.qrels_path = qrels_path
         self.suggestions = suggestions
         #: The files the browsed folder's indexing skipped (empty for a store file).
         self.skipped = skipped or SkipList()
@@ -541,6 +544,7 @@ def make_app(
     notice: str | None = None,
     suggestions: tuple[str, ...] = (),
     skipped: SkipList | None = None,
+    qrels_path: Path | None = None,
 ) -> RankscopeApp:
     """Build the browser. Used by ``rankscope`` and by the tests.
 
@@ -557,6 +561,8 @@ def make_app(
         notice: a warning to show once the app starts.
         suggestions: example queries for the start screen.
         skipped: the files the folder's (cached) indexing skipped.
+        qrels_path: the judgments file to grade into (``--qrels``); default
+            the store's own ``qrels.json`` in the user's data folder.
     """
     p = params or SearchParams("")
     if query:
@@ -566,5 +572,5 @@ def make_app(
     return RankscopeApp(
         store=store, store_label=store_label, index_job=index_job, store_finder=store_finder, params=p,
         show_timings=show_timings, cursor_blink=cursor_blink, search_fn=search_fn, notice=notice,
-        suggestions=suggestions, skipped=skipped,
+        suggestions=suggestions, skipped=skipped, qrels_path=qrels_path,
     )

@@ -46,7 +46,11 @@ KEYS = (
     ("F7", "compare: this search under variants A and B side by side (↑n ↓n = new gone, counts)"),
     ("F8", "why not?: find any chunk; the stage where it left and why (from a pane: the selected chunk)"),
     ("F9", "doctor: store diagnostics (key collisions, oversized and Untitled chunks, counts)"),
-    ("ctrl+p", "command palette: every command, including 'limit 7'"),
+    ("↑  ctrl+r", "in the query box: the previous query of this store's history · search the history (fuzzy)"),
+    ("g", "judging mode: then 0-3 grade the selected chunk for this query (0 not relevant · 1 marginally · "
+          "2 relevant · 3 highly relevant), x removes a grade; graded chunks show ★n in every pane and the "
+          "stage inspector starts with the query's per-stage metrics"),
+    ("ctrl+p", "command palette: every command, including 'limit 7', 'Save this case' and 'Saved cases…'"),
     ("Esc", "close a dialog or lab screen: focus returns where it was"),
     ("ctrl+q", "quit"),
 )
