@@ -264,3 +264,19 @@ def test_readme_eval_example_is_current(db):
     assert set(rows) == set(doc["stages"])
     for stage, cells in rows.items():
         assert cells == [f"{doc['stages'][stage][m]:.3f}" for m in doc["measures"]], stage
+
+
+@pytest.mark.parametrize("args", [
+    ["eval", "QUERIES", "--qrels", str(QRELS_TREC)],
+    ["batch", "QUERIES", "--trec-run", "RUN"],
+    ["snapshot", "save", "QUERIES", "-o", "SNAP"],
+], ids=lambda a: " ".join(a[:2]))
+def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps([{"id": "rerank", "query": "quorum"}]))
+    subs = {"QUERIES": str(queries), "RUN": str(tmp_path / "run.txt"), "SNAP": str(tmp_path / "snap.json")}
+    with pytest.raises(SystemExit) as exc:
+        main([subs.get(a, a) for a in args] + ["--db", str(damaged_db)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rankscope: error: {damaged_db} is damaged") and len(err.splitlines()) == 1
