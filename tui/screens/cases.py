@@ -50,6 +50,22 @@ def case_text(case: Case) -> Text:
 class CasesScreen(ModalScreen[Case | None]):
     """The store's saved cases; dismisses with the one to reopen (or ``None``)."""
 
+    DEFAULT_CSS = """
+    CasesScreen {
+        align: center middle;
+    }
+    #cases-list {
+        height: auto;
+        min-height: 6;
+        max-height: 18;
+        margin: 1 0;
+        border: round $primary-muted;
+    }
+    #cases-list:focus {
+        border: round $accent;
+    }
+    """
+
     BINDINGS = [
         Binding("escape", "close", "Close", group=_CLOSE, id="cases.close", tooltip="Close the list"),
         Binding("e", "export", "Export", id="cases.export",

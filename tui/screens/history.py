@@ -25,6 +25,22 @@ _CLOSE = Binding.Group("Close ", compact=True)
 class HistorySearchScreen(ModalScreen[str | None]):
     """Pick a query from the history; dismisses with it (or ``None``)."""
 
+    DEFAULT_CSS = """
+    HistorySearchScreen {
+        align: center middle;
+    }
+    #history-list {
+        height: auto;
+        min-height: 6;
+        max-height: 18;
+        margin: 1 0;
+        border: round $primary-muted;
+    }
+    #history-list:focus {
+        border: round $accent;
+    }
+    """
+
     BINDINGS = [
         Binding("escape", "close", "Close", group=_CLOSE, id="history.close",
                 tooltip="Close; the query box keeps its text"),
