@@ -309,9 +309,10 @@ def test_unknown_option_of_a_command_without_a_query_gets_no_query_hint(db):
 def test_help_shows_no_python_type_names():
     """Flags show no metavar (Typer printed ``<bool>``), repeatable options
     their element type (not ``<list[str]>``), at the top and in every command."""
-    from tui.cli.main import COMMANDS
+    from tui.cli.main import COMMANDS, GROUPS
 
-    for args in [["--help"], *[[name, "--help"] for name, _ in COMMANDS]]:
+    subs = [[g, info.name or info.callback.__name__, "--help"] for g, app_ in GROUPS for info in app_.registered_commands]
+    for args in [["--help"], *[[name, "--help"] for name, _ in COMMANDS], *[[g, "--help"] for g, _ in GROUPS], *subs]:
         out = runner.invoke(app, args, env={"COLUMNS": "200"}).output
         assert "<bool>" not in out and "<list[" not in out, args
 

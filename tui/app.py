@@ -105,11 +105,14 @@ class RankscopeApp(App[None]):
         suggestions: tuple[str, ...] = (),
         skipped: SkipList | None = None,
         session_db: str | None = None,
+        qrels_path: Path | None = None,
     ) -> None:
         super().__init__()
         #: The open store's session DB (given, or paired by name in ../sessions/), or ``None``.
         self.session_db = session_db
         self._session_db_given = session_db is not None
+        #: ``--qrels``: the judgments file the browser grades into (default: the store's own).
+        self.qrels_path = qrels_path
         self.suggestions = suggestions
         #: The files the browsed folder's indexing skipped (empty for a store file).
         self.skipped = skipped or SkipList()
@@ -649,6 +652,7 @@ def make_app(
     suggestions: tuple[str, ...] = (),
     skipped: SkipList | None = None,
     session_db: str | None = None,
+    qrels_path: Path | None = None,
 ) -> RankscopeApp:
     """Build the browser. Used by ``rankscope`` and by the tests.
 
@@ -667,6 +671,8 @@ def make_app(
         skipped: the files the folder's (cached) indexing skipped.
         session_db: the store's context-mode session DB (default: paired by
             name in ``../sessions/``) for the agent view's plugin scope.
+        qrels_path: the judgments file to grade into (``--qrels``); default
+            the store's own ``qrels.json`` in the user's data folder.
     """
     p = params or SearchParams("")
     if query:
@@ -676,5 +682,5 @@ def make_app(
     return RankscopeApp(
         store=store, store_label=store_label, index_job=index_job, store_finder=store_finder, params=p,
         show_timings=show_timings, cursor_blink=cursor_blink, search_fn=search_fn, notice=notice,
-        suggestions=suggestions, skipped=skipped, session_db=session_db,
+        suggestions=suggestions, skipped=skipped, session_db=session_db, qrels_path=qrels_path,
     )

@@ -66,6 +66,11 @@ class RankscopeCommands(Provider):
                "F5: the text the agent receives, snippet windows, the limit it gets, plugin scope")
         yield ("Agent log: the agent's recorded searches…", app.action_agent_log,
                "ctx_search calls from the store's session DB, replayed; Enter opens one")
+        yield ("Judging mode: " + ("stop" if browser.judging else "grade chunks 0-3"), browser.action_toggle_judging,
+               "g: keys 0-3 grade the selected chunk for this query; saved to the store's judgments")
+        yield "Save this case", browser.action_save_case, "The query, parameters, selected chunk and its judgments"
+        yield "Saved cases…", browser.action_open_cases, "Reopen a saved case; e exports them as queries.json"
+        yield "Search query history…", browser.action_search_history, "ctrl+r in the query box; ↑↓ step through it"
         yield ("Open a context-mode store…", app.action_open_stores,
                "Pick one of this machine's content stores (as rankscope --stores); opened read-only")
         if app.skipped.skipped:

@@ -49,7 +49,11 @@ KEYS = (
     ("F8", "why not?: find any chunk; the stage where it left and why (from a pane: the selected chunk)"),
     ("F9", "doctor: store diagnostics (key collisions, oversized and Untitled chunks, counts)"),
     ("F5", "agent view: the text the agent receives; p plugin scope, +/- call number, a answer, l agent log"),
-    ("ctrl+p", "command palette: every command, including 'limit 7'"),
+    ("↑  ctrl+r", "in the query box: the previous query of this store's history · search the history (fuzzy)"),
+    ("g", "judging mode: then 0-3 grade the selected chunk for this query (0 not relevant · 1 marginally · "
+          "2 relevant · 3 highly relevant), x removes a grade; graded chunks show ★n in every pane and the "
+          "stage inspector starts with the query's per-stage metrics"),
+    ("ctrl+p", "command palette: every command, including 'limit 7', 'Save this case' and 'Saved cases…'"),
     ("Esc", "close a dialog or lab screen: focus returns where it was"),
     ("ctrl+q", "quit"),
 )

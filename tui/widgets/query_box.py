@@ -25,9 +25,30 @@ class QueryInput(Input):
     so keys typed right after Down already reach the pane)."""
 
     BINDINGS = [
-        Binding("down", "screen.leave_query", "Results", key_display="↓", id="query.leave", priority=True,
-                tooltip="Move from the query box to the results (or the visible pane)"),
+        Binding("down", "history_down", "Results", key_display="↓", id="query.leave", priority=True,
+                tooltip="Move from the query box to the results (or the visible pane); "
+                        "after ↑, the next newer query of the history"),
+        Binding("up", "history_up", "History", key_display="↑", id="query.history-up", show=False,
+                tooltip="The previous query of this store's history"),
+        Binding("ctrl+r", "screen.search_history", "History", id="query.history-search", show=False,
+                tooltip="Search this store's query history (fuzzy)"),
     ]
+
+    def action_history_up(self) -> None:
+        """Up: the previous (older) query of the store's history."""
+        step = getattr(self.screen, "history_older", None)
+        if step is not None:
+            step()
+
+    def action_history_down(self) -> None:
+        """Down: while stepping through the history, the next newer query
+        (then the text that was being typed); otherwise leave the query box."""
+        step = getattr(self.screen, "history_newer", None)
+        if step is not None and step():
+            return
+        leave = getattr(self.screen, "action_leave_query", None)
+        if leave is not None:
+            leave()
 
 
 class QueryBox(Vertical):
@@ -98,6 +119,12 @@ class QueryBox(Vertical):
             t.append("   fuzzy ", style="dim")
             t.append(safe.line(trace.fuzzy.corrected_query), style="bold underline")
         return t
+
+    def set_query(self, text: str) -> None:
+        """Put ``text`` in the input, cursor at its end (it is then searched
+        like typed text, after the pause)."""
+        self.input.value = text
+        self.input.cursor_position = len(text)
 
     def show_queries(self, trace: Trace | None) -> None:
         """Show the sanitised queries of ``trace`` beneath the input."""
