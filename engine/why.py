@@ -42,6 +42,7 @@ from typing import Any
 
 from .diff import plural
 from .fuzzy import correct_word
+from .jsstr import js_to_lower
 from .model import Candidate, Hit, RetrieverRun, Run, SearchParams, Trace
 from .pipeline import search
 from .query import fuzzy_words, porter_words, trigram_words
@@ -320,7 +321,7 @@ def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
     the chunk uses them, then by first occurrence."""
     c = conn or store.conn
     words = vocabulary_words(chunk.title + "\n" + chunk.content)[:_DF_SCAN]
-    lower = (chunk.title + "\n" + chunk.content).lower()
+    lower = js_to_lower(chunk.title + "\n" + chunk.content)
     scored = []
     for i, w in enumerate(words):
         try:

@@ -5,8 +5,9 @@ them): its keys and who binds each, the footer label and tooltip, the F1 text
 and the command-palette entry. Everything else is derived from this table:
 
 - key bindings: :func:`bindings` gives ``RankscopeApp.BINDINGS`` (owner
-  ``"app"``), ``BrowserScreen.BINDINGS`` (``"browser"``) and
-  ``QueryInput.BINDINGS`` (``"query"``), in table order;
+  ``"app"``), ``BrowserScreen.BINDINGS`` (``"browser"``),
+  ``QueryInput.BINDINGS`` (``"query"``), and the action keys of the agent
+  view (``"agent"``) and of the saved cases list (``"cases"``), in table order;
 - the palette's action entries (:func:`palette_rows`, used by
   :mod:`tui.commands`); the help line starts with the key (``F2: ...``);
 - the F1 key list (:func:`help_keys`, used by :mod:`tui.screens.help`);
@@ -15,7 +16,9 @@ and the command-palette entry. Everything else is derived from this table:
 
 Keys that Textual or every dialog binds itself (ctrl+p, ctrl+q, Enter in the
 query box, Esc) are rows too, so F1 lists them; their owners (``"textual"``,
-``"screens"``) get no generated binding. Tests check that every row's keys
+``"screens"``) get no generated binding. A dialog's own way out (Esc, and the
+function key that opened it) and its moves between its own widgets (↓ to a
+list) stay on the dialog. Tests check that every row's keys
 are bound to its action, and that the palette and F1 show the same keys.
 """
 
@@ -26,10 +29,13 @@ from typing import Literal
 
 from textual.binding import Binding, BindingType
 
-#: Who binds a key: the app, the browser screen, the query input (bindings
-#: generated from this table); Textual itself (ctrl+p, ctrl+q, Enter in an
-#: input) or every dialog and lab screen on its own (Esc): F1 lists those only.
-Owner = Literal["app", "browser", "query", "textual", "screens"]
+#: Who binds a key: the app, the browser screen, the query input, the agent
+#: view, the saved cases list (bindings generated from this table); Textual
+#: itself (ctrl+p, ctrl+q, Enter in an input) or every dialog and lab screen
+#: on its own (Esc): F1 lists those only.
+Owner = Literal["app", "browser", "query", "agent", "cases", "textual", "screens"]
+#: The owners whose bindings :func:`bindings` generates.
+BINDING_OWNERS: tuple[Owner, ...] = ("app", "browser", "query", "agent", "cases")
 #: What an action needs before it can run: nothing, an open browser, a chunk
 #: selected in the browser (the journey's subject) or files the folder's
 #: indexing skipped. The palette offers a row only when its need is met.
@@ -37,6 +43,7 @@ Need = Literal["", "browser", "subject", "skipped"]
 
 QUERY_GROUP = Binding.Group("Query ", compact=True)
 PANES_GROUP = Binding.Group("Panes", compact=True)
+GRADE_GROUP = Binding.Group("Grade", compact=True)
 #: How a palette-only action (no key of its own) is reached; F1 shows it in the key column.
 PALETTE_KEY = "ctrl+p"
 
@@ -56,6 +63,8 @@ class Key:
         key_display: the footer's key text (``None``: Textual's own).
         priority: a priority binding (runs before the focused widget sees the key).
         footer: shown in the footer (``None``: as the row says).
+        scope: where the key works when that is not everywhere
+            (``"in the agent view"``); the palette's help line names it.
     """
 
     key: str
@@ -68,6 +77,7 @@ class Key:
     key_display: str | None = None
     priority: bool = False
     footer: bool | None = None
+    scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -87,7 +97,8 @@ class Action:
         help: the F1 key list's text for it.
         palette: the palette entry's title, or ``None`` when the palette does
             not offer it. ``{rowid}``, ``{title}``, ``{source}`` (the selected
-            chunk) and ``{count}``, ``{summary}`` (skipped files) are filled in.
+            chunk), ``{count}``, ``{summary}`` (skipped files) and
+            ``{judging}`` (what judging mode's toggle does now) are filled in.
         palette_help: the palette entry's help line, after ``KEY: `` when
             the action has a key (same fields as ``palette``).
         footer: shown in the footer.
@@ -118,8 +129,12 @@ class Action:
 
     @property
     def palette_help_line(self) -> str:
-        """The palette help line: ``F2: limit, ...`` (the primary key first), or just the text."""
-        return f"{self.keys[0].shown}: {self.palette_help}" if self.keys else self.palette_help
+        """The palette help line: ``F2: limit, ...`` (the primary key first,
+        with its scope: ``l in the agent view: ...``), or just the text."""
+        if not self.keys:
+            return self.palette_help
+        key = self.keys[0]
+        return f"{key.shown}{' ' + key.scope if key.scope else ''}: {self.palette_help}"
 
 
 ACTIONS: tuple[Action, ...] = (
@@ -146,8 +161,10 @@ ACTIONS: tuple[Action, ...] = (
         target="widget", footer=False,
     ),
     Action(
-        "leave-query", "screen.leave_query",
-        (Key("down", "↓", owner="query", id="query.leave", key_display="↓", priority=True),
+        "leave-query", "screen.query_down",
+        (Key("down", "↓", owner="query", id="query.leave", key_display="↓",
+             priority=True, tooltip="Move from the query box to the results (or the visible pane); "
+                                    "after ↑, the next newer query of the history"),
          Key("tab", "Tab", action="focus_next", id="focus-next", label="Next", tooltip="Focus the next widget",
              priority=True, footer=False),
          Key("shift+tab", "shift+Tab", action="focus_previous", id="focus-previous", label="Previous",
@@ -155,8 +172,26 @@ ACTIONS: tuple[Action, ...] = (
         # Tab and shift+Tab are priority bindings: they run as the key arrives, so keys typed right
         # after them (one burst) reach the newly focused widget, not the one that had focus.
         "Results", "Move from the query box to the results (or the visible pane)",
-        "move from the query to the results (or the pane shown), then on (shift+Tab goes back)",
+        "move from the query to the results (or the pane shown), then on (shift+Tab goes back); "
+        "after ↑, ↓ steps back to newer queries",
         target="widget",
+    ),
+    Action(
+        "history-older", "history_older",
+        (Key("up", "↑", owner="query", action="screen.history_older", id="query.history-up", key_display="↑"),),
+        "History", "The previous query of this store's history",
+        "in the query box: the previous query of this store's history (↓ comes back)",
+        target="browser", footer=False,
+    ),
+    Action(
+        "history-search", "search_history",
+        (Key("ctrl+r", "ctrl+r", owner="query", action="screen.search_history", id="query.history-search",
+             scope="in the query box"),),
+        "History", "Search this store's query history (fuzzy)",
+        "in the query box: search this store's query history (fuzzy); Enter searches the chosen query",
+        palette="Search query history…",
+        palette_help="pick a past query of this store (fuzzy); ↑↓ in the query box step through them",
+        target="browser", footer=False, needs="browser",
     ),
     Action(
         "pane.results", "show_pane('results')", (Key("1", "1", owner="browser"),),
@@ -230,6 +265,76 @@ ACTIONS: tuple[Action, ...] = (
         palette="Store diagnostics (doctor)", palette_help="key collisions, oversized/Untitled chunks, counts",
         footer=False, needs="browser",
     ),
+    # The agent view (the stage after Final). F5 is kept for the rank-flow view (issue 9); F10 is
+    # GNOME Terminal's (and MATE's, Tilix's) menu key and F11 most terminals' full screen.
+    Action(
+        "agent-view", "agent_view", (Key("f12", "F12"),),
+        "Agent", "The agent view: what ctx_search gives the agent for this search (limit, snippets, footer)",
+        "agent view: what ctx_search hands the agent for this search (the same key or Esc closes it)",
+        palette="Agent view: what ctx_search gives the agent",
+        palette_help="the text the agent receives, snippet windows, the limit it gets, plugin scope",
+        footer=False, needs="browser",
+    ),
+    Action(
+        "agent-plugin", "toggle_plugin", (Key("p", "p", owner="agent", id="agent.plugin"),),
+        "Plugin", "As the plugin sees it: the session allow-set from the store's session DB",
+        "in the agent view: as the Claude Code plugin sees it (the allow-set from the store's session DB), or not",
+        target="widget",
+    ),
+    Action(
+        "agent-call", "call",
+        (Key("plus,equals_sign", "+", owner="agent", action="call(1)", id="agent.call-up", label="Call+",
+             tooltip="One call later in the throttle window (#4 on: 1 result per query; #9 on: BLOCKED)"),
+         Key("minus", "-", owner="agent", action="call(-1)", id="agent.call-down", label="Call-",
+             tooltip="One call earlier in the throttle window")),
+        "Call", "Move the call within its throttle window",
+        "in the agent view: one call later / earlier in the throttle window (#4 on: 1 result per query; "
+        "#9 on: BLOCKED)",
+        target="widget",
+    ),
+    Action(
+        "agent-answer", "toggle_answer", (Key("a", "a", owner="agent", id="agent.answer"),),
+        "Answer", "Switch between the selected chunk (windows marked) and the whole answer text",
+        "in the agent view: the selected chunk with its snippet windows marked, or the whole answer text",
+        target="widget",
+    ),
+    Action(
+        "agent-log", "agent_log",
+        (Key("l", "l", owner="agent", action="app.agent_log", id="agent.log", scope="in the agent view"),),
+        "Log", "The agent's recorded searches (from the store's session DB)",
+        "agent log: the ctx_search calls recorded in the store's session DB, replayed; Enter opens one "
+        "(from the agent view, or ctrl+p)",
+        palette="Agent log: the agent's recorded searches…",
+        palette_help="ctx_search calls from the store's session DB, replayed; Enter opens one",
+        footer=True, needs="browser",
+    ),
+    # The evaluation lab: judging mode turns the digits into grades (BrowserScreen.check_action).
+    Action(
+        "judge", "toggle_judging", (Key("g", "g", owner="browser", id="judge.toggle"),),
+        "Judge", "Judging mode on/off: keys 0-3 grade the selected chunk for this query",
+        "judging mode on/off: then 0-3 grade the selected chunk for this query; graded chunks show ★n in "
+        "every pane and the stage inspector starts with the query's per-stage metrics",
+        palette="Judging mode: {judging}",
+        palette_help="keys 0-3 grade the selected chunk for this query; saved to the store's judgments",
+        target="browser", footer=False, needs="browser",
+    ),
+    Action(
+        "judge-grade", "grade",
+        tuple(Key(str(n), str(n), owner="browser", action=f"grade({n})", id=f"judge.grade{n}",
+                  tooltip=f"Grade the selected chunk {n} ({word}) for this query")
+              for n, word in ((0, "not relevant"), (1, "marginally relevant"), (2, "relevant"),
+                              (3, "highly relevant"))),
+        "Grade", "Grade the selected chunk for this query",
+        "in judging mode: grade the selected chunk for this query (0 not relevant · 1 marginally · "
+        "2 relevant · 3 highly relevant)",
+        target="browser", group=GRADE_GROUP,
+    ),
+    Action(
+        "judge-clear", "grade(-1)", (Key("x", "x", owner="browser", id="judge.clear"),),
+        "Ungrade", "Remove the selected chunk's judgment",
+        "in judging mode: remove the selected chunk's grade",
+        target="browser",
+    ),
     Action(
         "command-palette", "command_palette", (Key("ctrl+p", "ctrl+p", owner="textual"),),
         "Palette", "Search every command",
@@ -241,6 +346,31 @@ ACTIONS: tuple[Action, ...] = (
         "why not? for the chunk the journey follows",
         palette="Why not? the selected chunk (row {rowid})", palette_help="Explain {title} · {source}",
         footer=False, needs="subject",
+    ),
+    Action(
+        "save-case", "save_case", (),
+        "Save case", "Save the query, parameters, selected chunk and its judgments as a case",
+        "save this case: the query, parameters, selected chunk and its judgments",
+        palette="Save this case", palette_help="The query, parameters, selected chunk and its judgments",
+        target="browser", footer=False, needs="browser",
+    ),
+    Action(
+        "open-cases", "open_cases", (),
+        "Cases", "The saved cases; Enter reopens one",
+        "saved cases: Enter reopens one (its query, parameters and pinned chunk)",
+        palette="Saved cases…", palette_help="Reopen a saved case; e exports them as queries.json",
+        target="browser", footer=False, needs="browser",
+    ),
+    Action(
+        "cases-export", "export", (Key("e", "e", owner="cases", id="cases.export"),),
+        "Export", "Write every case as queries.json and its judgments as qrels into the current folder",
+        "in saved cases: export every case as queries.json, its judgments as qrels, into the current folder",
+        target="widget",
+    ),
+    Action(
+        "cases-delete", "remove", (Key("delete", "Delete", owner="cases", id="cases.delete"),),
+        "Delete", "Delete the highlighted case", "in saved cases: delete the highlighted case",
+        target="widget",
     ),
     Action(
         "open-stores", "open_stores", (),
@@ -279,13 +409,13 @@ def _binding(row: Action, key: Key) -> Binding:
 
 
 def bindings(owner: Owner) -> list[BindingType]:
-    """The bindings of every key bound by ``owner`` (``"app"``, ``"browser"``
-    or ``"query"``), in table order.
+    """The bindings of every key bound by ``owner`` (one of
+    :data:`BINDING_OWNERS`), in table order.
 
     Raises:
         ValueError: ``owner`` binds no keys of its own (``"textual"``, ``"screens"``).
     """
-    if owner not in ("app", "browser", "query"):
+    if owner not in BINDING_OWNERS:
         raise ValueError(f"no bindings are generated for owner {owner!r}")
     return [_binding(row, key) for row in ACTIONS for key in row.keys if key.owner == owner]
 

@@ -37,9 +37,12 @@ from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
 from .facts import describe_problem, read_facts
 from .fmt import json_text
-from .messages import (ApplyParams, ChunkMatches, ChunksLoaded, CompareFinished, Diagnose, DiscoverStores,
-                       DoctorFinished, ExplainChunk, FindChunks, IndexFolder, LoadChunks, RunCompare, RunSearch,
-                       SearchFailed, SearchFinished, StoreReady, StoresFound, VariantsChosen, WhyFinished)
+from .messages import (AgentLogLoaded, AgentViewFinished, ApplyParams, ChunkMatches, ChunksLoaded, CompareFinished,
+                       Diagnose, DiscoverStores, DoctorFinished, ExplainChunk, FindChunks, IndexFolder, LoadAgentLog,
+                       LoadChunks, OpenRecordedCall, RunAgentView, RunCompare, RunSearch, SearchFailed,
+                       SearchFinished, StoreReady, StoresFound, VariantsChosen, WhyFinished)
+from .screens.agent import AgentRequest, AgentViewScreen
+from .screens.agent_log import AgentLogScreen
 from .screens.browser import BrowserScreen, StoreOverview
 from .screens.compare import CompareScreen
 from .screens.doctor import DoctorScreen
@@ -84,8 +87,15 @@ class RankscopeApp(App[None]):
         notice: str | None = None,
         suggestions: tuple[str, ...] = (),
         skipped: SkipList | None = None,
+        session_db: str | None = None,
+        qrels_path: Path | None = None,
     ) -> None:
         super().__init__()
+        #: The open store's session DB (given, or paired by name in ../sessions/), or ``None``.
+        self.session_db = session_db
+        self._session_db_given = session_db is not None
+        #: ``--qrels``: the judgments file the browser grades into (default: the store's own).
+        self.qrels_path = qrels_path
         self.suggestions = suggestions
         #: The files the browsed folder's indexing skipped (empty for a store file).
         self.skipped = skipped or SkipList()
@@ -141,7 +151,8 @@ class RankscopeApp(App[None]):
         overview = StoreOverview(stats=dict(self.store_stats), session_counts=tuple(self.session_counts),
                                  problem=self.store_problem, skipped=self.skipped, suggestions=self.suggestions)
         return BrowserScreen(store, self.store_label, self.initial_params, overview=overview,
-                             show_timings=self.show_timings, cursor_blink=self.cursor_blink)
+                             show_timings=self.show_timings, cursor_blink=self.cursor_blink,
+                             qrels_path=self.qrels_path)
 
     def _load_store_facts(self, store: Store) -> None:
         """Read the store's counts, sessions and source labels.
@@ -150,6 +161,11 @@ class RankscopeApp(App[None]):
             StoreError: the store cannot be read (see :func:`tui.facts.read_facts`).
         """
         facts = read_facts(store)
+        if not self._session_db_given:
+            from engine.discovery import session_dbs_for_store
+
+            paired = session_dbs_for_store(store.path) if store.path and store.path != ":memory:" else []
+            self.session_db = str(paired[0]) if paired else None
         self.store_stats = facts.stats
         self.session_counts = facts.session_counts
         self.source_labels = facts.source_labels
@@ -163,6 +179,7 @@ class RankscopeApp(App[None]):
         """A store finished indexing (or was picked): browse it, unless its
         counts cannot be read (a damaged file): then it is closed and the
         picker or loading screen stays, saying why."""
+        self._session_db_given = False  # a new store: pair its own session DB
         try:
             self._load_store_facts(event.store)
         except Exception as exc:
@@ -215,7 +232,7 @@ class RankscopeApp(App[None]):
         row = app_action(action)
         if row is None:
             return True
-        if row.browser_key and isinstance(self.screen, (CompareScreen, WhyScreen, DoctorScreen)):
+        if row.browser_key and isinstance(self.screen, (CompareScreen, WhyScreen, DoctorScreen, AgentLogScreen)):
             return False
         if row.needs:
             return self.browser is not None
@@ -342,6 +359,53 @@ class RankscopeApp(App[None]):
             self.store_finder = find_stores
         self.push_screen(StorePickerScreen(self.store_finder))
 
+    # ── the agent view ─────────────────────────────────────────────────
+
+    def action_agent_view(self) -> None:
+        """Open (or close) the agent view for the current search."""
+        if isinstance(self.screen, AgentViewScreen):
+            self.screen.dismiss(None)
+            return
+        browser = self._close_dialogs()
+        if browser is not None:
+            self.push_screen(AgentViewScreen(browser.params, session_db=self.session_db), callback=self._after_dialog)
+
+    def action_agent_log(self) -> None:
+        """Open the agent's recorded searches (the store's session DB)."""
+        browser = self._close_dialogs()
+        if browser is not None:
+            self.push_screen(AgentLogScreen(self.session_db), callback=self._after_dialog)
+
+    def on_open_recorded_call(self, event: OpenRecordedCall) -> None:
+        """Open a recorded call (from the agent log): the browser searches its
+        first query with the limit, filters and allow-set the server used, and
+        the agent view answers the call's own arguments at its throttle position."""
+        self.open_recorded_call(event.replay)
+
+    def open_recorded_call(self, replay) -> None:
+        """Open the recorded call ``replay`` (an :class:`engine.agent.log.Replay`
+        whose call has params); see :meth:`on_open_recorded_call`."""
+        from dataclasses import replace as _replace
+
+        from engine.agent import parse_arguments
+
+        browser = self._close_dialogs()
+        if browser is None:
+            return
+        call = replay.call
+        parsed = parse_arguments(call.params, plugin_mode=True)
+        trace = replay.trace
+        limit = trace.effective_limit if trace is not None and trace.effective_limit is not None else 2
+        scope = trace.scope.allow_set if trace is not None else None
+        params = _replace(browser.params, query=(parsed.queries or ("",))[0], limit=limit,
+                          source=parsed.source or None, source_match="like", content_type=parsed.content_type,
+                          sessions=scope, variant=Variant())
+        browser.open_search(params)
+        wanted = int(parsed.limit) if parsed.limit == int(parsed.limit) and parsed.limit >= 0 else None
+        request = AgentRequest(dict(call.params), replay.context, replay.position.count if replay.position else 1,
+                               wanted, (f"recorded call of {call.created_at} UTC, session {call.session_id[:8]}",))
+        self.push_screen(AgentViewScreen(params, request, session_db=self.session_db), callback=self._after_dialog)
+
     def action_doctor(self) -> None:
         """Open the store diagnostics."""
         browser = self._close_dialogs()
@@ -414,6 +478,12 @@ class RankscopeApp(App[None]):
 
     def on_discover_stores(self, event: DiscoverStores) -> None:
         self.discover_stores(event.finder, event.requester)
+
+    def on_run_agent_view(self, event: RunAgentView) -> None:
+        self.run_agent_view(event.request, event.seq, event.requester)
+
+    def on_load_agent_log(self, event: LoadAgentLog) -> None:
+        self.load_agent_log(event.session_db, event.requester)
 
     # ── workers (all on the app, so one handler reports their errors) ──
 
@@ -495,6 +565,41 @@ class RankscopeApp(App[None]):
         if not worker.is_cancelled:
             target.post_message(ChunkMatches(seq, matches))
 
+    @work(thread=True, exclusive=True, exit_on_error=False, group="agent")
+    def run_agent_view(self, request: AgentRequest, seq: int, target: MessagePump) -> None:
+        """Answer ``request`` with :func:`engine.agent.ctx_search` on a thread
+        connection and post :class:`AgentViewFinished` to ``target``."""
+        from engine.agent import AgentViewError, ctx_search
+
+        worker = get_current_worker()
+        store = self._lab_store()
+        with store.thread_connection() as conn:
+            try:
+                trace = ctx_search(store, request.arguments, request.context, call_number=request.call_number,
+                                   conn=conn)
+            except AgentViewError as exc:
+                target.post_message(AgentViewFinished(seq, None, str(exc)))
+                return
+        if not worker.is_cancelled:
+            target.post_message(AgentViewFinished(seq, trace))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="agent-log")
+    def load_agent_log(self, session_db: str, target: MessagePump) -> None:
+        """Read the recorded calls of ``session_db``, replay them on the open
+        store and post :class:`AgentLogLoaded`."""
+        from engine.agent import SessionDbError
+        from engine.agent.log import load_calls, replay_calls
+
+        store = self._lab_store()
+        try:
+            calls = load_calls(session_db)
+            with store.thread_connection() as conn:
+                replays = replay_calls(store, session_db, calls, conn=conn)
+        except SessionDbError as exc:
+            target.post_message(AgentLogLoaded([], str(exc)))
+            return
+        target.post_message(AgentLogLoaded(replays))
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="doctor")
     def run_doctor(self, target: MessagePump) -> None:
         """Diagnose the store (read-only) and post :class:`DoctorFinished`."""
@@ -540,6 +645,7 @@ class RankscopeApp(App[None]):
         what = {
             "search": "Search", "index": "Indexing", "discover": "Store discovery", "compare": "Compare",
             "why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks", "doctor": "Doctor",
+            "agent": "Agent view", "agent-log": "Agent log",
         }.get(event.worker.group, "Background task")
         self.notify_plain(describe_problem(error), title=f"{what} failed", severity="error", timeout=10)
         browser = self.browser
@@ -567,6 +673,8 @@ def make_app(
     notice: str | None = None,
     suggestions: tuple[str, ...] = (),
     skipped: SkipList | None = None,
+    session_db: str | None = None,
+    qrels_path: Path | None = None,
 ) -> RankscopeApp:
     """Build the browser. Used by ``rankscope`` and by the tests.
 
@@ -583,6 +691,10 @@ def make_app(
         notice: a warning to show once the app starts.
         suggestions: example queries for the start screen.
         skipped: the files the folder's (cached) indexing skipped.
+        session_db: the store's context-mode session DB (default: paired by
+            name in ``../sessions/``) for the agent view's plugin scope.
+        qrels_path: the judgments file to grade into (``--qrels``); default
+            the store's own ``qrels.json`` in the user's data folder.
     """
     p = params or SearchParams("")
     if query:
@@ -592,5 +704,5 @@ def make_app(
     return RankscopeApp(
         store=store, store_label=store_label, index_job=index_job, store_finder=store_finder, params=p,
         show_timings=show_timings, cursor_blink=cursor_blink, search_fn=search_fn, notice=notice,
-        suggestions=suggestions, skipped=skipped,
+        suggestions=suggestions, skipped=skipped, session_db=session_db, qrels_path=qrels_path,
     )

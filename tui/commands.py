@@ -80,7 +80,8 @@ class RankscopeCommands(Provider):
         app = self.host
         browser = app.browser
         subject = app.selected_subject() if browser is not None else None
-        fields: dict[str, Any] = {"count": len(app.skipped.skipped), "summary": app.skipped.summary()}
+        fields: dict[str, Any] = {"count": len(app.skipped.skipped), "summary": app.skipped.summary(),
+                                  "judging": "stop" if browser is not None and browser.judging else "grade chunks 0-3"}
         if subject is not None:
             fields.update(rowid=subject.rowid, title=safe.line(subject.title), source=safe.line(subject.source))
         met = {"": True, "browser": browser is not None, "subject": subject is not None,

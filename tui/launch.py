@@ -102,16 +102,17 @@ def app_arguments(path: str | None, stores: bool = False) -> dict:
     return args
 
 
-def launch_browser(path: str | None, stores: bool = False) -> None:
+def launch_browser(path: str | None, stores: bool = False, qrels: Path | None = None) -> None:
     """Open the browser on ``path`` (see the module docstring) and run it
-    until the user quits.
+    until the user quits; ``qrels`` is the judgments file to grade into
+    (``--qrels``; default: the store's own file in the user's data folder).
 
     Raises:
         CliError: for a bad path (the CLI prints it and exits with status 2).
     """
     from .app import make_app
 
-    app = make_app(**app_arguments(path, stores))
+    app = make_app(**app_arguments(path, stores), qrels_path=qrels)
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

@@ -149,6 +149,37 @@ class DoctorFinished(Message):
         super().__init__()
 
 
+class AgentViewFinished(Message):
+    """The agent view's ``ctx_search`` call is answered.
+
+    Attributes:
+        seq: the request's sequence number (older answers are dropped).
+        trace: the :class:`engine.agent.AgentTrace`, or ``None`` with ``error``
+            (a call rankscope cannot reproduce).
+        error: why there is no trace.
+    """
+
+    def __init__(self, seq: int, trace, error: str | None = None) -> None:
+        self.seq = seq
+        self.trace = trace
+        self.error = error
+        super().__init__()
+
+
+class AgentLogLoaded(Message):
+    """The recorded ``ctx_search`` calls of a session DB, replayed.
+
+    Attributes:
+        replays: :class:`engine.agent.log.Replay` list in call order.
+        error: why the session DB could not be read, or ``None``.
+    """
+
+    def __init__(self, replays: list, error: str | None = None) -> None:
+        self.replays = replays
+        self.error = error
+        super().__init__()
+
+
 # ── requests: a screen asks the app to do something ──────────────────────
 #
 # Screens never call the app's methods or read its attributes; they post one
@@ -295,4 +326,48 @@ class VariantsChosen(Message):
     def __init__(self, variant_a, variant_b) -> None:
         self.variant_a = variant_a
         self.variant_b = variant_b
+        super().__init__()
+
+
+class RunAgentView(Request):
+    """Answer an agent-view request with :func:`engine.agent.ctx_search`;
+    answered with :class:`AgentViewFinished`.
+
+    Attributes:
+        request: a :class:`tui.screens.agent.AgentRequest` (arguments,
+            server context, call number).
+        seq: the request's sequence number (echoed in the answer).
+    """
+
+    def __init__(self, requester: MessagePump, request, seq: int) -> None:
+        super().__init__(requester)
+        self.request = request
+        self.seq = seq
+
+
+class LoadAgentLog(Request):
+    """Read the ``ctx_search`` calls recorded in ``session_db`` and replay
+    them on the open store; answered with :class:`AgentLogLoaded`.
+
+    Attributes:
+        session_db: path of the context-mode session DB (opened read-only).
+    """
+
+    def __init__(self, requester: MessagePump, session_db: str) -> None:
+        super().__init__(requester)
+        self.session_db = session_db
+
+
+class OpenRecordedCall(Message):
+    """Open a recorded ``ctx_search`` call (from the agent log): the browser
+    searches its first query with the call's limit, filters and allow-set,
+    and the agent view answers the call's own arguments at its throttle
+    position.
+
+    Attributes:
+        replay: an :class:`engine.agent.log.Replay` whose call has params.
+    """
+
+    def __init__(self, replay) -> None:
+        self.replay = replay
         super().__init__()

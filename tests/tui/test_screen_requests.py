@@ -68,7 +68,8 @@ def _posted_to_app() -> dict[str, list[str]]:
 def test_every_request_a_screen_posts_is_handled_by_the_app():
     posted = _posted_to_app()
     assert {"RunSearch", "RunCompare", "ExplainChunk", "LoadChunks", "FindChunks", "Diagnose", "IndexFolder",
-            "DiscoverStores", "ApplyParams", "VariantsChosen"} <= set(posted)
+            "DiscoverStores", "ApplyParams", "VariantsChosen", "RunAgentView", "LoadAgentLog",
+            "OpenRecordedCall"} <= set(posted)
     for name, where in posted.items():
         cls = getattr(tui.messages, name, None)
         assert isinstance(cls, type) and issubclass(cls, Message), f"{name} ({where}) is not a tui.messages message"

@@ -60,7 +60,7 @@ from .search import load_queries
 SPEC_HELP = (
     "Variant spec: comma-separated key=value with keys "
     + ", ".join(SPEC_KEYS)
-    + " (e.g. key=rowid,rerank=before-trim,rrf_k=10), or 'reference'."
+    + ", or 'reference'. Example: --b key=rowid,rrf_k=10"
 )
 
 
@@ -173,7 +173,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
 
 
 def compare_cmd(
-    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries)."),
+    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
@@ -246,7 +246,7 @@ def explanation_renderable(e: Explanation) -> Group:
 
 
 def why_cmd(
-    query: str = typer.Argument(..., help="Query text."),
+    query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     chunk: Optional[str] = typer.Option(None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."),
     rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),

@@ -164,7 +164,7 @@ REPLACED_SHOWN = 10
 
 
 def search_cmd(
-    query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised)."),
+    query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised). A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     limit: Limit = 3,
     source: SourceFilter = None,
@@ -217,15 +217,34 @@ def batch(
     queries: Path = typer.Argument(..., help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error."),
     db: SearchDb = ...,
     out: Optional[Path] = typer.Option(None, "--out", help="Write the traces here instead of stdout."),
+    trec_run: Optional[Path] = typer.Option(
+        None, "--trec-run",
+        help="Also write a TREC run ('qid Q0 docid rank score tag'; docid = chunk id, score = n - rank + 1) "
+        "of --stage; the traces then go only to --out.",
+    ),
+    stage: str = typer.Option("final", "--stage", help="Stage id written by --trec-run (final, rerank, porter, fuzzy:rerank, ...)."),
 ) -> None:
-    """Run a query file and write a JSON list of traces, one per query, in order."""
+    """Run a query file and write a JSON list of traces, one per query, in
+    order; with --trec-run, a TREC run of one stage's ranked chunk ids."""
     if out is not None:
         check_output_file(out, "--out")
+    if trec_run is not None:
+        check_output_file(trec_run, "--trec-run")
+        from engine.evaluation import STAGE_ORDER
+
+        if stage not in STAGE_ORDER:
+            fail(f"--stage: unknown stage {stage!r}; stages are {', '.join(STAGE_ORDER)}")
+    elif stage != "final":
+        fail("--stage applies to --trec-run; give --trec-run FILE")
     entries = load_queries(queries)
     params = [params_from_entry(e, i) for i, e in enumerate(entries)]
     with open_store(db) as store:
-        traces = [trace_to_dict(search(store, p), query_id=e.get("id", str(i + 1)))
-                  for i, (e, p) in enumerate(zip(entries, params))]
+        results = [(e.get("id", str(i + 1)), search(store, p)) for i, (e, p) in enumerate(zip(entries, params))]
+        if trec_run is not None:
+            _write_trec_run(store, results, trec_run, stage)
+            if out is None:
+                return
+    traces = [trace_to_dict(t, query_id=qid) for qid, t in results]
     if out:
         try:
             out.write_text(json_text(traces), "utf-8")
@@ -234,6 +253,20 @@ def batch(
         console.print(safe.line(f"wrote {len(traces)} traces to {out}"), markup=False, highlight=False)
     else:
         write_json(traces)
+
+
+def _write_trec_run(store: Store, results: list, path: Path, stage: str) -> None:
+    """Write the TREC run of ``stage`` (see :func:`engine.evaluation.trec_run_text`)."""
+    from engine.chunkids import chunk_ids
+    from engine.evaluation import trec_run_text
+
+    text, lines = trec_run_text(results, chunk_ids(store), stage)
+    try:
+        path.write_text(text, "utf-8")
+    except OSError as exc:
+        fail(f"cannot write --trec-run {path}: {exc.strerror or exc}")
+    console.print(safe.line(f"wrote {lines} run lines for {len(results)} queries (stage {stage}) to {path}"),
+                  markup=False, highlight=False, soft_wrap=True)
 
 
 def check_output_file(path: Path, option: str) -> None:

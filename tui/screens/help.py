@@ -10,7 +10,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from ..actions import help_keys
+from ..actions import ACTION_BY_ID, help_keys
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -34,6 +34,9 @@ STAGES = (
      "(1-3 edits by length) and, if anything changed, the whole pipeline re-runs (layer rrf-fuzzy)."),
     ("Final", "The answer and its layer: rrf (first pass), rrf-fuzzy (typo re-run) or none,",
      "with the reason when it is empty."),
+    ("Agent view", "What ctx_search hands the agent: at most 2 results per query (1 after call #3), each cut",
+     "to 1,500-unit windows around the matches, a 40 KiB cap and a throttle footer "
+     f"({ACTION_BY_ID['agent-view'].keys[0].shown})."),
 )
 
 #: (key column, what it does): the F1 key list, from the one action table (tui.actions).

@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 from engine import Store, StoreError
 
 from .. import safe
-from ..fmt import human_bytes
+from ..fmt import human_bytes, session_db_summary
 from ..messages import DiscoverStores, StoreReady, StoresFound
 
 
@@ -43,6 +43,8 @@ def store_line(info: Any) -> Text:
         details.append(f"client {client}")
     if getattr(info, "wal_bytes", 0):
         details.append("live (a writer has it open)")
+    if getattr(info, "session_db", None):
+        details.append(f"session DB: {session_db_summary(info)} (plugin scope available)")
     t.append("\n  " + " · ".join(details), style="dim")
     error = getattr(info, "error", None)
     if error:

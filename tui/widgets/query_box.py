@@ -21,10 +21,13 @@ DEBOUNCE_S = 0.15
 
 
 class QueryInput(Input):
-    """The query input; Down leaves it for the results (a priority binding,
-    so keys typed right after Down already reach the pane)."""
+    """The query input. Up steps to older queries of the store's history and
+    Down back to newer ones; otherwise Down leaves it for the results (a
+    priority binding, so keys typed right after Down already reach the pane).
+    ctrl+r searches the history. The keys come from :mod:`tui.actions` and
+    run the browser screen's actions (``screen.query_down`` ...)."""
 
-    BINDINGS = bindings("query")  # Down (tui.actions)
+    BINDINGS = bindings("query")
 
 
 class QueryBox(Vertical):
@@ -95,6 +98,12 @@ class QueryBox(Vertical):
             t.append("   fuzzy ", style="dim")
             t.append(safe.line(trace.fuzzy.corrected_query), style="bold underline")
         return t
+
+    def set_query(self, text: str) -> None:
+        """Put ``text`` in the input, cursor at its end (it is then searched
+        like typed text, after the pause)."""
+        self.input.value = text
+        self.input.cursor_position = len(text)
 
     def show_queries(self, trace: Trace | None) -> None:
         """Show the sanitised queries of ``trace`` beneath the input."""
