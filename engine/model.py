@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .fuzzy_reasons import reason_sentence
+
 ContentType = Literal["code", "prose"]
 SourceMatch = Literal["like", "exact"]
 Layer = Literal["rrf", "rrf-fuzzy", "none"]
@@ -618,7 +620,7 @@ class Correction:
 @dataclass(frozen=True)
 class FuzzyStage:
     """The typo fallback. Why it ran (or not) is data: codes from
-    :data:`engine.fuzzy.FUZZY_CODES` / :data:`engine.fuzzy.FUZZY_TRIGGERS`
+    :data:`engine.fuzzy_reasons.FUZZY_CODES` / :data:`engine.fuzzy_reasons.FUZZY_TRIGGERS`
     and the numbers behind them; :attr:`reason` puts them in words.
 
     Attributes:
@@ -655,9 +657,7 @@ class FuzzyStage:
 
     @property
     def reason(self) -> str:
-        """Why it ran or was skipped, in words (:func:`engine.fuzzy.reason_sentence`)."""
-        from .fuzzy import reason_sentence
-
+        """Why it ran or was skipped, in words (:func:`engine.fuzzy_reasons.reason_sentence`)."""
         return reason_sentence(self)
 
 

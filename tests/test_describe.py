@@ -9,7 +9,7 @@ from engine import SearchParams, Variant
 from engine.compare import compare
 from engine.doctor import diagnose
 from engine.why import why_not
-from tui import cli_lab
+from tui.cli import lab as cli_lab
 from tui.describe import (
     COMPARE_COLUMNS,
     Description,

@@ -116,3 +116,9 @@ def plain(widget) -> str:
     console = Console(width=200, file=io.StringIO(), record=True, color_system=None)
     console.print(widget.content)
     return console.export_text()
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path, monkeypatch):
+    """Never touch the real user data folder (history, cases, judgments)."""
+    monkeypatch.setenv("RANKSCOPE_DATA_DIR", str(tmp_path / "data"))

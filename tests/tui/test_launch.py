@@ -294,7 +294,7 @@ def test_describe_params_and_export_path(tmp_path):
 
 
 def test_serve_command_and_bad_path(tmp_path, capsys):
-    from tui.cli_serve import serve_command
+    from tui.cli.serve import serve_command
 
     cmd = serve_command(str(tmp_path))
     assert cmd.endswith(str(tmp_path.resolve())) and "-m tui.cli" in cmd

@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from .cli import app, fail
+from .base import fail
 
 
 def serve_command(path: Optional[str]) -> str:
@@ -40,7 +40,6 @@ def check_port(host: str, port: int) -> None:
         fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
 
 
-@app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8000, "--port", help="TCP port to listen on."),

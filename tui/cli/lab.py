@@ -1,7 +1,8 @@
 """What-if lab subcommands: ``compare``, ``why`` and ``doctor``.
 
-Imported by :mod:`tui.cli` (``_register_command_modules``), which owns the
-Typer ``app``; this module only adds commands to it. Rich only, never Textual.
+Plain functions, registered in :data:`tui.cli.main.COMMANDS`; each renders
+the description of :mod:`tui.describe` (the browser's compare, why and doctor
+screens show the same one). Rich only, never Textual.
 
 * ``rankscope compare QUERY --db DB --b SPEC [--a SPEC] [filters] [--json]``
 * ``rankscope compare --queries FILE --db DB --b SPEC [--a SPEC] [--json]``
@@ -38,7 +39,7 @@ from engine.doctor import DoctorReport, diagnose
 from engine.model import Variant
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
-from .cli import (
+from .base import (
     ContentTypeFilter,
     Limit,
     OptionalLimit,
@@ -46,22 +47,21 @@ from .cli import (
     SessionFilter,
     SourceExact,
     SourceFilter,
-    app,
     console,
     fail,
-    load_queries,
     make_params,
     open_store,
     write_json,
 )
-from .describe import counts_line, describe_comparison, describe_explanation, describe_report, line_text, to_rich
-from .fmt import clip
-from .render import plain
+from ..describe import counts_line, describe_comparison, describe_explanation, describe_report, line_text, to_rich
+from ..fmt import clip
+from ..render import plain
+from .search import load_queries
 
 SPEC_HELP = (
     "Variant spec: comma-separated key=value with keys "
     + ", ".join(SPEC_KEYS)
-    + " (e.g. key=rowid,rerank=before-trim,rrf_k=10), or 'reference'."
+    + ", or 'reference'. Example: --b key=rowid,rrf_k=10"
 )
 
 
@@ -120,9 +120,8 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     return Group(t, summary)
 
 
-@app.command("compare")
 def compare_cmd(
-    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries)."),
+    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
@@ -182,9 +181,8 @@ def explanation_renderable(e: Explanation) -> Group:
     return to_rich(describe_explanation(e))
 
 
-@app.command("why")
 def why_cmd(
-    query: str = typer.Argument(..., help="Query text."),
+    query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     chunk: Optional[str] = typer.Option(None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."),
     rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
@@ -230,7 +228,6 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
     return to_rich(describe_report(report), max_rows=examples)
 
 
-@app.command("doctor")
 def doctor_cmd(
     db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),

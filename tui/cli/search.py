@@ -1,153 +1,38 @@
-"""The ``rankscope`` command.
-
-``rankscope`` with no argument opens the browser on the bundled
-``sample_corpus/``; ``rankscope PATH`` opens a store (``.db``, read-only) or
-indexes a folder first. Subcommands (each has ``--help``): ``index``,
-``search``, ``batch``, ``serve`` and the others listed by ``rankscope --help``.
-
-Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
-never a traceback: :func:`main` turns :class:`CliError`, any
-:class:`~engine.StoreError` (a damaged store is a
-:class:`~engine.CorruptStoreError`), a stray ``sqlite3.DatabaseError`` and
-``OSError`` into that line.
-"""
+"""``rankscope index``, ``search`` and ``batch``: build a store, search it,
+run a query file. Plain functions; :mod:`tui.cli.main` registers them."""
 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import sys
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import List, Optional
 
 import typer
-from rich.console import Console
 
 from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
 from engine.compare import params_for_entry
 from engine.corpus import index_paths, load_sessions_map
 
-from . import safe
-from .fmt import json_text
-
-#: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
-APP_HELP = (
-    "Watch context-mode's lexical retrieval pipeline work, stage by stage.\n\n"
-    "The browser: rankscope \\[PATH] \\[--stores]. Without PATH it opens the bundled sample corpus; PATH is a "
-    ".db store (opened read-only) or a folder (indexed into a cached store first); --stores picks one of your "
-    "context-mode content stores.\n\n"
-    "The commands below work without the browser; each has --help."
+from .. import safe
+from ..fmt import json_text
+from .base import (
+    ContentTypeFilter,
+    Limit,
+    SearchDb,
+    SessionFilter,
+    SourceExact,
+    SourceFilter,
+    console,
+    err_console,
+    fail,
+    make_params,
+    open_store,
+    write_json,
 )
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=False,
-    help=APP_HELP,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-console = Console()
-err_console = Console(stderr=True)
-
-
-def package_version() -> str:
-    """The installed rankscope version (``unknown`` when not installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("rankscope")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        return "unknown"
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        sys.stdout.write(f"rankscope {package_version()}\n")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", help="Print rankscope's version and exit.", callback=_print_version, is_eager=True
-    ),
-) -> None:
-    """Options before the command (``--version``)."""
-
-
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit status 2."""
-
-
-def fail(message: str) -> None:
-    """Raise a :class:`CliError` with ``message``."""
-    raise CliError(message)
-
-
-def open_store(db: Path, writable: bool = False) -> Store:
-    """Open ``db`` read-only (default) or writable, turning errors into
-    CliError. Use as ``with open_store(db) as store:`` to close it."""
-    try:
-        return Store.open_writable(db) if writable else Store.open_readonly(db)
-    except StoreError as exc:
-        fail(str(exc))
-    raise AssertionError("unreachable")
-
-
-def write_json(data: object, indent: Optional[int] = 2) -> None:
-    """Print ``data`` as JSON on stdout, exactly (no Rich, no sanitising)."""
-    sys.stdout.write(json_text(data, indent))
-
-
-def make_params(
-    query: str,
-    limit: int = 3,
-    source: Optional[str] = None,
-    source_exact: bool = False,
-    content_type: Optional[str] = None,
-    sessions: Optional[List[str]] = None,
-    variant=None,
-) -> SearchParams:
-    """Build validated :class:`SearchParams`, turning ValueError into CliError."""
-    if content_type is not None and content_type not in ("code", "prose"):
-        fail(f"--content-type must be code or prose; got {content_type!r}")
-    try:
-        return SearchParams(
-            query=query,
-            limit=limit,
-            source=source,
-            source_match="exact" if source_exact else "like",
-            content_type=content_type,
-            sessions=tuple(sessions) if sessions else None,
-            variant=variant or Variant(),
-        )
-    except ValueError as exc:
-        fail(str(exc))
-    raise AssertionError("unreachable")
-
-
-# ─── search options (shared by search, batch, compare and why) ──────────
-
-#: ``--db`` of a command that only searches the store (required: write ``db: SearchDb = ...``).
-SearchDb = Annotated[Path, typer.Option("--db", help="Store to search (opened read-only).")]
-_LIMIT = typer.Option("--limit", "-n", help="Results wanted (reference default 3).")
-#: ``--limit`` / ``-n`` (give the default, 3, with ``=``).
-Limit = Annotated[int, _LIMIT]
-#: ``--limit`` / ``-n`` that can be left unset (default ``None``).
-OptionalLimit = Annotated[Optional[int], _LIMIT]
-#: The filters :func:`make_params` takes after the limit.
-SourceFilter = Annotated[
-    Optional[str], typer.Option("--source", help="Source label filter (substring unless --source-exact).")
-]
-SourceExact = Annotated[bool, typer.Option("--source-exact", help="Match --source exactly.")]
-ContentTypeFilter = Annotated[Optional[str], typer.Option("--content-type", help="code or prose.")]
-SessionFilter = Annotated[Optional[List[str]], typer.Option("--session", help="Allow-set session id (repeatable).")]
-
 
 # ─── index ───────────────────────────────────────────────────────────────
 
 
-@app.command()
 def index(
     paths: List[Path] = typer.Argument(..., help="Files and folders to index (folder contents are labelled relative to the folder)."),
     db: Path = typer.Option(..., "--db", help="Store to create or update (rankscope's own; never a context-mode store)."),
@@ -278,9 +163,8 @@ REPLACED_SHOWN = 10
 # ─── search ──────────────────────────────────────────────────────────────
 
 
-@app.command("search")
 def search_cmd(
-    query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised)."),
+    query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised). A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     limit: Limit = 3,
     source: SourceFilter = None,
@@ -296,7 +180,7 @@ def search_cmd(
     if as_json:
         write_json(trace_to_dict(trace))
         return
-    from .render import trace_renderable
+    from ..render import trace_renderable
 
     console.print(trace_renderable(trace))
 
@@ -329,20 +213,38 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
     raise AssertionError("unreachable")
 
 
-@app.command()
 def batch(
     queries: Path = typer.Argument(..., help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error."),
     db: SearchDb = ...,
     out: Optional[Path] = typer.Option(None, "--out", help="Write the traces here instead of stdout."),
+    trec_run: Optional[Path] = typer.Option(
+        None, "--trec-run",
+        help="Also write a TREC run ('qid Q0 docid rank score tag'; docid = chunk id, score = n - rank + 1) "
+        "of --stage; the traces then go only to --out.",
+    ),
+    stage: str = typer.Option("final", "--stage", help="Stage id written by --trec-run (final, rerank, porter, fuzzy:rerank, ...)."),
 ) -> None:
-    """Run a query file and write a JSON list of traces, one per query, in order."""
+    """Run a query file and write a JSON list of traces, one per query, in
+    order; with --trec-run, a TREC run of one stage's ranked chunk ids."""
     if out is not None:
         check_output_file(out, "--out")
+    if trec_run is not None:
+        check_output_file(trec_run, "--trec-run")
+        from engine.stages import RANKED_IDS
+
+        if stage not in RANKED_IDS:
+            fail(f"--stage: unknown stage {stage!r}; stages are {', '.join(RANKED_IDS)}")
+    elif stage != "final":
+        fail("--stage applies to --trec-run; give --trec-run FILE")
     entries = load_queries(queries)
     params = [params_from_entry(e, i) for i, e in enumerate(entries)]
     with open_store(db) as store:
-        traces = [trace_to_dict(search(store, p), query_id=e.get("id", str(i + 1)))
-                  for i, (e, p) in enumerate(zip(entries, params))]
+        results = [(e.get("id", str(i + 1)), search(store, p)) for i, (e, p) in enumerate(zip(entries, params))]
+        if trec_run is not None:
+            _write_trec_run(store, results, trec_run, stage)
+            if out is None:
+                return
+    traces = [trace_to_dict(t, query_id=qid) for qid, t in results]
     if out:
         try:
             out.write_text(json_text(traces), "utf-8")
@@ -353,6 +255,20 @@ def batch(
         write_json(traces)
 
 
+def _write_trec_run(store: Store, results: list, path: Path, stage: str) -> None:
+    """Write the TREC run of ``stage`` (see :func:`engine.evaluation.trec_run_text`)."""
+    from engine.chunkids import chunk_ids
+    from engine.evaluation import trec_run_text
+
+    text, lines = trec_run_text(results, chunk_ids(store), stage)
+    try:
+        path.write_text(text, "utf-8")
+    except OSError as exc:
+        fail(f"cannot write --trec-run {path}: {exc.strerror or exc}")
+    console.print(safe.line(f"wrote {lines} run lines for {len(results)} queries (stage {stage}) to {path}"),
+                  markup=False, highlight=False, soft_wrap=True)
+
+
 def check_output_file(path: Path, option: str) -> None:
     """Fail early (before any work) when ``path`` cannot be an output file:
     a folder, or in a folder that does not exist."""
@@ -361,95 +277,3 @@ def check_output_file(path: Path, option: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         fail(f"{option} {path}: folder {parent} does not exist")
-
-
-# ─── browser entry ───────────────────────────────────────────────────────
-
-SUBCOMMANDS_HELP = "Run 'rankscope --help' for the subcommands."
-
-
-def browse(path: Optional[str], stores: bool = False) -> None:
-    """Open the browser (imported lazily so the CLI stays Textual-free)."""
-    if path is not None and not Path(path).exists():
-        fail(f"no such file or folder: {path} (give a .db store or a folder to index)")
-    from .launch import launch_browser
-
-    launch_browser(path, stores=stores)
-
-
-def main(argv: Optional[List[str]] = None) -> None:
-    """Console-script entry point."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
-    try:
-        if not args or (args[0] not in commands and args[0] not in ("-h", "--help", "--version")):
-            stores = "--stores" in args
-            rest = [a for a in args if a != "--stores"]
-            if len(rest) > 1 or any(a.startswith("-") for a in rest):
-                fail(f"unexpected arguments {' '.join(rest)!r}. Usage: rankscope [PATH] [--stores]. {SUBCOMMANDS_HELP}")
-            browse(rest[0] if rest else None, stores=stores)
-            return
-        app(args=args, prog_name="rankscope", standalone_mode=True)
-    except (CliError, StoreError) as exc:
-        error_exit(str(exc))
-    except sqlite3.DatabaseError as exc:  # last resort: the engine names the store in a StoreError
-        error_exit(f"SQLite error: {exc}")
-    except BrokenPipeError:
-        # `rankscope ... | head`: the reader left; nothing more to say.
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        raise SystemExit(1)
-    except OSError as exc:  # last resort: an output file, a port, a folder
-        error_exit(os_error_text(exc))
-    except KeyboardInterrupt:
-        raise SystemExit(130)
-
-
-def os_error_text(exc: OSError) -> str:
-    """One line for an OSError: ``strerror: filename`` (or its message)."""
-    if exc.strerror and exc.filename is not None:
-        return f"{exc.strerror}: {exc.filename}"
-    return exc.strerror or str(exc) or type(exc).__name__
-
-
-def error_exit(message: str) -> None:
-    """Print ``rankscope: error: message`` (one line, terminal-safe) and exit 2."""
-    err_console.print(f"rankscope: error: {safe.line(message)}", markup=False, highlight=False, soft_wrap=True)
-    raise SystemExit(2)
-
-
-def unwrap(text: Optional[str]) -> Optional[str]:
-    """Help text with each paragraph on one line: docstrings are wrapped for
-    the source, and Typer keeps single line breaks, which would break the
-    rendered help mid-sentence. Paragraphs stay separated by a blank line."""
-    if text is None:
-        return None
-    import inspect
-
-    paragraphs = inspect.cleandoc(text).split("\n\n")
-    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
-
-
-def _register_command_modules() -> None:
-    """Import the modules that add subcommands to :data:`app` (each owns one
-    area: ``cli_serve`` serve, ``cli_stores`` stores/sessions, ``cli_lab``
-    compare/why/doctor), then give every command its docstring as unwrapped
-    help (:func:`unwrap`). A module that does not exist yet is skipped."""
-    import importlib
-
-    for name in ("tui.cli_serve", "tui.cli_stores", "tui.cli_lab"):
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-    for info in app.registered_commands:
-        info.help = unwrap(info.help if info.help is not None else (info.callback.__doc__ if info.callback else None))
-
-
-_register_command_modules()
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
