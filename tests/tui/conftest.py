@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-#: The parity corpus (24 files, 129 chunks, sessions sess-A/B/C/D).
-CORPUS = Path(__file__).parents[2].parent / "shared" / "parity" / "stages" / "corpus"
+from ..conftest import PARITY
+
+#: The parity corpus (24 files, 129 chunks, sessions sess-A/B/C/D), vendored in tests/golden.
+CORPUS = PARITY / "stages" / "corpus"
 
 
 def stages_store():
@@ -101,9 +103,8 @@ def _cache_dir(tmp_path, monkeypatch):
 
 @pytest.fixture
 def corpus() -> Path:
-    """Path of the parity corpus."""
-    if not CORPUS.is_dir():
-        pytest.skip(f"parity corpus missing at {CORPUS}")
+    """Path of the parity corpus (vendored: never skipped)."""
+    assert CORPUS.is_dir(), f"parity corpus missing at {CORPUS} (see tests/golden/README.md)"
     return CORPUS
 
 
