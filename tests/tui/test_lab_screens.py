@@ -22,6 +22,7 @@ from .conftest import (
     plain,
     press,
     processed,
+    rendered,
     run_command,
     search_for,
     settle,
@@ -437,6 +438,7 @@ def _compare_before(pilot_query: str, spec_key: str):
         screen.query_one("#b-key", Select).value = spec_key
         await wait_for(pilot, lambda: screen.comparison.params_b.variant.fusion_key == spec_key)
         await settle_lab(pilot)
+        await rendered(pilot)
 
     return run_before
 
@@ -452,5 +454,6 @@ def test_doctor_screen_snapshot(snap_compare):
         screen = await wait_screen(pilot, DoctorScreen)
         await settle_lab(pilot)
         await wait_for(pilot, lambda: screen.report is not None)
+        await rendered(pilot)
 
     assert snap_compare(build_app(), terminal_size=NARROW, run_before=run_before)

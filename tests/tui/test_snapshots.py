@@ -12,7 +12,7 @@ import pytest
 
 from engine import SearchParams
 
-from .conftest import build_app, press, processed, search_for, wait_for
+from .conftest import build_app, press, processed, rendered, search_for, wait_for
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 
@@ -37,7 +37,7 @@ def run(query: str, *, pane: str | None = None, stage: str | None = None, row_of
             index = next(i for i in range(ins.option_count)
                          if ins.stage_of(i) == stage and row_of in str(ins.get_option_at_index(i).prompt))
             ins.highlighted = index
-            await processed(pilot)
+        await rendered(pilot)
 
     return run_before
 
