@@ -1,5 +1,20 @@
-"""Fixtures for the browser tests: a fixed small corpus in a fresh store and
-an app built with the same factory the CLI uses."""
+"""Fixtures and helpers for the browser tests: a fixed small corpus in a
+fresh store, an app built with the same factory the CLI uses, and ways to
+drive it with Pilot that wait on conditions, never on time.
+
+* :func:`press` sends keys one at a time (each handled before the next),
+  :func:`send_keys` sends a burst, :func:`type_text` types into the focused
+  input and waits until it shows the text;
+* :func:`wait_for` polls a condition with a deadline; :func:`wait_screen`
+  waits for a screen; :func:`settle` for searches and workers to finish and
+  be painted; :func:`processed` is a message barrier for checks that
+  something did *not* happen; :func:`rendered` waits for the screen's refresh;
+* :func:`notifications` lists what the app notified (recorded through the
+  public ``App.notify``).
+
+Only public Textual API is used (``call_later``, ``post_message``,
+``events.Key``, ``Screen.wait_for_refresh``, ``app.workers``, queries).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +23,6 @@ import inspect
 import time
 import unicodedata
 from pathlib import Path
-from weakref import WeakKeyDictionary
 
 import pytest
 from textual import events
@@ -84,9 +98,6 @@ def build_app(**kwargs):
 
 # ── notifications ─────────────────────────────────────────────────────────
 
-_NOTIFICATIONS: WeakKeyDictionary = WeakKeyDictionary()
-
-
 def record_notifications(app):
     """Record every ``app.notify`` call of ``app`` (Textual's public way to
     raise a notification; screens call it on the app) as a
@@ -98,15 +109,16 @@ def record_notifications(app):
         seen.append(Notification(message, title, severity, 5 if timeout is None else timeout, markup))
         notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
+    recording_notify.seen = seen
     app.notify = recording_notify
-    _NOTIFICATIONS[app] = seen
     return app
 
 
 def notifications(app) -> list[Notification]:
     """Every notification ``app`` raised so far, oldest first (expired ones included)."""
-    assert app in _NOTIFICATIONS, "build the app with build_app() or pass it to record_notifications()"
-    return _NOTIFICATIONS[app]
+    seen = getattr(app.notify, "seen", None)
+    assert seen is not None, "build the app with build_app() or pass it to record_notifications()"
+    return seen
 
 
 # ── waiting on conditions ────────────────────────────────────────────────

@@ -354,7 +354,8 @@ async def test_export_trace(tmp_path, monkeypatch):
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
         await press(pilot, "f6")
-        await wait_for(pilot, lambda: notifications(app))  # the export says where it wrote, once written
+        # the export says where it wrote, once written
+        await wait_for(pilot, lambda: any("rankscope-trace-cache-" in n.message for n in notifications(app)))
         files = list(tmp_path.glob("rankscope-trace-cache-*.json"))
         assert len(files) == 1
         data = json.loads(files[0].read_text("utf-8"))
