@@ -32,14 +32,13 @@ PARITY_SETS = {"stages": PARITY / "stages", "context7": SHARED / "parity" / "con
 NOT_VENDORED = ("{path} is absent: the context7 parity set is context-mode's own fixture files, not vendored "
                 "(tests/golden/README.md); it is read from ../shared/parity/context7 when present")
 FIXTURES = GOLDEN / "fixtures"
-AGENT_VIEW = GOLDEN / "agent-view"
 SAMPLE_CORPUS = REPO / "sample_corpus"
 #: Real context-mode stores: 8 FTS columns (1.0.169) and the legacy 4 (1.0.22).
 MODERN = FIXTURES / "context-mode-1.0.169.db"
 LEGACY = FIXTURES / "context-mode-1.0.22.db"
 #: ctx_search answers recorded from the real 1.0.169 server, with the stores
 #: they searched (README.md, calls.json, store.db, stale/, plugin/).
-AGENT_VIEW = SHARED / "agent-view"
+AGENT_VIEW = GOLDEN / "agent-view"
 #: The session DB written by context-mode 1.0.169's hooks (13 ctx_search calls).
 SESSION_DB = FIXTURES / "session-1.0.169.db"
 
