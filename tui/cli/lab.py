@@ -227,6 +227,9 @@ def compare_cmd(
 
 # ─── why ─────────────────────────────────────────────────────────────────
 
+#: SQLite row ids are signed 64-bit integers.
+ROWID_MIN, ROWID_MAX = -(2**63), 2**63 - 1
+
 _REASON_STYLE = {"returned": "green", "outranked": "yellow"}
 
 
@@ -262,6 +265,8 @@ def why_cmd(
     left the pipeline, a reason code and the numbers."""
     if (chunk is None) == (rowid is None):
         fail("name the chunk with either --chunk SOURCE::TITLE or --rowid N (exactly one)")
+    if rowid is not None and not ROWID_MIN <= rowid <= ROWID_MAX:
+        fail(f"--rowid {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX}): no chunk has it")
     params = make_params(query, limit, source, source_exact, content_type, session,
                          variant=variant_option(variant, "--variant"))
     with open_store(db) as store:

@@ -3,7 +3,6 @@ run a query file. Plain functions; :mod:`tui.cli.main` registers them."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -12,6 +11,8 @@ import typer
 from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
 from engine.compare import params_for_entry
 from engine.corpus import index_paths, load_sessions_map
+from engine.files import InputFileError, load_json_input
+from engine.model import undecodable
 
 from .. import safe
 from ..fmt import json_text
@@ -55,6 +56,9 @@ def index(
             sessions = load_sessions_map(sessions_map)
         except ValueError as exc:
             fail(str(exc))
+    problem = undecodable(session)
+    if problem:
+        fail(f"--session {problem}; is the terminal's encoding UTF-8?")
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(missing)}")
@@ -66,16 +70,12 @@ def index(
     if owner:
         fail(f"refusing to write to {db}: {owner}. rankscope never writes to stores it did not create; "
              f"open it read-only with: rankscope {db}")
-    if db.exists():
-        store = open_store(db, writable=True)
-        if store.schema.fts_columns < 8:
-            store.close()
-            fail(f"{db} has the older 4-column schema (not written by rankscope); rankscope will not write to it")
-    else:
-        try:
-            store = Store.create(db)
-        except StoreError as exc:
-            fail(str(exc))
+    # One call whether db exists or not: creation is atomic (two runs on a
+    # fresh path share one store) and a half-created store of ours resumes.
+    try:
+        store = Store.create(db)
+    except StoreError as exc:
+        fail(str(exc))
     from engine.walk import gitignore_matcher
 
     ignore_factory = None if no_gitignore else gitignore_matcher
@@ -189,15 +189,18 @@ def search_cmd(
 
 
 def load_queries(path: Path) -> list[dict]:
-    """Read a query file (format of ``../shared/parity/*/queries.json``).
+    """Read a query file (format of ``../shared/parity/*/queries.json``):
+    a regular file only (never a FIFO or a device), size and nesting bounded
+    (:func:`engine.files.load_json_input`).
 
     Raises:
-        CliError: unreadable, not a JSON list, or an entry without ``query``.
+        CliError: unreadable, not a regular file, too large or too deep, not
+            a JSON list, or an entry without ``query``.
     """
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"cannot read query file {path}: {exc}")
+        data = load_json_input(path, "query file")
+    except InputFileError as exc:
+        fail(str(exc))
     if not isinstance(data, list) or not all(isinstance(q, dict) and isinstance(q.get("query"), str) for q in data):
         fail(f"query file {path} must be a JSON list of objects with a string 'query'")
     return data
