@@ -363,6 +363,13 @@ class Store:
         earlier); ``":memory:"`` for a scratch store. A new store is marked
         with :data:`APPLICATION_ID`, gets the schema and the WAL journal.
 
+        Creation is atomic (:meth:`_create_file`): the store is built under a
+        temporary name in the same folder and linked into place complete, so
+        a second run starting at the same moment never sees a half-made file
+        (it uses whichever store was placed first), and a failure (a full
+        disk) leaves nothing at ``path``. A store of ours that an older
+        version left half-created gets its missing tables here.
+
         Raises:
             NotADatabaseError: ``path`` exists and is not an SQLite file.
             NotOurStoreError: ``path`` is an SQLite database rankscope did not
@@ -377,6 +384,10 @@ class Store:
             if not parent.is_dir():
                 raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
             fresh = not cls._has_content(p)
+            if fresh:
+                cls._check_writable(p, create=True)
+                cls._create_file(p)
+                fresh = False
             if not fresh:
                 if not os.path.isdir(p) and (not os.path.exists(p) or os.path.getsize(p) == 0):
                     raise StoreError(
@@ -408,6 +419,51 @@ class Store:
                 f"{p} has the older 4-column FTS schema; rankscope will not migrate it. Open it read-only instead."
             )
         return cls(None if p == ":memory:" else p, False, conn, schema)
+
+    @staticmethod
+    def _create_file(p: str) -> None:
+        """Place a new, complete, empty store at ``p``: built (mark, WAL,
+        schema) in ``.NAME.RANDOM.creating`` beside it, then hard-linked to
+        ``p``, which fails if ``p`` appeared meanwhile (another run won the
+        race: its store is used; an empty file is replaced). Where hard links are not supported the file
+        is renamed into place unless ``p`` exists by then. The temporary
+        files are removed in every case.
+
+        Raises:
+            StoreError: SQLite could not build the store (disk full, I/O).
+        """
+        import secrets
+
+        folder, name = os.path.split(os.path.abspath(p))
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.creating")
+        try:
+            with sqlite_errors(p, "create"):
+                conn = sqlite3.connect(tmp, isolation_level=None)
+                try:
+                    # First, before WAL: the mark then sits in the main file's header.
+                    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.executescript(SCHEMA_SQL)
+                finally:
+                    conn.close()  # the last connection: the WAL is checkpointed into tmp
+            try:
+                os.link(tmp, p)
+            except FileExistsError:
+                # Another run placed its store first (use it), or an empty
+                # file was there (SQLite reads it as an empty database).
+                if os.path.isfile(p) and os.path.getsize(p) == 0:
+                    os.replace(tmp, p)
+            except OSError:
+                if not os.path.exists(p):
+                    os.replace(tmp, p)
+        except OSError as exc:
+            raise StoreError(f"cannot create store {p}: {exc.strerror or exc}") from exc
+        finally:
+            for leftover in (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"):
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
 
     @staticmethod
     def _has_content(p: str) -> bool:
