@@ -30,6 +30,7 @@ from .facts import describe_problem, read_facts
 from .fmt import json_text
 from .messages import (ChunkMatches, ChunksLoaded, CompareFinished, DoctorFinished, SearchFailed, SearchFinished,
                        StoreReady, WhyFinished)
+from .outfile import write_text_file
 from .screens.browser import BrowserScreen
 from .screens.compare import CompareScreen
 from .screens.doctor import DoctorScreen
@@ -379,11 +380,21 @@ class RankscopeApp(App[None]):
             self.notify_plain("Nothing to export yet: search first.", severity="warning")
             return None
         trace = browser.trace
-        path = export_path(trace.params.query, folder)
-        try:
-            path.write_text(json_text(trace_to_dict(trace)), "utf-8")
-        except OSError as exc:
-            self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
+        text = json_text(trace_to_dict(trace))
+        # A new file only: never through a symlink at the name, never over
+        # anything (a name taken meanwhile moves on to the next one).
+        for _ in range(100):
+            path = export_path(trace.params.query, folder)
+            try:
+                write_text_file(path, text, overwrite=False)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
+                return None
+            break
+        else:
+            self.notify_plain(f"Cannot write {path}: every name is taken", title="Export failed", severity="error")
             return None
         self.notify_plain(str(path.absolute()), title="Trace exported", timeout=8)
         return path

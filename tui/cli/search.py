@@ -15,6 +15,7 @@ from engine.files import InputFileError, load_json_input
 from engine.model import undecodable
 
 from .. import safe
+from ..outfile import OutputRefused, check_output, write_text_file
 from ..fmt import json_text
 from .base import (
     ContentTypeFilter,
@@ -219,19 +220,23 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
 def batch(
     queries: Path = typer.Argument(..., help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error."),
     db: SearchDb = ...,
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the traces here instead of stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the traces to this new file instead of stdout (never a database; an existing file only with --force)."),
+    force: bool = typer.Option(False, "--force", help="Let --out replace an existing file (never a database)."),
 ) -> None:
     """Run a query file and write a JSON list of traces, one per query, in order."""
     if out is not None:
-        check_output_file(out, "--out")
+        check_output_file(out, "--out", db=db, force=force)
     entries = load_queries(queries)
     params = [params_from_entry(e, i) for i, e in enumerate(entries)]
     with open_store(db) as store:
         traces = [trace_to_dict(search(store, p), query_id=e.get("id", str(i + 1)))
                   for i, (e, p) in enumerate(zip(entries, params))]
     if out:
+        check_output_file(out, "--out", db=db, force=force)  # again: it may have appeared meanwhile
         try:
-            out.write_text(json_text(traces), "utf-8")
+            write_text_file(out, json_text(traces), overwrite=force)
+        except FileExistsError:
+            fail(f"--out {out} appeared while the queries ran; nothing was written (give another name or --force)")
         except OSError as exc:
             fail(f"cannot write --out {out}: {exc.strerror or exc}")
         console.print(safe.line(f"wrote {len(traces)} traces to {out}"), markup=False, highlight=False)
@@ -239,11 +244,11 @@ def batch(
         write_json(traces)
 
 
-def check_output_file(path: Path, option: str) -> None:
-    """Fail early (before any work) when ``path`` cannot be an output file:
-    a folder, or in a folder that does not exist."""
-    if path.is_dir():
-        fail(f"{option} {path} is a folder; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        fail(f"{option} {path}: folder {parent} does not exist")
+def check_output_file(path: Path, option: str, db: Optional[Path] = None, force: bool = False) -> None:
+    """Fail early (before any work) when ``path`` must not be written: a
+    folder, a missing folder, the store ``db`` or any SQLite database, or an
+    existing file without ``force`` (:func:`tui.outfile.check_output`)."""
+    try:
+        check_output(path, option, db=db, force=force)
+    except OutputRefused as exc:
+        fail(str(exc))
