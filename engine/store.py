@@ -37,6 +37,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Iterator
 from pathlib import Path
@@ -106,7 +107,16 @@ class NotOurStoreError(StoreError):
 class CorruptStoreError(NotADatabaseError):
     """SQLite reports the database file as damaged (``SQLITE_CORRUPT`` /
     ``SQLITE_NOTADB``), e.g. ``database disk image is malformed``: when
-    opening (a :class:`NotADatabaseError` then) or on any later read."""
+    opening (a :class:`NotADatabaseError` then) or on any later read.
+
+    Attributes:
+        reason: what is wrong, without the path and the checking hint
+            (e.g. ``SQLite says 'database disk image is malformed'``).
+    """
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 #: ``PRAGMA application_id`` of every store rankscope creates ("RANK" in
@@ -139,8 +149,8 @@ def sqlite_store_error(exc: sqlite3.Error, path: str | None, action: str = "read
     where = path or "(in-memory store)"
     words = str(exc) or type(exc).__name__
     if is_corruption(exc):
-        hint = f" Check it with: sqlite3 {shlex.quote(path)} 'PRAGMA integrity_check'" if path else ""
-        return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{hint}")
+        return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{integrity_hint(path)}",
+                                 reason=f"SQLite says '{words}'")
     if _primary_code(exc) == _READONLY_CODE or "readonly database" in words:
         return StoreError(f"cannot write to {where}: SQLite says '{words}' (the file or its folder is not writable)")
     if _primary_code(exc) == _CANTOPEN_CODE:
@@ -148,6 +158,35 @@ def sqlite_store_error(exc: sqlite3.Error, path: str | None, action: str = "read
             f"cannot {action} {where}: SQLite says '{words}' (can the file and its folder be read and written?)"
         )
     return StoreError(f"cannot {action} {where}: SQLite says '{words}'")
+
+
+def integrity_hint(path: str | None) -> str:
+    """The sentence every damaged-store message ends with (``""`` in memory):
+    ``rankscope doctor`` runs SQLite's integrity_check and FTS5's
+    integrity-check on a private copy (SQLite's own check alone passes a
+    store whose FTS5 shadow tables are missing or damaged)."""
+    if not path:
+        return ""
+    q = shlex.quote(path)
+    return f" Check it with: rankscope doctor --db {q} (or sqlite3 {q} 'PRAGMA integrity_check')"
+
+
+@lru_cache(maxsize=None)
+def fts5_available() -> bool:
+    """True when this SQLite build has FTS5 (checked once, in memory)."""
+    try:
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+#: Shadow tables FTS5 keeps for each table of the reference schema.
+FTS_SHADOWS = ("data", "idx", "content", "docsize", "config")
 
 
 @contextmanager
@@ -610,7 +649,12 @@ class Store:
             src_cols = {r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('sources')")}
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise SchemaError(f"{p}: cannot read the chunks table ({exc}); is FTS5 available?") from exc
+            if not fts5_available():
+                raise SchemaError(f"{p}: cannot read the chunks table ({exc}): this SQLite has no FTS5") from exc
+            missing = [f"{t}_{x}" for t in FTS_TABLES for x in FTS_SHADOWS if f"{t}_{x}" not in tables]
+            lost = f"; missing: {', '.join(missing)}" if missing else ""
+            reason = f"its FTS5 table chunks cannot be opened (SQLite says '{exc}'{lost})"
+            raise CorruptStoreError(f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason) from exc
         visible = [c for c in cols if c not in ("chunks", "rank")]
         for needed in ("title", "content", "source_id", "content_type"):
             if needed not in visible:

@@ -183,7 +183,7 @@ def search_cmd(
         return
     from ..render import trace_renderable
 
-    console.print(trace_renderable(trace))
+    console.print(trace_renderable(trace, str(db)))
 
 
 # ─── batch ───────────────────────────────────────────────────────────────
@@ -228,9 +228,25 @@ def batch(
         check_output_file(out, "--out", db=db, force=force)
     entries = load_queries(queries)
     params = [params_from_entry(e, i) for i, e in enumerate(entries)]
+    from ..render import retriever_failures
+
+    failed: list[str] = []
     with open_store(db) as store:
-        traces = [trace_to_dict(search(store, p), query_id=e.get("id", str(i + 1)))
-                  for i, (e, p) in enumerate(zip(entries, params))]
+        traces = []
+        for i, (e, p) in enumerate(zip(entries, params)):
+            trace = search(store, p)
+            qid = e.get("id", str(i + 1))
+            if retriever_failures(trace):
+                failed.append(str(qid))
+            traces.append(trace_to_dict(trace, query_id=qid))
+    if failed:
+        shown = ", ".join(failed[:5]) + (f", … ({len(failed) - 5} more)" if len(failed) > 5 else "")
+        err_console.print(
+            safe.line(f"warning: a retriever failed in {len(failed)} of {len(traces)} queries ({shown}; see "
+                      f"retriever_errors in the traces): the store's FTS index is probably damaged; check it with: "
+                      f"rankscope doctor --db {db}"),
+            markup=False, highlight=False, style="bold red",
+        )
     if out:
         check_output_file(out, "--out", db=db, force=force)  # again: it may have appeared meanwhile
         try:
