@@ -201,3 +201,17 @@ async def test_the_browser_warns_when_a_retriever_fails(stores):
         await search_for(pilot, "install")  # the same failure again: no second notification
         assert len([n for n in app_._notifications if n.title == "A retriever failed"]) == 1
     store.close()
+
+
+def test_every_damaged_store_message_names_the_check(damaged_db, stores):
+    """Discovery (``rankscope stores``, the store picker) and the browser's
+    own read of a store's counts say how to check a damaged store too."""
+    from engine.discovery import read_store_info
+    from tui.facts import read_facts
+
+    for path in (damaged_db, stores["chunks_config"]):
+        error = read_store_info(path).error
+        assert error and "is damaged" in error and f"rankscope doctor --db {path}" in error, error
+    with Store.open_readonly(damaged_db) as s:
+        with pytest.raises(CorruptStoreError, match="Check it with: rankscope doctor"):
+            read_facts(s)

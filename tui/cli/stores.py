@@ -104,7 +104,7 @@ def _status(i) -> Text:
 
 
 def _error_text(i) -> str:
-    return (i.error or "").replace(i.path, "the file")
+    return (i.error or "").replace(i.path, "the file", 1)
 
 
 def _store_table(members: list) -> Table:
