@@ -34,6 +34,7 @@ import hashlib
 import os
 import shlex
 import sqlite3
+import stat
 import threading
 import time
 from contextlib import contextmanager
@@ -500,7 +501,10 @@ class Store:
             except FileExistsError:
                 # Another run placed its store first (use it), or an empty
                 # file was there (SQLite reads it as an empty database).
-                if os.path.isfile(p) and os.path.getsize(p) == 0:
+                if not os.path.isfile(p):
+                    raise StoreError(f"cannot create store {p}: a FIFO, device or dangling symbolic link is "
+                                     "at that path; choose another name")
+                if os.path.getsize(p) == 0:
                     os.replace(tmp, p)
             except OSError:
                 if not os.path.exists(p):
@@ -612,6 +616,12 @@ class Store:
             raise StoreNotFoundError(f"no database at {p}")
         if os.path.isdir(p):
             raise NotADatabaseError(f"{p} is a folder, not a database file")
+        try:
+            mode = os.stat(p).st_mode
+        except OSError as exc:
+            raise StoreError(f"cannot read {p}: {exc.strerror or exc}") from exc
+        if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer forever
+            raise NotADatabaseError(f"{p} is not a database file (a FIFO, socket or device)")
         try:
             with open(p, "rb") as fh:
                 header = fh.read(16)

@@ -235,3 +235,18 @@ def test_gitignore_under_a_deep_folder(tmp_path):
     deep = "/".join(["d"] * 1500)
     assert ignored(f"skip/{deep}/x.txt") and not ignored(f"{deep}/x.txt")
     assert ignored(f"skip/{deep}/")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("args", [["search", "x", "--db", "F"], ["doctor", "--db", "F"], ["F"],
+                                  ["index", "c", "--db", "F"]], ids=["search", "doctor", "browse", "index"])
+def test_a_fifo_as_the_store_is_refused_unread(tmp_path, args):
+    """Opening a FIFO to read its header waited for a writer forever."""
+    fifo = tmp_path / "store.db"
+    os.mkfifo(fifo)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.md").write_text("# A\nx\n")
+    r = _run_cli([str(fifo) if a == "F" else a for a in args], tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("rankscope: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert "FIFO" in r.stderr
