@@ -7,8 +7,9 @@ JSON object ``{label: session_id}``; files missing from it get ``""``.
 
 Walking real folders:
 
-* symlinked folders are never followed (``os.walk(followlinks=False)``), so a
-  symlink loop cannot trap the walk; they are reported;
+* symlinked folders are never followed (:func:`walk_tree`), so a symlink
+  loop cannot trap the walk; they are reported; the walk keeps its own
+  stack, so folders nested thousands deep need no recursion;
 * a symlinked *file* is indexed when it resolves to a regular file inside the
   folder being indexed (the same bytes are reachable there anyway); one that
   points outside the folder, or nowhere, is skipped and reported — indexing
