@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from engine import CorruptStoreError, Store, StoreError
+from engine.store import sqlite_store_error
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,7 @@ def read_facts(store: Store) -> StoreFacts:
         with store.lock:
             return StoreFacts(store.stats(), store.session_counts(), [s["label"] for s in store.sources()])
     except sqlite3.DatabaseError as exc:
-        where = store.path or "the store"
-        raise StoreError(f"cannot read {where}: SQLite says '{exc}'") from exc
+        raise sqlite_store_error(exc, store.path) from exc
 
 
 def is_damage(error: BaseException) -> bool:

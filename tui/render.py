@@ -3,6 +3,8 @@ the browser). Imports Rich only, never Textual."""
 
 from __future__ import annotations
 
+import shlex
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -86,11 +88,52 @@ def fusion_table(trace: Trace, top: int = 10) -> Table:
     return t
 
 
-def trace_renderable(trace: Trace) -> Group:
-    """Everything ``rankscope search`` prints."""
+#: Retriever names in words.
+RETRIEVER_TITLES = {"porter": "Porter", "trigram": "trigram"}
+
+
+def retriever_failures(trace: Trace) -> list[tuple[str, str]]:
+    """``(retriever, SQLite's error)`` for each retriever whose query failed,
+    in the first pass or the fuzzy re-run (each pair once, in order)."""
+    runs = [trace.first] + ([trace.fuzzy.rerun] if trace.fuzzy.rerun is not None else [])
+    seen: dict[tuple[str, str], None] = {}
+    for run in runs:
+        for r in (run.porter, run.trigram):
+            if r.error:
+                seen[(r.name, r.error)] = None
+    return list(seen)
+
+
+def retriever_warning(trace: Trace, store_path: str | None = None) -> str | None:
+    """One sentence when a retriever failed (``None`` otherwise): which one,
+    SQLite's words, what the answer rests on, and how to check the store.
+    A failing retriever is not an error of the query (sanitising rules that
+    out): it usually means a damaged FTS index, and the search still
+    answers, from the other retriever only."""
+    failures = retriever_failures(trace)
+    if not failures:
+        return None
+    names = sorted({name for name, _ in failures}, key=["porter", "trigram"].index)
+    words = "; ".join(dict.fromkeys(err for _, err in failures))
+    if len(names) == 1:
+        other = "trigram" if names[0] == "porter" else "Porter"
+        what = f"the {RETRIEVER_TITLES[names[0]]} retriever failed ({words}): the results come from the {other} retriever alone"
+    else:
+        what = f"both retrievers failed ({words}): there can be no results"
+    check = f"rankscope doctor --db {shlex.quote(store_path)}" if store_path else "rankscope doctor"
+    return f"warning: {what}. The store's FTS index is probably damaged; check it with: {check}"
+
+
+def trace_renderable(trace: Trace, store_path: str | None = None) -> Group:
+    """Everything ``rankscope search`` prints (a warning first when a
+    retriever failed: :func:`retriever_warning`)."""
     porter = clip(trace.first.porter.query, 100) or "(none)"
     trigram = clip(trace.first.trigram.query, 100) or "(skipped)"
-    parts = [plain(f"porter: {porter}    trigram: {trigram}", style="dim")]
+    parts = []
+    warning = retriever_warning(trace, store_path)
+    if warning:
+        parts.append(plain(warning, style="bold red"))
+    parts.append(plain(f"porter: {porter}    trigram: {trigram}", style="dim"))
     if trace.final:
         parts.append(final_table(trace))
     else:

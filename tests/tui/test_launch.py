@@ -322,20 +322,18 @@ def test_serve_command_and_bad_path(tmp_path, capsys):
 def test_serve_binds_loopback_by_default(monkeypatch):
     calls = {}
 
-    class FakeServer:
-        def __init__(self, command, host, port, title=None):
-            calls.update(command=command, host=host, port=port)
+    import tui.webserve
 
-        def serve(self):
-            calls["served"] = True
+    def fake_serve(self):
+        calls.update(command=self.command, host=self.host, port=self.port, token=self.token,
+                     allowed=self.allowed_hosts, served=True)
 
-    import textual_serve.server
-
-    monkeypatch.setattr(textual_serve.server, "Server", FakeServer)
+    monkeypatch.setattr(tui.webserve.GuardedServer, "serve", fake_serve)
     with pytest.raises(SystemExit) as exc:
         main(["serve", "--port", "8123"])
     assert exc.value.code == 0
     assert calls["host"] == "127.0.0.1" and calls["port"] == 8123 and calls["served"]
+    assert calls["token"] is None and "localhost" in calls["allowed"]
 
 
 # ── headless core ────────────────────────────────────────────────────────

@@ -34,8 +34,9 @@ from engine.compare import (
     set_comparison_to_dict,
     variant_spec,
 )
-from engine.doctor import DoctorReport, diagnose
+from engine.doctor import DoctorReport, check_integrity, diagnose
 from engine.model import Variant
+from engine.store import CorruptStoreError, Store, StoreError
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
 from .. import safe
@@ -54,7 +55,7 @@ from .base import (
     write_json,
 )
 from ..fmt import clip, query_label
-from ..render import REASON_SHOWN, plain
+from ..render import REASON_SHOWN, plain, retriever_warning
 from .search import load_queries
 
 SPEC_HELP = (
@@ -101,9 +102,10 @@ def counts_line(counts, overlap: Optional[float]) -> Text:
     return Text(" · ".join(parts))
 
 
-def comparison_renderable(cmp: Comparison) -> Group:
+def comparison_renderable(cmp: Comparison, store_path: str | None = None) -> Group:
     """Rich rendering of one :class:`~engine.compare.Comparison`: both
-    variants and layers, one row per chunk, the counts."""
+    variants and layers (and a warning per run whose retriever failed), one
+    row per chunk, the counts."""
     ta, tb = cmp.trace_a, cmp.trace_b
     head = Text.assemble(
         ("A ", "bold"), f"{variant_spec(ta.params.variant)} (layer {ta.layer}, {len(ta.final)} results)   ",
@@ -124,6 +126,10 @@ def comparison_renderable(cmp: Comparison) -> Group:
             _opt(r.boost_a, "{:.3f}"), _opt(r.boost_b, "{:.3f}"),
         )
     parts = [head]
+    for label, trace in (("A", ta), ("B", tb)):
+        warning = retriever_warning(trace, store_path)
+        if warning:
+            parts.append(plain(f"{label}: {warning}", style="bold red"))
     parts.append(t if cmp.rows else Text("Neither run returned anything.", style="bold"))
     parts.append(counts_line(cmp.counts, cmp.overlap))
     for label, trace in (("A", ta), ("B", tb)):
@@ -222,10 +228,13 @@ def compare_cmd(
     if as_json:
         write_json(comparison_to_dict(cmp))
     else:
-        console.print(comparison_renderable(cmp))
+        console.print(comparison_renderable(cmp, str(db)))
 
 
 # ─── why ─────────────────────────────────────────────────────────────────
+
+#: SQLite row ids are signed 64-bit integers.
+ROWID_MIN, ROWID_MAX = -(2**63), 2**63 - 1
 
 _REASON_STYLE = {"returned": "green", "outranked": "yellow"}
 
@@ -262,6 +271,8 @@ def why_cmd(
     left the pipeline, a reason code and the numbers."""
     if (chunk is None) == (rowid is None):
         fail("name the chunk with either --chunk SOURCE::TITLE or --rowid N (exactly one)")
+    if rowid is not None and not ROWID_MIN <= rowid <= ROWID_MAX:
+        fail(f"--rowid {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX}): no chunk has it")
     params = make_params(query, limit, source, source_exact, content_type, session,
                          variant=variant_option(variant, "--variant"))
     with open_store(db) as store:
@@ -288,16 +299,24 @@ def why_cmd(
 def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
     """Rich rendering of a :class:`~engine.doctor.DoctorReport`; each list
     shows at most ``examples`` entries."""
-    vocab = "missing" if report.vocabulary_size is None else str(report.vocabulary_size)
-    parts: list = [
-        plain(f"{report.path or '(in memory)'}: {report.schema}; {report.sources} sources, {report.chunks} chunks, "
-              f"vocabulary {vocab}"),
-    ]
+    if report.read_error is not None:
+        head = f"{report.path or '(in memory)'}: {report.schema}; unreadable"
+    else:
+        vocab = "missing" if report.vocabulary_size is None else str(report.vocabulary_size)
+        head = (f"{report.path or '(in memory)'}: {report.schema}; {report.sources} sources, {report.chunks} chunks, "
+                f"vocabulary {vocab}")
+    parts: list = [plain(head)]
+    if report.integrity:
+        parts.append(plain("integrity: " + ", ".join(f"{c.title} {'ok' if c.ok else 'FAILED'}" for c in report.integrity),
+                           style="dim"))
     if report.ok:
         parts.append(Text("No problems found.", style="green"))
         return Group(*parts)
     for line in report.findings:
-        parts.append(plain("• " + line, style="yellow"))
+        parts.append(plain("• " + line, style="bold red" if line.startswith("the store is damaged") else "yellow"))
+    if report.damaged:
+        parts.append(plain("The store is damaged: rebuild it from its files (rankscope index into a new --db); "
+                           "rankscope never writes to it.", style="bold red"))
 
     def table(title: str, cols: tuple[str, ...], rows: list[tuple], total: int) -> Table:
         more = f" (first {examples} of {total})" if total > examples else ""
@@ -336,14 +355,31 @@ def doctor_cmd(
     db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     examples: int = typer.Option(5, "--examples", help="Rows shown per list in the human report."),
+    quick: bool = typer.Option(False, "--quick", help="Skip the integrity checks (they copy the store to a temporary folder and read all of it)."),
 ) -> None:
-    """Diagnose a store: fusion-key collisions, oversized chunks, Untitled
-    titles, wrong source counts, vocabulary, stale file-backed sources."""
+    """Diagnose a store: damage (SQLite's and FTS5's integrity checks, on a
+    private copy), fusion-key collisions, oversized chunks, Untitled titles,
+    wrong source counts, vocabulary, stale file-backed sources.
+
+    Exit status 1 when the store is damaged (even one that cannot be
+    opened: the integrity checks still run), else 0.
+    """
     if examples < 0:
         fail(f"--examples must be 0 or more; got {examples}")
-    with open_store(db) as store:
-        report = diagnose(store)
+    try:
+        store = Store.open_readonly(db)
+    except CorruptStoreError as exc:
+        if quick:
+            fail(str(exc))
+        report = DoctorReport.unreadable(str(db), "schema unknown", exc.reason, check_integrity(str(db)))
+    except StoreError as exc:
+        fail(str(exc))
+    else:
+        with store:
+            report = diagnose(store, integrity=not quick)
     if as_json:
         write_json(report.to_dict())
     else:
         console.print(doctor_renderable(report, examples))
+    if report.damaged:
+        raise typer.Exit(1)

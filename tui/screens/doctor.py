@@ -1,5 +1,5 @@
 """Store diagnostics (``rankscope doctor`` in the browser): what in the open
-store will surprise a search: fusion-key collisions, oversized chunks,
+store will surprise a search: damage (integrity checks), fusion-key collisions, oversized chunks,
 Untitled titles, wrong source counts, orphan chunks, the vocabulary and stale
 file-backed sources (:func:`engine.doctor.diagnose`, read-only)."""
 
@@ -48,16 +48,26 @@ def _table(title: str, columns: tuple[str, ...], rows: list[tuple], wide: tuple[
 def doctor_renderable(report: DoctorReport, label: str = "") -> Group:
     """The report: the store line, one bullet per finding (⚠, in words),
     then a table per kind of problem."""
-    vocab = "missing (no typo fallback)" if report.vocabulary_size is None else f"{report.vocabulary_size} words"
     head = Text(safe.line(label or report.path or "(in memory)"), style="bold")
-    head.append(f"\n{safe.line(report.schema)} · {report.sources} sources · {report.chunks} chunks · "
-                f"trigram rows {report.trigram_rows} · vocabulary {vocab}", style="dim")
+    if report.read_error is not None:
+        head.append(f"\n{safe.line(report.schema)} · unreadable", style="dim")
+    else:
+        vocab = "missing (no typo fallback)" if report.vocabulary_size is None else f"{report.vocabulary_size} words"
+        head.append(f"\n{safe.line(report.schema)} · {report.sources} sources · {report.chunks} chunks · "
+                    f"trigram rows {report.trigram_rows} · vocabulary {vocab}", style="dim")
+    if report.integrity:
+        head.append("\nintegrity: " + ", ".join(f"{c.title} {'ok' if c.ok else 'FAILED'}" for c in report.integrity),
+                    style="dim")
     parts: list = [head, Text("")]
     if report.ok:
         parts.append(Text("✓ No problems found.", style="bold green"))
         return Group(*parts)
     for line in report.findings:
-        parts.append(Text("⚠ " + line, style="bold yellow"))
+        damage = line.startswith("the store is damaged")
+        parts.append(Text(("✗ " if damage else "⚠ ") + safe.line(line), style="bold red" if damage else "bold yellow"))
+    if report.damaged:
+        parts.append(Text("Rebuild the store from its files (rankscope index into a new --db): searches on a damaged "
+                          "index can silently miss or misrank chunks.", style="italic"))
     tables: list[Group] = []
     if report.collisions:
         tables.append(_table(

@@ -53,8 +53,9 @@ def failure_explanation(error: BaseException) -> Text:
     if is_damage(error):
         t.append("Other queries may still work: the damage can be limited to part of the index. rankscope never "
                  "writes to the store; rebuild it from its files (rankscope index)", style="italic")
-        if "integrity_check" not in str(error):
-            t.append(", or check it with sqlite3 STORE 'PRAGMA integrity_check'", style="italic")
+        if "rankscope doctor" not in str(error):
+            t.append(", or check it with rankscope doctor --db STORE (SQLite's and FTS5's integrity checks)",
+                     style="italic")
         t.append(".", style="italic")
     elif is_store_error(error):
         t.append("The store may be locked, moved or changed on disk; try again, or reopen it.", style="italic")
