@@ -44,7 +44,7 @@ from typing import Callable, Mapping
 # engine.doctor); CountMismatch and count_mismatches are re-exported here.
 from .consistency import CountMismatch, count_mismatches, read_snapshot, source_count_mismatches  # noqa: F401
 from .jsstr import decode_utf8_like_node, js_to_lower
-from .store import Store, StoreError
+from .store import Store, StoreError, is_corruption, sqlite_store_error
 
 _HASH_NAME = re.compile(r"^[0-9a-f]{16}\.db$")
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]")
@@ -419,7 +419,11 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
             stats = store.stats()
             sessions = sum(1 for sid, _ in store.session_counts() if sid)
     except sqlite3.Error as exc:
-        return StoreInfo(p, size, None, None, None, None, store.schema.generation, f"cannot read: {exc}", **base)
+        # A damaged store's message says so and how to check it.
+        error = str(sqlite_store_error(exc, p)) if is_corruption(exc) else f"cannot read: {exc}"
+        return StoreInfo(p, size, None, None, None, None, store.schema.generation, error, **base)
+    except StoreError as exc:
+        return StoreInfo(p, size, None, None, None, None, store.schema.generation, str(exc), **base)
     finally:
         store.close()
     return StoreInfo(

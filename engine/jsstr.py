@@ -58,7 +58,8 @@ def js_split_ws(text: str) -> list[str]:
 
 
 def _is_bmp(text: str) -> bool:
-    return not text or max(text) < "\U00010000"
+    # isascii() is a fast C scan; max() builds a character object per code point.
+    return not text or text.isascii() or max(text) < "\U00010000"
 
 
 def utf16_len(text: str) -> int:

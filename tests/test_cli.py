@@ -100,8 +100,7 @@ def test_every_command_has_help():
         ["search", "quorum", "--json"],
         ["search", "quorum", "--session", "sess-docs"],
         ["sessions"],
-        ["doctor"],
-        ["doctor", "--json"],
+        ["doctor", "--quick"],
         ["why", "quorum", "--rowid", "3"],
         ["compare", "quorum", "--b", "key=rowid"],
         ["batch", "QUERIES"],
@@ -119,7 +118,7 @@ def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
     out = capsys.readouterr()
     assert out.err == (
         f"rankscope: error: {damaged_db} is damaged: SQLite says 'database disk image is malformed'. "
-        f"Check it with: sqlite3 {damaged_db} 'PRAGMA integrity_check'\n"
+        f"Check it with: rankscope doctor --db {damaged_db} (or sqlite3 {damaged_db} 'PRAGMA integrity_check')\n"
     )
     assert out.out == ""
 

@@ -41,6 +41,7 @@ from .messages import (AgentLogLoaded, AgentViewFinished, ApplyParams, ChunkMatc
                        Diagnose, DiscoverStores, DoctorFinished, ExplainChunk, FindChunks, IndexFolder, LoadAgentLog,
                        LoadChunks, OpenRecordedCall, RunAgentView, RunCompare, RunSearch, SearchFailed,
                        SearchFinished, StoreReady, StoresFound, VariantsChosen, WhyFinished)
+from .outfile import write_text_file
 from .screens.agent import AgentRequest, AgentViewScreen
 from .screens.agent_log import AgentLogScreen
 from .screens.browser import BrowserScreen, StoreOverview
@@ -434,11 +435,21 @@ class RankscopeApp(App[None]):
             self.notify_plain("Nothing to export yet: search first.", severity="warning")
             return None
         trace = browser.trace
-        path = export_path(trace.params.query, folder)
-        try:
-            path.write_text(json_text(trace_to_dict(trace)), "utf-8")
-        except OSError as exc:
-            self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
+        text = json_text(trace_to_dict(trace))
+        # A new file only: never through a symlink at the name, never over
+        # anything (a name taken meanwhile moves on to the next one).
+        for _ in range(100):
+            path = export_path(trace.params.query, folder)
+            try:
+                write_text_file(path, text, overwrite=False)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
+                return None
+            break
+        else:
+            self.notify_plain(f"Cannot write {path}: every name is taken", title="Export failed", severity="error")
             return None
         self.notify_plain(str(path.absolute()), title="Trace exported", timeout=8)
         return path

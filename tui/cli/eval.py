@@ -41,6 +41,7 @@ from ..fmt import clip, json_text
 from ..render import plain
 from .base import SearchDb, console, fail, open_store, write_json
 from .lab import SPEC_HELP, variant_option
+from ..outfile import write_text_file
 from .search import check_output_file, load_queries
 
 # ─── shared ──────────────────────────────────────────────────────────────
@@ -244,9 +245,10 @@ def snapshot_save(
     db: SearchDb = ...,
     out: Path = typer.Option(..., "-o", "--out", help="Snapshot file to write (JSON)."),
     variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
+    force: bool = typer.Option(False, "--force", help="Replace an existing snapshot file (never a database)."),
 ) -> None:
     """Record, per query, the layer and each stage's ranked chunk ids."""
-    check_output_file(out, "-o")
+    check_output_file(out, "-o", db=db, force=force)
     v = variant_option(variant, "--variant")
     entries = load_queries(queries)
     with open_store(db) as store:
@@ -255,7 +257,9 @@ def snapshot_save(
         except ValueError as exc:
             fail(str(exc))
     try:
-        out.write_text(json_text(snap), "utf-8")
+        write_text_file(out, json_text(snap), overwrite=force)
+    except FileExistsError:
+        fail(f"-o {out} appeared while the queries ran; nothing was written (give another name or --force)")
     except OSError as exc:
         fail(f"cannot write -o {out}: {exc.strerror or exc}")
     console.print(safe.line(f"recorded {len(snap['queries'])} queries to {out}"), markup=False, highlight=False,
@@ -336,15 +340,16 @@ qrels_app = typer.Typer(
 def qrels_convert(
     source: Path = typer.Argument(..., help="Qrels to read (TREC or JSON, detected from the content)."),
     target: Path = typer.Argument(..., help="File to write: JSON when it ends in .json, else TREC ('qid 0 docid grade')."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing TARGET (never a database)."),
 ) -> None:
     """Convert judgments between TREC qrels and rankscope's JSON form."""
-    check_output_file(target, "TARGET")
     try:
         q = read_qrels(source)
     except FileNotFoundError:
         fail(f"no such qrels file: {source}")
     except QrelsError as exc:
         fail(str(exc))
+    check_output_file(target, "TARGET", force=force)
     try:
         write_qrels(q, target)
     except OSError as exc:

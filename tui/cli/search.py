@@ -3,7 +3,6 @@ run a query file. Plain functions; :mod:`tui.cli.main` registers them."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -12,8 +11,11 @@ import typer
 from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
 from engine.compare import params_for_entry
 from engine.corpus import index_paths, load_sessions_map
+from engine.files import InputFileError, load_json_input
+from engine.model import undecodable
 
 from .. import safe
+from ..outfile import OutputRefused, check_output, write_text_file
 from ..fmt import json_text
 from .base import (
     ContentTypeFilter,
@@ -55,6 +57,9 @@ def index(
             sessions = load_sessions_map(sessions_map)
         except ValueError as exc:
             fail(str(exc))
+    problem = undecodable(session)
+    if problem:
+        fail(f"--session {problem}; is the terminal's encoding UTF-8?")
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(missing)}")
@@ -66,16 +71,12 @@ def index(
     if owner:
         fail(f"refusing to write to {db}: {owner}. rankscope never writes to stores it did not create; "
              f"open it read-only with: rankscope {db}")
-    if db.exists():
-        store = open_store(db, writable=True)
-        if store.schema.fts_columns < 8:
-            store.close()
-            fail(f"{db} has the older 4-column schema (not written by rankscope); rankscope will not write to it")
-    else:
-        try:
-            store = Store.create(db)
-        except StoreError as exc:
-            fail(str(exc))
+    # One call whether db exists or not: creation is atomic (two runs on a
+    # fresh path share one store) and a half-created store of ours resumes.
+    try:
+        store = Store.create(db)
+    except StoreError as exc:
+        fail(str(exc))
     from engine.walk import gitignore_matcher
 
     ignore_factory = None if no_gitignore else gitignore_matcher
@@ -182,22 +183,25 @@ def search_cmd(
         return
     from ..render import trace_renderable
 
-    console.print(trace_renderable(trace))
+    console.print(trace_renderable(trace, str(db)))
 
 
 # ─── batch ───────────────────────────────────────────────────────────────
 
 
 def load_queries(path: Path) -> list[dict]:
-    """Read a query file (format of ``../shared/parity/*/queries.json``).
+    """Read a query file (format of ``../shared/parity/*/queries.json``):
+    a regular file only (never a FIFO or a device), size and nesting bounded
+    (:func:`engine.files.load_json_input`).
 
     Raises:
-        CliError: unreadable, not a JSON list, or an entry without ``query``.
+        CliError: unreadable, not a regular file, too large or too deep, not
+            a JSON list, or an entry without ``query``.
     """
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"cannot read query file {path}: {exc}")
+        data = load_json_input(path, "query file")
+    except InputFileError as exc:
+        fail(str(exc))
     if not isinstance(data, list) or not all(isinstance(q, dict) and isinstance(q.get("query"), str) for q in data):
         fail(f"query file {path} must be a JSON list of objects with a string 'query'")
     return data
@@ -216,7 +220,8 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
 def batch(
     queries: Path = typer.Argument(..., help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error."),
     db: SearchDb = ...,
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the traces here instead of stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the traces to this new file instead of stdout (never a database; an existing file only with --force)."),
+    force: bool = typer.Option(False, "--force", help="Let --out and --trec-run replace an existing file (never a database)."),
     trec_run: Optional[Path] = typer.Option(
         None, "--trec-run",
         help="Also write a TREC run ('qid Q0 docid rank score tag'; docid = chunk id, score = n - rank + 1) "
@@ -227,9 +232,9 @@ def batch(
     """Run a query file and write a JSON list of traces, one per query, in
     order; with --trec-run, a TREC run of one stage's ranked chunk ids."""
     if out is not None:
-        check_output_file(out, "--out")
+        check_output_file(out, "--out", db=db, force=force)
     if trec_run is not None:
-        check_output_file(trec_run, "--trec-run")
+        check_output_file(trec_run, "--trec-run", db=db, force=force)
         from engine.stages import RANKED_IDS
 
         if stage not in RANKED_IDS:
@@ -238,16 +243,30 @@ def batch(
         fail("--stage applies to --trec-run; give --trec-run FILE")
     entries = load_queries(queries)
     params = [params_from_entry(e, i) for i, e in enumerate(entries)]
+    from ..render import retriever_failures
+
     with open_store(db) as store:
         results = [(e.get("id", str(i + 1)), search(store, p)) for i, (e, p) in enumerate(zip(entries, params))]
+        failed = [str(qid) for qid, t in results if retriever_failures(t)]
         if trec_run is not None:
-            _write_trec_run(store, results, trec_run, stage)
-            if out is None:
-                return
+            _write_trec_run(store, results, trec_run, stage, force)
     traces = [trace_to_dict(t, query_id=qid) for qid, t in results]
+    if failed:
+        shown = ", ".join(failed[:5]) + (f", … ({len(failed) - 5} more)" if len(failed) > 5 else "")
+        err_console.print(
+            safe.line(f"warning: a retriever failed in {len(failed)} of {len(traces)} queries ({shown}; see "
+                      f"retriever_errors in the traces): the store's FTS index is probably damaged; check it with: "
+                      f"rankscope doctor --db {db}"),
+            markup=False, highlight=False, style="bold red",
+        )
+    if trec_run is not None and out is None:
+        return
     if out:
+        check_output_file(out, "--out", db=db, force=force)  # again: it may have appeared meanwhile
         try:
-            out.write_text(json_text(traces), "utf-8")
+            write_text_file(out, json_text(traces), overwrite=force)
+        except FileExistsError:
+            fail(f"--out {out} appeared while the queries ran; nothing was written (give another name or --force)")
         except OSError as exc:
             fail(f"cannot write --out {out}: {exc.strerror or exc}")
         console.print(safe.line(f"wrote {len(traces)} traces to {out}"), markup=False, highlight=False)
@@ -255,25 +274,27 @@ def batch(
         write_json(traces)
 
 
-def _write_trec_run(store: Store, results: list, path: Path, stage: str) -> None:
+def _write_trec_run(store: Store, results: list, path: Path, stage: str, force: bool) -> None:
     """Write the TREC run of ``stage`` (see :func:`engine.evaluation.trec_run_text`)."""
     from engine.chunkids import chunk_ids
     from engine.evaluation import trec_run_text
 
     text, lines = trec_run_text(results, chunk_ids(store), stage)
     try:
-        path.write_text(text, "utf-8")
+        write_text_file(path, text, overwrite=force)
+    except FileExistsError:
+        fail(f"--trec-run {path} appeared while the queries ran; nothing was written (give another name or --force)")
     except OSError as exc:
         fail(f"cannot write --trec-run {path}: {exc.strerror or exc}")
     console.print(safe.line(f"wrote {lines} run lines for {len(results)} queries (stage {stage}) to {path}"),
                   markup=False, highlight=False, soft_wrap=True)
 
 
-def check_output_file(path: Path, option: str) -> None:
-    """Fail early (before any work) when ``path`` cannot be an output file:
-    a folder, or in a folder that does not exist."""
-    if path.is_dir():
-        fail(f"{option} {path} is a folder; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        fail(f"{option} {path}: folder {parent} does not exist")
+def check_output_file(path: Path, option: str, db: Optional[Path] = None, force: bool = False) -> None:
+    """Fail early (before any work) when ``path`` must not be written: a
+    folder, a missing folder, the store ``db`` or any SQLite database, or an
+    existing file without ``force`` (:func:`tui.outfile.check_output`)."""
+    try:
+        check_output(path, option, db=db, force=force)
+    except OutputRefused as exc:
+        fail(str(exc))

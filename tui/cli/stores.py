@@ -116,7 +116,7 @@ def _status(i) -> Text:
 
 
 def _error_text(i) -> str:
-    return (i.error or "").replace(i.path, "the file")
+    return (i.error or "").replace(i.path, "the file", 1)
 
 
 def _store_table(members: list) -> Table:

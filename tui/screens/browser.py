@@ -28,6 +28,7 @@ from ..actions import bindings
 from ..cache import SkipList
 from ..facts import describe_problem
 from ..messages import ParamsChanged, RunSearch, SearchFailed, SearchFinished
+from ..render import retriever_warning
 from ..subject import Subject
 from ..widgets.inspector import StageInspector
 from ..widgets.params_bar import ParamsBar
@@ -90,6 +91,7 @@ class BrowserScreen(Screen):
         self._shown_seq = 0
         self._requested: SearchParams | None = None
         self._last_failure: str | None = None
+        self._last_warning: str | None = None
         self.pane = "results"
         #: Judging mode: digits grade instead of switching panes (see :meth:`action_toggle_judging`).
         self.judging = False
@@ -324,10 +326,20 @@ class BrowserScreen(Screen):
         self._last_failure = text
 
     def show_trace(self, trace: Trace) -> None:
-        """Show ``trace`` in every pane; the journey follows the top result."""
+        """Show ``trace`` in every pane; the journey follows the top result.
+        A failed retriever (a damaged FTS index, usually) is a warning on the
+        results pane and in a notification (not repeated while the same
+        failure recurs as you type)."""
         self.trace = trace
         self.query_box.show_queries(trace)
         self.results.show_trace(trace)
+        warning = retriever_warning(trace, self.store.path)
+        if warning:
+            self.results.border_subtitle += " · ⚠ a retriever failed"
+            if warning != self._last_warning:
+                self.app.notify(safe.line(warning), title="A retriever failed", severity="warning", timeout=15,
+                                markup=False)
+        self._last_warning = warning
         self.inspector.show_trace(trace)
         if trace.final:
             self.journey.show(Subject.from_candidate(trace.final[0].candidate, stages.title("final")), trace)

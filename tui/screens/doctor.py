@@ -1,5 +1,5 @@
 """Store diagnostics (``rankscope doctor`` in the browser): what in the open
-store will surprise a search: fusion-key collisions, oversized chunks,
+store will surprise a search: damage (integrity checks), fusion-key collisions, oversized chunks,
 Untitled titles, wrong source counts, orphan chunks, the vocabulary and stale
 file-backed sources (:func:`engine.doctor.diagnose`, read-only)."""
 

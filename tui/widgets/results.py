@@ -55,7 +55,8 @@ def failure_explanation(error: BaseException) -> Text:
         t.append("Other queries may still work: the damage can be limited to part of the index. rankscope never "
                  "writes to the store; rebuild it from its files (rankscope index)", style="italic")
         if getattr(error, "check_command", None) is None:  # the message does not name the check
-            t.append(", or check it with sqlite3 STORE 'PRAGMA integrity_check'", style="italic")
+            t.append(", or check it with rankscope doctor --db STORE (SQLite's and FTS5's integrity checks)",
+                     style="italic")
         t.append(".", style="italic")
     elif is_store_error(error):
         t.append("The store may be locked, moved or changed on disk; try again, or reopen it.", style="italic")
@@ -179,6 +180,10 @@ class ResultsPane(Vertical):
                     Text(f"{c.score:.4f}\n{boost}", justify="right"),
                     key=str(r.position), height=2,
                 )
+        # The height in lines (rows plus the header), set here rather than left to ``height: auto``
+        # (capped by ``max-height``): the table measures its rows only when idle, and a layout pass
+        # that comes first would keep it at height 0 (an empty box) until the next resize.
+        table.styles.height = len(trace.final) * (1 if wide else 2) + (1 if table.show_header else 0)
         self._apply_grades()
         table.move_cursor(row=min(row, len(trace.final) - 1), animate=False)
 
