@@ -179,6 +179,9 @@ class ResultsPane(Vertical):
                     Text(f"{c.score:.4f}\n{boost}", justify="right"),
                     key=str(r.position), height=2,
                 )
+        # The height from the rows, not ``height: auto``: auto is measured before
+        # the table sizes its rows (on idle), which left it 0 lines high now and then.
+        table.styles.height = (1 if table.show_header else 0) + len(trace.final) * (1 if wide else 2)
         self._apply_grades()
         table.move_cursor(row=min(row, len(trace.final) - 1), animate=False)
 
