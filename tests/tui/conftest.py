@@ -215,17 +215,36 @@ async def key_handled(pilot, timeout: float = TIMEOUT) -> None:
     await _barrier(pilot, path, _depth(app) + 2, timeout)
 
 
+def _tables_sized(app) -> bool:
+    from textual.widgets import DataTable
+
+    return all(t.virtual_size.height >= t.row_count + (1 if t.show_header else 0)
+               for t in app.screen.query(DataTable) if t.display and t.row_count)
+
+
 async def rendered(pilot, timeout: float = TIMEOUT) -> None:
-    """Wait until the screen on top has handled its messages and laid out and
-    painted everything pending (``Screen.wait_for_refresh``: its callbacks
-    run once no layout or repaint is outstanding); twice, since painting can
-    queue more work (a table sizes its rows on idle, then repaints)."""
-    for _ in range(2):
+    """Wait until the screen on top is drawn and stays drawn: its messages
+    handled, no layout or repaint outstanding (``Screen.wait_for_refresh``),
+    every data table's rows sized (a table measured later paints blank), and
+    two screenshots in a row (``App.export_screenshot``) identical, since
+    painting can queue more work (a table sizes its rows on idle, then
+    repaints)."""
+    await wait_for(pilot, lambda: _tables_sized(pilot.app), timeout=timeout, what="the data tables to size their rows")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    previous = None
+    while True:
         await processed(pilot, timeout=timeout)
         try:
             await asyncio.wait_for(pilot.app.screen.wait_for_refresh(), timeout)
         except asyncio.TimeoutError:
             raise AssertionError(f"timed out after {timeout:g} s waiting for the screen to refresh") from None
+        shot = pilot.app.export_screenshot()
+        if shot == previous:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"the screen kept changing for {timeout:g} s")
+        previous = shot
 
 
 def key_event(key: str) -> events.Key:

@@ -180,10 +180,9 @@ class ResultsPane(Vertical):
                     Text(f"{c.score:.4f}\n{boost}", justify="right"),
                     key=str(r.position), height=2,
                 )
-        # The height in lines (rows plus the header), set here rather than left to ``height: auto``
-        # (capped by ``max-height``): the table measures its rows only when idle, and a layout pass
-        # that comes first would keep it at height 0 (an empty box) until the next resize.
-        table.styles.height = len(trace.final) * (1 if wide else 2) + (1 if table.show_header else 0)
+        # The height from the rows, not ``height: auto``: auto is measured before
+        # the table sizes its rows (on idle), which left it 0 lines high now and then.
+        table.styles.height = (1 if table.show_header else 0) + len(trace.final) * (1 if wide else 2)
         self._apply_grades()
         table.move_cursor(row=min(row, len(trace.final) - 1), animate=False)
 
