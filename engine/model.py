@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .fuzzy_reasons import reason_sentence
+
 ContentType = Literal["code", "prose"]
 SourceMatch = Literal["like", "exact"]
 Layer = Literal["rrf", "rrf-fuzzy", "none"]
@@ -31,6 +33,16 @@ MAX_QUERY_CHARS = 10_000
 #: A lone surrogate: what Python makes of undecodable argv bytes
 #: (surrogateescape) or a JSON ``"\ud800"``; it cannot be encoded for SQLite.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def undecodable(text: str) -> str | None:
+    """Why ``text`` cannot be stored or matched as UTF-8, or ``None`` when it
+    can: ``"contains an undecodable character U+DCFF at position 3"`` for the
+    first lone surrogate (position: 0-based, in code points)."""
+    bad = _LONE_SURROGATE.search(text)
+    if bad is None:
+        return None
+    return f"contains an undecodable character U+{ord(bad.group()):04X} at position {bad.start()}"
 
 FUSION_KEYS = ("source-title", "rowid")
 RERANK_MODES = ("on", "off", "before-trim")
@@ -114,8 +126,9 @@ class SearchParams:
 
     Raises:
         ValueError: on a negative or huge limit, an unknown content type or
-            source-match mode, a query longer than ``MAX_QUERY_CHARS`` or one
-            holding a lone surrogate (undecodable input).
+            source-match mode, a query longer than ``MAX_QUERY_CHARS``, or a
+            query, source or session id holding a lone surrogate
+            (undecodable input, see :func:`undecodable`).
     """
 
     query: str
@@ -131,12 +144,9 @@ class SearchParams:
             raise ValueError(f"query must be a string; got {type(self.query).__name__}")
         if len(self.query) > MAX_QUERY_CHARS:
             raise ValueError(f"query is {len(self.query)} characters; the maximum is {MAX_QUERY_CHARS}")
-        bad = _LONE_SURROGATE.search(self.query)
-        if bad:
-            raise ValueError(
-                f"query contains an undecodable character U+{ord(bad.group()):04X} at position {bad.start()}; "
-                "is the terminal's encoding UTF-8?"
-            )
+        problem = undecodable(self.query)
+        if problem:
+            raise ValueError(f"query {problem}; is the terminal's encoding UTF-8?")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int):
             raise ValueError(f"limit must be an integer; got {self.limit!r}")
         if self.limit < 0:
@@ -151,6 +161,10 @@ class SearchParams:
             raise ValueError(f"content_type must be 'code', 'prose' or None; got {self.content_type!r}")
         if self.sessions is not None and not isinstance(self.sessions, tuple):
             object.__setattr__(self, "sessions", tuple(self.sessions))
+        for name, text in [("source", self.source), *(("session id", s) for s in self.sessions or ())]:
+            problem = undecodable(text) if isinstance(text, str) else None
+            if problem:
+                raise ValueError(f"{name} {text!r} {problem}; is the terminal's encoding UTF-8?")
 
     @property
     def filter_text(self) -> str:
@@ -618,7 +632,7 @@ class Correction:
 @dataclass(frozen=True)
 class FuzzyStage:
     """The typo fallback. Why it ran (or not) is data: codes from
-    :data:`engine.fuzzy.FUZZY_CODES` / :data:`engine.fuzzy.FUZZY_TRIGGERS`
+    :data:`engine.fuzzy_reasons.FUZZY_CODES` / :data:`engine.fuzzy_reasons.FUZZY_TRIGGERS`
     and the numbers behind them; :attr:`reason` puts them in words.
 
     Attributes:
@@ -655,9 +669,7 @@ class FuzzyStage:
 
     @property
     def reason(self) -> str:
-        """Why it ran or was skipped, in words (:func:`engine.fuzzy.reason_sentence`)."""
-        from .fuzzy import reason_sentence
-
+        """Why it ran or was skipped, in words (:func:`engine.fuzzy_reasons.reason_sentence`)."""
         return reason_sentence(self)
 
 

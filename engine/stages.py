@@ -9,7 +9,7 @@ and order from here and nowhere else.
 
 Stage ids (a contract between front-ends): ``refresh``, ``porter``,
 ``trigram``, ``retrieve``, ``fusion``, ``pool``, ``filter``, ``trim``,
-``rerank``, ``fuzzy``, ``final``. Pass stages run in the first pass and
+``rerank``, ``fuzzy``, ``final``, ``agent``. Pass stages run in the first pass and
 again in the fuzzy re-run, where their ids are prefixed ``fuzzy:``
 (``fuzzy:trim``).
 
@@ -24,7 +24,11 @@ Kinds:
 * ``list``: a chain stage with a ranked candidate list (``fusion``,
   ``pool``, ``filter``, ``trim``, ``rerank``);
 * ``answer``: a pass's final list (``final``: what the pass hands on; the
-  trace's answer is the answering pass's).
+  trace's answer is the answering pass's);
+* ``view``: what a consumer of the answer receives, computed on demand from
+  a search by a front-end, not by the pipeline (``agent``: what context-mode's
+  ``ctx_search`` tool hands a coding agent, :func:`engine.agent.ctx_search`,
+  the browser's agent view); no list, no exits.
 
 Pure Python; no Textual.
 """
@@ -42,7 +46,7 @@ from .stage_api import Sentence, StageHooks
 if TYPE_CHECKING:
     from .model import Trace
 
-KINDS = ("trace", "retriever", "group", "list", "answer")
+KINDS = ("trace", "retriever", "group", "list", "answer", "view")
 SCOPES = ("trace", "pass")
 
 
@@ -56,7 +60,8 @@ class Stage:
         about: two lines explaining it (F1 help, ``rankscope stages``).
         order: position in the pipeline (ascending; gaps leave room).
         scope: ``"pass"`` (runs in the first pass and in the fuzzy re-run,
-            ids then prefixed ``fuzzy:``) or ``"trace"`` (once per search).
+            ids then prefixed ``fuzzy:``) or ``"trace"`` (once per search; a
+            ``view`` stage each time a front-end asks for it).
         kind: see the module docstring.
         hooks: a pass stage's behaviour (``retriever`` and ``list`` kinds).
         ends_pass_when_empty: when its output is empty the pass stops here
@@ -134,6 +139,10 @@ STAGES: tuple[Stage, ...] = (
         "The answer and its layer: rrf (first pass), rrf-fuzzy (typo re-run) or none,",
         "with the reason when it is empty."),
         80, "pass", "answer"),
+    Stage("agent", "Agent view", (
+        "What ctx_search hands the agent: at most 2 results per query (1 after call #3), each cut",
+        "to 1,500-unit windows around the matches, a 40 KiB cap and a throttle footer"),
+        90, "trace", "view"),
 )
 
 BY_ID: dict[str, Stage] = {s.id: s for s in STAGES}
@@ -141,6 +150,12 @@ BY_ID: dict[str, Stage] = {s.id: s for s in STAGES}
 PASS_STAGES: tuple[Stage, ...] = tuple(s for s in STAGES if s.hooks is not None)
 #: The retriever stage ids, in table order (Porter first: fusion's order).
 RETRIEVERS: tuple[str, ...] = tuple(s.id for s in STAGES if s.kind == "retriever")
+#: Every stage id that can have a ranked list, in table order: the first
+#: pass's (``porter`` … ``rerank``, ``final``), then the fuzzy re-run's
+#: (``fuzzy:porter`` … ``fuzzy:final``). The keys of :func:`stage_lists`
+#: and :func:`ranked_lists` come from here, in this order.
+_PASS_LISTS = tuple(s.id for s in STAGES if s.scope == "pass" and s.kind in ("retriever", "list", "answer"))
+RANKED_IDS: tuple[str, ...] = _PASS_LISTS + tuple(FUZZY_PREFIX + sid for sid in _PASS_LISTS)
 
 
 def _check_table() -> None:
@@ -235,3 +250,19 @@ def stage_lists(trace: "Trace") -> dict[str, tuple[Hit | Candidate, ...]]:
         for sid in run_stage_ids(run):
             out[sid] = ranked(run, sid)
     return out
+
+
+def ranked_lists(trace: "Trace") -> dict[str, tuple[Hit | Candidate, ...]]:
+    """The lists the evaluation scores: :func:`stage_lists` in table order
+    (:data:`RANKED_IDS`: with ``rerank=before-trim`` the rerank still comes
+    before the trim here), except that ``final`` is the trace's answer
+    (``trace.final``), as the stage summaries and the journey show Final.
+
+    The two differ only when the fuzzy re-run answered (layer ``rrf-fuzzy``):
+    the first pass's final list is then empty and ``final`` is the re-run's
+    (equal to ``fuzzy:final``). With a shadow re-run (policy ``always``) the
+    answer is the first pass's. Stages that did not run are absent.
+    """
+    lists = stage_lists(trace)
+    lists["final"] = tuple(r.candidate for r in trace.final)
+    return {sid: lists[sid] for sid in RANKED_IDS if sid in lists}

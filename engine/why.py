@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .fuzzy import correct_word
+from .jsstr import js_to_lower
 from .model import Candidate, Hit, RetrieverRun, Run, SearchParams, Trace
 from .paths import REASONS as PATH_REASONS
 from .paths import sentence
@@ -55,6 +56,7 @@ from .pipeline import search
 from .query import fuzzy_words, porter_words, trigram_words
 from .retrieve import like_pattern, retrieve, runs_retriever
 from .stages import RETRIEVERS, depth
+from .stages import title as stage_title
 from .store import Store, is_corruption, sqlite_errors, vocabulary_words
 from .words import plural
 
@@ -310,7 +312,7 @@ def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
     the chunk uses them, then by first occurrence."""
     c = conn or store.conn
     words = vocabulary_words(chunk.title + "\n" + chunk.content)[:_DF_SCAN]
-    lower = (chunk.title + "\n" + chunk.content).lower()
+    lower = js_to_lower(chunk.title + "\n" + chunk.content)
     scored = []
     for i, w in enumerate(words):
         try:
@@ -327,7 +329,7 @@ def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
 
 
 def _describe_full(name: str, info: dict | None) -> str:
-    label = "Porter" if name == "porter" else "trigram"
+    label = stage_title(name)
     if info is None:
         return f"{label}: no match"
     if "skipped" in info:

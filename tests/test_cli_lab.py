@@ -1,4 +1,4 @@
-"""``rankscope compare``, ``why`` and ``doctor`` (tui/cli_lab.py)."""
+"""``rankscope compare``, ``why`` and ``doctor`` (tui/cli/lab.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from engine import SearchParams, Variant
 from engine.compare import compare
 from engine.doctor import diagnose
 from engine.why import why_not
-from tui import cli_lab
+from tui.cli import lab as cli_lab
 from tui.describe import (
     COMPARE_COLUMNS,
     Description,
@@ -62,3 +62,22 @@ def test_compare_is_one_description(store):
     for row in desc.table.rows:
         assert all(line_text(cell).plain in out for cell in row)
     assert "improved 1 · worsened 1 · unchanged 0 · only in A 0 · only in B 0 · overlap 1.00" in out
+
+
+def test_a_damaged_store_is_one_description(damaged_db):
+    """A store too damaged to read: the integrity checks, ✗ lines for the
+    damage (from the report's data, not its words) and how to rebuild; the
+    CLI and the browser show the same."""
+    from engine.doctor import DoctorReport, IntegrityCheck
+
+    report = DoctorReport.unreadable(str(damaged_db), "schema unknown", "SQLite says 'database disk image is malformed'",
+                                     (IntegrityCheck("copy", ("no room in the temporary folder",), damage=False),
+                                      IntegrityCheck("sqlite", ("page 3: btree damaged",))))
+    lines = [line_text(b).plain for b in describe_report(report).blocks if not isinstance(b, Table)]
+    assert "schema unknown · unreadable" in lines
+    assert "integrity: private copy FAILED, SQLite integrity_check FAILED" in lines
+    marks = [ln[0] for ln in lines if ln[:1] in ("✗", "⚠")]
+    # the read error and the sqlite check are damage; the copy that could not be made is not
+    assert marks == ["✗", "⚠", "✗"]
+    assert any(ln.startswith("Rebuild the store from its files") for ln in lines)
+    assert text(cli_lab.doctor_renderable(report, examples=MAX_ROWS)) == text(doctor_renderable(report))

@@ -28,6 +28,7 @@ from engine.why import Explanation
 
 from . import safe
 from .fmt import clip, query_label
+from .render import retriever_warning
 
 #: Role → Rich style.
 ROLES = {
@@ -264,6 +265,8 @@ class ComparisonDescription:
         overlap: shared chunks / the longer answer (0..1).
         notes: short notes (``A rrf, 3 results``, shadow corrections,
             ``same answer, same order``).
+        warnings: one line per run whose retriever failed
+            (:func:`tui.render.retriever_warning`), or ``()``.
     """
 
     head: Line
@@ -272,22 +275,27 @@ class ComparisonDescription:
     counts: Line
     overlap: float
     notes: tuple[str, ...]
+    warnings: tuple[Line, ...] = ()
 
     def as_description(self) -> Description:
-        """Head, the table (or why it is empty), the counts with the overlap, the notes."""
+        """Head, the retriever warnings, the table (or why it is empty), the
+        counts with the overlap, the notes."""
         body: tuple[Line | Table, ...] = (self.table,) if self.table.rows else self.empty
         counts = self.counts + (Span(" · ", "dim"), Span(f"overlap {self.overlap:.2f}"))
         notes = (line(Span(" · ".join(self.notes), "dim")),) if self.notes else ()
-        return Description((self.head, ()) + body + ((), counts) + notes)
+        return Description((self.head,) + self.warnings + ((),) + body + ((), counts) + notes)
 
 
-def describe_comparison(cmp: Comparison) -> ComparisonDescription:
-    """A :class:`~engine.compare.Comparison` as data both front-ends show."""
+def describe_comparison(cmp: Comparison, store_path: str | None = None) -> ComparisonDescription:
+    """A :class:`~engine.compare.Comparison` as data both front-ends show
+    (``store_path`` goes into the retriever warnings' check command)."""
     ta, tb = cmp.trace_a, cmp.trace_b
     head = line(
         Span("A ", "strong"), f"{variant_spec(ta.params.variant)} (layer {ta.layer}, {len(ta.final)} results)   ",
         Span("B ", "strong"), f"{variant_spec(tb.params.variant)} (layer {tb.layer}, {len(tb.final)} results)",
     )
+    warnings = tuple(line(Span(f"{label}: {w}", "bad")) for label, w in
+                     (("A", retriever_warning(ta, store_path)), ("B", retriever_warning(tb, store_path))) if w)
     rows = tuple(
         (_num(r.position_a), _num(r.position_b), line(Span(marker_label(r), r.marker)),
          line(Span(str(r.rowid), "dim")), line(Span(r.title, "strong")), line(Span(r.source, "dim")),
@@ -310,26 +318,43 @@ def describe_comparison(cmp: Comparison) -> ComparisonDescription:
             notes.append(f"{label}: fuzzy shadow run: no word needed or found a correction")
     if cmp.counts.identical and cmp.rows:
         notes.append("same answer, same order")
-    return ComparisonDescription(head, table, empty, counts_line(cmp.counts), cmp.overlap, tuple(notes))
+    return ComparisonDescription(head, table, empty, counts_line(cmp.counts), cmp.overlap, tuple(notes), warnings)
 
 
 # ─── doctor ──────────────────────────────────────────────────────────────
 
 
 def describe_report(report: DoctorReport, label: str = "") -> Description:
-    """The store line, one ⚠ line per finding (in words), then a table per
-    kind of problem (every row: front-ends show the first few)."""
-    vocab = "missing (no typo fallback)" if report.vocabulary_size is None else f"{report.vocabulary_size} words"
+    """The store line, the integrity checks run, one line per finding (in
+    words: ✗ for damage, ⚠ otherwise; with damage, how to rebuild), then a
+    table per kind of problem (every row: front-ends show the first few)."""
+    if report.read_error is not None:
+        stats = f"{report.schema} · unreadable"
+    else:
+        vocab = "missing (no typo fallback)" if report.vocabulary_size is None else f"{report.vocabulary_size} words"
+        stats = (f"{report.schema} · {report.sources} sources · {report.chunks} chunks · "
+                 f"trigram rows {report.trigram_rows} · vocabulary {vocab}")
     blocks: list[Line | Table] = [
         line(Span(label or report.path or "(in memory)", "strong")),
-        line(Span(f"{report.schema} · {report.sources} sources · {report.chunks} chunks · "
-                  f"trigram rows {report.trigram_rows} · vocabulary {vocab}", "dim")),
-        (),
+        line(Span(stats, "dim")),
     ]
+    if report.integrity:
+        blocks.append(line(Span("integrity: " + ", ".join(f"{c.title} {'ok' if c.ok else 'FAILED'}"
+                                                           for c in report.integrity), "dim")))
+    blocks.append(())
     if report.ok:
         blocks.append(line(Span("✓ No problems found.", "good")))
         return Description(tuple(blocks))
-    blocks += [line(Span("⚠ " + finding, "warn")) for finding in report.findings]
+    # ``findings`` begins with the read error, then one line per failed integrity check (damage, or a
+    # check that could not run), in that order; the rest are not damage
+    damage = ([True] if report.read_error is not None else []) + [c.damage for c in report.integrity if not c.ok]
+    for i, finding in enumerate(report.findings):
+        bad = i < len(damage) and damage[i]
+        blocks.append(line(Span(("✗ " if bad else "⚠ ") + finding, "bad" if bad else "warn")))
+    if report.damaged:
+        blocks.append(line(Span("Rebuild the store from its files (rankscope index into a new --db; rankscope never "
+                                "writes to it): searches on a damaged index can silently miss or misrank chunks.",
+                                "em")))
     hint = "rankscope doctor --json lists all"
 
     def table(name: str, gloss: str, columns: tuple[Column, ...], rows: list[tuple]) -> None:

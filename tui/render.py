@@ -3,6 +3,8 @@ the browser). Imports Rich only, never Textual."""
 
 from __future__ import annotations
 
+import shlex
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -10,7 +12,7 @@ from rich.text import Text
 from engine.diff import stage_summaries
 from engine.model import Trace
 from engine.paths import sentence
-from engine.stages import in_rerun, title
+from engine.stages import RETRIEVERS, in_rerun, title
 
 from . import safe
 from .fmt import clip, query_label
@@ -91,11 +93,51 @@ def fusion_table(trace: Trace, top: int = 10) -> Table:
     return t
 
 
-def trace_renderable(trace: Trace) -> Group:
-    """Everything ``rankscope search`` prints."""
+def retriever_failures(trace: Trace) -> list[tuple[str, str]]:
+    """``(retriever, SQLite's error)`` for each retriever whose query failed,
+    in the first pass or the fuzzy re-run (each pair once, in order)."""
+    runs = [trace.first] + ([trace.fuzzy.rerun] if trace.fuzzy.rerun is not None else [])
+    seen: dict[tuple[str, str], None] = {}
+    for run in runs:
+        for name in RETRIEVERS:
+            r = run.record(name)
+            if r is not None and r.error:  # type: ignore[attr-defined]
+                seen[(name, r.error)] = None  # type: ignore[attr-defined]
+    return list(seen)
+
+
+def retriever_warning(trace: Trace, store_path: str | None = None) -> str | None:
+    """One sentence when a retriever failed (``None`` otherwise): which one,
+    SQLite's words, what the answer rests on, and how to check the store.
+    A failing retriever is not an error of the query (sanitising rules that
+    out): it usually means a damaged FTS index, and the search still
+    answers, from the other retriever only. Retrievers are named by their
+    stage titles (:data:`engine.stages.STAGES`)."""
+    failures = retriever_failures(trace)
+    if not failures:
+        return None
+    names = sorted({name for name, _ in failures}, key=RETRIEVERS.index)
+    words = "; ".join(dict.fromkeys(err for _, err in failures))
+    if len(names) == 1:
+        other = next(r for r in RETRIEVERS if r != names[0])
+        what = (f"the {title(names[0])} retriever failed ({words}): the results come from the {title(other)} "
+                "retriever alone")
+    else:
+        what = f"both retrievers failed ({words}): there can be no results"
+    check = f"rankscope doctor --db {shlex.quote(store_path)}" if store_path else "rankscope doctor"
+    return f"warning: {what}. The store's FTS index is probably damaged; check it with: {check}"
+
+
+def trace_renderable(trace: Trace, store_path: str | None = None) -> Group:
+    """Everything ``rankscope search`` prints (a warning first when a
+    retriever failed: :func:`retriever_warning`)."""
     porter = clip(trace.first.porter.query, 100) or "(none)"
     trigram = clip(trace.first.trigram.query, 100) or "(skipped)"
-    parts = [plain(f"porter: {porter}    trigram: {trigram}", style="dim")]
+    parts = []
+    warning = retriever_warning(trace, store_path)
+    if warning:
+        parts.append(plain(warning, style="bold red"))
+    parts.append(plain(f"porter: {porter}    trigram: {trigram}", style="dim"))
     if trace.final:
         parts.append(final_table(trace))
     else:

@@ -8,7 +8,18 @@ import pytest
 from engine import SearchParams, Variant, search, trace_to_dict
 from engine.diff import stage_summaries
 from engine.pipeline import pass_plan
-from engine.stages import BY_ID, PASS_STAGES, RETRIEVERS, STAGES, ranked, run_stage_ids, stage, stage_lists, title
+from engine.stages import (
+    BY_ID,
+    PASS_STAGES,
+    RANKED_IDS,
+    RETRIEVERS,
+    STAGES,
+    ranked,
+    run_stage_ids,
+    stage,
+    stage_lists,
+    title,
+)
 
 from ..helpers import index_herd, index_zebra
 
@@ -16,6 +27,7 @@ from ..helpers import index_herd, index_zebra
 def test_the_shared_stage_ids_in_pipeline_order():
     assert [s.id for s in STAGES] == [
         "refresh", "porter", "trigram", "retrieve", "fusion", "pool", "filter", "trim", "rerank", "fuzzy", "final",
+        "agent",
     ]
     assert [s.id for s in PASS_STAGES] == ["porter", "trigram", "fusion", "pool", "filter", "trim", "rerank"]
     assert RETRIEVERS == ("porter", "trigram")
@@ -23,7 +35,11 @@ def test_the_shared_stage_ids_in_pipeline_order():
     for s in STAGES:
         assert s.title and len(s.about) == 2 and all(line.strip() for line in s.about)
         assert s.scope in ("pass", "trace")
-    assert {s.id for s in STAGES if s.scope == "trace"} == {"refresh", "fuzzy"}
+    assert {s.id for s in STAGES if s.scope == "trace"} == {"refresh", "fuzzy", "agent"}
+    # the agent view is the stage after Final: a view of the answer, no list of its own
+    assert (BY_ID["agent"].kind, BY_ID["agent"].order > BY_ID["final"].order) == ("view", True)
+    assert RANKED_IDS[:8] == ("porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final")
+    assert RANKED_IDS[8:] == tuple("fuzzy:" + s for s in RANKED_IDS[:8])
     assert stage("fuzzy:trim") is BY_ID["trim"] and title("fuzzy:pool") == "Candidate pool"
     with pytest.raises(KeyError, match="unknown stage 'dedupe'"):
         stage("dedupe")
@@ -47,7 +63,7 @@ def test_ranked_lists_per_stage_and_per_trace(store):
     assert ranked(run, "trim") == run.trim.kept
     assert ranked(run, "rerank") == tuple(e.candidate for e in run.rerank.entries)
     assert ranked(run, "final") == run.results == tuple(r.candidate for r in trace.final)
-    for bad in ("refresh", "fuzzy", "retrieve"):
+    for bad in ("refresh", "fuzzy", "retrieve", "agent"):
         with pytest.raises(ValueError):
             ranked(run, bad)
     lists = stage_lists(trace)

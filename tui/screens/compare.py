@@ -28,7 +28,7 @@ from engine.model import FUSION_KEYS, FUZZY_POLICIES, RERANK_MODES, RETRIEVER_SE
 from .. import safe
 from ..cmdline import append_params
 from ..describe import COMPARE_COLUMNS, ComparisonDescription, counts_line, describe_comparison, line_text
-from ..messages import CompareFinished, ParamsChanged
+from ..messages import CompareFinished, ParamsChanged, RunCompare, VariantsChosen
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -92,9 +92,10 @@ class CompareScreen(Screen[None]):
     ]
 
     def __init__(self, params: SearchParams, variant_a: Variant | None = None,
-                 variant_b: Variant | None = None) -> None:
+                 variant_b: Variant | None = None, *, cursor_blink: bool = True) -> None:
         super().__init__()
         self.params = params
+        self.cursor_blink = cursor_blink
         self.variant_a = variant_a or Variant()
         self.variant_b = variant_b or Variant(fusion_key="rowid")
         self.comparison: Comparison | None = None
@@ -149,7 +150,7 @@ class CompareScreen(Screen[None]):
 
     def on_mount(self) -> None:
         for field in self.query(Input):
-            field.cursor_blink = getattr(self.app, "cursor_blink", True)
+            field.cursor_blink = self.cursor_blink
         self.query_one("#compare-error", Static).display = False
         self.table.display = False
         self.query_one("#compare-empty", Static).update(Text("comparing…", style="italic"))
@@ -201,9 +202,7 @@ class CompareScreen(Screen[None]):
         error.update("")
         error.display = False
         self.variant_a, self.variant_b = a, b
-        remember = getattr(self.app, "remember_variants", None)
-        if remember is not None:
-            remember(a, b)
+        self.app.post_message(VariantsChosen(a, b))  # the app keeps them for the next opening
         self._show_title()
         return True
 
@@ -249,7 +248,7 @@ class CompareScreen(Screen[None]):
         self._requested = (pa, pb)
         self._seq += 1
         self.query_one("#compare-box").border_subtitle = "comparing…"
-        self.app.run_compare(pa, pb, self._seq, self)  # type: ignore[attr-defined]
+        self.app.post_message(RunCompare(self, pa, pb, self._seq))
 
     @on(ParamsChanged)
     def _params_changed(self, event: ParamsChanged) -> None:
@@ -323,6 +322,10 @@ class CompareScreen(Screen[None]):
                 t.truncate(widths[col], overflow="ellipsis")
                 out.append(t)
             table.add_row(*out, key=str(i))
+        # The height in lines (one per row, plus the header), set here rather than left to
+        # ``height: auto``: the table measures its rows only when idle, and a layout pass that
+        # comes first would keep it at height 0 (an empty box) until the next resize.
+        table.styles.height = len(cmp.rows) + (1 if table.show_header else 0)
         table.move_cursor(row=min(row, len(cmp.rows) - 1), animate=False)
 
     def on_resize(self) -> None:
@@ -354,7 +357,8 @@ class CompareScreen(Screen[None]):
         from .why import WhyScreen
 
         trace = cmp.trace_a if params == cmp.params_a else cmp.trace_b
-        self.app.push_screen(WhyScreen(params, rowid=rowid, trace=trace), callback=self._back_here)
+        self.app.push_screen(WhyScreen(params, rowid=rowid, trace=trace, cursor_blink=self.cursor_blink),
+                             callback=self._back_here)
 
     def _back_here(self, _result: object = None) -> None:
         self.call_after_refresh(self.table.focus)

@@ -1,5 +1,5 @@
 """Store diagnostics (``rankscope doctor`` in the browser): what in the open
-store will surprise a search: fusion-key collisions, oversized chunks,
+store will surprise a search: damage (integrity checks), fusion-key collisions, oversized chunks,
 Untitled titles, wrong source counts, orphan chunks, the vocabulary and stale
 file-backed sources (:func:`engine.doctor.diagnose`, read-only)."""
 
@@ -18,7 +18,7 @@ from engine.doctor import DoctorReport
 
 from .. import safe
 from ..describe import describe_report, to_rich
-from ..messages import DoctorFinished
+from ..messages import Diagnose, DoctorFinished
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -57,7 +57,7 @@ class DoctorScreen(Screen[None]):
         box.border_title = "Report"
         box.border_subtitle = "read-only · ↑↓ PgUp PgDn scroll"
         box.focus()
-        self.app.run_doctor(self)  # type: ignore[attr-defined]
+        self.app.post_message(Diagnose(self))
 
     @on(DoctorFinished)
     def _finished(self, event: DoctorFinished) -> None:

@@ -13,24 +13,12 @@ from textual.widgets import Footer, Static
 
 from engine import stages
 
+from ..actions import ACTIONS, help_keys
+
 _CLOSE = Binding.Group("Close ", compact=True)
 
-KEYS = (
-    ("ctrl+l  /", "focus the query box (text selected: typing replaces it)"),
-    ("Enter", "search now (otherwise 150 ms after you stop typing)"),
-    ("↓  Tab", "move from the query to the results (or the pane shown), then on"),
-    ("1 2 3", "results · stages · journey (one at a time on narrow screens); in the query box digits are text"),
-    ("F2", "parameters: limit, source filter (substring or exact), content type"),
-    ("F3", "session filter: choose the allow-set"),
-    ("F4", "copy the current search as a 'rankscope search' command line"),
-    ("F6", "export the whole trace as JSON into the current folder"),
-    ("F7", "compare: this search under variants A and B side by side (↑n ↓n = new gone, counts)"),
-    ("F8", "why not?: find any chunk; the stage where it left and why (from a pane: the selected chunk)"),
-    ("F9", "doctor: store diagnostics (key collisions, oversized and Untitled chunks, counts)"),
-    ("ctrl+p", "command palette: every command, including 'limit 7'"),
-    ("Esc", "close a dialog or lab screen: focus returns where it was"),
-    ("ctrl+q", "quit"),
-)
+#: (key column, what it does): the F1 key list, from the one action table (tui.actions).
+KEYS = help_keys()
 
 
 def help_renderable() -> Table:
@@ -39,8 +27,11 @@ def help_renderable() -> Table:
     t.add_column(no_wrap=True, style="bold")
     t.add_column(ratio=1)
     t.add_row(Text("Pipeline", style="bold underline"), "")
+    opened_by = {a.stage: a for a in ACTIONS if a.stage and a.keys}
     for stage in stages.STAGES:
         one, two = stage.about
+        if stage.id in opened_by:  # a stage with a view of its own: its key
+            two += f" ({opened_by[stage.id].keys[0].shown})"
         t.add_row(stage.title, Text(f"{one}\n{two}"))
         t.add_row("", "")
     t.add_row(Text("Keys", style="bold underline"), "")

@@ -3,9 +3,11 @@
 browser's query, with the reason code and the numbers
 (:func:`engine.why.why_not`).
 
-The chunk list is read once per store in a thread worker and kept on the app;
-matching (``rapidfuzz.process.extract`` over ``source::title``) and
-explaining run in thread workers too.
+The screen asks the app for the chunk list (:class:`~tui.messages.LoadChunks`:
+read once per store in a thread worker and kept on the app), for matches
+(:class:`~tui.messages.FindChunks`: ``rapidfuzz.process.extract`` over
+``source::title``) and for explanations (:class:`~tui.messages.ExplainChunk`),
+all run in thread workers.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from engine.why import Explanation
 from .. import safe
 from ..cmdline import append_params
 from ..describe import describe_explanations, to_rich
-from ..messages import ChunkMatches, ChunksLoaded, ParamsChanged, WhyFinished
+from ..messages import ChunkMatches, ChunksLoaded, ExplainChunk, FindChunks, LoadChunks, ParamsChanged, WhyFinished
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -155,9 +157,11 @@ class WhyScreen(Screen[None]):
                 tooltip="Move from the finder to the matching chunks"),
     ]
 
-    def __init__(self, params: SearchParams, *, rowid: int | None = None, trace: Trace | None = None) -> None:
+    def __init__(self, params: SearchParams, *, rowid: int | None = None, trace: Trace | None = None,
+                 cursor_blink: bool = True) -> None:
         super().__init__()
         self.params = params
+        self.cursor_blink = cursor_blink
         self.rowid = rowid
         self.trace = trace if trace is not None and trace.params == params else None
         self.entries: list[ChunkEntry] | None = None
@@ -180,7 +184,7 @@ class WhyScreen(Screen[None]):
 
     def on_mount(self) -> None:
         for field in self.query(Input):
-            field.cursor_blink = getattr(self.app, "cursor_blink", True)
+            field.cursor_blink = self.cursor_blink
         self._show_title()
         box = self.query_one("#why-box")
         box.border_title = "Why?"
@@ -192,11 +196,7 @@ class WhyScreen(Screen[None]):
             self._text(Text("Type part of a chunk's title or source, pick it (↓ then Enter), and see where it "
                             "left the pipeline for this query, with the numbers.", style="italic"))
         self.query_one("#why-find", Input).focus()
-        loaded = getattr(self.app, "chunk_index", None)
-        if loaded is not None:
-            self._set_entries(loaded)
-        else:
-            self.app.load_chunks(self)  # type: ignore[attr-defined]
+        self.app.post_message(LoadChunks(self))
 
     def _show_title(self) -> None:
         p = self.params
@@ -225,7 +225,7 @@ class WhyScreen(Screen[None]):
         if self.entries is None:
             return
         self._find_seq += 1
-        self.app.match_chunks(text, self._find_seq, self)  # type: ignore[attr-defined]
+        self.app.post_message(FindChunks(self, text, self._find_seq))
 
     @on(Input.Changed, "#why-find")
     def _find_changed(self, event: Input.Changed) -> None:
@@ -277,7 +277,7 @@ class WhyScreen(Screen[None]):
         self.rowid = rowid
         self._seq += 1
         self.query_one("#why-box").border_subtitle = f"row {rowid} · explaining…"
-        self.app.run_why(self.params, rowid, self._seq, self, self.trace)  # type: ignore[attr-defined]
+        self.app.post_message(ExplainChunk(self, self.params, rowid, self._seq, self.trace))
 
     @on(WhyFinished)
     def _explained(self, event: WhyFinished) -> None:

@@ -25,7 +25,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from engine.diff import StageSummary, stage_summaries
-from engine.fuzzy import trigger_sentence
+from engine.fuzzy_reasons import trigger_sentence
 from engine.model import Candidate, Hit, RetrieverRun, Run, Trace
 from engine.paths import sentence
 from engine.stages import base_id, in_rerun, ranked, stage, title
@@ -346,6 +346,10 @@ class StageInspector(OptionList):
         self._headers: list[int] = []
         self._width = 0
         self.border_title = "Stages"
+        #: ``{rowid: grade}`` of the current query's judged chunks, and the
+        #: per-stage metrics lines shown above the stages (see :mod:`tui.judging`).
+        self.grades: dict[int, int] = {}
+        self.metrics: list[Text] = []
 
     def on_mount(self) -> None:
         self.show_placeholder()
@@ -374,7 +378,7 @@ class StageInspector(OptionList):
         options: list[Option | None] = []
         self._subjects = {}
         self._stages, self._headers = [], []
-        for i, line in enumerate(stage_lines(self.trace, self._width, self.show_timings)):
+        for i, line in enumerate(self._judged_lines()):
             self._stages.append(line.stage)
             if line.kind == "header":
                 self._headers.append(i)
@@ -389,6 +393,38 @@ class StageInspector(OptionList):
             self.highlighted = old
         else:
             self.highlighted = None
+
+    def show_judging(self, grades: dict[int, int], metrics: list[Text]) -> None:
+        """Show grade badges on judged chunks (``{rowid: grade}``) and the
+        per-stage metrics lines at the top; the highlight stays."""
+        if grades == self.grades and [m.plain for m in metrics] == [m.plain for m in self.metrics]:
+            return
+        self.grades, self.metrics = dict(grades), list(metrics)
+        if self.trace is not None:
+            self._render_lines(keep_highlight=True)
+
+    def _judged_lines(self) -> list[StageLine]:
+        """:func:`stage_lines`, with the metrics table first and, when any
+        chunk is graded, a badge column before every candidate row."""
+        from ..judging import BADGE_CELLS, badge
+
+        assert self.trace is not None
+        graded = bool(self.grades)
+        width = self._width - BADGE_CELLS if graded else self._width
+        lines = stage_lines(self.trace, width, self.show_timings)
+        if graded:
+            pad = Text(" " * BADGE_CELLS)
+            out = []
+            for line in lines:
+                mark = badge(self.grades.get(line.subject.rowid)) if line.kind == "row" and line.subject else pad
+                parts = line.text.split("\n")
+                text = mark + parts[0]
+                for part in parts[1:]:
+                    text += Text("\n") + pad + part
+                out.append(StageLine(text, line.kind, line.stage, line.subject))
+            lines = out
+        head = [StageLine(t, "note", "metrics") for t in self.metrics]
+        return head + lines
 
     def on_resize(self) -> None:
         if self.trace is not None and self._content_width() != self._width:

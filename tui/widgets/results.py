@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from engine import stages
 from engine.model import Trace
 
 from .. import safe
@@ -54,7 +55,8 @@ def failure_explanation(error: BaseException) -> Text:
         t.append("Other queries may still work: the damage can be limited to part of the index. rankscope never "
                  "writes to the store; rebuild it from its files (rankscope index)", style="italic")
         if getattr(error, "check_command", None) is None:  # the message does not name the check
-            t.append(", or check it with sqlite3 STORE 'PRAGMA integrity_check'", style="italic")
+            t.append(", or check it with rankscope doctor --db STORE (SQLite's and FTS5's integrity checks)",
+                     style="italic")
         t.append(".", style="italic")
     elif is_store_error(error):
         t.append("The store may be locked, moved or changed on disk; try again, or reopen it.", style="italic")
@@ -84,6 +86,8 @@ class ResultsPane(Vertical):
         self.trace: Trace | None = None
         self.border_title = "Results"
         self._widths: tuple[bool, int, int] = (False, 0, 0)
+        #: ``{rowid: grade}`` of the current query's judged chunks (a badge before the title).
+        self.grades: dict[int, int] = {}
 
     def compose(self) -> ComposeResult:
         table: DataTable = DataTable(id="results-table", cursor_type="row", zebra_stripes=False)
@@ -176,7 +180,36 @@ class ResultsPane(Vertical):
                     Text(f"{c.score:.4f}\n{boost}", justify="right"),
                     key=str(r.position), height=2,
                 )
+        # The height from the rows, not ``height: auto``: auto is measured before
+        # the table sizes its rows (on idle), which left it 0 lines high now and then.
+        table.styles.height = (1 if table.show_header else 0) + len(trace.final) * (1 if wide else 2)
+        self._apply_grades()
         table.move_cursor(row=min(row, len(trace.final) - 1), animate=False)
+
+    def show_grades(self, grades: dict[int, int]) -> None:
+        """Mark the judged chunks (``{rowid: grade}``) with their grade badge."""
+        old, self.grades = self.grades, dict(grades)
+        if self.trace is not None and self.trace.final and self.table.display and (old or grades):
+            self._apply_grades(changed=set(old) | set(grades))
+
+    def _apply_grades(self, changed: set[int] | None = None) -> None:
+        """Rewrite the title cells of graded rows (and of ``changed`` rows) with a badge."""
+        from ..judging import BADGE_CELLS, badge
+
+        trace = self.trace
+        if trace is None or not (self.grades or changed):
+            return
+        wide, tw, sw = self._widths
+        for r in trace.final:
+            c = r.candidate
+            if c.rowid not in self.grades and c.rowid not in (changed or ()):
+                continue
+            mark = badge(self.grades.get(c.rowid))
+            if wide:
+                self.table.update_cell(str(r.position), "title", mark + safe.cut(c.title, tw - BADGE_CELLS))
+            else:
+                cell = mark + safe.cut(c.title, tw - BADGE_CELLS) + Text("\n" + " " * BADGE_CELLS)
+                self.table.update_cell(str(r.position), "title / source", cell + safe.cut(c.source, tw - BADGE_CELLS, "dim"))
 
     def on_resize(self) -> None:
         if self.trace is not None and self.trace.final and self._layout() != self._widths:
@@ -186,7 +219,7 @@ class ResultsPane(Vertical):
         """The subject of result row ``row`` (0-based)."""
         if self.trace is None or not 0 <= row < len(self.trace.final):
             return None
-        return Subject.from_candidate(self.trace.final[row].candidate, "Final")
+        return Subject.from_candidate(self.trace.final[row].candidate, stages.title("final"))
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

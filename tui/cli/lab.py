@@ -1,7 +1,8 @@
 """What-if lab subcommands: ``compare``, ``why`` and ``doctor``.
 
-Imported by :mod:`tui.cli` (``_register_command_modules``), which owns the
-Typer ``app``; this module only adds commands to it. Rich only, never Textual.
+Plain functions, registered in :data:`tui.cli.main.COMMANDS`; each renders
+the description of :mod:`tui.describe` (the browser's compare, why and doctor
+screens show the same one). Rich only, never Textual.
 
 * ``rankscope compare QUERY --db DB --b SPEC [--a SPEC] [filters] [--json]``
 * ``rankscope compare --queries FILE --db DB --b SPEC [--a SPEC] [--json]``
@@ -34,11 +35,12 @@ from engine.compare import (
     set_comparison_to_dict,
     variant_spec,
 )
-from engine.doctor import DoctorReport, diagnose
+from engine.doctor import DoctorReport, check_integrity, diagnose
 from engine.model import Variant
+from engine.store import CorruptStoreError, Store, StoreError
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
-from .cli import (
+from .base import (
     ContentTypeFilter,
     Limit,
     OptionalLimit,
@@ -46,22 +48,21 @@ from .cli import (
     SessionFilter,
     SourceExact,
     SourceFilter,
-    app,
     console,
     fail,
-    load_queries,
     make_params,
     open_store,
     write_json,
 )
-from .describe import counts_line, describe_comparison, describe_explanation, describe_report, line_text, to_rich
-from .fmt import clip
-from .render import plain
+from ..describe import counts_line, describe_comparison, describe_explanation, describe_report, line_text, to_rich
+from ..fmt import clip
+from ..render import plain
+from .search import load_queries
 
 SPEC_HELP = (
     "Variant spec: comma-separated key=value with keys "
     + ", ".join(SPEC_KEYS)
-    + " (e.g. key=rowid,rerank=before-trim,rrf_k=10), or 'reference'."
+    + ", or 'reference'. Example: --b key=rowid,rrf_k=10"
 )
 
 
@@ -80,10 +81,12 @@ def _opt(value: Optional[float], fmt: str = "{:.5f}") -> str:
 
 # ─── compare ─────────────────────────────────────────────────────────────
 
-def comparison_renderable(cmp: Comparison) -> Group:
+def comparison_renderable(cmp: Comparison, store_path: str | None = None) -> Group:
     """One :class:`~engine.compare.Comparison` (the description the
-    browser's compare screen shows too: :func:`tui.describe.describe_comparison`)."""
-    return to_rich(describe_comparison(cmp).as_description())
+    browser's compare screen shows too: :func:`tui.describe.describe_comparison`),
+    with a warning per run whose retriever failed (``store_path`` goes into
+    its check command)."""
+    return to_rich(describe_comparison(cmp, store_path).as_description())
 
 
 def set_comparison_renderable(sc: SetComparison) -> Group:
@@ -120,9 +123,8 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     return Group(t, summary)
 
 
-@app.command("compare")
 def compare_cmd(
-    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries)."),
+    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
@@ -171,10 +173,14 @@ def compare_cmd(
     if as_json:
         write_json(comparison_to_dict(cmp))
     else:
-        console.print(comparison_renderable(cmp))
+        console.print(comparison_renderable(cmp, str(db)))
 
 
 # ─── why ─────────────────────────────────────────────────────────────────
+
+#: SQLite row ids are signed 64-bit integers.
+ROWID_MIN, ROWID_MAX = -(2**63), 2**63 - 1
+
 
 def explanation_renderable(e: Explanation) -> Group:
     """One :class:`~engine.why.Explanation` (the description the browser's
@@ -182,9 +188,8 @@ def explanation_renderable(e: Explanation) -> Group:
     return to_rich(describe_explanation(e))
 
 
-@app.command("why")
 def why_cmd(
-    query: str = typer.Argument(..., help="Query text."),
+    query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     chunk: Optional[str] = typer.Option(None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."),
     rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
@@ -200,6 +205,8 @@ def why_cmd(
     left the pipeline, a reason code and the numbers."""
     if (chunk is None) == (rowid is None):
         fail("name the chunk with either --chunk SOURCE::TITLE or --rowid N (exactly one)")
+    if rowid is not None and not ROWID_MIN <= rowid <= ROWID_MAX:
+        fail(f"--rowid {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX}): no chunk has it")
     params = make_params(query, limit, source, source_exact, content_type, session,
                          variant=variant_option(variant, "--variant"))
     with open_store(db) as store:
@@ -230,19 +237,35 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
     return to_rich(describe_report(report), max_rows=examples)
 
 
-@app.command("doctor")
 def doctor_cmd(
     db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     examples: int = typer.Option(5, "--examples", help="Rows shown per list in the human report."),
+    quick: bool = typer.Option(False, "--quick", help="Skip the integrity checks (they copy the store to a temporary folder and read all of it)."),
 ) -> None:
-    """Diagnose a store: fusion-key collisions, oversized chunks, Untitled
-    titles, wrong source counts, vocabulary, stale file-backed sources."""
+    """Diagnose a store: damage (SQLite's and FTS5's integrity checks, on a
+    private copy), fusion-key collisions, oversized chunks, Untitled titles,
+    wrong source counts, vocabulary, stale file-backed sources.
+
+    Exit status 1 when the store is damaged (even one that cannot be
+    opened: the integrity checks still run), else 0.
+    """
     if examples < 0:
         fail(f"--examples must be 0 or more; got {examples}")
-    with open_store(db) as store:
-        report = diagnose(store)
+    try:
+        store = Store.open_readonly(db)
+    except CorruptStoreError as exc:
+        if quick:
+            fail(str(exc))
+        report = DoctorReport.unreadable(str(db), "schema unknown", exc.reason, check_integrity(str(db)))
+    except StoreError as exc:
+        fail(str(exc))
+    else:
+        with store:
+            report = diagnose(store, integrity=not quick)
     if as_json:
         write_json(report.to_dict())
     else:
         console.print(doctor_renderable(report, examples))
+    if report.damaged:
+        raise typer.Exit(1)
