@@ -101,7 +101,9 @@ def test_compact_cells():
     assert header("filter", compact=True) == "Filt" and header("fuzzy:rerank", compact=True) == "~Rrk"
     sess = Exit("filter", "session-filter", (("position", 1), ("session_id", "a-very-long-session"),
                                               ("allow_set", ())))
-    assert marker(sess, compact=True) == "✗a-ver…"
+    assert marker(sess, compact=True) == "✗a-v…sion"
+    short = Exit("filter", "session-filter", (("position", 1), ("session_id", "sess-ops"), ("allow_set", ())))
+    assert marker(short, compact=True) == "✗sess-ops"
     assert [marker(Exit("fusion", "merged", (("into_rowid", 57),)), True),
             marker(Exit("trim", "trimmed", (("limit", 3),)), True),
             marker(Exit("pool", "beyond-pool", ()), True),

@@ -31,12 +31,14 @@ from rich.cells import cell_len
 from engine.counterfactual import Counterfactual
 from engine.counterfactual import sentence as counterfactual_sentence
 from engine.flow import Fate, Flow, FlowCell, FlowRow
-from engine.model import FUZZY_PREFIX, Exit
+from engine.model import FUZZY_PREFIX, Exit, Trace
 from engine.paths import sentence as exit_sentence
 from engine.stages import base_id, stage
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from engine.terms import Stems
 
 #: Short column headers by stage id (the table's titles are too long for a cell).
 SHORT = {"porter": "Porter", "trigram": "Trigram", "fusion": "Fused", "pool": "Pool", "filter": "Filter",
@@ -48,9 +50,11 @@ SHORT_COMPACT = {"porter": "Por", "trigram": "Tri", "fusion": "Fus", "pool": "Po
 LEGEND = ("4↑3 position and move · →57 merged into row 57 · ✗s2 removed by the session filter (session s2) · "
           "cut@3 cut at limit 3 · beyond the pool · none: not retrieved · · not returned by this retriever · "
           "– did not run")
-#: Longest session id shown in a compact cell.
-COMPACT_SESSION = 6
+#: Longest session id shown whole in a compact cell (longer: both ends, ``ses…ops``).
+COMPACT_SESSION = 8
 ABSENT = "·"
+#: Marks a pinned chunk's row.
+PIN_MARK = "▸"
 NOT_RUN = "–"
 ELLIPSIS = "…"
 
@@ -96,7 +100,9 @@ def _compact_marker(exit: Exit) -> str:
         return f"→{exit.get('into_rowid')}"
     if r == "session-filter":
         sid = str(exit.get("session_id") or "''")
-        return "✗" + (sid if len(sid) <= COMPACT_SESSION else sid[: COMPACT_SESSION - 1] + ELLIPSIS)
+        if len(sid) > COMPACT_SESSION:  # keep both ends: ids often share a prefix (sess-docs, sess-ops)
+            sid = sid[:3] + ELLIPSIS + sid[-(COMPACT_SESSION - 4):]
+        return "✗" + sid
     if r == "trimmed":
         return f"cut@{exit.get('limit')}"
     if r == "beyond-pool":
@@ -238,7 +244,7 @@ def fits(flow: Flow, width: int, compact: bool = False) -> bool:
 
 
 def _rowid_width(flow: Flow) -> int:
-    return max([cell_len("row")] + [len(str(r.rowid)) for r in flow.rows])
+    return max([cell_len("row")] + [len(str(r.rowid)) + 1 for r in flow.rows])
 
 
 def _title_width(flow: Flow, width: int, compact: bool) -> int:
@@ -246,11 +252,13 @@ def _title_width(flow: Flow, width: int, compact: bool) -> int:
     return width - fixed
 
 
-def flow_table(flow: Flow, width: int = 120, compact: bool | None = None) -> "Table":
-    """The flow as a Rich table in ``width`` cells: the row id, the title
-    (cut in the middle to what the stage columns leave, at least
-    :data:`MIN_TITLE`), then a column per stage. ``compact=None`` picks the
-    compact form when the full one does not fit (print :data:`LEGEND` with it)."""
+def flow_table(flow: Flow, width: int = 120, compact: bool | None = None,
+               pinned: "set[int] | frozenset[int]" = frozenset()) -> "Table":
+    """The flow as a Rich table in ``width`` cells: the row id (``▸57`` for
+    a ``pinned`` row), the title (cut in the middle to what the stage
+    columns leave, at least :data:`MIN_TITLE`), then a column per stage.
+    ``compact=None`` picks the compact form when the full one does not fit
+    (print :data:`LEGEND` with it)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -269,7 +277,31 @@ def flow_table(flow: Flow, width: int = 120, compact: bool | None = None) -> "Ta
         t.add_column(header(sid, compact), no_wrap=True, min_width=w)
     for row in flow.rows:
         cells = [Text(cell_text(c, compact), style=cell_style(c)) for c in row.cells]
-        t.add_row(str(row.rowid), Text(middle_cut(safe.line(row.title), title_w)), *cells)
+        mark = PIN_MARK if row.rowid in pinned else ""
+        t.add_row(Text(mark + str(row.rowid), style="bold" if mark else ""),
+                  Text(middle_cut(safe.line(row.title), title_w), style="bold" if mark else ""), *cells)
     if not flow.rows:
         t.add_row("", Text("(no candidate entered this pass)", style="italic"), *[""] * len(flow.stages))
     return t
+
+
+def stems_words(stems: "tuple[Stems, ...]") -> str:
+    """``throttling → throttl, write-quorum → write quorum``: the words whose
+    tokens differ from the word (``""`` when none does)."""
+    return ", ".join(f"{s.word} → {' '.join(s.stems) or '(no token)'}" for s in stems if s.changed)
+
+
+def stems_text(trace: Trace, stems: "tuple[Stems, ...]") -> str:
+    """The sanitised queries with the Porter stems: ``porter "throttling"
+    (throttling → throttl) · trigram "throttling"``."""
+    from . import safe
+
+    porter, trigram = trace.first.porter, trace.first.trigram
+    out = f"porter {safe.line(porter.query) or '(no words)'}"
+    words = stems_words(stems)
+    if words:
+        out += f" ({safe.line(words)})"
+    out += f" · trigram {safe.line(trigram.query) or '(skipped)'}"
+    if trace.layer == "rrf-fuzzy" and trace.fuzzy.corrected_query:
+        out += f" · fuzzy {safe.line(trace.fuzzy.corrected_query)}"
+    return out

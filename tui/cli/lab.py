@@ -38,6 +38,10 @@ from engine.compare import (
 from engine.doctor import DoctorReport, check_integrity, diagnose
 from engine.model import Variant
 from engine.store import CorruptStoreError, Store, StoreError
+from engine.counterfactual import sentence as counterfactual_sentence
+from engine.counterfactual import would_return_with
+from engine.pipeline import search
+from engine.runcache import RunCache
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
 from .base import (
@@ -202,7 +206,8 @@ def why_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the explanations as JSON."),
 ) -> None:
     """Explain why a chunk is (or is not) in the answer: the stage where it
-    left the pipeline, a reason code and the numbers."""
+    left the pipeline, a reason code and the numbers, and the smallest single
+    change that would return it (found by re-running the pipeline)."""
     if (chunk is None) == (rowid is None):
         fail("name the chunk with either --chunk SOURCE::TITLE or --rowid N (exactly one)")
     if rowid is not None and not ROWID_MIN <= rowid <= ROWID_MAX:
@@ -211,20 +216,31 @@ def why_cmd(
                          variant=variant_option(variant, "--variant"))
     with open_store(db) as store:
         try:
-            explanations = why_not(store, params, key=chunk, rowid=rowid)
+            trace = search(store, params)
+            explanations = why_not(store, params, key=chunk, rowid=rowid, trace=trace)
         except (ChunkNotFoundError, ValueError) as exc:
             fail(str(exc))
+        runs = RunCache(store)
+        try:
+            changes = [would_return_with(store, params, rowid=e.chunk.rowid, trace=trace, runs=runs)
+                       for e in explanations]
+        finally:
+            runs.close()
     if as_json:
         write_json({
             "query": query,
             "variant": variant_spec(params.variant),
-            "explanations": [e.to_dict() for e in explanations],
+            "explanations": [dict(e.to_dict(), would_return_with=cf.would_return_with(), counterfactual=cf.to_dict())
+                             for e, cf in zip(explanations, changes)],
         })
         return
-    for i, e in enumerate(explanations):
+    for i, (e, cf) in enumerate(zip(explanations, changes)):
         if i:
             console.print()
         console.print(explanation_renderable(e))
+        if cf.reason != "returned":
+            proof = " (proven by re-running)" if cf.change is not None else ""
+            console.print(plain(f"Would return it: {counterfactual_sentence(cf)}{proof}"))
 
 
 # ─── doctor ──────────────────────────────────────────────────────────────

@@ -172,18 +172,91 @@ def search_cmd(
     source_exact: SourceExact = False,
     content_type: ContentTypeFilter = None,
     session: SessionFilter = None,
-    as_json: bool = typer.Option(False, "--json", help="Print the whole trace as JSON (schema: engine/export.py)."),
+    flow: bool = typer.Option(False, "--flow", help="Show the rank flow: each candidate's position at every stage, and where it left."),
+    pin: Optional[List[str]] = typer.Option(None, "--pin", metavar="SOURCE::TITLE|ROWID", help="Follow a chunk: its fate, and the smallest single change that would return it (found by re-running; repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole trace as JSON (schema: engine/export.py); with --flow the flow rows."),
 ) -> None:
     """Search a store and show what each pipeline stage did."""
     params = make_params(query, limit, source, source_exact, content_type, session)
     with open_store(db) as store:
         trace = search(store, params)
+        pins = _pins(store, trace, pin or [])
+        if flow:
+            from engine.terms import porter_stems
+
+            stems = porter_stems(store, params.query)
+    if flow:
+        _print_flow(trace, pins, stems, as_json)
+        return
     if as_json:
-        write_json(trace_to_dict(trace))
+        data = trace_to_dict(trace)
+        if pin:
+            data["pinned"] = [p.to_dict() for p in pins]
+        write_json(data)
         return
     from ..render import trace_renderable
 
     console.print(trace_renderable(trace, str(db)))
+    _print_pins(pins)
+
+
+def _pins(store: Store, trace, specs: list[str]) -> list:
+    """The :class:`tui.pinning.PinOutcome` of every ``--pin`` (a key shared
+    by several chunks pins each), in the order given."""
+    if not specs:
+        return []
+    from engine.runcache import RunCache
+    from engine.why import ChunkNotFoundError
+
+    from ..pinning import pin_outcome, resolve_pin
+
+    out = []
+    runs = RunCache(store)
+    try:
+        for spec in specs:
+            try:
+                chunks = resolve_pin(store, spec)
+            except (ValueError, ChunkNotFoundError) as exc:
+                fail(f"--pin: {exc}")
+            out += [pin_outcome(store, trace, c.rowid, runs=runs) for c in chunks]
+    finally:
+        runs.close()
+    return out
+
+
+def _print_pins(pins: list) -> None:
+    from ..pinning import pin_lines
+
+    for p in pins:
+        first, second = pin_lines(p)
+        console.print(first, markup=False, highlight=False, style="bold")
+        if second:
+            console.print("  " + second, markup=False, highlight=False)
+
+
+def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
+    """``--flow``: the flow of the answering pass (and the other pass when
+    the fuzzy fallback re-ran), with rows for pinned chunks no retriever
+    returned; ``--json`` the same rows."""
+    from engine.flow import trace_flows
+
+    flows = trace_flows(trace, [p.absent for p in pins if p.absent is not None])
+    if as_json:
+        write_json({"query": trace.params.query, "layer": trace.layer, "stems": [s.to_dict() for s in stems],
+                    "flows": [f.to_dict() for f in flows], "pinned": [p.to_dict() for p in pins]})
+        return
+    from ..flowtext import LEGEND, fits, flow_table, stems_text
+
+    width = console.width
+    compact = any(not fits(f, width) for f in flows)
+    console.print(stems_text(trace, stems), markup=False, highlight=False, style="dim")
+    for i, f in enumerate(flows):
+        if i:
+            console.print()
+        console.print(flow_table(f, width, compact=compact, pinned={p.chunk.rowid for p in pins}))
+    if compact:
+        console.print(LEGEND, markup=False, highlight=False, style="dim")
+    _print_pins(pins)
 
 
 # ─── batch ───────────────────────────────────────────────────────────────
