@@ -32,6 +32,7 @@ from .retrieve import TABLES
 from .store import sqlite_errors
 
 if TYPE_CHECKING:
+    from .model import Trace
     from .store import Store
 
 #: The tokenizer when the table's statement names none (FTS5's default is unicode61).
@@ -195,3 +196,25 @@ def match_spans(store: "Store", query: str, rowid: int, conn: sqlite3.Connection
             if hit is not None and hit[0] is not None:
                 spans[name] = marked_spans(hit[0], content)
     return MatchSpans(rowid, content, spans["porter"], spans["trigram"])
+
+
+def trace_spans(trace: "Trace", rowid: int) -> MatchSpans | None:
+    """:class:`MatchSpans` of chunk ``rowid`` read from the trace itself (no
+    store access): each retriever's ``highlight()`` of the row, when that
+    retriever returned it (the answering pass first, then the other).
+    ``None`` when no retriever returned it."""
+    runs = [trace.answering_run] if trace.answering_run is not None else []
+    runs += [r for r in (trace.first, trace.fuzzy.rerun) if r is not None and r not in runs]
+    marked: dict[str, str] = {}
+    content = None
+    for run in runs:
+        for name in ("porter", "trigram"):
+            rec = run.record(name)
+            hit = None if rec is None else next((h for h in rec.hits if h.rowid == rowid), None)
+            if hit is not None:
+                marked.setdefault(name, hit.highlighted)
+                content = hit.content if content is None else content
+    if content is None:
+        return None
+    return MatchSpans(rowid, content, marked_spans(marked.get("porter", content), content),
+                      marked_spans(marked.get("trigram", content), content))

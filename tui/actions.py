@@ -221,6 +221,15 @@ ACTIONS: tuple[Action, ...] = (
         target="browser", group=PANES_GROUP, needs="browser",
     ),
     Action(
+        "pin", "pin_selected", (Key("p", "p", owner="browser", id="pin.toggle"),),
+        "Pin", "Pin the selected chunk: a line under the query follows its fate as you type",
+        "pin the selected chunk (again: unpin): a line under the query box shows its fate as you type, and the "
+        "smallest single change that would return it, proven by re-running (in the query box p is text)",
+        palette="Pin the selected chunk (row {rowid})",
+        palette_help="follow {title} · {source}: its fate, and the smallest change that returns it",
+        target="browser", footer=False, needs="subject",
+    ),
+    Action(
         "edit-params", "edit_params", (Key("f2", "F2"),),
         "Params", "Limit, source filter (substring or exact) and content type",
         "parameters: limit, source filter (substring or exact), content type",
@@ -239,6 +248,14 @@ ACTIONS: tuple[Action, ...] = (
         "Copy", "Copy this search as a 'rankscope search' command line",
         "copy the current search as a 'rankscope search' command line",
         palette="Copy as command line", palette_help="a 'rankscope search' command for this search",
+        needs="browser", browser_key=True,
+    ),
+    Action(
+        "rank-flow", "rank_flow", (Key("f5", "F5"),),
+        "Flow", "Rank flow: every candidate's position at every stage, and where it left",
+        "rank flow: one table, a row per candidate and a column per stage (↑n ↓n = moves, merged→N, "
+        "session S, cut @N, beyond pool, not retrieved); Enter on a row shows its journey",
+        palette="Rank flow", palette_help="a row per candidate, a column per stage: moves and where each left",
         needs="browser", browser_key=True,
     ),
     Action(

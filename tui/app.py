@@ -39,8 +39,8 @@ from .facts import describe_problem, read_facts
 from .fmt import json_text
 from .messages import (AgentLogLoaded, AgentViewFinished, ApplyParams, ChunkMatches, ChunksLoaded, CompareFinished,
                        Diagnose, DiscoverStores, DoctorFinished, ExplainChunk, FindChunks, IndexFolder, LoadAgentLog,
-                       LoadChunks, OpenRecordedCall, RunAgentView, RunCompare, RunSearch, SearchFailed,
-                       SearchFinished, StoreReady, StoresFound, VariantsChosen, WhyFinished)
+                       LoadChunks, OpenRecordedCall, PinFinished, RunAgentView, RunCompare, RunPin, RunSearch,
+                       SearchFailed, SearchFinished, StoreReady, StoresFound, VariantsChosen, WhyFinished)
 from .outfile import write_text_file
 from .screens.agent import AgentRequest, AgentViewScreen
 from .screens.agent_log import AgentLogScreen
@@ -100,6 +100,8 @@ class RankscopeApp(App[None]):
         self.suggestions = suggestions
         #: The files the browsed folder's indexing skipped (empty for a store file).
         self.skipped = skipped or SkipList()
+        #: The pinned chunk's run cache (engine.runcache), for one store at a time.
+        self._pin_runs = None
         self.store = store
         self.store_label = store_label or (Path(store.path).name if store and store.path else "in-memory store")
         self.index_job = index_job
@@ -213,6 +215,8 @@ class RankscopeApp(App[None]):
                               title=f"Indexed {event.label}", severity="warning", timeout=12)
 
     def on_unmount(self) -> None:
+        if self._pin_runs is not None:
+            self._pin_runs.close()
         if self.store is not None:
             self.store.close()
 
@@ -407,6 +411,19 @@ class RankscopeApp(App[None]):
                                wanted, (f"recorded call of {call.created_at} UTC, session {call.session_id[:8]}",))
         self.push_screen(AgentViewScreen(params, request, session_db=self.session_db), callback=self._after_dialog)
 
+    def action_rank_flow(self) -> None:
+        """Open the rank flow of the search shown (F5 closes it again)."""
+        from .screens.flow import FlowScreen
+
+        browser = self._close_dialogs()
+        if browser is None:
+            return
+        if browser.trace is None:
+            self.notify("Search something first: the rank flow shows a search's candidates.", severity="warning")
+            return
+        absent = browser.pin_outcome.absent if browser.pin_outcome is not None else None
+        self.push_screen(FlowScreen(browser.trace, browser.pinned_rowid, absent), callback=self._after_dialog)
+
     def action_doctor(self) -> None:
         """Open the store diagnostics."""
         browser = self._close_dialogs()
@@ -496,6 +513,9 @@ class RankscopeApp(App[None]):
     def on_load_agent_log(self, event: LoadAgentLog) -> None:
         self.load_agent_log(event.session_db, event.requester)
 
+    def on_run_pin(self, event: RunPin) -> None:
+        self.run_pin(event.store, event.trace, event.rowid, event.seq, event.requester)
+
     # ── workers (all on the app, so one handler reports their errors) ──
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="search")
@@ -514,6 +534,34 @@ class RankscopeApp(App[None]):
             return
         if not worker.is_cancelled:
             target.post_message(SearchFinished(seq, trace))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="pin")
+    def run_pin(self, store: Store, trace: Trace, rowid: int, seq: int, target: MessagePump) -> None:
+        """The pinned chunk's fate and its counterfactual, re-running the
+        pipeline through one run cache per store (kept across searches, so
+        re-runs of the same query reuse its retriever runs); a newer request
+        cancels this one between re-runs."""
+        from engine.runcache import RunCache
+        from engine.why import ChunkNotFoundError
+
+        from .pinning import pin_outcome
+
+        worker = get_current_worker()
+        if worker.is_cancelled:
+            return
+        if self._pin_runs is None or self._pin_runs.store is not store:
+            if self._pin_runs is not None:
+                self._pin_runs.close()
+            self._pin_runs = RunCache(store)
+        try:
+            with store.thread_connection() as conn:
+                outcome = pin_outcome(store, trace, rowid, conn=conn, runs=self._pin_runs,
+                                      stop=lambda: worker.is_cancelled)
+        except ChunkNotFoundError as exc:
+            target.post_message(PinFinished(seq, None, str(exc)))
+            return
+        if not worker.is_cancelled:
+            target.post_message(PinFinished(seq, outcome))
 
     def _lab_store(self) -> Store:
         browser = self.browser
@@ -656,7 +704,7 @@ class RankscopeApp(App[None]):
         what = {
             "search": "Search", "index": "Indexing", "discover": "Store discovery", "compare": "Compare",
             "why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks", "doctor": "Doctor",
-            "agent": stages.title("agent"), "agent-log": "Agent log",
+            "agent": stages.title("agent"), "agent-log": "Agent log", "pin": "Following the pinned chunk",
         }.get(event.worker.group, "Background task")
         self.notify_plain(describe_problem(error), title=f"{what} failed", severity="error", timeout=10)
         browser = self.browser

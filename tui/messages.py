@@ -371,3 +371,38 @@ class OpenRecordedCall(Message):
     def __init__(self, replay) -> None:
         self.replay = replay
         super().__init__()
+
+
+class RunPin(Request):
+    """Follow the pinned chunk ``rowid`` in ``trace``: its fate and the
+    smallest single change that returns it; answered with :class:`PinFinished`.
+
+    Attributes:
+        store: the store the requesting browser shows.
+        trace: the search shown.
+        rowid: the pinned chunk.
+        seq: the request's sequence number (echoed in the answer).
+    """
+
+    def __init__(self, requester: MessagePump, store: Store, trace: Trace, rowid: int, seq: int) -> None:
+        super().__init__(requester)
+        self.store = store
+        self.trace = trace
+        self.rowid = rowid
+        self.seq = seq
+
+
+class PinFinished(Message):
+    """A pin worker finished.
+
+    Attributes:
+        seq: the request's sequence number (older answers are dropped).
+        outcome: a :class:`tui.pinning.PinOutcome`, or ``None`` with ``error``.
+        error: why it could not be followed (the chunk is gone), or ``None``.
+    """
+
+    def __init__(self, seq: int, outcome=None, error: str | None = None) -> None:
+        self.seq = seq
+        self.outcome = outcome
+        self.error = error
+        super().__init__()

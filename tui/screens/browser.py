@@ -17,7 +17,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Tab, Tabs
+from textual.widgets import Footer, Static, Tab, Tabs
 from textual.worker import get_current_worker
 
 from engine import SearchParams, Store, stages
@@ -27,7 +27,8 @@ from .. import safe
 from ..actions import bindings
 from ..cache import SkipList
 from ..facts import describe_problem
-from ..messages import ParamsChanged, RunSearch, SearchFailed, SearchFinished
+from ..flowtext import PIN_MARK
+from ..messages import ParamsChanged, PinFinished, RunPin, RunSearch, SearchFailed, SearchFinished
 from ..render import retriever_warning
 from ..subject import Subject
 from ..widgets.inspector import StageInspector
@@ -100,11 +101,16 @@ class BrowserScreen(Screen):
         self.history_cursor = None
         #: The current query's judgments as shown (grades by row, metrics).
         self.judged = None
+        #: The pinned chunk (p on a selected chunk): its row id, and what the last search did with it.
+        self.pinned_rowid: int | None = None
+        self.pin_outcome = None
+        self._pin_seq = 0
 
     # ── layout ─────────────────────────────────────────────────────────
 
     def compose(self) -> ComposeResult:
         yield QueryBox(self.params.query, cursor_blink=self.cursor_blink, id="query-box")
+        yield Static(id="pinned-line")
         yield ParamsBar(self.store_label, id="params-bar")
         yield PaneTabs(
             Tab("1 Results", id="tab-results"), Tab("2 Stages", id="tab-stages"), Tab("3 Journey", id="tab-journey"),
@@ -118,6 +124,7 @@ class BrowserScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#pinned-line", Static).display = False
         self.load_user_state()
         self.add_class("pane-results")
         self.params_bar.show(self.params)
@@ -331,7 +338,7 @@ class BrowserScreen(Screen):
         results pane and in a notification (not repeated while the same
         failure recurs as you type)."""
         self.trace = trace
-        self.query_box.show_queries(trace)
+        self.query_box.show_queries(trace, self.stems_words(trace.params.query))
         self.results.show_trace(trace)
         warning = retriever_warning(trace, self.store.path)
         if warning:
@@ -347,6 +354,85 @@ class BrowserScreen(Screen):
             self.journey.clear(f"No results: {trace.empty_reason}. Pick any candidate in Stages to see where it left.")
         self._apply_pin(trace)
         self.refresh_judging()
+        self.follow_pin()
+
+    def stems_words(self, query: str) -> str:
+        """``throttling → throttl``: the Porter query's words whose tokens
+        differ, from the store's own tokenizer (read once) run in memory."""
+        from engine.query import porter_words
+        from engine.terms import Stems, tokenize, tokenizer_of
+
+        from ..flowtext import stems_words
+
+        words = porter_words(query)
+        if not words:
+            return ""
+        try:
+            if getattr(self, "_tokenizer", None) is None:
+                with self.store.thread_connection() as conn:
+                    self._tokenizer = tokenizer_of(self.store, conn)
+            tokens = tokenize(words, self._tokenizer)
+        except Exception:  # a tokenizer SQLite does not have: show no stems rather than fail the search
+            return ""
+        return stems_words(tuple(Stems(w, t) for w, t in zip(words, tokens)))
+
+    # ── the pinned chunk ───────────────────────────────────────────────
+
+    def action_pin_selected(self) -> None:
+        """p: pin the selected chunk (p on the pinned chunk unpins it)."""
+        subject = self.selected_chunk()
+        if subject is None:
+            self.app.notify("Select a chunk first (results, stages or journey), then p pins it.", severity="warning")
+            return
+        self.pin(None if subject.rowid == self.pinned_rowid else subject.rowid)
+
+    def pin(self, rowid: int | None) -> None:
+        """Pin chunk ``rowid`` (``None``: unpin) and follow it."""
+        self.pinned_rowid = rowid
+        self.pin_outcome = None
+        self.follow_pin()
+
+    def follow_pin(self) -> None:
+        """Show the pinned chunk's fate in the current search at once (read
+        off the rank flow when a retriever returned it) and ask a worker for
+        the rest (a chunk no retriever returned, and the smallest change that
+        returns it); a newer search cancels it. Typing is never held up."""
+        line = self.query_one("#pinned-line", Static)
+        if self.pinned_rowid is None:
+            line.display = False
+            return
+        line.display = True
+        if self.trace is None:
+            line.update(Text(f"{PIN_MARK} pinned row {self.pinned_rowid}: search to see its fate", style="bold"))
+            return
+        from engine.flow import row_fate, trace_flows
+
+        from ..flowtext import fate_text
+
+        fate = row_fate(trace_flows(self.trace), self.pinned_rowid)
+        first = f"{PIN_MARK} pinned row {self.pinned_rowid}: " + (fate_text(fate) if fate is not None else "…")
+        line.update(Text(first, style="bold") + Text("\n  finding the smallest change that returns it…",
+                                                        style="italic"))
+        self._pin_seq += 1
+        self.app.post_message(RunPin(self, self.store, self.trace, self.pinned_rowid, self._pin_seq))
+
+    @on(PinFinished)
+    def _pin_finished(self, event: PinFinished) -> None:
+        if event.seq != self._pin_seq:
+            return  # stale: a newer search or pin is on its way
+        line = self.query_one("#pinned-line", Static)
+        if event.outcome is None:
+            line.update(Text(f"{PIN_MARK} pinned row {self.pinned_rowid}: {safe.line(event.error or '')}",
+                             style="bold"))
+            return
+        from ..pinning import pin_lines
+
+        self.pin_outcome = event.outcome
+        first, second = pin_lines(event.outcome)
+        text = Text(f"{PIN_MARK} {first}", style="bold")
+        if second:
+            text.append("\n  " + second)
+        line.update(text)
 
     # ── picking ────────────────────────────────────────────────────────
 

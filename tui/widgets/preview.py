@@ -57,9 +57,36 @@ def journey_renderable(subject: Subject, trace: Trace) -> Group:
     return Group(head, Text(""), table, Text(""), verdict)
 
 
-def preview_renderable(subject: Subject) -> Group:
-    """The chunk text with FTS5 match markers shown in reverse video."""
+#: A trigram substring match (inside a word: ``quorum`` in ``writeQuorum``): underlined,
+#: distinguishable from a Porter token match without colour.
+TRIGRAM_STYLE = "underline"
+#: Matched by both.
+BOTH_STYLE = "bold reverse underline"
+
+
+def spans_text(spans) -> Text:
+    """The chunk text of :class:`engine.terms.MatchSpans` with Porter token
+    matches in reverse video, trigram substring matches underlined, both
+    in both."""
+    styles = {"porter": MATCH_STYLE, "trigram": TRIGRAM_STYLE, "both": BOTH_STYLE, None: ""}
+    t = Text()
+    for text, kind in spans.segments():
+        t.append(safe.block(text), style=styles[kind])
+    return t
+
+
+def preview_renderable(subject: Subject, trace: Trace | None = None) -> Group:
+    """The chunk text with its matches: Porter token matches in reverse
+    video, trigram substring matches underlined (from both retrievers'
+    highlights in ``trace``); without a trace, the subject's own markers."""
+    from engine.terms import trace_spans
+
+    spans = trace_spans(trace, subject.rowid) if trace is not None else None
     title = Text("Chunk", style="bold underline")
+    if spans is not None and (spans.porter or spans.trigram):
+        title.append(f"  Porter {len(spans.porter)} · trigram {len(spans.trigram)} "
+                     f"(reverse: Porter token · underline: trigram substring)", style="dim")
+        return Group(title, spans_text(spans))
     n = subject.highlighted.count("\x02")
     title.append(f"  {n} highlighted match{'es' if n != 1 else ''}" if n else "  no highlighted match", style="dim")
     body = highlight_text(safe.marked(subject.highlighted) or safe.block(subject.content), style=MATCH_STYLE)
@@ -93,5 +120,5 @@ class JourneyPane(VerticalScroll):
         """Show ``subject``'s journey through ``trace`` and its content."""
         self.subject = subject
         self.query_one("#journey-steps", Static).update(journey_renderable(subject, trace))
-        self.query_one("#journey-preview", Static).update(preview_renderable(subject))
+        self.query_one("#journey-preview", Static).update(preview_renderable(subject, trace))
         self.scroll_home(animate=False)

@@ -82,7 +82,7 @@ class QueryBox(Vertical):
         self.input.select_all()
 
     @staticmethod
-    def _sanitised_text(trace: Trace | None) -> Text:
+    def _sanitised_text(trace: Trace | None, stems: str = "") -> Text:
         t = Text("porter ", style="dim")
         if trace is None:
             t.append("—", style="dim")
@@ -91,6 +91,8 @@ class QueryBox(Vertical):
             return t
         porter, trigram = trace.first.porter, trace.first.trigram
         t.append(safe.line(porter.query) or '""  (no words)', style="bold")
+        if stems:
+            t.append(f" ({safe.line(stems)})", style="italic")
         t.append("   trigram ", style="dim")
         t.append(safe.line(trigram.query) or f"(skipped{': ' + trigram.skipped if trigram.skipped else ''})",
                  style="bold")
@@ -105,9 +107,11 @@ class QueryBox(Vertical):
         self.input.value = text
         self.input.cursor_position = len(text)
 
-    def show_queries(self, trace: Trace | None) -> None:
-        """Show the sanitised queries of ``trace`` beneath the input."""
-        self.query_one("#sanitised", Static).update(self._sanitised_text(trace))
+    def show_queries(self, trace: Trace | None, stems: str = "") -> None:
+        """Show the sanitised queries of ``trace`` beneath the input, with
+        ``stems`` (``throttling → throttl``, :func:`tui.flowtext.stems_words`)
+        after the Porter query."""
+        self.query_one("#sanitised", Static).update(self._sanitised_text(trace, stems))
 
     def _fire(self) -> None:
         self._timer = None
