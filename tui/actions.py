@@ -223,8 +223,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "pin", "pin_selected", (Key("p", "p", owner="browser", id="pin.toggle"),),
         "Pin", "Pin the selected chunk: a line under the query follows its fate as you type",
-        "pin the selected chunk (again: unpin): a line under the query box shows its fate as you type, and the "
-        "smallest single change that would return it, proven by re-running (in the query box p is text)",
+        "pin the selected chunk (again: unpin): its fate as you type, and the smallest change that returns it",
         palette="Pin the selected chunk (row {rowid})",
         palette_help="follow {title} · {source}: its fate, and the smallest change that returns it",
         target="browser", footer=False, needs="subject",
@@ -253,8 +252,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "rank-flow", "rank_flow", (Key("f5", "F5"),),
         "Flow", "Rank flow: every candidate's position at every stage, and where it left",
-        "rank flow: one table, a row per candidate and a column per stage (↑n ↓n = moves, merged→N, "
-        "session S, cut @N, beyond pool, not retrieved); Enter on a row shows its journey",
+        "rank flow: a row per candidate, a column per stage: its moves (↑n ↓n =) and where it left",
         palette="Rank flow", palette_help="a row per candidate, a column per stage: moves and where each left",
         needs="browser", browser_key=True,
     ),
