@@ -254,7 +254,7 @@ ACTIONS: tuple[Action, ...] = (
         "Flow", "Rank flow: every candidate's position at every stage, and where it left",
         "rank flow: a row per candidate, a column per stage: its moves (↑n ↓n =) and where it left",
         palette="Rank flow", palette_help="a row per candidate, a column per stage: moves and where each left",
-        needs="browser", browser_key=True,
+        footer=False, needs="browser", browser_key=True,
     ),
     Action(
         "export-trace", "export_trace", (Key("f6", "F6"),),

@@ -104,7 +104,7 @@ async def test_grading_in_every_pane_with_metrics(db):
         assert qrels.queries == {"write-quorum": "write quorum"}
         assert browser.focused is browser.results.table  # the digit graded, it did not switch panes
         # the badge is in the results and the inspector, the grade in the journey pane
-        cell = browser.results.table.get_cell_at((0, 1))
+        cell = browser.results.table.get_cell("1", "title")
         assert cell.plain.startswith("★3 ")
         rows = [o.prompt.plain for o in browser.inspector._options if not o.disabled]
         assert any(r.startswith("★3 ") for r in rows) and any(r.startswith("   ") for r in rows)

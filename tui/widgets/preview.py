@@ -84,8 +84,8 @@ def preview_renderable(subject: Subject, trace: Trace | None = None) -> Group:
     spans = trace_spans(trace, subject.rowid) if trace is not None else None
     title = Text("Chunk", style="bold underline")
     if spans is not None and (spans.porter or spans.trigram):
-        title.append(f"  Porter {len(spans.porter)} · trigram {len(spans.trigram)} "
-                     f"(reverse: Porter token · underline: trigram substring)", style="dim")
+        title.append(f" · highlighted matches: Porter {len(spans.porter)} (reverse: whole tokens) · "
+                     f"trigram {len(spans.trigram)} (underline: substrings)", style="dim")
         return Group(title, spans_text(spans))
     n = subject.highlighted.count("\x02")
     title.append(f"  {n} highlighted match{'es' if n != 1 else ''}" if n else "  no highlighted match", style="dim")
