@@ -81,12 +81,14 @@ async def test_agent_view_shows_what_the_agent_receives():
         await wait_for(pilot, lambda: agent_screen(app) is None, "the browser")
 
 
-async def test_f12_opens_and_closes_the_agent_view_and_f5_stays_free():
+async def test_f12_opens_and_closes_the_agent_view_and_f5_is_the_rank_flow():
     app = _app(AGENT_VIEW / "store.db")
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "relay")
-        await pilot.press("f5")  # F5 is kept for the rank-flow view (issue 9)
-        await pilot.pause()
+        await pilot.press("f5")  # F5 is the rank flow (issue 9); F5 again closes it
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "FlowScreen", "the rank flow")
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: app.screen is app.browser, "the browser")
         assert agent_screen(app) is None
         await pilot.press("f12")
         await wait_for(pilot, lambda: answered(app), "the agent view")
