@@ -750,11 +750,15 @@ class Store:
                 conn.close()
 
     def close(self) -> None:
-        """Close the main connection (idempotent)."""
-        try:
-            self.conn.close()
-        except sqlite3.Error:
-            pass
+        """Close the main connection (idempotent). Waits for :attr:`lock`:
+        a worker thread searching on the shared connection (an in-memory
+        store's only one) finishes first; closing a connection another thread
+        is inside crashes the interpreter (SIGSEGV in SQLite)."""
+        with self.lock:
+            try:
+                self.conn.close()
+            except sqlite3.Error:
+                pass
 
     def __enter__(self) -> "Store":
         return self

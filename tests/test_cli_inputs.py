@@ -215,9 +215,68 @@ def _nested(root: Path, depth: int) -> None:
         os.close(fd)
 
 
-def test_folder_nested_1000_deep(tmp_path, capsys):
+def _remove_tree(root: Path) -> None:
+    """Remove ``root`` and everything below it without recursion, holding one
+    directory descriptor at a time (down by name, back up through ``..``).
+
+    ``shutil.rmtree`` recurses once per level: on Python 3.11 a folder
+    1,000 deep overflows the interpreter stack. Left to pytest, the folder
+    outlives the run; a later pytest run, removing old temporary folders at
+    exit, then prints a RecursionError and leaves them behind, in every later
+    run again."""
+    flags = os.O_RDONLY | os.O_DIRECTORY
+    fd = os.open(root, flags | os.O_NOFOLLOW)
+    below: list[str] = []  # folder names from root down to the open one
+    try:
+        while True:
+            with os.scandir(fd) as it:
+                entries = list(it)
+            sub = next((e.name for e in entries if e.is_dir(follow_symlinks=False)), None)
+            if sub is not None:
+                child = os.open(sub, flags | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                below.append(sub)
+                continue
+            for entry in entries:
+                os.unlink(entry.name, dir_fd=fd)
+            if not below:
+                break
+            parent = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(below.pop(), dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(root)
+
+
+@pytest.fixture
+def deep_folder(tmp_path):
+    """``tmp_path/deep``, nested 1,000 deep (:func:`_nested`); removed at
+    teardown by :func:`_remove_tree`, never by pytest's recursive cleanup."""
+    root = tmp_path / "deep"
+    try:
+        _nested(root, 1000)
+        yield root
+    finally:
+        if root.exists():
+            _remove_tree(root)
+
+
+def test_remove_tree_removes_a_deep_folder_iteratively(tmp_path):
     root = tmp_path / "deep"
     _nested(root, 1000)
+    (root / "top.txt").write_text("a file beside the folder")
+    os.symlink(tmp_path / "outside", root / "link")  # removed as a link, never followed
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "kept.txt").write_text("kept")
+    _remove_tree(root)
+    assert not root.exists() and (tmp_path / "outside" / "kept.txt").exists()
+
+
+def test_folder_nested_1000_deep(deep_folder, tmp_path, capsys):
+    root = deep_folder
     label = "/".join(["d"] * 1000) + "/x.txt"
     assert [lbl for lbl, _ in collect_files(root, gitignore_matcher(root))] == [label]
     assert [lbl for lbl, _ in collect_files(root)] == [label]

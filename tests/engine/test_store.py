@@ -239,3 +239,35 @@ def test_create_refuses_a_stray_wal(tmp_path, main):
     with pytest.raises(StoreError, match="s.db-wal file of some other database is beside it"):
         Store.create(p)
     assert sorted(x.name for x in tmp_path.iterdir()) == (["s.db", "s.db-wal"] if main == "empty" else ["s.db-wal"])
+
+
+def test_close_waits_for_a_thread_using_the_shared_connection():
+    """A search holds ``store.lock`` on the shared connection (an in-memory
+    store's only one): ``close`` from another thread waits for it instead of
+    closing the connection under it (that crashed the browser's tests with
+    SIGSEGV when the app closed its store at exit during a search)."""
+    import threading
+
+    store = Store.create(":memory:")
+    store.index_text("a.md", "# A\nalpha\n")
+    inside, leave = threading.Event(), threading.Event()
+
+    def searching():
+        with store.using() as conn:
+            inside.set()
+            leave.wait(10)
+            conn.execute("SELECT COUNT(*) FROM chunks").fetchone()
+
+    worker = threading.Thread(target=searching)
+    worker.start()
+    assert inside.wait(10)
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive()  # still waiting for the search
+    leave.set()
+    worker.join(10)
+    closer.join(10)
+    assert not closer.is_alive()
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.conn.execute("SELECT 1")

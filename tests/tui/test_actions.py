@@ -32,7 +32,7 @@ from tui.screens.stores import StorePickerScreen
 from tui.screens.why import WhyScreen
 from tui.widgets.query_box import QueryInput
 
-from .conftest import build_app, plain, search_for
+from .conftest import build_app, plain, press, processed, search_for, wait_screen
 
 #: The classes whose bindings the table generates, by owner.
 OWNERS = {"app": RankscopeApp, "browser": BrowserScreen, "query": QueryInput, "agent": AgentViewScreen,
@@ -122,8 +122,8 @@ def _help_rows() -> list[tuple[str, str]]:
             console.print(cell, end="")
         return cap.get().strip()
 
-    left = [text(c) for c in table.columns[0]._cells]
-    right = [text(c) for c in table.columns[1]._cells]
+    left = [text(c) for c in table.columns[0].cells]
+    right = [text(c) for c in table.columns[1].cells]
     start = left.index("Keys") + 1
     return list(zip(left[start:], right[start:]))
 
@@ -187,7 +187,8 @@ async def test_palette_offers_every_palette_action_with_the_same_key():
 async def test_palette_hides_actions_whose_need_is_not_met():
     app = build_app()  # no skipped files; no search yet, so no selected chunk
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.pause()
+        await wait_screen(pilot, BrowserScreen)
+        await processed(pilot)
         hits = await _palette_hits(app)
         titles = set(hits)
         for row in palette_rows():
@@ -198,9 +199,9 @@ async def test_palette_hides_actions_whose_need_is_not_met():
 async def test_f1_screen_shows_the_table():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.press("f1")
-        await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
+        await wait_screen(pilot, BrowserScreen)
+        await press(pilot, "f1")
+        await wait_screen(pilot, HelpScreen)
         text = plain(app.screen.query_one("#help-scroll Static"))
         lines = [" ".join(line.split()) for line in text.splitlines()]
         for keys, what in help_keys():

@@ -14,22 +14,20 @@ from tui.screens.agent import AgentViewScreen, chunk_with_windows
 from tui.screens.agent_log import AgentLogScreen
 
 from ..conftest import AGENT_VIEW, SESSION_DB
-from .conftest import plain, run_command, search_for
+from .conftest import (
+    notifications,
+    plain,
+    press,
+    processed,
+    record_notifications,
+    run_command,
+    search_for,
+    wait_for,
+)
 
 NARROW = (80, 24)
 WIDE = (120, 40)
 PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
-
-
-async def wait_for(pilot, condition, what: str, rounds: int = 100) -> None:
-    """Pause and let workers finish until ``condition()`` holds."""
-    for _ in range(rounds):
-        if condition():
-            return
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def agent_screen(app) -> AgentViewScreen | None:
@@ -43,15 +41,16 @@ def answered(app) -> bool:
 
 def _app(path, **kwargs):
     store = Store.open_readonly(path)
-    return make_app(store, store_label=path.name, show_timings=False, cursor_blink=False, **kwargs)
+    return record_notifications(make_app(store, store_label=path.name, show_timings=False, cursor_blink=False,
+                                         **kwargs))
 
 
 async def test_agent_view_shows_what_the_agent_receives():
     app = _app(AGENT_VIEW / "store.db", params=SearchParams("", limit=3))
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "heartbeat interval")
-        await pilot.press("f12")
-        await wait_for(pilot, lambda: answered(app), "the agent view")
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
         screen = agent_screen(app)
         with Store.open_readonly(AGENT_VIEW / "store.db") as store:
             expected = ctx_search(store, {"queries": ["heartbeat interval"], "limit": 3})
@@ -66,45 +65,46 @@ async def test_agent_view_shows_what_the_agent_receives():
         detail = plain(screen.query_one("#agent-text", Static))
         assert "⟦" in detail and "⚠" in detail
         # the whole answer, then the third call of the window: the warning footer
-        await pilot.press("a")
+        await press(pilot, "a")
         assert "> Throttle: call #1/8" in plain(screen.query_one("#agent-text", Static))
-        await pilot.press("plus", "plus")
-        await wait_for(pilot, lambda: answered(app) and screen.trace.throttle.count == 3, "call #3")
+        await press(pilot, "plus", "plus")
+        await wait_for(pilot, lambda: answered(app) and screen.trace.throttle.count == 3, what="call #3")
         assert screen.trace.text == expected.text.replace(expected.footer, "") + screen.trace.footer
         assert "⚠ search call #3/8" in screen.trace.footer
-        await pilot.press("plus")
-        await wait_for(pilot, lambda: answered(app) and screen.trace.throttle.count == 4, "call #4")
+        await press(pilot, "plus")
+        await wait_for(pilot, lambda: answered(app) and screen.trace.throttle.count == 4, what="call #4")
         assert screen.trace.effective_limit == 1
         assert "soft-capped" in plain(screen.query_one("#agent-summary", Static))
         # Escape closes; the browser is back
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: agent_screen(app) is None, "the browser")
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: agent_screen(app) is None, what="the browser")
 
 
 async def test_f12_opens_and_closes_the_agent_view_and_f5_is_the_rank_flow():
     app = _app(AGENT_VIEW / "store.db")
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "relay")
-        await pilot.press("f5")  # F5 is the rank flow (issue 9); F5 again closes it
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "FlowScreen", "the rank flow")
-        await pilot.press("f5")
-        await wait_for(pilot, lambda: app.screen is app.browser, "the browser")
+        await press(pilot, "f5")  # F5 is the rank flow (issue 9); F5 again closes it
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "FlowScreen", what="the rank flow")
+        await press(pilot, "f5")
+        await wait_for(pilot, lambda: app.screen is app.browser, what="the browser")
         assert agent_screen(app) is None
-        await pilot.press("f12")
-        await wait_for(pilot, lambda: answered(app), "the agent view")
-        await pilot.press("f12")  # the same key closes it
-        await wait_for(pilot, lambda: agent_screen(app) is None, "the browser")
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
+        await press(pilot, "f12")  # the same key closes it
+        await wait_for(pilot, lambda: agent_screen(app) is None, what="the browser")
 
 
 async def test_agent_view_follows_parameter_changes():
     app = _app(AGENT_VIEW / "store.db")
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "relay")
-        await pilot.press("f12")
-        await wait_for(pilot, lambda: answered(app), "the agent view")
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
         screen = agent_screen(app)
         app.browser.update_params(source="ops", limit=1)
-        await wait_for(pilot, lambda: answered(app) and screen.request.arguments.get("source") == "ops", "the change")
+        await wait_for(pilot, lambda: answered(app) and screen.request.arguments.get("source") == "ops",
+                       what="the change")
         with Store.open_readonly(AGENT_VIEW / "store.db") as store:
             assert screen.trace.text == ctx_search(store, {"queries": ["relay"], "limit": 1, "source": "ops"}).text
         assert "the agent gets" not in plain(screen.query_one("#agent-summary", Static))
@@ -114,12 +114,12 @@ async def test_plugin_toggle_applies_the_session_allow_set():
     app = _app(PLUGIN_STORE, session_db=str(SESSION_DB))
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "failover review")
-        await pilot.press("f12")
-        await wait_for(pilot, lambda: answered(app), "the agent view")
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
         screen = agent_screen(app)
         assert screen.trace.scope.mode == "none"
-        await pilot.press("p")
-        await wait_for(pilot, lambda: answered(app) and screen.trace.scope.mode == "plugin", "plugin mode")
+        await press(pilot, "p")
+        await wait_for(pilot, lambda: answered(app) and screen.trace.scope.mode == "plugin", what="plugin mode")
         project = "/tmp/agentview/public/project"
         with Store.open_readonly(PLUGIN_STORE) as store:
             expected = ctx_search(store, {"queries": ["failover review"], "limit": 3},
@@ -134,12 +134,13 @@ async def test_plugin_toggle_without_a_session_db_says_why():
     app = _app(AGENT_VIEW / "store.db")
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "relay")
-        await pilot.press("f12")
-        await wait_for(pilot, lambda: answered(app), "the agent view")
-        await pilot.press("p")
-        await pilot.pause()
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
+        await press(pilot, "p")
+        await wait_for(pilot, lambda: any("No session DB" in str(n.message) for n in notifications(app)),
+                       what="the 'No session DB' notification")
+        await processed(pilot)
         assert not agent_screen(app).plugin
-        assert any("No session DB" in str(n.message) for n in app._notifications)
 
 
 async def test_agent_log_lists_and_opens_a_recorded_call():
@@ -147,7 +148,8 @@ async def test_agent_log_lists_and_opens_a_recorded_call():
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "x")
         await run_command(pilot, "Agent log")
-        await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, "the agent log")
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays,
+                       what="the agent log")
         screen = app.screen
         options = screen.query_one("#agent-log-list", OptionList)
         assert options.option_count == 13
@@ -155,10 +157,10 @@ async def test_agent_log_lists_and_opens_a_recorded_call():
         assert "differs" in str(options.get_option_at_index(4).prompt)
         # the 7th call: two queries over the fetched JSON with source, contentType and limit 5
         options.highlighted = 6
-        await pilot.pause()
-        assert "call #3" in plain(screen.query_one("#agent-log-detail", Static))
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: answered(app), "the recorded call's agent view")
+        await wait_for(pilot, lambda: "call #3" in plain(screen.query_one("#agent-log-detail", Static)),
+                       what="the 7th call's detail")
+        await press(pilot, "enter")
+        await wait_for(pilot, lambda: answered(app), what="the recorded call's agent view")
         view = agent_screen(app)
         replay = screen.replays[6]
         assert view.trace.text == replay.call.answer
@@ -174,10 +176,10 @@ async def test_agent_log_without_a_session_db():
     app = _app(AGENT_VIEW / "store.db")
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "relay")
-        await pilot.press("f12")
-        await wait_for(pilot, lambda: answered(app), "the agent view")
-        await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen), "the agent log")
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
+        await press(pilot, "l")
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen), what="the agent log")
         assert "No session DB is paired" in plain(app.screen.query_one("#agent-log-status", Static))
 
 

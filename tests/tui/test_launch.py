@@ -20,6 +20,7 @@ from .conftest import (
     notifications,
     plain,
     press,
+    processed,
     record_notifications,
     run_command,
     settle,
@@ -211,6 +212,7 @@ async def test_loading_screen_indexes_then_browses(corpus):
 async def test_loading_failure_is_reported(tmp_path):
     from tui.app import make_app
     from tui.cache import CacheEntry
+    from tui.screens.loading import LoadingScreen
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -223,6 +225,10 @@ async def test_loading_failure_is_reported(tmp_path):
         await wait_for(pilot, lambda: any(n.severity == "error" and "Indexing failed" in (n.title or "")
                                           for n in notifications(app)), timeout=INDEXING_TIMEOUT)
         await settle(pilot)
+        assert "Indexing failed" in plain(app.screen.query_one("#loading-file"))
+        # progress the worker posted before failing, handled after the failure, leaves the error line
+        app.screen.post_message(LoadingScreen.Progress(1, 1, "a.md"))
+        await processed(pilot)
         assert "Indexing failed" in plain(app.screen.query_one("#loading-file"))
 
 

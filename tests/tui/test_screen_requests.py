@@ -14,8 +14,10 @@ from textual.message import Message
 
 import tui.messages
 from tui.app import RankscopeApp
+from tui.screens.browser import BrowserScreen
+from tui.screens.why import WhyScreen
 
-from .conftest import build_app, search_for
+from .conftest import build_app, press, search_for, wait_for, wait_screen
 
 SCREENS = Path(tui.messages.__file__).parent / "screens"
 WIDGETS = Path(tui.messages.__file__).parent / "widgets"
@@ -98,14 +100,11 @@ async def test_the_why_screen_reads_the_chunk_list_once_per_store():
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
         for _ in range(2):
-            await pilot.press("f8")
-            screen = app.screen
-            for _ in range(100):
-                await pilot.pause(0.02)
-                if getattr(screen, "entries", None) is not None and screen.matches:
-                    break
+            await press(pilot, "f8")
+            screen = await wait_screen(pilot, WhyScreen)
+            await wait_for(pilot, lambda: screen.entries is not None and screen.matches, what="the chunk list")
             assert screen.entries and screen.matches
-            await pilot.press("escape")
-            await pilot.pause()
+            await press(pilot, "escape")
+            await wait_screen(pilot, BrowserScreen)
         assert len(loads) == 1
 

@@ -41,6 +41,8 @@ class LoadingScreen(Screen):
         super().__init__()
         self.entry = entry
         self.label = label
+        #: Indexing failed and the screen says so: progress posted before the failure, handled after it, is dropped.
+        self.failed = False
 
     def compose(self) -> ComposeResult:
         with Middle():
@@ -57,6 +59,8 @@ class LoadingScreen(Screen):
 
     @on(Progress)
     def _progress(self, event: Progress) -> None:
+        if self.failed:  # the worker's last progress can arrive after the app reported its failure
+            return
         bar = self.query_one("#loading-bar", ProgressBar)
         bar.update(total=max(event.total, 1), progress=event.done)
         self.query_one("#loading-file", Static).update(
@@ -70,6 +74,7 @@ class LoadingScreen(Screen):
 
     def show_error(self, error: BaseException) -> None:
         """Say that indexing failed (the app also notifies)."""
+        self.failed = True
         self.query_one("#loading-file", Static).update(
             Text(f"Indexing failed: {safe.line(str(error))}\nctrl+q quits.", style="bold")
         )
