@@ -511,7 +511,7 @@ class Store:
                 # file was there (SQLite reads it as an empty database).
                 if not os.path.isfile(p):
                     raise StoreError(f"cannot create store {p}: a FIFO, device or dangling symbolic link is "
-                                     "at that path; choose another name")
+                                     "at that path; choose another name") from None
                 if os.path.getsize(p) == 0:
                     os.replace(tmp, p)
             except OSError:

@@ -38,11 +38,11 @@ def test_flow_table_at_120_columns(db):
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0].startswith('porter "zebra" OR "widget"')
-    head = next(l for l in lines if "Porter" in l)
+    head = next(line for line in lines if "Porter" in line)
     assert head.split() == ["row", "title", "Porter", "Trigram", "Fused", "Pool", "Filter", "Trim", "Rerank",
                             "Final"]
     assert "merged→3" in r.output and "session other" in r.output and "cut @3" in r.output
-    assert all(len(l) <= 120 for l in lines)
+    assert all(len(line) <= 120 for line in lines)
 
 
 def test_flow_table_at_80_columns_is_compact_with_a_legend(db):
@@ -50,7 +50,7 @@ def test_flow_table_at_80_columns_is_compact_with_a_legend(db):
     assert r.exit_code == 0, r.output
     assert "Filt" in r.output and "→3" in r.output and "✗other" in r.output and "cut@3" in r.output
     assert "→57 merged into row 57" in r.output  # the legend
-    assert all(len(l) <= 80 for l in r.output.splitlines())
+    assert all(len(line) <= 80 for line in r.output.splitlines())
 
 
 def test_flow_json_has_the_same_rows(db):

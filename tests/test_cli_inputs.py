@@ -10,7 +10,6 @@ speed is asserted).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

@@ -178,4 +178,4 @@ def test_python_m_runs_every_subcommand(entry):
         sub = subprocess.run([sys.executable, *entry, name, "--help"], cwd=REPO, capture_output=True, text=True,
                              timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
         assert sub.returncode == 0, (name, sub.stderr)
-        assert f"Usage: rankscope {name}" in sub.stdout or f"Usage: python -m" in sub.stdout
+        assert f"Usage: rankscope {name}" in sub.stdout or "Usage: python -m" in sub.stdout

@@ -13,6 +13,11 @@ and friends, :data:`BIDI_CONTROLS`) would silently reorder what follows them
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # Rich is imported where it is used: the rest of this module is plain text
+    from rich.text import Text
+
 _BASE: dict[int, int | str] = {c: 0x2400 + c for c in range(32)}
 _BASE[0x7F] = 0x2421  # DEL → ␡
 _BASE.update({c: 0xFFFD for c in range(0x80, 0xA0)})  # C1 controls

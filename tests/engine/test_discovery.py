@@ -7,7 +7,6 @@ import os
 import shutil
 import sqlite3
 
-import pytest
 
 from engine import Store
 from engine.discovery import (

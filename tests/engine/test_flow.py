@@ -49,7 +49,7 @@ def check_flow(flow: Flow, run) -> None:
         assert row.final == path.position(run.prefix + "final")
         assert row.fused == path.position(run.prefix + "fusion")
         # a move compares with the previous chain position, or with the best retriever rank
-        for i, c in enumerate(row.cells):
+        for c in row.cells:
             if c.state == "at" and c.move is not None:
                 ref = row.cell(c.against)
                 assert ref is not None and ref.position - c.position == c.move

@@ -199,7 +199,9 @@ def test_interrupt_between_files_leaves_a_consistent_store(folder, tmp_path):
     db = tmp_path / "s.db"
     store = Store.create(db)
 
-    def stop_after_two(label, n, seen=[]):
+    seen: list[str] = []
+
+    def stop_after_two(label, n):
         seen.append(label)
         if len(seen) == 2:
             raise KeyboardInterrupt

@@ -75,7 +75,8 @@ def test_concurrent_creation_in_threads(tmp_path):
         barrier = threading.Barrier(8)
         errors: list[BaseException] = []
 
-        def worker(i: int) -> None:
+        def worker(i: int, barrier: threading.Barrier = barrier, db=db,
+                   errors: list[BaseException] = errors) -> None:
             try:
                 barrier.wait()
                 with Store.create(db) as s:

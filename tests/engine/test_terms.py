@@ -3,6 +3,8 @@ and a chunk's Porter and trigram match spans from FTS5's highlight()."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from engine import Store
@@ -52,7 +54,7 @@ def test_a_foreign_store_is_only_read(path):
 
 def test_tokenize_with_another_tokenizer():
     assert tokenize(["Running", "café"], "unicode61 remove_diacritics 0") == [("running",), ("café",)]
-    with pytest.raises(Exception):
+    with pytest.raises(sqlite3.OperationalError, match="no such tokenizer"):
         tokenize(["x"], "nosuchtokenizer")
 
 

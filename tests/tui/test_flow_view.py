@@ -4,7 +4,6 @@ conditions."""
 
 from __future__ import annotations
 
-import pytest
 from textual.widgets import DataTable
 
 from engine import SearchParams

@@ -45,7 +45,7 @@ async def settle_lab(pilot, strict: bool = True) -> None:
     for attr in ("_seq", "_find_seq") if strict else ():
         shown = {"_seq": "_shown_seq", "_find_seq": "_find_shown"}[attr]
         if hasattr(screen, attr):
-            await wait_for(pilot, lambda: getattr(screen, shown) >= getattr(screen, attr),
+            await wait_for(pilot, lambda shown=shown, attr=attr: getattr(screen, shown) >= getattr(screen, attr),
                            what=f"{type(screen).__name__}.{attr} to be shown")
 
 

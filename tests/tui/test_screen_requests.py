@@ -102,7 +102,7 @@ async def test_the_why_screen_reads_the_chunk_list_once_per_store():
         for _ in range(2):
             await press(pilot, "f8")
             screen = await wait_screen(pilot, WhyScreen)
-            await wait_for(pilot, lambda: screen.entries is not None and screen.matches, what="the chunk list")
+            await wait_for(pilot, lambda screen=screen: screen.entries is not None and screen.matches, what="the chunk list")
             assert screen.entries and screen.matches
             await press(pilot, "escape")
             await wait_screen(pilot, BrowserScreen)

@@ -8,7 +8,6 @@ Stores and session DBs are opened read-only; nothing is written.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from pathlib import Path

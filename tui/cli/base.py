@@ -7,9 +7,6 @@ modules import this one and nothing imports them back: no cycle.
 
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, List, Optional

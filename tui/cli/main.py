@@ -219,8 +219,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError):
             pass
-        raise SystemExit(1)
+        raise SystemExit(1) from None
     except OSError as exc:  # last resort: an output file, a port, a folder
         error_exit(os_error_text(exc))
     except KeyboardInterrupt:
-        raise SystemExit(130)
+        raise SystemExit(130) from None

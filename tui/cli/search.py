@@ -117,7 +117,7 @@ def index(
                 f"interrupted{so_far}: each file is stored in one transaction, so the store is consistent "
                 "(the file in progress keeps its previous content)"
             )
-            raise typer.Exit(130)
+            raise typer.Exit(130) from exc
     store.close()
     _print_index_report(report, db)
 

@@ -12,12 +12,12 @@ from textual.suggester import SuggestFromList
 from textual.validation import Integer
 from textual.widgets import Footer, Input, Label, Select, Static, Switch
 
-_CLOSE = Binding.Group("Close ", compact=True)
-
 from engine import SearchParams
 from engine.model import MAX_LIMIT
 
 from ..messages import ApplyParams
+
+_CLOSE = Binding.Group("Close ", compact=True)
 
 CONTENT_TYPES = (None, "code", "prose")
 #: The Exact switch's hint, by state.
