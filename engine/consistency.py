@@ -59,7 +59,7 @@ class CountMismatch:
         actual: what is there.
     """
 
-    source_id: int | float | str | None
+    source_id: SqlValue
     label: str | None
     what: str
     recorded: int
@@ -80,7 +80,11 @@ class CountMismatch:
         return f"{self.who}: sources.{self.what} says {self.recorded}, the chunks table has {self.actual}"
 
 
-def _source_key(value: object) -> object:
+#: A value as SQLite returns it (``source_id`` is UNINDEXED and untyped: any of these; never a BLOB here).
+SqlValue = int | float | str | None
+
+
+def _source_key(value: SqlValue) -> SqlValue:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str):
@@ -110,14 +114,14 @@ def count_mismatches(store: Store, conn: sqlite3.Connection | None = None) -> li
 
 
 def _count_mismatches(c: sqlite3.Connection) -> list[CountMismatch]:
-    porter: dict[object, tuple[int, int]] = {}
+    porter: dict[SqlValue, tuple[int, int]] = {}
     for sid, n, code in c.execute(
         "SELECT source_id, COUNT(*), SUM(CASE WHEN content_type = 'code' THEN 1 ELSE 0 END) FROM chunks GROUP BY source_id"
     ):
         k = _source_key(sid)
         prev = porter.get(k, (0, 0))
         porter[k] = (prev[0] + int(n), prev[1] + int(code or 0))
-    trigram: dict[object, int] = {}
+    trigram: dict[SqlValue, int] = {}
     for sid, n in c.execute("SELECT source_id, COUNT(*) FROM chunks_trigram GROUP BY source_id"):
         k = _source_key(sid)
         trigram[k] = trigram.get(k, 0) + int(n)

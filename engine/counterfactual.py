@@ -62,7 +62,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from .model import FUSION_KEYS, RERANK_MODES, RETRIEVER_SETS, SearchParams, Trace
 from .pool import pool_size_for
@@ -150,7 +150,7 @@ class Counterfactual:
     def to_dict(self) -> dict:
         """``{"rowid", "would_return_with", "layer", "reason", **data,
         "reruns", "ruled_out", "elapsed_ms"}``."""
-        out = {"rowid": self.rowid, "would_return_with": self.would_return_with(), "layer": self.layer,
+        out: dict[str, object] = {"rowid": self.rowid, "would_return_with": self.would_return_with(), "layer": self.layer,
                "reason": self.reason}
         out.update(dict(self.data))
         out.update({"reruns": self.reruns, "ruled_out": self.ruled_out, "elapsed_ms": round(self.elapsed_ms, 3)})
@@ -269,7 +269,7 @@ def _candidates(params: SearchParams, trace: Trace, chunk: ChunkRef, has_session
         step = value - current[name] if name in current else 0  # type: ignore[operator]
         return (distance, rank[name], abs(step), step < 0)
 
-    def applied(name: str, value: object) -> SearchParams:
+    def applied(name: str, value: Any) -> SearchParams:  # value's type depends on name (see specs)
         if name == "limit":
             return replace(params, limit=value)
         if name == "pool_size":
@@ -502,7 +502,7 @@ def _would_return_with(store: Store, conn: sqlite3.Connection, params: SearchPar
             if pos is None:
                 continue
             # A run that took a prefix of a deeper run is confirmed by one that takes nothing from a cache.
-            confirmed = pos
+            confirmed: int | None = pos
             if sliced:
                 confirmed, layer, _ = s.position(change.params, None)
             if confirmed is not None:

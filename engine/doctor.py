@@ -403,12 +403,12 @@ def _run_checks(copy: sqlite3.Connection) -> tuple[IntegrityCheck, ...]:
         if table not in names:
             checks.append(IntegrityCheck(f"fts5:{table}", (f"table {table} is missing",)))
             continue
-        problems = [f"shadow table {table}_{x} is missing" for x in FTS_SHADOWS if f"{table}_{x}" not in names]
+        missing = [f"shadow table {table}_{x} is missing" for x in FTS_SHADOWS if f"{table}_{x}" not in names]
         try:
             copy.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
         except sqlite3.DatabaseError as exc:
-            problems.append(str(exc) or type(exc).__name__)
-        checks.append(IntegrityCheck(f"fts5:{table}", tuple(problems)))
+            missing.append(str(exc) or type(exc).__name__)
+        checks.append(IntegrityCheck(f"fts5:{table}", tuple(missing)))
     return tuple(checks)
 
 

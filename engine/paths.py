@@ -49,7 +49,7 @@ chunk); the ``retrieve`` and ``fuzzy`` codes are given by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .model import CandidatePath, Exit, Run
 from .stages import STAGES, stage
@@ -96,7 +96,9 @@ def run_paths(run: Run) -> tuple[CandidatePath, ...]:
         retrievers returned them (Porter first).
     """
     prefix = run.prefix
-    entered: dict[int, object] = {}  # rowid -> first Hit seen
+    # Items are duck-typed: a retriever's Hit or a chain stage's Candidate
+    # (both carry rowid, source, title and key).
+    entered: dict[int, Any] = {}  # rowid -> first Hit seen
     ids: list[str] = []  # full stage ids, in execution order
     chain: list[tuple[str, object, tuple]] = []  # (id, record, ranked list) of the chain stages
     entry_ranks: list[dict[int, int]] = []  # per retriever: rowid -> rank
@@ -116,7 +118,7 @@ def run_paths(run: Run) -> tuple[CandidatePath, ...]:
     # positions along the chain, for the rows still in it; a row's list stops where it left
     chain_pos: dict[int, list[int]] = {rowid: [] for rowid in entered}
     exits: dict[int, Exit] = {}
-    alive: dict[int, object] = dict(entered)  # rowid -> the item as the next stage receives it
+    alive: dict[int, Any] = dict(entered)  # rowid -> the item as the next stage receives it
     received_at: dict[int, int | None] = dict.fromkeys(entered)  # rowid -> position in that list
     for sid, record, items in chain:
         spec = stage(sid)
@@ -161,7 +163,7 @@ def run_paths(run: Run) -> tuple[CandidatePath, ...]:
     for rowid in sorted(entered, key=deepest_first):
         hit = entered[rowid]
         out.append(CandidatePath(
-            rowid, hit.source, hit.title, keys.get(rowid, hit.key),  # type: ignore[attr-defined]
+            rowid, hit.source, hit.title, keys.get(rowid, hit.key),
             steps[rowid], exits.get(rowid),
         ))
     return tuple(out)

@@ -84,20 +84,24 @@ def count_adjacent_pairs(position_lists: list[list[int]], terms: list[str], gap:
     return total
 
 
-def score_candidate(candidate: Candidate, terms: list[str]) -> tuple[int, float, float, float, float, int | None, int | None]:
+def score_candidate(
+    candidate: Candidate, terms: list[str]
+) -> tuple[int, float, float, float, float, int | None, int | None]:
     """``(title_hits, title_boost, proximity_boost, phrase_boost, boost, min_span, adjacent_pairs)``."""
     title = js_to_lower(candidate.title)
     hits = sum(1 for t in terms if t in title)
     weight = TITLE_WEIGHT["code"] if candidate.content_type == "code" else TITLE_WEIGHT["prose"]
-    title_boost = weight * (hits / len(terms)) if hits > 0 else 0
-    proximity = phrase = 0
-    span = pairs = None
+    title_boost: float = weight * (hits / len(terms)) if hits > 0 else 0
+    proximity: float = 0
+    phrase: float = 0
+    span: int | None = None
+    pairs: int | None = None
     if len(terms) >= 2:
         content = utf16_units(js_to_lower(candidate.content))
         unit_terms = [utf16_units(t) for t in terms]
         positions = [find_all_positions(content, t) for t in unit_terms]
         if all(positions):
-            span = min_span(positions)
+            span = int(min_span(positions))  # every list is non-empty: a whole number of units
             proximity = 1 / (1 + span / max(len(content), 1))
             pairs = count_adjacent_pairs(positions, unit_terms)
             phrase = 0.5 * min(1, pairs / 4)

@@ -76,8 +76,9 @@ class StageHooks:
         headline: ``headline(record, params) -> str``: what the stage did,
             in one line with the numbers.
         exit: ``exit(record, item, position) -> (reason, data)``: why an
-            input ``item`` (at 1-based ``position`` in the input) is not in
-            the output; ``data`` is a tuple of ``(name, value)`` pairs.
+            input ``item`` (at 1-based ``position`` in the input; ``None``
+            for the first chain stage, whose input is the retrievers' lists)
+            is not in the output; ``data`` is a tuple of ``(name, value)`` pairs.
             ``None`` for a stage that never drops anything.
         sentences: every reason code the stage can give, with the function
             putting it in words (the closed set of :data:`engine.paths.REASONS`
@@ -89,6 +90,6 @@ class StageHooks:
     step: Callable[[PassContext, tuple], Any]
     ranked: Callable[[Any], tuple]
     headline: Callable[[Any, SearchParams], str]
-    exit: Callable[[Any, Any, int], tuple[str, tuple[tuple[str, object], ...]]] | None = None
+    exit: Callable[[Any, Any, int | None], tuple[str, tuple[tuple[str, object], ...]]] | None = None
     sentences: Mapping[str, Sentence] = field(default_factory=dict)
     data_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

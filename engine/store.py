@@ -842,6 +842,7 @@ class Store:
                     (label, len(drafts), code, file_path, content_hash),
                 )
                 source_id = cur.lastrowid
+                assert source_id is not None  # set by every successful INSERT
                 rows = [
                     (
                         to_storage_bytes(d.title),

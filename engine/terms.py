@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from .query import porter_words, sanitize_porter, sanitize_trigram
 from .retrieve import TABLES
+from .model import RetrieverRun
 from .store import sqlite_errors
 
 if TYPE_CHECKING:
@@ -210,7 +211,7 @@ def trace_spans(trace: "Trace", rowid: int) -> MatchSpans | None:
     for run in runs:
         for name in ("porter", "trigram"):
             rec = run.record(name)
-            hit = None if rec is None else next((h for h in rec.hits if h.rowid == rowid), None)
+            hit = next((h for h in rec.hits if h.rowid == rowid), None) if isinstance(rec, RetrieverRun) else None
             if hit is not None:
                 marked.setdefault(name, hit.highlighted)
                 content = hit.content if content is None else content

@@ -408,7 +408,8 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
             which, None, {"layer": trace.layer},
         )
     if exit.reason == "merged":
-        kept_pos = int(exit.get("into_position"))  # type: ignore[arg-type]
+        kept_pos = exit.get("into_position")
+        assert isinstance(kept_pos, int), exit  # the fusion stage records it for every merge
         kept = fusion.candidates[kept_pos - 1]
         own = [c for c in kept.contributions if c.rowid == chunk.rowid]
         own_words = "; ".join(
@@ -451,7 +452,9 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
              "candidates": len(fusion.candidates)},
         )
     if exit.reason == "session-filter":
-        allow = tuple(exit.get("allow_set") or ())  # type: ignore[arg-type]
+        allow_set = exit.get("allow_set") or ()
+        assert isinstance(allow_set, (tuple, list)), exit  # the session filter records a sequence
+        allow = tuple(allow_set)
         allowed = ", ".join(repr(s) for s in allow) or "(empty: only unattributed chunks)"
         return Explanation(
             chunk, exit.stage, "session-filter",

@@ -187,6 +187,7 @@ def replay_calls(
             out.append(Replay(call, "not-replayable", None, None, "", ctx,
                               reason="the params were cut by the hook (over 2048 bytes): the call cannot be replayed"))
             continue
+        assert counted is not None  # the params are there, so the call was counted
         given = answer_count(call.answer)
         if given is not None:
             position, how = ThrottlePosition(given, counted.window_start_ms, counted.now_ms, call.session_id), "answer"
