@@ -131,13 +131,13 @@ def run_size(target: int, n_queries: int, seed: int, out: TextIO, workdir: str |
             pins = res.pins.get(kind, [])
             if not pins:
                 continue
-            cold = [p[0] for p in pins]
-            warm = [p[1] for p in pins]
+            colds = [p[0] for p in pins]
+            warms = [p[1] for p in pins]
             ratio = [p[0] / p[2] for p in pins if p[2] > 0]
             reruns = [p[3] for p in pins]
             outcomes = Counter(p[4] for p in pins)
-            rows.append((kind, len(pins), percentile(cold, 50), percentile(cold, 95), max(cold),
-                         percentile(warm, 50), percentile(warm, 95), percentile(ratio, 50), percentile(ratio, 95),
+            rows.append((kind, len(pins), percentile(colds, 50), percentile(colds, 95), max(colds),
+                         percentile(warms, 50), percentile(warms, 95), percentile(ratio, 50), percentile(ratio, 95),
                          percentile(reruns, 50), max(reruns),
                          ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))))
         say("counterfactual (ms; ratio = cold / the search's own time; re-runs include the confirming one)")

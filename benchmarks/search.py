@@ -70,7 +70,7 @@ SESSION_WEIGHTS = {"sess-a": 0.40, "sess-b": 0.30, "sess-c": 0.20, "": 0.10}
 KIND_WEIGHTS = {"markdown": 0.50, "json": 0.25, "plain": 0.25}
 
 #: Real English tech words (none is a stopword), so queries read naturally.
-TECH_WORDS = (
+_TECH_WORDS = (
     "database index query cache server client request response timeout latency thread process memory "
     "buffer socket token session config deploy build compile module function parameter schema migration "
     "transaction commit rollback replica cluster shard kernel container docker kubernetes pipeline search "
@@ -87,7 +87,7 @@ TECH_WORDS = (
     "manifest lockfile artifact sandbox permission policy quota throttle limiter pagination filter "
     "serializer encoder decoder stream channel listener observer emitter reducer selector store"
 ).split()
-TECH_WORDS = tuple(dict.fromkeys(w for w in TECH_WORDS if w not in STOPWORDS))
+TECH_WORDS = tuple(dict.fromkeys(w for w in _TECH_WORDS if w not in STOPWORDS))
 
 #: Function words of prose (mostly stopwords, so they never enter the vocabulary).
 GLUE_WORDS = (
@@ -634,7 +634,7 @@ def run_size(target: int, queries_per_size: int, seed: int, out: TextIO, workdir
         n10 = sum(1 for q in queries if q.params.limit == 10)
         say(f"query latency  ({len(lat)} queries: {len(lat) - n10} with limit 3, {n10} with limit 10; "
             f"wall clock per search() call, ms; {WARMUP_QUERIES} warm-up queries not counted)")
-        rows = [("all queries", len(lat), percentile(lat, 50), percentile(lat, 95), max(lat), sum(lat) / len(lat))]
+        rows: list[tuple] = [("all queries", len(lat), percentile(lat, 50), percentile(lat, 95), max(lat), sum(lat) / len(lat))]
         for lim in (3, 10):
             sub = [ms for q, ms in zip(queries, lat) if q.params.limit == lim]
             if sub:
@@ -644,19 +644,21 @@ def run_size(target: int, queries_per_size: int, seed: int, out: TextIO, workdir
         say("per stage  (trace.timings_ms, ms; n = queries in which the stage ran)")
         rows = []
         for name in _stage_names(res.stages_ms):
-            v = res.stages_ms[name]
-            rows.append((name, len(v), percentile(v, 50), percentile(v, 95), max(v), sum(v)))
+            stage_ms = res.stages_ms[name]
+            rows.append((name, len(stage_ms), percentile(stage_ms, 50), percentile(stage_ms, 95), max(stage_ms),
+                         sum(stage_ms)))
         for line in table(("stage", "n", "p50", "p95", "max", "total"), rows):
             say("  " + line)
         say("by category  (ms; layer counts)")
         rows = []
         for cat in CATEGORY_WEIGHTS:
-            v = res.by_category.get(cat)
-            if not v:
+            runs = res.by_category.get(cat)
+            if not runs:
                 continue
-            ms = [x[0] for x in v]
-            layers = Counter(x[1] for x in v)
-            rows.append((cat, len(v), sum(1 for x in v if x[2] == 10), percentile(ms, 50), percentile(ms, 95), max(ms),
+            cat_ms = [x[0] for x in runs]
+            layers = Counter(x[1] for x in runs)
+            rows.append((cat, len(runs), sum(1 for x in runs if x[2] == 10), percentile(cat_ms, 50),
+                         percentile(cat_ms, 95), max(cat_ms),
                          layers["rrf"], layers["rrf-fuzzy"], layers["none"]))
         for line in table(("category", "n", "lim10", "p50", "p95", "max", "rrf", "rrf-fuzzy", "none"), rows):
             say("  " + line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -31,7 +31,7 @@ def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
     """Turn FTS5 highlight markers (``\\x02``…``\\x03``) into styled Rich text."""
     text = Text()
     inside = False
-    buf = []
+    buf: list[str] = []
     for ch in highlighted:
         if ch in "\x02\x03":
             text.append("".join(buf), style=style if inside else None)
@@ -133,7 +133,7 @@ def trace_renderable(trace: Trace, store_path: str | None = None) -> Group:
     retriever failed: :func:`retriever_warning`)."""
     porter = clip(trace.first.porter.query, 100) or "(none)"
     trigram = clip(trace.first.trigram.query, 100) or "(skipped)"
-    parts = []
+    parts: list[RenderableType] = []
     warning = retriever_warning(trace, store_path)
     if warning:
         parts.append(plain(warning, style="bold red"))

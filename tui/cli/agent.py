@@ -35,7 +35,7 @@ from engine.agent.schema import SchemaError
 
 from .. import safe
 from ..render import plain
-from .base import SearchDb, console, err_console, fail, open_store
+from .base import search_db_option, console, err_console, fail, open_store
 
 _LONE = re.compile("[\ud800-\udfff]")
 
@@ -120,7 +120,7 @@ def _arguments(queries: List[str], params_json: Optional[str], limit: Optional[i
 
 def ctx_search_cmd(
     queries: List[str] = typer.Argument(None, help="Queries (one ctx_search call with all of them)."),
-    db: SearchDb = ...,
+    db: Path = search_db_option(),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="The tool's limit (default 3; the agent gets at most 2)."),
     source: Optional[str] = typer.Option(None, "--source", help="The tool's source filter (partial label match)."),
     content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),

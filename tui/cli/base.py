@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Any, List, Optional
 
 import typer
 from rich.console import Console
@@ -76,8 +76,17 @@ def make_params(
 
 # ─── search options (shared by search, batch, compare and why) ──────────
 
-#: ``--db`` of a command that only searches the store (required: write ``db: SearchDb = ...``).
+#: ``--db`` of a command that only searches the store, for a parameter
+#: before the first defaulted one (``db: SearchDb``); after one, write
+#: ``db: Path = search_db_option()`` (``db: SearchDb = ...`` works in Typer
+#: but does not type-check: ``...`` is not a Path).
 SearchDb = Annotated[Path, typer.Option("--db", help="Store to search (opened read-only).")]
+
+
+def search_db_option() -> Any:
+    """A fresh required ``--db`` option (Typer's ``OptionInfo``, typed ``Any``
+    by Typer), the same option as :data:`SearchDb`, as a parameter default."""
+    return typer.Option(..., "--db", help="Store to search (opened read-only).")
 _LIMIT = typer.Option("--limit", "-n", help="Results wanted (reference default 3).")
 #: ``--limit`` / ``-n`` (give the default, 3, with ``=``).
 Limit = Annotated[int, _LIMIT]

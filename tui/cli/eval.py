@@ -39,7 +39,7 @@ from engine.stages import RANKED_IDS
 from .. import safe
 from ..fmt import clip, json_text
 from ..render import plain
-from .base import SearchDb, console, fail, open_store, write_json
+from .base import search_db_option, console, fail, open_store, write_json
 from .lab import SPEC_HELP, variant_option
 from ..outfile import write_text_file
 from .search import check_output_file, load_queries
@@ -175,7 +175,7 @@ def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None) -> Group:
 
 def eval_cmd(
     queries: Path = typer.Argument(..., help="Query file (queries.json format: a JSON list of {id, query, ...})."),
-    db: SearchDb = ...,
+    db: Path = search_db_option(),
     qrels: Optional[Path] = typer.Option(
         None, "--qrels",
         help="Judgments: TREC qrels ('qid 0 docid grade', grades 0-3) or rankscope's JSON form. "
@@ -242,7 +242,7 @@ snapshot_app = typer.Typer(
 @snapshot_app.command("save")
 def snapshot_save(
     queries: Path = typer.Argument(..., help="Query file (queries.json format)."),
-    db: SearchDb = ...,
+    db: Path = search_db_option(),
     out: Path = typer.Option(..., "-o", "--out", help="Snapshot file to write (JSON)."),
     variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
     force: bool = typer.Option(False, "--force", help="Replace an existing snapshot file (never a database)."),
@@ -292,7 +292,7 @@ def snapshot_renderable(result: SnapshotCheck) -> Group:
 @snapshot_app.command("check")
 def snapshot_check(
     snapshot: Path = typer.Argument(..., help="A snapshot written by 'rankscope snapshot save'."),
-    db: SearchDb = ...,
+    db: Path = search_db_option(),
     stages: Optional[str] = typer.Option(
         None, "--stages", help="Compare only these stage ids (comma-separated, e.g. final); default every stage."
     ),

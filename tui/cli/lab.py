@@ -48,7 +48,7 @@ from .base import (
     ContentTypeFilter,
     Limit,
     OptionalLimit,
-    SearchDb,
+    search_db_option,
     SessionFilter,
     SourceExact,
     SourceFilter,
@@ -129,7 +129,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
 
 def compare_cmd(
     query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."),
-    db: SearchDb = ...,
+    db: Path = search_db_option(),
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
     queries: Optional[Path] = typer.Option(None, "--queries", help="Compare every query of this file (queries.json format) instead."),
@@ -194,7 +194,7 @@ def explanation_renderable(e: Explanation) -> Group:
 
 def why_cmd(
     query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
-    db: SearchDb = ...,
+    db: Path = search_db_option(),
     chunk: Optional[str] = typer.Option(None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."),
     rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
     limit: Limit = 3,

@@ -20,7 +20,7 @@ from ..fmt import json_text
 from .base import (
     ContentTypeFilter,
     Limit,
-    SearchDb,
+    search_db_option,
     SessionFilter,
     SourceExact,
     SourceFilter,
@@ -166,7 +166,7 @@ REPLACED_SHOWN = 10
 
 def search_cmd(
     query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised). A query that begins with '-' goes after '--'."),
-    db: SearchDb = ...,
+    db: Path = search_db_option(),
     limit: Limit = 3,
     source: SourceFilter = None,
     source_exact: SourceExact = False,
@@ -292,7 +292,7 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
 
 def batch(
     queries: Path = typer.Argument(..., help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error."),
-    db: SearchDb = ...,
+    db: Path = search_db_option(),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the traces to this new file instead of stdout (never a database; an existing file only with --force)."),
     force: bool = typer.Option(False, "--force", help="Let --out and --trec-run replace an existing file (never a database)."),
     trec_run: Optional[Path] = typer.Option(

@@ -91,6 +91,7 @@ def stores_cmd(
             console.print()
         console.print("session DBs (same name in ../sessions/), read-only:", highlight=False)
         for i in paired:
+            assert i.session_db is not None  # paired holds the stores that have one
             calls = "" if i.session_db_searches is None else f", {_counted(i.session_db_searches, 'recorded ctx_search call')}"
             console.print(safe.line(f"  {os.path.basename(i.path)} → {_short(i.session_db)}"
                                     f" ({i.session_db_error or session_db_summary(i)}{calls})"),
