@@ -16,7 +16,7 @@ palette's actions and the F1 key list come from one table,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from textual import work
 from textual.app import App
@@ -54,6 +54,9 @@ from .screens.sessions import SessionsScreen
 from .screens.skipped import SkippedScreen
 from .screens.stores import StorePickerScreen
 from .screens.why import ChunkEntry, WhyScreen, chunk_entries, finder_keys, match_chunks
+
+if TYPE_CHECKING:  # imported where used (a lazy import keeps start-up fast)
+    from engine.runcache import RunCache
 
 SearchFn = Callable[..., Trace]
 
@@ -101,7 +104,7 @@ class RankscopeApp(App[None]):
         #: The files the browsed folder's indexing skipped (empty for a store file).
         self.skipped = skipped or SkipList()
         #: The pinned chunk's run cache (engine.runcache), for one store at a time.
-        self._pin_runs = None
+        self._pin_runs: RunCache | None = None
         self.store = store
         self.store_label = store_label or (Path(store.path).name if store and store.path else "in-memory store")
         self.index_job = index_job
@@ -701,6 +704,7 @@ class RankscopeApp(App[None]):
         if event.state != WorkerState.ERROR:
             return
         error = event.worker.error
+        assert error is not None  # set in the ERROR state
         what = {
             "search": "Search", "index": "Indexing", "discover": "Store discovery", "compare": "Compare",
             "why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks", "doctor": "Doctor",

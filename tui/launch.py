@@ -36,7 +36,7 @@ SAMPLE_QUERIES = ("throttling", "inflight", "write quorum", "replicaton quorom",
 
 def _finder(project_dir: str | None) -> Callable[[], list[Any]] | None:
     try:
-        from engine.discovery import find_stores  # type: ignore[import-not-found]
+        from engine.discovery import find_stores
     except ImportError:
         return None
     if project_dir is None:

@@ -90,7 +90,8 @@ def build_context(
         paired = session_db_for_store(db)
         sessions_db = paired[0] if paired else None
     if project is None:
-        project = _session_db_project(sessions_db)  # sessions_db is set here
+        assert sessions_db is not None  # both None returned above; given or paired here
+        project = _session_db_project(sessions_db)
     return AgentContext(plugin_project=project, session_db=str(sessions_db) if sessions_db else None,
                         throttle=throttle)
 
@@ -234,6 +235,7 @@ def agent_log_cmd(
         fail(str(exc))
     replays: list[Replay] = []
     if replay:
+        assert db is not None  # checked above
         with open_store(db) as store:
             try:
                 replays = replay_calls(store, str(sessions_db), calls, project, ThrottleConfig.from_env())
@@ -257,7 +259,7 @@ def agent_log_cmd(
         qs = _queries_of(c.params)
         count = answer_count(c.answer)
         answer = "–" if c.answer is None else f"#{count}" if count else "yes"
-        row = [str(i + 1), plain(c.created_at[5:]), plain(c.session_id[:8]),
+        row: list[str | Text] = [str(i + 1), plain(c.created_at[5:]), plain(c.session_id[:8]),
                plain(" | ".join(qs) if qs is not None else (c.params_raw or "")[:80]), plain(_other_params(c.params)),
                Text(answer, style="" if c.answer is not None else "dim")]
         if replays:
@@ -271,6 +273,7 @@ def agent_log_cmd(
     if replays:
         for i, r in enumerate(replays):
             if r.outcome == "differs":
+                assert r.difference is not None  # set for every "differs"
                 line = f"#{i + 1}: {r.difference.describe()}"
             elif r.outcome != "same":
                 line = f"#{i + 1}: {r.outcome}: {r.reason}"

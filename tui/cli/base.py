@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, List, Optional
+from typing import Annotated, Any, List, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -27,7 +27,7 @@ class CliError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """Raise a :class:`CliError` with ``message``."""
     raise CliError(message)
 
@@ -108,7 +108,7 @@ def os_error_text(exc: OSError) -> str:
         return f"{exc.strerror}: {exc.filename}"
     return exc.strerror or str(exc) or type(exc).__name__
 
-def error_exit(message: str) -> None:
+def error_exit(message: str) -> NoReturn:
     """Print ``rankscope: error: message`` (one line, terminal-safe) and exit 2."""
     err_console.print(f"rankscope: error: {safe.line(message)}", markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(2)

@@ -61,7 +61,9 @@ class RankscopeGroup(TyperGroup):
             option = getattr(exc, "option_name", None)
             if type(exc).__name__ != "NoSuchOption" or name not in QUERY_COMMANDS or not option:
                 raise
-            exc.message = f"No such option: {option}. {DASH_QUERY_HINT} (rankscope {name} --db DB -- {option})"
+            # Click shows a UsageError's .message; the class is private in Typer's vendored Click, so
+            # mypy sees a plain Exception here (the type check above is by name).
+            exc.message = f"No such option: {option}. {DASH_QUERY_HINT} (rankscope {name} --db DB -- {option})"  # type: ignore[attr-defined]
             raise
 
 
@@ -88,7 +90,10 @@ def _plain_metavars(params: list) -> list:
         if isinstance(param, TyperArgument):
             if param.nargs != 1:  # the type column, not the name: shadow the method on this instance
                 shown = "<path>..." if "Path" in str(param.type_descriptor.annotation) else "<str>..."
-                param.display_type_rich = lambda ctx, shown=shown: shown
+                def display_type(ctx: Any, shown: str = shown) -> str:
+                    return shown
+
+                param.display_type_rich = display_type  # type: ignore[method-assign]  # deliberate, this instance only
             continue
         if not isinstance(param, TyperOption):
             continue

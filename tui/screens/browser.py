@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
 from textual import on, work
@@ -36,6 +36,9 @@ from ..widgets.params_bar import ParamsBar
 from ..widgets.preview import JourneyPane
 from ..widgets.query_box import QueryBox
 from ..widgets.results import ResultsPane
+
+if TYPE_CHECKING:  # imported where used (a lazy import keeps start-up fast)
+    from ..userstate import HistoryCursor, StoreState
 
 PANES = ("results", "stages", "journey")
 
@@ -97,8 +100,8 @@ class BrowserScreen(Screen):
         #: Judging mode: digits grade instead of switching panes (see :meth:`action_toggle_judging`).
         self.judging = False
         #: History, saved cases and judgments of this store (loaded on mount).
-        self.state = None
-        self.history_cursor = None
+        self.state: StoreState | None = None
+        self.history_cursor: HistoryCursor | None = None
         #: The current query's judgments as shown (grades by row, metrics).
         self.judged = None
         #: The pinned chunk (p on a selected chunk): its row id, and what the last search did with it.
@@ -342,7 +345,7 @@ class BrowserScreen(Screen):
         self.results.show_trace(trace)
         warning = retriever_warning(trace, self.store.path)
         if warning:
-            self.results.border_subtitle += " · ⚠ a retriever failed"
+            self.results.border_subtitle = (self.results.border_subtitle or "") + " · ⚠ a retriever failed"
             if warning != self._last_warning:
                 self.app.notify(safe.line(warning), title="A retriever failed", severity="warning", timeout=15,
                                 markup=False)

@@ -339,16 +339,18 @@ class CompareScreen(Screen[None]):
         only B returned, otherwise B."""
         assert self.comparison is not None
         if row.marker == "new":
-            return self.comparison.params_a, row.rowid_b  # type: ignore[return-value]
+            assert row.rowid_b is not None  # a new chunk is in B's answer
+            return self.comparison.params_a, row.rowid_b
         if row.marker == "gone":
-            return self.comparison.params_b, row.rowid_a  # type: ignore[return-value]
-        return self.comparison.params_b, row.rowid  # type: ignore[return-value]
+            assert row.rowid_a is not None  # a gone chunk is in A's answer
+            return self.comparison.params_b, row.rowid_a
+        return self.comparison.params_b, row.rowid
 
     def action_why_row(self, index: int | None = None) -> None:
         """Open "why?" for the highlighted row (or row ``index``)."""
         cmp = self.comparison
         if cmp is None or not cmp.rows or not self.table.display:
-            self.app.notify("Nothing to explain yet: no chunk in either answer.", severity="warning")  # type: ignore[call-arg]
+            self.app.notify("Nothing to explain yet: no chunk in either answer.", severity="warning")
             return
         i = self.table.cursor_row if index is None else index
         if not 0 <= i < len(cmp.rows):

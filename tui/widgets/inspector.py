@@ -244,6 +244,7 @@ class _Builder:
         origin = title(stage)
         items = ranked(run, stage)
         for i, c in enumerate(items[:MAX_ROWS], 1):
+            assert isinstance(c, Candidate)  # only list stages come here; they rank candidates
             self.row(fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width), stage,
                      Subject.from_candidate(c, origin))
         self.more(len(items) - MAX_ROWS, stage)
