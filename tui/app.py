@@ -54,6 +54,7 @@ from .screens.sessions import SessionsScreen
 from .screens.skipped import SkippedScreen
 from .screens.stores import StorePickerScreen
 from .screens.why import ChunkEntry, WhyScreen, chunk_entries, finder_keys, match_chunks
+from .theme import ANSI_DARK, ANSI_NO_COLOR, RANKSCOPE_DARK, THEME_NAME
 
 SearchFn = Callable[..., Trace]
 
@@ -92,6 +93,10 @@ class RankscopeApp(App[None]):
         qrels_path: Path | None = None,
     ) -> None:
         super().__init__()
+        # colours that stay readable at 256 colours and with NO_COLOR (tui.theme)
+        self.register_theme(RANKSCOPE_DARK)
+        self.theme = THEME_NAME
+        self.ansi_theme_dark = ANSI_NO_COLOR if self.no_color else ANSI_DARK
         #: The open store's session DB (given, or paired by name in ../sessions/), or ``None``.
         self.session_db = session_db
         self._session_db_given = session_db is not None
