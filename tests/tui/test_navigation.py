@@ -8,7 +8,7 @@ from tui.screens.help import HelpScreen
 from tui.screens.params import ParamsScreen
 from tui.screens.sessions import SessionsScreen
 
-from .conftest import build_app, press, processed, search_for, wait_for, wait_screen
+from .conftest import build_app, press, processed, rendered, search_for, send_keys, settle, wait_for, wait_screen
 
 NARROW = (80, 24)
 
@@ -114,3 +114,33 @@ async def test_the_footer_offers_pane_keys_only_outside_the_query_box():
         await wait_for(pilot, lambda: app.focused is app.browser.results.table)
         keys = app.screen.active_bindings
         assert {"1", "2", "3"} <= set(keys)
+
+
+def _journey_at_end(app) -> bool:
+    journey = app.browser.journey
+    return (journey.max_scroll_y > 0 and journey.scroll_y == journey.max_scroll_y
+            and not app.animator.is_being_animated(journey, "scroll_y"))
+
+
+async def test_end_in_the_journey_reaches_the_chunks_last_line():
+    """End right after the journey is shown (a burst: nothing measured yet,
+    where End did nothing), and End kept when the text re-wraps to a
+    narrower pane (where the end measured at the key press was short)."""
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "network errors")  # a 5 KB chunk first
+        send_keys(pilot, "tab", "3", "end")
+        await settle(pilot)
+        await wait_for(pilot, lambda: _journey_at_end(app), what="the journey at its end")
+        await rendered(pilot)
+        assert "TIDE_CA_BUNDLE." in app.export_screenshot()  # the chunk's last line is on screen
+        await pilot.resize_terminal(70, 24)  # narrower: the chunk wraps into more lines
+        await wait_for(pilot, lambda: _journey_at_end(app), what="the journey at its new end")
+        await rendered(pilot)
+        assert "TIDE_CA_BUNDLE." in app.export_screenshot()
+        before = app.browser.journey.scroll_y
+        await press(pilot, "pagedown")
+        await rendered(pilot)
+        assert app.browser.journey.scroll_y == before  # nothing more below
+        await press(pilot, "home")  # scrolling up lets go of the end
+        await wait_for(pilot, lambda: app.browser.journey.scroll_y == 0)

@@ -83,14 +83,24 @@ class JourneyPane(VerticalScroll):
     def on_mount(self) -> None:
         self.clear()
 
+    def action_scroll_end(self) -> None:
+        """End: the chunk's last line, kept there while the layout settles
+        (Textual's anchor, released by any scroll back up). The end measured
+        when the key is pressed can be short: the pane may just have been
+        shown (nothing measured yet: End did nothing) or its text re-wrapped
+        around the scroll bar (a line short)."""
+        self.anchor()
+
     def clear(self, text: str = "Select a result, or any candidate in Stages, to follow it through the pipeline.") -> None:
         """Show the hint instead of a journey."""
+        self.anchor(False)
         self.subject = None
         self.query_one("#journey-steps", Static).update(Text(text, style="italic"))
         self.query_one("#journey-preview", Static).update("")
 
     def show(self, subject: Subject, trace: Trace) -> None:
         """Show ``subject``'s journey through ``trace`` and its content."""
+        self.anchor(False)
         self.subject = subject
         self.query_one("#journey-steps", Static).update(journey_renderable(subject, trace))
         self.query_one("#journey-preview", Static).update(preview_renderable(subject))
