@@ -144,3 +144,34 @@ async def test_end_in_the_journey_reaches_the_chunks_last_line():
         assert app.browser.journey.scroll_y == before  # nothing more below
         await press(pilot, "home")  # scrolling up lets go of the end
         await wait_for(pilot, lambda: app.browser.journey.scroll_y == 0)
+
+
+def _footer_down(app) -> str | None:
+    """The footer's label for ↓ (``None`` when it offers none)."""
+    from textual.widgets._footer import FooterKey
+
+    keys = [k for k in app.screen.query(FooterKey) if k.key == "down"]
+    return keys[0].description if keys else None
+
+
+async def test_the_footer_names_the_pane_down_goes_to():
+    """↓ from the query box goes to the pane shown (narrow) and the footer
+    says which: not ``↓ Results`` while Stages or Journey is shown."""
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        await wait_for(pilot, lambda: _footer_down(app) == "Results")
+        for key, pane, label in (("2", "stages", "Stages"), ("3", "journey", "Journey"), ("1", "results", "Results")):
+            await press(pilot, "down", key)
+            await wait_for(pilot, lambda: browser.pane == pane)
+            await press(pilot, "ctrl+l")
+            await wait_for(pilot, lambda: app.focused is browser.query_box.input)
+            await wait_for(pilot, lambda: _footer_down(app) == label, what=f"↓ {label} in the footer")
+            assert app.screen.active_bindings["down"].binding.description == label
+            await press(pilot, "down")
+            await wait_for(pilot, lambda: app.focused is browser.pane_widget(pane))
+            await press(pilot, "ctrl+l")
+        await pilot.resize_terminal(120, 40)  # wide: every pane shows; ↓ goes to the results
+        await press(pilot, "down", "2", "ctrl+l")
+        await wait_for(pilot, lambda: _footer_down(app) == "Results")
