@@ -5,6 +5,8 @@ the same way."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from rich.cells import cell_len
 
@@ -136,3 +138,18 @@ def _cells_from_start(text: str, width: int) -> str:
 
 def _cells_from_end(text: str, width: int) -> str:
     return _cells_from_start(text[::-1], width)[::-1]
+
+
+def short_path(path: str) -> str:
+    """``path`` with the home folder written ``~``."""
+    home = str(Path.home())
+    return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + os.sep) else path
+
+
+def looked_in(locations: list) -> list[str]:
+    """Where store discovery looked, one line per folder
+    (``engine.discovery.StoreLocation``): ``~/.claude/context-mode/content
+    [Claude Code]``, with its file pattern when not ``*.db``. What
+    ``rankscope stores`` and the store picker say when they found nothing."""
+    return [f"{short_path(str(loc.path))}{'' if loc.pattern == '*.db' else f' ({loc.pattern})'}  [{loc.name}]"
+            for loc in locations]

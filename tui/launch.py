@@ -34,14 +34,33 @@ SAMPLE_MISSING = ("the sample corpus is not installed; install with `pip install
 SAMPLE_QUERIES = ("throttling", "inflight", "write quorum", "replicaton quorom", "tombstone replicaton", "kafka")
 
 
+class StoreFinder:
+    """The store picker's search: calling it finds the content stores
+    (:func:`engine.discovery.find_stores`, of one project when
+    ``project_dir`` is given); :meth:`locations` says where it looks, so
+    that a picker that found nothing can say where (as ``rankscope stores``)."""
+
+    def __init__(self, project_dir: str | None = None) -> None:
+        self.project_dir = project_dir
+
+    def __call__(self) -> list[Any]:
+        from engine.discovery import find_stores
+
+        return find_stores(self.project_dir)
+
+    def locations(self) -> list[Any]:
+        """The folders searched, in order (``engine.discovery.StoreLocation``)."""
+        from engine.discovery import content_dirs
+
+        return content_dirs(self.project_dir, include_temp=self.project_dir is None)
+
+
 def _finder(project_dir: str | None) -> Callable[[], list[Any]] | None:
     try:
-        from engine.discovery import find_stores  # type: ignore[import-not-found]
+        import engine.discovery  # noqa: F401  # type: ignore[import-not-found]
     except ImportError:
         return None
-    if project_dir is None:
-        return find_stores
-    return lambda: find_stores(project_dir)
+    return StoreFinder(project_dir)
 
 
 def _folder_source(folder: Path) -> dict:
