@@ -61,7 +61,8 @@ def preview_renderable(subject: Subject) -> Group:
     """The chunk text with FTS5 match markers shown in reverse video."""
     title = Text("Chunk", style="bold underline")
     n = subject.highlighted.count("\x02")
-    title.append(f"  {n} highlighted match{'es' if n != 1 else ''}" if n else "  no highlighted match", style="dim")
+    title.append(" · ", style="dim")
+    title.append(f"{n} highlighted match{'es' if n != 1 else ''}" if n else "no highlighted match", style="dim")
     body = highlight_text(safe.marked(subject.highlighted) or safe.block(subject.content), style=MATCH_STYLE)
     return Group(title, body)
 
