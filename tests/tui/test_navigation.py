@@ -4,6 +4,8 @@ focus where it was, and the footer offers only keys that work."""
 
 from __future__ import annotations
 
+import pytest
+
 from tui.screens.help import HelpScreen
 from tui.screens.params import ParamsScreen
 from tui.screens.sessions import SessionsScreen
@@ -122,19 +124,21 @@ def _journey_at_end(app) -> bool:
             and not app.animator.is_being_animated(journey, "scroll_y"))
 
 
-async def test_end_in_the_journey_reaches_the_chunks_last_line():
+@pytest.mark.parametrize("size", [NARROW, (120, 40)], ids=["80x24", "120x40"])
+async def test_end_in_the_journey_reaches_the_chunks_last_line(size):
     """End right after the journey is shown (a burst: nothing measured yet,
     where End did nothing), and End kept when the text re-wraps to a
     narrower pane (where the end measured at the key press was short)."""
     app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with app.run_test(size=size) as pilot:
         await search_for(pilot, "network errors")  # a 5 KB chunk first
-        send_keys(pilot, "tab", "3", "end")
+        send_keys(pilot, *(("tab", "3") if size == NARROW else ("tab", "tab", "tab")), "end")
         await settle(pilot)
         await wait_for(pilot, lambda: _journey_at_end(app), what="the journey at its end")
+        assert app.focused is app.browser.journey
         await rendered(pilot)
         assert "TIDE_CA_BUNDLE." in app.export_screenshot()  # the chunk's last line is on screen
-        await pilot.resize_terminal(70, 24)  # narrower: the chunk wraps into more lines
+        await pilot.resize_terminal(size[0] - 10, size[1])  # narrower: the chunk wraps into more lines
         await wait_for(pilot, lambda: _journey_at_end(app), what="the journey at its new end")
         await rendered(pilot)
         assert "TIDE_CA_BUNDLE." in app.export_screenshot()
