@@ -360,7 +360,7 @@ class RankscopeApp(App[None]):
         (as ``rankscope --stores``); picking one browses it read-only, Escape
         returns to the current store."""
         if self.store_finder is None:
-            from .launch import StoreFinder
+            from engine.discovery import StoreFinder
 
             self.store_finder = StoreFinder()
         self.push_screen(StorePickerScreen(self.store_finder))
@@ -648,7 +648,7 @@ class RankscopeApp(App[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
     def discover_stores(self, finder: Callable[[], list[Any]], target: MessagePump) -> None:
         """Find content stores in a thread (it may walk folders); post :class:`StoresFound`
-        (with the folders searched, when the finder tells: ``tui.launch.StoreFinder``)."""
+        (with the folders searched, when the finder tells: ``engine.discovery.StoreFinder``)."""
         infos = list(finder())
         locations = getattr(finder, "locations", None)
         target.post_message(StoresFound(infos, tuple(locations()) if locations is not None else ()))

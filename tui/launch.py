@@ -34,30 +34,9 @@ SAMPLE_MISSING = ("the sample corpus is not installed; install with `pip install
 SAMPLE_QUERIES = ("throttling", "inflight", "write quorum", "replicaton quorom", "tombstone replicaton", "kafka")
 
 
-class StoreFinder:
-    """The store picker's search: calling it finds the content stores
-    (:func:`engine.discovery.find_stores`, of one project when
-    ``project_dir`` is given); :meth:`locations` says where it looks, so
-    that a picker that found nothing can say where (as ``rankscope stores``)."""
-
-    def __init__(self, project_dir: str | None = None) -> None:
-        self.project_dir = project_dir
-
-    def __call__(self) -> list[Any]:
-        from engine.discovery import find_stores
-
-        return find_stores(self.project_dir)
-
-    def locations(self) -> list[Any]:
-        """The folders searched, in order (``engine.discovery.StoreLocation``)."""
-        from engine.discovery import content_dirs
-
-        return content_dirs(self.project_dir, include_temp=self.project_dir is None)
-
-
 def _finder(project_dir: str | None) -> Callable[[], list[Any]] | None:
     try:
-        import engine.discovery  # noqa: F401  # type: ignore[import-not-found]
+        from engine.discovery import StoreFinder  # type: ignore[import-not-found]
     except ImportError:
         return None
     return StoreFinder(project_dir)

@@ -131,7 +131,7 @@ class StoresFound(Message):
     Attributes:
         infos: ``engine.discovery.StoreInfo``-like objects, in list order.
         looked_in: the folders searched (``engine.discovery.StoreLocation``),
-            when the finder tells (``tui.launch.StoreFinder``), else ``()``.
+            when the finder tells (``engine.discovery.StoreFinder``), else ``()``.
     """
 
     def __init__(self, infos: list, looked_in: tuple = ()) -> None:
