@@ -16,8 +16,8 @@ Scenes: the start screen, the browser after a search (the query focused,
 so every pane is drawn unfocused: the case where the pane titles and the
 layer line were 1.4:1), each pane focused, the parameters dialog with an
 error, the session dialog, the help, the compare screen with ``gone`` / ``↓n``
-/ ``new`` rows (table and form focused), why not? and doctor; at 80x24 and
-120x40.
+/ ``new`` rows (table and form focused), why not?, doctor and the agent
+view; at 80x24 and 120x40.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from rich.color import Color, ColorSystem
 from textual.widgets import Select
 
 from engine import SearchParams
+from tui.screens.agent import AgentViewScreen
 from tui.screens.compare import CompareScreen
 from tui.screens.doctor import DoctorScreen
 from tui.screens.help import HelpScreen
@@ -185,6 +186,11 @@ async def walk_screens(pilot, wide: bool) -> list[str]:
     await settle_lab(pilot)
     await wait_for(pilot, lambda: doctor.report is not None)
     await look("doctor")
+    await press(pilot, "escape", "f12")
+    agent = await wait_screen(pilot, AgentViewScreen)
+    await wait_for(pilot, lambda: agent.trace is not None and agent._shown_seq == agent._seq)
+    await settle(pilot)
+    await look("agent view")
     return found
 
 
