@@ -480,6 +480,23 @@ def find_stores(
     return out
 
 
+class StoreFinder:
+    """A store search that can say where it looks: calling it returns
+    :func:`find_stores` (of one project when ``project_dir`` is given);
+    :meth:`locations` gives the folders searched, in order, so that a
+    front-end that found nothing can say where it looked."""
+
+    def __init__(self, project_dir: str | os.PathLike[str] | None = None) -> None:
+        self.project_dir = project_dir
+
+    def __call__(self) -> list[StoreInfo]:
+        return find_stores(self.project_dir)
+
+    def locations(self) -> list[StoreLocation]:
+        """The folders :meth:`__call__` searches (:func:`content_dirs`), in order."""
+        return content_dirs(self.project_dir, include_temp=self.project_dir is None)
+
+
 def context_mode_store_reason(
     path: str | os.PathLike[str],
     *,

@@ -54,6 +54,7 @@ from .screens.sessions import SessionsScreen
 from .screens.skipped import SkippedScreen
 from .screens.stores import StorePickerScreen
 from .screens.why import ChunkEntry, WhyScreen, chunk_entries, finder_keys, match_chunks
+from .theme import ANSI_DARK, ANSI_NO_COLOR, RANKSCOPE_DARK, THEME_NAME
 
 SearchFn = Callable[..., Trace]
 
@@ -92,6 +93,10 @@ class RankscopeApp(App[None]):
         qrels_path: Path | None = None,
     ) -> None:
         super().__init__()
+        # colours that stay readable at 256 colours and with NO_COLOR (tui.theme)
+        self.register_theme(RANKSCOPE_DARK)
+        self.theme = THEME_NAME
+        self.ansi_theme_dark = ANSI_NO_COLOR if self.no_color else ANSI_DARK
         #: The open store's session DB (given, or paired by name in ../sessions/), or ``None``.
         self.session_db = session_db
         self._session_db_given = session_db is not None
@@ -359,9 +364,9 @@ class RankscopeApp(App[None]):
         (as ``rankscope --stores``); picking one browses it read-only, Escape
         returns to the current store."""
         if self.store_finder is None:
-            from engine.discovery import find_stores
+            from engine.discovery import StoreFinder
 
-            self.store_finder = find_stores
+            self.store_finder = StoreFinder()
         self.push_screen(StorePickerScreen(self.store_finder))
 
     # ── the agent view ─────────────────────────────────────────────────
@@ -690,9 +695,11 @@ class RankscopeApp(App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
     def discover_stores(self, finder: Callable[[], list[Any]], target: MessagePump) -> None:
-        """Find content stores in a thread (it may walk folders); post :class:`StoresFound`."""
+        """Find content stores in a thread (it may walk folders); post :class:`StoresFound`
+        (with the folders searched, when the finder tells: ``engine.discovery.StoreFinder``)."""
         infos = list(finder())
-        target.post_message(StoresFound(infos))
+        locations = getattr(finder, "locations", None)
+        target.post_message(StoresFound(infos, tuple(locations()) if locations is not None else ()))
 
     # ── errors ─────────────────────────────────────────────────────────
 

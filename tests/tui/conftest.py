@@ -412,3 +412,13 @@ def plain(widget) -> str:
 def _data_dir(tmp_path, monkeypatch):
     """Never touch the real user data folder (history, cases, judgments)."""
     monkeypatch.setenv("RANKSCOPE_DATA_DIR", str(tmp_path / "data"))
+
+
+def screen_strips(app) -> list:
+    """The composited screen as the terminal receives it: one list of strips
+    (Rich segments) per row, modal dialogs over the screens behind them.
+    Textual has no public API for the composited frame; this reads the same
+    two attributes ``App.export_screenshot`` reads, in this one place (the
+    hygiene test allows it here and nowhere else)."""
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    return list(update.strips)
