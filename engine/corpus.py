@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import stat as _stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from . import sql
 from .jsstr import decode_utf8_like_node, to_storage_bytes
 from .store import IndexResult, ReadOnlyStoreError, Store, backing_path, kind_for_path, sha256_text, sqlite_errors
 
@@ -498,7 +498,7 @@ def _recover_committed(store: Store, report: IndexReport, label: str, kind: str,
                 "SELECT id, chunk_count, code_chunk_count FROM sources WHERE label = ? AND id > ? ORDER BY id DESC",
                 (label, before),
             ).fetchone()
-    except sqlite3.Error:
+    except sql.Error:
         return
     if row is None:
         return  # rolled back: the label keeps its previous content

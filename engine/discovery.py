@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sqlite3
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
@@ -42,6 +41,7 @@ from typing import Callable, Mapping
 
 # The store consistency check lives in engine.consistency (shared with
 # engine.doctor); CountMismatch and count_mismatches are re-exported here.
+from . import sql
 from .consistency import CountMismatch, count_mismatches, read_snapshot, source_count_mismatches  # noqa: F401
 from .jsstr import decode_utf8_like_node, js_to_lower
 from .store import Store, StoreError
@@ -324,13 +324,13 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
         store = Store.open_readonly(p)
     except StoreError as exc:
         return StoreInfo(p, size, None, None, None, None, None, str(exc), **base)
-    except sqlite3.Error as exc:
+    except sql.Error as exc:
         return StoreInfo(p, size, None, None, None, None, None, f"cannot open: {exc}", **base)
     try:
         with read_snapshot(store.conn):
             stats = store.stats()
             sessions = sum(1 for sid, _ in store.session_counts() if sid)
-    except sqlite3.Error as exc:
+    except sql.Error as exc:
         return StoreInfo(p, size, None, None, None, None, store.schema.generation, f"cannot read: {exc}", **base)
     finally:
         store.close()

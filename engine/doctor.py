@@ -22,9 +22,9 @@ Pure Python; no Textual.
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import asdict, dataclass
 
+from . import sql
 from .chunking import MAX_CHUNK_BYTES
 from .consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from .diff import plural
@@ -232,7 +232,7 @@ def diagnose(
     store: Store,
     *,
     max_chunk_bytes: int = MAX_CHUNK_BYTES,
-    conn: sqlite3.Connection | None = None,
+    conn: sql.Connection | None = None,
 ) -> DoctorReport:
     """Inspect ``store`` and report what may surprise a search. Read-only:
     stale sources are reported, never refreshed.
@@ -255,7 +255,7 @@ def diagnose(
         return _diagnose(store, max_chunk_bytes, conn)
 
 
-def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | None) -> DoctorReport:
+def _diagnose(store: Store, max_chunk_bytes: int, conn: sql.Connection | None) -> DoctorReport:
     with store.using(conn) as c:
         n_sources = int(c.execute("SELECT COUNT(*) FROM sources").fetchone()[0])
         n_chunks = int(c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
@@ -265,10 +265,12 @@ def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | Non
         # source) and untitled chunks (orphans included).
         groups: dict[tuple[str, str], list[int]] = {}
         untitled_notes: list[ChunkNote] = []
+        dec = sql.decode
         for rowid, label, title in c.execute(
-            "SELECT chunks.rowid, sources.label, chunks.title FROM chunks "
+            f"SELECT chunks.rowid, {sql.text('sources.label')}, {sql.text('chunks.title')} FROM chunks "
             "LEFT JOIN sources ON sources.id = chunks.source_id ORDER BY chunks.rowid"
         ):
+            label, title = dec(label), dec(title)
             if label is not None:
                 groups.setdefault((label, title if title is not None else ""), []).append(int(rowid))
             if title is None or not title.strip() or _UNTITLED.fullmatch(title):
@@ -279,9 +281,10 @@ def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | Non
         )
 
         oversized = tuple(
-            OversizedChunk(int(r), s, t or "", int(n))
+            OversizedChunk(int(r), dec(s), dec(t) or "", int(n))
             for r, s, t, n in c.execute(
-                "SELECT chunks.rowid, sources.label, chunks.title, length(CAST(chunks.content AS BLOB)) AS n "
+                f"SELECT chunks.rowid, {sql.text('sources.label')}, {sql.text('chunks.title')}, "
+                "length(CAST(chunks.content AS BLOB)) AS n "
                 "FROM chunks LEFT JOIN sources ON sources.id = chunks.source_id WHERE n > ? "
                 "ORDER BY n DESC, chunks.rowid",
                 (max_chunk_bytes,),

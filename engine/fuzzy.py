@@ -14,12 +14,17 @@ Edit distance is Levenshtein (1966) over UTF-16 code units, computed with
 
 from __future__ import annotations
 
-import sqlite3
+import dataclasses
+import typing
 
 from rapidfuzz.distance import Levenshtein
 
+from . import sql
 from .jsstr import js_to_lower, js_trim, utf16_len, utf16_units
 from .model import Correction
+
+if typing.TYPE_CHECKING:
+    from .store import Store
 
 VOCAB_SQL = "SELECT word FROM vocabulary WHERE length(word) BETWEEN ? AND ? ORDER BY rowid"
 
@@ -33,7 +38,7 @@ def max_edit_distance(length: int) -> int:
     return 3
 
 
-def correct_word(conn: sqlite3.Connection, word: str) -> Correction:
+def correct_word(conn: sql.Connection, word: str) -> Correction:
     """Correct one word against ``vocabulary``.
 
     Returns:
@@ -68,3 +73,19 @@ def correct_word(conn: sqlite3.Connection, word: str) -> Correction:
     if best <= allowed and best_word is not None:
         return Correction(w, best_word, allowed, within, best, False, len(rows))
     return Correction(w, None, allowed, within, None, False, len(rows))
+
+
+def correct_word_cached(store: Store, conn: sql.Connection, word: str) -> Correction:
+    """:func:`correct_word`, answered from ``store.corrections`` when this
+    word was corrected before at the same store data version (the version
+    ``conn``'s read transaction noted: :meth:`engine.store.Store.begin_read`;
+    outside one, nothing is cached). The reference caches corrections too
+    (256 words, least recently used first out); a hit is marked ``cached``."""
+    version = getattr(conn, "read_version", None) if conn.in_transaction else None
+    key = js_trim(js_to_lower(word))
+    hit = store.corrections.get(version, key)
+    if hit is not None:
+        return dataclasses.replace(hit, cached=True)
+    fresh = correct_word(conn, word)
+    store.corrections.put(version, key, fresh)
+    return fresh

@@ -17,12 +17,12 @@ its own module.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from typing import Callable
 
+from . import sql
 from .fusion import fuse
-from .fuzzy import correct_word
+from .fuzzy import correct_word_cached
 from .model import (
     Candidate,
     FilterStage,
@@ -39,7 +39,7 @@ from .model import (
 )
 from .query import fuzzy_words, rerank_terms
 from .rerank import rerank
-from .retrieve import retrieve
+from .retrieve import retrieve_pair
 from .store import Store, elapsed_ms, sqlite_errors
 
 
@@ -87,7 +87,7 @@ def _skipped(name: str, fts_limit: int, why: str) -> RetrieverRun:
 
 
 def run_pass(
-    conn: sqlite3.Connection,
+    conn: sql.Connection,
     store: Store,
     params: SearchParams,
     query: str,
@@ -98,14 +98,11 @@ def run_pass(
 ) -> Run:
     """Retrieve, fuse, filter, trim and rerank ``query`` once."""
     v = params.variant
-    runs = {}
+    wanted = [name for name in ("porter", "trigram") if v.retrievers in ("both", name)]
+    runs = retrieve_pair(store, conn, wanted, query, fts_limit, params.source, params.source_match, params.content_type)
     for name in ("porter", "trigram"):
-        if v.retrievers not in ("both", name):
+        if name not in runs:
             runs[name] = _skipped(name, fts_limit, f"variant: {v.retrievers} retriever only")
-        else:
-            runs[name] = retrieve(
-                conn, store.schema, name, query, fts_limit, params.source, params.source_match, params.content_type
-            )
         timings.append((prefix + name, runs[name].elapsed_ms))
     candidates, ms = _timed(fuse, [runs["porter"], runs["trigram"]], v.rrf_k, v.fusion_key)
     fusion = FusionStage(v.rrf_k, candidates, pool_size, ms)
@@ -138,24 +135,12 @@ def run_pass(
     return Run(query, runs["porter"], runs["trigram"], fusion, filt, tr, rr, tuple(e.candidate for e in entries))
 
 
-def _refresh(store: Store, conn: sqlite3.Connection) -> RefreshReport:
-    start = time.perf_counter()
-    if not store.schema.has_file_columns:
-        return RefreshReport()
-    checked = conn.execute("SELECT COUNT(*) FROM sources WHERE file_path IS NOT NULL").fetchone()[0]
-    if not checked:
-        return RefreshReport(elapsed_ms=elapsed_ms(start))
-    if store.read_only or conn is not store.conn:
-        stale, errors = store.stale_sources(conn)
-        return RefreshReport(
-            checked, tuple(s[0] for s in stale), False, tuple(errors), elapsed_ms(start)
-        )
-    done, errors = store.refresh_stale()
-    return RefreshReport(checked, tuple(done), True, tuple(errors), elapsed_ms(start))
+def _refresh(store: Store, conn: sql.Connection) -> RefreshReport:
+    return store.refresh_for_search(conn)
 
 
 def _fuzzy(
-    conn: sqlite3.Connection,
+    conn: sql.Connection,
     store: Store,
     params: SearchParams,
     first: Run,
@@ -177,7 +162,7 @@ def _fuzzy(
     shadow = bool(found)
     start = time.perf_counter()
     words = fuzzy_words(params.query)
-    corrections = tuple(correct_word(conn, w) for w in words)
+    corrections = tuple(correct_word_cached(store, conn, w) for w in words)
     corrected_query = " ".join(c.corrected or c.word for c in corrections)
     ms = elapsed_ms(start)
     timings.append(("fuzzy", ms))
@@ -274,7 +259,7 @@ def _empty_reason(
     return "; ".join(parts) or "no results"
 
 
-def search(store: Store, params: SearchParams, conn: sqlite3.Connection | None = None) -> Trace:
+def search(store: Store, params: SearchParams, conn: sql.Connection | None = None) -> Trace:
     """Run the pipeline once and record every stage.
 
     Args:
@@ -297,7 +282,7 @@ def search(store: Store, params: SearchParams, conn: sqlite3.Connection | None =
         return _search(store, params, conn)
 
 
-def _search(store: Store, params: SearchParams, conn: sqlite3.Connection | None) -> Trace:
+def _search(store: Store, params: SearchParams, conn: sql.Connection | None) -> Trace:
     with store.using(conn) as c:
         timings: list[tuple[str, float]] = []
         refresh = _refresh(store, c)
@@ -305,22 +290,15 @@ def _search(store: Store, params: SearchParams, conn: sqlite3.Connection | None)
         pool_size = pool_size_for(params)
         fts_limit = fts_limit_for(params, pool_size)
         # One read transaction for every stage: against a live writer (WAL)
-        # all stages see the same snapshot.
-        own_txn = not c.in_transaction
-        if own_txn:
-            c.execute("BEGIN")
+        # all stages see the same snapshot (caches key on the version it notes).
+        own_txn = store.begin_read(c)
         try:
             first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings)
             fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings)
         except BaseException:
-            if own_txn and c.in_transaction:
-                try:
-                    c.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # the error already propagating says more
+            store.end_read(c, own_txn, failed=True)
             raise
-        if own_txn and c.in_transaction:
-            c.execute("COMMIT")
+        store.end_read(c, own_txn)
     if first.filter.kept:
         layer, results = "rrf", first.results
     elif fuzzy.rerun is not None and fuzzy.rerun.filter.kept and not fuzzy.shadow:

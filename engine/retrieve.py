@@ -7,28 +7,36 @@ and returns ``highlight(table, 1, char(2), char(3))`` of the content.
 Optional filters run in SQL: source label (``LIKE '%label%'`` with ``\\``,
 ``%`` and ``_`` escaped, ``ESCAPE '\\'``; or ``=`` in exact mode) and content
 type. All values are bound parameters.
+
+:func:`retrieve_pair` runs both for one pass of the pipeline: runs computed
+before at the same store data version come from the store's run cache, and
+the two statements run at once on two connections that see the same
+snapshot (SQLite releases the GIL while it works), each timed on its own.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import dataclasses
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
+from . import sql
 from .model import Hit, RetrieverRun
 from .query import sanitize_porter, sanitize_trigram
-from .store import SchemaInfo, elapsed_ms, is_corruption
+from .store import SchemaInfo, Store, elapsed_ms, is_corruption
 
 TABLES = {"porter": "chunks", "trigram": "chunks_trigram"}
 
 
-def is_query_error(exc: sqlite3.Error) -> bool:
+def is_query_error(exc: BaseException) -> bool:
     """True for an error of the query itself (an FTS5 syntax error, SQLite's
     generic ``SQLITE_ERROR``), which a run records; False for a store that
     cannot be read (damaged, locked, I/O), which is raised."""
     if is_corruption(exc):
         return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is None or code & 0xFF == 1
+    code = sql.primary_code(exc)
+    return code is None or code == 1
 
 
 def like_pattern(source: str) -> str:
@@ -66,17 +74,18 @@ def build_sql(
         where.append(f"{t}.content_type = ?")
         names.append("content_type")
     names.append("limit")
-    sql = (
-        f"SELECT {t}.rowid, {t}.title, {t}.content, {t}.content_type, sources.label, "
-        f"bm25({t}, 5.0, 1.0) AS rank, highlight({t}, 1, char(2), char(3)) AS highlighted, {session} "
+    x = sql.text
+    statement = (
+        f"SELECT {t}.rowid, {x(t + '.title')}, {x(t + '.content')}, {t}.content_type, {x('sources.label')}, "
+        f"bm25({t}, 5.0, 1.0) AS rank, {x(f'highlight({t}, 1, char(2), char(3))')} AS highlighted, {x(session)} "
         f"FROM {t} JOIN sources ON sources.id = {t}.source_id "
         f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?"
     )
-    return sql, names
+    return statement, names
 
 
 def retrieve(
-    conn: sqlite3.Connection,
+    conn: sql.Connection,
     schema: SchemaInfo,
     retriever: str,
     query: str,
@@ -96,13 +105,13 @@ def retrieve(
         A :class:`RetrieverRun` with 1-based ranks.
 
     Raises:
-        sqlite3.DatabaseError: the store itself cannot be read (damaged
+        engine.sql.Error: the store itself cannot be read (damaged
             pages, locked, I/O error): see :func:`is_query_error`.
     """
     sanitized = sanitize_porter(query, "OR") if retriever == "porter" else sanitize_trigram(query, "OR")
     if not sanitized:
         return RetrieverRun(retriever, "", fts_limit, (), skipped="query has no word of 3+ characters")
-    sql, names = build_sql(retriever, schema, source, source_match, content_type)
+    statement, names = build_sql(retriever, schema, source, source_match, content_type)
     values = {
         "match": sanitized,
         "source": source if source_match == "exact" else like_pattern(source or ""),
@@ -111,26 +120,111 @@ def retrieve(
     }
     start = time.perf_counter()
     try:
-        rows = conn.execute(sql, [values[n] for n in names]).fetchall()
-    except sqlite3.Error as exc:
+        rows = conn.execute(statement, [values[n] for n in names]).fetchall()
+    except sql.Error as exc:
         if not is_query_error(exc):
             raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
         return RetrieverRun(
             retriever, sanitized, fts_limit, (), error=f"{type(exc).__name__}: {exc}",
             elapsed_ms=elapsed_ms(start),
         )
+    dec = sql.decode
     hits = tuple(
         Hit(
             rank=i + 1,
             rowid=int(r[0]),
-            source=r[4],
-            title=r[1] if r[1] is not None else "",
-            content=r[2] if r[2] is not None else "",
+            source=dec(r[4]),
+            title=dec(r[1]) if r[1] is not None else "",
+            content=dec(r[2]) if r[2] is not None else "",
             content_type=r[3] if r[3] is not None else "prose",
-            session_id=r[7] if r[7] is not None else "",
+            session_id=dec(r[7]) if r[7] is not None else "",
             bm25=float(r[5]),
-            highlighted=r[6] if r[6] is not None else "",
+            highlighted=dec(r[6]) if r[6] is not None else "",
         )
         for i, r in enumerate(rows)
     )
     return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start))
+
+
+# ─── both retrievers of a pass ──────────────────────────────────────────────
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+#: Threads that run a search's second retriever (several searches may run at once).
+POOL_THREADS = 4
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="rankscope-retriever")
+        return _POOL
+
+
+def run_key(
+    retriever: str, query: str, fts_limit: int, source: str | None, source_match: str, content_type: str | None
+) -> tuple:
+    """The run-cache key of one retriever run: everything its SQL depends on
+    besides the store (retriever, sanitised query, row limit, filters)."""
+    sanitize = sanitize_porter if retriever == "porter" else sanitize_trigram
+    return (retriever, sanitize(query, "OR"), fts_limit, source or None, source_match if source else None,
+            content_type or None)
+
+
+def retrieve_pair(
+    store: Store,
+    conn: sql.Connection,
+    names: tuple[str, ...] | list[str],
+    query: str,
+    fts_limit: int,
+    source: str | None = None,
+    source_match: str = "like",
+    content_type: str | None = None,
+) -> dict[str, RetrieverRun]:
+    """Run the retrievers ``names`` (``"porter"``, ``"trigram"``) for ``query``.
+
+    * A run computed earlier at the same store data version (the one
+      ``conn``'s :meth:`~engine.store.Store.begin_read` noted) with the same
+      :func:`run_key` is taken from ``store.runs`` (``cached=True``;
+      ``elapsed_ms`` is then the lookup's time).
+    * When both must run and ``conn`` is a file store's read transaction,
+      the second runs at the same time on another connection of the store
+      whose snapshot is the same as ``conn``'s
+      (:meth:`~engine.store.Store.parallel_reader`); otherwise one after the
+      other on ``conn``. Each run's ``elapsed_ms`` is its own statement's time.
+
+    Returns:
+        ``{name: RetrieverRun}`` for every name given.
+
+    Raises:
+        engine.sql.Error: the store cannot be read (as :func:`retrieve`).
+    """
+    version = getattr(conn, "read_version", None) if conn.in_transaction else None
+    args = (query, fts_limit, source, source_match, content_type)
+    out: dict[str, RetrieverRun] = {}
+    todo: list[str] = []
+    keys = {name: run_key(name, *args) for name in names}
+    for name in names:
+        start = time.perf_counter()
+        hit = store.runs.get(version, keys[name])
+        if hit is None:
+            todo.append(name)
+        else:
+            out[name] = dataclasses.replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
+    if len(todo) == 2 and store.can_read_in_parallel(conn):
+        with store.parallel_reader(conn) as reader:
+            if reader is not None:
+                second: Future = _pool().submit(retrieve, reader, store.schema, todo[1], *args)
+                try:
+                    out[todo[0]] = retrieve(conn, store.schema, todo[0], *args)
+                finally:
+                    wait([second])  # the reader goes back to the store only when its statement is done
+                out[todo[1]] = second.result()
+                for name in todo:
+                    store.runs.put(version, keys[name], out[name])
+                todo = []
+    for name in todo:
+        out[name] = retrieve(conn, store.schema, name, *args)
+        store.runs.put(version, keys[name], out[name])
+    return out

@@ -8,7 +8,7 @@ indexes a folder first. Subcommands (each has ``--help``): ``index``,
 Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
 never a traceback: :func:`main` turns :class:`CliError`, any
 :class:`~engine.StoreError` (a damaged store is a
-:class:`~engine.CorruptStoreError`), a stray ``sqlite3.DatabaseError`` and
+:class:`~engine.CorruptStoreError`), a stray SQLite error (``engine.sql.Error``) and
 ``OSError`` into that line.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
@@ -27,6 +26,7 @@ from rich.console import Console
 from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
 from engine.compare import params_for_entry
 from engine.corpus import index_paths, load_sessions_map
+from engine import sql
 
 from . import safe
 from .fmt import json_text
@@ -392,7 +392,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         app(args=args, prog_name="rankscope", standalone_mode=True)
     except (CliError, StoreError) as exc:
         error_exit(str(exc))
-    except sqlite3.DatabaseError as exc:  # last resort: the engine names the store in a StoreError
+    except sql.Error as exc:  # last resort: the engine names the store in a StoreError
         error_exit(f"SQLite error: {exc}")
     except BrokenPipeError:
         # `rankscope ... | head`: the reader left; nothing more to say.

@@ -9,10 +9,9 @@ index is explained in the browser instead of crashing it. No Textual here.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
-from engine import CorruptStoreError, Store, StoreError
+from engine import CorruptStoreError, Store, StoreError, sql
 
 
 @dataclass(frozen=True)
@@ -35,13 +34,13 @@ def read_facts(store: Store) -> StoreFacts:
 
     Raises:
         StoreError: the store cannot be read (a damaged file:
-            ``CorruptStoreError``); a raw ``sqlite3.DatabaseError`` is
+            ``CorruptStoreError``); a raw SQLite error (``engine.sql.Error``) is
             turned into a :class:`StoreError` naming the store.
     """
     try:
         with store.lock:
             return StoreFacts(store.stats(), store.session_counts(), [s["label"] for s in store.sources()])
-    except sqlite3.DatabaseError as exc:
+    except sql.Error as exc:
         where = store.path or "the store"
         raise StoreError(f"cannot read {where}: SQLite says '{exc}'") from exc
 
@@ -50,13 +49,13 @@ def is_damage(error: BaseException) -> bool:
     """True when ``error`` says the store file itself is damaged."""
     if isinstance(error, CorruptStoreError):
         return True
-    return isinstance(error, (sqlite3.DatabaseError, StoreError)) and (
+    return isinstance(error, (sql.Error, StoreError)) and (
         "malformed" in str(error) or "is damaged" in str(error) or "not a database" in str(error))
 
 
 def is_store_error(error: BaseException) -> bool:
     """True for an error reading the store (as opposed to a bug)."""
-    return isinstance(error, (StoreError, sqlite3.DatabaseError))
+    return isinstance(error, (StoreError, sql.Error))
 
 
 def problem_headline(error: BaseException) -> str:

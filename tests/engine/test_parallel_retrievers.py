@@ -1,0 +1,121 @@
+"""Porter and trigram run at once on two connections of a file store
+(engine/retrieve.py ``retrieve_pair``): same answers as one after the other,
+stage by stage, each run timed on its own, and one snapshot for both."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from functools import lru_cache
+
+import pytest
+
+import engine.retrieve as retrieve_mod
+from engine import SearchParams, Store, index_corpus, search, trace_to_dict
+
+from ..conftest import PARITY, SAMPLE_CORPUS
+from ..helpers import case_params
+
+
+def _answer(trace) -> dict:
+    d = trace_to_dict(trace)
+    d.pop("timings_ms", None)
+    return d
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Records the thread and connection of every retriever statement."""
+    calls: list[tuple[str, str, object]] = []
+    real = retrieve_mod.retrieve
+
+    def wrapped(conn, schema, name, *args, **kwargs):
+        calls.append((name, threading.current_thread().name, conn))
+        return real(conn, schema, name, *args, **kwargs)
+
+    monkeypatch.setattr(retrieve_mod, "retrieve", wrapped)
+    return calls
+
+
+@lru_cache(maxsize=None)
+def _memory_store(name: str) -> Store:
+    s = Store.create(":memory:")
+    index_corpus(s, PARITY / name / "corpus")
+    return s
+
+
+@pytest.mark.parametrize("name", ["stages", "context7"])
+def test_every_parity_case_answers_the_same_in_parallel(name, tmp_path, spy):
+    """The golden cases on an on-disk store (retrievers in parallel) give the
+    same trace, stage by stage, as on the in-memory store test_parity checks
+    against the reference (sequential): bm25 and fused scores compared with ==."""
+    disk = Store.create(tmp_path / "p.db")
+    index_corpus(disk, PARITY / name / "corpus")
+    memory = _memory_store(name)
+    queries = json.loads((PARITY / name / "expected.json").read_text("utf-8"))["queries"]
+    try:
+        for q in queries:
+            params = case_params(q)
+            disk.runs.clear()  # every case pays for its statements (no run from an earlier case)
+            memory.runs.clear()
+            assert _answer(search(disk, params)) == _answer(search(memory, params)), q["id"]
+    finally:
+        disk.close()
+    pool_threads = [c for c in spy if c[1].startswith("rankscope-retriever")]
+    assert len(pool_threads) >= len(queries) // 2  # most cases ran trigram beside porter
+    assert all(c[0] == "trigram" for c in pool_threads)
+
+
+def test_a_browser_worker_connection_reads_in_parallel_too(sample_db, spy):
+    with Store.open_readonly(sample_db) as s:
+        with s.thread_connection() as conn:
+            t = search(s, SearchParams("install deploy"), conn=conn)
+        assert t.final
+    names = {(c[0], c[1].startswith("rankscope-retriever")) for c in spy}
+    assert names == {("porter", False), ("trigram", True)}
+
+
+def test_each_run_is_timed_on_its_own(sample_db):
+    with Store.open_readonly(sample_db) as s:
+        start = time.perf_counter()
+        t = search(s, SearchParams("install deploy configuration"))
+        wall = (time.perf_counter() - start) * 1000.0
+    timings = dict(t.timings_ms)
+    assert 0 < t.first.porter.elapsed_ms <= wall and 0 < t.first.trigram.elapsed_ms <= wall
+    assert timings["porter"] == t.first.porter.elapsed_ms and timings["trigram"] == t.first.trigram.elapsed_ms
+
+
+def test_a_commit_between_the_two_snapshots_falls_back_to_one_connection(tmp_path, spy, monkeypatch):
+    s = Store.create(tmp_path / "s.db")
+    index_corpus(s, SAMPLE_CORPUS)
+    try:
+        expected = _answer(search(s, SearchParams("install deploy")))
+        s.runs.clear()
+        spy.clear()
+        versions = iter(range(1_000_000))
+        monkeypatch.setattr(s, "data_version", lambda: ("file", 0, next(versions)))  # every read: "someone committed"
+        t = search(s, SearchParams("install deploy"))
+        assert _answer(t) == expected
+        assert {c[1] for c in spy} == {threading.current_thread().name}  # both on the search's own connection
+    finally:
+        s.close()
+
+
+def test_in_memory_stores_run_one_after_the_other(spy):
+    s = Store.create(":memory:")
+    index_corpus(s, SAMPLE_CORPUS)
+    search(s, SearchParams("install deploy"))
+    assert [c[0] for c in spy] == ["porter", "trigram"]
+    assert {c[1] for c in spy} == {threading.current_thread().name}
+
+
+def test_side_connections_are_reused_and_closed(tmp_path):
+    s = Store.create(tmp_path / "s.db")
+    index_corpus(s, SAMPLE_CORPUS)
+    for q in ("install", "deploy", "configuration"):
+        search(s, SearchParams(q))
+    readers = [c for idle in s._readers.values() for c in idle]
+    assert len(readers) == 1  # one reader, reused by every search
+    s.close()
+    assert s._readers == {} and s._sentinel is None
