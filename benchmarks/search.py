@@ -34,8 +34,12 @@ For each target size the script
 2. runs the queries; before each timed search the retriever-run cache is
    cleared (the reference has none), so every search pays for its SQL. Beside
    each search, in the same process and run, it times the **floor**: the two
-   raw FTS5 statements of the first pass (the retrievers' own SQL, sanitised
-   queries, filters and row limit) on the same connection, every row fetched;
+   raw FTS5 statements of the first pass as the reference writes them
+   (``ORDER BY bm25(...)``; sanitised queries, filters and row limit as the
+   pipeline uses them) on the same connection, every row fetched; and the
+   **own floor**: the same with rankscope's statements (FTS5 orders the
+   matches, :func:`engine.retrieve.build_sql`), so the difference to the
+   traced search is what the pipeline and its trace add;
    and a **counterfactual**: a what-if re-run of the same query with another
    fusion key, which reuses the cached retriever runs. It reports latency
    p50/p95/max overall, per stage (``trace.timings_ms``; the two retrievers
@@ -541,9 +545,11 @@ class SizeResult:
     query_build_s: float = 0.0
     query_s: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
-    #: The two raw FTS5 queries of each search's first pass (same SQL, row
-    #: limit and connection), timed next to it: the floor.
+    #: The two raw FTS5 queries of each search's first pass, as the reference
+    #: writes them (same row limit and connection), timed next to it: the floor.
     floor_ms: list[float] = field(default_factory=list)
+    #: The same two queries as rankscope writes them: the own floor.
+    own_floor_ms: list[float] = field(default_factory=list)
     #: A what-if re-run of each search (variant ``fusion_key=rowid``: same
     #: retriever runs, different fusion) right after it.
     counterfactual_ms: list[float] = field(default_factory=list)
@@ -571,10 +577,10 @@ class SizeResult:
     def chunks_per_s(self) -> float:
         return self.chunks / self.index_s if self.index_s else float("nan")
 
-    def ratios(self) -> tuple[float, float, float]:
-        """Traced search over the floor: ``(p50 / p50, median of per-search
-        ratios, total / total)``."""
-        lat, fl = self.latencies_ms, self.floor_ms
+    def ratios(self, own: bool = False) -> tuple[float, float, float]:
+        """Traced search over the floor (``own``: the own floor): ``(p50 /
+        p50, median of per-search ratios, total / total)``."""
+        lat, fl = self.latencies_ms, (self.own_floor_ms if own else self.floor_ms)
         if not lat or not fl:
             return (float("nan"),) * 3
         per = [a / b for a, b in zip(lat, fl) if b > 0]
@@ -604,18 +610,20 @@ def _stage_names(stages: dict[str, list[float]]) -> list[str]:
     return names
 
 
-def floor_statements(store: Store, params: SearchParams) -> list[tuple[str, list]]:
-    """The two raw FTS5 statements of a search's first pass: the retrievers'
-    own SQL (:func:`engine.retrieve.build_sql`) with the sanitised queries,
-    filters and row limit the pipeline uses; a trigram query with no word of
-    3+ characters is skipped, as the pipeline skips it."""
+def floor_statements(store: Store, params: SearchParams, reference: bool = True) -> list[tuple[str, list]]:
+    """The two raw FTS5 statements of a search's first pass
+    (:func:`engine.retrieve.build_sql`: the reference's own SQL, or with
+    ``reference=False`` rankscope's) with the sanitised queries, filters and
+    row limit the pipeline uses; a trigram query with no word of 3+
+    characters is skipped, as the pipeline skips it."""
     fts_limit = fts_limit_for(params, pool_size_for(params))
     out = []
     for name, sanitize in (("porter", sanitize_porter), ("trigram", sanitize_trigram)):
         match = sanitize(params.query, "OR")
         if not match:
             continue
-        sql, names = build_sql(name, store.schema, params.source, params.source_match, params.content_type)
+        sql, names = build_sql(name, store.schema, params.source, params.source_match, params.content_type,
+                               reference=reference)
         values = {
             "match": match,
             "source": params.source if params.source_match == "exact" else like_pattern(params.source or ""),
@@ -639,10 +647,11 @@ def time_floor(store: Store, statements: list[tuple[str, list]]) -> float:
 def _clear_run_cache(store: Store) -> None:
     """Forget cached retriever runs, so every timed search pays for its SQL
     (the reference has no such cache; a re-run of the same query would
-    otherwise be served from it)."""
-    clear = getattr(store, "clear_run_cache", None)
-    if clear is not None:
-        clear()
+    otherwise be served from it). Fuzzy corrections stay cached, as the
+    reference caches them."""
+    runs = getattr(store, "runs", None)
+    if runs is not None:
+        runs.clear()
 
 
 def _build_synthetic(store: Store, target: int, seed: int, res: SizeResult) -> Vocabulary:
@@ -782,24 +791,29 @@ def run_size(
         for q in queries[:WARMUP_QUERIES]:
             search(store, q.params)
             time_floor(store, floor_statements(store, q.params))
+            time_floor(store, floor_statements(store, q.params, reference=False))
         what_if = Variant(fusion_key="rowid")
         t_all = time.perf_counter()
         for i, q in enumerate(queries):
             statements = floor_statements(store, q.params)
+            own_statements = floor_statements(store, q.params, reference=False)
             _clear_run_cache(store)
-            floor_first = i % 2 == 1  # alternate, so neither side always finds the pages warm
-            if floor_first:
-                fl = time_floor(store, statements)
-            t0 = time.perf_counter()
-            trace = search(store, q.params)
-            ms = (time.perf_counter() - t0) * 1000.0
-            if not floor_first:
-                fl = time_floor(store, statements)
+            # rotate the order, so no side always finds the pages warm
+            for step in ("traced", "floor", "own")[i % 3:] + ("traced", "floor", "own")[:i % 3]:
+                if step == "floor":
+                    fl = time_floor(store, statements)
+                elif step == "own":
+                    own = time_floor(store, own_statements)
+                else:
+                    t0 = time.perf_counter()
+                    trace = search(store, q.params)
+                    ms = (time.perf_counter() - t0) * 1000.0
             t0 = time.perf_counter()
             search(store, replace(q.params, variant=what_if))
             res.counterfactual_ms.append((time.perf_counter() - t0) * 1000.0)
             res.latencies_ms.append(ms)
             res.floor_ms.append(fl)
+            res.own_floor_ms.append(own)
             res.floor_by_category[q.category].append(fl)
             for stage, sms in trace.timings_ms:
                 res.stages_ms[stage].append(sms)
@@ -821,16 +835,19 @@ def run_size(
             sub = [ms for q, ms in zip(queries, lat) if q.params.limit == lim]
             if sub and n10:
                 rows.append((f"limit {lim}", len(sub), percentile(sub, 50), percentile(sub, 95), max(sub), sum(sub) / len(sub)))
-        fl = res.floor_ms
-        rows.append(("floor", len(fl), percentile(fl, 50), percentile(fl, 95), max(fl), sum(fl) / len(fl)))
+        for label, fl in (("floor", res.floor_ms), ("own floor", res.own_floor_ms)):
+            rows.append((label, len(fl), percentile(fl, 50), percentile(fl, 95), max(fl), sum(fl) / len(fl)))
         cf = res.counterfactual_ms
         rows.append(("counterfactual", len(cf), percentile(cf, 50), percentile(cf, 95), max(cf), sum(cf) / len(cf)))
         for line in table(("", "n", "p50", "p95", "max", "mean"), rows):
             say("  " + line)
         r50, rmed, rsum = res.ratios()
-        say(f"  floor = the two raw FTS5 queries of the first pass (same SQL, row limit and connection, every row "
-            f"fetched), timed beside each search in the same run")
-        say(f"  traced / floor: {r50:.2f}x at p50, {rmed:.2f}x median per search, {rsum:.2f}x in total")
+        o50, omed, osum = res.ratios(own=True)
+        say("  floor = the two raw FTS5 queries of the first pass as the reference writes them (ORDER BY bm25(); "
+            "same row limit and connection, every row fetched); own floor = the same two as rankscope writes them "
+            "(FTS5 orders the matches); both timed beside each search in the same run")
+        say(f"  traced / floor:     {r50:.2f}x at p50, {rmed:.2f}x median per search, {rsum:.2f}x in total")
+        say(f"  traced / own floor: {o50:.2f}x at p50, {omed:.2f}x median per search, {osum:.2f}x in total")
         say(f"  counterfactual = a what-if re-run (fusion_key=rowid) right after each search, reusing its retriever runs")
         if res.refresh_methods:
             say("  refresh answers: " + ", ".join(f"{m} {n:,}" for m, n in res.refresh_methods.most_common()))
@@ -927,16 +944,16 @@ def run(
         run_size(size, queries_per_size, seed, out, workdir, corpus=corpus, rounds=rounds, keep_dir=keep_dir, docs=docs)
         for size in sizes
     ]
-    print("summary  (ms unless marked; ratio = traced p50 / floor p50)", file=out)
+    print("summary  (ms unless marked; ratio = traced p50 / floor p50; own = traced p50 / own floor p50)", file=out)
     rows = [
         (r.target, r.chunks, r.text_bytes / 1e6, r.mb_per_s, r.chunks_per_s,
          percentile(r.latencies_ms, 50), percentile(r.latencies_ms, 95), max(r.latencies_ms),
-         percentile(r.floor_ms, 50), r.ratios()[0], percentile(r.counterfactual_ms, 50),
+         percentile(r.floor_ms, 50), r.ratios()[0], r.ratios(own=True)[0], percentile(r.counterfactual_ms, 50),
          r.open_ms + r.facts_ms, r.db_bytes / 2**20, r.peak_rss_mib)
         for r in results
     ]
     headers = ("target", "chunks", "text MB", "MB/s", "chunks/s", "q p50", "q p95", "q max",
-               "floor p50", "ratio", "cf p50", "open", "db MiB", "peak RSS MiB")
+               "floor p50", "ratio", "own", "cf p50", "open", "db MiB", "peak RSS MiB")
     for line in table(headers, rows, left=0):
         print("  " + line, file=out)
     print(f"load average at the end {_loadavg()}; total elapsed {time.perf_counter() - start:,.1f} s", file=out, flush=True)
@@ -945,9 +962,9 @@ def run(
 
 def sqlite_version() -> str:
     """The SQLite library the engine runs on."""
-    import sqlite3
+    from engine import sql
 
-    return sqlite3.sqlite_version
+    return f"{sql.SQLITE_VERSION} (apsw {sql.APSW_VERSION})"
 
 
 def _loadavg() -> str:

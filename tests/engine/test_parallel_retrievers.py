@@ -119,3 +119,44 @@ def test_side_connections_are_reused_and_closed(tmp_path):
     assert len(readers) == 1  # one reader, reused by every search
     s.close()
     assert s._readers == {} and s._sentinel is None
+
+
+# ─── FTS5 orders the matches: the same rows as the reference's statement ───
+
+
+def _rows(conn, schema, retriever, match, fts_limit, source, source_match, content_type, reference):
+    from engine.retrieve import build_sql, like_pattern
+
+    statement, names = build_sql(retriever, schema, source, source_match, content_type, reference=reference)
+    values = {"match": match, "source": source if source_match == "exact" else like_pattern(source or ""),
+              "content_type": content_type, "limit": fts_limit}
+    return conn.execute(statement, [values[n] for n in names]).fetchall()
+
+
+@pytest.mark.parametrize("name", ["stages", "context7"])
+def test_fts5_ranked_statement_returns_the_reference_statements_rows(name):
+    """Every golden query, both retrievers, at the pipeline's row limit and at
+    a large one (ties included): rowids, bm25 values, titles, contents and
+    highlights equal (==) to the reference's ORDER BY bm25() statement."""
+    from engine.query import sanitize_porter, sanitize_trigram
+
+    s = _memory_store(name)
+    queries = json.loads((PARITY / name / "expected.json").read_text("utf-8"))["queries"]
+    compared = 0
+    for q in queries:
+        p = case_params(q)
+        for retriever, sanitize in (("porter", sanitize_porter), ("trigram", sanitize_trigram)):
+            match = sanitize(p.query, "OR")
+            if not match:
+                continue
+            for limit in (10, 1000):
+                args = (s.conn, s.schema, retriever, match, limit, p.source, p.source_match, p.content_type)
+                try:
+                    ours = _rows(*args, reference=False)
+                except Exception as exc:  # a query error must be the same error
+                    with pytest.raises(type(exc)):
+                        _rows(*args, reference=True)
+                    continue
+                assert ours == _rows(*args, reference=True), (q["id"], retriever, limit)
+                compared += 1
+    assert compared > len(queries)
