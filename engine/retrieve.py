@@ -204,10 +204,14 @@ def retrieve_pair(
       :func:`run_key` is taken from ``store.runs`` (``cached=True``;
       ``elapsed_ms`` is then the lookup's time).
     * When both must run and ``conn`` is a file store's read transaction,
-      the second runs at the same time on another connection of the store
-      whose snapshot is the same as ``conn``'s
-      (:meth:`~engine.store.Store.parallel_reader`); otherwise one after the
-      other on ``conn``. Each run's ``elapsed_ms`` is its own statement's time.
+      the second is handed to a worker thread, on another connection of the
+      store whose snapshot is the same as ``conn``'s
+      (:meth:`~engine.store.Store.parallel_reader`), while the first runs
+      here; if no worker has started it by the time the first is done (a
+      short statement, a busy machine), it runs here too, on that
+      connection, rather than waiting for a thread to wake. Otherwise both
+      run one after the other on ``conn``. Each run's ``elapsed_ms`` is its
+      own statement's time.
 
     Returns:
         ``{name: RetrieverRun}`` for every name given.
@@ -234,8 +238,14 @@ def retrieve_pair(
                 try:
                     out[todo[0]] = retrieve(conn, store.schema, todo[0], *args)
                 finally:
-                    wait([second])  # the reader goes back to the store only when its statement is done
-                out[todo[1]] = second.result()
+                    if not second.cancel():
+                        wait([second])  # the reader goes back to the store only when its statement is done
+                if second.cancelled():
+                    # no thread had picked it up by the time the first was done (a short
+                    # statement, a busy machine): run it here, on the same snapshot
+                    out[todo[1]] = retrieve(reader, store.schema, todo[1], *args)
+                else:
+                    out[todo[1]] = second.result()
                 for name in todo:
                     store.runs.put(version, keys[name], out[name])
                 todo = []

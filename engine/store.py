@@ -711,10 +711,15 @@ class Store:
         except sql.Error:
             pass
 
+    #: Run a pass's two retrievers at once when possible (``False``: one after the other).
+    parallel = True
+
     def can_read_in_parallel(self, conn: sql.Connection) -> bool:
         """True when a second connection can read what ``conn`` reads: a file
-        store, with ``conn`` inside a :meth:`begin_read` transaction."""
-        return self.path is not None and getattr(conn, "read_version", None) is not None and conn.in_transaction
+        store, with ``conn`` inside a :meth:`begin_read` transaction (and
+        :attr:`parallel` on)."""
+        return (self.parallel and self.path is not None and getattr(conn, "read_version", None) is not None
+                and conn.in_transaction)
 
     @contextmanager
     def parallel_reader(self, conn: sql.Connection) -> Iterator[sql.Connection | None]:

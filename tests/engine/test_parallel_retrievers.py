@@ -60,11 +60,39 @@ def test_every_parity_case_answers_the_same_in_parallel(name, tmp_path, spy):
             disk.runs.clear()  # every case pays for its statements (no run from an earlier case)
             memory.runs.clear()
             assert _answer(search(disk, params)) == _answer(search(memory, params)), q["id"]
+        main = disk.conn
     finally:
         disk.close()
-    pool_threads = [c for c in spy if c[1].startswith("rankscope-retriever")]
-    assert len(pool_threads) >= len(queries) // 2  # most cases ran trigram beside porter
-    assert all(c[0] == "trigram" for c in pool_threads)
+    on_disk = [c for c in spy if c[2] is not memory.conn]
+    trigram = [c for c in on_disk if c[0] == "trigram"]
+    assert trigram and all(c[2] is not main for c in trigram)  # on the second connection, same snapshot
+    assert all(c[2] is main for c in on_disk if c[0] == "porter")
+
+
+def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
+    """While porter's statement runs, trigram's runs in a worker thread on
+    the second connection: the two intervals overlap."""
+    s = Store.create(tmp_path / "s.db")
+    index_corpus(s, SAMPLE_CORPUS)
+    spans: dict[str, tuple[float, float, str]] = {}
+    real = retrieve_mod.retrieve
+
+    def slow(conn, schema, name, *args, **kwargs):
+        start = time.perf_counter()
+        if name == "porter":
+            time.sleep(0.3)  # a long statement (GIL released, as SQLite releases it)
+        run = real(conn, schema, name, *args, **kwargs)
+        spans[name] = (start, time.perf_counter(), threading.current_thread().name)
+        return run
+
+    monkeypatch.setattr(retrieve_mod, "retrieve", slow)
+    try:
+        t = search(s, SearchParams("install deploy"))
+    finally:
+        s.close()
+    assert t.final
+    assert spans["trigram"][2].startswith("rankscope-retriever")
+    assert spans["trigram"][0] < spans["porter"][1] and spans["porter"][0] < spans["trigram"][1]
 
 
 def test_a_browser_worker_connection_reads_in_parallel_too(sample_db, spy):
