@@ -1018,11 +1018,16 @@ class Store:
         return None if row is None else self._chunk_dict(row)
 
     @_reads
-    def iter_chunks(self, conn: sql.Connection | None = None) -> list[dict]:
+    def iter_chunks(self, conn: sql.Connection | None = None, *, with_content: bool = True) -> list[dict]:
         """Every chunk in rowid order (same dict shape as :meth:`chunk`, with
-        content); ``source`` is ``None`` for an orphan chunk."""
+        content; ``with_content=False`` leaves ``content`` ``None``, so a list of a
+        million chunks does not hold their text); ``source`` is ``None`` for an
+        orphan chunk."""
         c = conn or self.conn
-        rows = c.execute(self._chunk_select("LEFT JOIN") + "ORDER BY chunks.rowid").fetchall()
+        select = self._chunk_select("LEFT JOIN")
+        if not with_content:
+            select = select.replace(sql.text("chunks.content"), "NULL", 1)
+        rows = c.execute(select + "ORDER BY chunks.rowid").fetchall()
         return [self._chunk_dict(r) for r in rows]
 
     @_reads
@@ -1038,6 +1043,12 @@ class Store:
         return [dict(zip(keys, (r[0], sql.decode(r[1])) + tuple(r[2:]))) for r in rows]
 
     @_reads
+    def source_labels(self, conn: sql.Connection | None = None) -> list[str]:
+        """Every source label, in id order (one pass over ``sources``)."""
+        c = conn or self.conn
+        return [sql.decode(r[0]) or "" for r in c.execute(f"SELECT {sql.text('label')} FROM sources ORDER BY id")]
+
+    @_reads
     def session_counts(self, conn: sql.Connection | None = None) -> list[tuple[str, int]]:
         """``(session_id, chunks)`` pairs, most chunks first (``""`` = unattributed)."""
         c = conn or self.conn
@@ -1048,6 +1059,24 @@ class Store:
             f"SELECT {sql.text(SESSION_OR_EMPTY)}, COUNT(*) FROM chunks GROUP BY 1 ORDER BY 2 DESC, 1"
         ).fetchall()
         return [(str(sql.decode(s)), int(n)) for s, n in rows]
+
+    @_reads
+    def recorded_stats(self, conn: sql.Connection | None = None) -> dict:
+        """The counts the ``sources`` table records: ``sources``, ``chunks`` and
+        ``code_chunks`` (sums of ``chunk_count`` / ``code_chunk_count``),
+        ``vocabulary`` (``None`` when the table is missing) and
+        ``last_indexed_at`` — what the reference's ``getIndexState`` reads.
+        One pass over ``sources``, none over the chunks: fast on any store
+        (:meth:`stats` counts the chunks themselves; they differ only on a
+        store whose counts are inconsistent, which ``doctor`` reports)."""
+        c = conn or self.conn
+        sources, chunks, code, last = c.execute(
+            "SELECT COUNT(*), COALESCE(SUM(chunk_count), 0), COALESCE(SUM(code_chunk_count), 0), MAX(indexed_at) "
+            "FROM sources"
+        ).fetchone()
+        vocab = c.execute("SELECT COUNT(*) FROM vocabulary").fetchone()[0] if self.schema.has_vocabulary else None
+        return {"sources": sources, "chunks": int(chunks), "code_chunks": int(code), "vocabulary": vocab,
+                "last_indexed_at": last}
 
     @_reads
     def stats(self, conn: sql.Connection | None = None) -> dict:

@@ -133,7 +133,10 @@ class BrowserScreen(Screen):
                      f"({stats.get('code_chunks', 0)} code)")
             if stats.get("vocabulary") is not None:
                 t.append(f", {stats['vocabulary']} vocabulary words")
-            t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
+            if getattr(self.app, "sessions_pending", False):
+                t.append(", sessions being counted.\n")
+            else:
+                t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
         skipped = getattr(self.app, "skipped", None)
         if skipped is not None and skipped.skipped:
             t.append(f"{skipped.summary()} when indexing: ctrl+p 'Skipped files' lists them.\n", style="bold")
