@@ -151,3 +151,19 @@ def queries() -> list[tuple[str, str]]:
     out = [(cat, q) for cat, qs in QUERIES.items() for q in qs]
     assert len(out) == 80, len(out)
     return out
+
+
+#: A one-file source whose words occur nowhere in npm's docs: the rare-term
+#: probe indexes it once (whatever ``R``), searches for its words, and removes it.
+NEEDLE_LABEL = "zz-probe/rare-terms.md"
+NEEDLE_TEXT = """# Quillwort ledger
+
+The quillwort ledger keeps zephyrine tallies for the glaucous relay.
+
+## Zephyrine tallies
+
+Each zephyrine tally pins a marmoset checkpoint to the quillwort ledger; pelagic
+batches are counted twice.
+"""
+#: Queries for the needle: rare words only (each in one or two chunks).
+NEEDLE_QUERIES = ("quillwort", "zephyrine marmoset", "glaucous relay", "pelagic")

@@ -550,6 +550,9 @@ class SizeResult:
     floor_ms: list[float] = field(default_factory=list)
     #: The same two queries as rankscope writes them: the own floor.
     own_floor_ms: list[float] = field(default_factory=list)
+    #: Searches for words of one source only (npm corpus), and their floor.
+    rare_ms: list[float] = field(default_factory=list)
+    rare_floor_ms: list[float] = field(default_factory=list)
     #: A what-if re-run of each search (variant ``fusion_key=rowid``: same
     #: retriever runs, different fusion) right after it.
     counterfactual_ms: list[float] = field(default_factory=list)
@@ -722,6 +725,30 @@ def _open_or_build(target: int, seed: int, corpus: str, tmp: str, keep_dir: str 
     return store, db, vocab
 
 
+def _rare_term_probe(store: Store, res: SizeResult, rounds: int, say) -> None:
+    """Index a one-file source of words found nowhere else, time searches for
+    them (traced, and the floor beside), then remove it again."""
+    store.index_text(npm_docs.NEEDLE_LABEL, npm_docs.NEEDLE_TEXT, "markdown")
+    try:
+        for q in npm_docs.NEEDLE_QUERIES:
+            search(store, SearchParams(q, limit=3))  # warm up
+        for _ in range(rounds * 3):
+            for q in npm_docs.NEEDLE_QUERIES:
+                params = SearchParams(q, limit=3)
+                _clear_run_cache(store)
+                t0 = time.perf_counter()
+                trace = search(store, params)
+                res.rare_ms.append((time.perf_counter() - t0) * 1000.0)
+                res.rare_floor_ms.append(time_floor(store, floor_statements(store, params)))
+                assert trace.final and trace.final[0].candidate.source == npm_docs.NEEDLE_LABEL, q
+    finally:
+        store.delete_label(npm_docs.NEEDLE_LABEL)
+    r, f = res.rare_ms, res.rare_floor_ms
+    say(f"rare terms  ({len(r)} searches for words in one source only: {', '.join(npm_docs.NEEDLE_QUERIES)})")
+    say(f"  traced p50 {percentile(r, 50):,.2f} / p95 {percentile(r, 95):,.2f} / max {max(r):,.2f} ms; "
+        f"floor p50 {percentile(f, 50):,.2f} ms")
+
+
 def _queries_for(corpus: str, vocab: Vocabulary | None, n: int, seed: int, rounds: int) -> list[BenchQuery]:
     if corpus == "synthetic":
         assert vocab is not None
@@ -874,6 +901,8 @@ def run_size(
         for line in table(("category", "n", "p50", "p95", "max", "floor p50", "ratio", "rrf", "rrf-fuzzy", "none"), rows):
             say("  " + line)
         say(f"layers  rrf {res.layers['rrf']:,} | rrf-fuzzy {res.layers['rrf-fuzzy']:,} | none {res.layers['none']:,}")
+        if corpus == "npm":
+            _rare_term_probe(store, res, rounds, say)
     finally:
         store.close()
     try:
@@ -949,11 +978,12 @@ def run(
         (r.target, r.chunks, r.text_bytes / 1e6, r.mb_per_s, r.chunks_per_s,
          percentile(r.latencies_ms, 50), percentile(r.latencies_ms, 95), max(r.latencies_ms),
          percentile(r.floor_ms, 50), r.ratios()[0], r.ratios(own=True)[0], percentile(r.counterfactual_ms, 50),
+         percentile(r.rare_ms, 50) if r.rare_ms else float("nan"),
          r.open_ms + r.facts_ms, r.db_bytes / 2**20, r.peak_rss_mib)
         for r in results
     ]
     headers = ("target", "chunks", "text MB", "MB/s", "chunks/s", "q p50", "q p95", "q max",
-               "floor p50", "ratio", "own", "cf p50", "open", "db MiB", "peak RSS MiB")
+               "floor p50", "ratio", "own", "cf p50", "rare p50", "open", "db MiB", "peak RSS MiB")
     for line in table(headers, rows, left=0):
         print("  " + line, file=out)
     print(f"load average at the end {_loadavg()}; total elapsed {time.perf_counter() - start:,.1f} s", file=out, flush=True)
