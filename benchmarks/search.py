@@ -494,6 +494,18 @@ def peak_rss_mib() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
+def rss_split_mib() -> tuple[float, float] | None:
+    """Current ``(anonymous, file-backed)`` RSS in MiB (Linux ``/proc``): the
+    store is read through a memory map, whose pages count as file-backed
+    RSS (they are the page cache, shared and reclaimable), or ``None``."""
+    try:
+        with open("/proc/self/status") as fh:
+            fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        return int(fields["RssAnon"].split()[0]) / 1024, int(fields["RssFile"].split()[0]) / 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def current_rss_mib() -> float | None:
     """Current RSS in MiB (Linux ``/proc``), or ``None``."""
     try:
@@ -565,6 +577,8 @@ class SizeResult:
     wal_bytes: int = 0
     peak_rss_mib: float = 0.0
     rss_mib: float | None = None
+    #: (anonymous, file-backed) RSS after the searches, store still open, MiB.
+    rss_split: tuple[float, float] | None = None
     #: Opening the store read-only (``Store.open_readonly``) and reading what
     #: the browser shows before its first paint (``tui.facts.read_facts``).
     open_ms: float = float("nan")
@@ -903,6 +917,7 @@ def run_size(
         say(f"layers  rrf {res.layers['rrf']:,} | rrf-fuzzy {res.layers['rrf-fuzzy']:,} | none {res.layers['none']:,}")
         if corpus == "npm":
             _rare_term_probe(store, res, rounds, say)
+        res.rss_split = rss_split_mib()
     finally:
         store.close()
     try:
@@ -929,6 +944,9 @@ def run_size(
     say(f"  db size     {res.db_bytes / 2**20:,.1f} MiB on disk (+ {res.wal_bytes / 2**20:,.1f} MiB -wal/-shm); "
         f"{res.db_bytes / max(res.text_bytes, 1):.1f}x the text")
     rss = f", current {res.rss_mib:,.1f} MiB" if res.rss_mib is not None else ""
+    if res.rss_split is not None:
+        rss += (f"; with the store open after its searches {res.rss_split[0]:,.1f} MiB anonymous + "
+                f"{res.rss_split[1]:,.1f} MiB file-backed (mapped store pages: page cache, shared)")
     say(f"  peak RSS    {res.peak_rss_mib:,.1f} MiB (process high-water mark since start{rss})")
     say("phases")
     say(f"  generate {res.generate_s:,.1f} s | index {res.index_s:,.1f} s | build queries {res.query_build_s:,.2f} s | "

@@ -282,6 +282,9 @@ def _readonly_flags(p: str) -> str:
     return "mode=ro" if os.path.exists(p + "-wal") else "mode=ro&immutable=1"
 
 
+#: Largest memory map of a store file (a file beyond it is read as usual past this offset).
+MMAP_BYTES = 16 * 2**30
+
 #: Retriever runs kept per store (a compare, a why-not and a few variants of
 #: the last searches).
 RUN_CACHE_SIZE = 256
@@ -536,12 +539,26 @@ class Store:
             raise NotADatabaseError(f"{p} is not an SQLite database (header {header[:16]!r})")
 
     @staticmethod
-    def _raw_connect(p: str, read_only: bool, flags: str | None = None) -> sql.Connection:
+    def _raw_connect(p: str, read_only: bool, flags: str | None = None, *, mmap: bool | None = None) -> sql.Connection:
+        """A connection to ``p``: read-only ones through a URI with ``flags``
+        (default :func:`_readonly_flags`). ``mmap`` (default: for a writable
+        connection, or an ``immutable`` one) reads the file through a memory
+        map of up to :data:`MMAP_BYTES` (no copy of each page read: about an
+        eighth less search time at 100,000 chunks). Never for a store another
+        program may be writing (``mode=ro`` on a live WAL store): a writer that
+        shrinks the file would fault a mapped read."""
         if read_only:
             uri_path = quote(os.path.abspath(p))
             flags = flags or _readonly_flags(p)
-            return sql.connect(f"file:{uri_path}?{flags}", read_only=True, uri=True)
-        return sql.connect(p)
+            conn = sql.connect(f"file:{uri_path}?{flags}", read_only=True, uri=True)
+        else:
+            conn = sql.connect(p)
+        if mmap if mmap is not None else (not read_only or "immutable=1" in (flags or "")):
+            try:
+                conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}").fetchall()
+            except sql.Error:
+                pass  # not a database (the caller's next read says so) or no mmap here: read as usual
+        return conn
 
     @staticmethod
     def _inspect(conn: sql.Connection, p: str) -> SchemaInfo:
@@ -675,7 +692,7 @@ class Store:
             return ("immutable", self._generation, _file_signature(self.path), _file_signature(self.path + "-wal"))
         with self._side_lock:
             if self._sentinel is None:
-                self._sentinel = self._raw_connect(self.path, read_only=True, flags="mode=ro")
+                self._sentinel = self._raw_connect(self.path, read_only=True, flags="mode=ro", mmap=False)
             version = self._sentinel.execute("PRAGMA data_version").fetchone()[0]
         return ("file", self._generation, version)
 
@@ -737,7 +754,8 @@ class Store:
             idle = self._readers.setdefault(flags, [])
             reader = idle.pop() if idle else None
         if reader is None:
-            reader = self._raw_connect(self.path, read_only=True, flags=flags)  # type: ignore[arg-type]
+            reader = self._raw_connect(self.path, read_only=True, flags=flags,  # type: ignore[arg-type]
+                                       mmap=not self.read_only or "immutable=1" in flags)
         ok = False
         try:
             conn.execute("PRAGMA schema_version").fetchone()  # takes conn's snapshot if it has none yet
