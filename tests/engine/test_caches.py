@@ -20,6 +20,7 @@ def _same_answer(a, b) -> None:
     da, db = trace_to_dict(a), trace_to_dict(b)
     for d in (da, db):
         d.pop("timings_ms", None)
+        d["refresh"].pop("method")  # the first search of a store scans, later ones read the watch
     assert da == db
 
 
