@@ -285,6 +285,10 @@ def _readonly_flags(p: str) -> str:
 #: Largest memory map of a store file (a file beyond it is read as usual past this offset).
 MMAP_BYTES = 16 * 2**30
 
+#: Store files at least this large run a pass's two retrievers at once
+#: (:attr:`Store.parallel`): about 20,000 chunks of prose.
+PARALLEL_MIN_BYTES = 64 * 2**20
+
 #: Retriever runs kept per store (a compare, a why-not and a few variants of
 #: the last searches).
 RUN_CACHE_SIZE = 256
@@ -728,15 +732,22 @@ class Store:
         except sql.Error:
             pass
 
-    #: Run a pass's two retrievers at once when possible (``False``: one after the other).
-    parallel = True
+    #: Run a pass's two retrievers at once: ``True``, ``False`` (one after the
+    #: other) or ``None``: when the store file holds at least
+    #: :data:`PARALLEL_MIN_BYTES` (below that, statements take a few
+    #: milliseconds and handing one to another thread costs more than it saves).
+    parallel: bool | None = None
 
     def can_read_in_parallel(self, conn: sql.Connection) -> bool:
-        """True when a second connection can read what ``conn`` reads: a file
-        store, with ``conn`` inside a :meth:`begin_read` transaction (and
-        :attr:`parallel` on)."""
-        return (self.parallel and self.path is not None and getattr(conn, "read_version", None) is not None
-                and conn.in_transaction)
+        """True when a second connection can read what ``conn`` reads (a file
+        store, with ``conn`` inside a :meth:`begin_read` transaction) and
+        :attr:`parallel` asks for it."""
+        if self.path is None or getattr(conn, "read_version", None) is None or not conn.in_transaction:
+            return False
+        if self.parallel is None:
+            sig = _file_signature(self.path)
+            return sig is not None and sig[1] >= PARALLEL_MIN_BYTES
+        return self.parallel
 
     @contextmanager
     def parallel_reader(self, conn: sql.Connection) -> Iterator[sql.Connection | None]:

@@ -52,6 +52,7 @@ def test_every_parity_case_answers_the_same_in_parallel(name, tmp_path, spy):
     same trace, stage by stage, as on the in-memory store test_parity checks
     against the reference (sequential): bm25 and fused scores compared with ==."""
     disk = Store.create(tmp_path / "p.db")
+    disk.parallel = True  # a small store would run them one after the other
     index_corpus(disk, PARITY / name / "corpus")
     memory = _memory_store(name)
     queries = json.loads((PARITY / name / "expected.json").read_text("utf-8"))["queries"]
@@ -74,6 +75,7 @@ def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
     """While porter's statement runs, trigram's runs in a worker thread on
     the second connection: the two intervals overlap."""
     s = Store.create(tmp_path / "s.db")
+    s.parallel = True
     index_corpus(s, SAMPLE_CORPUS)
     spans: dict[str, tuple[float, float, str]] = {}
     real = retrieve_mod.retrieve
@@ -98,11 +100,13 @@ def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
 
 def test_a_browser_worker_connection_reads_in_parallel_too(sample_db, spy):
     with Store.open_readonly(sample_db) as s:
+        s.parallel = True
         with s.thread_connection() as conn:
             t = search(s, SearchParams("install deploy"), conn=conn)
         assert t.final
-    names = {(c[0], c[1].startswith("rankscope-retriever")) for c in spy}
-    assert names == {("porter", False), ("trigram", True)}
+    used = {c[0]: c[2] for c in spy}
+    assert used["porter"] is conn and used["trigram"] is not conn
+    assert used["trigram"].uri_flags == conn.uri_flags  # the second connection opened like the worker's
 
 
 def test_each_run_is_timed_on_its_own(sample_db):
@@ -117,6 +121,7 @@ def test_each_run_is_timed_on_its_own(sample_db):
 
 def test_a_commit_between_the_two_snapshots_falls_back_to_one_connection(tmp_path, spy, monkeypatch):
     s = Store.create(tmp_path / "s.db")
+    s.parallel = True
     index_corpus(s, SAMPLE_CORPUS)
     try:
         expected = _answer(search(s, SearchParams("install deploy")))
@@ -139,8 +144,26 @@ def test_in_memory_stores_run_one_after_the_other(spy):
     assert {c[1] for c in spy} == {threading.current_thread().name}
 
 
+def test_small_store_files_run_them_one_after_the_other_unless_asked(tmp_path, spy, monkeypatch):
+    import engine.store as store_mod
+
+    s = Store.create(tmp_path / "s.db")
+    index_corpus(s, SAMPLE_CORPUS)
+    try:
+        search(s, SearchParams("install deploy"))
+        assert all(c[2] is s.conn for c in spy)  # auto: a small file
+        spy.clear()
+        s.runs.clear()
+        monkeypatch.setattr(store_mod, "PARALLEL_MIN_BYTES", 1)
+        search(s, SearchParams("install deploy"))
+        assert {c[0]: c[2] is s.conn for c in spy} == {"porter": True, "trigram": False}  # auto: a "large" file
+    finally:
+        s.close()
+
+
 def test_side_connections_are_reused_and_closed(tmp_path):
     s = Store.create(tmp_path / "s.db")
+    s.parallel = True
     index_corpus(s, SAMPLE_CORPUS)
     for q in ("install", "deploy", "configuration"):
         search(s, SearchParams(q))
