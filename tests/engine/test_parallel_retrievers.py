@@ -79,11 +79,14 @@ def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
     index_corpus(s, SAMPLE_CORPUS)
     spans: dict[str, tuple[float, float, str]] = {}
     real = retrieve_mod.retrieve
+    trigram_started = threading.Event()
 
     def slow(conn, schema, name, *args, **kwargs):
         start = time.perf_counter()
         if name == "porter":
-            time.sleep(0.3)  # a long statement (GIL released, as SQLite releases it)
+            trigram_started.wait(10)  # a long statement (GIL released, as SQLite releases it)
+        else:
+            trigram_started.set()
         run = real(conn, schema, name, *args, **kwargs)
         spans[name] = (start, time.perf_counter(), threading.current_thread().name)
         return run
