@@ -330,8 +330,11 @@ def _readonly_flags(p: str) -> str:
     return "mode=ro" if os.path.exists(p + "-wal") else "mode=ro&immutable=1"
 
 
-#: Largest memory map of a store file (a file beyond it is read as usual past this offset).
-MMAP_BYTES = 16 * 2**30
+#: Store files up to this size are read through a memory map of this size
+#: (measured: about 12% less search time at 100,000 chunks, 302 MiB; no gain
+#: at 1,000,000, 3 GiB, where the map would only add the file's pages to the
+#: process's resident size). Larger files are read as usual.
+MMAP_BYTES = 512 * 2**20
 
 #: Store files at least this large run a pass's two retrievers at once
 #: (:attr:`Store.parallel`): about 20,000 chunks of prose.
@@ -671,18 +674,20 @@ class Store:
     def _raw_connect(p: str, read_only: bool, flags: str | None = None, *, mmap: bool | None = None) -> sql.Connection:
         """A connection to ``p``: read-only ones through a URI with ``flags``
         (default :func:`_readonly_flags`). ``mmap`` (default: for a writable
-        connection, or an ``immutable`` one) reads the file through a memory
-        map of up to :data:`MMAP_BYTES` (no copy of each page read: about an
-        eighth less search time at 100,000 chunks). Never for a store another
-        program may be writing (``mode=ro`` on a live WAL store): a writer that
-        shrinks the file would fault a mapped read."""
+        connection, or an ``immutable`` one) reads a file of at most
+        :data:`MMAP_BYTES` through a memory map (no copy of each page read).
+        Never for a store another program may be writing (``mode=ro`` on a
+        live WAL store): a writer that shrinks the file would fault a mapped
+        read."""
         if read_only:
             uri_path = quote(os.path.abspath(p))
             flags = flags or _readonly_flags(p)
             conn = sql.connect(f"file:{uri_path}?{flags}", read_only=True, uri=True)
         else:
             conn = sql.connect(p)
-        if mmap if mmap is not None else (not read_only or "immutable=1" in (flags or "")):
+        if mmap is None:
+            mmap = not read_only or "immutable=1" in (flags or "")
+        if mmap and p != ":memory:" and (_file_signature(p) or (0, 0))[1] <= MMAP_BYTES:
             try:
                 conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}").fetchall()
             except sql.Error:
