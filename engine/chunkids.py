@@ -116,8 +116,8 @@ _VERSION_SQL = (
     "(SELECT COALESCE(SUM(chunk_count), 0) FROM sources), "
     "(SELECT rowid FROM chunks ORDER BY rowid DESC LIMIT 1)"
 )
-_IDS_SQL = (
-    "SELECT chunks.rowid, sources.label, chunks.title FROM chunks "
+_IDS_SQL = (  # text through sql.text: a title may hold invalid UTF-8 (read as U+FFFD, as V8 does)
+    f"SELECT chunks.rowid, {sql.text('sources.label')}, {sql.text('chunks.title')} FROM chunks "
     "LEFT JOIN sources ON sources.id = chunks.source_id"
 )
 
@@ -156,7 +156,7 @@ def chunk_ids(store: Store, conn: sql.Connection | None = None) -> ChunkIds:
         return hit
     with sqlite_errors(store.path), store.using(conn) as c:
         rows = c.execute(_IDS_SQL).fetchall()
-    ids = ChunkIds(version, assign_chunk_ids([(int(r), lbl, t) for r, lbl, t in rows]))
+    ids = ChunkIds(version, assign_chunk_ids([(int(r), sql.decode(lbl), sql.decode(t)) for r, lbl, t in rows]))
     with _cache_lock:
         _cache[store] = ids
     return ids

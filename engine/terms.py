@@ -183,8 +183,8 @@ def match_spans(store: "Store", query: str, rowid: int, conn: sql.Connection | N
     queries = {"porter": sanitize_porter(query, "OR"), "trigram": sanitize_trigram(query, "OR")}
     spans: dict[str, tuple[tuple[int, int], ...]] = {}
     with sqlite_errors(store.path), store.using(conn) as c:
-        row = c.execute("SELECT content FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
-        content = (row[0] or "") if row else ""
+        row = c.execute(f"SELECT {sql.text('content')} FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
+        content = (sql.decode(row[0]) or "") if row else ""
         for name, match in queries.items():
             spans[name] = ()
             if not match or not content:
