@@ -892,7 +892,7 @@ def run_size(
             "(FTS5 orders the matches); both timed beside each search in the same run")
         say(f"  traced / floor:     {r50:.2f}x at p50, {rmed:.2f}x median per search, {rsum:.2f}x in total")
         say(f"  traced / own floor: {o50:.2f}x at p50, {omed:.2f}x median per search, {osum:.2f}x in total")
-        say(f"  counterfactual = a what-if re-run (fusion_key=rowid) right after each search, reusing its retriever runs")
+        say("  counterfactual = a what-if re-run (fusion_key=rowid) right after each search, reusing its retriever runs")
         if res.refresh_methods:
             say("  refresh answers: " + ", ".join(f"{m} {n:,}" for m, n in res.refresh_methods.most_common()))
         say("per stage  (trace.timings_ms, ms; n = searches in which the stage ran; porter and trigram may overlap)")

@@ -30,7 +30,6 @@ Every SQL value is a bound parameter.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import os
 import shlex
 import stat
