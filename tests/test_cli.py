@@ -124,16 +124,16 @@ def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
 
 
 def test_main_turns_stray_errors_into_one_line(monkeypatch, capsys):
-    """The last-resort handlers: a StoreError, an sqlite3.DatabaseError or an
-    OSError escaping a command is one line, exit 2."""
-    import sqlite3
+    """The last-resort handlers: a StoreError, an SQLite error (engine.sql.Error)
+    or an OSError escaping a command is one line, exit 2."""
+    import apsw
 
     import tui.cli.search as cli
     from engine import StoreError
 
     for exc, text in (
         (StoreError("/x.db: gone"), "/x.db: gone"),
-        (sqlite3.DatabaseError("disk I/O error"), "SQLite error: disk I/O error"),
+        (apsw.IOError("disk I/O error"), "SQLite error: disk I/O error"),
         (OSError(28, "No space left on device", "/out.json"), "No space left on device: /out.json"),
     ):
         def boom(*a, exc=exc, **kw):

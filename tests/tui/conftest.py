@@ -42,14 +42,14 @@ def stages_store():
     """A fresh in-memory store holding the parity corpus: a byte copy (SQLite's
     backup) of one indexed once per session, so each test gets its own store
     without indexing the corpus again."""
-    from engine import Store, index_corpus
+    from engine import Store, index_corpus, sql
 
     if not _TEMPLATE:
         template = Store.create(":memory:")
         index_corpus(template, CORPUS)
         _TEMPLATE.append(template)
     store = Store.create(":memory:")
-    _TEMPLATE[0].conn.backup(store.conn)
+    sql.backup(_TEMPLATE[0].conn, store.conn)
     return store
 
 

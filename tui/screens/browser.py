@@ -51,6 +51,8 @@ class StoreOverview:
         problem: why the store's counts could not be read, or ``None``.
         skipped: the files the folder's indexing skipped (empty for a store file).
         suggestions: example queries to offer.
+        sessions_pending: a large store's sessions are still being counted
+            (``session_counts`` is then empty; :meth:`tui.app.RankscopeApp.count_sessions`).
     """
 
     stats: Mapping[str, Any] = field(default_factory=dict)
@@ -58,6 +60,7 @@ class StoreOverview:
     problem: str | None = None
     skipped: SkipList = field(default_factory=SkipList)
     suggestions: tuple[str, ...] = ()
+    sessions_pending: bool = False
 
 
 class PaneTabs(Tabs):
@@ -174,7 +177,10 @@ class BrowserScreen(Screen):
                      f"({stats.get('code_chunks', 0)} code)")
             if stats.get("vocabulary") is not None:
                 t.append(f", {stats['vocabulary']} vocabulary words")
-            t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
+            if overview.sessions_pending:
+                t.append(", sessions being counted.\n")
+            else:
+                t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
         skipped = overview.skipped
         if skipped.skipped:
             t.append(f"{skipped.summary()} when indexing: ctrl+p 'Skipped files' lists them.\n", style="bold")
