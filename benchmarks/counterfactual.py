@@ -33,7 +33,6 @@ import argparse
 import os
 import random
 import shutil
-import sqlite3
 import sys
 import tempfile
 import time
@@ -41,6 +40,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence, TextIO
 
+from engine import sql
 from engine.counterfactual import would_return_with
 from engine.flow import trace_flows
 from engine.pipeline import search
@@ -110,6 +110,8 @@ def run_size(target: int, n_queries: int, seed: int, out: TextIO, workdir: str |
             s_ms = (time.perf_counter() - t0) * 1000.0
             res.search_ms.append(s_ms)
             for kind, rowid in _pins(trace, rng, res.chunks).items():
+                store.runs.clear()  # cold: no run or correction from an earlier search
+                store.corrections.clear()
                 t0 = time.perf_counter()
                 cold = would_return_with(store, q.params, rowid=rowid, trace=trace)
                 cold_ms = (time.perf_counter() - t0) * 1000.0
@@ -118,7 +120,6 @@ def run_size(target: int, n_queries: int, seed: int, out: TextIO, workdir: str |
                 t0 = time.perf_counter()
                 warm = would_return_with(store, q.params, rowid=rowid, trace=t, runs=cache)
                 warm_ms = (time.perf_counter() - t0) * 1000.0
-                cache.close()
                 assert warm.would_return_with() == cold.would_return_with(), (q.params, rowid)
                 outcome = "change" if cold.change is not None else cold.reason or "?"
                 res.pins[kind].append((cold_ms, warm_ms, s_ms, cold.reruns, outcome))
@@ -155,7 +156,7 @@ def run(sizes: Sequence[int] = DEFAULT_SIZES, queries: int = DEFAULT_QUERIES, se
     """Run the benchmark for each size and print the report to ``out`` (stdout by default)."""
     out = out or sys.stdout
     print(f"rankscope counterfactual benchmark  seed {seed}, sizes {', '.join(f'{s:,}' for s in sizes)}, "
-          f"{queries} queries per size; SQLite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs", file=out)
+          f"{queries} queries per size; SQLite {sql.SQLITE_VERSION}, {os.cpu_count()} CPUs", file=out)
     return [run_size(size, queries, seed, out, workdir) for size in sizes]
 
 

@@ -1,35 +1,55 @@
-"""Search benchmark: synthetic corpus, index throughput, per-stage latency, peak RSS.
+"""Search benchmark: index throughput, per-stage latency against the raw FTS5 floor, peak RSS.
 
 Run it as a script (it is not a test)::
 
-    python -m benchmarks.search                   # sizes 10000,100000
+    python -m benchmarks.search                   # 1k and 10k chunks (npm docs when installed)
+    python -m benchmarks.search --100k --1m       # also 100,000 and 1,000,000 chunks
+    python -m benchmarks.search --1m --sizes 0 --keep /var/tmp/rs-bench   # build once, reuse later
+    python -m benchmarks.search --corpus synthetic --sizes 5000 --queries 400 --seed 7
     python -m benchmarks.search --quick           # 2000 chunks, smoke run
-    python -m benchmarks.search --sizes 5000 --queries 400 --seed 7
+
+Two corpora:
+
+* ``npm`` (the default when npm's docs are installed; :mod:`benchmarks.npm_docs`):
+  npm's own CLI documentation replicated ``R`` times (1,437 chunks a replica),
+  every source file-backed, and 80 real queries (commands, terms, flags,
+  questions, code, typos, no-match) run ``--rounds`` times. This is the
+  corpus of the reference's figures in issue 12 and ``docs/performance.md``.
+* ``synthetic``: a deterministic generated corpus (seeded
+  :class:`random.Random`): a vocabulary of a few thousand pronounceable
+  pseudo-words drawn with a Zipf-like distribution, mixed with real English
+  tech words and stopword "glue"; markdown (``#`` title and intro, ``##``
+  sections of ~300-800 bytes, some with a fenced code block), JSON (one chunk
+  per flat record) and plain-text logs (one chunk per blank-line block),
+  spread over the sessions ``sess-a``/``sess-b``/``sess-c`` (about 10% of
+  files unattributed); seeded queries of several kinds (single terms of
+  several frequencies, 2-3 terms, typos, no-match words, session allow-sets,
+  content-type and source filters; limit 3, about a quarter with limit 10).
 
 For each target size the script
 
-1. generates a deterministic synthetic corpus (seeded :class:`random.Random`):
-   a vocabulary of a few thousand pronounceable pseudo-words drawn with a
-   Zipf-like distribution, mixed with real English tech words (so queries
-   can be written) and stopword "glue"; files are markdown (an ``#`` title
-   with an intro, then ``##`` sections of ~300-800 bytes, some with a fenced
-   code block), JSON (an object of flat records, one chunk each) and plain
-   text logs (blank-line separated blocks, one chunk each), spread over the
-   sessions ``sess-a``/``sess-b``/``sess-c`` (about 10% of files unattributed);
-2. indexes it file by file with :meth:`Store.index_text` into a fresh on-disk
-   store in a temporary folder and reports MB/s and chunks/s (wall clock of
-   the ``index_text`` calls, which include the vocabulary insertion);
-3. runs a fixed, seeded query set (single terms of several frequencies,
-   2-3 term queries, typos that need the fuzzy fallback, no-match words,
-   session allow-sets, content-type and source filters; limit 3, about a
-   quarter with limit 10) and reports wall-clock latency per query
-   (p50/p95/max), per pipeline stage (from ``trace.timings_ms``) and per
-   query category, with the answering layer counts;
+1. builds the store in a temporary folder (or reuses one kept with
+   ``--keep``) and reports MB/s and chunks/s (wall clock of the
+   :meth:`Store.index_text` calls, vocabulary insertion included);
+2. runs the queries; before each timed search the retriever-run cache is
+   cleared (the reference has none), so every search pays for its SQL. Beside
+   each search, in the same process and run, it times the **floor**: the two
+   raw FTS5 statements of the first pass as the reference writes them
+   (``ORDER BY bm25(...)``; sanitised queries, filters and row limit as the
+   pipeline uses them) on the same connection, every row fetched; and the
+   **own floor**: the same with rankscope's statements (FTS5 orders the
+   matches, :func:`engine.retrieve.build_sql`), so the difference to the
+   traced search is what the pipeline and its trace add;
+   and a **counterfactual**: a what-if re-run of the same query with another
+   fusion key, which reuses the cached retriever runs. It reports latency
+   p50/p95/max overall, per stage (``trace.timings_ms``; the two retrievers
+   run concurrently, so their times overlap) and per query category, the
+   ratio of the traced search to the floor, and the answering layers;
+3. opens the store read-only as the browser does (``Store.open_readonly`` and
+   ``tui.facts.read_facts``) and reports the time;
 4. prints the peak RSS of the process and the size of the database on disk.
 
-The chunk count is controlled by construction (each markdown section, JSON
-record and log block is exactly one chunk); the count reported is the one
-read back from the store. :func:`run` is importable for smoke tests.
+:func:`run` is importable for smoke tests.
 """
 
 from __future__ import annotations
@@ -41,7 +61,6 @@ import platform
 import random
 import resource
 import shutil
-import sqlite3
 import sys
 import tempfile
 import time
@@ -50,13 +69,19 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Iterator, Sequence, TextIO
 
-from engine.model import FUZZY_PREFIX, SearchParams
-from engine.pipeline import search
-from engine.query import STOPWORDS
+from dataclasses import replace
+
+from engine.model import FUZZY_PREFIX, SearchParams, Variant
+from engine.pipeline import fts_limit_for, pool_size_for, search
+from engine.query import STOPWORDS, sanitize_porter, sanitize_trigram
+from engine.retrieve import build_sql, like_pattern
 from engine.stages import STAGES
 from engine.store import Store
+from tui.facts import read_facts
 
-DEFAULT_SIZES = (10_000, 100_000)
+from . import npm_docs
+
+DEFAULT_SIZES = (1_000, 10_000)
 QUICK_SIZES = (2_000,)
 DEFAULT_QUERIES = 240
 DEFAULT_SEED = 20260301
@@ -471,6 +496,18 @@ def peak_rss_mib() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
+def rss_split_mib() -> tuple[float, float] | None:
+    """Current ``(anonymous, file-backed)`` RSS in MiB (Linux ``/proc``): the
+    store is read through a memory map, whose pages count as file-backed
+    RSS (they are the page cache, shared and reclaimable), or ``None``."""
+    try:
+        with open("/proc/self/status") as fh:
+            fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        return int(fields["RssAnon"].split()[0]) / 1024, int(fields["RssFile"].split()[0]) / 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def current_rss_mib() -> float | None:
     """Current RSS in MiB (Linux ``/proc``), or ``None``."""
     try:
@@ -504,9 +541,13 @@ def _fmt(c: object) -> str:
 
 @dataclass
 class SizeResult:
-    """Numbers of one size (also returned by :func:`run`)."""
+    """Numbers of one size (also returned by :func:`run`). Times in seconds
+    (``*_s``) or milliseconds (``*_ms``)."""
 
     target: int
+    corpus: str = "synthetic"
+    replicas: int = 0
+    reused: bool = False
     files: Counter = field(default_factory=Counter)
     predicted_chunks: int = 0
     chunks: int = 0
@@ -518,13 +559,32 @@ class SizeResult:
     query_build_s: float = 0.0
     query_s: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
+    #: The two raw FTS5 queries of each search's first pass, as the reference
+    #: writes them (same row limit and connection), timed next to it: the floor.
+    floor_ms: list[float] = field(default_factory=list)
+    #: The same two queries as rankscope writes them: the own floor.
+    own_floor_ms: list[float] = field(default_factory=list)
+    #: Searches for words of one source only (npm corpus), and their floor.
+    rare_ms: list[float] = field(default_factory=list)
+    rare_floor_ms: list[float] = field(default_factory=list)
+    #: A what-if re-run of each search (variant ``fusion_key=rowid``: same
+    #: retriever runs, different fusion) right after it.
+    counterfactual_ms: list[float] = field(default_factory=list)
     stages_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     by_category: dict[str, list[tuple[float, str, int]]] = field(default_factory=lambda: defaultdict(list))
+    floor_by_category: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     layers: Counter = field(default_factory=Counter)
+    refresh_methods: Counter = field(default_factory=Counter)
     db_bytes: int = 0
     wal_bytes: int = 0
     peak_rss_mib: float = 0.0
     rss_mib: float | None = None
+    #: (anonymous, file-backed) RSS after the searches, store still open, MiB.
+    rss_split: tuple[float, float] | None = None
+    #: Opening the store read-only (``Store.open_readonly``) and reading what
+    #: the browser shows before its first paint (``tui.facts.read_facts``).
+    open_ms: float = float("nan")
+    facts_ms: float = float("nan")
     #: ``(cumulative chunks, cumulative index seconds)`` after each file.
     progress: list[tuple[int, float]] = field(default_factory=list)
 
@@ -535,6 +595,15 @@ class SizeResult:
     @property
     def chunks_per_s(self) -> float:
         return self.chunks / self.index_s if self.index_s else float("nan")
+
+    def ratios(self, own: bool = False) -> tuple[float, float, float]:
+        """Traced search over the floor (``own``: the own floor): ``(p50 /
+        p50, median of per-search ratios, total / total)``."""
+        lat, fl = self.latencies_ms, (self.own_floor_ms if own else self.floor_ms)
+        if not lat or not fl:
+            return (float("nan"),) * 3
+        per = [a / b for a, b in zip(lat, fl) if b > 0]
+        return (percentile(lat, 50) / percentile(fl, 50), percentile(per, 50), sum(lat) / sum(fl))
 
 
 def quarter_rates(progress: Sequence[tuple[int, float]]) -> list[tuple[int, int, float]]:
@@ -561,87 +630,273 @@ def _stage_names(stages: dict[str, list[float]]) -> list[str]:
     return names
 
 
-def run_size(target: int, queries_per_size: int, seed: int, out: TextIO, workdir: str | None = None) -> SizeResult:
-    """Generate, index and query one size; print its report to ``out``."""
-    res = SizeResult(target)
+def floor_statements(store: Store, params: SearchParams, reference: bool = True) -> list[tuple[str, list]]:
+    """The two raw FTS5 statements of a search's first pass
+    (:func:`engine.retrieve.build_sql`: the reference's own SQL, or with
+    ``reference=False`` rankscope's) with the sanitised queries, filters and
+    row limit the pipeline uses; a trigram query with no word of 3+
+    characters is skipped, as the pipeline skips it."""
+    fts_limit = fts_limit_for(params, pool_size_for(params))
+    out = []
+    for name, sanitize in (("porter", sanitize_porter), ("trigram", sanitize_trigram)):
+        match = sanitize(params.query, "OR")
+        if not match:
+            continue
+        sql, names = build_sql(name, store.schema, params.source, params.source_match, params.content_type,
+                               reference=reference)
+        values = {
+            "match": match,
+            "source": params.source if params.source_match == "exact" else like_pattern(params.source or ""),
+            "content_type": params.content_type,
+            "limit": fts_limit,
+        }
+        out.append((sql, [values[n] for n in names]))
+    return out
+
+
+def time_floor(store: Store, statements: list[tuple[str, list]]) -> float:
+    """Milliseconds to run ``statements`` back to back on the store's own
+    connection, every row fetched (nothing else: no Python per row)."""
+    with store.lock:
+        t0 = time.perf_counter()
+        for sql, args in statements:
+            store.conn.execute(sql, args).fetchall()
+        return (time.perf_counter() - t0) * 1000.0
+
+
+def _clear_run_cache(store: Store) -> None:
+    """Forget cached retriever runs, so every timed search pays for its SQL
+    (the reference has no such cache; a re-run of the same query would
+    otherwise be served from it). Fuzzy corrections stay cached, as the
+    reference caches them."""
+    runs = getattr(store, "runs", None)
+    if runs is not None:
+        runs.clear()
+
+
+def _build_synthetic(store: Store, target: int, seed: int, res: SizeResult) -> Vocabulary:
+    rng = random.Random(seed)
+    vocab = Vocabulary(rng)
+    gen = CorpusGenerator(vocab, rng)
+    files = iter(gen.files(target))
+    while True:
+        t0 = time.perf_counter()
+        f = next(files, None)
+        t1 = time.perf_counter()
+        res.generate_s += t1 - t0
+        if f is None:
+            break
+        result = store.index_text(f.label, f.text, f.kind, session_id=f.session_id)
+        res.index_s += time.perf_counter() - t1
+        res.files[f.kind] += 1
+        res.predicted_chunks += f.chunks
+        res.text_bytes += result.bytes
+        res.progress.append((res.predicted_chunks, res.index_s))
+    return vocab
+
+
+def _build_npm(store: Store, target: int, res: SizeResult, docs: list[npm_docs.DocFile]) -> None:
+    res.replicas = npm_docs.replicas_for(target)
+    for label, f in npm_docs.replica_files(docs, res.replicas):
+        t0 = time.perf_counter()
+        result = store.index_text(label, f.text, "markdown", file_path=f.path)
+        res.index_s += time.perf_counter() - t0
+        res.files["markdown"] += 1
+        res.predicted_chunks += result.chunks
+        res.text_bytes += result.bytes
+        res.progress.append((res.predicted_chunks, res.index_s))
+
+
+_META_FIELDS = ("corpus", "replicas", "predicted_chunks", "text_bytes", "generate_s", "index_s")
+
+
+def _open_or_build(target: int, seed: int, corpus: str, tmp: str, keep_dir: str | None, res: SizeResult,
+                   docs: list | None) -> tuple[Store, str, Vocabulary | None]:
+    """The store to query: reused from ``keep_dir`` when a kept one exists
+    (its build figures come from the ``.json`` beside it), else built."""
+    if keep_dir:
+        db = os.path.join(keep_dir, f"{corpus}-{target}-{seed}.db" if corpus == "synthetic" else f"{corpus}-{target}.db")
+        meta_path = db + ".json"
+        if os.path.exists(db) and os.path.exists(meta_path):
+            with open(meta_path, encoding="utf-8") as fh:
+                meta = json.load(fh)
+            for k in _META_FIELDS:
+                setattr(res, k, meta[k])
+            res.files = Counter(meta["files"])
+            res.reused = True
+            vocab = Vocabulary(random.Random(seed)) if corpus == "synthetic" else None
+            return Store.open_writable(db), db, vocab
+    else:
+        db = os.path.join(tmp, "bench.db")
+    store = Store.create(db)
+    vocab = None
+    if corpus == "synthetic":
+        vocab = _build_synthetic(store, target, seed, res)
+    else:
+        _build_npm(store, target, res, docs or [])
+    if keep_dir:
+        meta = {k: getattr(res, k) for k in _META_FIELDS}
+        meta["files"] = dict(res.files)
+        with open(db + ".json", "w", encoding="utf-8") as fh:
+            json.dump(meta, fh)
+    return store, db, vocab
+
+
+def _rare_term_probe(store: Store, res: SizeResult, rounds: int, say) -> None:
+    """Index a one-file source of words found nowhere else, time searches for
+    them (traced, and the floor beside), then remove it again."""
+    store.index_text(npm_docs.NEEDLE_LABEL, npm_docs.NEEDLE_TEXT, "markdown")
+    try:
+        for q in npm_docs.NEEDLE_QUERIES:
+            search(store, SearchParams(q, limit=3))  # warm up
+        for _ in range(rounds * 3):
+            for q in npm_docs.NEEDLE_QUERIES:
+                params = SearchParams(q, limit=3)
+                _clear_run_cache(store)
+                t0 = time.perf_counter()
+                trace = search(store, params)
+                res.rare_ms.append((time.perf_counter() - t0) * 1000.0)
+                res.rare_floor_ms.append(time_floor(store, floor_statements(store, params)))
+                assert trace.final and trace.final[0].candidate.source == npm_docs.NEEDLE_LABEL, q
+    finally:
+        store.delete_label(npm_docs.NEEDLE_LABEL)
+    r, f = res.rare_ms, res.rare_floor_ms
+    say(f"rare terms  ({len(r)} searches for words in one source only: {', '.join(npm_docs.NEEDLE_QUERIES)})")
+    say(f"  traced p50 {percentile(r, 50):,.2f} / p95 {percentile(r, 95):,.2f} / max {max(r):,.2f} ms; "
+        f"floor p50 {percentile(f, 50):,.2f} ms")
+
+
+def _queries_for(corpus: str, vocab: Vocabulary | None, n: int, seed: int, rounds: int) -> list[BenchQuery]:
+    if corpus == "synthetic":
+        assert vocab is not None
+        return build_queries(vocab, n, seed)
+    one = [BenchQuery(cat, SearchParams(q, limit=3)) for cat, q in npm_docs.queries()]
+    return [q for _ in range(rounds) for q in one]
+
+
+def run_size(
+    target: int,
+    queries_per_size: int,
+    seed: int,
+    out: TextIO,
+    workdir: str | None = None,
+    *,
+    corpus: str = "synthetic",
+    rounds: int = 3,
+    keep_dir: str | None = None,
+    docs: list | None = None,
+) -> SizeResult:
+    """Build (or reuse) and query one size; print its report to ``out``.
+
+    ``corpus`` is ``"synthetic"`` (``queries_per_size`` seeded queries) or
+    ``"npm"`` (the 80 npm-docs queries × ``rounds``; ``docs`` from
+    :func:`benchmarks.npm_docs.load_docs`). With ``keep_dir`` the store is
+    kept there and reused by later runs of the same size.
+    """
+    res = SizeResult(target, corpus)
 
     def say(line: str = "") -> None:
         print(line, file=out, flush=True)
 
-    say(f"== size {target:,} chunks (target) " + "=" * 40)
-    rng = random.Random(seed)
-    vocab = Vocabulary(rng)
-    gen = CorpusGenerator(vocab, rng)
+    say(f"== size {target:,} chunks (target), {corpus} corpus " + "=" * 30)
     tmp = tempfile.mkdtemp(prefix="rankscope-bench-", dir=workdir)
-    db = os.path.join(tmp, "bench.db")
-    store = Store.create(db)
+    store, db, vocab = _open_or_build(target, seed, corpus, tmp, keep_dir, res, docs)
     try:
-        # Phase 1+2: generate and index, file by file (the corpus is never held
-        # in memory whole); the two phases are timed separately.
-        files = iter(gen.files(target))
-        while True:
-            t0 = time.perf_counter()
-            f = next(files, None)
-            t1 = time.perf_counter()
-            res.generate_s += t1 - t0
-            if f is None:
-                break
-            result = store.index_text(f.label, f.text, f.kind, session_id=f.session_id)
-            res.index_s += time.perf_counter() - t1
-            res.files[f.kind] += 1
-            res.predicted_chunks += f.chunks
-            res.text_bytes += result.bytes
-            res.progress.append((res.predicted_chunks, res.index_s))
         stats = store.stats()
         res.chunks, res.code_chunks, res.vocabulary = stats["chunks"], stats["code_chunks"], stats["vocabulary"]
         sessions = store.session_counts()
 
         say("corpus")
-        say(
-            f"  files       {sum(res.files.values()):,} (markdown {res.files['markdown']:,}, json {res.files['json']:,}, "
-            f"logs {res.files['plain']:,}); text {res.text_bytes / 1e6:,.1f} MB"
-        )
+        if corpus == "npm":
+            say(f"  files       {sum(res.files.values()):,} markdown files: npm's docs/content x {res.replicas:,} "
+                f"replicas, file-backed; text {res.text_bytes / 1e6:,.1f} MB")
+        else:
+            say(
+                f"  files       {sum(res.files.values()):,} (markdown {res.files['markdown']:,}, json {res.files['json']:,}, "
+                f"logs {res.files['plain']:,}); text {res.text_bytes / 1e6:,.1f} MB"
+            )
         say(f"  chunks      {res.chunks:,} actual in the store (predicted {res.predicted_chunks:,}; "
             f"{res.chunks / target - 1:+.1%} vs target); code {res.code_chunks:,}, prose {res.chunks - res.code_chunks:,}")
         say("  sessions    " + ", ".join(f"{s or '(none)'} {n:,}" for s, n in sessions))
         say(f"  vocabulary  {res.vocabulary:,} words in the vocabulary table")
-        say("index")
+        say("index" + ("  (store reused from --keep; figures of the run that built it)" if res.reused else ""))
         say(f"  throughput  {res.mb_per_s:,.2f} MB/s, {res.chunks_per_s:,.0f} chunks/s "
             f"(wall clock of index_text, vocabulary insertion included)")
-        say("  by quarter  " + " | ".join(
-            f"{lo:,}-{hi:,}: {rate:,.0f} chunks/s" for lo, hi, rate in quarter_rates(res.progress)
-        ) + "  (a falling rate means per-file cost grows with the store)")
+        if res.progress:
+            say("  by quarter  " + " | ".join(
+                f"{lo:,}-{hi:,}: {rate:,.0f} chunks/s" for lo, hi, rate in quarter_rates(res.progress)
+            ) + "  (a falling rate means per-file cost grows with the store)")
 
-        # Phase 3: queries.
+        # Queries: each timed search is cold for the retriever-run cache; its
+        # floor and a counterfactual re-run are timed right beside it.
         t0 = time.perf_counter()
-        queries = build_queries(vocab, queries_per_size, seed)
+        queries = _queries_for(corpus, vocab, queries_per_size, seed, rounds)
         res.query_build_s = time.perf_counter() - t0
         for q in queries[:WARMUP_QUERIES]:
             search(store, q.params)
+            time_floor(store, floor_statements(store, q.params))
+            time_floor(store, floor_statements(store, q.params, reference=False))
+        what_if = Variant(fusion_key="rowid")
         t_all = time.perf_counter()
-        for q in queries:
+        for i, q in enumerate(queries):
+            statements = floor_statements(store, q.params)
+            own_statements = floor_statements(store, q.params, reference=False)
+            _clear_run_cache(store)
+            # rotate the order, so no side always finds the pages warm
+            for step in ("traced", "floor", "own")[i % 3:] + ("traced", "floor", "own")[:i % 3]:
+                if step == "floor":
+                    fl = time_floor(store, statements)
+                elif step == "own":
+                    own = time_floor(store, own_statements)
+                else:
+                    t0 = time.perf_counter()
+                    trace = search(store, q.params)
+                    ms = (time.perf_counter() - t0) * 1000.0
             t0 = time.perf_counter()
-            trace = search(store, q.params)
-            ms = (time.perf_counter() - t0) * 1000.0
+            search(store, replace(q.params, variant=what_if))
+            res.counterfactual_ms.append((time.perf_counter() - t0) * 1000.0)
             res.latencies_ms.append(ms)
+            res.floor_ms.append(fl)
+            res.own_floor_ms.append(own)
+            res.floor_by_category[q.category].append(fl)
             for stage, sms in trace.timings_ms:
                 res.stages_ms[stage].append(sms)
             res.layers[trace.layer] += 1
+            method = getattr(trace.refresh, "method", None)
+            if method:
+                res.refresh_methods[method] += 1
             res.by_category[q.category].append((ms, trace.layer, q.params.limit))
         res.query_s = time.perf_counter() - t_all
+        _clear_run_cache(store)
 
         lat = res.latencies_ms
         n10 = sum(1 for q in queries if q.params.limit == 10)
-        say(f"query latency  ({len(lat)} queries: {len(lat) - n10} with limit 3, {n10} with limit 10; "
-            f"wall clock per search() call, ms; {WARMUP_QUERIES} warm-up queries not counted)")
-        rows: list[tuple] = [("all queries", len(lat), percentile(lat, 50), percentile(lat, 95), max(lat), sum(lat) / len(lat))]
+        say(f"query latency  ({len(lat)} searches: {len(lat) - n10} with limit 3, {n10} with limit 10; "
+            f"wall clock per search() call with the full trace, retriever-run cache cleared before each; ms; "
+            f"{WARMUP_QUERIES} warm-up searches not counted)")
+        rows: list[tuple] = [("all queries", len(lat), percentile(lat, 50), percentile(lat, 95), max(lat),
+                              sum(lat) / len(lat))]
         for lim in (3, 10):
-            sub = [ms for q, ms in zip(queries, lat) if q.params.limit == lim]
-            if sub:
+            sub = [t for q, t in zip(queries, lat) if q.params.limit == lim]
+            if sub and n10:
                 rows.append((f"limit {lim}", len(sub), percentile(sub, 50), percentile(sub, 95), max(sub), sum(sub) / len(sub)))
+        for label, floor_list in (("floor", res.floor_ms), ("own floor", res.own_floor_ms)):
+            rows.append((label, len(floor_list), percentile(floor_list, 50), percentile(floor_list, 95), max(floor_list), sum(floor_list) / len(floor_list)))
+        cf = res.counterfactual_ms
+        rows.append(("counterfactual", len(cf), percentile(cf, 50), percentile(cf, 95), max(cf), sum(cf) / len(cf)))
         for line in table(("", "n", "p50", "p95", "max", "mean"), rows):
             say("  " + line)
-        say("per stage  (trace.timings_ms, ms; n = queries in which the stage ran)")
+        r50, rmed, rsum = res.ratios()
+        o50, omed, osum = res.ratios(own=True)
+        say("  floor = the two raw FTS5 queries of the first pass as the reference writes them (ORDER BY bm25(); "
+            "same row limit and connection, every row fetched); own floor = the same two as rankscope writes them "
+            "(FTS5 orders the matches); both timed beside each search in the same run")
+        say(f"  traced / floor:     {r50:.2f}x at p50, {rmed:.2f}x median per search, {rsum:.2f}x in total")
+        say(f"  traced / own floor: {o50:.2f}x at p50, {omed:.2f}x median per search, {osum:.2f}x in total")
+        say("  counterfactual = a what-if re-run (fusion_key=rowid) right after each search, reusing its retriever runs")
+        if res.refresh_methods:
+            say("  refresh answers: " + ", ".join(f"{m} {n:,}" for m, n in res.refresh_methods.most_common()))
+        say("per stage  (trace.timings_ms, ms; n = searches in which the stage ran; porter and trigram may overlap)")
         rows = []
         for name in _stage_names(res.stages_ms):
             stage_ms = res.stages_ms[name]
@@ -649,32 +904,54 @@ def run_size(target: int, queries_per_size: int, seed: int, out: TextIO, workdir
                          sum(stage_ms)))
         for line in table(("stage", "n", "p50", "p95", "max", "total"), rows):
             say("  " + line)
-        say("by category  (ms; layer counts)")
+        say("by category  (ms; floor p50 and traced/floor at p50; layer counts)")
         rows = []
-        for cat in CATEGORY_WEIGHTS:
-            runs = res.by_category.get(cat)
-            if not runs:
+        cats = list(CATEGORY_WEIGHTS) if corpus == "synthetic" else list(npm_docs.QUERIES)
+        for cat in cats:
+            v = res.by_category.get(cat)
+            if not v:
                 continue
-            cat_ms = [x[0] for x in runs]
-            layers = Counter(x[1] for x in runs)
-            rows.append((cat, len(runs), sum(1 for x in runs if x[2] == 10), percentile(cat_ms, 50),
-                         percentile(cat_ms, 95), max(cat_ms),
+            cat_ms = [x[0] for x in v]
+            layers = Counter(x[1] for x in v)
+            f50 = percentile(res.floor_by_category[cat], 50)
+            rows.append((cat, len(v), percentile(cat_ms, 50), percentile(cat_ms, 95), max(cat_ms), f50,
+                         percentile(cat_ms, 50) / f50 if f50 else float("nan"),
                          layers["rrf"], layers["rrf-fuzzy"], layers["none"]))
-        for line in table(("category", "n", "lim10", "p50", "p95", "max", "rrf", "rrf-fuzzy", "none"), rows):
+        for line in table(("category", "n", "p50", "p95", "max", "floor p50", "ratio", "rrf", "rrf-fuzzy", "none"), rows):
             say("  " + line)
         say(f"layers  rrf {res.layers['rrf']:,} | rrf-fuzzy {res.layers['rrf-fuzzy']:,} | none {res.layers['none']:,}")
-
+        if corpus == "npm":
+            _rare_term_probe(store, res, rounds, say)
+        res.rss_split = rss_split_mib()
+    finally:
+        store.close()
+    try:
+        # What the browser does before its first paint, on a fresh read-only handle.
+        t0 = time.perf_counter()
+        ro = Store.open_readonly(db)
+        res.open_ms = (time.perf_counter() - t0) * 1000.0
+        try:
+            t0 = time.perf_counter()
+            read_facts(ro)
+            res.facts_ms = (time.perf_counter() - t0) * 1000.0
+        finally:
+            ro.close()
         res.db_bytes = os.path.getsize(db)
         res.wal_bytes = sum(os.path.getsize(db + ext) for ext in ("-wal", "-shm") if os.path.exists(db + ext))
     finally:
-        store.close()
         shutil.rmtree(tmp, ignore_errors=True)
     res.peak_rss_mib = peak_rss_mib()
     res.rss_mib = current_rss_mib()
+    say("opening")
+    say(f"  open        {res.open_ms:,.1f} cat_ms Store.open_readonly + {res.facts_ms:,.1f} cat_ms reading the browser's facts "
+        f"(counts, sessions, labels)")
     say("storage and memory")
     say(f"  db size     {res.db_bytes / 2**20:,.1f} MiB on disk (+ {res.wal_bytes / 2**20:,.1f} MiB -wal/-shm); "
         f"{res.db_bytes / max(res.text_bytes, 1):.1f}x the text")
     rss = f", current {res.rss_mib:,.1f} MiB" if res.rss_mib is not None else ""
+    if res.rss_split is not None:
+        rss += (f"; with the store open after its searches {res.rss_split[0]:,.1f} MiB anonymous + "
+                f"{res.rss_split[1]:,.1f} MiB file-backed (mapped store pages: page cache, shared)")
     say(f"  peak RSS    {res.peak_rss_mib:,.1f} MiB (process high-water mark since start{rss})")
     say("phases")
     say(f"  generate {res.generate_s:,.1f} s | index {res.index_s:,.1f} s | build queries {res.query_build_s:,.2f} s | "
@@ -689,50 +966,108 @@ def run(
     seed: int = DEFAULT_SEED,
     out: TextIO | None = None,
     workdir: str | None = None,
+    *,
+    corpus: str = "synthetic",
+    rounds: int = 3,
+    keep_dir: str | None = None,
 ) -> list[SizeResult]:
     """Run the benchmark for each size, print the report to ``out``
-    (stdout by default) and return the numbers."""
+    (stdout by default) and return the numbers.
+
+    Raises:
+        ValueError: ``corpus="npm"`` and npm's docs are not on this machine.
+    """
     out = out or sys.stdout
+    docs = None
+    if corpus == "npm":
+        root = npm_docs.find_npm_docs()
+        if root is None:
+            raise ValueError("npm's docs/content folder was not found (install Node's npm, or set RANKSCOPE_NPM_DOCS)")
+        docs = npm_docs.load_docs(root)
     start = time.perf_counter()
-    print(f"rankscope search benchmark  seed {seed}, sizes {', '.join(f'{s:,}' for s in sizes)}, "
-          f"{queries_per_size} queries per size", file=out)
-    print(f"python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, {platform.machine()}, "
-          f"{os.cpu_count()} CPUs, {platform.system()} {platform.release()}", file=out)
+    what = (f"{queries_per_size} queries per size" if corpus == "synthetic"
+            else f"80 npm-docs queries x {rounds} rounds per size, docs from {root}")
+    print(f"rankscope search benchmark  {corpus} corpus, seed {seed}, sizes {', '.join(f'{s:,}' for s in sizes)}, "
+          f"{what}", file=out)
+    print(f"python {platform.python_version()}, SQLite {sqlite_version()}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load average {_loadavg()}, {platform.system()} {platform.release()}", file=out)
     print(file=out)
-    results = [run_size(size, queries_per_size, seed, out, workdir) for size in sizes]
-    print("summary", file=out)
+    results = [
+        run_size(size, queries_per_size, seed, out, workdir, corpus=corpus, rounds=rounds, keep_dir=keep_dir, docs=docs)
+        for size in sizes
+    ]
+    print("summary  (ms unless marked; ratio = traced p50 / floor p50; own = traced p50 / own floor p50)", file=out)
     rows = [
-        (r.target, r.chunks, r.text_bytes / 1e6, r.index_s, r.mb_per_s, r.chunks_per_s,
+        (r.target, r.chunks, r.text_bytes / 1e6, r.mb_per_s, r.chunks_per_s,
          percentile(r.latencies_ms, 50), percentile(r.latencies_ms, 95), max(r.latencies_ms),
-         r.db_bytes / 2**20, r.peak_rss_mib)
+         percentile(r.floor_ms, 50), r.ratios()[0], r.ratios(own=True)[0], percentile(r.counterfactual_ms, 50),
+         percentile(r.rare_ms, 50) if r.rare_ms else float("nan"),
+         r.open_ms + r.facts_ms, r.db_bytes / 2**20, r.peak_rss_mib)
         for r in results
     ]
-    headers = ("target", "chunks", "text MB", "index s", "MB/s", "chunks/s", "q p50 ms", "q p95 ms", "q max ms",
-               "db MiB", "peak RSS MiB")
+    headers = ("target", "chunks", "text MB", "MB/s", "chunks/s", "q p50", "q p95", "q max",
+               "floor p50", "ratio", "own", "cf p50", "rare p50", "open", "db MiB", "peak RSS MiB")
     for line in table(headers, rows, left=0):
         print("  " + line, file=out)
-    print(f"total elapsed {time.perf_counter() - start:,.1f} s", file=out, flush=True)
+    print(f"load average at the end {_loadavg()}; total elapsed {time.perf_counter() - start:,.1f} s", file=out, flush=True)
     return results
+
+
+def sqlite_version() -> str:
+    """The SQLite library the engine runs on."""
+    from engine import sql
+
+    return f"{sql.SQLITE_VERSION} (apsw {sql.APSW_VERSION})"
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.search", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES),
-                    help="comma-separated target chunk counts (default %(default)s)")
+    ap.add_argument("--corpus", choices=("npm", "synthetic"), default=None,
+                    help="npm: npm's own docs replicated (default when they are installed); synthetic: generated files")
+    ap.add_argument("--sizes", default=None,
+                    help=f"comma-separated target chunk counts (default {','.join(str(s) for s in DEFAULT_SIZES)})")
+    ap.add_argument("--100k", dest="add_100k", action="store_true", help="also run 100,000 chunks")
+    ap.add_argument("--1m", dest="add_1m", action="store_true", help="also run 1,000,000 chunks (builds a ~4 GB store)")
     ap.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_SIZES[0]} chunks only")
-    ap.add_argument("--queries", type=int, default=DEFAULT_QUERIES, help="queries per size (default %(default)s)")
+    ap.add_argument("--queries", type=int, default=DEFAULT_QUERIES,
+                    help="queries per size, synthetic corpus (default %(default)s)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the 80 queries, npm corpus (default %(default)s)")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default %(default)s)")
     ap.add_argument("--tmpdir", default=None, help="folder for the temporary store (default: the system temp dir)")
+    ap.add_argument("--keep", default=None, metavar="DIR",
+                    help="keep each built store in DIR and reuse it on later runs (index figures come from the build)")
     args = ap.parse_args(argv)
+    corpus = args.corpus or ("npm" if npm_docs.find_npm_docs() is not None else "synthetic")
     try:
-        sizes = list(QUICK_SIZES) if args.quick else [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+        if args.quick:
+            sizes = list(QUICK_SIZES)
+        elif args.sizes:
+            sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+        else:
+            sizes = list(DEFAULT_SIZES)
     except ValueError:
         ap.error(f"--sizes must be comma-separated integers; got {args.sizes!r}")
+    if args.add_100k and 100_000 not in sizes:
+        sizes.append(100_000)
+    if args.add_1m and 1_000_000 not in sizes:
+        sizes.append(1_000_000)
     if not sizes or any(s < 1 for s in sizes):
         ap.error("every size must be a positive integer")
-    if args.queries < 1:
-        ap.error("--queries must be at least 1")
-    run(sizes, args.queries, args.seed, workdir=args.tmpdir)
+    if args.queries < 1 or args.rounds < 1:
+        ap.error("--queries and --rounds must be at least 1")
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    try:
+        run(sizes, args.queries, args.seed, workdir=args.tmpdir, corpus=corpus, rounds=args.rounds, keep_dir=args.keep)
+    except ValueError as exc:
+        ap.error(str(exc))
     return 0
 
 

@@ -28,13 +28,13 @@ them per store and data version (see :func:`store_version`). Pure Python.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Mapping
 from urllib.parse import unquote
 
+from . import sql
 from .store import Store, sqlite_errors
 
 #: Separator between a key and the occurrence number of a later chunk.
@@ -116,8 +116,8 @@ _VERSION_SQL = (
     "(SELECT COALESCE(SUM(chunk_count), 0) FROM sources), "
     "(SELECT rowid FROM chunks ORDER BY rowid DESC LIMIT 1)"
 )
-_IDS_SQL = (
-    "SELECT chunks.rowid, sources.label, chunks.title FROM chunks "
+_IDS_SQL = (  # text through sql.text: a title may hold invalid UTF-8 (read as U+FFFD, as V8 does)
+    f"SELECT chunks.rowid, {sql.text('sources.label')}, {sql.text('chunks.title')} FROM chunks "
     "LEFT JOIN sources ON sources.id = chunks.source_id"
 )
 
@@ -125,7 +125,7 @@ _cache: "weakref.WeakKeyDictionary[Store, ChunkIds]" = weakref.WeakKeyDictionary
 _cache_lock = threading.Lock()
 
 
-def store_version(store: Store, conn: sqlite3.Connection | None = None) -> tuple:
+def store_version(store: Store, conn: sql.Connection | None = None) -> tuple:
     """A cheap fingerprint of a store's content (one small query):
     ``(max sources.id, source rows, summed chunk_count, largest chunk rowid)``.
 
@@ -140,7 +140,7 @@ def store_version(store: Store, conn: sqlite3.Connection | None = None) -> tuple
         return tuple(c.execute(_VERSION_SQL).fetchone())
 
 
-def chunk_ids(store: Store, conn: sqlite3.Connection | None = None) -> ChunkIds:
+def chunk_ids(store: Store, conn: sql.Connection | None = None) -> ChunkIds:
     """The chunk ids of every chunk of ``store`` (one query over ``chunks``
     joined to ``sources``), cached per store until :func:`store_version`
     changes. Thread-safe; ``conn`` is a connection from ``store.connect()``
@@ -156,7 +156,7 @@ def chunk_ids(store: Store, conn: sqlite3.Connection | None = None) -> ChunkIds:
         return hit
     with sqlite_errors(store.path), store.using(conn) as c:
         rows = c.execute(_IDS_SQL).fetchall()
-    ids = ChunkIds(version, assign_chunk_ids([(int(r), lbl, t) for r, lbl, t in rows]))
+    ids = ChunkIds(version, assign_chunk_ids([(int(r), sql.decode(lbl), sql.decode(t)) for r, lbl, t in rows]))
     with _cache_lock:
         _cache[store] = ids
     return ids

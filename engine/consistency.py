@@ -9,11 +9,11 @@ is missing. Read-only; pure Python, no Textual.
 
 from __future__ import annotations
 
-import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
+from . import sql
 from .store import Store
 
 #: :attr:`CountMismatch.what` of the two counts recorded on a ``sources`` row.
@@ -27,7 +27,7 @@ TRIGRAM_TOTAL = "chunks_trigram total"
 
 
 @contextmanager
-def read_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+def read_snapshot(conn: sql.Connection) -> Iterator[None]:
     """Run several SELECTs in one read transaction (one consistent snapshot
     of a store another process is writing). Nested use is a no-op."""
     if conn.in_transaction:
@@ -96,7 +96,7 @@ def _source_key(value: SqlValue) -> SqlValue:
     return value
 
 
-def count_mismatches(store: Store, conn: sqlite3.Connection | None = None) -> list[CountMismatch]:
+def count_mismatches(store: Store, conn: sql.Connection | None = None) -> list[CountMismatch]:
     """Every place where ``sources.chunk_count`` / ``code_chunk_count``
     disagree with the chunks stored, where a source's rows differ between
     ``chunks`` and ``chunks_trigram``, and chunks without a source row.
@@ -113,7 +113,7 @@ def count_mismatches(store: Store, conn: sqlite3.Connection | None = None) -> li
         return _count_mismatches(c)
 
 
-def _count_mismatches(c: sqlite3.Connection) -> list[CountMismatch]:
+def _count_mismatches(c: sql.Connection) -> list[CountMismatch]:
     porter: dict[SqlValue, tuple[int, int]] = {}
     for sid, n, code in c.execute(
         "SELECT source_id, COUNT(*), SUM(CASE WHEN content_type = 'code' THEN 1 ELSE 0 END) FROM chunks GROUP BY source_id"

@@ -35,12 +35,12 @@ remove labels whose file disappeared from a folder indexed again.
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat as _stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from . import sql
 from .files import load_json_input
 from .jsstr import decode_utf8_like_node, to_storage_bytes
 from .model import undecodable
@@ -569,7 +569,7 @@ def _recover_committed(store: Store, report: IndexReport, label: str, kind: str,
                 "SELECT id, chunk_count, code_chunk_count FROM sources WHERE label = ? AND id > ? ORDER BY id DESC",
                 (label, before),
             ).fetchone()
-    except sqlite3.Error:
+    except sql.Error:
         return
     if row is None:
         return  # rolled back: the label keeps its previous content

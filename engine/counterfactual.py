@@ -41,9 +41,12 @@ typo-corrected query: read from a cached run at that row count, or, before
 any deeper run is fetched, from a bound (1 + the rows that match with a
 strictly better bm25 under the same filters, one ``COUNT`` each).
 
-Re-runs share one read transaction and one :class:`~engine.runcache.RunCache`
-(retriever runs depend only on the sanitised query, the filters and the row
-count; the corrections only on the word).
+Re-runs share one read transaction and the store's run cache, through a
+prefix-reusing :class:`~engine.runcache.RunCache` handle (retriever runs
+depend only on the sanitised query, the filters and the row count; the
+corrections only on the word); the runs of the search being explained are
+in it already. A probe's answer that took a prefix of a deeper run is
+confirmed by an exact re-run (a run reused only at its own row count).
 
 Outcome when no change is found (:data:`NO_CHANGE_REASONS`):
 
@@ -59,11 +62,11 @@ Pure Python; no Textual.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator
 
+from . import sql
 from .model import FUSION_KEYS, RERANK_MODES, RETRIEVER_SETS, SearchParams, Trace
 from .pool import pool_size_for
 from .query import fuzzy_words, sanitize_porter, sanitize_trigram
@@ -287,7 +290,7 @@ def _candidates(params: SearchParams, trace: Trace, chunk: ChunkRef, has_session
 class _Search:
     """One :func:`would_return_with` call: the connection, the cache, the chunk."""
 
-    def __init__(self, store: Store, conn: sqlite3.Connection, params: SearchParams, chunk: ChunkRef,
+    def __init__(self, store: Store, conn: sql.Connection, params: SearchParams, chunk: ChunkRef,
                  runs: RunCache):
         self.store, self.conn, self.params, self.chunk, self.runs = store, conn, params, chunk, runs
         self.reruns = 0
@@ -393,7 +396,7 @@ class _Search:
                 if not runs_retriever(p, name):
                     continue
                 args = (name, q, fts, p.source, p.source_match, p.content_type)
-                run = self.runs.cached(*args)
+                run = self.runs.cached(self.conn, *args)
                 if run is None:
                     bound = self.rank_bound(name, q, p)
                     if bound is None or bound > fts:
@@ -423,7 +426,7 @@ def would_return_with(
     rowid: int,
     trace: Trace | None = None,
     runs: RunCache | None = None,
-    conn: sqlite3.Connection | None = None,
+    conn: sql.Connection | None = None,
     stop: Callable[[], bool] | None = None,
     limit_max: int = LIMIT_MAX,
     pool_max: int = POOL_MAX,
@@ -463,21 +466,17 @@ def would_return_with(
         [chunk] = find_chunks(store, rowid=rowid, conn=c)
         with store.using(c):
             cache = runs if runs is not None else RunCache(store)
-            own = not c.in_transaction
-            if own:
-                cache.sync()
-                c.execute("BEGIN")
+            own = store.begin_read(c)
             try:
                 out = _would_return_with(store, c, params, chunk, trace, cache, stop, limit_max, pool_max)
-            finally:
-                if own and c.in_transaction:
-                    c.execute("COMMIT")
-                if runs is None:
-                    cache.close()
+            except BaseException:
+                store.end_read(c, own, failed=True)
+                raise
+            store.end_read(c, own)
     return replace(out, elapsed_ms=elapsed_ms(start))
 
 
-def _would_return_with(store: Store, conn: sqlite3.Connection, params: SearchParams, chunk: ChunkRef,
+def _would_return_with(store: Store, conn: sql.Connection, params: SearchParams, chunk: ChunkRef,
                        trace: Trace | None, runs: RunCache, stop: Callable[[], bool] | None,
                        limit_max: int, pool_max: int) -> Counterfactual:
     s = _Search(store, conn, params, chunk, runs)

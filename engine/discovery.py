@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sqlite3
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
@@ -42,6 +41,7 @@ from typing import Callable, Mapping
 
 # The store consistency check lives in engine.consistency (shared with
 # engine.doctor); CountMismatch and count_mismatches are re-exported here.
+from . import sql
 from .consistency import CountMismatch, count_mismatches, read_snapshot, source_count_mismatches  # noqa: F401
 from .jsstr import decode_utf8_like_node, js_to_lower
 from .store import Store, StoreError, is_corruption, sqlite_store_error
@@ -341,7 +341,7 @@ CTX_SEARCH_CALL_WHERE = (
 )
 
 
-def session_db_counts(conn: sqlite3.Connection) -> dict:
+def session_db_counts(conn: sql.Connection) -> dict:
     """``{"sessions", "events", "ctx_search_calls"}`` of a session DB
     connection (sessions: distinct ids in the events or ``session_meta``
     rows, whichever is more)."""
@@ -361,8 +361,8 @@ def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, s
 
     p = os.fspath(path)
     try:
-        conn = sqlite3.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", uri=True)
-    except sqlite3.Error as exc:
+        conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", read_only=True, uri=True)
+    except sql.Error as exc:
         return None, f"cannot open {p}: {exc}"
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -370,7 +370,7 @@ def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, s
         if missing:
             return None, f"{p} is not a context-mode session DB: missing table(s) {', '.join(missing)}"
         return session_db_counts(conn), None
-    except sqlite3.Error as exc:
+    except (sql.Error, UnicodeDecodeError) as exc:
         return None, f"{p} cannot be read: {exc}"
     finally:
         conn.close()
@@ -412,13 +412,13 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
         store = Store.open_readonly(p)
     except StoreError as exc:
         return StoreInfo(p, size, None, None, None, None, None, str(exc), **base)
-    except sqlite3.Error as exc:
+    except sql.Error as exc:
         return StoreInfo(p, size, None, None, None, None, None, f"cannot open: {exc}", **base)
     try:
         with read_snapshot(store.conn):
             stats = store.stats()
             sessions = sum(1 for sid, _ in store.session_counts() if sid)
-    except sqlite3.Error as exc:
+    except sql.Error as exc:
         # A damaged store's message says so and how to check it.
         error = str(sqlite_store_error(exc, p)) if is_corruption(exc) else f"cannot read: {exc}"
         return StoreInfo(p, size, None, None, None, None, store.schema.generation, error, **base)
@@ -478,6 +478,23 @@ def find_stores(
             seen.add(key)
             out.append(read_store_info(c, loc.client, str(loc.path)))
     return out
+
+
+class StoreFinder:
+    """A store search that can say where it looks: calling it returns
+    :func:`find_stores` (of one project when ``project_dir`` is given);
+    :meth:`locations` gives the folders searched, in order, so that a
+    front-end that found nothing can say where it looked."""
+
+    def __init__(self, project_dir: str | os.PathLike[str] | None = None) -> None:
+        self.project_dir = project_dir
+
+    def __call__(self) -> list[StoreInfo]:
+        return find_stores(self.project_dir)
+
+    def locations(self) -> list[StoreLocation]:
+        """The folders :meth:`__call__` searches (:func:`content_dirs`), in order."""
+        return content_dirs(self.project_dir, include_temp=self.project_dir is None)
 
 
 def context_mode_store_reason(

@@ -30,10 +30,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import sqlite3
 import tempfile
 from dataclasses import asdict, dataclass
 
+from . import sql
 from .chunking import MAX_CHUNK_BYTES
 from .consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from .diff import plural
@@ -314,7 +314,7 @@ def diagnose(
     store: Store,
     *,
     max_chunk_bytes: int = MAX_CHUNK_BYTES,
-    conn: sqlite3.Connection | None = None,
+    conn: sql.Connection | None = None,
     integrity: bool = True,
 ) -> DoctorReport:
     """Inspect ``store`` and report what may surprise a search. Read-only:
@@ -350,7 +350,7 @@ def diagnose(
     return dataclasses.replace(report, integrity=checks)
 
 
-def check_integrity(source: Store | str, conn: sqlite3.Connection | None = None) -> tuple[IntegrityCheck, ...]:
+def check_integrity(source: Store | str, conn: sql.Connection | None = None) -> tuple[IntegrityCheck, ...]:
     """SQLite's and FTS5's integrity checks, on a private copy.
 
     The copy is made with SQLite's backup API from ``source`` (an open
@@ -367,36 +367,36 @@ def check_integrity(source: Store | str, conn: sqlite3.Connection | None = None)
         failed (damage when SQLite called the file damaged).
     """
     with tempfile.TemporaryDirectory(prefix="rankscope-doctor-") as tmp:
-        copy = sqlite3.connect(os.path.join(tmp, "copy.db"), isolation_level=None)
+        copy = sql.connect(os.path.join(tmp, "copy.db"))
         try:
             try:
                 if isinstance(source, Store):
                     with source.using(conn) as c:
-                        c.backup(copy)
+                        sql.backup(c, copy)
                 else:
                     src = Store._raw_connect(str(source), read_only=True)
                     try:
-                        src.backup(copy)
+                        sql.backup(src, copy)
                     finally:
                         src.close()
-            except sqlite3.Error as exc:
+            except sql.Error as exc:
                 return (IntegrityCheck("copy", (str(exc) or type(exc).__name__,), damage=is_corruption(exc)),)
             return _run_checks(copy)
         finally:
             copy.close()
 
 
-def _run_checks(copy: sqlite3.Connection) -> tuple[IntegrityCheck, ...]:
+def _run_checks(copy: sql.Connection) -> tuple[IntegrityCheck, ...]:
     checks = []
     try:
         lines = [line for (row,) in copy.execute("PRAGMA integrity_check(100)") for line in str(row).splitlines()]
         problems = tuple(line for line in lines if line not in ("ok", "*** in database main ***"))
-    except sqlite3.DatabaseError as exc:
+    except sql.Error as exc:
         problems = (str(exc),)
     checks.append(IntegrityCheck("sqlite", problems))
     try:
         names = {r[0] for r in copy.execute("SELECT name FROM sqlite_master")}
-    except sqlite3.DatabaseError as exc:
+    except sql.Error as exc:
         names = set()
         checks[0] = IntegrityCheck("sqlite", checks[0].problems + (str(exc),))
     for table in FTS_TABLES:
@@ -406,13 +406,13 @@ def _run_checks(copy: sqlite3.Connection) -> tuple[IntegrityCheck, ...]:
         missing = [f"shadow table {table}_{x} is missing" for x in FTS_SHADOWS if f"{table}_{x}" not in names]
         try:
             copy.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
-        except sqlite3.DatabaseError as exc:
+        except sql.Error as exc:
             missing.append(str(exc) or type(exc).__name__)
         checks.append(IntegrityCheck(f"fts5:{table}", tuple(missing)))
     return tuple(checks)
 
 
-def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | None) -> DoctorReport:
+def _diagnose(store: Store, max_chunk_bytes: int, conn: sql.Connection | None) -> DoctorReport:
     with store.using(conn) as c:
         n_sources = int(c.execute("SELECT COUNT(*) FROM sources").fetchone()[0])
         n_chunks = int(c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
@@ -422,10 +422,12 @@ def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | Non
         # source) and untitled chunks (orphans included).
         groups: dict[tuple[str, str], list[int]] = {}
         untitled_notes: list[ChunkNote] = []
+        dec = sql.decode
         for rowid, label, title in c.execute(
-            "SELECT chunks.rowid, sources.label, chunks.title FROM chunks "
+            f"SELECT chunks.rowid, {sql.text('sources.label')}, {sql.text('chunks.title')} FROM chunks "
             "LEFT JOIN sources ON sources.id = chunks.source_id ORDER BY chunks.rowid"
         ):
+            label, title = dec(label), dec(title)
             if label is not None:
                 groups.setdefault((label, title if title is not None else ""), []).append(int(rowid))
             if title is None or not title.strip() or _UNTITLED.fullmatch(title):
@@ -436,9 +438,10 @@ def _diagnose(store: Store, max_chunk_bytes: int, conn: sqlite3.Connection | Non
         )
 
         oversized = tuple(
-            OversizedChunk(int(r), s, t or "", int(n))
+            OversizedChunk(int(r), dec(s), dec(t) or "", int(n))
             for r, s, t, n in c.execute(
-                "SELECT chunks.rowid, sources.label, chunks.title, length(CAST(chunks.content AS BLOB)) AS n "
+                f"SELECT chunks.rowid, {sql.text('sources.label')}, {sql.text('chunks.title')}, "
+                "length(CAST(chunks.content AS BLOB)) AS n "
                 "FROM chunks LEFT JOIN sources ON sources.id = chunks.source_id WHERE n > ? "
                 "ORDER BY n DESC, chunks.rowid",
                 (max_chunk_bytes,),

@@ -7,7 +7,9 @@ schema (``TRACE_SCHEMA_VERSION`` 2):
 * ``id`` (batch only), ``schema_version``, ``query``, ``params`` {limit,
   source, content_type, source_match, sessions}, ``variant``
   (``"reference"`` or ``key=value,...``);
-* ``pool_size``, ``fts_limit``, ``refresh`` {checked, stale, refreshed};
+* ``pool_size``, ``fts_limit``, ``refresh`` {checked, stale, refreshed,
+  method, age_ms} (``method`` and ``age_ms``: how the stale-source answer
+  was found and how old it is, :class:`~engine.model.RefreshReport`);
 * the first pass: ``porter_query``, ``trigram_query``, ``porter`` / ``trigram``
   [{rank, rowid, source, title, bm25, content_type, session_id}],
   ``retriever_errors`` {retriever: message}, ``fused`` [{source, title,
@@ -158,6 +160,8 @@ def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict:
                 "checked": trace.refresh.checked,
                 "stale": list(trace.refresh.stale),
                 "refreshed": trace.refresh.refreshed,
+                "method": trace.refresh.method,
+                "age_ms": trace.refresh.age_ms,
             },
         }
     )

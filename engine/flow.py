@@ -45,7 +45,7 @@ from .pipeline import pass_plan
 from .stages import base_id, depth, stage
 
 if TYPE_CHECKING:
-    import sqlite3
+    from . import sql
 
     from .model import SearchParams
     from .store import Store
@@ -358,7 +358,7 @@ def row_fate(flows: Sequence[Flow], rowid: int) -> Fate | None:
     return best
 
 
-def fate(store: "Store", trace: Trace, rowid: int, conn: "sqlite3.Connection | None" = None) -> Fate:
+def fate(store: "Store", trace: Trace, rowid: int, conn: "sql.Connection | None" = None) -> Fate:
     """Where chunk ``rowid`` ended up in ``trace``: :func:`row_fate` of its
     flows when a retriever returned it (no store access), else why-not's
     exit (it then looks beyond the trace: filters, uncapped runs, the typo

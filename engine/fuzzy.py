@@ -18,12 +18,17 @@ in words, one function per code.
 
 from __future__ import annotations
 
-import sqlite3
+import dataclasses
+import typing
 
 from rapidfuzz.distance import Levenshtein
 
+from . import sql
 from .jsstr import js_to_lower, js_trim, utf16_len, utf16_units
 from .model import Correction, Exit
+
+if typing.TYPE_CHECKING:
+    from .store import Store
 
 VOCAB_SQL = "SELECT word FROM vocabulary WHERE length(word) BETWEEN ? AND ? ORDER BY rowid"
 
@@ -37,7 +42,7 @@ def max_edit_distance(length: int) -> int:
     return 3
 
 
-def correct_word(conn: sqlite3.Connection, word: str) -> Correction:
+def correct_word(conn: sql.Connection, word: str) -> Correction:
     """Correct one word against ``vocabulary``.
 
     Returns:
@@ -83,3 +88,17 @@ def _fuzzy_not_attempted(e: Exit) -> str:
 FUZZY_EXIT_SENTENCES = {"fuzzy-not-attempted": _fuzzy_not_attempted}
 #: The names in each code's exit data.
 FUZZY_EXIT_DATA = {"fuzzy-not-attempted": ("corrected_query", "first_pass_results", "shadow")}
+def correct_word_cached(store: Store, conn: sql.Connection, word: str) -> Correction:
+    """:func:`correct_word`, answered from ``store.corrections`` when this
+    word was corrected before at the same store data version (the version
+    ``conn``'s read transaction noted: :meth:`engine.store.Store.begin_read`;
+    outside one, nothing is cached). The reference caches corrections too
+    (256 words, least recently used first out); a hit is marked ``cached``."""
+    version = getattr(conn, "read_version", None) if conn.in_transaction else None
+    key = js_trim(js_to_lower(word))
+    hit = store.corrections.get(version, key)
+    if hit is not None:
+        return dataclasses.replace(hit, cached=True)
+    fresh = correct_word(conn, word)
+    store.corrections.put(version, key, fresh)
+    return fresh

@@ -227,7 +227,10 @@ class RetrieverRun:
         hits: rows in SQL order (bm25 ascending).
         skipped: why the retriever did not run, or ``None``.
         error: an SQLite error message (the run is then empty), or ``None``.
-        elapsed_ms: time spent in SQL.
+        elapsed_ms: time spent in SQL (for a cached run: in the cache lookup).
+        cached: the run was served from the store's run cache (computed by
+            an earlier search of the same store data version with the same
+            sanitised query, row limit and filters; see :mod:`engine.cache`).
     """
 
     name: str
@@ -237,6 +240,7 @@ class RetrieverRun:
     skipped: str | None = None
     error: str | None = None
     elapsed_ms: float = 0.0
+    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -618,6 +622,8 @@ class Correction:
         distance: edit distance of the chosen correction, else ``None``.
         exact: the word itself is in the vocabulary.
         candidates_scanned: vocabulary rows read (length window).
+        cached: served from the store's correction cache (the reference
+            caches corrections too; see :mod:`engine.cache`).
     """
 
     word: str
@@ -627,6 +633,7 @@ class Correction:
     distance: int | None = None
     exact: bool = False
     candidates_scanned: int = 0
+    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -706,6 +713,16 @@ class RefreshReport:
         refreshed: whether they were re-indexed (``False`` for read-only stores,
             which are never written: the labels are then what *would* refresh).
         errors: ``(label, message)`` for sources that could not be checked.
+        elapsed_ms: time the stage took, milliseconds.
+        method: how the answer was found (:mod:`engine.freshness`):
+            ``"scan"`` (every file examined now, as the reference does),
+            ``"watch"`` (files examined again only where the file system
+            reported a change since the previous search; as current as a scan)
+            or ``"background"`` (a background examination's answer).
+        age_ms: how long ago the examination behind the answer started,
+            milliseconds: 0 for ``scan`` and ``watch``; for ``background`` a
+            change newer than this may not be in the answer yet.
+        examined: files examined (``stat``-ed) for this search.
     """
 
     checked: int = 0
@@ -713,6 +730,9 @@ class RefreshReport:
     refreshed: bool = False
     errors: tuple[tuple[str, str], ...] = ()
     elapsed_ms: float = 0.0
+    method: str = "scan"
+    age_ms: float = 0.0
+    examined: int = 0
 
 
 @dataclass(frozen=True)

@@ -21,23 +21,21 @@ candidate's path (:mod:`engine.paths`).
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from .fuzzy import correct_word
+from . import sql
+from .fuzzy import correct_word_cached
 from .model import FinalResult, FuzzyStage, RefreshReport, Run, SearchParams, Trace
 from .paths import run_paths
 from .pool import pool_size_for
 from .query import fuzzy_words
-from .retrieve import fts_limit_for, runs_retriever
+from .retrieve import fts_limit_for, retrieve_pair, runs_retriever
+from .runcache import RunCache
 from .stage_api import PassContext
 from .stages import PASS_STAGES, RETRIEVERS, Stage
 from .store import Store, elapsed_ms, sqlite_errors
-
-if TYPE_CHECKING:
-    from .runcache import RunCache
 
 __all__ = ["fts_limit_for", "pass_plan", "pool_size_for", "run_pass", "search", "variant_skips"]
 
@@ -63,7 +61,7 @@ def variant_skips(params: SearchParams) -> dict[str, str]:
 
 
 def run_pass(
-    conn: sqlite3.Connection,
+    conn: sql.Connection,
     store: Store,
     params: SearchParams,
     query: str,
@@ -78,18 +76,30 @@ def run_pass(
     each (``timings`` gets ``(stage id, ms)``, ids prefixed ``fuzzy:`` in
     the re-run), and record every candidate's path (``paths=False``: leave
     ``run.paths`` empty). With ``runs``, the retriever stages take their
-    runs from that cache."""
+    runs from that cache (default: an exact handle on the store's run
+    cache, :mod:`engine.runcache`). The retrievers the variant runs are
+    fetched first, together (:func:`engine.retrieve.retrieve_pair`: at
+    once on two connections for a large store), and each retriever stage's
+    time is its own statement's (or cache lookup's)."""
     prefix = "fuzzy:" if pass_name == "fuzzy" else ""
+    if runs is None:
+        runs = RunCache(store, exact=True)
+    wanted = [name for name in RETRIEVERS if runs_retriever(params, name)]
+    prefetched = retrieve_pair(store, conn, wanted, query, fts_limit, params.source, params.source_match,
+                               params.content_type, runs=runs)
     records: list[tuple[str, object]] = []
     done: dict[str, object] = {}
     retrievers: list = []
     items: tuple = ()
     for spec in pass_plan(params):
         assert spec.hooks is not None
-        ctx = PassContext(conn, store, params, query, pool_size, fts_limit, dict(done), tuple(retrievers), runs)
+        ctx = PassContext(conn, store, params, query, pool_size, fts_limit, dict(done), tuple(retrievers), runs,
+                          prefetched)
         start = time.perf_counter()
         record = spec.hooks.step(ctx, items)
         ms = elapsed_ms(start)
+        if spec.kind == "retriever" and spec.id in prefetched:
+            ms = record.elapsed_ms  # fetched by retrieve_pair: its own statement's time
         record = replace(record, elapsed_ms=ms)
         timings.append((prefix + spec.id, ms))
         records.append((spec.id, record))
@@ -104,24 +114,12 @@ def run_pass(
     return replace(run, paths=run_paths(run)) if paths else run
 
 
-def _refresh(store: Store, conn: sqlite3.Connection) -> RefreshReport:
-    start = time.perf_counter()
-    if not store.schema.has_file_columns:
-        return RefreshReport()
-    checked = conn.execute("SELECT COUNT(*) FROM sources WHERE file_path IS NOT NULL").fetchone()[0]
-    if not checked:
-        return RefreshReport(elapsed_ms=elapsed_ms(start))
-    if store.read_only or conn is not store.conn:
-        stale, errors = store.stale_sources(conn)
-        return RefreshReport(
-            checked, tuple(s[0] for s in stale), False, tuple(errors), elapsed_ms(start)
-        )
-    done, errors = store.refresh_stale()
-    return RefreshReport(checked, tuple(done), True, tuple(errors), elapsed_ms(start))
+def _refresh(store: Store, conn: sql.Connection) -> RefreshReport:
+    return store.refresh_for_search(conn)
 
 
 def _fuzzy(
-    conn: sqlite3.Connection,
+    conn: sql.Connection,
     store: Store,
     params: SearchParams,
     first: Run,
@@ -142,8 +140,10 @@ def _fuzzy(
     shadow = bool(found)
     start = time.perf_counter()
     words = fuzzy_words(params.query)
-    correct = runs.correction if runs is not None else correct_word
-    corrections = tuple(correct(conn, w) for w in words)
+    if runs is not None:
+        corrections = tuple(runs.correction(conn, w) for w in words)
+    else:
+        corrections = tuple(correct_word_cached(store, conn, w) for w in words)
     corrected_query = " ".join(c.corrected or c.word for c in corrections)
     ms = elapsed_ms(start)
     timings.append(("fuzzy", ms))
@@ -245,7 +245,7 @@ def _empty_reason(
 def search(
     store: Store,
     params: SearchParams,
-    conn: sqlite3.Connection | None = None,
+    conn: sql.Connection | None = None,
     *,
     runs: "RunCache | None" = None,
     refresh: bool = True,
@@ -259,10 +259,12 @@ def search(
         params: the validated search parameters.
         conn: a connection from ``store.connect()`` when searching from
             another thread; defaults to the store's own connection.
-        runs: reuse retriever runs and typo corrections from this cache
-            (:mod:`engine.runcache`). When this call begins the read
-            transaction it syncs the cache first; when ``conn`` is already
-            in a transaction, the caller synced it before that began.
+        runs: the handle on the store's run cache the retrievers go through
+            (:class:`engine.runcache.RunCache`); default: an exact one (a
+            run is reused only at the same row count). Runs and corrections
+            are reused for the data version noted when this call begins the
+            read transaction (:meth:`engine.store.Store.begin_read`); inside
+            a transaction the caller began otherwise, nothing is reused.
         refresh: ``False`` skips the stale-source check (its report is then
             empty): for re-runs of a search that just checked.
         paths: ``False`` leaves every ``run.paths`` empty: for a re-run
@@ -282,7 +284,7 @@ def search(
 
 
 def _search(
-    store: Store, params: SearchParams, conn: sqlite3.Connection | None, runs: "RunCache | None", check: bool,
+    store: Store, params: SearchParams, conn: sql.Connection | None, runs: "RunCache | None", check: bool,
     paths: bool,
 ) -> Trace:
     with store.using(conn) as c:
@@ -292,24 +294,16 @@ def _search(
         pool_size = pool_size_for(params)
         fts_limit = fts_limit_for(params, pool_size)
         # One read transaction for every stage: against a live writer (WAL)
-        # all stages see the same snapshot.
-        own_txn = not c.in_transaction
-        if own_txn:
-            if runs is not None:
-                runs.sync()
-            c.execute("BEGIN")
+        # all stages see the same snapshot (the run and correction caches key
+        # on the data version it notes).
+        own_txn = store.begin_read(c)
         try:
             first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings, runs=runs, paths=paths)
             fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings, runs, paths)
         except BaseException:
-            if own_txn and c.in_transaction:
-                try:
-                    c.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # the error already propagating says more
+            store.end_read(c, own_txn, failed=True)
             raise
-        if own_txn and c.in_transaction:
-            c.execute("COMMIT")
+        store.end_read(c, own_txn)
     if first.filter.kept:
         layer, results = "rrf", first.results
     elif fuzzy.rerun is not None and fuzzy.rerun.filter.kept and not fuzzy.shadow:

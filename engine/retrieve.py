@@ -3,7 +3,9 @@
 Each runs ``MATCH`` with its sanitised query, joined to ``sources`` for the
 label, ordered by ``bm25(table, 5.0, 1.0)`` ascending (title weight 5,
 content weight 1; FTS5 ranks are negative), limited to the candidate count,
-and returns ``highlight(table, 1, char(2), char(3))`` of the content.
+and returns ``highlight(table, 1, char(2), char(3))`` of the content. FTS5
+itself orders the matches (:func:`build_sql`), so only the rows returned are
+joined and highlighted.
 Optional filters run in SQL: source label (``LIKE '%label%'`` with ``\\``,
 ``%`` and ``_`` escaped, ``ESCAPE '\\'``; or ``=`` in exact mode) and content
 type. All values are bound parameters.
@@ -14,30 +16,56 @@ A chunk neither returns leaves at the ``retrieve`` stage; the codes for it
 (:data:`RETRIEVE_SENTENCES`) are decided by :mod:`engine.why`, which looks
 further (uncapped runs, filters), except ``not-retrieved``, which says only
 that no retriever returned it.
+
+:func:`retrieve_pair` runs both for one pass of the pipeline: runs computed
+before at the same store data version come from the store's run cache, and
+the two statements run at once on two connections that see the same
+snapshot (SQLite releases the GIL while it works), each timed on its own.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
 
+from . import sql
 from .model import Exit, Hit, RetrieverRun, SearchParams
 from .query import sanitize_porter, sanitize_trigram
 from .stage_api import PassContext, StageHooks
-from .store import SchemaInfo, elapsed_ms, is_corruption
+from .store import SchemaInfo, Store, elapsed_ms, is_corruption
 from .words import abbreviate, plural
+
+if TYPE_CHECKING:
+    from .runcache import RunCache
 
 TABLES = {"porter": "chunks", "trigram": "chunks_trigram"}
 
 
-def is_query_error(exc: sqlite3.Error) -> bool:
+def is_query_error(exc: BaseException) -> bool:
     """True for an error of the query itself (an FTS5 syntax error, SQLite's
     generic ``SQLITE_ERROR``), which a run records; False for a store that
     cannot be read (damaged, locked, I/O), which is raised."""
     if is_corruption(exc):
         return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is None or code & 0xFF == 1
+    code = sql.primary_code(exc)
+    return code is None or code == 1
+
+
+def _shadow_missing(conn: sql.Connection, table: str) -> bool:
+    """True when one of FTS5's shadow tables of ``table`` is missing: the
+    damage is then this retriever's alone (the other one still answers, and
+    the run records the error; ``rankscope doctor`` reports it). SQLite 3.54
+    reports a missing shadow table as ``SQLITE_CORRUPT`` (3.40 said ``SQL
+    logic error``), so the code alone no longer tells it from damaged pages."""
+    from .store import FTS_SHADOWS
+
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sql.Error:
+        return False
+    return table in names and any(f"{table}_{x}" not in names for x in FTS_SHADOWS)
 
 
 def like_pattern(source: str) -> str:
@@ -52,8 +80,20 @@ def build_sql(
     source: str | None,
     source_match: str,
     content_type: str | None,
+    *,
+    reference: bool = False,
 ) -> tuple[str, list[str]]:
     """SQL for one retriever and the names of its parameters in order.
+
+    ``reference=True`` gives the reference's own statement: ``bm25(t, 5.0,
+    1.0) AS rank ... ORDER BY rank`` sorts every matching row in SQLite's
+    sorter, so each one is joined to ``sources`` and carries its title,
+    content and ``highlight()`` into the sort. The default asks FTS5 to rank
+    with the same function (``t.rank MATCH 'bm25(5.0, 1.0)'``, ``ORDER BY
+    t.rank``): FTS5 scores every match and sorts them itself, and SQLite
+    joins, filters and highlights rows in that order only until ``LIMIT``
+    rows passed. Same rows, same order (ties in rowid order in both), same
+    values; at 100,000 chunks about a third less time (docs/performance.md).
 
     Returns:
         ``(sql, param_names)`` where names are drawn from ``match``,
@@ -66,7 +106,7 @@ def build_sql(
         raise ValueError(f"retriever must be 'porter' or 'trigram'; got {retriever!r}")
     t = TABLES[retriever]
     session = schema.session_column(t)
-    where = [f"{t} MATCH ?"]
+    where = [f"{t} MATCH ?"] if reference else [f"{t} MATCH ?", f"{t}.rank MATCH 'bm25(5.0, 1.0)'"]
     names = ["match"]
     if source:
         where.append("sources.label = ?" if source_match == "exact" else "sources.label LIKE ? ESCAPE '\\'")
@@ -75,17 +115,19 @@ def build_sql(
         where.append(f"{t}.content_type = ?")
         names.append("content_type")
     names.append("limit")
-    sql = (
-        f"SELECT {t}.rowid, {t}.title, {t}.content, {t}.content_type, sources.label, "
-        f"bm25({t}, 5.0, 1.0) AS rank, highlight({t}, 1, char(2), char(3)) AS highlighted, {session} "
+    x = sql.text
+    rank, order = (f"bm25({t}, 5.0, 1.0)", "rank") if reference else (f"{t}.rank", f"{t}.rank")
+    statement = (
+        f"SELECT {t}.rowid, {x(t + '.title')}, {x(t + '.content')}, {t}.content_type, {x('sources.label')}, "
+        f"{rank} AS rank, {x(f'highlight({t}, 1, char(2), char(3))')} AS highlighted, {x(session)} "
         f"FROM {t} JOIN sources ON sources.id = {t}.source_id "
-        f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?"
+        f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
     )
-    return sql, names
+    return statement, names
 
 
 def retrieve(
-    conn: sqlite3.Connection,
+    conn: sql.Connection,
     schema: SchemaInfo,
     retriever: str,
     query: str,
@@ -105,13 +147,13 @@ def retrieve(
         A :class:`RetrieverRun` with 1-based ranks.
 
     Raises:
-        sqlite3.DatabaseError: the store itself cannot be read (damaged
+        engine.sql.Error: the store itself cannot be read (damaged
             pages, locked, I/O error): see :func:`is_query_error`.
     """
     sanitized = sanitize_porter(query, "OR") if retriever == "porter" else sanitize_trigram(query, "OR")
     if not sanitized:
         return RetrieverRun(retriever, "", fts_limit, (), skipped="query has no word of 3+ characters")
-    sql, names = build_sql(retriever, schema, source, source_match, content_type)
+    statement, names = build_sql(retriever, schema, source, source_match, content_type)
     values = {
         "match": sanitized,
         "source": source if source_match == "exact" else like_pattern(source or ""),
@@ -120,25 +162,26 @@ def retrieve(
     }
     start = time.perf_counter()
     try:
-        rows = conn.execute(sql, [values[n] for n in names]).fetchall()
-    except sqlite3.Error as exc:
-        if not is_query_error(exc):
+        rows = conn.execute(statement, [values[n] for n in names]).fetchall()
+    except sql.Error as exc:
+        if not is_query_error(exc) and not _shadow_missing(conn, TABLES[retriever]):
             raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
         return RetrieverRun(
             retriever, sanitized, fts_limit, (), error=f"{type(exc).__name__}: {exc}",
             elapsed_ms=elapsed_ms(start),
         )
+    dec = sql.decode
     hits = tuple(
         Hit(
             rank=i + 1,
             rowid=int(r[0]),
-            source=r[4],
-            title=r[1] if r[1] is not None else "",
-            content=r[2] if r[2] is not None else "",
+            source=dec(r[4]),
+            title=dec(r[1]) if r[1] is not None else "",
+            content=dec(r[2]) if r[2] is not None else "",
             content_type=r[3] if r[3] is not None else "prose",
-            session_id=r[7] if r[7] is not None else "",
+            session_id=dec(r[7]) if r[7] is not None else "",
             bm25=float(r[5]),
-            highlighted=r[6] if r[6] is not None else "",
+            highlighted=dec(r[6]) if r[6] is not None else "",
         )
         for i, r in enumerate(rows)
     )
@@ -163,10 +206,14 @@ def runs_retriever(params: SearchParams, name: str) -> bool:
 def _step(name: str):
     def step(ctx: PassContext, items: tuple) -> RetrieverRun:
         """Run retriever ``name`` for ``ctx.query`` (a skipped run when the
-        variant leaves it out), through ``ctx.runs`` when a run cache is given."""
+        variant leaves it out): the run :func:`retrieve_pair` made for this
+        pass (``ctx.prefetched``), else through the run cache ``ctx.runs``,
+        else the statement itself."""
         p = ctx.params
         if not runs_retriever(p, name):
             return RetrieverRun(name, "", ctx.fts_limit, (), skipped=f"variant: {p.variant.retrievers} retriever only")
+        if name in ctx.prefetched:
+            return ctx.prefetched[name]
         run = ctx.runs.run if ctx.runs is not None else retrieve
         return run(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match,
                    p.content_type)
@@ -242,3 +289,87 @@ RETRIEVE_DATA = {
     "beyond-fts-limit": ("rank", "fts_limit"),
     "not-retrieved": (),
 }
+
+
+# ─── both retrievers of a pass ──────────────────────────────────────────────
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+#: Threads that run a search's second retriever (several searches may run at once).
+POOL_THREADS = 4
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="rankscope-retriever")
+        return _POOL
+
+
+def retrieve_pair(
+    store: Store,
+    conn: sql.Connection,
+    names: tuple[str, ...] | list[str],
+    query: str,
+    fts_limit: int,
+    source: str | None = None,
+    source_match: str = "like",
+    content_type: str | None = None,
+    *,
+    runs: "RunCache",
+) -> dict[str, RetrieverRun]:
+    """Run the retrievers ``names`` (``"porter"``, ``"trigram"``) for ``query``.
+
+    * A run the store's run cache holds for this data version (the one
+      ``conn``'s :meth:`~engine.store.Store.begin_read` noted) is answered
+      by the handle ``runs`` (:class:`engine.runcache.RunCache`;
+      ``cached=True``, ``elapsed_ms`` is then the lookup's time).
+    * When both must run and ``conn`` is a file store's read transaction,
+      the second is handed to a worker thread, on another connection of the
+      store whose snapshot is the same as ``conn``'s
+      (:meth:`~engine.store.Store.parallel_reader`), while the first runs
+      here; if no worker has started it by the time the first is done (a
+      short statement, a busy machine), it runs here too, on that
+      connection, rather than waiting for a thread to wake. Otherwise both
+      run one after the other on ``conn``. Each run's ``elapsed_ms`` is its
+      own statement's time.
+
+    Returns:
+        ``{name: RetrieverRun}`` for every name given.
+
+    Raises:
+        engine.sql.Error: the store cannot be read (as :func:`retrieve`).
+    """
+    args = (query, fts_limit, source, source_match, content_type)
+    out: dict[str, RetrieverRun] = {}
+    todo: list[str] = []
+    for name in names:
+        hit = runs.lookup(conn, name, *args)
+        if hit is None:
+            todo.append(name)
+        else:
+            out[name] = hit
+    if len(todo) == 2 and store.can_read_in_parallel(conn):
+        with store.parallel_reader(conn) as reader:
+            if reader is not None:
+                reader.read_version = conn.read_version  # same snapshot: the runs it makes are kept too
+                try:
+                    second: Future = _pool().submit(runs.run, reader, store.schema, todo[1], *args)
+                    try:
+                        out[todo[0]] = runs.run(conn, store.schema, todo[0], *args)
+                    finally:
+                        if not second.cancel():
+                            wait([second])  # the reader goes back to the store only when its statement is done
+                    if second.cancelled():
+                        # no thread had picked it up by the time the first was done (a short
+                        # statement, a busy machine): run it here, on the same snapshot
+                        out[todo[1]] = runs.run(reader, store.schema, todo[1], *args)
+                    else:
+                        out[todo[1]] = second.result()
+                finally:
+                    reader.read_version = None
+                todo = []
+    for name in todo:
+        out[name] = runs.run(conn, store.schema, name, *args)
+    return out

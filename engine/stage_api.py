@@ -16,10 +16,10 @@ milliseconds with :func:`dataclasses.replace`).
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from . import sql
 from .model import Candidate, Exit, Hit, RetrieverRun, SearchParams
 
 if TYPE_CHECKING:
@@ -45,9 +45,11 @@ class PassContext:
         retrievers: the retriever runs of this pass so far, in table order.
         runs: a :class:`~engine.runcache.RunCache` the retriever stages take
             their runs from (``None``: run the SQL every time).
+        prefetched: retriever runs already made for this pass, by id
+            (:func:`engine.retrieve.retrieve_pair` runs both at once).
     """
 
-    conn: sqlite3.Connection
+    conn: sql.Connection
     store: "Store"
     params: SearchParams
     query: str
@@ -56,6 +58,7 @@ class PassContext:
     records: Mapping[str, Any] = field(default_factory=dict)
     retrievers: tuple[RetrieverRun, ...] = ()
     runs: Any = None
+    prefetched: Mapping[str, RetrieverRun] = field(default_factory=dict)
 
 
 #: ``sentence(exit) -> str``: one code's exit put in words (a short phrase,

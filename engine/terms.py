@@ -23,10 +23,10 @@ tokenizer runs in a connection of its own. Pure Python; no Textual.
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import sql
 from .query import porter_words, sanitize_porter, sanitize_trigram
 from .retrieve import TABLES
 from .model import RetrieverRun
@@ -65,7 +65,7 @@ class Stems:
         return {"word": self.word, "stems": list(self.stems)}
 
 
-def tokenizer_of(store: "Store", conn: sqlite3.Connection | None = None) -> str:
+def tokenizer_of(store: "Store", conn: sql.Connection | None = None) -> str:
     """The ``tokenize`` option of the store's ``chunks`` table (e.g.
     ``"porter unicode61"``); :data:`DEFAULT_TOKENIZER` when it names none."""
     with store.using(conn) as c:
@@ -80,9 +80,9 @@ def tokenize(words: list[str], tokenizer: str = DEFAULT_TOKENIZER) -> list[tuple
     """The tokens SQLite's FTS5 ``tokenizer`` makes of each word, in order.
 
     Raises:
-        sqlite3.Error: SQLite does not know the tokenizer.
+        sql.Error: SQLite does not know the tokenizer.
     """
-    conn = sqlite3.connect(":memory:")
+    conn = sql.connect(":memory:")
     try:
         spec = tokenizer.replace("'", "''")
         conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{spec}')")
@@ -96,7 +96,7 @@ def tokenize(words: list[str], tokenizer: str = DEFAULT_TOKENIZER) -> list[tuple
         conn.close()
 
 
-def porter_stems(store: "Store", query: str, conn: sqlite3.Connection | None = None) -> tuple[Stems, ...]:
+def porter_stems(store: "Store", query: str, conn: sql.Connection | None = None) -> tuple[Stems, ...]:
     """Each word of the Porter query for ``query`` with its tokens
     (``throttling`` → ``throttl``), from the store's own tokenizer.
 
@@ -169,7 +169,7 @@ def marked_spans(marked: str, content: str) -> tuple[tuple[int, int], ...]:
     return tuple(spans)
 
 
-def match_spans(store: "Store", query: str, rowid: int, conn: sqlite3.Connection | None = None) -> MatchSpans:
+def match_spans(store: "Store", query: str, rowid: int, conn: sql.Connection | None = None) -> MatchSpans:
     """Where ``query`` (raw text; sanitised here as each retriever does)
     matched chunk ``rowid``, by FTS5's ``highlight()`` on both tables.
 
@@ -184,8 +184,8 @@ def match_spans(store: "Store", query: str, rowid: int, conn: sqlite3.Connection
     queries = {"porter": sanitize_porter(query, "OR"), "trigram": sanitize_trigram(query, "OR")}
     spans: dict[str, tuple[tuple[int, int], ...]] = {}
     with sqlite_errors(store.path), store.using(conn) as c:
-        row = c.execute("SELECT content FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
-        content = (row[0] or "") if row else ""
+        row = c.execute(f"SELECT {sql.text('content')} FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
+        content = (sql.decode(row[0]) or "") if row else ""
         for name, match in queries.items():
             spans[name] = ()
             if not match or not content:

@@ -43,10 +43,10 @@ Python; no Textual.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from . import sql
 from .fuzzy import correct_word
 from .jsstr import js_to_lower
 from .model import Candidate, Hit, RetrieverRun, Run, SearchParams, Trace
@@ -166,8 +166,9 @@ class Explanation:
 
 
 def _rows_to_refs(rows) -> list[ChunkRef]:
+    dec = sql.decode
     return [
-        ChunkRef(int(r[0]), r[1] or "", r[2] or "", r[3] or "prose", r[4] or "", r[5] or "")
+        ChunkRef(int(r[0]), dec(r[1]) or "", dec(r[2]) or "", r[3] or "prose", dec(r[4]) or "", dec(r[5]) or "")
         for r in rows
     ]
 
@@ -177,7 +178,7 @@ def find_chunks(
     *,
     key: str | None = None,
     rowid: int | None = None,
-    conn: sqlite3.Connection | None = None,
+    conn: sql.Connection | None = None,
 ) -> list[ChunkRef]:
     """The chunks named by a ``source::title`` key (all of them, rowid
     order) or by a row id (one).
@@ -189,9 +190,10 @@ def find_chunks(
     """
     if (key is None) == (rowid is None):
         raise ValueError("name exactly one chunk: give key='source::title' or rowid=N")
+    t = sql.text
     select = (
-        f"SELECT chunks.rowid, sources.label, chunks.title, chunks.content_type, {store.schema.session_column()}, "
-        "chunks.content FROM chunks JOIN sources ON sources.id = chunks.source_id "
+        f"SELECT chunks.rowid, {t('sources.label')}, {t('chunks.title')}, chunks.content_type, "
+        f"{t(store.schema.session_column())}, {t('chunks.content')} FROM chunks JOIN sources ON sources.id = chunks.source_id "
     )
     with store.using(conn) as c:
         if rowid is not None:
@@ -213,15 +215,16 @@ def find_chunks(
         if "::" not in key:
             raise ChunkNotFoundError(f"{key!r} is not a source::title key (no '::' in it)")
         labels = [
-            lbl for (lbl,) in c.execute("SELECT label FROM sources WHERE ? LIKE label || '::%'", (key,)).fetchall()
+            lbl for lbl in (sql.decode(r[0]) for r in c.execute(
+                f"SELECT {sql.text('label')} FROM sources WHERE ? LIKE label || '::%'", (key,)).fetchall())
             if key.startswith(lbl + "::")
         ]
         if not labels:
             source = key.split("::", 1)[0]
             raise ChunkNotFoundError(f"no chunk has key {key!r}: no source is labelled {source!r}")
         titles = [
-            t for (t,) in c.execute(
-                "SELECT DISTINCT chunks.title FROM chunks JOIN sources ON sources.id = chunks.source_id "
+            sql.decode(r[0]) for r in c.execute(
+                f"SELECT DISTINCT {sql.text('chunks.title')} FROM chunks JOIN sources ON sources.id = chunks.source_id "
                 "WHERE sources.label = ? ORDER BY chunks.rowid LIMIT 6",
                 (labels[-1],),
             ).fetchall()
@@ -268,7 +271,7 @@ def _fts_words(trace: Trace, params: SearchParams) -> str:
 class _Ctx:
     """Shared state of one :func:`why_not` call (connection, caches)."""
 
-    def __init__(self, store: Store, conn: sqlite3.Connection, params: SearchParams, trace: Trace):
+    def __init__(self, store: Store, conn: sql.Connection, params: SearchParams, trace: Trace):
         self.store, self.conn, self.params, self.trace = store, conn, params, trace
         self._full: dict[tuple[str, str], RetrieverRun] = {}
         self._total: int | None = None
@@ -305,7 +308,7 @@ class _Ctx:
 
 
 def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
-                      conn: sqlite3.Connection | None = None) -> list[str]:
+                      conn: sql.Connection | None = None) -> list[str]:
     """Up to ``n`` words that characterise ``chunk``: its vocabulary words
     (lower-cased, 3+ characters, no stopwords; title first), ordered by how
     few chunks contain them (Porter document frequency), then by how often
@@ -317,7 +320,7 @@ def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
     for i, w in enumerate(words):
         try:
             df = c.execute("SELECT COUNT(*) FROM chunks WHERE chunks MATCH ?", ('"' + w.replace('"', "") + '"',)).fetchone()[0]
-        except sqlite3.Error as exc:
+        except sql.Error as exc:
             if is_corruption(exc):
                 raise
             continue
@@ -638,7 +641,7 @@ def why_not(
     key: str | None = None,
     rowid: int | None = None,
     trace: Trace | None = None,
-    conn: sqlite3.Connection | None = None,
+    conn: sql.Connection | None = None,
 ) -> list[Explanation]:
     """Explain where a chunk left the pipeline for ``params`` (or where it
     ended up in the answer).

@@ -124,16 +124,16 @@ def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
 
 
 def test_main_turns_stray_errors_into_one_line(monkeypatch, capsys):
-    """The last-resort handlers: a StoreError, an sqlite3.DatabaseError or an
-    OSError escaping a command is one line, exit 2."""
-    import sqlite3
+    """The last-resort handlers: a StoreError, an SQLite error (engine.sql.Error)
+    or an OSError escaping a command is one line, exit 2."""
+    import apsw
 
     import tui.cli.search as cli
     from engine import StoreError
 
     for exc, text in (
         (StoreError("/x.db: gone"), "/x.db: gone"),
-        (sqlite3.DatabaseError("disk I/O error"), "SQLite error: disk I/O error"),
+        (apsw.IOError("disk I/O error"), "SQLite error: disk I/O error"),
         (OSError(28, "No space left on device", "/out.json"), "No space left on device: /out.json"),
     ):
         def boom(*a, exc=exc, **kw):
@@ -322,3 +322,48 @@ def test_compare_help_spec_example_is_not_cut():
     out = runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "80"}).output
     assert "…" not in out
     assert "--b key=rowid,rrf_k=10" in out
+
+
+# ─── search output at 80 and 120 columns ────────────────────────────────
+
+
+def _names(path: str) -> list[str]:
+    """A path's names, each with its slash: ``docs/``, ``configuration.md``."""
+    import re
+
+    return re.findall(r"[^/]*/|[^/]+", path)
+
+
+@pytest.mark.parametrize("columns", ["80", "120"])
+def test_search_output_keeps_paths_whole_and_explains_every_fused_row(sample_db, columns):
+    """Paths wrap only after a slash (``docs/`` over ``configuration.md``,
+    never ``docs/configurati`` over ``on.md``); the fusion table names each
+    candidate's source and says what became of it: removed by the session
+    filter (with the session), merged (``merged row 121``, one row), or its
+    place in the answer."""
+    args = ["search", "retention", "--db", str(sample_db), "--session", "sess-docs"]
+    data = json.loads(runner.invoke(app, args + ["--json"]).output)
+    r = runner.invoke(app, args, env={"COLUMNS": columns})
+    assert r.exit_code == 0, r.output
+    out = r.output
+    sources = {f["source"] for f in data["final"]} | {c["source"] for c in data["fused"][:10]}
+    assert len(sources) >= 8
+    cells = [cell.strip() for line in out.splitlines() for cell in line.split("│")]
+    for source in sources:
+        for name in _names(source):  # every name whole in one cell line (or the whole path)
+            assert any(name in cell for cell in cells), (source, name)
+    fusion = out[out.index("Fusion (RRF): top 10"):]
+    header = fusion.splitlines()[2]
+    assert ("source" in header.split("┃")[3]) if columns == "120" else ("title / source" in header)
+    assert "merged rows 121" not in out
+    notes: list[str] = []  # the note column, row by row (a row's cell spans several lines)
+    for line in fusion.splitlines():
+        cells = line.split("│")[1:-1]
+        if cells:
+            if cells[0].strip():
+                notes.append("")
+            notes[-1] = (notes[-1] + " " + cells[-1].strip()).strip()
+    assert len(notes) == 10 and all(notes), notes
+    assert notes[0].startswith("merged row 121; removed by the session filter")
+    assert sum(n.endswith("removed by the session filter (session 'sess-ops')") for n in notes) >= 4
+    assert [n for n in notes if n.startswith("in the answer")] == [f"in the answer at #{k}" for k in (1, 2, 3)]

@@ -164,7 +164,7 @@ def test_a_failing_retriever_is_a_warning_in_the_search_output(stores, kind, ret
     r = runner.invoke(app, ["search", "zebra", "--db", str(path)])
     assert r.exit_code == 0, r.output
     first = " ".join(r.output.split("porter:")[0].split())
-    assert first.startswith(f"warning: the {retriever} retriever failed (OperationalError: SQL logic error)")
+    assert first.startswith(f"warning: the {retriever} retriever failed (CorruptError: database disk image is malformed)")
     assert f"check it with: rankscope doctor --db {path}" in first
     r = runner.invoke(app, ["compare", "zebra", "--db", str(path), "--b", "key=rowid"])
     assert r.exit_code == 0 and f"A: warning: the {retriever} retriever failed" in " ".join(r.output.split())

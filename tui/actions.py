@@ -130,8 +130,8 @@ class Action:
 
     @property
     def keys_shown(self) -> str:
-        """The F1 key column: every key as shown (``ctrl+l  /``), or ``ctrl+p`` for a palette-only action."""
-        return "  ".join(k.shown for k in self.keys) if self.keys else PALETTE_KEY
+        """The F1 key column: every key as shown, once (``ctrl+l  /``), or ``ctrl+p`` for a palette-only action."""
+        return "  ".join(dict.fromkeys(k.shown for k in self.keys)) if self.keys else PALETTE_KEY
 
     @property
     def palette_help_line(self) -> str:
@@ -168,9 +168,13 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         "leave-query", "screen.query_down",
-        (Key("down", "↓", owner="query", id="query.leave", key_display="↓",
-             priority=True, tooltip="Move from the query box to the results (or the visible pane); "
-                                    "after ↑, the next newer query of the history"),
+        # one binding per pane ↓ can go to, so the footer names the one it goes to (Results, or on a
+        # narrow screen the pane shown); the browser enables the one that applies (check_action)
+        (*(Key("down", "↓", owner="query", action=f"screen.query_down('{pane}')",
+               id="query.leave" + ("" if pane == "results" else f"-{pane}"), label=label, key_display="↓",
+               priority=True, tooltip=f"Move from the query box to the {pane} pane (the one shown); "
+                                      "after ↑, the next newer query of the history")
+           for pane, label in (("results", "Results"), ("stages", "Stages"), ("journey", "Journey"))),
          Key("tab", "Tab", action="focus_next", id="focus-next", label="Next", tooltip="Focus the next widget",
              priority=True, footer=False),
          Key("shift+tab", "shift+Tab", action="focus_previous", id="focus-previous", label="Previous",

@@ -15,6 +15,8 @@ palette's actions and the F1 key list come from one table,
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -35,7 +37,7 @@ from .actions import app_action, bindings
 from .cache import CacheEntry, SkipList, build_cache, corpus_files
 from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
-from .facts import describe_problem, read_facts
+from .facts import describe_problem, read_facts, read_sessions
 from .fmt import json_text
 from .messages import (AgentLogLoaded, AgentViewFinished, ApplyParams, ChunkMatches, ChunksLoaded, CompareFinished,
                        Diagnose, DiscoverStores, DoctorFinished, ExplainChunk, FindChunks, IndexFolder, LoadAgentLog,
@@ -54,6 +56,7 @@ from .screens.sessions import SessionsScreen
 from .screens.skipped import SkippedScreen
 from .screens.stores import StorePickerScreen
 from .screens.why import ChunkEntry, WhyScreen, chunk_entries, finder_keys, match_chunks
+from .theme import ANSI_DARK, ANSI_NO_COLOR, RANKSCOPE_DARK, THEME_NAME
 
 if TYPE_CHECKING:  # imported where used (a lazy import keeps start-up fast)
     from engine.runcache import RunCache
@@ -95,6 +98,10 @@ class RankscopeApp(App[None]):
         qrels_path: Path | None = None,
     ) -> None:
         super().__init__()
+        # colours that stay readable at 256 colours and with NO_COLOR (tui.theme)
+        self.register_theme(RANKSCOPE_DARK)
+        self.theme = THEME_NAME
+        self.ansi_theme_dark = ANSI_NO_COLOR if self.no_color else ANSI_DARK
         #: The open store's session DB (given, or paired by name in ../sessions/), or ``None``.
         self.session_db = session_db
         self._session_db_given = session_db is not None
@@ -103,7 +110,7 @@ class RankscopeApp(App[None]):
         self.suggestions = suggestions
         #: The files the browsed folder's indexing skipped (empty for a store file).
         self.skipped = skipped or SkipList()
-        #: The pinned chunk's run cache (engine.runcache), for one store at a time.
+        #: The pinned chunk's handle on the store's run cache (engine.runcache): its counters span pins.
         self._pin_runs: RunCache | None = None
         self.store = store
         self.store_label = store_label or (Path(store.path).name if store and store.path else "in-memory store")
@@ -118,6 +125,8 @@ class RankscopeApp(App[None]):
         #: Why the store's counts could not be read (the browser then says so), or ``None``.
         self.store_problem: str | None = None
         self.session_counts: list[tuple[str, int]] = []
+        #: A large store's sessions are being counted in a worker (:meth:`count_sessions`).
+        self.sessions_pending = False
         self.source_labels: list[str] = []
         #: The what-if lab's last variants (A, B), kept between openings of the compare screen.
         self.compare_variants: tuple[Variant, Variant] = (Variant(), Variant(fusion_key="rowid"))
@@ -141,12 +150,15 @@ class RankscopeApp(App[None]):
             self.push_screen(StorePickerScreen(self.store_finder))
         if self.notice:
             self.notify_plain(self.notice, severity="warning")
+        if self.store is not None and self.sessions_pending:
+            self.count_sessions(self.store)
 
     def _browser_for(self, store: Store) -> BrowserScreen:
         try:
             self._load_store_facts(store)
         except Exception as exc:  # the launcher refuses such a store; browse what can be read
             self.store_stats, self.session_counts, self.source_labels = {}, [], []
+            self.sessions_pending = False
             self.store_problem = describe_problem(exc)
             self.notice = f"{self.store_problem[0].upper()}{self.store_problem[1:]}"
         else:
@@ -155,7 +167,8 @@ class RankscopeApp(App[None]):
 
     def _new_browser(self, store: Store) -> BrowserScreen:
         overview = StoreOverview(stats=dict(self.store_stats), session_counts=tuple(self.session_counts),
-                                 problem=self.store_problem, skipped=self.skipped, suggestions=self.suggestions)
+                                 problem=self.store_problem, skipped=self.skipped, suggestions=self.suggestions,
+                                 sessions_pending=self.sessions_pending)
         return BrowserScreen(store, self.store_label, self.initial_params, overview=overview,
                              show_timings=self.show_timings, cursor_blink=self.cursor_blink,
                              qrels_path=self.qrels_path)
@@ -175,6 +188,7 @@ class RankscopeApp(App[None]):
         self.store_stats = facts.stats
         self.session_counts = facts.session_counts
         self.source_labels = facts.source_labels
+        self.sessions_pending = facts.sessions_pending
 
     def notify_plain(self, message: str, **kwargs) -> None:
         """A notification whose text is shown as is (no markup; controls made visible)."""
@@ -213,13 +227,13 @@ class RankscopeApp(App[None]):
             await self.push_screen(browser)
         else:
             self.switch_screen(browser)
+        if self.sessions_pending:
+            self.count_sessions(event.store)
         if self.skipped.skipped:
             self.notify_plain(f"{self.skipped.summary()}. The start screen says so; ctrl+p 'Skipped files' lists them.",
                               title=f"Indexed {event.label}", severity="warning", timeout=12)
 
     def on_unmount(self) -> None:
-        if self._pin_runs is not None:
-            self._pin_runs.close()
         if self.store is not None:
             self.store.close()
 
@@ -362,9 +376,9 @@ class RankscopeApp(App[None]):
         (as ``rankscope --stores``); picking one browses it read-only, Escape
         returns to the current store."""
         if self.store_finder is None:
-            from engine.discovery import find_stores
+            from engine.discovery import StoreFinder
 
-            self.store_finder = find_stores
+            self.store_finder = StoreFinder()
         self.push_screen(StorePickerScreen(self.store_finder))
 
     # ── the agent view ─────────────────────────────────────────────────
@@ -553,8 +567,6 @@ class RankscopeApp(App[None]):
         if worker.is_cancelled:
             return
         if self._pin_runs is None or self._pin_runs.store is not store:
-            if self._pin_runs is not None:
-                self._pin_runs.close()
             self._pin_runs = RunCache(store)
         try:
             with store.thread_connection() as conn:
@@ -602,12 +614,33 @@ class RankscopeApp(App[None]):
         if not worker.is_cancelled:
             target.post_message(WhyFinished(seq, explanations))
 
+    @work(thread=True, exclusive=True, exit_on_error=False, group="sessions")
+    def count_sessions(self, store: Store) -> None:
+        """Count a large store's sessions off the UI thread (every chunk is
+        read: :func:`tui.facts.read_facts` leaves them pending); then the start
+        text, the session picker and the palette list them."""
+        with store.thread_connection() as conn:
+            counts = read_sessions(store, conn)
+
+        def keep() -> None:
+            if self.store is not store:
+                return  # another store was opened meanwhile
+            self.session_counts, self.sessions_pending = counts, False
+            browser = self.browser
+            if browser is not None:
+                browser.overview = dataclasses.replace(browser.overview, session_counts=tuple(counts),
+                                                       sessions_pending=False)
+                if browser.results.trace is None:
+                    browser.results.show_welcome(browser.welcome_text())
+
+        self.call_from_thread(keep)
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="chunks")
     def load_chunks(self, target: MessagePump) -> None:
         """Read the store's chunk list once for the finder; post :class:`ChunksLoaded`."""
         store = self._lab_store()
         with store.thread_connection() as conn, store.lock:
-            rows = store.iter_chunks(conn)
+            rows = store.iter_chunks(conn, with_content=False)
         entries = chunk_entries(rows)
         del rows
         keys = finder_keys(entries)
@@ -693,9 +726,11 @@ class RankscopeApp(App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
     def discover_stores(self, finder: Callable[[], list[Any]], target: MessagePump) -> None:
-        """Find content stores in a thread (it may walk folders); post :class:`StoresFound`."""
+        """Find content stores in a thread (it may walk folders); post :class:`StoresFound`
+        (with the folders searched, when the finder tells: ``engine.discovery.StoreFinder``)."""
         infos = list(finder())
-        target.post_message(StoresFound(infos))
+        locations = getattr(finder, "locations", None)
+        target.post_message(StoresFound(infos, tuple(locations()) if locations is not None else ()))
 
     # ── errors ─────────────────────────────────────────────────────────
 
@@ -709,6 +744,7 @@ class RankscopeApp(App[None]):
             "search": "Search", "index": "Indexing", "discover": "Store discovery", "compare": "Compare",
             "why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks", "doctor": "Doctor",
             "agent": stages.title("agent"), "agent-log": "Agent log", "pin": "Following the pinned chunk",
+            "sessions": "Counting sessions",
         }.get(event.worker.group, "Background task")
         self.notify_plain(describe_problem(error), title=f"{what} failed", severity="error", timeout=10)
         browser = self.browser

@@ -10,7 +10,9 @@ with :func:`line_text`). Store-derived text is made safe
 (:func:`tui.safe.line`) in the converter. No Textual here.
 
 Emphasis is a role, not a colour (:data:`ROLES`): meaning never rests on
-colour alone (markers carry ↑ ↓ = new gone, verdicts ✓ ✗ ⚠ and words).
+colour alone (markers carry ↑ ↓ = new gone, verdicts ✓ ✗ ⚠ and words), and
+bad news (``bad``, ``down``, ``gone``) is bold and never dim, so that
+without colour (``NO_COLOR``) it is at least as visible as the good news.
 """
 
 from __future__ import annotations
@@ -40,11 +42,12 @@ ROLES = {
     "warn": "bold yellow",
     "bad": "bold red",
     "up": "green",
-    "down": "red",
+    "down": "bold red",
     "same": "dim",
     "new": "cyan",
-    "gone": "magenta",
+    "gone": "bold magenta",
 }
+
 #: Longest empty-result reason shown in full (it can quote a corrected query).
 REASON_SHOWN = 600
 

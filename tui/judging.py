@@ -5,11 +5,11 @@ the current query. Rich only (no Textual); the numbers come from
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 
 from rich.text import Text
 
+from engine import sql
 from engine.chunkids import ChunkIds, chunk_ids
 from engine.evaluation import evaluate_trace, parse_measures
 from engine.model import Trace
@@ -56,7 +56,7 @@ class QueryJudging:
 
 
 def judge_trace(store: Store, trace: Trace, qid: str | None, judgments: dict[str, int],
-                conn: sqlite3.Connection | None = None, ids: ChunkIds | None = None) -> QueryJudging:
+                conn: sql.Connection | None = None, ids: ChunkIds | None = None) -> QueryJudging:
     """Grades by row and per-stage metrics of ``trace`` for ``judgments``
     (``{chunk id: grade}``). Runs in a worker thread (``conn`` from
     ``store.connect()``)."""

@@ -36,12 +36,10 @@ SAMPLE_QUERIES = ("throttling", "inflight", "write quorum", "replicaton quorom",
 
 def _finder(project_dir: str | None) -> Callable[[], list[Any]] | None:
     try:
-        from engine.discovery import find_stores
+        from engine.discovery import StoreFinder
     except ImportError:
         return None
-    if project_dir is None:
-        return find_stores
-    return lambda: find_stores(project_dir)
+    return StoreFinder(project_dir)
 
 
 def _folder_source(folder: Path) -> dict:

@@ -130,10 +130,13 @@ class StoresFound(Message):
 
     Attributes:
         infos: ``engine.discovery.StoreInfo``-like objects, in list order.
+        looked_in: the folders searched (``engine.discovery.StoreLocation``),
+            when the finder tells (``engine.discovery.StoreFinder``), else ``()``.
     """
 
-    def __init__(self, infos: list) -> None:
+    def __init__(self, infos: list, looked_in: tuple = ()) -> None:
         self.infos = infos
+        self.looked_in = looked_in
         super().__init__()
 
 

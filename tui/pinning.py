@@ -8,10 +8,10 @@ The CLI (``rankscope search ... --pin SOURCE::TITLE|ROWID``) and the browser
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Callable
 
+from engine import sql
 from engine.counterfactual import Counterfactual, parse_pin, would_return_with
 from engine.flow import Absent, Fate, fate
 from engine.model import Trace
@@ -52,7 +52,7 @@ class PinOutcome:
                 "counterfactual": None if cf is None else cf.to_dict()}
 
 
-def resolve_pin(store: Store, text: str, conn: sqlite3.Connection | None = None) -> list[ChunkRef]:
+def resolve_pin(store: Store, text: str, conn: sql.Connection | None = None) -> list[ChunkRef]:
     """The chunks ``text`` names: a row id, or a ``SOURCE::TITLE`` key (every
     chunk sharing it, in row id order).
 
@@ -63,7 +63,7 @@ def resolve_pin(store: Store, text: str, conn: sqlite3.Connection | None = None)
     return find_chunks(store, conn=conn, **parse_pin(text))
 
 
-def pin_outcome(store: Store, trace: Trace, rowid: int, *, conn: sqlite3.Connection | None = None,
+def pin_outcome(store: Store, trace: Trace, rowid: int, *, conn: sql.Connection | None = None,
                 runs: RunCache | None = None, stop: Callable[[], bool] | None = None,
                 counterfactual: bool = True) -> PinOutcome:
     """The fate of chunk ``rowid`` in ``trace`` and (unless

@@ -3,9 +3,13 @@ the browser). Imports Rich only, never Textual."""
 
 from __future__ import annotations
 
+import re
 import shlex
+from typing import Callable
 
-from rich.console import Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -25,6 +29,40 @@ def plain(text: object, style: str = "") -> Text:
     """Store-derived ``text`` as one line of Rich text: control characters made
     visible (:func:`tui.safe.line`) and no markup interpreted."""
     return Text(safe.line(None if text is None else str(text)), style=style)
+
+
+class PathText:
+    """A store-derived path (a source label) for a table cell that wraps
+    after its ``/`` separators, never inside a name: ``docs/`` over
+    ``replication.md``, where Rich's folding gave ``docs/replication`` over
+    ``.md``. A name wider than the column alone is folded. Its narrowest
+    width is its longest name (with its slash), so a table gives it that much."""
+
+    def __init__(self, path: object, style: str = "") -> None:
+        self.text = safe.line(None if path is None else str(path))
+        self.style = style
+
+    def _names(self) -> list[str]:
+        return re.findall(r"[^/]*/|[^/]+", self.text) or [""]
+
+    @property
+    def narrowest(self) -> int:
+        """Its longest name, with its slash (cells)."""
+        return max(cell_len(n) for n in self._names())
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.narrowest, cell_len(self.text))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines, current = [], ""
+        for name in self._names():
+            if current and cell_len(current + name) > options.max_width:
+                lines.append(current)
+                current = name
+            else:
+                current += name
+        lines.append(current)
+        yield Text("\n".join(lines), style=self.style, overflow="fold")
 
 
 def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
@@ -49,7 +87,7 @@ def final_table(trace: Trace) -> Table:
               expand=False)
     t.add_column("#", justify="right")
     t.add_column("title", overflow="fold", max_width=48)
-    t.add_column("source", overflow="fold", max_width=32)
+    t.add_column("source", max_width=32)
     t.add_column("type")
     t.add_column("session")
     t.add_column("rrf", justify="right")
@@ -57,7 +95,7 @@ def final_table(trace: Trace) -> Table:
     for r in trace.final:
         c = r.candidate
         t.add_row(
-            str(r.position), plain(c.title), plain(c.source), plain(c.content_type), plain(c.session_id or "—"),
+            str(r.position), plain(c.title), PathText(c.source), plain(c.content_type), plain(c.session_id or "—"),
             f"{c.score:.5f}", "—" if r.boost is None else f"{r.boost:.3f}",
         )
     return t
@@ -75,21 +113,63 @@ def stages_table(trace: Trace) -> Table:
     return t
 
 
-def fusion_table(trace: Trace, top: int = 10) -> Table:
+#: Narrower than this, the fusion table puts each source under its title.
+FUSION_WIDE = 110
+
+
+class ByWidth:
+    """A renderable built for the width it is given: ``build(width)`` (a
+    table whose columns depend on the room, e.g. the terminal's width)."""
+
+    def __init__(self, build: Callable[[int], RenderableType]) -> None:
+        self.build = build
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.build(options.max_width))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.build(options.max_width)
+
+
+def fusion_table(trace: Trace, top: int = 10) -> ByWidth:
     """The fused list with each run's rank and contribution, collisions
-    flagged, and where each candidate left the pass (from its path)."""
+    flagged, and what became of each candidate (from its path): where it
+    left the pass and why, or its place in the answer. Under
+    :data:`FUSION_WIDE` columns each source is printed under its title."""
+    return ByWidth(lambda width: _fusion_table(trace, top, width))
+
+
+def _fusion_table(trace: Trace, top: int, width: int) -> Table:
     run = trace.answering_run or trace.first
+    shown = run.fusion.candidates[:top]
+    wide = width >= FUSION_WIDE
     t = Table(title=f"{title('fusion')}: top {top}", title_justify="left", expand=False)
-    for col in ("#", "title", "porter", "trigram", "score", "note"):
-        t.add_column(col, justify="right" if col in ("#", "porter", "trigram", "score") else "left",
-                     overflow="fold", max_width=44 if col == "title" else None)
-    for i, c in enumerate(run.fusion.candidates[:top], 1):
-        notes = [f"merged rows {', '.join(map(str, c.merged_rowids))}"] if c.merged_rowids else []
+    numbers = {"#": len(str(len(shown))), "porter": 6, "trigram": 7, "score": 7}
+    # a path is never cut inside a name (it wraps at its slashes): its column
+    # is at least as wide as its longest name; narrow, the note takes the rest
+    names = max((PathText(c.source).narrowest for c in shown), default=1)
+    if wide:
+        widths: dict[str, int | None] = {"title": None, "source": None, "note": None}
+    else:
+        room = width - (3 * (len(numbers) + 2) + 1) - sum(numbers.values())
+        where = min(max(names, room // 2), 44)
+        widths = {"title / source": where, "note": max(room - where, 12)}
+    cols = ("#", "title", "source") if wide else ("#", "title / source")
+    for col in cols + ("porter", "trigram", "score", "note"):
+        t.add_column(col, justify="right" if col in numbers else "left", overflow="fold",
+                     max_width={"title": 44, "source": 32}.get(col), width=widths.get(col))
+    for i, c in enumerate(shown, 1):
+        notes = []
+        if c.merged_rowids:
+            notes.append(f"merged row{'s' if len(c.merged_rowids) != 1 else ''} {', '.join(map(str, c.merged_rowids))}")
         path = run.path(c.rowid)
         if path is not None and path.exit is not None:
             notes.append(sentence(path.exit))
-        note = "; ".join(notes)
-        t.add_row(str(i), plain(c.title), str(c.porter_rank or "—"), str(c.trigram_rank or "—"), f"{c.score:.5f}", plain(note))
+        elif path is not None and path.steps and path.steps[-1][1] is not None:
+            notes.append(f"in the answer at #{path.steps[-1][1]}")
+        where_cells = (plain(c.title), PathText(c.source)) if wide else (Group(plain(c.title), PathText(c.source, "dim")),)
+        t.add_row(str(i), *where_cells, str(c.porter_rank or "—"), str(c.trigram_rank or "—"), f"{c.score:.5f}",
+                  plain("; ".join(notes)))
     return t
 
 

@@ -36,10 +36,10 @@ served are the pre-refresh content.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass, field
 
+from .. import sql
 from ..jsstr import utf16_len, utf16_slice
 from ..model import SearchParams, Trace, Variant
 from ..pipeline import search
@@ -310,7 +310,7 @@ def format_result(position: int, origin: str, timestamp: str | None, source: str
                       highlighted, snip, text)
 
 
-def chunk_timestamps(store: Store, conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str | None]:
+def chunk_timestamps(store: Store, conn: sql.Connection, rowids: list[int]) -> dict[int, str | None]:
     """``timestamp`` of chunks by rowid (``{}`` on a store without the column)."""
     if not rowids or store.schema.fts_columns < 8:
         return {}
@@ -336,7 +336,7 @@ class RefreshMemory:
         return len(fresh), bool(trace.refresh.stale)
 
 
-def _empty_store(store: Store, conn: sqlite3.Connection) -> bool:
+def _empty_store(store: Store, conn: sql.Connection) -> bool:
     return conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
 
 
@@ -363,7 +363,7 @@ def ctx_search(
     guard_key: str | None = None,
     refresh_memory: RefreshMemory | None = None,
     events_before_id: int | None = None,
-    conn: sqlite3.Connection | None = None,
+    conn: sql.Connection | None = None,
 ) -> AgentTrace:
     """Answer one ``ctx_search`` call as context-mode 1.0.169 would.
 

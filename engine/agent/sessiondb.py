@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from .. import sql
 from ..discovery import CTX_SEARCH_CALL_WHERE, normalise_project_dir, session_db_counts, session_dbs_for_store
 from ..store import StoreError, _readonly_flags
 
@@ -107,10 +107,10 @@ class SessionDb:
             raise SessionDbError(f"no session DB at {p}")
         self.path = p
         try:
-            self.conn = sqlite3.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", uri=True,
-                                        check_same_thread=False)
+            self.conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", read_only=True,
+                                    uri=True)
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.Error as exc:
+        except sql.Error as exc:
             raise SessionDbError(f"{p} is not a readable SQLite database: {exc}") from exc
         missing = [t for t in REQUIRED_TABLES if t not in tables]
         if missing:
@@ -127,10 +127,10 @@ class SessionDb:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _q(self, sql: str, args: tuple = ()) -> list[tuple]:
+    def _q(self, statement: str, args: tuple = ()) -> list[tuple]:
         try:
-            return self.conn.execute(sql, args).fetchall()
-        except sqlite3.Error as exc:
+            return self.conn.execute(statement, args).fetchall()
+        except sql.Error as exc:
             raise SessionDbError(f"cannot read session DB {self.path}: {exc}") from exc
 
     # ── counts ──────────────────────────────────────────────────────────
@@ -139,7 +139,7 @@ class SessionDb:
         """``{"sessions": n, "events": n, "ctx_search_calls": n}``."""
         try:
             return session_db_counts(self.conn)
-        except sqlite3.Error as exc:
+        except sql.Error as exc:
             raise SessionDbError(f"cannot read session DB {self.path}: {exc}") from exc
 
     def sessions(self) -> list[dict]:

@@ -4,6 +4,9 @@ the cache equal searches without it; a write drops the entries."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from dataclasses import replace
+
 import pytest
 
 from engine import SearchParams, Store, Variant, search, trace_to_dict
@@ -29,22 +32,38 @@ def _queries():
 def test_a_deeper_run_sliced_equals_the_real_statement_on_every_golden_case(set_name, case):
     store = _store(set_name)
     p = case_params(case)
+    store.runs.clear()
     cache = RunCache(store)
-    cache.sync()
-    for name in ("porter", "trigram"):
-        deep = cache.run(store.conn, store.schema, name, p.query, 60, p.source, p.source_match, p.content_type)
-        for n in (1, 2, 3, 5, 10, 17, 40, 60):
-            real = retrieve(store.conn, store.schema, name, p.query, n, p.source, p.source_match, p.content_type)
-            got = cache.run(store.conn, store.schema, name, p.query, n, p.source, p.source_match, p.content_type)
-            assert _hits(got) == _hits(real), (name, n)
-            assert got.fts_limit == n and got.query == real.query and got.skipped == real.skipped
-        assert deep.fts_limit == 60
+    began = store.begin_read(store.conn)  # the entries are kept for the data version noted here
+    try:
+        for name in ("porter", "trigram"):
+            deep = cache.run(store.conn, store.schema, name, p.query, 60, p.source, p.source_match, p.content_type)
+            for n in (1, 2, 3, 5, 10, 17, 40, 60):
+                real = retrieve(store.conn, store.schema, name, p.query, n, p.source, p.source_match, p.content_type)
+                got = cache.run(store.conn, store.schema, name, p.query, n, p.source, p.source_match, p.content_type)
+                assert _hits(got) == _hits(real), (name, n)
+                assert got.fts_limit == n and got.query == real.query and got.skipped == real.skipped
+            assert deep.fts_limit == 60
+    finally:
+        store.end_read(store.conn, began)
     assert cache.misses <= 2  # one statement per retriever; every other row count was a slice
+
+
+@contextmanager
+def _read(store):
+    """One read transaction noting the data version (outside one nothing is cached)."""
+    began = store.begin_read(store.conn)
+    try:
+        yield
+    finally:
+        store.end_read(store.conn, began)
 
 
 def _strip_times(d):
     if isinstance(d, dict):
-        return {k: _strip_times(v) for k, v in d.items() if k not in ("elapsed_ms", "timings_ms", "total_ms")}
+        # refresh.method / age_ms: how the stale-source answer was found (a scan, then the watch)
+        return {k: _strip_times(v) for k, v in d.items()
+                if k not in ("elapsed_ms", "timings_ms", "total_ms", "method", "age_ms")}
     if isinstance(d, list):
         return [_strip_times(x) for x in d]
     return d
@@ -73,9 +92,9 @@ def test_the_typo_corrections_are_computed_once(store):
     t1 = search(store, SearchParams("zebar"), runs=cache)
     assert t1.layer == "rrf-fuzzy"
     [c] = t1.fuzzy.corrections
-    assert cache._corrections == {"zebar": c}
+    assert not c.cached and len(store.corrections) == 1  # the store's one correction cache
     t2 = search(store, SearchParams("zebar", limit=1), runs=cache)
-    assert t2.fuzzy.corrections == (c,)
+    assert t2.fuzzy.corrections == (replace(c, cached=True),)
 
 
 def test_a_write_drops_the_entries(store):
@@ -94,12 +113,11 @@ def test_a_write_by_another_connection_drops_the_entries(tmp_path):
     cache = RunCache(reader)
     try:
         assert len(search(reader, SearchParams("zebra"), runs=cache).final) == 1
-        version = cache.version()
+        version = reader.data_version()
         writer.index_text("b.md", "# Zebra two\nzebra zebra two\n", "markdown")
-        assert cache.version() != version
+        assert reader.data_version() != version
         assert len(search(reader, SearchParams("zebra"), runs=cache).final) == 2
     finally:
-        cache.close()
         reader.close()
         writer.close()
 
@@ -108,10 +126,10 @@ def test_exact_mode_reuses_only_the_same_row_count(store):
     for i in range(12):
         store.index_text(f"d{i}.md", f"# Doc {i}\nzebra {i}\n", "markdown")
     cache = RunCache(store, exact=True)
-    cache.sync()
-    cache.run(store.conn, store.schema, "porter", "zebra", 10)
-    cache.run(store.conn, store.schema, "porter", "zebra", 5)
-    cache.run(store.conn, store.schema, "porter", "zebra", 5)
+    with _read(store):
+        cache.run(store.conn, store.schema, "porter", "zebra", 10)
+        cache.run(store.conn, store.schema, "porter", "zebra", 5)
+        cache.run(store.conn, store.schema, "porter", "zebra", 5)
     assert (cache.misses, cache.hits) == (2, 1)
     assert porter_words("zebra") == ["zebra"]
 
@@ -120,8 +138,8 @@ def test_a_growing_row_count_doubles_the_fetch(store):
     for i in range(50):
         store.index_text(f"d{i}.md", f"# Doc {i}\nzebra {i}\n", "markdown")
     cache = RunCache(store)
-    cache.sync()
-    for n in range(10, 51, 2):
-        run = cache.run(store.conn, store.schema, "porter", "zebra", n)
-        assert len(run.hits) == n
+    with _read(store):
+        for n in range(10, 51, 2):
+            run = cache.run(store.conn, store.schema, "porter", "zebra", n)
+            assert len(run.hits) == n
     assert cache.misses <= 4  # 10, 20, 40, 80 (complete)

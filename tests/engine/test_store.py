@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreError, StoreNotFoundError, search
+from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreError, StoreNotFoundError, search, sql
 from engine.corpus import index_paths
 from engine.doctor import diagnose
 from engine.store import APPLICATION_ID, CorruptStoreError, NotOurStoreError, ReadOnlyStoreError, read_application_id
@@ -183,7 +183,7 @@ def test_foreign_databases_are_never_written(tmp_path, kind, opener):
 def test_damaged_store_raises_corrupt_store_error(damaged_db):
     """Every read of a store with damaged pages raises CorruptStoreError
     (a StoreError naming the path and SQLite's words), never a bare
-    sqlite3.DatabaseError."""
+    SQLite error (engine.sql.Error)."""
     calls = {
         "search": lambda s: search(s, SearchParams("quorum")),
         "search-sessions": lambda s: search(s, SearchParams("quorum", sessions=("sess-docs",))),
@@ -200,7 +200,7 @@ def test_damaged_store_raises_corrupt_store_error(damaged_db):
         msg = str(exc.value)
         assert msg.startswith(f"{damaged_db} is damaged: SQLite says 'database disk image is malformed'"), name
         assert f"rankscope doctor --db {damaged_db}" in msg and f"sqlite3 {damaged_db} 'PRAGMA integrity_check'" in msg, name
-        assert isinstance(exc.value.__cause__, sqlite3.DatabaseError), name
+        assert isinstance(exc.value.__cause__, sql.Error), name
 
 
 def test_fts_query_errors_are_still_recorded_on_the_run(store):
@@ -213,7 +213,7 @@ def test_fts_query_errors_are_still_recorded_on_the_run(store):
 
     try:
         store.conn.execute("SELECT * FROM chunks WHERE chunks MATCH 'alpha AND'").fetchall()
-    except sqlite3.Error as exc:
+    except sql.Error as exc:
         assert is_query_error(exc)
     else:  # pragma: no cover
         raise AssertionError("FTS5 accepted a dangling AND")
@@ -269,5 +269,5 @@ def test_close_waits_for_a_thread_using_the_shared_connection():
     worker.join(10)
     closer.join(10)
     assert not closer.is_alive()
-    with pytest.raises(sqlite3.ProgrammingError):
+    with pytest.raises(sql.Error):  # the connection is closed
         store.conn.execute("SELECT 1")

@@ -41,7 +41,9 @@ def test_second_index_run_arriving_mid_creation(tmp_path, corpus, monkeypatch, c
     builds under a temporary name, B creates the store itself, and A then
     uses B's store: both succeed."""
     db = tmp_path / "s.db"
-    real_connect = sqlite3.connect
+    import engine.sql
+
+    real_connect = engine.sql.connect
     state = {"nested": False, "b_code": None, "b_saw_store": None}
 
     def connect(target, *args, **kwargs):
@@ -54,9 +56,7 @@ def test_second_index_run_arriving_mid_creation(tmp_path, corpus, monkeypatch, c
             state["b_saw_store"] = db.exists()
         return conn
 
-    import engine.store
-
-    monkeypatch.setattr(engine.store.sqlite3, "connect", connect)
+    monkeypatch.setattr(engine.sql, "connect", connect)
     with pytest.raises(SystemExit) as exc:
         main(["index", str(corpus), "--db", str(db)])
     monkeypatch.undo()

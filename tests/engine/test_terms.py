@@ -69,8 +69,8 @@ def test_trigram_spans_find_substrings_porter_spans_whole_tokens(store):
     # Porter matches tokens whose stem matches: "quorum", "writes" (write); not inside writeQuorum
     assert porter == ["quorum", "writes"]
     # trigram matches substrings, case-insensitively, inside identifiers too
-    assert "Quorum" in trigram and "retention" in trigram and "quorum" in trigram
-    assert any(text[s:e].lower() == "write" and text[e:e + 6] == "Quorum" for s, e in m.trigram)
+    # ("write" and "Quorum" touch: FTS5's highlight() in the pinned SQLite 3.54 gives them as one span)
+    assert "writeQuorum" in trigram and "retention" in trigram and "quorum" in trigram
     kinds = dict((t, k) for t, k in m.segments() if k)
     assert kinds["quorum"] == "both" and kinds["retention"] == "trigram"
     assert "".join(t for t, _ in m.segments()) == text

@@ -42,14 +42,14 @@ def stages_store():
     """A fresh in-memory store holding the parity corpus: a byte copy (SQLite's
     backup) of one indexed once per session, so each test gets its own store
     without indexing the corpus again."""
-    from engine import Store, index_corpus
+    from engine import Store, index_corpus, sql
 
     if not _TEMPLATE:
         template = Store.create(":memory:")
         index_corpus(template, CORPUS)
         _TEMPLATE.append(template)
     store = Store.create(":memory:")
-    _TEMPLATE[0].conn.backup(store.conn)
+    sql.backup(_TEMPLATE[0].conn, store.conn)
     return store
 
 
@@ -412,3 +412,13 @@ def plain(widget) -> str:
 def _data_dir(tmp_path, monkeypatch):
     """Never touch the real user data folder (history, cases, judgments)."""
     monkeypatch.setenv("RANKSCOPE_DATA_DIR", str(tmp_path / "data"))
+
+
+def screen_strips(app) -> list:
+    """The composited screen as the terminal receives it: one list of strips
+    (Rich segments) per row, modal dialogs over the screens behind them.
+    Textual has no public API for the composited frame; this reads the same
+    two attributes ``App.export_screenshot`` reads, in this one place (the
+    hygiene test allows it here and nowhere else)."""
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    return list(update.strips)

@@ -151,6 +151,42 @@ async def test_invalid_limit_is_refused_in_the_dialog():
         assert app.browser.params.limit == 3
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_escape_after_an_invalid_limit_restores_the_applied_limit(size):
+    """12 → Backspace → 1 → 1000000 (refused; 1, 10 ... 10000 applied on the
+    way) → Escape: the search is back at 12, the limit it had when the
+    dialog opened, not a half-typed one. A valid limit typed before Escape stays (changes apply
+    at once)."""
+    app = build_app()
+    async with app.run_test(size=size) as pilot:
+        await search_for(pilot, "cache")
+        await press(pilot, "f2")
+        dialog = await wait_screen(pilot, ParamsScreen)
+        await type_text(pilot, "12")
+        await settle(pilot)
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is app.browser)
+        await settle(pilot)
+        assert app.browser.trace.params.limit == 12
+        await press(pilot, "f2")
+        dialog = await wait_screen(pilot, ParamsScreen)
+        limit = dialog.query_one("#limit", Input)
+        await press(pilot, "end", "backspace")
+        await wait_for(pilot, lambda: app.browser.params.limit == 1)  # the half-typed value was applied
+        await settle(pilot)
+        await type_text(pilot, "000000")
+        await wait_for(pilot, lambda: "Limit must be" in plain(dialog.query_one("#params-error")))
+        assert limit.value == "1000000" and app.browser.params.limit == 10_000  # the last valid number on the way
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is app.browser)
+        await settle(pilot)
+        assert app.browser.params.limit == 12 and app.browser.trace.params.limit == 12
+        assert "limit 12" in plain(app.browser.params_bar)
+        await press(pilot, "f2")
+        dialog = await wait_screen(pilot, ParamsScreen)
+        assert dialog.query_one("#limit", Input).value == "12"
+
+
 async def test_session_filter_removes_candidates():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:

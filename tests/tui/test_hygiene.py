@@ -42,6 +42,10 @@ SOURCES = sorted(HERE.glob("*.py"))
 ALLOWED_WAITS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
     ("conftest.py", "wait_for"): (frozenset({"asyncio.sleep"}),
                                   "the condition poll itself: yields to the app between checks, bounded by a deadline"),
+    ("conftest.py", "screen_strips"): (
+        frozenset({"._compositor", "._background_screens"}),
+        "the composited frame (text and styles per cell, for contrast and wording checks): Textual has no public "
+        "API for it; App.export_screenshot reads the same two attributes"),
     ("test_browser.py", "test_search_as_you_type_is_debounced"): (
         frozenset({"asyncio.sleep"}),
         "types at a fixed cadence (20 keys a second) on purpose: the debounce is about time between keys"),
@@ -166,7 +170,7 @@ def offences(source: str, filename: str) -> list[str]:
     out = []
     for line, function, what in scanner.found:
         allowed, _ = ALLOWED_WAITS.get((filename, function), (frozenset(), ""))
-        if what.endswith("(") and what[:-1] in allowed:
+        if (what.endswith("(") and what[:-1] in allowed) or what in allowed:
             continue
         out.append(f"{filename}:{line} ({function}): {what}")
     return out
@@ -185,7 +189,7 @@ def test_every_allowed_wait_is_still_there():
         assert reason
         scanner = _Scanner()
         scanner.visit(ast.parse((HERE / filename).read_text("utf-8")))
-        made = {what[:-1] for _, fn, what in scanner.found if fn == function and what.endswith("(")}
+        made = {what[:-1] if what.endswith("(") else what for _, fn, what in scanner.found if fn == function}
         assert made == calls, (filename, function, made)
 
 

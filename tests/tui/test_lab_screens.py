@@ -148,6 +148,53 @@ async def test_compare_row_opens_why_under_the_run_that_lacks_it():
         await wait_for(pilot, lambda: app.screen is screen and app.focused is table)
 
 
+async def test_compare_opens_on_the_table_and_enter_asks_why():
+    """F7 opens with the table focused: Enter on a row asks why at once (it
+    used to open on B's first dropdown, where Enter did nothing)."""
+    app = build_app(params=SearchParams("", limit=5))
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_compare(pilot, "example")
+        assert app.focused is screen.table and screen.table.cursor_row == 0
+        await press(pilot, "enter")
+        why = await wait_screen(pilot, WhyScreen)
+        await settle_lab(pilot)
+        assert why.explanations and why.explanations[0].chunk.rowid == screen.comparison.rows[0].rowid
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is screen and app.focused is screen.table)
+
+
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "120x40"])
+async def test_compare_cuts_titles_in_the_middle_and_shows_boosts_when_wide(size):
+    """Titles are cut in the middle and keep their last heading; every row
+    reads differently; at 120 columns the fused scores and the rerank
+    boosts of A and B are there, as in the CLI."""
+    app = build_app(params=SearchParams("", limit=5))
+    async with app.run_test(size=size) as pilot:
+        screen = await open_compare(pilot, "installing linux verify")
+        screen.query_one("#b-rerank", Select).value = "off"
+        await wait_for(pilot, lambda: screen.comparison.params_b.variant.rerank == "off")
+        await settle_lab(pilot)
+        await rendered(pilot)
+        table = screen.table
+        columns = [str(c.label) for c in table.columns.values()]
+        details = ["rrf A", "rrf B", "boost A", "boost B"]
+        if size == WIDE:
+            assert columns[-4:] == details
+            boosts = {r[3]: r[-1] for r in table_rows(screen)}
+            assert boosts["64"] == "—" or float(boosts["64"]) == 0.0  # rerank off: no boost in B
+        else:
+            assert not set(details) & set(columns)
+        rows = table_rows(screen)
+        title = columns.index("title")
+        full = {str(r.rowid): r.title for r in screen.comparison.rows}
+        for r in rows:
+            shown = r[title]
+            last = full[r[3]].split(" > ")[-1]
+            assert shown == full[r[3]] or ("…" in shown and shown.endswith("> " + last)), shown
+        assert any("…" in r[title] for r in rows)  # the 81-character title of row 64 is cut at both sizes
+        assert len({tuple(r) for r in rows}) == len(rows)
+
+
 async def test_compare_follows_a_palette_parameter_change():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:

@@ -390,3 +390,34 @@ async def test_palette_opens_the_store_picker_from_the_browser(tmp_path):
         await press(pilot, "enter")
         await settle(pilot)
         assert app.browser.trace.final[0].candidate.title == "Beta"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_store_picker_with_no_stores_says_where_it_looked(home, size):
+    """``rankscope --stores`` finding nothing lists the folders it searched,
+    the same lines as ``rankscope stores``, on screen at both sizes."""
+    from typer.testing import CliRunner
+
+    from tui.app import make_app
+    from tui.cli import app as cli
+    from tui.screens.stores import StorePickerScreen
+
+    out = CliRunner().invoke(cli, ["stores"], env={"COLUMNS": "200"}).output
+    assert out.startswith("No context-mode content stores found. Looked in:")
+    folders = [line.strip() for line in out.splitlines()[1:] if line.strip()]
+    assert len(folders) >= 5
+    app = make_app(**app_arguments(None, stores=True), show_timings=False, cursor_blink=False)
+    async with app.run_test(size=size) as pilot:
+        screen = await wait_screen(pilot, StorePickerScreen, focused=False)
+        status = screen.query_one("#stores-status")
+        await wait_for(pilot, lambda: "Looked in:" in plain(status))
+        await settle(pilot)
+        assert plain(status).strip() == "No context-mode content stores found. Looked in:"
+        looked = screen.query_one("#stores-none")
+        text = plain(screen.query_one("#stores-looked"))
+        assert [line.strip() for line in text.splitlines()[:len(folders)]] == folders
+        assert "Run 'rankscope PATH'" in text
+        # the list scrolls when it is longer than the screen: End shows its last line
+        assert app.focused is looked and looked.region.bottom <= size[1] - 1
+        await press(pilot, "end")
+        await wait_for(pilot, lambda: looked.scroll_y == looked.max_scroll_y)

@@ -4,11 +4,13 @@ focus where it was, and the footer offers only keys that work."""
 
 from __future__ import annotations
 
+import pytest
+
 from tui.screens.help import HelpScreen
 from tui.screens.params import ParamsScreen
 from tui.screens.sessions import SessionsScreen
 
-from .conftest import build_app, press, processed, search_for, wait_for, wait_screen
+from .conftest import build_app, press, processed, rendered, search_for, send_keys, settle, wait_for, wait_screen
 
 NARROW = (80, 24)
 
@@ -114,3 +116,64 @@ async def test_the_footer_offers_pane_keys_only_outside_the_query_box():
         await wait_for(pilot, lambda: app.focused is app.browser.results.table)
         keys = app.screen.active_bindings
         assert {"1", "2", "3"} <= set(keys)
+
+
+def _journey_at_end(app) -> bool:
+    journey = app.browser.journey
+    return (journey.max_scroll_y > 0 and journey.scroll_y == journey.max_scroll_y
+            and not app.animator.is_being_animated(journey, "scroll_y"))
+
+
+@pytest.mark.parametrize("size", [NARROW, (120, 40)], ids=["80x24", "120x40"])
+async def test_end_in_the_journey_reaches_the_chunks_last_line(size):
+    """End right after the journey is shown (a burst: nothing measured yet,
+    where End did nothing), and End kept when the text re-wraps to a
+    narrower pane (where the end measured at the key press was short)."""
+    app = build_app()
+    async with app.run_test(size=size) as pilot:
+        await search_for(pilot, "network errors")  # a 5 KB chunk first
+        send_keys(pilot, *(("tab", "3") if size == NARROW else ("tab", "tab", "tab")), "end")
+        await settle(pilot)
+        await wait_for(pilot, lambda: _journey_at_end(app), what="the journey at its end")
+        assert app.focused is app.browser.journey
+        await rendered(pilot)
+        assert "TIDE_CA_BUNDLE." in app.export_screenshot()  # the chunk's last line is on screen
+        await pilot.resize_terminal(size[0] - 10, size[1])  # narrower: the chunk wraps into more lines
+        await wait_for(pilot, lambda: _journey_at_end(app), what="the journey at its new end")
+        await rendered(pilot)
+        assert "TIDE_CA_BUNDLE." in app.export_screenshot()
+        before = app.browser.journey.scroll_y
+        await press(pilot, "pagedown")
+        await rendered(pilot)
+        assert app.browser.journey.scroll_y == before  # nothing more below
+        await press(pilot, "home")  # scrolling up lets go of the end
+        await wait_for(pilot, lambda: app.browser.journey.scroll_y == 0)
+
+
+def _footer_down(app) -> str | None:
+    """The footer's label for ↓ (``None`` when it offers none)."""
+    keys = [k for k in app.screen.query("FooterKey") if getattr(k, "key", None) == "down"]
+    return keys[0].description if keys else None
+
+
+async def test_the_footer_names_the_pane_down_goes_to():
+    """↓ from the query box goes to the pane shown (narrow) and the footer
+    says which: not ``↓ Results`` while Stages or Journey is shown."""
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        await wait_for(pilot, lambda: _footer_down(app) == "Results")
+        for key, pane, label in (("2", "stages", "Stages"), ("3", "journey", "Journey"), ("1", "results", "Results")):
+            await press(pilot, "down", key)
+            await wait_for(pilot, lambda pane=pane: browser.pane == pane)
+            await press(pilot, "ctrl+l")
+            await wait_for(pilot, lambda: app.focused is browser.query_box.input)
+            await wait_for(pilot, lambda label=label: _footer_down(app) == label, what=f"↓ {label} in the footer")
+            assert app.screen.active_bindings["down"].binding.description == label
+            await press(pilot, "down")
+            await wait_for(pilot, lambda pane=pane: app.focused is browser.pane_widget(pane))
+            await press(pilot, "ctrl+l")
+        await pilot.resize_terminal(120, 40)  # wide: every pane shows; ↓ goes to the results
+        await press(pilot, "down", "2", "ctrl+l")
+        await wait_for(pilot, lambda: _footer_down(app) == "Results")

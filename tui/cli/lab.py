@@ -221,11 +221,8 @@ def why_cmd(
         except (ChunkNotFoundError, ValueError) as exc:
             fail(str(exc))
         runs = RunCache(store)
-        try:
-            changes = [would_return_with(store, params, rowid=e.chunk.rowid, trace=trace, runs=runs)
-                       for e in explanations]
-        finally:
-            runs.close()
+        changes = [would_return_with(store, params, rowid=e.chunk.rowid, trace=trace, runs=runs)
+                   for e in explanations]
     if as_json:
         write_json({
             "query": query,

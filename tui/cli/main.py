@@ -9,14 +9,13 @@ indexes a folder first. Every subcommand is registered here, explicitly, from
 Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
 never a traceback: :func:`main` turns :class:`CliError`, any
 :class:`~engine.StoreError` (a damaged store is a
-:class:`~engine.CorruptStoreError`), a stray ``sqlite3.DatabaseError`` and
+:class:`~engine.CorruptStoreError`), a stray SQLite error (``engine.sql.Error``) and
 ``OSError`` into that line.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, Callable, List, Optional
@@ -24,7 +23,7 @@ from typing import Any, Callable, List, Optional
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from engine import StoreError
+from engine import StoreError, sql
 
 from . import agent, lab, search, serve, stores
 from . import eval as eval_cli
@@ -216,7 +215,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         app(args=args, prog_name="rankscope", standalone_mode=True)
     except (CliError, StoreError) as exc:
         error_exit(str(exc))
-    except sqlite3.DatabaseError as exc:  # last resort: the engine names the store in a StoreError
+    except sql.Error as exc:  # last resort: the engine names the store in a StoreError
         error_exit(f"SQLite error: {exc}")
     except BrokenPipeError:
         # `rankscope ... | head`: the reader left; nothing more to say.

@@ -212,15 +212,12 @@ def _pins(store: Store, trace, specs: list[str]) -> list:
 
     out = []
     runs = RunCache(store)
-    try:
-        for spec in specs:
-            try:
-                chunks = resolve_pin(store, spec)
-            except (ValueError, ChunkNotFoundError) as exc:
-                fail(f"--pin: {exc}")
-            out += [pin_outcome(store, trace, c.rowid, runs=runs) for c in chunks]
-    finally:
-        runs.close()
+    for spec in specs:
+        try:
+            chunks = resolve_pin(store, spec)
+        except (ValueError, ChunkNotFoundError) as exc:
+            fail(f"--pin: {exc}")
+        out += [pin_outcome(store, trace, c.rowid, runs=runs) for c in chunks]
     return out
 
 

@@ -20,13 +20,10 @@ from engine.discovery import content_dirs, find_stores
 
 from .. import safe
 from .base import console, open_store, write_json
-from ..fmt import human_bytes, pack, session_db_summary
+from ..fmt import human_bytes, looked_in, pack, session_db_summary, short_path
 from ..render import plain
 
 
-def _short(path: str) -> str:
-    home = str(Path.home())
-    return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + os.sep) else path
 
 
 def _schema_short(schema: Optional[str]) -> str:
@@ -57,9 +54,8 @@ def stores_cmd(
     if not infos:
         where = f"context-mode content store for project {project}" if project is not None else "context-mode content stores"
         console.print(safe.line(f"No {where} found. Looked in:"), markup=False, highlight=False)
-        for loc in content_dirs(project, include_temp=project is None):
-            suffix = "" if loc.pattern == "*.db" else f" ({loc.pattern})"
-            console.print(safe.line(f"  {_short(str(loc.path))}{suffix}  [{loc.name}]"), markup=False, highlight=False)
+        for line in looked_in(content_dirs(project, include_temp=project is None)):
+            console.print(safe.line(f"  {line}"), markup=False, highlight=False)
         return
     names = {str(loc.path): loc.name for loc in content_dirs(project)}
     groups: dict[str, list] = {}
@@ -73,7 +69,7 @@ def stores_cmd(
     fits = all(console.measure(t, options=unbounded).maximum <= console.width for t in tables.values())
     for location, members in groups.items():
         console.print()
-        console.print(Text.assemble((safe.line(_short(location)), "bold"),
+        console.print(Text.assemble((safe.line(short_path(location)), "bold"),
                                     safe.line(f"  ({names.get(location, members[0].client)})")))
         if fits:
             console.print(tables[location])
@@ -93,7 +89,7 @@ def stores_cmd(
         for i in paired:
             assert i.session_db is not None  # paired holds the stores that have one
             calls = "" if i.session_db_searches is None else f", {_counted(i.session_db_searches, 'recorded ctx_search call')}"
-            console.print(safe.line(f"  {os.path.basename(i.path)} → {_short(i.session_db)}"
+            console.print(safe.line(f"  {os.path.basename(i.path)} → {short_path(i.session_db)}"
                                     f" ({i.session_db_error or session_db_summary(i)}{calls})"),
                           markup=False, highlight=False, soft_wrap=True)
         console.print("rankscope agent-log --sessions-db PATH lists the agent's searches; "
@@ -148,7 +144,7 @@ def _print_store_block(i) -> None:
     """The narrow layout: ``name  status``, then ``size · sources · chunks
     (code) · sessions · last indexed · schema`` packed to the console width."""
     status = _status(i)
-    head = Text.assemble("  ", (safe.line(_short(i.path)), "bold"))
+    head = Text.assemble("  ", (safe.line(short_path(i.path)), "bold"))
     if status.plain != "ok":
         head.append("  ")
         head.append(status)

@@ -54,6 +54,8 @@ class StoreOverview:
         problem: why the store's counts could not be read, or ``None``.
         skipped: the files the folder's indexing skipped (empty for a store file).
         suggestions: example queries to offer.
+        sessions_pending: a large store's sessions are still being counted
+            (``session_counts`` is then empty; :meth:`tui.app.RankscopeApp.count_sessions`).
     """
 
     stats: Mapping[str, Any] = field(default_factory=dict)
@@ -61,6 +63,7 @@ class StoreOverview:
     problem: str | None = None
     skipped: SkipList = field(default_factory=SkipList)
     suggestions: tuple[str, ...] = ()
+    sessions_pending: bool = False
 
 
 class PaneTabs(Tabs):
@@ -177,7 +180,10 @@ class BrowserScreen(Screen):
                      f"({stats.get('code_chunks', 0)} code)")
             if stats.get("vocabulary") is not None:
                 t.append(f", {stats['vocabulary']} vocabulary words")
-            t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
+            if overview.sessions_pending:
+                t.append(", sessions being counted.\n")
+            else:
+                t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
         skipped = overview.skipped
         if skipped.skipped:
             t.append(f"{skipped.summary()} when indexing: ctrl+p 'Skipped files' lists them.\n", style="bold")
@@ -212,6 +218,7 @@ class BrowserScreen(Screen):
         tabs = self.query_one("#pane-tabs", Tabs)
         if tabs.active != f"tab-{name}":
             tabs.active = f"tab-{name}"
+        self.refresh_bindings()  # the footer's ↓ names the pane shown
 
     def pane_widget(self, name: str):
         """The focus target of a pane."""
@@ -229,6 +236,9 @@ class BrowserScreen(Screen):
         else:
             self.call_after_refresh(target.focus)
 
+    def on_resize(self) -> None:
+        self.refresh_bindings()  # wide ↔ narrow changes where ↓ goes (leave_target)
+
     def go_to_stage(self, stage: str) -> None:
         """Show the stage inspector scrolled to ``stage`` and focus it."""
         self.action_show_pane("stages")
@@ -241,12 +251,23 @@ class BrowserScreen(Screen):
         if name != self.pane:
             self.set_pane(name)
 
-    def action_query_down(self) -> None:
+    def action_query_down(self, pane: str = "") -> None:
         """Down in the query box: while stepping through the history (after
         Up), the next newer query (then the text that was being typed);
-        otherwise leave the query box (:meth:`action_leave_query`)."""
+        otherwise leave the query box (:meth:`action_leave_query`). ``pane``
+        only picks the footer's label (one binding per pane, the one of
+        :meth:`leave_target` enabled)."""
         if not self.history_newer():
             self.action_leave_query()
+
+    def leave_target(self) -> str:
+        """The pane ↓ from the query box goes to: the results (on a narrow
+        screen the pane shown), or the stages when the results list is
+        hidden after a search."""
+        name = self.pane if self.narrow else "results"
+        if name == "results" and not self.results.table.display:
+            name = "stages" if self.trace is not None else name
+        return name
 
     def action_history_older(self) -> None:
         """Up in the query box: the previous (older) query of the store's history."""
@@ -255,10 +276,7 @@ class BrowserScreen(Screen):
     def action_leave_query(self) -> None:
         """Focus the results (or, narrow, the visible pane), keeping the query in the history."""
         self.remember_query(self.query_box.value)
-        name = self.pane if self.narrow else "results"
-        if name == "results" and not self.results.table.display:
-            name = "stages" if self.trace is not None else name
-        self.action_show_pane(name)
+        self.action_show_pane(self.leave_target())
 
     # ── searching ──────────────────────────────────────────────────────
 
@@ -358,6 +376,7 @@ class BrowserScreen(Screen):
         self._apply_pin(trace)
         self.refresh_judging()
         self.follow_pin()
+        self.refresh_bindings()  # ↓ goes to the stages when the results list is hidden
 
     def stems_words(self, query: str) -> str:
         """``throttling → throttl``: the Porter query's words whose tokens
@@ -542,6 +561,8 @@ class BrowserScreen(Screen):
             return not self.judging  # judging mode: the digits grade
         if action == "grade":
             return self.judging
+        if action == "query_down" and parameters:
+            return parameters[0] == self.leave_target()  # the others are hidden: one ↓ in the footer
         return True
 
     def action_toggle_judging(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -28,6 +29,7 @@ from engine.model import FUSION_KEYS, FUZZY_POLICIES, RERANK_MODES, RETRIEVER_SE
 from .. import safe
 from ..cmdline import append_params
 from ..describe import COMPARE_COLUMNS, ComparisonDescription, counts_line, describe_comparison, line_text
+from ..fmt import middle_cut
 from ..messages import CompareFinished, ParamsChanged, RunCompare, VariantsChosen
 
 _CLOSE = Binding.Group("Close ", compact=True)
@@ -47,13 +49,17 @@ INT_FIELDS = (
 )
 #: Seconds after the last keystroke in a number field before comparing.
 DEBOUNCE_S = 0.2
-#: Fixed widths of the narrow columns of :data:`tui.describe.COMPARE_COLUMNS`;
-#: the wide ones (title, source) share the rest.
-FIXED = {"A#": 3, "B#": 3, "move": 5, "row": 5, "rrf A": 7, "rrf B": 7, "boost A": 7, "boost B": 7}
-#: Shown when the table is at least this wide: the fused scores.
-WIDE_MIN = 100
-#: Shown when the table is at least this wide: the rerank boosts too.
-WIDER_MIN = 140
+#: The detail columns, in the order they are added while the titles keep
+#: :data:`TEXT_MIN` cells: the fused scores, then the rerank boosts (both
+#: fit at 120 columns).
+DETAIL_PAIRS = (("rrf A", "rrf B"), ("boost A", "boost B"))
+#: The least room title and source keep together before a detail pair is left out.
+TEXT_MIN = 50
+#: Title and source are cut in the middle: a title keeps its last heading
+#: (``ferryctl … > publish > Example``), a path its file name.
+CUT_AT = {"title": " > ", "source": "/"}
+#: Cells between two columns (the table's cell padding, both sides).
+GAP = 2
 
 
 def counts_text(counts: CompareCounts, overlap: float | None = None) -> Text:
@@ -81,7 +87,14 @@ def variant_from_form(selects: dict[str, str], numbers: dict[str, str]) -> Varia
 
 
 class CompareScreen(Screen[None]):
-    """Run the browser's query under variants A and B and line the answers up."""
+    """Run the browser's query under variants A and B and line the answers up.
+
+    It opens on the table (Enter on a row asks why), which is shown once the
+    first comparison arrives; when neither run returns anything the focus
+    goes to B's first field instead. Tab moves to the form."""
+
+    #: Nothing is focused on mount (the table is not shown yet): see :meth:`show_comparison`.
+    AUTO_FOCUS = ""
 
     BINDINGS = [
         Binding("escape", "close", "Close", group=_CLOSE, id="compare.close",
@@ -104,7 +117,7 @@ class CompareScreen(Screen[None]):
         self._shown_seq = 0
         self._requested: tuple[SearchParams, SearchParams] | None = None
         self._timer: Timer | None = None
-        self._widths: tuple[tuple[str, ...], int, int] = ((), 0, 0)
+        self._widths: dict[str, int] = {}
         self._ready = False
 
     # ── layout ─────────────────────────────────────────────────────────
@@ -155,7 +168,6 @@ class CompareScreen(Screen[None]):
         self.table.display = False
         self.query_one("#compare-empty", Static).update(Text("comparing…", style="italic"))
         self._show_title()
-        self.query_one("#b-key", Select).focus()
         self._ready = True
         self.run_compare(force=True)
 
@@ -279,27 +291,48 @@ class CompareScreen(Screen[None]):
             empty.update(Text("\n").join(line_text(ln) for ln in desc.empty))
             empty.display = True
             box.border_subtitle = ""
+            self._focus_form_if_nothing_is()
             return
         empty.display = False
-        refocus = self.table.has_focus
+        refocus = self.table.has_focus or self.focused is None
         self.table.display = True
         self._fill(keep_cursor=False)
         if refocus:
             self.table.focus()
 
-    def _layout(self) -> tuple[tuple[str, ...], int, int]:
-        """The columns that fit (detail columns only when wide) and the
-        widths of title and source."""
+    def _focus_form_if_nothing_is(self) -> None:
+        if self.focused is None:
+            self.query_one("#b-key", Select).focus()
+
+    def _layout(self) -> dict[str, int]:
+        """The columns that fit, in order, with their widths in cells. A
+        narrow column (numbers, the move) is as wide as its header or its
+        widest value; the detail pairs (:data:`DETAIL_PAIRS`) are added while
+        title and source keep :data:`TEXT_MIN` cells together; the source is
+        as wide as its longest value up to 2/5 of that room, the title takes
+        the rest."""
         box = self.query_one("#compare-box")
         width = box.scrollable_content_region.width or box.size.width or 78
-        details = {"rrf A", "rrf B"} if width >= WIDE_MIN else set()
-        if width >= WIDER_MIN:
-            details |= {"boost A", "boost B"}
-        cols = tuple(c.name for c in COMPARE_COLUMNS if not c.detail or c.name in details)
-        fixed = sum(FIXED[c] for c in cols if c in FIXED)
-        room = max(width - fixed - 2 * len(cols) - 1, 20)
-        title = max(room * 3 // 5, 12)
-        return cols, title, max(room - title, 8)
+        rows = self.description.table.rows if self.description is not None else ()
+
+        def widest(i: int) -> int:
+            return max((cell_len("".join(s.text for s in row[i])) for row in rows), default=0)
+
+        narrow = {c.name: max(cell_len(c.name), widest(i)) for i, c in enumerate(COMPARE_COLUMNS) if not c.wide}
+
+        def room(names: list[str]) -> int:
+            return width - sum(narrow.get(c, 0) for c in names) - GAP * len(names) - 1
+
+        details: set[str] = set()
+        for pair in DETAIL_PAIRS:
+            names = [c.name for c in COMPARE_COLUMNS if not c.detail or c.name in details | set(pair)]
+            if room(names) < TEXT_MIN:
+                break
+            details |= set(pair)
+        cols = [c.name for c in COMPARE_COLUMNS if not c.detail or c.name in details]
+        left = max(room(cols), 20)
+        source = max(min(widest([c.name for c in COMPARE_COLUMNS].index("source")), left * 2 // 5), 8)
+        return {c: {"title": left - source, "source": source}.get(c, narrow.get(c, 0)) for c in cols}
 
     def _fill(self, keep_cursor: bool) -> None:
         cmp, desc = self.comparison, self.description
@@ -308,8 +341,8 @@ class CompareScreen(Screen[None]):
         table = self.table
         row = table.cursor_row if keep_cursor else 0
         table.clear(columns=True)
-        cols, tw, sw = self._widths = self._layout()
-        widths = {**FIXED, "title": tw, "source": sw}
+        widths = self._widths = self._layout()
+        cols = list(widths)
         index = {c.name: i for i, c in enumerate(COMPARE_COLUMNS)}
         for col in cols:
             table.add_column(col, key=col, width=widths[col])
@@ -317,7 +350,10 @@ class CompareScreen(Screen[None]):
             out = []
             for col in cols:
                 spec = COMPARE_COLUMNS[index[col]]
-                t = line_text(cells[index[col]], no_wrap=True, overflow="ellipsis",
+                cell = cells[index[col]]
+                if col in CUT_AT and len(cell) == 1:
+                    cell = (replace(cell[0], text=middle_cut(cell[0].text, widths[col], CUT_AT[col])),)
+                t = line_text(cell, no_wrap=True, overflow="ellipsis",
                               justify="right" if spec.numeric else "left")
                 t.truncate(widths[col], overflow="ellipsis")
                 out.append(t)
@@ -377,6 +413,7 @@ class CompareScreen(Screen[None]):
             if self.comparison is None:
                 self.query_one("#compare-empty", Static).update(
                     Text(f"Compare failed: {safe.line(str(error))}", style="bold"))
+            self._focus_form_if_nothing_is()
 
     def action_close(self) -> None:
         """Close the comparison."""

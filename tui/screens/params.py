@@ -26,7 +26,13 @@ EXACT_OFF = "off: the source is a substring of the label"
 
 
 class ParamsScreen(ModalScreen[None]):
-    """Edit the search parameters; each change re-runs the search behind the dialog."""
+    """Edit the search parameters; each change re-runs the search behind the dialog.
+
+    A limit is applied as it is typed, while it is a valid number. Closing
+    the dialog (Escape, F2 or Enter) with an invalid limit in the field puts
+    back the limit the search had when the dialog opened: the valid numbers
+    typed on the way (``12`` → Backspace → ``1`` → ``1x``) were not meant.
+    """
 
     BINDINGS = [
         Binding("escape", "close", "Close", group=_CLOSE, id="params.close", tooltip="Close the dialog; focus returns where it was"),
@@ -37,6 +43,8 @@ class ParamsScreen(ModalScreen[None]):
         super().__init__()
         self.params = params
         self.sources = sources
+        #: The limit last applied from this dialog (the search's, until one is typed).
+        self.applied_limit = params.limit
 
     def compose(self) -> ComposeResult:
         p = self.params
@@ -75,7 +83,8 @@ class ParamsScreen(ModalScreen[None]):
             error.update(f"Limit must be a whole number from 0 to {MAX_LIMIT}; got {event.value!r}")
             return
         error.update("")
-        self._apply(limit=int(event.value))
+        self.applied_limit = int(event.value)
+        self._apply(limit=self.applied_limit)
 
     @on(Input.Changed, "#source")
     def _source(self, event: Input.Changed) -> None:
@@ -92,8 +101,12 @@ class ParamsScreen(ModalScreen[None]):
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
-        self.dismiss(None)
+        self.action_close()
 
     def action_close(self) -> None:
-        """Close the dialog."""
+        """Close the dialog; an invalid limit in the field puts back the
+        limit the dialog opened with."""
+        limit = self.query_one("#limit", Input)
+        if not limit.is_valid and self.applied_limit != self.params.limit:
+            self._apply(limit=self.params.limit)
         self.dismiss(None)

@@ -4,6 +4,7 @@ allow-set from the store's sessions (``Store.session_counts``)."""
 from __future__ import annotations
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -48,8 +49,10 @@ class CheckList(SelectionList[str]):
             selection = self.get_option_at_index(self.scroll_offset.y + y)
         except Exception:
             return strip
-        mark = "[x]" if selection.value in self._selected else "[ ]"
-        box = Segment(mark, segments[1].style)  # keeps the colours and the click target
+        chosen = selection.value in self._selected
+        # drawn in the row's own colours (the stock box's are dark on dark, 1.2:1), bold when chosen
+        row = segments[-1].style or Style()
+        box = Segment("[x]" if chosen else "[ ]", row + Style(bold=True) if chosen else row)
         return Strip([box, *segments[3:]], strip.cell_length)
 
 

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 from engine import Store, StoreError
 
 from .. import safe
-from ..fmt import human_bytes, session_db_summary
+from ..fmt import human_bytes, looked_in, session_db_summary
 from ..messages import DiscoverStores, StoreReady, StoresFound
 
 
@@ -88,6 +88,8 @@ class StorePickerScreen(Screen):
             yield Static(Text("Content stores on this machine", style="bold"), id="stores-title")
             yield Static("looking…", id="stores-status", classes="hint")
             yield OptionList(id="stores-list")
+            with VerticalScroll(id="stores-none"):  # where it looked, when it found nothing (scrolls)
+                yield Static(id="stores-looked")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -95,18 +97,27 @@ class StorePickerScreen(Screen):
 
     @on(StoresFound)
     def _found(self, event: StoresFound) -> None:
-        self.show_stores(event.infos)
+        self.show_stores(event.infos, event.looked_in)
 
-    def show_stores(self, infos: list[Any]) -> None:
+    def show_stores(self, infos: list[Any], locations: tuple = ()) -> None:
         """List the discovered stores (``infos``: objects with an optional
         ``error`` attribute, in list order) and focus the first; with none,
-        say so and hide the list."""
+        say so, and where it looked (``locations``: the folders searched,
+        listed as ``rankscope stores`` lists them), and hide the list."""
         self.infos = infos
         status = self.query_one("#stores-status", Static)
         options = self.query_one("#stores-list", OptionList)
         if not infos:
-            status.update("No content stores found. Run 'rankscope PATH' with a folder or a .db file.")
+            status.update("No context-mode content stores found" + (". Looked in:" if locations else "."))
+            t = Text("\n".join(safe.line(line) for line in looked_in(list(locations))))
+            t.append(("\n\n" if locations else "") + "Run 'rankscope PATH' with a folder or a .db file"
+                     + (", or set $CONTEXT_MODE_DIR to the folder above content/." if locations else "."),
+                     style="italic")
+            self.query_one("#stores-looked", Static).update(t)
             options.display = False
+            none = self.query_one("#stores-none")
+            none.display = True
+            none.focus()
             return
         bad = sum(1 for i in infos if getattr(i, "error", None))
         status.update(f"{len(infos)} found · Enter opens read-only · ctrl+q quits"

@@ -38,7 +38,8 @@ class ParamsBar(Static):
         part("source", src, bool(params.source))
         part("type", params.content_type or "any", params.content_type is not None)
         part("sessions", safe.line(describe_sessions(params.sessions)), params.sessions is not None)
-        t.append("  F2/F3 change", style="dim italic")
+        t.append(" · ", style="dim")  # a visible separator: with spaces alone a new user read "offF2/F3 change"
+        t.append("F2/F3 change", style="dim italic")
         self.update(t)
         self.tooltip = f"Store: {safe.line(self.store_label)}"
 

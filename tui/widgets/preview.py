@@ -88,7 +88,8 @@ def preview_renderable(subject: Subject, trace: Trace | None = None) -> Group:
                      f"trigram {len(spans.trigram)} (underline: substrings)", style="dim")
         return Group(title, spans_text(spans))
     n = subject.highlighted.count("\x02")
-    title.append(f"  {n} highlighted match{'es' if n != 1 else ''}" if n else "  no highlighted match", style="dim")
+    title.append(" · ", style="dim")
+    title.append(f"{n} highlighted match{'es' if n != 1 else ''}" if n else "no highlighted match", style="dim")
     body = highlight_text(safe.marked(subject.highlighted) or safe.block(subject.content), style=MATCH_STYLE)
     return Group(title, body)
 
@@ -110,14 +111,24 @@ class JourneyPane(VerticalScroll):
     def on_mount(self) -> None:
         self.clear()
 
+    def action_scroll_end(self) -> None:
+        """End: the chunk's last line, kept there while the layout settles
+        (Textual's anchor, released by any scroll back up). The end measured
+        when the key is pressed can be short: the pane may just have been
+        shown (nothing measured yet: End did nothing) or its text re-wrapped
+        around the scroll bar (a line short)."""
+        self.anchor()
+
     def clear(self, text: str = "Select a result, or any candidate in Stages, to follow it through the pipeline.") -> None:
         """Show the hint instead of a journey."""
+        self.anchor(False)
         self.subject = None
         self.query_one("#journey-steps", Static).update(Text(text, style="italic"))
         self.query_one("#journey-preview", Static).update("")
 
     def show(self, subject: Subject, trace: Trace) -> None:
         """Show ``subject``'s journey through ``trace`` and its content."""
+        self.anchor(False)
         self.subject = subject
         self.query_one("#journey-steps", Static).update(journey_renderable(subject, trace))
         self.query_one("#journey-preview", Static).update(preview_renderable(subject, trace))

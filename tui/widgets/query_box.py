@@ -83,21 +83,26 @@ class QueryBox(Vertical):
 
     @staticmethod
     def _sanitised_text(trace: Trace | None, stems: str = "") -> Text:
+        """``porter "write" OR "quorum" · trigram "write" OR "quorum"`` (and
+        ``· fuzzy …`` when the corrected query answered), with the Porter
+        stems (``stems``) beside the Porter query. The parts are separated by
+        a visible ``·``: with spaces alone (in a dim span after a bold one) a
+        new user read ``"quorum"trigram``."""
         t = Text("porter ", style="dim")
         if trace is None:
             t.append("—", style="dim")
-            t.append("   trigram ", style="dim")
+            t.append(" · trigram ", style="dim")
             t.append("—", style="dim")
             return t
         porter, trigram = trace.first.porter, trace.first.trigram
-        t.append(safe.line(porter.query) or '""  (no words)', style="bold")
+        t.append(safe.line(porter.query) or '"" (no words)', style="bold")
         if stems:
             t.append(f" ({safe.line(stems)})", style="italic")
-        t.append("   trigram ", style="dim")
+        t.append(" · trigram ", style="dim")
         t.append(safe.line(trigram.query) or f"(skipped{': ' + trigram.skipped if trigram.skipped else ''})",
                  style="bold")
         if trace.fuzzy.rerun is not None and trace.layer == "rrf-fuzzy":
-            t.append("   fuzzy ", style="dim")
+            t.append(" · fuzzy ", style="dim")
             t.append(safe.line(trace.fuzzy.corrected_query), style="bold underline")
         return t
 

@@ -1,0 +1,116 @@
+"""Caches that never serve an answer from before a write.
+
+A :class:`VersionedLRU` holds entries for one store *data version* at a time
+(:meth:`engine.store.Store.data_version`: a token that changes whenever any
+connection, in this process or another, commits to the store). A lookup
+with any other version misses, and the first entry stored under a new
+version drops every older one. Callers read the version *before* their read
+transaction takes its snapshot, so an entry stored under version ``v`` was
+computed from a snapshot at least as new as ``v``.
+
+The store keeps two (:attr:`engine.store.Store.runs`, a :class:`RunEntries`,
+and :attr:`engine.store.Store.corrections`): retriever runs, keyed by
+:func:`engine.runcache.run_key` (retriever, sanitised query, filters) and
+then by row count, read through :class:`engine.runcache.RunCache` handles;
+and fuzzy corrections, keyed by the normalised word. The correction cache
+copies the reference's (``ContentStore`` keeps the last 256 corrections in a
+``Map`` used as an LRU); the reference clears it when a vocabulary word is
+inserted, this one on any write.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Generic, Hashable, TypeVar
+
+from .model import RetrieverRun
+
+V = TypeVar("V")
+
+#: Entries per cache (the reference's fuzzy cache size).
+DEFAULT_SIZE = 256
+
+
+class VersionedLRU(Generic[V]):
+    """A thread-safe LRU of at most ``maxsize`` entries, valid for one data
+    version at a time. ``version=None`` means "unknown" (for instance a read
+    inside a transaction the caller opened): nothing is read or stored."""
+
+    def __init__(self, maxsize: int = DEFAULT_SIZE):
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be at least 1; got {maxsize}")
+        self.maxsize = maxsize
+        self._lock = threading.Lock()
+        self._version: Hashable | None = None
+        self._data: OrderedDict[Hashable, V] = OrderedDict()
+        #: Lookups answered and missed since the last :meth:`clear` (for benchmarks and tests).
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, version: Hashable | None, key: Hashable) -> V | None:
+        """The entry for ``key`` stored under ``version`` (made most recent), or ``None``."""
+        if version is None:
+            return None
+        with self._lock:
+            if version != self._version or key not in self._data:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return self._data[key]
+
+    def put(self, version: Hashable | None, key: Hashable, value: V) -> None:
+        """Store ``value`` under ``version``; a new version drops every older entry,
+        and the least recently used entry goes when the cache is full."""
+        if version is None:
+            return
+        with self._lock:
+            if version != self._version:
+                self._data.clear()
+                self._version = version
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every entry (and the hit/miss counts)."""
+        with self._lock:
+            self._data.clear()
+            self._version = None
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+
+#: Run keys kept per store (least recently used out first): a compare, a
+#: why-not, a counterfactual and a few variants of the last searches.
+MAX_RUNS = 256
+#: Row counts kept per run key (the smallest go first).
+MAX_LIMITS_PER_KEY = 8
+
+
+class RunEntries(VersionedLRU[dict[int, RetrieverRun]]):
+    """The store-level storage: :func:`run_key` -> ``{row count: run}``, for
+    one data version at a time (thread-safe)."""
+
+    def __init__(self, maxsize: int = MAX_RUNS):
+        super().__init__(maxsize)
+
+    def runs_for(self, version: Hashable | None, key: tuple) -> dict[int, RetrieverRun]:
+        """The runs of ``key`` by row count (empty when none or another version)."""
+        return self.get(version, key) or {}
+
+    def keep(self, version: Hashable | None, key: tuple, run: RetrieverRun) -> None:
+        """Store ``run`` (fetched at ``run.fts_limit``) under ``key``."""
+        if version is None or run.error is not None:
+            return
+        have = dict(self.runs_for(version, key))
+        have[run.fts_limit] = replace(run, cached=False)
+        while len(have) > MAX_LIMITS_PER_KEY:
+            del have[min(have)]
+        self.put(version, key, have)

@@ -1,0 +1,217 @@
+"""Porter and trigram run at once on two connections of a file store
+(engine/retrieve.py ``retrieve_pair``): same answers as one after the other,
+stage by stage, each run timed on its own, and one snapshot for both."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from functools import lru_cache
+
+import pytest
+
+import engine.runcache as runcache_mod
+from engine import SearchParams, Store, index_corpus, search, trace_to_dict
+
+from ..conftest import PARITY_SETS, SAMPLE_CORPUS
+from ..helpers import case_params
+
+
+def _answer(trace) -> dict:
+    d = trace_to_dict(trace)
+    d.pop("timings_ms", None)
+    d["refresh"].pop("method")  # the first search of a store scans, later ones read the watch
+    return d
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Records the thread and connection of every retriever statement."""
+    calls: list[tuple[str, str, object]] = []
+    real = runcache_mod.retrieve  # every pipeline statement goes through the run cache
+
+    def wrapped(conn, schema, name, *args, **kwargs):
+        calls.append((name, threading.current_thread().name, conn))
+        return real(conn, schema, name, *args, **kwargs)
+
+    monkeypatch.setattr(runcache_mod, "retrieve", wrapped)
+    return calls
+
+
+@lru_cache(maxsize=None)
+def _memory_store(name: str) -> Store:
+    s = Store.create(":memory:")
+    index_corpus(s, PARITY_SETS[name] / "corpus")
+    return s
+
+
+@pytest.mark.parametrize("name", ["stages", "context7"])
+def test_every_parity_case_answers_the_same_in_parallel(name, tmp_path, spy):
+    """The golden cases on an on-disk store (retrievers in parallel) give the
+    same trace, stage by stage, as on the in-memory store test_parity checks
+    against the reference (sequential): bm25 and fused scores compared with ==."""
+    disk = Store.create(tmp_path / "p.db")
+    disk.parallel = True  # a small store would run them one after the other
+    index_corpus(disk, PARITY_SETS[name] / "corpus")
+    memory = _memory_store(name)
+    queries = json.loads((PARITY_SETS[name] / "expected.json").read_text("utf-8"))["queries"]
+    try:
+        for q in queries:
+            params = case_params(q)
+            disk.runs.clear()  # every case pays for its statements (no run from an earlier case)
+            memory.runs.clear()
+            assert _answer(search(disk, params)) == _answer(search(memory, params)), q["id"]
+        main = disk.conn
+    finally:
+        disk.close()
+    on_disk = [c for c in spy if c[2] is not memory.conn]
+    trigram = [c for c in on_disk if c[0] == "trigram"]
+    assert trigram and all(c[2] is not main for c in trigram)  # on the second connection, same snapshot
+    assert all(c[2] is main for c in on_disk if c[0] == "porter")
+
+
+def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
+    """While porter's statement runs, trigram's runs in a worker thread on
+    the second connection: the two intervals overlap."""
+    s = Store.create(tmp_path / "s.db")
+    s.parallel = True
+    index_corpus(s, SAMPLE_CORPUS)
+    spans: dict[str, tuple[float, float, str]] = {}
+    real = runcache_mod.retrieve  # every pipeline statement goes through the run cache
+    trigram_started = threading.Event()
+
+    def slow(conn, schema, name, *args, **kwargs):
+        start = time.perf_counter()
+        if name == "porter":
+            trigram_started.wait(10)  # a long statement (GIL released, as SQLite releases it)
+        else:
+            trigram_started.set()
+        run = real(conn, schema, name, *args, **kwargs)
+        spans[name] = (start, time.perf_counter(), threading.current_thread().name)
+        return run
+
+    monkeypatch.setattr(runcache_mod, "retrieve", slow)
+    try:
+        t = search(s, SearchParams("install deploy"))
+    finally:
+        s.close()
+    assert t.final
+    assert spans["trigram"][2].startswith("rankscope-retriever")
+    assert spans["trigram"][0] < spans["porter"][1] and spans["porter"][0] < spans["trigram"][1]
+
+
+def test_a_browser_worker_connection_reads_in_parallel_too(sample_db, spy):
+    with Store.open_readonly(sample_db) as s:
+        s.parallel = True
+        with s.thread_connection() as conn:
+            t = search(s, SearchParams("install deploy"), conn=conn)
+        assert t.final
+    used = {c[0]: c[2] for c in spy}
+    assert used["porter"] is conn and used["trigram"] is not conn
+    assert used["trigram"].uri_flags == conn.uri_flags  # the second connection opened like the worker's
+
+
+def test_each_run_is_timed_on_its_own(sample_db):
+    with Store.open_readonly(sample_db) as s:
+        start = time.perf_counter()
+        t = search(s, SearchParams("install deploy configuration"))
+        wall = (time.perf_counter() - start) * 1000.0
+    timings = dict(t.timings_ms)
+    assert 0 < t.first.porter.elapsed_ms <= wall and 0 < t.first.trigram.elapsed_ms <= wall
+    assert timings["porter"] == t.first.porter.elapsed_ms and timings["trigram"] == t.first.trigram.elapsed_ms
+
+
+def test_a_commit_between_the_two_snapshots_falls_back_to_one_connection(tmp_path, spy, monkeypatch):
+    s = Store.create(tmp_path / "s.db")
+    s.parallel = True
+    index_corpus(s, SAMPLE_CORPUS)
+    try:
+        expected = _answer(search(s, SearchParams("install deploy")))
+        s.runs.clear()
+        spy.clear()
+        versions = iter(range(1_000_000))
+        monkeypatch.setattr(s, "data_version", lambda: ("file", 0, next(versions)))  # every read: "someone committed"
+        t = search(s, SearchParams("install deploy"))
+        assert _answer(t) == expected
+        assert {c[1] for c in spy} == {threading.current_thread().name}  # both on the search's own connection
+    finally:
+        s.close()
+
+
+def test_in_memory_stores_run_one_after_the_other(spy):
+    s = Store.create(":memory:")
+    index_corpus(s, SAMPLE_CORPUS)
+    search(s, SearchParams("install deploy"))
+    assert [c[0] for c in spy] == ["porter", "trigram"]
+    assert {c[1] for c in spy} == {threading.current_thread().name}
+
+
+def test_small_store_files_run_them_one_after_the_other_unless_asked(tmp_path, spy, monkeypatch):
+    import engine.store as store_mod
+
+    s = Store.create(tmp_path / "s.db")
+    index_corpus(s, SAMPLE_CORPUS)
+    try:
+        search(s, SearchParams("install deploy"))
+        assert all(c[2] is s.conn for c in spy)  # auto: a small file
+        spy.clear()
+        s.runs.clear()
+        monkeypatch.setattr(store_mod, "PARALLEL_MIN_BYTES", 1)
+        search(s, SearchParams("install deploy"))
+        assert {c[0]: c[2] is s.conn for c in spy} == {"porter": True, "trigram": False}  # auto: a "large" file
+    finally:
+        s.close()
+
+
+def test_side_connections_are_reused_and_closed(tmp_path):
+    s = Store.create(tmp_path / "s.db")
+    s.parallel = True
+    index_corpus(s, SAMPLE_CORPUS)
+    for q in ("install", "deploy", "configuration"):
+        search(s, SearchParams(q))
+    readers = [c for idle in s._readers.values() for c in idle]
+    assert len(readers) == 1  # one reader, reused by every search
+    s.close()
+    assert s._readers == {} and s._sentinel is None
+
+
+# ─── FTS5 orders the matches: the same rows as the reference's statement ───
+
+
+def _rows(conn, schema, retriever, match, fts_limit, source, source_match, content_type, reference):
+    from engine.retrieve import build_sql, like_pattern
+
+    statement, names = build_sql(retriever, schema, source, source_match, content_type, reference=reference)
+    values = {"match": match, "source": source if source_match == "exact" else like_pattern(source or ""),
+              "content_type": content_type, "limit": fts_limit}
+    return conn.execute(statement, [values[n] for n in names]).fetchall()
+
+
+@pytest.mark.parametrize("name", ["stages", "context7"])
+def test_fts5_ranked_statement_returns_the_reference_statements_rows(name):
+    """Every golden query, both retrievers, at the pipeline's row limit and at
+    a large one (ties included): rowids, bm25 values, titles, contents and
+    highlights equal (==) to the reference's ORDER BY bm25() statement."""
+    from engine.query import sanitize_porter, sanitize_trigram
+
+    s = _memory_store(name)
+    queries = json.loads((PARITY_SETS[name] / "expected.json").read_text("utf-8"))["queries"]
+    compared = 0
+    for q in queries:
+        p = case_params(q)
+        for retriever, sanitize in (("porter", sanitize_porter), ("trigram", sanitize_trigram)):
+            match = sanitize(p.query, "OR")
+            if not match:
+                continue
+            for limit in (10, 1000):
+                args = (s.conn, s.schema, retriever, match, limit, p.source, p.source_match, p.content_type)
+                try:
+                    ours = _rows(*args, reference=False)
+                except Exception as exc:  # a query error must be the same error
+                    with pytest.raises(type(exc)):
+                        _rows(*args, reference=True)
+                    continue
+                assert ours == _rows(*args, reference=True), (q["id"], retriever, limit)
+                compared += 1
+    assert compared > len(queries)

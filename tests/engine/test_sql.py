@@ -1,0 +1,91 @@
+"""The pinned SQLite (engine/sql.py): its version, FTS5's trigram tokenizer,
+and the sqlite3-like surface the engine relies on."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import SearchParams, Store, search, sql
+from engine.store import CorruptStoreError, StoreError, sqlite_store_error
+
+
+def test_runs_on_the_pinned_sqlite_with_fts5_trigram():
+    assert sql.SQLITE_VERSION_INFO[:2] == (3, 54), sql.SQLITE_VERSION
+    assert sql.APSW_VERSION.startswith("3.54.")
+    conn = sql.connect(":memory:")
+    try:
+        for name in ("trigram", "porter", "unicode61"):
+            assert sql.has_tokenizer(conn, name), name
+        assert not sql.has_tokenizer(conn, "no-such-tokenizer")
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
+        conn.execute("INSERT INTO t VALUES ('rankscope')")
+        assert conn.execute("SELECT x FROM t WHERE t MATCH 'nksc'").fetchall() == [("rankscope",)]
+    finally:
+        conn.close()
+
+
+def test_every_store_connection_is_the_pinned_one(tmp_path):
+    s = Store.create(tmp_path / "s.db")
+    s.index_text("a.md", "# A\nalpha", "markdown")
+    other = s.connect()
+    for conn in (s.conn, other):
+        assert isinstance(conn, sql.Connection)
+        assert conn.execute("SELECT sqlite_version()").fetchone()[0] == sql.SQLITE_VERSION
+    other.close()
+    s.close()
+    with Store.open_readonly(tmp_path / "s.db") as ro:
+        assert ro.conn.uri_flags == "mode=ro&immutable=1"
+        assert ro.conn.execute("SELECT sqlite_version()").fetchone()[0] == sql.SQLITE_VERSION
+
+
+def test_transactions_changes_and_rowids_read_like_sqlite3():
+    conn = sql.connect(":memory:")
+    conn.executescript("CREATE TABLE a (x); CREATE TABLE b (y);")
+    assert not conn.in_transaction
+    conn.execute("BEGIN")
+    assert conn.in_transaction
+    conn.execute("INSERT INTO a VALUES (1)")
+    assert conn.last_insert_rowid() == 1
+    conn.executemany("INSERT INTO b VALUES (?)", ((i,) for i in range(3)))
+    conn.execute("COMMIT")
+    assert not conn.in_transaction
+    assert conn.total_changes() == 4
+    assert conn.execute("SELECT COUNT(*) FROM b").fetchone() == (3,)
+    assert conn.execute("SELECT y FROM b ORDER BY y").fetchall() == [(0,), (1,), (2,)]
+    assert conn.execute("SELECT y FROM b WHERE 0").fetchone() is None
+
+
+def test_invalid_utf8_is_read_as_node_reads_it():
+    """A lone surrogate stored by the reference (bytes ED A0 BD) comes back as
+    U+FFFD per invalid byte through sql.text/sql.decode, as V8 reads it."""
+    conn = sql.connect(":memory:")
+    conn.execute("CREATE TABLE t (x TEXT)")
+    conn.execute("INSERT INTO t VALUES (CAST(? AS TEXT))", (b"ab\xed\xa0\xbdcd",))
+    (raw,) = conn.execute(f"SELECT {sql.text('x')} FROM t").fetchone()
+    assert sql.decode(raw) == b"ab\xed\xa0\xbdcd".decode("utf-8", "replace")
+    assert sql.decode(None) is None and sql.decode("ok") == "ok"
+    with pytest.raises(UnicodeDecodeError):  # read without sql.text: strict, which the engine never does
+        conn.execute("SELECT x FROM t").fetchall()
+
+
+def test_a_stored_lone_surrogate_reaches_every_reader(tmp_path):
+    s = Store.create(tmp_path / "s.db")
+    s.index_text("cut.md", "# Cut \U0001F600\nzebra text", "markdown")
+    s.conn.execute("UPDATE chunks SET title = CAST(? AS TEXT)", (b"Cut \xed\xa0\xbd",))
+    expected = b"Cut \xed\xa0\xbd".decode("utf-8", "replace")
+    assert s.iter_chunks()[0]["title"] == expected
+    assert s.chunk(1)["title"] == expected
+    trace = search(s, SearchParams("zebra"))
+    assert trace.final[0].candidate.title == expected
+    s.close()
+
+
+def test_sqlite_errors_map_to_store_errors():
+    import apsw
+
+    err = sqlite_store_error(apsw.CorruptError("database disk image is malformed"), "/x.db")
+    assert isinstance(err, CorruptStoreError) and "PRAGMA integrity_check" in str(err)
+    assert sql.primary_code(apsw.CorruptError("x")) is None or sql.primary_code(apsw.CorruptError("x")) == 11
+    err = sqlite_store_error(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), "/x.db")
+    assert type(err) is StoreError and "not valid UTF-8" in str(err)
+    assert sql.primary_code(ValueError("no")) is None

@@ -1,0 +1,63 @@
+"""A large store opens without reading every chunk on the UI thread: the
+browser paints with the counts the sources table records, and the sessions
+(which need every chunk read) are counted in a worker and shown when ready."""
+
+from __future__ import annotations
+
+import threading
+
+import tui.app as app_module
+from tui import facts
+from tui.facts import read_facts
+
+from .conftest import build_app, plain, stages_store
+
+WIDE = (120, 40)
+
+
+def test_read_facts_of_a_large_store_reads_no_chunk(monkeypatch):
+    store = stages_store()
+    monkeypatch.setattr(facts, "EXACT_FACTS_MAX_CHUNKS", 10)
+
+    def never(*a, **kw):
+        raise AssertionError("a large store's chunks were read before the first paint")
+
+    monkeypatch.setattr(store, "stats", never)
+    monkeypatch.setattr(store, "session_counts", never)
+    f = read_facts(store)
+    assert f.sessions_pending and f.session_counts == []
+    assert f.stats == store.recorded_stats()
+    assert f.stats["chunks"] == 129 and f.stats["sources"] == 24  # recorded = actual on a store rankscope wrote
+    assert f.source_labels == [s["label"] for s in store.sources()]
+
+
+def test_read_facts_of_a_small_store_counts_everything():
+    store = stages_store()
+    f = read_facts(store)
+    assert not f.sessions_pending
+    assert f.stats == store.stats() and f.session_counts == store.session_counts()
+
+
+async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
+    monkeypatch.setattr(facts, "EXACT_FACTS_MAX_CHUNKS", 10)
+    release = threading.Event()
+    real = app_module.read_sessions
+
+    def slow(store, conn=None):
+        assert threading.current_thread() is not threading.main_thread()
+        release.wait(10)
+        return real(store, conn)
+
+    monkeypatch.setattr(app_module, "read_sessions", slow)
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        assert app.sessions_pending
+        assert "sessions being counted" in plain(app.browser.results.message)
+        release.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not app.sessions_pending
+        assert [s for s, _ in app.session_counts if s] == ["sess-A", "sess-B", "sess-C"]
+        welcome = plain(app.browser.results.message)
+        assert "3 sessions." in welcome and "being counted" not in welcome
