@@ -40,7 +40,7 @@ from .model import (
 from .query import fuzzy_words, rerank_terms
 from .rerank import rerank
 from .retrieve import retrieve_pair
-from .store import Store, elapsed_ms, sqlite_errors
+from .store import Store, elapsed_ms
 
 
 def pool_size_for(params: SearchParams) -> int:
@@ -275,11 +275,12 @@ def search(store: Store, params: SearchParams, conn: sql.Connection | None = Non
 
     Raises:
         CorruptStoreError: SQLite reports the file as damaged (``database
-            disk image is malformed``); the message names the path.
+            disk image is malformed``) on a stable snapshot (a read that
+            failed while another process wrote the store is retried:
+            :meth:`~engine.store.Store.reading`); the message names the path.
         StoreError: the store cannot be read otherwise (locked, I/O error).
     """
-    with sqlite_errors(store.path):
-        return _search(store, params, conn)
+    return store.reading(lambda c: _search(store, params, c), conn)
 
 
 def _search(store: Store, params: SearchParams, conn: sql.Connection | None) -> Trace:
