@@ -16,9 +16,14 @@ Two ways in:
   (or any other SQLite file) is never modified.
 * :meth:`Store.open_readonly` — anybody's store (the default for
   :meth:`Store.open`): opened with SQLite's read-only URI mode, no pragma
-  that writes, nothing migrated, refreshed or optimised. When a ``-wal`` file
-  is present (a writer is live) the connection reads through it; otherwise it
-  is opened ``immutable`` so not even ``-shm``/``-wal`` files are created.
+  that writes, nothing migrated, refreshed or optimised, and no file created
+  beside it. How it is read (:data:`READ_MODES`) follows the files next to it:
+  through a live writer's WAL, or the rollback journal's locks (``"live"``);
+  ``immutable`` while a WAL store has no ``-wal``; through a private copy
+  when a killed writer left a ``-wal`` without ``-shm``. The mode is checked
+  again before every search, and a read that a concurrent writer disturbed
+  is retried (:meth:`Store.reading`): a store is called damaged only when a
+  read fails the same way twice on files that did not change.
 
 SQLite errors that mean the file itself is damaged (``database disk image is
 malformed``) surface as :class:`CorruptStoreError`, naming the path; other
