@@ -71,10 +71,11 @@ from typing import Iterator, Sequence, TextIO
 
 from dataclasses import replace
 
-from engine.model import SearchParams, Variant
+from engine.model import FUZZY_PREFIX, SearchParams, Variant
 from engine.pipeline import fts_limit_for, pool_size_for, search
 from engine.query import STOPWORDS, sanitize_porter, sanitize_trigram
 from engine.retrieve import build_sql, like_pattern
+from engine.stages import STAGES
 from engine.store import Store
 from tui.facts import read_facts
 
@@ -474,7 +475,8 @@ def build_queries(vocab: Vocabulary, n: int, seed: int) -> list[BenchQuery]:
 
 # ─── measurement and report ────────────────────────────────────────────────
 
-STAGE_ORDER = ("refresh", "porter", "trigram", "fusion", "filter", "trim", "rerank", "fuzzy")
+#: Stage ids in table order (:data:`engine.stages.STAGES`).
+STAGE_ORDER = tuple(s.id for s in STAGES)
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -621,8 +623,9 @@ def quarter_rates(progress: Sequence[tuple[int, float]]) -> list[tuple[int, int,
 
 
 def _stage_names(stages: dict[str, list[float]]) -> list[str]:
+    """The timed stage ids in table order, the fuzzy re-run's after the first pass's."""
     names = [s for s in STAGE_ORDER if s in stages]
-    names += [f"fuzzy:{s}" for s in STAGE_ORDER if f"fuzzy:{s}" in stages]
+    names += [FUZZY_PREFIX + s for s in STAGE_ORDER if FUZZY_PREFIX + s in stages]
     names += [s for s in stages if s not in names]
     return names
 
@@ -889,7 +892,7 @@ def run_size(
             "(FTS5 orders the matches); both timed beside each search in the same run")
         say(f"  traced / floor:     {r50:.2f}x at p50, {rmed:.2f}x median per search, {rsum:.2f}x in total")
         say(f"  traced / own floor: {o50:.2f}x at p50, {omed:.2f}x median per search, {osum:.2f}x in total")
-        say(f"  counterfactual = a what-if re-run (fusion_key=rowid) right after each search, reusing its retriever runs")
+        say("  counterfactual = a what-if re-run (fusion_key=rowid) right after each search, reusing its retriever runs")
         if res.refresh_methods:
             say("  refresh answers: " + ", ".join(f"{m} {n:,}" for m, n in res.refresh_methods.most_common()))
         say("per stage  (trace.timings_ms, ms; n = searches in which the stage ran; porter and trigram may overlap)")

@@ -12,11 +12,14 @@ from .corpus import IndexReport, index_corpus, index_paths, load_sessions_map
 from .export import trace_to_dict
 from .model import (
     Candidate,
+    CandidatePath,
     Correction,
+    Exit,
     FinalResult,
     FusionStage,
     FuzzyStage,
     Hit,
+    PoolStage,
     RerankEntry,
     RerankStage,
     RetrieverRun,
@@ -38,8 +41,8 @@ from .store import (
 )
 
 __all__ = [
-    "Candidate", "CorruptStoreError", "Correction", "FinalResult", "FusionStage", "FuzzyStage", "Hit", "IndexReport",
-    "NotADatabaseError", "NotOurStoreError", "ReadOnlyStoreError", "RerankEntry", "RerankStage", "RetrieverRun", "Run",
+    "Candidate", "CandidatePath", "CorruptStoreError", "Correction", "Exit", "FinalResult", "FusionStage", "FuzzyStage",
+    "Hit", "IndexReport", "NotADatabaseError", "NotOurStoreError", "PoolStage", "ReadOnlyStoreError", "RerankEntry", "RerankStage", "RetrieverRun", "Run",
     "SchemaError", "SearchParams", "Store", "StoreError", "StoreNotFoundError", "Trace", "Variant",
     "index_corpus", "index_paths", "load_sessions_map", "search", "trace_to_dict",
 ]

@@ -8,20 +8,24 @@ version drops every older one. Callers read the version *before* their read
 transaction takes its snapshot, so an entry stored under version ``v`` was
 computed from a snapshot at least as new as ``v``.
 
-The store keeps two (:attr:`engine.store.Store.runs` and
-:attr:`engine.store.Store.corrections`): retriever runs, keyed by
-(retriever, sanitised query, row limit, filters), and fuzzy corrections,
-keyed by the normalised word. The correction cache copies the reference's
-(``ContentStore`` keeps the last 256 corrections in a ``Map`` used as an
-LRU); the reference clears it when a vocabulary word is inserted, this one
-on any write.
+The store keeps two (:attr:`engine.store.Store.runs`, a :class:`RunEntries`,
+and :attr:`engine.store.Store.corrections`): retriever runs, keyed by
+:func:`engine.runcache.run_key` (retriever, sanitised query, filters) and
+then by row count, read through :class:`engine.runcache.RunCache` handles;
+and fuzzy corrections, keyed by the normalised word. The correction cache
+copies the reference's (``ContentStore`` keeps the last 256 corrections in a
+``Map`` used as an LRU); the reference clears it when a vocabulary word is
+inserted, this one on any write.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Generic, Hashable, TypeVar
+
+from .model import RetrieverRun
 
 V = TypeVar("V")
 
@@ -81,3 +85,32 @@ class VersionedLRU(Generic[V]):
     def __len__(self) -> int:
         with self._lock:
             return len(self._data)
+
+
+#: Run keys kept per store (least recently used out first): a compare, a
+#: why-not, a counterfactual and a few variants of the last searches.
+MAX_RUNS = 256
+#: Row counts kept per run key (the smallest go first).
+MAX_LIMITS_PER_KEY = 8
+
+
+class RunEntries(VersionedLRU[dict[int, RetrieverRun]]):
+    """The store-level storage: :func:`run_key` -> ``{row count: run}``, for
+    one data version at a time (thread-safe)."""
+
+    def __init__(self, maxsize: int = MAX_RUNS):
+        super().__init__(maxsize)
+
+    def runs_for(self, version: Hashable | None, key: tuple) -> dict[int, RetrieverRun]:
+        """The runs of ``key`` by row count (empty when none or another version)."""
+        return self.get(version, key) or {}
+
+    def keep(self, version: Hashable | None, key: tuple, run: RetrieverRun) -> None:
+        """Store ``run`` (fetched at ``run.fts_limit``) under ``key``."""
+        if version is None or run.error is not None:
+            return
+        have = dict(self.runs_for(version, key))
+        have[run.fts_limit] = replace(run, cached=False)
+        while len(have) > MAX_LIMITS_PER_KEY:
+            del have[min(have)]
+        self.put(version, key, have)

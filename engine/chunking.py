@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .jsstr import JS_DOT, JS_WS, js_trim, utf16_slice, utf8_len
+from .jsstr import JS_DOT, JS_WS, js_trim, utf16_len, utf16_slice, utf8_len
 
 #: Chunks above this many UTF-8 bytes are split (reference ``MAX_CHUNK_BYTES``).
 MAX_CHUNK_BYTES = 4096
@@ -159,19 +159,23 @@ def chunk_markdown(text: str, max_chunk_bytes: int = MAX_CHUNK_BYTES) -> list[Ch
 _BLANK_SPLIT = re.compile(f"\n[{JS_WS}]*\n")
 
 
-def _byte_capped_prefix(text: str, max_bytes: int) -> str:
-    """Longest prefix of whole code points within ``max_bytes`` UTF-8 bytes
-    (at least one code point, so progress is guaranteed)."""
-    if utf8_len(text) <= max_bytes:
-        return text
+def _byte_capped_end(text: str, start: int, max_bytes: int) -> int:
+    """End index of the longest slice ``text[start:end]`` of whole code
+    points within ``max_bytes`` UTF-8 bytes (a lone surrogate counts 3, as
+    Node's U+FFFD); at least one code point. Looks at no more than
+    ``max_bytes`` code points past ``start`` (each is 1 byte or more), so
+    cutting a long line piece by piece costs time linear in its length."""
+    window = text[start:start + max(max_bytes, 1)]
+    if window.isascii():
+        end = start + min(len(window), max_bytes)
+        return end if end > start else min(start + 1, len(text))
     total = 0
-    # Iterate by code point; a lone surrogate counts 3 bytes like Node's U+FFFD.
-    for index, ch in enumerate(text):
-        size = utf8_len(ch)
+    for index, ch in enumerate(window):
+        size = 1 if ch < "\x80" else 2 if ch < "\u0800" else 4 if ch > "\uffff" else 3
         if total + size > max_bytes:
-            return text[:index] if index else text[:1]
+            return start + (index or 1)
         total += size
-    return text
+    return start + len(window)
 
 
 def _split_oversized(lines: list[str], title: str, max_chunk_bytes: int) -> list[tuple[str, str]]:
@@ -191,22 +195,25 @@ def _split_oversized(lines: list[str], title: str, max_chunk_bytes: int) -> list
     for line in lines:
         if utf8_len(line) > max_chunk_bytes:
             flush_acc()
-            remaining = line
+            # Reference: repeatedly take the byte-capped prefix of the rest,
+            # back off to its last space/newline when that keeps over half of
+            # it, and slice the rest. Here the rest is a position in ``line``
+            # and each step looks only at the next piece: linear in the line.
+            pos, n = 0, len(line)
             line_part = 1
-            while remaining:
-                piece = _byte_capped_prefix(remaining, max_chunk_bytes)
-                if len(piece) < len(remaining):
+            while pos < n:
+                end = _byte_capped_end(line, pos, max_chunk_bytes)
+                piece = line[pos:end]
+                if end < n:
                     # lastIndexOf and slice.length are UTF-16 in the reference;
                     # the ratio test is scale-free only for BMP text, so use
                     # code-unit lengths explicitly.
-                    from .jsstr import utf16_len
-
                     brk = max(piece.rfind(" "), piece.rfind("\n"))
                     if brk >= 0 and utf16_len(piece[:brk]) > utf16_len(piece) * WHITESPACE_BREAK_RATIO:
                         piece = piece[:brk]
                 part_title = title if (part_index == 1 and line_part == 1) else f"{title} ({part_index}.{line_part})"
                 out.append((part_title, piece))
-                remaining = remaining[len(piece):]
+                pos += len(piece)
                 line_part += 1
                 part_index += 1
             continue

@@ -7,8 +7,9 @@ JSON object ``{label: session_id}``; files missing from it get ``""``.
 
 Walking real folders:
 
-* symlinked folders are never followed (``os.walk(followlinks=False)``), so a
-  symlink loop cannot trap the walk; they are reported;
+* symlinked folders are never followed (:func:`walk_tree`), so a symlink
+  loop cannot trap the walk; they are reported; the walk keeps its own
+  stack, so folders nested thousands deep need no recursion;
 * a symlinked *file* is indexed when it resolves to a regular file inside the
   folder being indexed (the same bytes are reachable there anyway); one that
   points outside the folder, or nowhere, is skipped and reported — indexing
@@ -33,15 +34,16 @@ remove labels whose file disappeared from a folder indexed again.
 
 from __future__ import annotations
 
-import json
 import os
 import stat as _stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from . import sql
+from .files import load_json_input
 from .jsstr import decode_utf8_like_node, to_storage_bytes
+from .model import undecodable
 from .store import IndexResult, ReadOnlyStoreError, Store, backing_path, kind_for_path, sha256_text, sqlite_errors
 
 #: Name of the sessions map inside a corpus folder (read, never indexed).
@@ -151,17 +153,25 @@ class IndexInterrupted(KeyboardInterrupt):
 def load_sessions_map(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a sessions map (JSON object of label → session id).
 
+    Only a regular file of at most :data:`engine.files.MAX_INPUT_BYTES` is
+    read (a FIFO or a link to a device is refused, never read), and nesting
+    is bounded (:func:`engine.files.load_json_input`).
+
     Raises:
-        ValueError: not JSON, not an object, or a non-string value; the
+        ValueError: unreadable, not JSON, too large or too deep, not an
+            object, a non-string value, or a label / session id holding a
+            lone surrogate (``\\udXXX`` escapes: not storable text); the
             message names the file.
     """
     p = Path(path)
-    try:
-        data = json.loads(p.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"cannot read sessions map {p}: {exc}") from exc
+    data = load_json_input(p, "sessions map")
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise ValueError(f"sessions map {p} must be a JSON object of label → session id strings")
+    for label, session in data.items():
+        for text, role in ((label, "label"), (session, f"session id of label {label!r}")):
+            problem = undecodable(text)
+            if problem:
+                raise ValueError(f"sessions map {p}: the {role} {problem} (a \\udXXX escape that is half of a pair?)")
     return data
 
 
@@ -193,6 +203,59 @@ def store_files(store: Store) -> set[str]:
         return set()
     base = os.path.realpath(store.path)
     return {base, base + "-wal", base + "-shm", base + "-journal"}
+
+
+def walk_tree(
+    root: str | os.PathLike[str], onerror: Callable[[OSError], None] | None = None
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(root, topdown=True, followlinks=False)`` without recursion.
+
+    Python 3.11's ``os.walk`` recurses once per folder level, so a tree
+    nested ~1,000 deep raised ``RecursionError``; this walk keeps an
+    explicit stack, so depth is limited only by the path length the system
+    accepts (a longer path is an ``OSError`` passed to ``onerror``). Same
+    contract: yields ``(dirpath, dirnames, filenames)`` top-down in the
+    order ``os.walk`` would; the caller may prune ``dirnames`` in place;
+    symlinked folders are listed in ``dirnames`` but never entered.
+    """
+    stack = [os.fspath(root)]
+    while stack:
+        top = stack.pop()
+        try:
+            scanner = os.scandir(top)
+        except OSError as exc:
+            if onerror is not None:
+                onerror(exc)
+            continue
+        dirs: list[str] = []
+        files: list[str] = []
+        links: set[str] = set()
+        with scanner:
+            while True:
+                try:
+                    entry = next(scanner)
+                except StopIteration:
+                    break
+                except OSError as exc:
+                    if onerror is not None:
+                        onerror(exc)
+                    break
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    dirs.append(entry.name)
+                    try:
+                        if entry.is_symlink():
+                            links.add(entry.name)
+                    except OSError:
+                        links.add(entry.name)
+                else:
+                    files.append(entry.name)
+        yield top, dirs, files
+        # Children in reverse so they pop in listing order (os.walk's order).
+        stack.extend(os.path.join(top, d) for d in reversed(dirs) if d not in links)
 
 
 def collect_files(
@@ -228,7 +291,7 @@ def collect_files(
     def on_error(exc: OSError) -> None:
         notes.append(Skip(rel(exc.filename or str(root)) + "/", f"unreadable folder: {exc.strerror or exc}", "unreadable"))
 
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=on_error):
+    for dirpath, dirnames, filenames in walk_tree(root, on_error):
         rel_dir = Path(dirpath).relative_to(root)
         kept_dirs = []
         for d in sorted(dirnames):
@@ -341,7 +404,8 @@ def index_paths(
 
     Raises:
         ReadOnlyStoreError: the store is read-only.
-        ValueError: a negative ``max_file_bytes``.
+        ValueError: a negative ``max_file_bytes``, or a session id that is
+            not storable text (see :func:`engine.model.undecodable`).
         IndexInterrupted: Ctrl-C; committed work stays, the store is consistent.
     """
     if store.read_only:
@@ -349,6 +413,13 @@ def index_paths(
     if max_file_bytes < 0:
         raise ValueError(f"max_file_bytes must be 0 or more; got {max_file_bytes}")
     sessions = sessions or {}
+    problem = undecodable(default_session)
+    if problem:
+        raise ValueError(f"the session id {problem}")
+    for label, session in sessions.items():
+        problem = undecodable(session)
+        if problem:
+            raise ValueError(f"the session id of label {label!r} {problem}")
     report = IndexReport(max_file_bytes=max_file_bytes)
     own = store_files(store)
     plan: list[tuple[str, Path, str]] = []

@@ -44,7 +44,7 @@ from typing import Callable, Mapping
 from . import sql
 from .consistency import CountMismatch, count_mismatches, read_snapshot, source_count_mismatches  # noqa: F401
 from .jsstr import decode_utf8_like_node, js_to_lower
-from .store import Store, StoreError
+from .store import Store, StoreError, is_corruption, sqlite_store_error
 
 _HASH_NAME = re.compile(r"^[0-9a-f]{16}\.db$")
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]")
@@ -274,6 +274,12 @@ class StoreInfo:
         wal_bytes: size of its ``-wal`` file (a live writer keeps one).
         vocabulary: vocabulary words (``None`` without the table).
         sessions: distinct attributed session ids (unattributed ``""`` not counted).
+        session_db: the paired session DB (same 16-hex name in the sibling
+            ``sessions/`` folder, see :func:`session_dbs_for_store`), or ``None``.
+        session_db_sessions, session_db_events, session_db_searches: its
+            sessions, events and recorded ``ctx_search`` calls (``None`` when
+            there is none or it cannot be read).
+        session_db_error: why the paired session DB cannot be read, or ``None``.
     """
 
     path: str
@@ -291,6 +297,11 @@ class StoreInfo:
     wal_bytes: int = 0
     vocabulary: int | None = None
     sessions: int | None = None
+    session_db: str | None = None
+    session_db_sessions: int | None = None
+    session_db_events: int | None = None
+    session_db_searches: int | None = None
+    session_db_error: str | None = None
 
     @property
     def live(self) -> bool:
@@ -300,6 +311,82 @@ class StoreInfo:
     def to_dict(self) -> dict:
         """Plain JSON-ready dict of every field."""
         return asdict(self)
+
+
+def session_dbs_for_store(store_path: str | os.PathLike[str]) -> list[Path]:
+    """Session DBs paired with a content store: the same 16-hex name in the
+    sibling ``sessions/`` folder (``<root>/content/<hash>.db`` →
+    ``<root>/sessions/<hash>.db``; context-mode names both by
+    ``hashProjectDirCanonical``, see ``shared/fixtures/session-1.0.169.md``),
+    then linked-worktree variants ``<hash>__<suffix>.db``. Existing files
+    only, the main one first."""
+    p = Path(store_path)
+    folder = p.parent.parent / "sessions"
+    out: list[Path] = []
+    main = folder / f"{p.stem}.db"
+    if main.is_file():
+        out.append(main)
+    try:
+        out.extend(sorted(c for c in folder.glob(f"{p.stem}__*.db") if c.is_file()))
+    except OSError:
+        pass
+    return out
+
+
+#: ``session_events`` rows that record a ``ctx_search`` call (the hooks'
+#: ``mcp_tool_call`` rows; host prefixes of the tool name vary).
+CTX_SEARCH_CALL_WHERE = (
+    "type = 'mcp_tool_call' AND category = 'mcp_tool_call' AND json_valid(data) "
+    "AND json_extract(data, '$.tool_name') LIKE '%ctx_search'"
+)
+
+
+def session_db_counts(conn: sql.Connection) -> dict:
+    """``{"sessions", "events", "ctx_search_calls"}`` of a session DB
+    connection (sessions: distinct ids in the events or ``session_meta``
+    rows, whichever is more)."""
+    sessions = conn.execute("SELECT COUNT(DISTINCT session_id) FROM session_events").fetchone()[0]
+    meta = conn.execute("SELECT COUNT(*) FROM session_meta").fetchone()[0]
+    events = conn.execute("SELECT COUNT(*) FROM session_events").fetchone()[0]
+    calls = conn.execute(f"SELECT COUNT(*) FROM session_events WHERE {CTX_SEARCH_CALL_WHERE}").fetchone()[0]
+    return {"sessions": max(sessions, meta), "events": events, "ctx_search_calls": calls}
+
+
+def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, str | None]:
+    """``(counts, None)`` for a session DB opened read-only (never written:
+    ``mode=ro``, ``immutable=1`` without a ``-wal``), or ``(None, why)``."""
+    from urllib.parse import quote
+
+    from .store import _readonly_flags
+
+    p = os.fspath(path)
+    try:
+        conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", read_only=True, uri=True)
+    except sql.Error as exc:
+        return None, f"cannot open {p}: {exc}"
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [t for t in ("session_events", "session_meta") if t not in tables]
+        if missing:
+            return None, f"{p} is not a context-mode session DB: missing table(s) {', '.join(missing)}"
+        return session_db_counts(conn), None
+    except (sql.Error, UnicodeDecodeError) as exc:
+        return None, f"{p} cannot be read: {exc}"
+    finally:
+        conn.close()
+
+
+def _session_fields(store_path: str) -> dict:
+    paired = session_dbs_for_store(store_path)
+    if not paired:
+        return {}
+    counts, error = read_session_db_counts(paired[0])
+    if counts is None:
+        return {"session_db": str(paired[0]), "session_db_error": error}
+    return {
+        "session_db": str(paired[0]), "session_db_sessions": counts["sessions"],
+        "session_db_events": counts["events"], "session_db_searches": counts["ctx_search_calls"],
+    }
 
 
 def read_store_info(path: str | os.PathLike[str], client: str = "", location: str = "") -> StoreInfo:
@@ -319,7 +406,8 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
         wal = os.path.getsize(p + "-wal")
     except OSError:
         wal = 0
-    base = dict(client=client, location=location, project_hash=project_hash, modified=modified, wal_bytes=wal)
+    base = dict(client=client, location=location, project_hash=project_hash, modified=modified, wal_bytes=wal,
+                **_session_fields(p))
     try:
         store = Store.open_readonly(p)
     except StoreError as exc:
@@ -331,7 +419,11 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
             stats = store.stats()
             sessions = sum(1 for sid, _ in store.session_counts() if sid)
     except sql.Error as exc:
-        return StoreInfo(p, size, None, None, None, None, store.schema.generation, f"cannot read: {exc}", **base)
+        # A damaged store's message says so and how to check it.
+        error = str(sqlite_store_error(exc, p)) if is_corruption(exc) else f"cannot read: {exc}"
+        return StoreInfo(p, size, None, None, None, None, store.schema.generation, error, **base)
+    except StoreError as exc:
+        return StoreInfo(p, size, None, None, None, None, store.schema.generation, str(exc), **base)
     finally:
         store.close()
     return StoreInfo(

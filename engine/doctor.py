@@ -14,21 +14,30 @@
 * a trigram table whose row count differs from the Porter table's;
 * the vocabulary size (``None`` when the table is missing: no typo fallback);
 * stale file-backed sources (:meth:`engine.store.Store.stale_sources`,
-  report only: nothing is refreshed).
+  report only: nothing is refreshed);
+* damage (:func:`check_integrity`): SQLite's ``PRAGMA integrity_check`` and
+  FTS5's ``integrity-check`` command on both FTS tables, plus their shadow
+  tables present. FTS5's check is an ``INSERT``, so it runs on a private
+  copy of the store (SQLite's backup API, into a temporary folder): the
+  store itself is only read. A damaged FTS index can answer searches
+  without any error, just differently; this is how it is noticed.
 
 Pure Python; no Textual.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
+import tempfile
 from dataclasses import asdict, dataclass
 
 from . import sql
 from .chunking import MAX_CHUNK_BYTES
 from .consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from .diff import plural
-from .store import Store, sqlite_errors
+from .store import FTS_SHADOWS, FTS_TABLES, CorruptStoreError, Store, is_corruption, sqlite_errors
 
 #: Titles that carry no heading (besides empty / whitespace-only ones).
 _UNTITLED = re.compile(r"Untitled( \(\d+\))?")
@@ -103,6 +112,42 @@ class StaleSource:
 
 
 @dataclass(frozen=True)
+class IntegrityCheck:
+    """One integrity check, run on a private copy of the store.
+
+    Attributes:
+        check: ``"sqlite"`` (``PRAGMA integrity_check``), ``"fts5:chunks"``
+            or ``"fts5:chunks_trigram"`` (FTS5's ``integrity-check`` and the
+            table's shadow tables), or ``"copy"`` (the private copy itself
+            could not be made).
+        problems: SQLite's words for each problem found; empty when the
+            check passed.
+        damage: the problems mean the store is damaged. ``False`` for a
+            check that could not run for another reason (e.g. no room for
+            the copy in the temporary folder): nothing is known then.
+    """
+
+    check: str
+    problems: tuple[str, ...] = ()
+    damage: bool = True
+
+    @property
+    def ok(self) -> bool:
+        """True when the check ran and found nothing."""
+        return not self.problems
+
+    @property
+    def title(self) -> str:
+        """The check in words: ``SQLite integrity_check``, ``FTS5
+        integrity-check of chunks``, ``private copy``."""
+        if self.check == "sqlite":
+            return "SQLite integrity_check"
+        if self.check.startswith("fts5:"):
+            return f"FTS5 integrity-check of {self.check[5:]}"
+        return "private copy"
+
+
+@dataclass(frozen=True)
 class DoctorReport:
     """Everything :func:`diagnose` found.
 
@@ -124,13 +169,17 @@ class DoctorReport:
             is missing (the fuzzy fallback is then unavailable).
         stale: stale file-backed sources (not refreshed).
         stale_errors: ``(label, message)`` for sources that could not be checked.
+        integrity: :func:`check_integrity` results (empty when not run).
+        read_error: when the store is too damaged to read the rest of the
+            report, the error (the counts are then ``None`` and the lists
+            empty); ``None`` otherwise.
     """
 
     path: str | None
     schema: str
-    sources: int
-    chunks: int
-    trigram_rows: int
+    sources: int | None
+    chunks: int | None
+    trigram_rows: int | None
     collisions: tuple[KeyCollision, ...]
     oversized: tuple[OversizedChunk, ...]
     max_chunk_bytes: int
@@ -139,6 +188,22 @@ class DoctorReport:
     vocabulary_size: int | None
     stale: tuple[StaleSource, ...]
     stale_errors: tuple[tuple[str, str], ...]
+    integrity: tuple[IntegrityCheck, ...] = ()
+    read_error: str | None = None
+
+    @classmethod
+    def unreadable(cls, path: str | None, schema: str, error: str,
+                   integrity: tuple[IntegrityCheck, ...]) -> "DoctorReport":
+        """The report on a store too damaged to be read (or opened): the
+        integrity checks and the error, nothing else."""
+        return cls(path, schema, None, None, None, (), (), MAX_CHUNK_BYTES, (), (), None, (), (),
+                   integrity, error)
+
+    @property
+    def damaged(self) -> bool:
+        """True when an integrity check found damage or the store could not
+        be read for damage."""
+        return self.read_error is not None or any(c.damage and not c.ok for c in self.integrity)
 
     @property
     def hidden_by_collisions(self) -> int:
@@ -163,8 +228,21 @@ class DoctorReport:
 
     @property
     def findings(self) -> list[str]:
-        """One line per kind of problem found, with counts (empty when clean)."""
+        """One line per kind of problem found, with counts (empty when clean);
+        damage first."""
         out = []
+        if self.read_error is not None:
+            out.append(f"the store is damaged: reading it failed: {self.read_error}")
+        for c in self.integrity:
+            if c.ok:
+                continue
+            shown = "; ".join(c.problems[:3]) + (f"; … ({len(c.problems) - 3} more)" if len(c.problems) > 3 else "")
+            if c.damage:
+                out.append(f"the store is damaged: {c.title} failed: {shown}")
+            else:
+                out.append(f"the integrity checks could not run: {shown}")
+        if self.read_error is not None:
+            return out
         if self.collisions:
             out.append(
                 f"{plural(len(self.collisions), 'fusion key')} shared by several chunks "
@@ -223,6 +301,10 @@ class DoctorReport:
             "vocabulary_size": self.vocabulary_size,
             "stale": [{"label": s.label, "file_path": s.file_path} for s in self.stale],
             "stale_errors": [{"label": lbl, "message": msg} for lbl, msg in self.stale_errors],
+            "integrity": [{"check": c.check, "ok": c.ok, "damage": c.damage and not c.ok, "problems": list(c.problems)}
+                          for c in self.integrity],
+            "read_error": self.read_error,
+            "damaged": self.damaged,
             "findings": self.findings,
             "ok": self.ok,
         }
@@ -233,6 +315,7 @@ def diagnose(
     *,
     max_chunk_bytes: int = MAX_CHUNK_BYTES,
     conn: sql.Connection | None = None,
+    integrity: bool = True,
 ) -> DoctorReport:
     """Inspect ``store`` and report what may surprise a search. Read-only:
     stale sources are reported, never refreshed.
@@ -243,16 +326,90 @@ def diagnose(
             reference 4096).
         conn: a connection from ``store.connect()`` when called from another
             thread; defaults to the store's own connection.
+        integrity: also run :func:`check_integrity` (copies the store to a
+            temporary folder and reads every page: the slow part on a large
+            store).
 
     Returns:
-        A :class:`DoctorReport`.
+        A :class:`DoctorReport`. With ``integrity``, a store too damaged to
+        read gives a report with :attr:`DoctorReport.read_error` set.
 
     Raises:
-        CorruptStoreError: the store's file is damaged (corrupt pages).
+        CorruptStoreError: the store's file is damaged (corrupt pages) and
+            ``integrity`` is false.
         StoreError: the store cannot be read otherwise.
     """
-    with sqlite_errors(store.path):
-        return _diagnose(store, max_chunk_bytes, conn)
+    checks = check_integrity(store, conn) if integrity else ()
+    try:
+        with sqlite_errors(store.path):
+            report = _diagnose(store, max_chunk_bytes, conn)
+    except CorruptStoreError as exc:
+        if not integrity:
+            raise
+        return DoctorReport.unreadable(store.path, store.schema.generation, exc.reason, checks)
+    return dataclasses.replace(report, integrity=checks)
+
+
+def check_integrity(source: Store | str, conn: sql.Connection | None = None) -> tuple[IntegrityCheck, ...]:
+    """SQLite's and FTS5's integrity checks, on a private copy.
+
+    The copy is made with SQLite's backup API from ``source`` (an open
+    store, through ``conn`` or its own connection; or the path of a store
+    that cannot be opened, read with a read-only connection) into a
+    temporary folder, which is removed afterwards. On the copy:
+    ``PRAGMA integrity_check``, then for ``chunks`` and ``chunks_trigram``
+    their shadow tables (``_data``, ``_idx``, ``_content``, ``_docsize``,
+    ``_config``) and ``INSERT INTO t(t) VALUES('integrity-check')``.
+
+    Returns:
+        One :class:`IntegrityCheck` per check (``sqlite``, ``fts5:chunks``,
+        ``fts5:chunks_trigram``), or a single ``copy`` check when the copy
+        failed (damage when SQLite called the file damaged).
+    """
+    with tempfile.TemporaryDirectory(prefix="rankscope-doctor-") as tmp:
+        copy = sql.connect(os.path.join(tmp, "copy.db"))
+        try:
+            try:
+                if isinstance(source, Store):
+                    with source.using(conn) as c:
+                        sql.backup(c, copy)
+                else:
+                    src = Store._raw_connect(str(source), read_only=True)
+                    try:
+                        sql.backup(src, copy)
+                    finally:
+                        src.close()
+            except sql.Error as exc:
+                return (IntegrityCheck("copy", (str(exc) or type(exc).__name__,), damage=is_corruption(exc)),)
+            return _run_checks(copy)
+        finally:
+            copy.close()
+
+
+def _run_checks(copy: sql.Connection) -> tuple[IntegrityCheck, ...]:
+    checks = []
+    try:
+        lines = [line for (row,) in copy.execute("PRAGMA integrity_check(100)") for line in str(row).splitlines()]
+        problems = tuple(line for line in lines if line not in ("ok", "*** in database main ***"))
+    except sql.Error as exc:
+        problems = (str(exc),)
+    checks.append(IntegrityCheck("sqlite", problems))
+    try:
+        names = {r[0] for r in copy.execute("SELECT name FROM sqlite_master")}
+    except sql.Error as exc:
+        names = set()
+        checks[0] = IntegrityCheck("sqlite", checks[0].problems + (str(exc),))
+    for table in FTS_TABLES:
+        if table not in names:
+            checks.append(IntegrityCheck(f"fts5:{table}", (f"table {table} is missing",)))
+            continue
+        problems = [f"shadow table {table}_{x} is missing" for x in FTS_SHADOWS if f"{table}_{x}" not in names]
+        try:
+            copy.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
+        except sql.Error as exc:
+            problems.append(str(exc) or type(exc).__name__)
+        checks.append(IntegrityCheck(f"fts5:{table}", tuple(problems)))
+    return tuple(checks)
 
 
 def _diagnose(store: Store, max_chunk_bytes: int, conn: sql.Connection | None) -> DoctorReport:

@@ -2,36 +2,64 @@
 
 Field names match ``../shared/parity/*/expected.json`` wherever the two
 overlap, so a trace can be diffed against the reference directly. The
-schema (``TRACE_SCHEMA_VERSION`` 1):
+schema (``TRACE_SCHEMA_VERSION`` 2):
 
-* ``id`` (batch only), ``query``, ``params`` {limit, source, content_type,
-  source_match, sessions}, ``variant`` (``"reference"`` or ``key=value,...``);
+* ``id`` (batch only), ``schema_version``, ``query``, ``params`` {limit,
+  source, content_type, source_match, sessions}, ``variant``
+  (``"reference"`` or ``key=value,...``);
 * ``pool_size``, ``fts_limit``, ``refresh`` {checked, stale, refreshed,
   method, age_ms} (``method`` and ``age_ms``: how the stale-source answer
   was found and how old it is, :class:`~engine.model.RefreshReport`);
 * the first pass: ``porter_query``, ``trigram_query``, ``porter`` / ``trigram``
   [{rank, rowid, source, title, bm25, content_type, session_id}],
-  ``fused`` [{source, title, score, porter_rank, trigram_rank,
-  key_collision, rowid, merged_rowids, contributions[{retriever, rank,
-  rowid, value}]}], ``pool`` [{source, title, score}], ``filtered``
-  [{source, title, session_id}], ``removed`` (same shape), ``trimmed``
-  [{source, title}], ``cut``, ``rerank`` {terms, results[{source, title,
-  content_type, title_hits, title_boost, proximity_boost, phrase_boost,
-  boost, min_span, adjacent_pairs, old_position, new_position}]} or null;
-* ``fuzzy`` {ran, reason, words, corrections[{word, corrected,
-  max_distance, candidates_within}], corrected_query, shadow} plus, when it
-  re-ran, the same first-pass keys inside it;
+  ``retriever_errors`` {retriever: message}, ``fused`` [{source, title,
+  score, porter_rank, trigram_rank, key_collision, rowid, merged_rowids,
+  contributions[{retriever, rank, rowid, value}]}], ``pool`` [{source,
+  title, score}], ``filtered`` [{source, title, session_id}], ``removed``
+  (same shape), ``filter_note``, ``trimmed`` [{source, title}], ``cut``,
+  ``rerank`` {terms, results[{source, title, content_type, title_hits,
+  title_boost, proximity_boost, phrase_boost, boost, min_span,
+  adjacent_pairs, old_position, new_position}]} or null;
+* ``candidates`` (new in version 2): every chunk a retriever returned in
+  the first pass, deepest first (see :func:`engine.paths.run_paths`), each
+  ``{"rowid", "source", "title", "positions": {stage id: int | null},
+  "exit": null | {"stage", "reason", ...data}}``. ``positions`` has one
+  entry per stage that ran, in execution order (``porter``, ``trigram``,
+  ``fusion``, ``pool``, ``filter``, ``trim``, ``rerank``, ``final``; a
+  stage that did not run is absent), each the **1-based** position in that
+  stage's list or null. ``exit`` is null for a chunk in the pass's final
+  list; otherwise ``stage`` is where it left, ``reason`` a code from
+  :data:`engine.paths.REASONS` and the other keys its data:
+  ``merged`` {into_rowid, into_position, key}, ``beyond-pool`` {position,
+  pool_size}, ``session-filter`` {position, session_id, allow_set},
+  ``trimmed`` {position, limit} (positions 1-based, in the list the stage
+  received);
+* ``fuzzy`` {ran, reason, reason_code, trigger, words, corrections[{word,
+  corrected, max_distance, candidates_within, distance}], corrected_query,
+  shadow} plus, when it re-ran, the same first-pass keys inside it,
+  ``candidates`` included (there the stage ids are prefixed ``fuzzy:``:
+  ``fuzzy:porter`` … ``fuzzy:final``). ``reason_code`` is the
+  :class:`~engine.model.FuzzyStage` code (``policy-never``,
+  ``first-pass-found``, ``no-vocabulary``, ``no-word``, ``no-correction``,
+  ``corrected``), ``trigger`` why it ran (``shadow``, ``fusion-empty``,
+  ``pool-empty``, ``all-removed``) or null; ``reason`` is both in words;
 * ``layer``, ``final`` [{source, title, content_type, rank, session_id,
-  rowid, boost}], ``empty_reason``, ``timings_ms`` {stage: ms}.
+  rowid, boost}], ``empty_reason``, ``timings_ms`` {stage id: ms}, in
+  execution order.
 
 ``rank`` in ``final`` is minus the fused score (reference meaning), never the boost.
+
+Version history: 2 added ``candidates``, ``fuzzy.candidates``,
+``fuzzy.reason_code`` and ``fuzzy.trigger``.
 """
 
 from __future__ import annotations
 
 from .model import Candidate, Run, Trace
+from .paths import path_to_dict
 
-TRACE_SCHEMA_VERSION = 1
+#: Version of the JSON trace's shape; bumped on any change a reader may notice.
+TRACE_SCHEMA_VERSION = 2
 
 
 def _st(c: Candidate) -> dict:
@@ -76,13 +104,14 @@ def run_to_dict(run: Run) -> dict:
             }
             for c in run.fusion.candidates
         ],
-        "pool": [{**_st(c), "score": c.score} for c in run.fusion.pool],
+        "pool": [{**_st(c), "score": c.score} for c in run.pool.kept],
         "filtered": [{**_st(c), "session_id": c.session_id} for c in run.filter.kept],
         "removed": [{**_st(c), "session_id": c.session_id} for c in run.filter.removed],
         "filter_note": run.filter.note,
         "trimmed": [_st(c) for c in run.trim.kept] if run.trim else [],
         "cut": [_st(c) for c in run.trim.cut] if run.trim else [],
         "rerank": None,
+        "candidates": [path_to_dict(p) for p in run.paths],
     }
     if run.rerank is not None:
         out["rerank"] = {
@@ -141,6 +170,8 @@ def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict:
     fuzzy = {
         "ran": fz.ran,
         "reason": fz.reason,
+        "reason_code": fz.code,
+        "trigger": fz.trigger,
         "shadow": fz.shadow,
         "words": list(fz.words),
         "corrections": [

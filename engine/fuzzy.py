@@ -10,6 +10,10 @@ strictly smallest distance within the allowance wins.
 
 Edit distance is Levenshtein (1966) over UTF-16 code units, computed with
 ``rapidfuzz``; the candidate order and tie rule are ours, as above.
+
+Why the fallback ran or not is data on :class:`~engine.model.FuzzyStage`
+(``code``, ``trigger`` and the numbers); :mod:`engine.fuzzy_reasons` puts it
+in words, one function per code.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from rapidfuzz.distance import Levenshtein
 
 from . import sql
 from .jsstr import js_to_lower, js_trim, utf16_len, utf16_units
-from .model import Correction
+from .model import Correction, Exit
 
 if typing.TYPE_CHECKING:
     from .store import Store
@@ -75,6 +79,15 @@ def correct_word(conn: sql.Connection, word: str) -> Correction:
     return Correction(w, None, allowed, within, None, False, len(rows))
 
 
+def _fuzzy_not_attempted(e: Exit) -> str:
+    return (f"the corrected query {e.get('corrected_query')!r} would match it, "
+            "but the fuzzy fallback did not run for the answer")
+
+
+#: Exit codes of the ``fuzzy`` stage (a chunk only the corrected query finds).
+FUZZY_EXIT_SENTENCES = {"fuzzy-not-attempted": _fuzzy_not_attempted}
+#: The names in each code's exit data.
+FUZZY_EXIT_DATA = {"fuzzy-not-attempted": ("corrected_query", "first_pass_results", "shadow")}
 def correct_word_cached(store: Store, conn: sql.Connection, word: str) -> Correction:
     """:func:`correct_word`, answered from ``store.corrections`` when this
     word was corrected before at the same store data version (the version

@@ -20,12 +20,20 @@ gets them wrong. Every helper here names the JavaScript behaviour it copies:
 * The regex ``.`` matches anything but the line terminators ``\\n``, ``\\r``,
   U+2028 and U+2029 (Python's ``.`` excludes only ``\\n``). :data:`JS_DOT` is
   that class.
+* ``toLowerCase`` follows the Unicode version of V8's ICU (17.0 for the
+  reference); ``str.lower`` follows the interpreter's (3.11: 14.0) and leaves
+  newer capitals such as U+A7CB unchanged. :func:`js_to_lower` is the one
+  lower-casing used wherever the reference lowers (query, titles, content,
+  vocabulary), backed by the generated :mod:`engine._lower_table`.
 """
 
 from __future__ import annotations
 
 import re
 from array import array
+from bisect import bisect_right
+
+from ._lower_table import CASE_IGNORABLE, CASED, LOWER
 
 #: ECMAScript ``\s``: WhiteSpace and LineTerminator code points (a regex class body).
 JS_WS = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
@@ -50,7 +58,8 @@ def js_split_ws(text: str) -> list[str]:
 
 
 def _is_bmp(text: str) -> bool:
-    return not text or max(text) < "\U00010000"
+    # isascii() is a fast C scan; max() builds a character object per code point.
+    return not text or text.isascii() or max(text) < "\U00010000"
 
 
 def utf16_len(text: str) -> int:
@@ -112,7 +121,77 @@ def decode_utf8_like_node(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+def _in_ranges(starts: tuple[int, ...], ends: tuple[int, ...], cp: int) -> bool:
+    i = bisect_right(starts, cp) - 1
+    return i >= 0 and cp <= ends[i]
+
+
+_CASED_STARTS, _CASED_ENDS = (tuple(r[0] for r in CASED), tuple(r[1] for r in CASED))
+_IGNORABLE_STARTS, _IGNORABLE_ENDS = (tuple(r[0] for r in CASE_IGNORABLE), tuple(r[1] for r in CASE_IGNORABLE))
+
+
+def _blocks(code_points: list[int], gap: int = 32) -> str:
+    """A regex class covering ``code_points`` with few ranges (neighbours
+    at most ``gap`` apart share one): a fast superset test."""
+    runs: list[list[int]] = []
+    for cp in sorted(code_points):
+        if runs and cp - runs[-1][1] <= gap:
+            runs[-1][1] = cp
+        else:
+            runs.append([cp, cp])
+    return "[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in runs) + "]"
+
+
+#: Characters :func:`js_to_lower` looks at itself: the table's and U+03A3
+#: (sigma), plus their unassigned or unchanged neighbours (``str.lower`` is
+#: right for those).
+_LOWER_OWN = re.compile(_blocks([*LOWER, 0x03A3]))
+
+
+def _sigma(text: str, i: int) -> str:
+    """Lowercase of the U+03A3 at ``text[i]``: final ``ς`` when preceded by a
+    cased letter and not followed by one, case-ignorable characters skipped
+    both ways (SpecialCasing.txt ``Final_Sigma``), else ``σ``."""
+    j = i - 1
+    while j >= 0 and _in_ranges(_IGNORABLE_STARTS, _IGNORABLE_ENDS, ord(text[j])):
+        j -= 1
+    if j < 0 or not _in_ranges(_CASED_STARTS, _CASED_ENDS, ord(text[j])):
+        return "\u03c3"
+    j = i + 1
+    while j < len(text) and _in_ranges(_IGNORABLE_STARTS, _IGNORABLE_ENDS, ord(text[j])):
+        j += 1
+    if j < len(text) and _in_ranges(_CASED_STARTS, _CASED_ENDS, ord(text[j])):
+        return "\u03c3"
+    return "\u03c2"
+
+
 def js_to_lower(text: str) -> str:
-    """``toLowerCase()``; Python's full-Unicode ``lower`` matches V8's for
-    the cases the reference exercises (final sigma, dotted capital I)."""
-    return text.lower()
+    """``text.toLowerCase()`` as the reference's V8 computes it: ICU's
+    root-locale full lowercase mapping over Unicode 17.0.
+
+    Python's ``str.lower`` runs the same algorithm (full mappings from
+    SpecialCasing.txt such as U+0130 -> ``i̇``, and the Final_Sigma context)
+    over its own, older Unicode tables (3.11: 14.0), so it leaves letters
+    added since unchanged (U+A7CB stays instead of becoming U+0264 ``ɤ``).
+    The generated :mod:`engine._lower_table` (``engine/gen_lower_table.py``)
+    lists every mapping that differs between Unicode 13.0 and 17.0; those
+    characters, and U+03A3 (whose context uses Unicode 17.0's ``Cased`` and
+    ``Case_Ignorable``), are mapped here, the rest by ``str.lower`` (context
+    free for every other character). The result is the same on every
+    supported Python. Lengths are in code points in and out; the result may
+    be longer than ``text`` (U+0130 becomes two characters).
+    """
+    if text.isascii():
+        return text.lower()
+    out: list[str] = []
+    last = 0
+    for m in _LOWER_OWN.finditer(text):
+        i = m.start()
+        ch = text[i]
+        out.append(text[last:i].lower())
+        out.append(_sigma(text, i) if ch == "\u03a3" else LOWER.get(ord(ch)) or ch.lower())
+        last = i + 1
+    if not out:
+        return text.lower()
+    out.append(text[last:].lower())
+    return "".join(out)

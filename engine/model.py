@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .fuzzy_reasons import reason_sentence
+
 ContentType = Literal["code", "prose"]
 SourceMatch = Literal["like", "exact"]
 Layer = Literal["rrf", "rrf-fuzzy", "none"]
@@ -31,6 +33,16 @@ MAX_QUERY_CHARS = 10_000
 #: A lone surrogate: what Python makes of undecodable argv bytes
 #: (surrogateescape) or a JSON ``"\ud800"``; it cannot be encoded for SQLite.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def undecodable(text: str) -> str | None:
+    """Why ``text`` cannot be stored or matched as UTF-8, or ``None`` when it
+    can: ``"contains an undecodable character U+DCFF at position 3"`` for the
+    first lone surrogate (position: 0-based, in code points)."""
+    bad = _LONE_SURROGATE.search(text)
+    if bad is None:
+        return None
+    return f"contains an undecodable character U+{ord(bad.group()):04X} at position {bad.start()}"
 
 FUSION_KEYS = ("source-title", "rowid")
 RERANK_MODES = ("on", "off", "before-trim")
@@ -114,8 +126,9 @@ class SearchParams:
 
     Raises:
         ValueError: on a negative or huge limit, an unknown content type or
-            source-match mode, a query longer than ``MAX_QUERY_CHARS`` or one
-            holding a lone surrogate (undecodable input).
+            source-match mode, a query longer than ``MAX_QUERY_CHARS``, or a
+            query, source or session id holding a lone surrogate
+            (undecodable input, see :func:`undecodable`).
     """
 
     query: str
@@ -131,12 +144,9 @@ class SearchParams:
             raise ValueError(f"query must be a string; got {type(self.query).__name__}")
         if len(self.query) > MAX_QUERY_CHARS:
             raise ValueError(f"query is {len(self.query)} characters; the maximum is {MAX_QUERY_CHARS}")
-        bad = _LONE_SURROGATE.search(self.query)
-        if bad:
-            raise ValueError(
-                f"query contains an undecodable character U+{ord(bad.group()):04X} at position {bad.start()}; "
-                "is the terminal's encoding UTF-8?"
-            )
+        problem = undecodable(self.query)
+        if problem:
+            raise ValueError(f"query {problem}; is the terminal's encoding UTF-8?")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int):
             raise ValueError(f"limit must be an integer; got {self.limit!r}")
         if self.limit < 0:
@@ -151,6 +161,10 @@ class SearchParams:
             raise ValueError(f"content_type must be 'code', 'prose' or None; got {self.content_type!r}")
         if self.sessions is not None and not isinstance(self.sessions, tuple):
             object.__setattr__(self, "sessions", tuple(self.sessions))
+        for name, text in [("source", self.source), *(("session id", s) for s in self.sessions or ())]:
+            problem = undecodable(text) if isinstance(text, str) else None
+            if problem:
+                raise ValueError(f"{name} {text!r} {problem}; is the terminal's encoding UTF-8?")
 
     @property
     def filter_text(self) -> str:
@@ -305,29 +319,35 @@ class FusionStage:
         rrf_k: the constant k.
         candidates: every fused key, sorted by score descending, ties in
             first-seen order (stable sort).
-        pool_size: how many candidates fusion returns (its limit).
         elapsed_ms: time spent fusing.
     """
 
     rrf_k: int
     candidates: tuple[Candidate, ...]
-    pool_size: int
     elapsed_ms: float = 0.0
 
-    @property
-    def pool(self) -> tuple[Candidate, ...]:
-        """``candidates[:pool_size]``: what fusion hands on."""
-        return self.candidates[: self.pool_size]
 
-    @property
-    def beyond_pool(self) -> tuple[Candidate, ...]:
-        """Candidates fused but cut by the pool size."""
-        return self.candidates[self.pool_size :]
+@dataclass(frozen=True)
+class PoolStage:
+    """The candidate pool: the first ``pool_size`` fused candidates (the
+    reference's fusion limit).
+
+    Attributes:
+        pool_size: the cut (``limit``, or ``max(8 * limit, 40)`` with a
+            session allow-set, or the variant's override).
+        kept: ``fused[:pool_size]``, in fused order.
+        beyond: ``fused[pool_size:]``: fused but cut by the pool size.
+    """
+
+    pool_size: int
+    kept: tuple[Candidate, ...]
+    beyond: tuple[Candidate, ...]
+    elapsed_ms: float = 0.0
 
 
 @dataclass(frozen=True)
 class FilterStage:
-    """Session filter over the pool.
+    """Session filter over the candidate pool.
 
     Attributes:
         allow_set: the allowed session ids, or ``None`` (no filter ran).
@@ -411,29 +431,181 @@ class RerankStage:
     elapsed_ms: float = 0.0
 
 
+#: Prefix of the fuzzy re-run's stage ids (``fuzzy:trim``).
+FUZZY_PREFIX = "fuzzy:"
+#: The two passes a search can make: the raw query, and the typo-corrected re-run.
+PASSES = ("first", "fuzzy")
+
+
+@dataclass(frozen=True)
+class Exit:
+    """Where and why a candidate left a pass: data, never prose (sentences
+    come from :func:`engine.paths.sentence`).
+
+    Attributes:
+        stage: stage id where it left (prefixed ``fuzzy:`` in the re-run),
+            e.g. ``"pool"``, ``"fuzzy:trim"``.
+        reason: a code from :data:`engine.paths.REASONS`, e.g. ``"merged"``.
+        data: the numbers behind it, as ``(name, value)`` pairs in a fixed
+            order (values are int, str, None or tuples of str); see
+            :data:`engine.paths.REASONS` for each code's names.
+    """
+
+    stage: str
+    reason: str
+    data: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def details(self) -> dict[str, object]:
+        """``data`` as a dict."""
+        return dict(self.data)
+
+    def get(self, name: str, default: object = None) -> object:
+        """One value of ``data``."""
+        for k, v in self.data:
+            if k == name:
+                return v
+        return default
+
+    def to_dict(self) -> dict:
+        """``{"stage", "reason", **data}`` (tuples become lists): the JSON form."""
+        out: dict = {"stage": self.stage, "reason": self.reason}
+        for k, v in self.data:
+            out[k] = list(v) if isinstance(v, tuple) else v
+        return out
+
+
+@dataclass(frozen=True)
+class CandidatePath:
+    """One chunk's path through one pass.
+
+    Every chunk a retriever returned in the pass has one. Positions are
+    **1-based** places in each stage's ranked list
+    (:func:`engine.stages.ranked`), matched by row id; ``None`` where the
+    chunk was absent. The retriever stages (``porter``, ``trigram``) are
+    parallel entries: a chunk may be absent from one of them without leaving.
+    From fusion on, the stages are a chain: the chunk holds a position at
+    each one until ``exit.stage``, and ``None`` from there on.
+
+    Attributes:
+        rowid: the chunk's FTS5 row id.
+        source, title: the chunk's source label and title.
+        key: its fusion key in this pass (``source::title``, or ``#rowid``
+            in the rowid variant); a merged row carries the key it was
+            merged into.
+        steps: ``(stage id, position or None)`` for every stage that ran in
+            the pass, in execution order, ending with the pass's ``final``
+            (``fuzzy:final`` in the re-run).
+        exit: where it left the pass, or ``None`` when it is in the pass's
+            final list.
+    """
+
+    rowid: int
+    source: str
+    title: str
+    key: str
+    steps: tuple[tuple[str, int | None], ...]
+    exit: Exit | None
+
+    @property
+    def positions(self) -> dict[str, int | None]:
+        """``steps`` as a dict ``{stage id: position or None}`` (execution order)."""
+        return dict(self.steps)
+
+    def position(self, stage: str) -> int | None:
+        """The 1-based position at ``stage`` (a full id, e.g. ``fuzzy:pool``),
+        ``None`` when absent or the stage did not run."""
+        for sid, pos in self.steps:
+            if sid == stage:
+                return pos
+        return None
+
+
 @dataclass(frozen=True)
 class Run:
-    """One pass of retrieve → fuse → filter → trim → rerank.
+    """One pass of the pass stages (retrieve, fuse, pool, filter, trim,
+    rerank; see :data:`engine.stages.STAGES`).
 
     Attributes:
         query: the text searched (the raw query, or the corrected one).
-        porter, trigram: the two retriever runs.
-        fusion: RRF over both runs.
-        filter: the session filter over ``fusion.pool``.
-        trim: the trim of ``filter.kept``; ``None`` when nothing survived the
-            filter (the pass then hands over to fuzzy).
-        rerank: the rerank, or ``None`` when it did not run.
+        records: ``(stage id, record)`` for every stage that ran, in
+            execution order; ids are unprefixed (``"trim"``, also in the
+            fuzzy re-run). Records are :class:`RetrieverRun`,
+            :class:`FusionStage`, :class:`PoolStage`, :class:`FilterStage`,
+            :class:`TrimStage`, :class:`RerankStage`, or a new stage's own type.
         results: this pass's answer in order (empty when nothing survived).
+        pass_name: ``"first"`` (raw query) or ``"fuzzy"`` (the re-run).
+        paths: one :class:`CandidatePath` per chunk a retriever returned
+            (computed once by :func:`engine.paths.run_paths`), deepest first.
     """
 
     query: str
-    porter: RetrieverRun
-    trigram: RetrieverRun
-    fusion: FusionStage
-    filter: FilterStage
-    trim: TrimStage | None
-    rerank: RerankStage | None
+    records: tuple[tuple[str, object], ...]
     results: tuple[Candidate, ...]
+    pass_name: str = "first"
+    paths: tuple[CandidatePath, ...] = field(default=(), repr=False)
+
+    @property
+    def prefix(self) -> str:
+        """``""`` for the first pass, ``"fuzzy:"`` for the re-run."""
+        return FUZZY_PREFIX if self.pass_name == "fuzzy" else ""
+
+    @property
+    def order(self) -> tuple[str, ...]:
+        """Unprefixed ids of the stages that ran, in execution order."""
+        return tuple(sid for sid, _ in self.records)
+
+    def record(self, stage: str) -> object | None:
+        """The record of ``stage`` (``"trim"`` or ``"fuzzy:trim"``), or
+        ``None`` when it did not run in this pass."""
+        base = stage[len(FUZZY_PREFIX):] if stage.startswith(FUZZY_PREFIX) else stage
+        for sid, rec in self.records:
+            if sid == base:
+                return rec
+        return None
+
+    def path(self, rowid: int) -> CandidatePath | None:
+        """The path of chunk ``rowid``, or ``None`` if no retriever returned it."""
+        for p in self.paths:
+            if p.rowid == rowid:
+                return p
+        return None
+
+    @property
+    def porter(self) -> RetrieverRun:
+        """The Porter retriever's run."""
+        return self.record("porter")  # type: ignore[return-value]
+
+    @property
+    def trigram(self) -> RetrieverRun:
+        """The trigram retriever's run."""
+        return self.record("trigram")  # type: ignore[return-value]
+
+    @property
+    def fusion(self) -> FusionStage:
+        """RRF over both runs."""
+        return self.record("fusion")  # type: ignore[return-value]
+
+    @property
+    def pool(self) -> PoolStage:
+        """The candidate pool (first ``pool_size`` fused candidates)."""
+        return self.record("pool")  # type: ignore[return-value]
+
+    @property
+    def filter(self) -> FilterStage:
+        """The session filter over the pool."""
+        return self.record("filter")  # type: ignore[return-value]
+
+    @property
+    def trim(self) -> TrimStage | None:
+        """The trim of the filtered list; ``None`` when nothing survived the
+        filter (the pass then hands over to fuzzy)."""
+        return self.record("trim")  # type: ignore[return-value]
+
+    @property
+    def rerank(self) -> RerankStage | None:
+        """The rerank, or ``None`` when it did not run."""
+        return self.record("rerank")  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -466,11 +638,17 @@ class Correction:
 
 @dataclass(frozen=True)
 class FuzzyStage:
-    """The typo fallback.
+    """The typo fallback. Why it ran (or not) is data: codes from
+    :data:`engine.fuzzy_reasons.FUZZY_CODES` / :data:`engine.fuzzy_reasons.FUZZY_TRIGGERS`
+    and the numbers behind them; :attr:`reason` puts them in words.
 
     Attributes:
         ran: whether corrections were computed.
-        reason: why it ran or was skipped, in words.
+        code: when skipped, why (``policy-never``, ``first-pass-found``,
+            ``no-vocabulary``); when it ran, the outcome (``no-word``,
+            ``no-correction``, ``corrected``).
+        trigger: when it ran, why (``shadow``, ``fusion-empty``,
+            ``pool-empty``, ``all-removed``); else ``None``.
         words: the words tried.
         corrections: one per word.
         corrected_query: the corrected words joined by spaces, or ``None``.
@@ -478,16 +656,28 @@ class FuzzyStage:
             needed: nothing changed).
         shadow: ``True`` when it ran only as a what-if (fuzzy policy
             ``always`` with a non-empty first pass): its rerun is not the answer.
+        first_pass_results: candidates that survived the first pass's
+            session filter (the numbers behind ``first-pass-found`` and
+            ``shadow``).
+        pool_size: the first pass's pool size (behind ``pool-empty``).
     """
 
     ran: bool
-    reason: str
+    code: str
+    trigger: str | None = None
     words: tuple[str, ...] = ()
     corrections: tuple[Correction, ...] = ()
     corrected_query: str | None = None
     rerun: Run | None = None
     shadow: bool = False
     elapsed_ms: float = 0.0
+    first_pass_results: int = 0
+    pool_size: int = 0
+
+    @property
+    def reason(self) -> str:
+        """Why it ran or was skipped, in words (:func:`engine.fuzzy_reasons.reason_sentence`)."""
+        return reason_sentence(self)
 
 
 @dataclass(frozen=True)

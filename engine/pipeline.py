@@ -4,86 +4,60 @@ Order (context-mode ``searchWithFallback``):
 
 1. stale-source refresh (writable stores re-index; read-only stores only report);
 2. pool size: ``max(8 * limit, 40)`` with a session allow-set, else ``limit``;
-3. both retrievers fetch ``max(2 * pool_size, 10)`` rows; RRF fuses them and
-   keeps the first ``pool_size`` keys;
+3. both retrievers fetch ``max(2 * pool_size, 10)`` rows; RRF fuses them;
+   the candidate pool keeps the first ``pool_size`` keys;
 4. session filter (with an allow-set): keep session ``""`` or allowed ids;
 5. if anything survived: trim to ``limit``, rerank, layer ``rrf``;
 6. otherwise the fuzzy fallback corrects the words and re-runs 3-5 with the
    corrected query: layer ``rrf-fuzzy``, or ``none``.
 
-Only this module orders and times stages; each stage is a pure function in
-its own module.
+Only this module orders and times stages: the pass stages are declared in
+:data:`engine.stages.STAGES` and each lives in its own module
+(:mod:`engine.retrieve`, :mod:`engine.fusion`, :mod:`engine.pool`,
+:mod:`engine.session_filter`, :mod:`engine.trim`, :mod:`engine.rerank`),
+behind the hooks of :mod:`engine.stage_api`. Each pass records every
+candidate's path (:mod:`engine.paths`).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable
 
 from . import sql
-from .fusion import fuse
 from .fuzzy import correct_word_cached
-from .model import (
-    Candidate,
-    FilterStage,
-    FinalResult,
-    FusionStage,
-    FuzzyStage,
-    RefreshReport,
-    RetrieverRun,
-    Run,
-    SearchParams,
-    Trace,
-    TrimStage,
-    RerankStage,
-)
-from .query import fuzzy_words, rerank_terms
-from .rerank import rerank
-from .retrieve import retrieve_pair
+from .model import FinalResult, FuzzyStage, RefreshReport, Run, SearchParams, Trace
+from .paths import run_paths
+from .pool import pool_size_for
+from .query import fuzzy_words
+from .retrieve import fts_limit_for, retrieve_pair, runs_retriever
+from .runcache import RunCache
+from .stage_api import PassContext
+from .stages import PASS_STAGES, RETRIEVERS, Stage
 from .store import Store, elapsed_ms
 
-
-def pool_size_for(params: SearchParams) -> int:
-    """Fusion limit: ``max(8 * limit, 40)`` with an allow-set, else ``limit``
-    (or the variant's override)."""
-    v = params.variant
-    if params.sessions is not None:
-        return v.pool_size_sessions if v.pool_size_sessions is not None else max(params.limit * 8, 40)
-    return v.pool_size if v.pool_size is not None else params.limit
+__all__ = ["fts_limit_for", "pass_plan", "pool_size_for", "run_pass", "search", "variant_skips"]
 
 
-def fts_limit_for(params: SearchParams, pool_size: int) -> int:
-    """Rows per retriever: ``max(2 * pool_size, 10)`` (or the variant's override)."""
-    v = params.variant
-    return v.fts_limit if v.fts_limit is not None else max(pool_size * 2, 10)
+def pass_plan(params: SearchParams) -> tuple[Stage, ...]:
+    """The pass stages in the order this search runs them: the table's
+    order, except that the variant ``rerank=off`` leaves the rerank out and
+    ``rerank=before-trim`` runs it just before the trim."""
+    plan = list(PASS_STAGES)
+    mode = params.variant.rerank
+    if mode != "on":
+        rr = next(s for s in plan if s.id == "rerank")
+        plan.remove(rr)
+        if mode == "before-trim":
+            plan.insert(next(i for i, s in enumerate(plan) if s.id == "trim"), rr)
+    return tuple(plan)
 
 
-def session_filter(pool: tuple[Candidate, ...], allow_set: tuple[str, ...] | None) -> FilterStage:
-    """Keep candidates whose session id is ``""`` or in ``allow_set``;
-    ``None`` means no filter (everything kept)."""
-    if allow_set is None:
-        return FilterStage(None, pool, ())
-    allowed = set(allow_set) | {""}
-    kept: list[Candidate] = []
-    removed: list[Candidate] = []
-    for c in pool:
-        (kept if c.session_id in allowed else removed).append(c)
-    return FilterStage(tuple(allow_set), tuple(kept), tuple(removed))
-
-
-def trim(candidates: tuple[Candidate, ...], limit: int) -> TrimStage:
-    """``candidates[:limit]`` and what was cut."""
-    return TrimStage(limit, candidates[:limit], candidates[limit:])
-
-
-def _timed(fn, *args, **kwargs):
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, elapsed_ms(start)
-
-
-def _skipped(name: str, fts_limit: int, why: str) -> RetrieverRun:
-    return RetrieverRun(name, "", fts_limit, (), skipped=why)
+def variant_skips(params: SearchParams) -> dict[str, str]:
+    """Pass stages the variant leaves out, with the setting that does it
+    (``{"rerank": "rerank=off"}``)."""
+    return {"rerank": "rerank=off"} if params.variant.rerank == "off" else {}
 
 
 def run_pass(
@@ -94,45 +68,50 @@ def run_pass(
     pool_size: int,
     fts_limit: int,
     timings: list[tuple[str, float]],
-    prefix: str = "",
+    pass_name: str = "first",
+    runs: "RunCache | None" = None,
+    paths: bool = True,
 ) -> Run:
-    """Retrieve, fuse, filter, trim and rerank ``query`` once."""
-    v = params.variant
-    wanted = [name for name in ("porter", "trigram") if v.retrievers in ("both", name)]
-    runs = retrieve_pair(store, conn, wanted, query, fts_limit, params.source, params.source_match, params.content_type)
-    for name in ("porter", "trigram"):
-        if name not in runs:
-            runs[name] = _skipped(name, fts_limit, f"variant: {v.retrievers} retriever only")
-        timings.append((prefix + name, runs[name].elapsed_ms))
-    candidates, ms = _timed(fuse, [runs["porter"], runs["trigram"]], v.rrf_k, v.fusion_key)
-    fusion = FusionStage(v.rrf_k, candidates, pool_size, ms)
-    timings.append((prefix + "fusion", ms))
-    filt, ms = _timed(session_filter, fusion.pool, params.sessions)
-    note = None
-    if params.sessions is not None and not store.schema.has_session:
-        note = "this store has no session column (older schema): every chunk is unattributed and passes"
-    filt = FilterStage(filt.allow_set, filt.kept, filt.removed, ms, note)
-    timings.append((prefix + "filter", ms))
-    if not filt.kept:
-        return Run(query, runs["porter"], runs["trigram"], fusion, filt, None, None, ())
-    terms = rerank_terms(query)
-    if v.rerank == "before-trim":
-        entries, rms = _timed(rerank, filt.kept, terms)
-        rr = RerankStage(query, tuple(terms), entries, rms)
-        timings.append((prefix + "rerank", rms))
-        tr, tms = _timed(trim, tuple(e.candidate for e in entries), params.limit)
-        tr = TrimStage(tr.limit, tr.kept, tr.cut, tms)
-        timings.append((prefix + "trim", tms))
-        return Run(query, runs["porter"], runs["trigram"], fusion, filt, tr, rr, tr.kept)
-    tr, tms = _timed(trim, filt.kept, params.limit)
-    tr = TrimStage(tr.limit, tr.kept, tr.cut, tms)
-    timings.append((prefix + "trim", tms))
-    if v.rerank == "off":
-        return Run(query, runs["porter"], runs["trigram"], fusion, filt, tr, None, tr.kept)
-    entries, rms = _timed(rerank, tr.kept, terms)
-    rr = RerankStage(query, tuple(terms), entries, rms)
-    timings.append((prefix + "rerank", rms))
-    return Run(query, runs["porter"], runs["trigram"], fusion, filt, tr, rr, tuple(e.candidate for e in entries))
+    """Run the pass stages of :func:`pass_plan` once for ``query``, timing
+    each (``timings`` gets ``(stage id, ms)``, ids prefixed ``fuzzy:`` in
+    the re-run), and record every candidate's path (``paths=False``: leave
+    ``run.paths`` empty). With ``runs``, the retriever stages take their
+    runs from that cache (default: an exact handle on the store's run
+    cache, :mod:`engine.runcache`). The retrievers the variant runs are
+    fetched first, together (:func:`engine.retrieve.retrieve_pair`: at
+    once on two connections for a large store), and each retriever stage's
+    time is its own statement's (or cache lookup's)."""
+    prefix = "fuzzy:" if pass_name == "fuzzy" else ""
+    if runs is None:
+        runs = RunCache(store, exact=True)
+    wanted = [name for name in RETRIEVERS if runs_retriever(params, name)]
+    prefetched = retrieve_pair(store, conn, wanted, query, fts_limit, params.source, params.source_match,
+                               params.content_type, runs=runs)
+    records: list[tuple[str, object]] = []
+    done: dict[str, object] = {}
+    retrievers: list = []
+    items: tuple = ()
+    for spec in pass_plan(params):
+        assert spec.hooks is not None
+        ctx = PassContext(conn, store, params, query, pool_size, fts_limit, dict(done), tuple(retrievers), runs,
+                          prefetched)
+        start = time.perf_counter()
+        record = spec.hooks.step(ctx, items)
+        ms = elapsed_ms(start)
+        if spec.kind == "retriever" and spec.id in prefetched:
+            ms = record.elapsed_ms  # fetched by retrieve_pair: its own statement's time
+        record = replace(record, elapsed_ms=ms)
+        timings.append((prefix + spec.id, ms))
+        records.append((spec.id, record))
+        done[spec.id] = record
+        if spec.kind == "retriever":
+            retrievers.append(record)
+            continue
+        items = tuple(spec.hooks.ranked(record))
+        if spec.ends_pass_when_empty and not items:
+            break
+    run = Run(query, tuple(records), items, pass_name)
+    return replace(run, paths=run_paths(run)) if paths else run
 
 
 def _refresh(store: Store, conn: sql.Connection) -> RefreshReport:
@@ -147,45 +126,49 @@ def _fuzzy(
     pool_size: int,
     fts_limit: int,
     timings: list[tuple[str, float]],
+    runs: "RunCache | None" = None,
+    paths: bool = True,
 ) -> FuzzyStage:
     policy = params.variant.fuzzy
     found = len(first.filter.kept)
     if policy == "never":
-        return FuzzyStage(False, "fuzzy policy is 'never': typo correction disabled")
+        return FuzzyStage(False, "policy-never")
     if found and policy == "fallback":
-        noun = "result" if found == 1 else "results"
-        return FuzzyStage(
-            False, f"fusion returned {found} {noun} after the session filter: typo correction not attempted"
-        )
+        return FuzzyStage(False, "first-pass-found", first_pass_results=found)
     if not store.schema.has_vocabulary:
-        return FuzzyStage(False, "this store has no vocabulary table: typo correction is unavailable")
+        return FuzzyStage(False, "no-vocabulary")
     shadow = bool(found)
     start = time.perf_counter()
     words = fuzzy_words(params.query)
-    corrections = tuple(correct_word_cached(store, conn, w) for w in words)
+    if runs is not None:
+        corrections = tuple(runs.correction(conn, w) for w in words)
+    else:
+        corrections = tuple(correct_word_cached(store, conn, w) for w in words)
     corrected_query = " ".join(c.corrected or c.word for c in corrections)
     ms = elapsed_ms(start)
     timings.append(("fuzzy", ms))
     if not words:
-        reason = "no query word of 3+ characters outside the stopword list to correct"
+        code = "no-word"
     elif corrected_query == " ".join(words):
-        reason = "no word needed or found a correction in the vocabulary"
+        code = "no-correction"
     else:
-        reason = "corrected " + ", ".join(f"{c.word} → {c.corrected}" for c in corrections if c.corrected)
+        code = "corrected"
     if shadow:
-        reason = f"shadow run (fuzzy policy 'always'): {reason}"
-    elif not found:
-        if not first.fusion.candidates:
-            why = "fusion found nothing"
-        elif not first.fusion.pool:
-            why = f"the candidate pool is empty (pool size {first.fusion.pool_size})"
-        else:
-            why = "every candidate was removed by the session filter"
-        reason = f"{why}; {reason}"
+        trigger = "shadow"
+    elif not first.fusion.candidates:
+        trigger = "fusion-empty"
+    elif not first.pool.kept:
+        trigger = "pool-empty"
+    else:
+        trigger = "all-removed"
     rerun = None
     if words and corrected_query != " ".join(words):
-        rerun = run_pass(conn, store, params, corrected_query, pool_size, fts_limit, timings, prefix="fuzzy:")
-    return FuzzyStage(True, reason, tuple(words), corrections, corrected_query, rerun, shadow, ms)
+        rerun = run_pass(conn, store, params, corrected_query, pool_size, fts_limit, timings, pass_name="fuzzy",
+                         runs=runs, paths=paths)
+    return FuzzyStage(
+        True, code, trigger, tuple(words), corrections, corrected_query, rerun, shadow, ms,
+        first_pass_results=found, pool_size=first.pool.pool_size,
+    )
 
 
 #: At most this many session ids are listed when an allowed id is unknown.
@@ -234,11 +217,11 @@ def _empty_reason(
         if first.porter.error or first.trigram.error:
             parts.append("a retriever failed: " + (first.porter.error or first.trigram.error or ""))
         else:
-            searched = [r.name for r in (first.porter, first.trigram) if not (r.skipped or "").startswith("variant:")]
+            searched = [name for name in RETRIEVERS if runs_retriever(params, name)]
             where = "either index" if len(searched) == 2 else f"the {searched[0]} index ({params.variant.retrievers} only)" if searched else "any index"
             parts.append(f"no match in {where}{filters}")
-    elif not first.fusion.pool and params.limit != 0:
-        parts.append(f"the candidate pool is empty (pool size {first.fusion.pool_size}): fusion handed nothing on")
+    elif not first.pool.kept and params.limit != 0:
+        parts.append(f"the candidate pool is empty (pool size {first.pool.pool_size}): fusion handed nothing on")
     elif first.filter.allow_set is not None and not first.filter.kept:
         n = len(first.filter.removed)
         parts.append("the only pooled candidate was removed by the session filter" if n == 1
@@ -259,7 +242,15 @@ def _empty_reason(
     return "; ".join(parts) or "no results"
 
 
-def search(store: Store, params: SearchParams, conn: sql.Connection | None = None) -> Trace:
+def search(
+    store: Store,
+    params: SearchParams,
+    conn: sql.Connection | None = None,
+    *,
+    runs: "RunCache | None" = None,
+    refresh: bool = True,
+    paths: bool = True,
+) -> Trace:
     """Run the pipeline once and record every stage.
 
     Args:
@@ -268,6 +259,16 @@ def search(store: Store, params: SearchParams, conn: sql.Connection | None = Non
         params: the validated search parameters.
         conn: a connection from ``store.connect()`` when searching from
             another thread; defaults to the store's own connection.
+        runs: the handle on the store's run cache the retrievers go through
+            (:class:`engine.runcache.RunCache`); default: an exact one (a
+            run is reused only at the same row count). Runs and corrections
+            are reused for the data version noted when this call begins the
+            read transaction (:meth:`engine.store.Store.begin_read`); inside
+            a transaction the caller began otherwise, nothing is reused.
+        refresh: ``False`` skips the stale-source check (its report is then
+            empty): for re-runs of a search that just checked.
+        paths: ``False`` leaves every ``run.paths`` empty: for a re-run
+            that only needs the answer (a counterfactual's probes).
 
     Returns:
         An immutable :class:`Trace`. Never raises for any query text; an
@@ -280,22 +281,26 @@ def search(store: Store, params: SearchParams, conn: sql.Connection | None = Non
             :meth:`~engine.store.Store.reading`); the message names the path.
         StoreError: the store cannot be read otherwise (locked, I/O error).
     """
-    return store.reading(lambda c: _search(store, params, c), conn)
+    return store.reading(lambda c: _search(store, params, c, runs, refresh, paths), conn)
 
 
-def _search(store: Store, params: SearchParams, conn: sql.Connection | None) -> Trace:
+def _search(
+    store: Store, params: SearchParams, conn: sql.Connection | None, runs: "RunCache | None", check: bool,
+    paths: bool,
+) -> Trace:
     with store.using(conn) as c:
         timings: list[tuple[str, float]] = []
-        refresh = _refresh(store, c)
+        refresh = _refresh(store, c) if check else RefreshReport()
         timings.append(("refresh", refresh.elapsed_ms))
         pool_size = pool_size_for(params)
         fts_limit = fts_limit_for(params, pool_size)
         # One read transaction for every stage: against a live writer (WAL)
-        # all stages see the same snapshot (caches key on the version it notes).
+        # all stages see the same snapshot (the run and correction caches key
+        # on the data version it notes).
         own_txn = store.begin_read(c)
         try:
-            first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings)
-            fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings)
+            first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings, runs=runs, paths=paths)
+            fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings, runs, paths)
         except BaseException:
             store.end_read(c, own_txn, failed=True)
             raise

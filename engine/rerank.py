@@ -12,12 +12,17 @@ Offsets and lengths are UTF-16 code units (JavaScript ``indexOf`` and
 ``length``): content and terms are converted with
 :func:`engine.jsstr.utf16_units` before searching. Sort: boost descending,
 then fused score descending, then input order. This is a rerank score, not BM25.
+
+As the ``rerank`` pass stage (:data:`HOOKS`) it reorders and drops nothing.
 """
 
 from __future__ import annotations
 
 from .jsstr import js_to_lower, utf16_units
-from .model import Candidate, RerankEntry
+from .model import Candidate, RerankEntry, RerankStage, SearchParams
+from .query import rerank_terms
+from .stage_api import PassContext, StageHooks
+from .words import abbreviate, plural
 
 #: Title weight for code and prose chunks.
 TITLE_WEIGHT = {"code": 0.6, "prose": 0.3}
@@ -131,3 +136,27 @@ def rerank(candidates: tuple[Candidate, ...] | list[Candidate], terms: list[str]
         )
         for new, (index, cand, parts) in enumerate(scored)
     )
+
+
+# ─── as a pass stage ─────────────────────────────────────────────────────
+
+
+def step(ctx: PassContext, items: tuple) -> RerankStage:
+    """Rerank the received list with the terms of ``ctx.query``."""
+    terms = rerank_terms(ctx.query)
+    return RerankStage(ctx.query, tuple(terms), rerank(tuple(items), terms))
+
+
+def ranked(stage: RerankStage) -> tuple[Candidate, ...]:
+    """The candidates in their new order."""
+    return tuple(e.candidate for e in stage.entries)
+
+
+def headline(stage: RerankStage, params: SearchParams) -> str:
+    """``terms [cache miss]: 2 results moved``"""
+    moved = sum(1 for e in stage.entries if e.moved)
+    terms = abbreviate(" ".join(stage.terms)) or "(none)"
+    return f"terms [{terms}]: {plural(moved, 'result')} moved"
+
+
+HOOKS = StageHooks(step=step, ranked=ranked, headline=headline)

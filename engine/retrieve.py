@@ -10,6 +10,13 @@ Optional filters run in SQL: source label (``LIKE '%label%'`` with ``\\``,
 ``%`` and ``_`` escaped, ``ESCAPE '\\'``; or ``=`` in exact mode) and content
 type. All values are bound parameters.
 
+As pass stages (``porter`` and ``trigram`` in :mod:`engine.stages`) they are
+the pass's parallel entries: :data:`PORTER_HOOKS` and :data:`TRIGRAM_HOOKS`.
+A chunk neither returns leaves at the ``retrieve`` stage; the codes for it
+(:data:`RETRIEVE_SENTENCES`) are decided by :mod:`engine.why`, which looks
+further (uncapped runs, filters), except ``not-retrieved``, which says only
+that no retriever returned it.
+
 :func:`retrieve_pair` runs both for one pass of the pipeline: runs computed
 before at the same store data version come from the store's run cache, and
 the two statements run at once on two connections that see the same
@@ -18,15 +25,20 @@ snapshot (SQLite releases the GIL while it works), each timed on its own.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
 
 from . import sql
-from .model import Hit, RetrieverRun
+from .model import Exit, Hit, RetrieverRun, SearchParams
 from .query import sanitize_porter, sanitize_trigram
+from .stage_api import PassContext, StageHooks
 from .store import SchemaInfo, Store, elapsed_ms, is_corruption
+from .words import abbreviate, plural
+
+if TYPE_CHECKING:
+    from .runcache import RunCache
 
 TABLES = {"porter": "chunks", "trigram": "chunks_trigram"}
 
@@ -39,6 +51,21 @@ def is_query_error(exc: BaseException) -> bool:
         return False
     code = sql.primary_code(exc)
     return code is None or code == 1
+
+
+def _shadow_missing(conn: sql.Connection, table: str) -> bool:
+    """True when one of FTS5's shadow tables of ``table`` is missing: the
+    damage is then this retriever's alone (the other one still answers, and
+    the run records the error; ``rankscope doctor`` reports it). SQLite 3.54
+    reports a missing shadow table as ``SQLITE_CORRUPT`` (3.40 said ``SQL
+    logic error``), so the code alone no longer tells it from damaged pages."""
+    from .store import FTS_SHADOWS
+
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sql.Error:
+        return False
+    return table in names and any(f"{table}_{x}" not in names for x in FTS_SHADOWS)
 
 
 def like_pattern(source: str) -> str:
@@ -137,7 +164,7 @@ def retrieve(
     try:
         rows = conn.execute(statement, [values[n] for n in names]).fetchall()
     except sql.Error as exc:
-        if not is_query_error(exc):
+        if not is_query_error(exc) and not _shadow_missing(conn, TABLES[retriever]):
             raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
         return RetrieverRun(
             retriever, sanitized, fts_limit, (), error=f"{type(exc).__name__}: {exc}",
@@ -161,6 +188,109 @@ def retrieve(
     return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start))
 
 
+def fts_limit_for(params: SearchParams, pool_size: int) -> int:
+    """Rows per retriever: ``max(2 * pool_size, 10)`` (or the variant's override)."""
+    v = params.variant
+    return v.fts_limit if v.fts_limit is not None else max(pool_size * 2, 10)
+
+
+# ─── as pass stages ──────────────────────────────────────────────────────
+
+
+def runs_retriever(params: SearchParams, name: str) -> bool:
+    """True when the variant runs retriever ``name`` (``retrievers`` is
+    ``both`` or that name); a retriever it leaves out gives a skipped run."""
+    return params.variant.retrievers in ("both", name)
+
+
+def _step(name: str):
+    def step(ctx: PassContext, items: tuple) -> RetrieverRun:
+        """Run retriever ``name`` for ``ctx.query`` (a skipped run when the
+        variant leaves it out): the run :func:`retrieve_pair` made for this
+        pass (``ctx.prefetched``), else through the run cache ``ctx.runs``,
+        else the statement itself."""
+        p = ctx.params
+        if not runs_retriever(p, name):
+            return RetrieverRun(name, "", ctx.fts_limit, (), skipped=f"variant: {p.variant.retrievers} retriever only")
+        if name in ctx.prefetched:
+            return ctx.prefetched[name]
+        run = ctx.runs.run if ctx.runs is not None else retrieve
+        return run(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match,
+                   p.content_type)
+
+    return step
+
+
+def ranked(run: RetrieverRun) -> tuple[Hit, ...]:
+    """The run's rows in bm25 order."""
+    return run.hits
+
+
+def headline(run: RetrieverRun, params: SearchParams) -> str:
+    """``12 hits for "cache" (limit 20) with source LIKE '%docs%'``, or why it
+    was skipped / failed."""
+    if run.skipped:
+        return f"skipped: {run.skipped}"
+    if run.error:
+        return f"error: {run.error}"
+    head = f"{plural(len(run.hits), 'hit')} for {abbreviate(run.query)} (limit {run.fts_limit})"
+    if params.filter_text:
+        head += f" with {params.filter_text}"
+    return head
+
+
+PORTER_HOOKS = StageHooks(step=_step("porter"), ranked=ranked, headline=headline)
+TRIGRAM_HOOKS = StageHooks(step=_step("trigram"), ranked=ranked, headline=headline)
+
+
+# ─── exits at the retrieve stage (a chunk no retriever returned) ─────────
+
+
+def _source_filter(e: Exit) -> str:
+    mode = "equal to" if e.get("source_match") == "exact" else "containing"
+    return f"excluded by the source filter (labels {mode} {e.get('filter')!r})"
+
+
+def _content_type_filter(e: Exit) -> str:
+    return f"excluded by the content-type filter (only {e.get('filter')} chunks)"
+
+
+def _no_term(e: Exit) -> str:
+    return "not retrieved: no query term is indexed in it"
+
+
+def _retriever_skipped(e: Exit) -> str:
+    return "not retrieved: only a retriever the variant skipped would match it"
+
+
+def _beyond_fts_limit(e: Exit) -> str:
+    return f"not retrieved: it matches at bm25 rank {e.get('rank')}, beyond the {e.get('fts_limit')} rows fetched"
+
+
+def _not_retrieved(e: Exit) -> str:
+    return "not retrieved: neither retriever returned it"
+
+
+#: Codes of the ``retrieve`` stage and their sentences.
+RETRIEVE_SENTENCES = {
+    "source-filter": _source_filter,
+    "content-type-filter": _content_type_filter,
+    "no-term": _no_term,
+    "retriever-skipped": _retriever_skipped,
+    "beyond-fts-limit": _beyond_fts_limit,
+    "not-retrieved": _not_retrieved,
+}
+#: The names in each code's exit data.
+RETRIEVE_DATA = {
+    "source-filter": ("source", "filter", "source_match"),
+    "content-type-filter": ("content_type", "filter"),
+    "no-term": ("porter_terms", "trigram_terms"),
+    "retriever-skipped": ("retrievers",),
+    "beyond-fts-limit": ("rank", "fts_limit"),
+    "not-retrieved": (),
+}
+
+
 # ─── both retrievers of a pass ──────────────────────────────────────────────
 
 _POOL: ThreadPoolExecutor | None = None
@@ -177,16 +307,6 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def run_key(
-    retriever: str, query: str, fts_limit: int, source: str | None, source_match: str, content_type: str | None
-) -> tuple:
-    """The run-cache key of one retriever run: everything its SQL depends on
-    besides the store (retriever, sanitised query, row limit, filters)."""
-    sanitize = sanitize_porter if retriever == "porter" else sanitize_trigram
-    return (retriever, sanitize(query, "OR"), fts_limit, source or None, source_match if source else None,
-            content_type or None)
-
-
 def retrieve_pair(
     store: Store,
     conn: sql.Connection,
@@ -196,13 +316,15 @@ def retrieve_pair(
     source: str | None = None,
     source_match: str = "like",
     content_type: str | None = None,
+    *,
+    runs: "RunCache",
 ) -> dict[str, RetrieverRun]:
     """Run the retrievers ``names`` (``"porter"``, ``"trigram"``) for ``query``.
 
-    * A run computed earlier at the same store data version (the one
-      ``conn``'s :meth:`~engine.store.Store.begin_read` noted) with the same
-      :func:`run_key` is taken from ``store.runs`` (``cached=True``;
-      ``elapsed_ms`` is then the lookup's time).
+    * A run the store's run cache holds for this data version (the one
+      ``conn``'s :meth:`~engine.store.Store.begin_read` noted) is answered
+      by the handle ``runs`` (:class:`engine.runcache.RunCache`;
+      ``cached=True``, ``elapsed_ms`` is then the lookup's time).
     * When both must run and ``conn`` is a file store's read transaction,
       the second is handed to a worker thread, on another connection of the
       store whose snapshot is the same as ``conn``'s
@@ -219,37 +341,35 @@ def retrieve_pair(
     Raises:
         engine.sql.Error: the store cannot be read (as :func:`retrieve`).
     """
-    version = getattr(conn, "read_version", None) if conn.in_transaction else None
     args = (query, fts_limit, source, source_match, content_type)
     out: dict[str, RetrieverRun] = {}
     todo: list[str] = []
-    keys = {name: run_key(name, *args) for name in names}
     for name in names:
-        start = time.perf_counter()
-        hit = store.runs.get(version, keys[name])
+        hit = runs.lookup(conn, name, *args)
         if hit is None:
             todo.append(name)
         else:
-            out[name] = dataclasses.replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
+            out[name] = hit
     if len(todo) == 2 and store.can_read_in_parallel(conn):
         with store.parallel_reader(conn) as reader:
             if reader is not None:
-                second: Future = _pool().submit(retrieve, reader, store.schema, todo[1], *args)
+                reader.read_version = conn.read_version  # same snapshot: the runs it makes are kept too
                 try:
-                    out[todo[0]] = retrieve(conn, store.schema, todo[0], *args)
+                    second: Future = _pool().submit(runs.run, reader, store.schema, todo[1], *args)
+                    try:
+                        out[todo[0]] = runs.run(conn, store.schema, todo[0], *args)
+                    finally:
+                        if not second.cancel():
+                            wait([second])  # the reader goes back to the store only when its statement is done
+                    if second.cancelled():
+                        # no thread had picked it up by the time the first was done (a short
+                        # statement, a busy machine): run it here, on the same snapshot
+                        out[todo[1]] = runs.run(reader, store.schema, todo[1], *args)
+                    else:
+                        out[todo[1]] = second.result()
                 finally:
-                    if not second.cancel():
-                        wait([second])  # the reader goes back to the store only when its statement is done
-                if second.cancelled():
-                    # no thread had picked it up by the time the first was done (a short
-                    # statement, a busy machine): run it here, on the same snapshot
-                    out[todo[1]] = retrieve(reader, store.schema, todo[1], *args)
-                else:
-                    out[todo[1]] = second.result()
-                for name in todo:
-                    store.runs.put(version, keys[name], out[name])
+                    reader.read_version = None
                 todo = []
     for name in todo:
-        out[name] = retrieve(conn, store.schema, name, *args)
-        store.runs.put(version, keys[name], out[name])
+        out[name] = runs.run(conn, store.schema, name, *args)
     return out

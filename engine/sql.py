@@ -19,7 +19,8 @@ Surface (differences from ``sqlite3`` in brackets):
   ``fetchone`` / ``fetchall`` and iteration (rows are tuples);
   ``executescript``; ``in_transaction``; ``total_changes()`` and
   ``last_insert_rowid()`` [methods, not attributes]; ``close()``;
-  ``uri_flags`` (the URI query it was opened with, ``""`` for none).
+  ``uri_flags`` (the URI query it was opened with, ``""`` for none);
+  :func:`backup` [``sqlite3``'s ``Connection.backup``].
 * Text comes back as ``str`` decoded strictly [``sqlite3`` had a
   ``text_factory``]. A column that may hold invalid UTF-8 (the reference can
   store a lone surrogate, e.g. a title cut inside an emoji pair) is selected
@@ -103,6 +104,19 @@ def decode(value: bytes | str | None) -> str | None:
         return value.decode("utf-8")
     except UnicodeDecodeError:
         return value.decode("utf-8", "replace")
+
+
+def backup(source: Connection, dest: Connection) -> None:
+    """Copy the whole ``main`` database of ``source`` into ``dest`` with
+    SQLite's online backup API (``sqlite3``'s ``source.backup(dest)``;
+    apsw calls it on the destination). ``source`` may be inside a read
+    transaction: the copy is then that snapshot.
+
+    Raises:
+        Error: a page cannot be read (a damaged file: ``CorruptError``) or written.
+    """
+    with dest.backup("main", source, "main") as job:
+        job.step(-1)
 
 
 def has_tokenizer(conn: Connection, name: str) -> bool:

@@ -35,12 +35,13 @@ Every SQL value is a bound parameter.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import os
 import shlex
+import stat
 import threading
 import time
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Iterator
 from pathlib import Path
@@ -49,7 +50,7 @@ from urllib.parse import quote
 import regex
 
 from . import sql
-from .cache import VersionedLRU
+from .cache import RunEntries, VersionedLRU
 from .chunking import MAX_CHUNK_BYTES, ChunkDraft, chunk_json, chunk_markdown, chunk_plain_text
 from .freshness import Freshness, check_all, load_sources, read_text, sha256_text
 from .jsstr import decode_utf8_like_node, js_to_lower, to_storage_bytes, utf16_len
@@ -116,7 +117,19 @@ class NotOurStoreError(StoreError):
 class CorruptStoreError(NotADatabaseError):
     """SQLite reports the database file as damaged (``SQLITE_CORRUPT`` /
     ``SQLITE_NOTADB``), e.g. ``database disk image is malformed``: when
-    opening (a :class:`NotADatabaseError` then) or on any later read."""
+    opening (a :class:`NotADatabaseError` then) or on any later read.
+
+    Attributes:
+        reason: what is wrong, without the path and the checking hint
+            (e.g. ``SQLite says 'database disk image is malformed'``).
+        check_command: the command that checks the file, named in the
+            message (:func:`doctor_command`); ``None`` for an in-memory store.
+    """
+
+    def __init__(self, message: str, reason: str | None = None, check_command: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
+        self.check_command = check_command
 
 
 #: ``PRAGMA application_id`` of every store rankscope creates ("RANK" in
@@ -150,8 +163,8 @@ def sqlite_store_error(exc: BaseException, path: str | None, action: str = "read
         return StoreError(f"cannot {action} {where}: a text value is not valid UTF-8 ({exc.reason})")
     words = str(exc) or type(exc).__name__
     if is_corruption(exc):
-        hint = f" Check it with: sqlite3 {shlex.quote(path)} 'PRAGMA integrity_check'" if path else ""
-        return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{hint}")
+        return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{integrity_hint(path)}",
+                                 reason=f"SQLite says '{words}'", check_command=doctor_command(path))
     if _primary_code(exc) == _READONLY_CODE or "readonly database" in words:
         return StoreError(f"cannot write to {where}: SQLite says '{words}' (the file or its folder is not writable)")
     if _primary_code(exc) == _CANTOPEN_CODE:
@@ -159,6 +172,40 @@ def sqlite_store_error(exc: BaseException, path: str | None, action: str = "read
             f"cannot {action} {where}: SQLite says '{words}' (can the file and its folder be read and written?)"
         )
     return StoreError(f"cannot {action} {where}: SQLite says '{words}'")
+
+
+def doctor_command(path: str | None) -> str | None:
+    """``rankscope doctor --db PATH`` (shell-quoted), or ``None`` in memory:
+    the check a damaged-store message names."""
+    return f"rankscope doctor --db {shlex.quote(path)}" if path else None
+
+
+def integrity_hint(path: str | None) -> str:
+    """The sentence every damaged-store message ends with (``""`` in memory):
+    ``rankscope doctor`` runs SQLite's integrity_check and FTS5's
+    integrity-check on a private copy (SQLite's own check alone passes a
+    store whose FTS5 shadow tables are missing or damaged)."""
+    if not path:
+        return ""
+    return f" Check it with: {doctor_command(path)} (or sqlite3 {shlex.quote(path)} 'PRAGMA integrity_check')"
+
+
+@lru_cache(maxsize=None)
+def fts5_available() -> bool:
+    """True when this SQLite build has FTS5 (checked once, in memory)."""
+    try:
+        conn = sql.connect(":memory:")
+        try:
+            conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        finally:
+            conn.close()
+    except sql.Error:
+        return False
+    return True
+
+
+#: Shadow tables FTS5 keeps for each table of the reference schema.
+FTS_SHADOWS = ("data", "idx", "content", "docsize", "config")
 
 
 @contextmanager
@@ -447,9 +494,11 @@ def _delete_label_rows(conn: sql.Connection, label: str) -> int:
     caller's transaction; returns the chunks removed from ``chunks``.
 
     Same rows as the reference's ``DELETE ... WHERE source_id IN (SELECT id
-    FROM sources WHERE label = ?)``, but a label with no source row (every
-    new file) costs one indexed lookup instead of two full FTS table scans
-    (``source_id`` is UNINDEXED).
+    FROM sources WHERE label = ?)``, but without its full FTS table scans
+    (``source_id`` is UNINDEXED, so re-indexing every file of a store was
+    quadratic): a label with no source row (every new file) costs one
+    indexed lookup, and the chunks of one that has are found through
+    :data:`SOURCE_INDEX_SQL` on the content shadow table and deleted by rowid.
     """
     ids = [row[0] for row in conn.execute("SELECT id FROM sources WHERE label = ?", (label,))]
     if not ids:
@@ -457,12 +506,20 @@ def _delete_label_rows(conn: sql.Connection, label: str) -> int:
     marks = ",".join("?" * len(ids))
     removed = 0
     for table in FTS_TABLES:
-        before = conn.total_changes()
-        conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
+        conn.execute(SOURCE_INDEX_SQL.format(table=table))
+        rowids = [(r[0],) for r in conn.execute(f"SELECT id FROM {table}_content WHERE c2 IN ({marks})", ids)]
+        conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
         if table == "chunks":
-            removed = conn.total_changes() - before
+            removed = len(rowids)
     conn.execute("DELETE FROM sources WHERE label = ?", (label,))
     return removed
+
+
+#: In rankscope's own stores (the only ones written), an index on the
+#: ``source_id`` column (``c2``) of each FTS table's ``_content`` shadow
+#: table, created on the first re-index; SQLite keeps it up to date as FTS5
+#: writes. context-mode ignores it; searches never use it.
+SOURCE_INDEX_SQL = "CREATE INDEX IF NOT EXISTS rankscope_{table}_source ON {table}_content(c2)"
 
 
 def _reads(method):
@@ -493,8 +550,10 @@ class Store:
         self.conn = conn
         self.schema = schema
         self.lock = threading.RLock()
-        #: Retriever runs by (retriever, sanitised query, row limit, filters), per data version.
-        self.runs: VersionedLRU = VersionedLRU(RUN_CACHE_SIZE)
+        #: Retriever runs by run key (retriever, sanitised query, filters) and row
+        #: count, per data version: the one run cache, read through
+        #: :class:`engine.runcache.RunCache` handles.
+        self.runs: RunEntries = RunEntries(RUN_CACHE_SIZE)
         #: Fuzzy corrections by word, per data version (the reference keeps 256).
         self.corrections: VersionedLRU = VersionedLRU(CORRECTION_CACHE_SIZE)
         #: The stale-source answer, kept current between searches.
@@ -527,6 +586,13 @@ class Store:
         earlier); ``":memory:"`` for a scratch store. A new store is marked
         with :data:`APPLICATION_ID`, gets the schema and the WAL journal.
 
+        Creation is atomic (:meth:`_create_file`): the store is built under a
+        temporary name in the same folder and linked into place complete, so
+        a second run starting at the same moment never sees a half-made file
+        (it uses whichever store was placed first), and a failure (a full
+        disk) leaves nothing at ``path``. A store of ours that an older
+        version left half-created gets its missing tables here.
+
         Raises:
             NotADatabaseError: ``path`` exists and is not an SQLite file.
             NotOurStoreError: ``path`` is an SQLite database rankscope did not
@@ -541,6 +607,10 @@ class Store:
             if not parent.is_dir():
                 raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
             fresh = not cls._has_content(p)
+            if fresh:
+                cls._check_writable(p, create=True)
+                cls._create_file(p)
+                fresh = False
             if not fresh:
                 if not os.path.isdir(p) and (not os.path.exists(p) or os.path.getsize(p) == 0):
                     raise StoreError(
@@ -572,6 +642,54 @@ class Store:
                 f"{p} has the older 4-column FTS schema; rankscope will not migrate it. Open it read-only instead."
             )
         return cls(None if p == ":memory:" else p, False, conn, schema)
+
+    @staticmethod
+    def _create_file(p: str) -> None:
+        """Place a new, complete, empty store at ``p``: built (mark, WAL,
+        schema) in ``.NAME.RANDOM.creating`` beside it, then hard-linked to
+        ``p``, which fails if ``p`` appeared meanwhile (another run won the
+        race: its store is used; an empty file is replaced). Where hard links are not supported the file
+        is renamed into place unless ``p`` exists by then. The temporary
+        files are removed in every case.
+
+        Raises:
+            StoreError: SQLite could not build the store (disk full, I/O).
+        """
+        import secrets
+
+        folder, name = os.path.split(os.path.abspath(p))
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.creating")
+        try:
+            with sqlite_errors(p, "create"):
+                conn = sql.connect(tmp)
+                try:
+                    # First, before WAL: the mark then sits in the main file's header.
+                    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.executescript(SCHEMA_SQL)
+                finally:
+                    conn.close()  # the last connection: the WAL is checkpointed into tmp
+            try:
+                os.link(tmp, p)
+            except FileExistsError:
+                # Another run placed its store first (use it), or an empty
+                # file was there (SQLite reads it as an empty database).
+                if not os.path.isfile(p):
+                    raise StoreError(f"cannot create store {p}: a FIFO, device or dangling symbolic link is "
+                                     "at that path; choose another name")
+                if os.path.getsize(p) == 0:
+                    os.replace(tmp, p)
+            except OSError:
+                if not os.path.exists(p):
+                    os.replace(tmp, p)
+        except OSError as exc:
+            raise StoreError(f"cannot create store {p}: {exc.strerror or exc}") from exc
+        finally:
+            for leftover in (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"):
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
 
     @staticmethod
     def _has_content(p: str) -> bool:
@@ -719,6 +837,12 @@ class Store:
         if os.path.isdir(p):
             raise NotADatabaseError(f"{p} is a folder, not a database file")
         try:
+            mode = os.stat(p).st_mode
+        except OSError as exc:
+            raise StoreError(f"cannot read {p}: {exc.strerror or exc}") from exc
+        if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer forever
+            raise NotADatabaseError(f"{p} is not a database file (a FIFO, socket or device)")
+        try:
             with open(p, "rb") as fh:
                 header = fh.read(16)
         except OSError as exc:
@@ -769,7 +893,22 @@ class Store:
             src_cols = {r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('sources')")}
         except (sql.Error, UnicodeDecodeError) as exc:
             conn.close()
-            raise SchemaError(f"{p}: cannot read the chunks table ({exc}); is FTS5 available?") from exc
+            if not fts5_available():
+                raise SchemaError(f"{p}: cannot read the chunks table ({exc}): this SQLite has no FTS5") from exc
+            missing = [f"{t}_{x}" for t in FTS_TABLES for x in FTS_SHADOWS if f"{t}_{x}" not in tables]
+            lost = f"; missing: {', '.join(missing)}" if missing else ""
+            reason = f"its FTS5 table chunks cannot be opened (SQLite says '{exc}'{lost})"
+            raise CorruptStoreError(f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason,
+                                    check_command=doctor_command(p)) from exc
+        unopenable = [f"chunks_{x}" for x in ("data", "config") if f"chunks_{x}" not in tables]
+        if unopenable:
+            # SQLite 3.40 refused to read the table's columns without these;
+            # 3.54 reads them and fails at the first query instead.
+            conn.close()
+            missing = [f"{t}_{x}" for t in FTS_TABLES for x in FTS_SHADOWS if f"{t}_{x}" not in tables]
+            reason = f"its FTS5 table chunks cannot be opened (missing: {', '.join(missing)})"
+            raise CorruptStoreError(f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason,
+                                    check_command=doctor_command(p))
         visible = [c for c in cols if c not in ("chunks", "rank")]
         for needed in ("title", "content", "source_id", "content_type"):
             if needed not in visible:
@@ -1017,8 +1156,15 @@ class Store:
         if not conn.in_transaction:
             return
         if not failed:
-            conn.execute("COMMIT")
-            return
+            try:
+                conn.execute("COMMIT")
+                return
+            except sql.Error:
+                # A read transaction has nothing to commit; FTS5 can still
+                # repeat an error a retriever already recorded (SQLite 3.54
+                # with a missing shadow table). Every read succeeded: end it.
+                if not conn.in_transaction:
+                    return
         try:
             conn.execute("ROLLBACK")
         except sql.Error:

@@ -73,13 +73,22 @@ def gitignore_matcher(root: Path) -> Callable[[str], bool]:
                 result = include
         return result
 
-    @lru_cache(maxsize=None)
+    decided: dict[tuple[str, ...], bool] = {}
+
     def dir_ignored(parts: tuple[str, ...]) -> bool:
-        if parts[0] == ".git":
-            return True
-        if len(parts) > 1 and dir_ignored(parts[:-1]):
-            return True
-        return verdict(parts, True)
+        # A folder is ignored when any folder above it is: decide the
+        # undecided ancestors top-down, iteratively (no recursion, whatever
+        # the depth; a top-down walk has decided the parent already).
+        if parts in decided:
+            return decided[parts]
+        chain = []
+        p = parts
+        while p and p not in decided:
+            chain.append(p)
+            p = p[:-1]
+        for q in reversed(chain):
+            decided[q] = q[0] == ".git" or (len(q) > 1 and decided[q[:-1]]) or verdict(q, True)
+        return decided[parts]
 
     def ignored(label: str) -> bool:
         is_dir = label.endswith("/")

@@ -30,8 +30,15 @@ reason                   stage       meaning
 ``returned``             final       in the answer
 =======================  ==========  =========================================
 
-Stages of the fuzzy re-run are prefixed ``fuzzy:`` (as in
-:mod:`engine.diff`). Positions are **1-based**. Pure Python; no Textual.
+For a chunk a retriever returned, the stage and the code come from its
+path (:attr:`engine.model.Run.paths`, computed once by the pipeline); this
+module adds the numbers a reader needs (scores, formulas, the rows that beat
+it) and, for a chunk no retriever returned, looks further (uncapped
+retriever runs, the filters, the typo correction). Stage ids come from
+:data:`engine.stages.STAGES`; stages of the fuzzy re-run are prefixed
+``fuzzy:``. A reason a new stage declares is explained with its sentence
+(:func:`engine.paths.sentence`) and data. Positions are **1-based**. Pure
+Python; no Textual.
 """
 
 from __future__ import annotations
@@ -40,31 +47,23 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import sql
-from .diff import plural
 from .fuzzy import correct_word
+from .jsstr import js_to_lower
 from .model import Candidate, Hit, RetrieverRun, Run, SearchParams, Trace
+from .paths import REASONS as PATH_REASONS
+from .paths import sentence
 from .pipeline import search
 from .query import fuzzy_words, porter_words, trigram_words
-from .retrieve import like_pattern, retrieve
+from .retrieve import like_pattern, retrieve, runs_retriever
+from .stages import RETRIEVERS, depth
+from .stages import title as stage_title
 from .store import Store, is_corruption, sqlite_errors, vocabulary_words
+from .words import plural
 
-#: Every reason code, in pipeline order.
-REASONS: tuple[str, ...] = (
-    "source-filter",
-    "content-type-filter",
-    "no-term",
-    "fuzzy-not-attempted",
-    "retriever-skipped",
-    "beyond-fts-limit",
-    "merged",
-    "beyond-pool",
-    "session-filter",
-    "trimmed",
-    "outranked",
-    "returned",
-)
-#: How far into a pass each stage is (used to pick the more telling pass).
-_DEPTH = {"retrieve": 0, "fuzzy": 0, "fusion": 1, "pool": 2, "filter": 3, "trim": 4, "rerank": 5, "final": 6}
+#: Every reason code :func:`why_not` gives, in pipeline order: the exit codes
+#: of :data:`engine.paths.REASONS` (except ``not-retrieved``, which why-not
+#: always refines), then the two outcomes of a returned chunk.
+REASONS: tuple[str, ...] = tuple(c for c in PATH_REASONS if c != "not-retrieved") + ("outranked", "returned")
 #: Distinctive words shown for a ``no-term`` chunk.
 DISTINCTIVE_WORDS = 8
 #: At most this many of a chunk's words are checked for document frequency.
@@ -246,13 +245,6 @@ def _rrf_formula(cand: Candidate, rrf_k: int) -> str:
     return " + ".join(f"1/({rrf_k}+{c.rank})" for c in cand.contributions)
 
 
-def _pos(cands: tuple[Candidate, ...], rowid: int) -> int | None:
-    for i, c in enumerate(cands):
-        if c.rowid == rowid:
-            return i + 1
-    return None
-
-
 def _hit_rank(run: RetrieverRun, rowid: int) -> Hit | None:
     return next((h for h in run.hits if h.rowid == rowid), None)
 
@@ -305,7 +297,7 @@ class _Ctx:
         uncapped run, ``{"skipped": why}`` when the query gives it nothing to
         run, or ``None`` when it does not match."""
         out: dict[str, dict | None] = {}
-        for name in ("porter", "trigram"):
+        for name in RETRIEVERS:
             run = self.full_run(name, query)
             if run.skipped or run.error:
                 out[name] = {"skipped": run.skipped or run.error}
@@ -323,7 +315,7 @@ def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
     the chunk uses them, then by first occurrence."""
     c = conn or store.conn
     words = vocabulary_words(chunk.title + "\n" + chunk.content)[:_DF_SCAN]
-    lower = (chunk.title + "\n" + chunk.content).lower()
+    lower = js_to_lower(chunk.title + "\n" + chunk.content)
     scored = []
     for i, w in enumerate(words):
         try:
@@ -340,7 +332,7 @@ def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
 
 
 def _describe_full(name: str, info: dict | None) -> str:
-    label = "Porter" if name == "porter" else "trigram"
+    label = stage_title(name)
     if info is None:
         return f"{label}: no match"
     if "skipped" in info:
@@ -368,13 +360,14 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
     hits = {r.name: _hit_rank(r, chunk.rowid) for r in (run.porter, run.trigram)}
     if not any(hits.values()):
         full = ctx.full_ranks(run.query, chunk.rowid)
-        ran = {r.name for r in (run.porter, run.trigram) if not (r.skipped and r.skipped.startswith("variant:"))}
+        ran = {name for name in RETRIEVERS if runs_retriever(params, name)}
         matched_ran = {n: i for n, i in full.items() if n in ran and i and "rank" in i}
         matched_skipped = {n: i for n, i in full.items() if n not in ran and i and "rank" in i}
         details: dict[str, Any] = {"query": run.query, "full_ranks": full, "fts_limit": trace.fts_limit}
         if matched_ran:
             best = min(i["rank"] for i in matched_ran.values())
-            parts = "; ".join(_describe_full(n, full[n]) for n in ("porter", "trigram") if n in ran)
+            details["rank"] = best
+            parts = "; ".join(_describe_full(n, full[n]) for n in RETRIEVERS if n in ran)
             return Explanation(
                 chunk, prefix + "retrieve", "beyond-fts-limit",
                 f"It matches the query but sits beyond the candidates each retriever fetches "
@@ -383,6 +376,7 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
             )
         if matched_skipped:
             only = ", ".join(sorted(ran)) or "no"
+            details["retrievers"] = sorted(ran)
             parts = "; ".join(_describe_full(n, full[n]) for n in matched_skipped)
             return Explanation(
                 chunk, prefix + "retrieve", "retriever-skipped",
@@ -404,11 +398,21 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
             which, None, details,
         )
 
+    # It entered this pass: where it left is on its path (engine.paths).
+    path = run.path(chunk.rowid)
+    assert path is not None, f"row {chunk.rowid} was retrieved but has no path"
+    exit = path.exit
     fusion = run.fusion
-    fused_pos = _pos(fusion.candidates, chunk.rowid)
-    if fused_pos is None:
-        kept = next(c for c in fusion.candidates if chunk.rowid in c.merged_rowids)
-        kept_pos = _pos(fusion.candidates, kept.rowid)
+    if exit is None:
+        # Survived this pass but not in the answer: the pass did not answer.
+        return Explanation(
+            chunk, prefix + "trim", "trimmed",
+            f"Survived this pass, but the answer came from the other pass (layer {trace.layer}).",
+            which, None, {"layer": trace.layer},
+        )
+    if exit.reason == "merged":
+        kept_pos = int(exit.get("into_position"))  # type: ignore[arg-type]
+        kept = fusion.candidates[kept_pos - 1]
         own = [c for c in kept.contributions if c.rowid == chunk.rowid]
         own_words = "; ".join(
             f"{'Porter' if c.retriever == 'porter' else 'trigram'} rank {c.rank}: 1/({fusion.rrf_k}+{c.rank})"
@@ -429,58 +433,60 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
                 fate = f" Row {kept.rowid} itself {sub.message[:1].lower()}{sub.message[1:]}"
                 details["kept_outcome"] = sub.reason
         return Explanation(
-            chunk, prefix + "fusion", "merged",
+            chunk, exit.stage, "merged",
             f"Fusion merged it into row {kept.rowid} ({kept.title!r}): both have the key {kept.key!r} and the first "
             f"row seen keeps it. Its contributions ({own_words}) went into row {kept.rowid}'s score "
             f"{_fmt(kept.score)} (fused #{kept_pos}).{fate}",
             which, None, details,
         )
-    cand = fusion.candidates[fused_pos - 1]
+    cand = next((c for c in fusion.candidates if c.rowid == chunk.rowid), None)
+    assert cand is not None
     score_words = f"RRF score {_fmt(cand.score)} = {_rrf_formula(cand, fusion.rrf_k)}"
-    if fused_pos > fusion.pool_size:
+    at = exit.get("position")
+    if exit.reason == "beyond-pool":
+        pool_size = exit.get("pool_size")
         return Explanation(
-            chunk, prefix + "pool", "beyond-pool",
-            f"Fused at #{fused_pos} of {len(fusion.candidates)} with {score_words}, but the candidate pool keeps "
-            f"the first {fusion.pool_size} ({_pool_words(trace, params)}).",
-            which, fused_pos,
-            {"fused_position": fused_pos, "pool_size": fusion.pool_size, "score": cand.score,
+            chunk, exit.stage, "beyond-pool",
+            f"Fused at #{at} of {len(fusion.candidates)} with {score_words}, but the candidate pool keeps "
+            f"the first {pool_size} ({_pool_words(trace, params)}).",
+            which, at,  # type: ignore[arg-type]
+            {"fused_position": at, "pool_size": pool_size, "score": cand.score,
              "candidates": len(fusion.candidates)},
         )
-    pool_pos = fused_pos
-    if any(c.rowid == chunk.rowid for c in run.filter.removed):
-        allowed = ", ".join(repr(s) for s in run.filter.allow_set or ()) or "(empty: only unattributed chunks)"
+    if exit.reason == "session-filter":
+        allow = tuple(exit.get("allow_set") or ())  # type: ignore[arg-type]
+        allowed = ", ".join(repr(s) for s in allow) or "(empty: only unattributed chunks)"
         return Explanation(
-            chunk, prefix + "filter", "session-filter",
-            f"Pooled at #{pool_pos}, then removed by the session filter: its session id {cand.session_id!r} is not "
+            chunk, exit.stage, "session-filter",
+            f"Pooled at #{at}, then removed by the session filter: its session id {cand.session_id!r} is not "
             f"in the allow-set {allowed} (only '' and allowed ids pass).",
-            which, pool_pos,
-            {"session_id": cand.session_id, "allow_set": list(run.filter.allow_set or ()), "pool_position": pool_pos},
+            which, at,  # type: ignore[arg-type]
+            {"session_id": cand.session_id, "allow_set": list(allow), "pool_position": at},
         )
-    trim = run.trim
-    if trim is not None:
-        order = trim.kept + trim.cut
-        pos = _pos(order, chunk.rowid)
-        if pos is not None and pos > len(trim.kept):
-            if v.rerank == "before-trim" and run.rerank is not None:
-                entry = next(e for e in run.rerank.entries if e.candidate.rowid == chunk.rowid)
-                msg = (
-                    f"After the rerank (variant rerank=before-trim) it stood at #{pos} of {len(order)} with boost "
-                    f"{_fmt(entry.boost)}, but the trim keeps the first {trim.limit} (limit)."
-                )
-            else:
-                msg = (
-                    f"Passed the session filter at #{pos} of {len(order)} ({score_words}), but the trim keeps the "
-                    f"first {trim.limit} (limit)."
-                )
-            return Explanation(
-                chunk, prefix + "trim", "trimmed", msg, which, pos,
-                {"position": pos, "limit": trim.limit, "score": cand.score, "filtered": len(order)},
+    if exit.reason == "trimmed":
+        trim = run.trim
+        assert trim is not None
+        received = len(trim.kept) + len(trim.cut)
+        if v.rerank == "before-trim" and run.rerank is not None:
+            entry = next(e for e in run.rerank.entries if e.candidate.rowid == chunk.rowid)
+            msg = (
+                f"After the rerank (variant rerank=before-trim) it stood at #{at} of {received} with boost "
+                f"{_fmt(entry.boost)}, but the trim keeps the first {trim.limit} (limit)."
             )
-    # Survived this pass's trim but not in the answer: the pass did not answer.
+        else:
+            msg = (
+                f"Passed the session filter at #{at} of {received} ({score_words}), but the trim keeps the "
+                f"first {trim.limit} (limit)."
+            )
+        return Explanation(
+            chunk, exit.stage, "trimmed", msg, which, at,  # type: ignore[arg-type]
+            {"position": at, "limit": trim.limit, "score": cand.score, "filtered": received},
+        )
+    # A stage without a story of its own here: its sentence and its data.
+    words = sentence(exit)
     return Explanation(
-        chunk, prefix + "trim", "trimmed",
-        f"Survived this pass, but the answer came from the other pass (layer {trace.layer}).",
-        which, None, {"layer": trace.layer},
+        chunk, exit.stage, exit.reason, f"{words[:1].upper()}{words[1:]}.", which,
+        at if isinstance(at, int) else None, exit.details,
     )
 
 
@@ -563,7 +569,7 @@ def _fuzzy_check(ctx: _Ctx, chunk: ChunkRef, base: Explanation) -> Explanation |
     if not matched:
         return None
     fixes = ", ".join(f"{c.word} → {c.corrected}" for c in corrections if c.corrected)
-    where = "; ".join(_describe_full(n, full[n]) for n in ("porter", "trigram"))
+    where = "; ".join(_describe_full(n, full[n]) for n in RETRIEVERS)
     found = len(trace.first.filter.kept)
     if params.variant.fuzzy == "never":
         why = "the variant sets fuzzy=never, so typo correction is disabled"
@@ -614,10 +620,10 @@ def _explain_chunk(ctx: _Ctx, chunk: ChunkRef) -> Explanation:
         if best is None:
             best = exp
             continue
-        depth, best_depth = _DEPTH[exp.stage.split(":")[-1]], _DEPTH[best.stage.split(":")[-1]]
         # Deeper wins; at equal depth a specific reason beats "no term matched"
         # (e.g. a skipped retriever on the first pass vs the re-run's terms).
-        if depth > best_depth or (depth == best_depth and best.reason == "no-term" and exp.reason != "no-term"):
+        d, best_d = depth(exp.stage), depth(best.stage)
+        if d > best_d or (d == best_d and best.reason == "no-term" and exp.reason != "no-term"):
             best = exp
     assert best is not None
     if best.reason == "no-term" and best.run == "first":

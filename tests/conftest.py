@@ -1,4 +1,13 @@
-"""Shared fixtures: paths to ../shared, fresh stores, an isolated home."""
+"""Shared fixtures: paths to the golden data, fresh stores, an isolated home.
+
+Golden data (see ``tests/golden/README.md``): the tests always read the copy
+vendored in ``tests/golden/`` (the ``stages`` parity set, the context-mode
+fixture stores, the agent-view set), so a fresh clone tests without
+``../shared/``. Only documents written by other projects are not vendored:
+the ``context7`` parity set (context-mode's own fixture files) and the
+reference stopword list are read from ``../shared/`` when it is there, and
+the tests over them skip, saying why, when it is not.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +19,37 @@ import pytest
 from .helpers import ENV_VARS
 
 REPO = Path(__file__).resolve().parent.parent
+#: The golden data vendored into the repository (provenance: its README.md).
+GOLDEN = REPO / "tests" / "golden"
+#: ``../shared/``: the maintainers' golden data; only its not-vendored parts are read.
 SHARED = REPO.parent / "shared"
-PARITY = SHARED / "parity"
-FIXTURES = SHARED / "fixtures"
+#: Vendored parity sets (``stages``), one folder each: corpus/, queries.json, expected.json.
+PARITY = GOLDEN / "parity"
+#: Every parity set: the vendored ones, plus ``context7`` from ``../shared`` (not vendored:
+#: its corpus is context-mode's own fixture files). A set may be absent: see :func:`parity_set`.
+PARITY_SETS = {"stages": PARITY / "stages", "context7": SHARED / "parity" / "context7"}
+#: Why a parity set may be absent (only the not-vendored one can be).
+NOT_VENDORED = ("{path} is absent: the context7 parity set is context-mode's own fixture files, not vendored "
+                "(tests/golden/README.md); it is read from ../shared/parity/context7 when present")
+FIXTURES = GOLDEN / "fixtures"
 SAMPLE_CORPUS = REPO / "sample_corpus"
 #: Real context-mode stores: 8 FTS columns (1.0.169) and the legacy 4 (1.0.22).
 MODERN = FIXTURES / "context-mode-1.0.169.db"
 LEGACY = FIXTURES / "context-mode-1.0.22.db"
+#: ctx_search answers recorded from the real 1.0.169 server, with the stores
+#: they searched (README.md, calls.json, store.db, stale/, plugin/).
+AGENT_VIEW = GOLDEN / "agent-view"
+#: The session DB written by context-mode 1.0.169's hooks (13 ctx_search calls).
+SESSION_DB = FIXTURES / "session-1.0.169.db"
+
+
+def parity_set(name: str) -> Path:
+    """The folder of parity set ``name``; skips the calling test, saying why,
+    when it is a not-vendored set and ``../shared/`` does not hold it."""
+    path = PARITY_SETS[name]
+    if not (path / "expected.json").is_file():
+        pytest.skip(NOT_VENDORED.format(path=path))
+    return path
 
 
 @pytest.fixture

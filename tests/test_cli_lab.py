@@ -1,4 +1,4 @@
-"""``rankscope compare``, ``why`` and ``doctor`` (tui/cli_lab.py)."""
+"""``rankscope compare``, ``why`` and ``doctor`` (tui/cli/lab.py)."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_compare_missing_store(tmp_path):
 def test_why_by_rowid(db):
     r = invoke("why", "zebra crossing", "--db", db, "--rowid", "1", "--limit", "2")
     assert r.exit_code == 0, r.output
-    assert "row 1" in r.output and "outranked at rerank" in r.output
+    assert "row 1" in r.output and "✓ in the answer at #2 · reason outranked" in r.output
     assert "moved it down from fused #1" in r.output
 
 
@@ -169,7 +169,7 @@ def test_why_errors(db, args, message):
 def test_doctor(db):
     r = invoke("doctor", "--db", db)
     assert r.exit_code == 0, r.output
-    assert "4 sources, 5 chunks" in r.output
+    assert "4 sources · 5 chunks" in r.output
     assert "1 fusion key shared by several chunks" in r.output
     assert "guide.md::Example" in r.output and "3, 4" in r.output
 
@@ -214,4 +214,4 @@ def test_doctor_shows_counts_that_disagree(tmp_path):
     assert "1 source whose recorded chunk counts disagree with their chunks" in r.output
     assert "Counts that disagree with the rows stored" in r.output
     row = next(line for line in r.output.splitlines() if "chunk_count" in line)
-    assert [c.strip() for c in row.split("│")[1:-1]] == ["1", "a.md", "chunk_count", "5", "2"]
+    assert row.split() == ["1", "a.md", "chunk_count", "5", "2"]

@@ -13,9 +13,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-import tui.cli
-import tui.cli_lab
-import tui.cli_stores
+import tui.cli.lab
+import tui.cli.search
+import tui.cli.stores
 from tui.cli import app
 
 HEADING = "Intro \x1b[2J [bold]x[/bold]"
@@ -28,7 +28,7 @@ def plain_console(monkeypatch):
     """A wide console that never styles, whatever the environment (FORCE_COLOR
     etc.): any ESC in the output then comes from the store."""
     console = Console(color_system=None, force_terminal=False, width=200)
-    for module in (tui.cli, tui.cli_lab, tui.cli_stores):
+    for module in (tui.cli.search, tui.cli.lab, tui.cli.stores):
         monkeypatch.setattr(module, "console", console)
 
 

@@ -286,7 +286,7 @@ def test_index_interrupt_exits_130(project, tmp_path, monkeypatch):
         kw["progress"] = boom
         return real(*a, **kw)
 
-    monkeypatch.setattr("tui.cli.index_paths", interrupted)
+    monkeypatch.setattr("tui.cli.search.index_paths", interrupted)
     db = tmp_path / "s.db"
     r = runner.invoke(app, ["index", str(project), "--db", str(db)])
     assert r.exit_code == 130
@@ -391,3 +391,59 @@ def test_index_warns_when_another_folder_loses_labels(tmp_path):
     assert ("warning: replaced 2 labels that another folder had indexed: README.md, guide.md "
             f"(previously from {os.path.realpath(a)};") in text
     assert "index each folder into its own --db to keep both" in text
+
+
+# ─── stores paired with their session DB ─────────────────────────────────
+
+
+def test_stores_show_the_paired_session_db(home):
+    from .conftest import SESSION_DB
+
+    root = home / ".claude" / "context-mode"
+    (root / "content").mkdir(parents=True)
+    (root / "sessions").mkdir()
+    name = store_name_for_project("/tmp/agentview/public/project")
+    assert name == "5399b2ea68c12e92"
+    shutil.copy2(MODERN, root / "content" / f"{name}.db")
+    shutil.copy2(MODERN, root / "content" / "0123456789abcdef.db")
+    shutil.copy2(SESSION_DB, root / "sessions" / f"{name}.db")
+    before = hashlib.sha256((root / "sessions" / f"{name}.db").read_bytes()).hexdigest()
+
+    r = runner.invoke(app, ["stores", "--json"])
+    rows = {Path(row["path"]).name: row for row in json.loads(r.output)}
+    paired = rows[f"{name}.db"]
+    assert paired["session_db"] == str(root / "sessions" / f"{name}.db")
+    assert (paired["session_db_sessions"], paired["session_db_events"], paired["session_db_searches"]) == (3, 75, 13)
+    assert rows["0123456789abcdef.db"]["session_db"] is None
+
+    r = runner.invoke(app, ["stores"])
+    assert r.exit_code == 0, r.output
+    assert "3 sessions, 75 events" in r.output and "13 recorded ctx_search calls" in r.output
+    assert hashlib.sha256((root / "sessions" / f"{name}.db").read_bytes()).hexdigest() == before
+    assert not list((root / "sessions").glob("*-wal")) and not list((root / "sessions").glob("*-shm"))
+
+
+def test_unreadable_session_db_is_reported(home):
+    root = home / ".claude" / "context-mode"
+    (root / "content").mkdir(parents=True)
+    (root / "sessions").mkdir()
+    shutil.copy2(MODERN, root / "content" / "0123456789abcdef.db")
+    (root / "sessions" / "0123456789abcdef.db").write_text("not sqlite")
+    rows = json.loads(runner.invoke(app, ["stores", "--json"]).output)
+    assert rows[0]["session_db"] and rows[0]["session_db_error"] and rows[0]["session_db_events"] is None
+    assert "unreadable" in runner.invoke(app, ["stores"]).output
+
+
+def test_store_picker_line_names_the_session_db(home):
+    from engine.discovery import read_store_info
+    from tui.screens.stores import store_line
+
+    from .conftest import SESSION_DB
+
+    root = home / ".claude" / "context-mode"
+    (root / "content").mkdir(parents=True)
+    (root / "sessions").mkdir()
+    shutil.copy2(MODERN, root / "content" / "0123456789abcdef.db")
+    shutil.copy2(SESSION_DB, root / "sessions" / "0123456789abcdef__1a2b3c4d.db")  # a linked worktree's DB
+    line = store_line(read_store_info(root / "content" / "0123456789abcdef.db")).plain
+    assert "session DB: 3 sessions, 75 events (plugin scope available)" in line

@@ -3,34 +3,50 @@
 Build it with :func:`make_app` (the CLI launcher and the tests use the same
 factory). The app owns the open store and the global keys; the
 :class:`~tui.screens.browser.BrowserScreen` does the searching and showing.
+
+Screens never call the app's methods or read its attributes: they get what
+they show when they are built, and ask for work with request messages
+(:class:`tui.messages.Request`: ``RunSearch``, ``RunCompare``,
+``ExplainChunk``...), which the app's ``on_...`` handlers run in thread
+workers, posting the answer back to the screen that asked. The keys, the
+palette's actions and the F1 key list come from one table,
+:mod:`tui.actions`.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from pathlib import Path
 from typing import Any, Callable
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding
+from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from engine import SearchParams, Store, search, trace_to_dict
+from engine import SearchParams, Store, search, stages, trace_to_dict
 from engine.compare import compare_traces
 from engine.doctor import diagnose
 from engine.model import Trace, Variant
 from engine.why import ChunkNotFoundError, why_not
 
 from . import safe
+from .actions import app_action, bindings
 from .cache import CacheEntry, SkipList, build_cache, corpus_files
 from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
 from .facts import describe_problem, read_facts, read_sessions
 from .fmt import json_text
-from .messages import (ChunkMatches, ChunksLoaded, CompareFinished, DoctorFinished, SearchFailed, SearchFinished,
-                       StoreReady, WhyFinished)
-from .screens.browser import BrowserScreen
+from .messages import (AgentLogLoaded, AgentViewFinished, ApplyParams, ChunkMatches, ChunksLoaded, CompareFinished,
+                       Diagnose, DiscoverStores, DoctorFinished, ExplainChunk, FindChunks, IndexFolder, LoadAgentLog,
+                       LoadChunks, OpenRecordedCall, PinFinished, RunAgentView, RunCompare, RunPin, RunSearch,
+                       SearchFailed, SearchFinished, StoreReady, StoresFound, VariantsChosen, WhyFinished)
+from .outfile import write_text_file
+from .screens.agent import AgentRequest, AgentViewScreen
+from .screens.agent_log import AgentLogScreen
+from .screens.browser import BrowserScreen, StoreOverview
 from .screens.compare import CompareScreen
 from .screens.doctor import DoctorScreen
 from .screens.help import HelpScreen
@@ -41,7 +57,6 @@ from .screens.skipped import SkippedScreen
 from .screens.stores import StorePickerScreen
 from .screens.why import ChunkEntry, WhyScreen, chunk_entries, finder_keys, match_chunks
 
-_QUERY_GROUP = Binding.Group("Query ", compact=True)
 SearchFn = Callable[..., Trace]
 
 
@@ -57,34 +72,9 @@ class RankscopeApp(App[None]):
     TITLE = "rankscope"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     COMMANDS = App.COMMANDS | {RankscopeCommands}
-    BINDINGS = [
-        Binding("ctrl+l", "focus_query", "Query", priority=True, id="focus-query", group=_QUERY_GROUP,
-                tooltip="Focus the query box with its text selected (also closes dialogs)"),
-        Binding("slash", "focus_query_slash", "Query", key_display="/", id="focus-query-slash", group=_QUERY_GROUP,
-                tooltip="Focus the query box (when focus is elsewhere)"),
-        Binding("f1", "help", "Help", id="help", tooltip="What each pipeline stage does, and the keys"),
-        # Tab and shift+Tab as priority bindings: they run as the key arrives, so keys typed right
-        # after them (one burst) reach the newly focused widget, not the one that had focus.
-        Binding("tab", "focus_next", "Next", show=False, priority=True, id="focus-next",
-                tooltip="Focus the next widget"),
-        Binding("shift+tab", "focus_previous", "Previous", show=False, priority=True, id="focus-previous",
-                tooltip="Focus the previous widget"),
-        Binding("f2", "edit_params", "Params", id="edit-params",
-                tooltip="Limit, source filter (substring or exact) and content type"),
-        Binding("f3", "choose_sessions", "Sessions", id="choose-sessions",
-                tooltip="Turn the session filter on or off and choose the allow-set"),
-        Binding("f4", "copy_command", "Copy", id="copy-command",
-                tooltip="Copy this search as a 'rankscope search' command line"),
-        Binding("f6", "export_trace", "Export", id="export-trace",
-                tooltip="Write the whole trace as JSON into the current folder"),
-        # The what-if lab: not in the footer (it is full at 80 columns); listed in F1 and ctrl+p.
-        Binding("f7", "compare", "Compare", id="lab-compare", show=False,
-                tooltip="Compare this search under two pipeline variants (A = reference, B = your choice)"),
-        Binding("f8", "why_not", "Why not?", id="lab-why", show=False,
-                tooltip="Why is chunk X missing? Find any chunk and see where it left the pipeline"),
-        Binding("f9", "doctor", "Doctor", id="lab-doctor", show=False,
-                tooltip="Store diagnostics: key collisions, oversized and Untitled chunks, counts, staleness"),
-    ]
+    #: Every app key, from the one action table (tui.actions), which also feeds
+    #: the command palette and the F1 key list.
+    BINDINGS = bindings("app")
 
     def __init__(
         self,
@@ -100,11 +90,20 @@ class RankscopeApp(App[None]):
         notice: str | None = None,
         suggestions: tuple[str, ...] = (),
         skipped: SkipList | None = None,
+        session_db: str | None = None,
+        qrels_path: Path | None = None,
     ) -> None:
         super().__init__()
+        #: The open store's session DB (given, or paired by name in ../sessions/), or ``None``.
+        self.session_db = session_db
+        self._session_db_given = session_db is not None
+        #: ``--qrels``: the judgments file the browser grades into (default: the store's own).
+        self.qrels_path = qrels_path
         self.suggestions = suggestions
         #: The files the browsed folder's indexing skipped (empty for a store file).
         self.skipped = skipped or SkipList()
+        #: The pinned chunk's handle on the store's run cache (engine.runcache): its counters span pins.
+        self._pin_runs = None
         self.store = store
         self.store_label = store_label or (Path(store.path).name if store and store.path else "in-memory store")
         self.index_job = index_job
@@ -159,8 +158,12 @@ class RankscopeApp(App[None]):
         return self._new_browser(store)
 
     def _new_browser(self, store: Store) -> BrowserScreen:
-        return BrowserScreen(store, self.store_label, self.initial_params, show_timings=self.show_timings,
-                             cursor_blink=self.cursor_blink)
+        overview = StoreOverview(stats=dict(self.store_stats), session_counts=tuple(self.session_counts),
+                                 problem=self.store_problem, skipped=self.skipped, suggestions=self.suggestions,
+                                 sessions_pending=self.sessions_pending)
+        return BrowserScreen(store, self.store_label, self.initial_params, overview=overview,
+                             show_timings=self.show_timings, cursor_blink=self.cursor_blink,
+                             qrels_path=self.qrels_path)
 
     def _load_store_facts(self, store: Store) -> None:
         """Read the store's counts, sessions and source labels.
@@ -169,6 +172,11 @@ class RankscopeApp(App[None]):
             StoreError: the store cannot be read (see :func:`tui.facts.read_facts`).
         """
         facts = read_facts(store)
+        if not self._session_db_given:
+            from engine.discovery import session_dbs_for_store
+
+            paired = session_dbs_for_store(store.path) if store.path and store.path != ":memory:" else []
+            self.session_db = str(paired[0]) if paired else None
         self.store_stats = facts.stats
         self.session_counts = facts.session_counts
         self.source_labels = facts.source_labels
@@ -183,6 +191,7 @@ class RankscopeApp(App[None]):
         """A store finished indexing (or was picked): browse it, unless its
         counts cannot be read (a damaged file): then it is closed and the
         picker or loading screen stays, saying why."""
+        self._session_db_given = False  # a new store: pair its own session DB
         try:
             self._load_store_facts(event.store)
         except Exception as exc:
@@ -231,12 +240,15 @@ class RankscopeApp(App[None]):
     # ── actions ────────────────────────────────────────────────────────
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("edit_params", "choose_sessions", "copy_command", "export_trace") and isinstance(
-            self.screen, (CompareScreen, WhyScreen, DoctorScreen)
-        ):
-            return False  # browser keys: off on the lab screens (Esc first), which keeps their footer readable
-        if action in ("focus_query", "focus_query_slash", "edit_params", "choose_sessions", "copy_command", "export_trace",
-                      "compare", "why_not", "why_selected", "doctor", "show_skipped"):
+        """What the action table (:mod:`tui.actions`) says: browser keys are off on
+        the lab screens (Esc first), which keeps their footer readable; actions
+        that need a browser wait for one."""
+        row = app_action(action)
+        if row is None:
+            return True
+        if row.browser_key and isinstance(self.screen, (CompareScreen, WhyScreen, DoctorScreen, AgentLogScreen)):
+            return False
+        if row.needs:
             return self.browser is not None
         return True
 
@@ -306,9 +318,9 @@ class RankscopeApp(App[None]):
 
     # ── the what-if lab ────────────────────────────────────────────────
 
-    def remember_variants(self, a: Variant, b: Variant) -> None:
+    def on_variants_chosen(self, event: VariantsChosen) -> None:
         """Keep the compare screen's variants for its next opening."""
-        self.compare_variants = (a, b)
+        self.compare_variants = (event.variant_a, event.variant_b)
 
     def action_compare(self, spec_b: str | None = None) -> None:
         """Open the compare screen for the current search (B from ``spec_b`` if given)."""
@@ -321,7 +333,8 @@ class RankscopeApp(App[None]):
 
             b = parse_variant(spec_b)
             self.compare_variants = (a, b)
-        self.push_screen(CompareScreen(browser.params, a, b), callback=self._after_dialog)
+        self.push_screen(CompareScreen(browser.params, a, b, cursor_blink=self.cursor_blink),
+                         callback=self._after_dialog)
 
     def selected_subject(self):
         """The chunk the browser's journey pane follows, or ``None``."""
@@ -347,7 +360,8 @@ class RankscopeApp(App[None]):
             self._open_why(browser, subject.rowid if subject is not None else None)
 
     def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
-        self.push_screen(WhyScreen(browser.params, rowid=rowid, trace=browser.trace), callback=self._after_dialog)
+        self.push_screen(WhyScreen(browser.params, rowid=rowid, trace=browser.trace, cursor_blink=self.cursor_blink),
+                         callback=self._after_dialog)
 
     def action_open_stores(self) -> None:
         """Show the picker of context-mode content stores on this machine
@@ -358,6 +372,66 @@ class RankscopeApp(App[None]):
 
             self.store_finder = find_stores
         self.push_screen(StorePickerScreen(self.store_finder))
+
+    # ── the agent view ─────────────────────────────────────────────────
+
+    def action_agent_view(self) -> None:
+        """Open (or close) the agent view for the current search."""
+        if isinstance(self.screen, AgentViewScreen):
+            self.screen.dismiss(None)
+            return
+        browser = self._close_dialogs()
+        if browser is not None:
+            self.push_screen(AgentViewScreen(browser.params, session_db=self.session_db), callback=self._after_dialog)
+
+    def action_agent_log(self) -> None:
+        """Open the agent's recorded searches (the store's session DB)."""
+        browser = self._close_dialogs()
+        if browser is not None:
+            self.push_screen(AgentLogScreen(self.session_db), callback=self._after_dialog)
+
+    def on_open_recorded_call(self, event: OpenRecordedCall) -> None:
+        """Open a recorded call (from the agent log): the browser searches its
+        first query with the limit, filters and allow-set the server used, and
+        the agent view answers the call's own arguments at its throttle position."""
+        self.open_recorded_call(event.replay)
+
+    def open_recorded_call(self, replay) -> None:
+        """Open the recorded call ``replay`` (an :class:`engine.agent.log.Replay`
+        whose call has params); see :meth:`on_open_recorded_call`."""
+        from dataclasses import replace as _replace
+
+        from engine.agent import parse_arguments
+
+        browser = self._close_dialogs()
+        if browser is None:
+            return
+        call = replay.call
+        parsed = parse_arguments(call.params, plugin_mode=True)
+        trace = replay.trace
+        limit = trace.effective_limit if trace is not None and trace.effective_limit is not None else 2
+        scope = trace.scope.allow_set if trace is not None else None
+        params = _replace(browser.params, query=(parsed.queries or ("",))[0], limit=limit,
+                          source=parsed.source or None, source_match="like", content_type=parsed.content_type,
+                          sessions=scope, variant=Variant())
+        browser.open_search(params)
+        wanted = int(parsed.limit) if parsed.limit == int(parsed.limit) and parsed.limit >= 0 else None
+        request = AgentRequest(dict(call.params), replay.context, replay.position.count if replay.position else 1,
+                               wanted, (f"recorded call of {call.created_at} UTC, session {call.session_id[:8]}",))
+        self.push_screen(AgentViewScreen(params, request, session_db=self.session_db), callback=self._after_dialog)
+
+    def action_rank_flow(self) -> None:
+        """Open the rank flow of the search shown (F5 closes it again)."""
+        from .screens.flow import FlowScreen
+
+        browser = self._close_dialogs()
+        if browser is None:
+            return
+        if browser.trace is None:
+            self.notify("Search something first: the rank flow shows a search's candidates.", severity="warning")
+            return
+        absent = browser.pin_outcome.absent if browser.pin_outcome is not None else None
+        self.push_screen(FlowScreen(browser.trace, browser.pinned_rowid, absent), callback=self._after_dialog)
 
     def action_doctor(self) -> None:
         """Open the store diagnostics."""
@@ -387,25 +461,79 @@ class RankscopeApp(App[None]):
             self.notify_plain("Nothing to export yet: search first.", severity="warning")
             return None
         trace = browser.trace
-        path = export_path(trace.params.query, folder)
-        try:
-            path.write_text(json_text(trace_to_dict(trace)), "utf-8")
-        except OSError as exc:
-            self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
+        text = json_text(trace_to_dict(trace))
+        # A new file only: never through a symlink at the name, never over
+        # anything (a name taken meanwhile moves on to the next one).
+        for _ in range(100):
+            path = export_path(trace.params.query, folder)
+            try:
+                write_text_file(path, text, overwrite=False)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
+                return None
+            break
+        else:
+            self.notify_plain(f"Cannot write {path}: every name is taken", title="Export failed", severity="error")
             return None
         self.notify_plain(str(path.absolute()), title="Trace exported", timeout=8)
         return path
 
+    # ── requests from the screens (tui.messages) ───────────────────────
+
+    def on_apply_params(self, event: ApplyParams) -> None:
+        """A dialog changed search parameters: the browser searches again."""
+        browser = self.browser
+        if browser is not None:
+            browser.update_params(**event.changes)
+
+    def on_run_search(self, event: RunSearch) -> None:
+        self.run_search(event.store, event.params, event.seq, event.requester)
+
+    def on_run_compare(self, event: RunCompare) -> None:
+        self.run_compare(event.params_a, event.params_b, event.seq, event.requester)
+
+    def on_explain_chunk(self, event: ExplainChunk) -> None:
+        self.run_why(event.params, event.rowid, event.seq, event.requester, event.trace)
+
+    def on_load_chunks(self, event: LoadChunks) -> None:
+        """The finder's chunk list: at once when already read for this store."""
+        if self.chunk_index is not None:
+            event.requester.post_message(ChunksLoaded(self.chunk_index))
+        else:
+            self.load_chunks(event.requester)
+
+    def on_find_chunks(self, event: FindChunks) -> None:
+        self.match_chunks(event.text, event.seq, event.requester)
+
+    def on_diagnose(self, event: Diagnose) -> None:
+        self.run_doctor(event.requester)
+
+    def on_index_folder(self, event: IndexFolder) -> None:
+        self.index_folder(event.entry, event.label, event.requester)
+
+    def on_discover_stores(self, event: DiscoverStores) -> None:
+        self.discover_stores(event.finder, event.requester)
+
+    def on_run_agent_view(self, event: RunAgentView) -> None:
+        self.run_agent_view(event.request, event.seq, event.requester)
+
+    def on_load_agent_log(self, event: LoadAgentLog) -> None:
+        self.load_agent_log(event.session_db, event.requester)
+
+    def on_run_pin(self, event: RunPin) -> None:
+        self.run_pin(event.store, event.trace, event.rowid, event.seq, event.requester)
+
     # ── workers (all on the app, so one handler reports their errors) ──
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="search")
-    def run_search(self, params: SearchParams, seq: int, target: BrowserScreen) -> None:
+    def run_search(self, store: Store, params: SearchParams, seq: int, target: MessagePump) -> None:
         """Run the pipeline in a thread on its own SQLite connection and post
         :class:`SearchFinished` to ``target``; a cancelled search posts nothing."""
         worker = get_current_worker()
         if worker.is_cancelled:
             return
-        store = target.store
         try:
             with store.thread_connection() as conn:
                 trace = self.search_fn(store, params, conn=conn)
@@ -416,6 +544,32 @@ class RankscopeApp(App[None]):
         if not worker.is_cancelled:
             target.post_message(SearchFinished(seq, trace))
 
+    @work(thread=True, exclusive=True, exit_on_error=False, group="pin")
+    def run_pin(self, store: Store, trace: Trace, rowid: int, seq: int, target: MessagePump) -> None:
+        """The pinned chunk's fate and its counterfactual, re-running the
+        pipeline through one run cache per store (kept across searches, so
+        re-runs of the same query reuse its retriever runs); a newer request
+        cancels this one between re-runs."""
+        from engine.runcache import RunCache
+        from engine.why import ChunkNotFoundError
+
+        from .pinning import pin_outcome
+
+        worker = get_current_worker()
+        if worker.is_cancelled:
+            return
+        if self._pin_runs is None or self._pin_runs.store is not store:
+            self._pin_runs = RunCache(store)
+        try:
+            with store.thread_connection() as conn:
+                outcome = pin_outcome(store, trace, rowid, conn=conn, runs=self._pin_runs,
+                                      stop=lambda: worker.is_cancelled)
+        except ChunkNotFoundError as exc:
+            target.post_message(PinFinished(seq, None, str(exc)))
+            return
+        if not worker.is_cancelled:
+            target.post_message(PinFinished(seq, outcome))
+
     def _lab_store(self) -> Store:
         browser = self.browser
         store = browser.store if browser is not None else self.store
@@ -424,7 +578,7 @@ class RankscopeApp(App[None]):
         return store
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
-    def run_compare(self, params_a: SearchParams, params_b: SearchParams, seq: int, target: Screen) -> None:
+    def run_compare(self, params_a: SearchParams, params_b: SearchParams, seq: int, target: MessagePump) -> None:
         """Search ``params_a`` and ``params_b`` on one connection and post
         :class:`CompareFinished` (the comparison) to ``target``."""
         worker = get_current_worker()
@@ -438,7 +592,7 @@ class RankscopeApp(App[None]):
             target.post_message(CompareFinished(seq, compare_traces(trace_a, trace_b)))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="why")
-    def run_why(self, params: SearchParams, rowid: int, seq: int, target: Screen, trace: Trace | None = None) -> None:
+    def run_why(self, params: SearchParams, rowid: int, seq: int, target: MessagePump, trace: Trace | None = None) -> None:
         """Explain chunk ``rowid`` for ``params`` and post :class:`WhyFinished`."""
         worker = get_current_worker()
         store = self._lab_store()
@@ -465,13 +619,16 @@ class RankscopeApp(App[None]):
                 return  # another store was opened meanwhile
             self.session_counts, self.sessions_pending = counts, False
             browser = self.browser
-            if browser is not None and browser.results.trace is None:
-                browser.results.show_welcome(browser.welcome_text())
+            if browser is not None:
+                browser.overview = dataclasses.replace(browser.overview, session_counts=tuple(counts),
+                                                       sessions_pending=False)
+                if browser.results.trace is None:
+                    browser.results.show_welcome(browser.welcome_text())
 
         self.call_from_thread(keep)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="chunks")
-    def load_chunks(self, target: Screen) -> None:
+    def load_chunks(self, target: MessagePump) -> None:
         """Read the store's chunk list once for the finder; post :class:`ChunksLoaded`."""
         store = self._lab_store()
         with store.thread_connection() as conn, store.lock:
@@ -487,7 +644,7 @@ class RankscopeApp(App[None]):
         target.post_message(ChunksLoaded(entries))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="find")
-    def match_chunks(self, text: str, seq: int, target: Screen) -> None:
+    def match_chunks(self, text: str, seq: int, target: MessagePump) -> None:
         """Fuzzy-match ``text`` against the chunk list; post :class:`ChunkMatches`."""
         worker = get_current_worker()
         entries, keys = self.chunk_index or [], self._chunk_keys
@@ -495,8 +652,43 @@ class RankscopeApp(App[None]):
         if not worker.is_cancelled:
             target.post_message(ChunkMatches(seq, matches))
 
+    @work(thread=True, exclusive=True, exit_on_error=False, group="agent")
+    def run_agent_view(self, request: AgentRequest, seq: int, target: MessagePump) -> None:
+        """Answer ``request`` with :func:`engine.agent.ctx_search` on a thread
+        connection and post :class:`AgentViewFinished` to ``target``."""
+        from engine.agent import AgentViewError, ctx_search
+
+        worker = get_current_worker()
+        store = self._lab_store()
+        with store.thread_connection() as conn:
+            try:
+                trace = ctx_search(store, request.arguments, request.context, call_number=request.call_number,
+                                   conn=conn)
+            except AgentViewError as exc:
+                target.post_message(AgentViewFinished(seq, None, str(exc)))
+                return
+        if not worker.is_cancelled:
+            target.post_message(AgentViewFinished(seq, trace))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="agent-log")
+    def load_agent_log(self, session_db: str, target: MessagePump) -> None:
+        """Read the recorded calls of ``session_db``, replay them on the open
+        store and post :class:`AgentLogLoaded`."""
+        from engine.agent import SessionDbError
+        from engine.agent.log import load_calls, replay_calls
+
+        store = self._lab_store()
+        try:
+            calls = load_calls(session_db)
+            with store.thread_connection() as conn:
+                replays = replay_calls(store, session_db, calls, conn=conn)
+        except SessionDbError as exc:
+            target.post_message(AgentLogLoaded([], str(exc)))
+            return
+        target.post_message(AgentLogLoaded(replays))
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="doctor")
-    def run_doctor(self, target: Screen) -> None:
+    def run_doctor(self, target: MessagePump) -> None:
         """Diagnose the store (read-only) and post :class:`DoctorFinished`."""
         store = self._lab_store()
         with store.thread_connection() as conn:
@@ -504,7 +696,7 @@ class RankscopeApp(App[None]):
         target.post_message(DoctorFinished(report))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="index")
-    def index_folder(self, entry: CacheEntry, target: LoadingScreen) -> None:
+    def index_folder(self, entry: CacheEntry, label: str, target: MessagePump) -> None:
         """Index ``entry.folder`` into the cache, posting progress to ``target``,
         then :class:`StoreReady` to the app."""
         worker = get_current_worker()
@@ -522,13 +714,13 @@ class RankscopeApp(App[None]):
         if worker.is_cancelled:
             store.close()
             return
-        self.post_message(StoreReady(store, target.label, skips[0] if skips else SkipList()))
+        self.post_message(StoreReady(store, label, skips[0] if skips else SkipList()))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
-    def discover_stores(self, finder: Callable[[], list[Any]], target: StorePickerScreen) -> None:
-        """Find content stores in a thread (it may walk folders) and list them."""
+    def discover_stores(self, finder: Callable[[], list[Any]], target: MessagePump) -> None:
+        """Find content stores in a thread (it may walk folders); post :class:`StoresFound`."""
         infos = list(finder())
-        self.call_from_thread(target.show_stores, infos)
+        target.post_message(StoresFound(infos))
 
     # ── errors ─────────────────────────────────────────────────────────
 
@@ -540,6 +732,7 @@ class RankscopeApp(App[None]):
         what = {
             "search": "Search", "index": "Indexing", "discover": "Store discovery", "compare": "Compare",
             "why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks", "doctor": "Doctor",
+            "agent": stages.title("agent"), "agent-log": "Agent log", "pin": "Following the pinned chunk",
             "sessions": "Counting sessions",
         }.get(event.worker.group, "Background task")
         self.notify_plain(describe_problem(error), title=f"{what} failed", severity="error", timeout=10)
@@ -568,6 +761,8 @@ def make_app(
     notice: str | None = None,
     suggestions: tuple[str, ...] = (),
     skipped: SkipList | None = None,
+    session_db: str | None = None,
+    qrels_path: Path | None = None,
 ) -> RankscopeApp:
     """Build the browser. Used by ``rankscope`` and by the tests.
 
@@ -584,6 +779,10 @@ def make_app(
         notice: a warning to show once the app starts.
         suggestions: example queries for the start screen.
         skipped: the files the folder's (cached) indexing skipped.
+        session_db: the store's context-mode session DB (default: paired by
+            name in ``../sessions/``) for the agent view's plugin scope.
+        qrels_path: the judgments file to grade into (``--qrels``); default
+            the store's own ``qrels.json`` in the user's data folder.
     """
     p = params or SearchParams("")
     if query:
@@ -593,5 +792,5 @@ def make_app(
     return RankscopeApp(
         store=store, store_label=store_label, index_job=index_job, store_finder=store_finder, params=p,
         show_timings=show_timings, cursor_blink=cursor_blink, search_fn=search_fn, notice=notice,
-        suggestions=suggestions, skipped=skipped,
+        suggestions=suggestions, skipped=skipped, session_db=session_db, qrels_path=qrels_path,
     )

@@ -7,6 +7,7 @@ No Textual here, so these are unit-testable and re-usable by the CLI.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 import shlex
 from pathlib import Path
@@ -78,14 +79,15 @@ def append_params(text, params: SearchParams) -> None:
 def export_path(query: str, folder: Path | None = None, now: _dt.datetime | None = None) -> Path:
     """A fresh file name for a JSON trace of ``query`` in ``folder`` (default:
     the current directory): ``rankscope-trace-<slug>-<YYYYmmdd-HHMMSS>.json``,
-    with ``-2``, ``-3`` ... appended if that name is taken."""
+    with ``-2``, ``-3`` ... appended if that name is taken (by anything,
+    a dangling symbolic link included: it is never written through)."""
     folder = folder or Path.cwd()
     now = now or _dt.datetime.now()
     slug = re.sub(r"[^A-Za-z0-9]+", "-", query).strip("-").lower()[:40] or "empty"
     stem = f"rankscope-trace-{slug}-{now:%Y%m%d-%H%M%S}"
     path = folder / f"{stem}.json"
     n = 2
-    while path.exists():
+    while os.path.lexists(path):
         path = folder / f"{stem}-{n}.json"
         n += 1
     return path

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, cast
 
+from textual import actions
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from engine.stages import title as stage_title
+
 from . import safe
+from .actions import Action, palette_rows
+from .cache import SkipList
 
 if TYPE_CHECKING:
-    from .app import RankscopeApp
+    from .screens.browser import BrowserScreen
+    from .subject import Subject
 
 #: Quick B variants offered in the palette (spec, what it shows).
 COMPARE_PRESETS = (
@@ -32,41 +38,75 @@ _COMPARE = re.compile(r"^\s*compare\s+(?:with\s+)?(\w+\s*=.*?)\s*$", re.IGNORECA
 _SOURCE = re.compile(r"^\s*source\s+(?:contains\s+)?(\S.*?)\s*$", re.IGNORECASE)
 
 
-class RankscopeCommands(Provider):
-    """rankscope's commands: parameters, sessions, copy, export, help, the what-if lab."""
+class PaletteHost(Protocol):
+    """What the palette reads from the app (``RankscopeApp`` has it all)."""
 
     @property
-    def rs_app(self) -> "RankscopeApp":
-        return self.app  # type: ignore[return-value]
+    def browser(self) -> BrowserScreen | None: ...
+
+    skipped: SkipList
+    source_labels: list[str]
+    session_counts: list[tuple[str, int]]
+
+    def selected_subject(self) -> Subject | None: ...
+
+
+def action_call(target: object, action: str) -> Callable[[], object]:
+    """The method the Textual action string ``action`` names on ``target``,
+    its parameters bound: ``compare('key=rowid')`` gives
+    ``partial(target.action_compare, 'key=rowid')``.
+
+    The palette calls it directly, as a key would but without
+    ``check_action``: the browser keys are off while a lab screen is on top
+    (to keep its footer readable), yet their palette entries close the lab
+    screen and run, as they always have.
+
+    Raises:
+        AttributeError: ``target`` has no ``action_...`` method of that name.
+    """
+    _, name, params = actions.parse(action)
+    return partial(getattr(target, f"action_{name}"), *params)
+
+
+class RankscopeCommands(Provider):
+    """rankscope's commands: the action table's palette entries
+    (:func:`tui.actions.palette_rows`), the what-if lab's presets,
+    parameters, sessions and stages."""
+
+    @property
+    def host(self) -> PaletteHost:
+        return cast(PaletteHost, self.app)
+
+    def _actions(self) -> Iterator[tuple[str, Callable[[], object], str]]:
+        """The action table's palette entries whose need is met, in table order."""
+        app = self.host
+        browser = app.browser
+        subject = app.selected_subject() if browser is not None else None
+        fields: dict[str, Any] = {"count": len(app.skipped.skipped), "summary": app.skipped.summary(),
+                                  "judging": "stop" if browser is not None and browser.judging else "grade chunks 0-3"}
+        if subject is not None:
+            fields.update(rowid=subject.rowid, title=safe.line(subject.title), source=safe.line(subject.source))
+        met = {"": True, "browser": browser is not None, "subject": subject is not None,
+               "skipped": browser is not None and bool(app.skipped.skipped)}
+        row: Action
+        for row in palette_rows():
+            if not met[row.needs]:
+                continue
+            target = browser if row.target == "browser" else self.app
+            assert row.palette is not None
+            yield (row.palette.format(**fields), action_call(target, row.action),
+                   row.palette_help_line.format(**fields))
 
     def _commands(self) -> Iterator[tuple[str, Callable[[], object], str]]:
-        app = self.rs_app
+        yield from self._actions()
+        app = self.host
         browser = app.browser
-        yield "Focus the query box", app.action_focus_query, "Select the query text so typing replaces it"
-        yield "Help: what each stage does", app.action_help, "F1"
         if browser is None:
             return
         params = browser.params
         up = browser.update_params
-        yield "Edit parameters…", app.action_edit_params, "F2: limit, source filter, content type"
-        yield "Choose sessions…", app.action_choose_sessions, "F3: the session allow-set"
-        yield "Copy as command line", app.action_copy_command, "F4: a 'rankscope search' command for this search"
-        yield "Export trace as JSON", app.action_export_trace, "F6: write the whole trace into the current folder"
-        yield ("Compare with a variant…", app.action_compare,
-               "F7: this search under A (reference) and B, side by side, with ↑/↓/new/gone")
         for spec, what in COMPARE_PRESETS:
-            yield f"Compare with {spec}", partial(app.action_compare, spec), what
-        yield "Why is chunk X missing?…", app.action_why_not, "F8: find any chunk; see where and why it left"
-        subject = app.selected_subject()
-        if subject is not None:
-            yield (f"Why not? the selected chunk (row {subject.rowid})", app.action_why_selected,
-                   f"Explain {safe.line(subject.title)} · {safe.line(subject.source)}")
-        yield "Store diagnostics (doctor)", app.action_doctor, "F9: key collisions, oversized/Untitled chunks, counts"
-        yield ("Open a context-mode store…", app.action_open_stores,
-               "Pick one of this machine's content stores (as rankscope --stores); opened read-only")
-        if app.skipped.skipped:
-            yield (f"Skipped files ({len(app.skipped.skipped)})…", app.action_show_skipped,
-                   f"{app.skipped.summary()}: which files indexing passed over, and why")
+            yield f"Compare with {spec}", action_call(self.app, f"compare({spec!r})"), what
         for n in (1, 3, 5, 10, 20, 50):
             if n != params.limit:
                 yield f"Set limit to {n}", partial(up, limit=n), f"Results wanted (now {params.limit})"
@@ -82,19 +122,18 @@ class RankscopeCommands(Provider):
                "How the source filter compares labels")
         for label in app.source_labels:
             yield f"Source filter: {label}", partial(up, source=label, source_match="exact"), "Exact label"
+        sessions = stage_title("filter")  # the session filter stage's title
         if params.sessions is not None:
-            yield "Session filter: off", partial(up, sessions=None), "Let every session through"
-        yield "Session filter: only unattributed", partial(up, sessions=()), "Only chunks with no session pass"
+            yield f"{sessions}: off", partial(up, sessions=None), "Let every session through"
+        yield f"{sessions}: only unattributed", partial(up, sessions=()), "Only chunks with no session pass"
         for session, n in app.session_counts:
             if not session:
                 continue
-            yield f"Session filter: only {session}", partial(up, sessions=(session,)), f"{n} chunks"
+            yield f"{sessions}: only {session}", partial(up, sessions=(session,)), f"{n} chunks"
             current = params.sessions or ()
             if params.sessions is not None and session not in current:
-                yield (f"Session filter: also allow {session}", partial(up, sessions=current + (session,)),
+                yield (f"{sessions}: also allow {session}", partial(up, sessions=current + (session,)),
                        f"{n} chunks")
-        for name in ("results", "stages", "journey"):
-            yield f"Show {name}", partial(browser.action_show_pane, name), "Switch pane"
         for stage, header in browser.inspector.stage_ids():
             yield f"Go to stage: {header}", partial(browser.go_to_stage, stage), "Scroll the inspector there"
 
@@ -103,7 +142,7 @@ class RankscopeCommands(Provider):
             yield DiscoveryHit(text, command, help=help_text)
 
     async def search(self, query: str) -> Hits:
-        browser = self.rs_app.browser
+        browser = self.host.browser
         m = _LIMIT.match(query)
         if m and browser is not None:
             n = int(m.group(1))
@@ -118,7 +157,7 @@ class RankscopeCommands(Provider):
             except ValueError as exc:
                 yield Hit(0.1, f"Compare: {safe.line(str(exc))[:70]}", lambda: None, help="Not a valid variant spec")
             else:
-                yield Hit(1.0, f"Compare with {spec}", partial(self.rs_app.action_compare, spec),
+                yield Hit(1.0, f"Compare with {spec}", action_call(self.app, f"compare({spec!r})"),
                           help="B = this variant, A = the compare screen's A")
             return
         m = _SOURCE.match(query)
@@ -127,7 +166,7 @@ class RankscopeCommands(Provider):
             yield Hit(1.0, f"Source filter: label contains {text!r}",
                       partial(browser.update_params, source=text, source_match="like"),
                       help="Substring of the source label")
-            for label in self.rs_app.source_labels:
+            for label in self.host.source_labels:
                 if text.lower() in label.lower():
                     yield Hit(0.5, f"Source filter: {label}",
                               partial(browser.update_params, source=label, source_match="exact"), help="Exact label")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine import CorruptStoreError, Store, StoreError, sql
+from engine.store import is_corruption, sqlite_store_error
 
 
 #: Up to this many chunks (as the ``sources`` table records them) the facts
@@ -48,9 +49,9 @@ def read_facts(store: Store) -> StoreFacts:
     :data:`EXACT_FACTS_MAX_CHUNKS` chunks, the exact counts and sessions.
 
     Raises:
-        StoreError: the store cannot be read (a damaged file:
-            ``CorruptStoreError``); a raw SQLite error (``engine.sql.Error``) is
-            turned into a :class:`StoreError` naming the store.
+        StoreError: the store cannot be read; a raw SQLite error (``engine.sql.Error``)
+            becomes the engine's error for it (:func:`engine.store.sqlite_store_error`:
+            ``CorruptStoreError`` for a damaged file), naming the store.
     """
     try:
         with store.lock:
@@ -60,8 +61,7 @@ def read_facts(store: Store) -> StoreFacts:
                 return StoreFacts(recorded, [], labels, sessions_pending=True)
             return StoreFacts(store.stats(), store.session_counts(), labels)
     except sql.Error as exc:
-        where = store.path or "the store"
-        raise StoreError(f"cannot read {where}: SQLite says '{exc}'") from exc
+        raise sqlite_store_error(exc, store.path) from exc
 
 
 def read_sessions(store: Store, conn: sql.Connection | None = None) -> list[tuple[str, int]]:
@@ -75,16 +75,16 @@ def read_sessions(store: Store, conn: sql.Connection | None = None) -> list[tupl
         with store.using(conn) as c:
             return store.session_counts(c)
     except sql.Error as exc:
-        where = store.path or "the store"
-        raise StoreError(f"cannot read {where}: SQLite says '{exc}'") from exc
+        raise sqlite_store_error(exc, store.path) from exc
 
 
 def is_damage(error: BaseException) -> bool:
-    """True when ``error`` says the store file itself is damaged."""
+    """True when the store file itself is damaged: a
+    :class:`~engine.CorruptStoreError`, or a raw SQLite error whose result
+    code says so (:func:`engine.store.is_corruption`)."""
     if isinstance(error, CorruptStoreError):
         return True
-    return isinstance(error, (sql.Error, StoreError)) and (
-        "malformed" in str(error) or "is damaged" in str(error) or "not a database" in str(error))
+    return isinstance(error, sql.Error) and is_corruption(error)
 
 
 def is_store_error(error: BaseException) -> bool:
@@ -104,8 +104,9 @@ def problem_headline(error: BaseException) -> str:
 
 def describe_problem(error: BaseException) -> str:
     """One line: :func:`problem_headline` and the error's own words (just the
-    words when they already say the store is damaged)."""
+    words for a :class:`~engine.CorruptStoreError`, whose message already
+    names the damaged file)."""
     words = str(error) or type(error).__name__
-    if is_damage(error) and "is damaged" in words:
+    if isinstance(error, CorruptStoreError):
         return words
     return f"{problem_headline(error)}: {words}"

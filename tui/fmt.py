@@ -65,3 +65,18 @@ def json_text(data: object, indent: int | None = 2) -> str:
     """``data`` as JSON (non-ASCII characters kept) with a final newline:
     what ``--json``, ``batch --out`` and the browser's trace export write."""
     return json.dumps(data, ensure_ascii=False, indent=indent) + "\n"
+
+
+def _counted(value: int | None, noun: str) -> str:
+    return f"{'–' if value is None else value} {noun}" + ("" if value == 1 else "s")
+
+
+def session_db_summary(info: object) -> str:
+    """A store's paired session DB in words (a ``StoreInfo``): ``3 sessions,
+    75 events``; ``unreadable``; ``–`` when it has none."""
+    if not getattr(info, "session_db", None):
+        return "–"
+    if getattr(info, "session_db_error", None):
+        return "unreadable"
+    return (f"{_counted(getattr(info, 'session_db_sessions', None), 'session')}, "
+            f"{_counted(getattr(info, 'session_db_events', None), 'event')}")

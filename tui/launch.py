@@ -8,7 +8,7 @@
 * ``--stores``: a picker over :func:`engine.discovery.find_stores` (when that
   module exists).
 
-Bad paths raise :class:`tui.cli.CliError` (one line, exit status 2).
+Bad paths raise :class:`tui.cli.base.CliError` (one line, exit status 2).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from engine import Store, StoreError
 from engine.corpus import SESSIONS_FILE, load_sessions_map
 
 from .cache import CacheEntry, cache_entry, cached_skips, load_cached
-from .cli import CliError
+from .cli.base import CliError
 from .facts import read_facts
 
 #: The corpus opened when no PATH is given.
@@ -102,16 +102,17 @@ def app_arguments(path: str | None, stores: bool = False) -> dict:
     return args
 
 
-def launch_browser(path: str | None, stores: bool = False) -> None:
+def launch_browser(path: str | None, stores: bool = False, qrels: Path | None = None) -> None:
     """Open the browser on ``path`` (see the module docstring) and run it
-    until the user quits.
+    until the user quits; ``qrels`` is the judgments file to grade into
+    (``--qrels``; default: the store's own file in the user's data folder).
 
     Raises:
         CliError: for a bad path (the CLI prints it and exits with status 2).
     """
     from .app import make_app
 
-    app = make_app(**app_arguments(path, stores))
+    app = make_app(**app_arguments(path, stores), qrels_path=qrels)
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

@@ -3,12 +3,16 @@ the browser). Imports Rich only, never Textual."""
 
 from __future__ import annotations
 
+import shlex
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from engine.diff import stage_summaries
 from engine.model import Trace
+from engine.paths import sentence
+from engine.stages import RETRIEVERS, in_rerun, title
 
 from . import safe
 from .fmt import clip, query_label
@@ -66,31 +70,74 @@ def stages_table(trace: Trace) -> Table:
     t.add_column("what happened", overflow="fold", max_width=90)
     t.add_column("ms", justify="right")
     for s in stage_summaries(trace):
-        t.add_row(plain(s.title if not s.stage.startswith("fuzzy:") else f"↳ {s.title}"), plain(s.headline),
+        t.add_row(plain(s.title if not in_rerun(s.stage) else f"↳ {s.title}"), plain(s.headline),
                   "" if s.elapsed_ms is None else f"{s.elapsed_ms:.2f}")
     return t
 
 
 def fusion_table(trace: Trace, top: int = 10) -> Table:
-    """The fused list with each run's rank and contribution, collisions flagged."""
+    """The fused list with each run's rank and contribution, collisions
+    flagged, and where each candidate left the pass (from its path)."""
     run = trace.answering_run or trace.first
-    t = Table(title=f"Fusion (top {top})", title_justify="left", expand=False)
+    t = Table(title=f"{title('fusion')}: top {top}", title_justify="left", expand=False)
     for col in ("#", "title", "porter", "trigram", "score", "note"):
         t.add_column(col, justify="right" if col in ("#", "porter", "trigram", "score") else "left",
                      overflow="fold", max_width=44 if col == "title" else None)
     for i, c in enumerate(run.fusion.candidates[:top], 1):
-        note = f"merged rows {', '.join(map(str, c.merged_rowids))}" if c.merged_rowids else ""
-        if i > run.fusion.pool_size:
-            note = (note + "; " if note else "") + "beyond pool"
+        notes = [f"merged rows {', '.join(map(str, c.merged_rowids))}"] if c.merged_rowids else []
+        path = run.path(c.rowid)
+        if path is not None and path.exit is not None:
+            notes.append(sentence(path.exit))
+        note = "; ".join(notes)
         t.add_row(str(i), plain(c.title), str(c.porter_rank or "—"), str(c.trigram_rank or "—"), f"{c.score:.5f}", plain(note))
     return t
 
 
-def trace_renderable(trace: Trace) -> Group:
-    """Everything ``rankscope search`` prints."""
+def retriever_failures(trace: Trace) -> list[tuple[str, str]]:
+    """``(retriever, SQLite's error)`` for each retriever whose query failed,
+    in the first pass or the fuzzy re-run (each pair once, in order)."""
+    runs = [trace.first] + ([trace.fuzzy.rerun] if trace.fuzzy.rerun is not None else [])
+    seen: dict[tuple[str, str], None] = {}
+    for run in runs:
+        for name in RETRIEVERS:
+            r = run.record(name)
+            if r is not None and r.error:  # type: ignore[attr-defined]
+                seen[(name, r.error)] = None  # type: ignore[attr-defined]
+    return list(seen)
+
+
+def retriever_warning(trace: Trace, store_path: str | None = None) -> str | None:
+    """One sentence when a retriever failed (``None`` otherwise): which one,
+    SQLite's words, what the answer rests on, and how to check the store.
+    A failing retriever is not an error of the query (sanitising rules that
+    out): it usually means a damaged FTS index, and the search still
+    answers, from the other retriever only. Retrievers are named by their
+    stage titles (:data:`engine.stages.STAGES`)."""
+    failures = retriever_failures(trace)
+    if not failures:
+        return None
+    names = sorted({name for name, _ in failures}, key=RETRIEVERS.index)
+    words = "; ".join(dict.fromkeys(err for _, err in failures))
+    if len(names) == 1:
+        other = next(r for r in RETRIEVERS if r != names[0])
+        what = (f"the {title(names[0])} retriever failed ({words}): the results come from the {title(other)} "
+                "retriever alone")
+    else:
+        what = f"both retrievers failed ({words}): there can be no results"
+    check = f"rankscope doctor --db {shlex.quote(store_path)}" if store_path else "rankscope doctor"
+    return f"warning: {what}. The store's FTS index is probably damaged; check it with: {check}"
+
+
+def trace_renderable(trace: Trace, store_path: str | None = None) -> Group:
+    """Everything ``rankscope search`` prints (a warning first when a
+    retriever failed: :func:`retriever_warning`)."""
     porter = clip(trace.first.porter.query, 100) or "(none)"
     trigram = clip(trace.first.trigram.query, 100) or "(skipped)"
-    parts = [plain(f"porter: {porter}    trigram: {trigram}", style="dim")]
+    parts = []
+    warning = retriever_warning(trace, store_path)
+    if warning:
+        parts.append(plain(warning, style="bold red"))
+    parts.append(plain(f"porter: {porter}    trigram: {trigram}", style="dim"))
     if trace.final:
         parts.append(final_table(trace))
     else:

@@ -4,14 +4,27 @@ Chunk titles, contents, labels and session ids come from arbitrary files: an
 ANSI escape sequence in a log line would otherwise reach the terminal and
 clear the screen or retitle the window. Control characters are replaced by
 their visible Unicode "control pictures" (ESC → ␛), so nothing is hidden and
-nothing is executed. No Textual here.
+nothing is executed. Bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE
+and friends, :data:`BIDI_CONTROLS`) would silently reorder what follows them
+("Trojan source" file names such as ``invoice\\u202Efdp.exe`` showing as
+``invoiceexe.pdf``); they are shown as their abbreviation in angle brackets
+(``⟨RLO⟩``). No Textual here.
 """
 
 from __future__ import annotations
 
-_BASE = {c: 0x2400 + c for c in range(32)}
+_BASE: dict[int, int | str] = {c: 0x2400 + c for c in range(32)}
 _BASE[0x7F] = 0x2421  # DEL → ␡
 _BASE.update({c: 0xFFFD for c in range(0x80, 0xA0)})  # C1 controls
+
+#: Unicode bidirectional formatting characters (Unicode Standard Annex #9,
+#: table 4, and the implicit marks), code point → abbreviation.
+BIDI_CONTROLS = {
+    0x061C: "ALM", 0x200E: "LRM", 0x200F: "RLM",
+    0x202A: "LRE", 0x202B: "RLE", 0x202C: "PDF", 0x202D: "LRO", 0x202E: "RLO",
+    0x2066: "LRI", 0x2067: "RLI", 0x2068: "FSI", 0x2069: "PDI",
+}
+_BASE.update({c: f"\u27e8{name}\u27e9" for c, name in BIDI_CONTROLS.items()})  # ⟨RLO⟩
 
 #: Single-line text (titles, labels, ids): every control character is shown.
 _LINE = dict(_BASE)

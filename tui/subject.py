@@ -25,7 +25,8 @@ class Subject:
         by_row: true for a retriever row, false for a fused candidate.
         title, source, content_type, session_id, content: the chunk.
         highlighted: the content with FTS5 ``\\x02``/``\\x03`` match markers.
-        origin: where it was picked (a stage title), for the pane header.
+        origin: where it was picked (a stage title from
+            :data:`engine.stages.STAGES`), for the pane header.
     """
 
     key: str
@@ -57,17 +58,17 @@ class Subject:
 
 
 def exit_step(steps: list[JourneyStep]) -> JourneyStep | None:
-    """The step where the chunk left the pipeline (the first stage after
-    fusion where it has no position), or ``None`` if it reached the answer."""
-    for step in steps:
-        if "merged into" in step.note:
-            return step  # a swallowed row never reaches the answer itself
+    """The step where the chunk left the pipeline, or ``None`` if it reached
+    the answer. A row merged into another never reaches the answer itself,
+    so its merge is where it left; otherwise the first step carrying an exit
+    (the path's :class:`~engine.model.Exit`), or the final step when the
+    answer does not hold it."""
+    merged = next((s for s in steps if s.exit is not None and s.exit.reason == "merged"), None)
+    if merged is not None:
+        return merged
     if steps and steps[-1].position is not None:
         return None
-    for step in steps:
-        stage = step.stage.split(":")[-1]
-        if stage in ("porter", "trigram"):
-            continue
-        if step.position is None:
-            return step
+    left = next((s for s in steps if s.exit is not None), None)
+    if left is not None:
+        return left
     return steps[-1] if steps else None

@@ -1,4 +1,4 @@
-"""Real context-mode stores (``../shared/fixtures``), opened read-only in place.
+"""Real context-mode stores (``tests/golden/fixtures``, vendored), opened read-only in place.
 
 Each store written by context-mode 1.0.169 (8 FTS columns, session
 attribution) and 1.0.22 (4 columns, no session column) must: open read-only

@@ -12,9 +12,10 @@ from functools import lru_cache
 import pytest
 
 import engine.retrieve as retrieve_mod
+import engine.runcache as runcache_mod
 from engine import SearchParams, Store, index_corpus, search, trace_to_dict
 
-from ..conftest import PARITY, SAMPLE_CORPUS
+from ..conftest import PARITY_SETS, SAMPLE_CORPUS
 from ..helpers import case_params
 
 
@@ -29,20 +30,20 @@ def _answer(trace) -> dict:
 def spy(monkeypatch):
     """Records the thread and connection of every retriever statement."""
     calls: list[tuple[str, str, object]] = []
-    real = retrieve_mod.retrieve
+    real = runcache_mod.retrieve  # every pipeline statement goes through the run cache
 
     def wrapped(conn, schema, name, *args, **kwargs):
         calls.append((name, threading.current_thread().name, conn))
         return real(conn, schema, name, *args, **kwargs)
 
-    monkeypatch.setattr(retrieve_mod, "retrieve", wrapped)
+    monkeypatch.setattr(runcache_mod, "retrieve", wrapped)
     return calls
 
 
 @lru_cache(maxsize=None)
 def _memory_store(name: str) -> Store:
     s = Store.create(":memory:")
-    index_corpus(s, PARITY / name / "corpus")
+    index_corpus(s, PARITY_SETS[name] / "corpus")
     return s
 
 
@@ -53,9 +54,9 @@ def test_every_parity_case_answers_the_same_in_parallel(name, tmp_path, spy):
     against the reference (sequential): bm25 and fused scores compared with ==."""
     disk = Store.create(tmp_path / "p.db")
     disk.parallel = True  # a small store would run them one after the other
-    index_corpus(disk, PARITY / name / "corpus")
+    index_corpus(disk, PARITY_SETS[name] / "corpus")
     memory = _memory_store(name)
-    queries = json.loads((PARITY / name / "expected.json").read_text("utf-8"))["queries"]
+    queries = json.loads((PARITY_SETS[name] / "expected.json").read_text("utf-8"))["queries"]
     try:
         for q in queries:
             params = case_params(q)
@@ -78,7 +79,7 @@ def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
     s.parallel = True
     index_corpus(s, SAMPLE_CORPUS)
     spans: dict[str, tuple[float, float, str]] = {}
-    real = retrieve_mod.retrieve
+    real = runcache_mod.retrieve  # every pipeline statement goes through the run cache
     trigram_started = threading.Event()
 
     def slow(conn, schema, name, *args, **kwargs):
@@ -91,7 +92,7 @@ def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
         spans[name] = (start, time.perf_counter(), threading.current_thread().name)
         return run
 
-    monkeypatch.setattr(retrieve_mod, "retrieve", slow)
+    monkeypatch.setattr(runcache_mod, "retrieve", slow)
     try:
         t = search(s, SearchParams("install deploy"))
     finally:
@@ -196,7 +197,7 @@ def test_fts5_ranked_statement_returns_the_reference_statements_rows(name):
     from engine.query import sanitize_porter, sanitize_trigram
 
     s = _memory_store(name)
-    queries = json.loads((PARITY / name / "expected.json").read_text("utf-8"))["queries"]
+    queries = json.loads((PARITY_SETS[name] / "expected.json").read_text("utf-8"))["queries"]
     compared = 0
     for q in queries:
         p = case_params(q)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from functools import lru_cache
 
 from hypothesis import HealthCheck, given, settings
@@ -73,9 +72,9 @@ def test_search_never_raises_and_stages_only_narrow(query, limit, sessions, cont
                 total += x.value
             assert c.score == total
         assert [c.score for c in cands] == sorted((c.score for c in cands), reverse=True)
-        assert run.fusion.pool == cands[: run.fusion.pool_size]
+        assert run.pool.kept == cands[: run.pool.pool_size] and run.pool.beyond == cands[run.pool.pool_size :]
         kept, removed = run.filter.kept, run.filter.removed
-        assert sorted(c.key for c in kept + removed) == sorted(c.key for c in run.fusion.pool)
+        assert sorted(c.key for c in kept + removed) == sorted(c.key for c in run.pool.kept)
         if sessions is not None:
             assert all(c.session_id == "" or c.session_id in sessions for c in kept)
         if run.trim is not None:
@@ -104,3 +103,45 @@ def test_index_any_text_never_raises(text):
     trig = store.conn.execute("SELECT rowid, title, content FROM chunks_trigram ORDER BY rowid").fetchall()
     assert [(r["rowid"], r["title"], r["content"]) for r in rows] == [tuple(t) for t in trig]
     store.close()
+
+
+WORDS = st.lists(st.sampled_from(["cache", "plugin", "deploy", "heartbeat", "the", "runner", "tidewrite", "hooks",
+                                  "cahce", "deplyo", "größe", "café"]), min_size=1, max_size=3).map(" ".join)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    WORDS,
+    st.integers(min_value=1, max_value=6),
+    SESSIONS,
+    st.sampled_from([Variant(), Variant(fusion_key="rowid"), Variant(rerank="before-trim", pool_size=6),
+                     Variant(fuzzy="always"), Variant(pool_size=2)]),
+)
+def test_path_exit_is_where_why_not_says_the_chunk_left(query, limit, sessions, variant):
+    """For every candidate that entered a pass, why-not names the stage and
+    reason of its path's exit (of the deeper pass, when it entered both), or
+    says it was returned when its path reaches the answer."""
+    from engine.stages import depth
+    from engine.why import why_not
+
+    store = corpus_store()
+    params = SearchParams(query, limit=limit, sessions=sessions, variant=variant)
+    trace = search(store, params)
+    runs = [trace.first]
+    if trace.fuzzy.rerun is not None and not trace.fuzzy.shadow:
+        runs = [trace.fuzzy.rerun, trace.first] if trace.layer == "rrf-fuzzy" else [trace.first, trace.fuzzy.rerun]
+    rowids = list(dict.fromkeys(p.rowid for run in runs for p in run.paths))[:12]
+    final = {r.candidate.rowid for r in trace.final}
+    for rowid in rowids:
+        [e] = why_not(store, params, rowid=rowid, trace=trace)
+        if rowid in final:
+            assert e.reason in ("returned", "outranked")
+            assert trace.answering_run.path(rowid).exit is None
+            continue
+        exits = [run.path(rowid).exit for run in runs if run.path(rowid) is not None]
+        assert all(x is not None for x in exits)
+        best = exits[0]
+        for x in exits[1:]:
+            if depth(x.stage) > depth(best.stage):
+                best = x
+        assert (e.stage, e.reason) == (best.stage, best.reason), (rowid, e.message)

@@ -1,5 +1,7 @@
 """Proximity / title rerank components."""
 
+import pytest
+
 from engine.model import Candidate
 from engine.rerank import count_adjacent_pairs, find_all_positions, min_span, rerank
 
@@ -52,3 +54,56 @@ def test_sort_boost_then_fused_score_then_input_order():
     got = rerank([a, b, c], ["cache"])
     assert [e.candidate.rowid for e in got] == [2, 3, 1]
     assert [(e.old_position, e.new_position) for e in got] == [(2, 1), (3, 2), (1, 3)]
+
+
+# A chunk titled "ꟋTAG registry" (U+A7CB, Unicode 16.0) and the query
+# "ɤtag registry". The content puts a second, lower-case "ɤtag" 71 code units
+# after "registry", so lowering with Unicode 14.0 tables (Python 3.11's
+# str.lower, which leaves U+A7CB alone) finds one title hit and the far
+# occurrence only: title_hits 1, boost 0.15 + 1/(1 + 71/105) = 0.747. The
+# reference (Node, Unicode 17.0) lowers U+A7CB to U+0264: title_hits 2,
+# boost 0.3 + 1/(1 + 5/105) + 0.125 = 1.380.
+RAMS_HORN_DOC = (
+    "# \ua7cbTAG registry\n\n"
+    "Every reserved build name is listed once and owners sign the \u0264tag column, then the date.\n"
+)
+
+
+def test_unicode_17_title_rerank_like_the_reference(store):
+    from engine import SearchParams, search
+
+    store.index_text("codenames.md", RAMS_HORN_DOC, "markdown")
+    rerank_stage = search(store, SearchParams("\u0264tag registry")).first.rerank
+    assert rerank_stage.terms == ("\u0264tag", "registry")
+    (e,) = rerank_stage.entries
+    assert e.candidate.title == "\ua7cbTAG registry"
+    assert (e.title_hits, e.title_boost, e.min_span, e.adjacent_pairs) == (2, 0.3, 5, 1)
+    assert e.proximity_boost == 1 / (1 + 5 / 105)
+    assert e.boost == (0.3 + 1 / (1 + 5 / 105)) + 0.125
+    assert round(e.boost, 3) == 1.380
+    # Typed with the capital, the query lowers to the same terms.
+    typed = search(store, SearchParams("\ua7cbTAG registry")).first.rerank
+    assert typed.terms == rerank_stage.terms and typed.entries[0].boost == e.boost
+
+
+def test_unicode_17_rerank_case_fails_with_python_lower(store, monkeypatch):
+    """The case above exercises the bug: Python's own (older) tables give the
+    figures the reference disagreed with."""
+    import unicodedata
+
+    import engine.rerank as rerank_module
+    from engine import SearchParams, search
+
+    if unicodedata.unidata_version >= "16":
+        pytest.skip(f"this Python's str.lower knows U+A7CB (Unicode {unicodedata.unidata_version})")
+    store.index_text("codenames.md", RAMS_HORN_DOC, "markdown")
+    monkeypatch.setattr(rerank_module, "js_to_lower", str.lower)
+    (e,) = search(store, SearchParams("\u0264tag registry")).first.rerank.entries
+    assert (e.title_hits, e.min_span, e.adjacent_pairs, round(e.boost, 3)) == (1, 71, 0, 0.747)
+
+
+def test_unicode_17_vocabulary_stores_lowered_rams_horn(store):
+    store.index_text("codenames.md", RAMS_HORN_DOC, "markdown")
+    words = [w for (w,) in store.conn.execute("SELECT word FROM vocabulary ORDER BY rowid")]
+    assert words[:2] == ["\u0264tag", "registry"]
+    assert not any("\ua7cb" in w for w in words)

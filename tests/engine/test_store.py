@@ -190,7 +190,7 @@ def test_damaged_store_raises_corrupt_store_error(damaged_db):
         "session_counts": lambda s: s.session_counts(),
         "stats": lambda s: s.stats(),
         "iter_chunks": lambda s: s.iter_chunks(),
-        "diagnose": diagnose,
+        "diagnose": lambda s: diagnose(s, integrity=False),
         "why_not": lambda s: why_not(s, SearchParams("quorum"), rowid=3),
     }
     for name, call in calls.items():
@@ -199,7 +199,7 @@ def test_damaged_store_raises_corrupt_store_error(damaged_db):
                 call(s)
         msg = str(exc.value)
         assert msg.startswith(f"{damaged_db} is damaged: SQLite says 'database disk image is malformed'"), name
-        assert f"sqlite3 {damaged_db} 'PRAGMA integrity_check'" in msg, name
+        assert f"rankscope doctor --db {damaged_db}" in msg and f"sqlite3 {damaged_db} 'PRAGMA integrity_check'" in msg, name
         assert isinstance(exc.value.__cause__, sql.Error), name
 
 

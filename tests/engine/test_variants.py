@@ -135,8 +135,8 @@ def test_fts_limit_caps_each_retriever(herd):
 def test_pool_size_changes_what_is_pooled(herd):
     ref = run(herd, "zebra", limit=3)
     t = run(herd, "zebra", limit=3, pool_size=5)
-    assert (ref.pool_size, len(ref.first.fusion.pool)) == (3, 3)
-    assert (t.pool_size, len(t.first.fusion.pool)) == (5, 5)
+    assert (ref.pool_size, len(ref.first.pool.kept)) == (3, 3)
+    assert (t.pool_size, len(t.first.pool.kept)) == (5, 5)
     assert t.fts_limit == max(2 * 5, 10)
     assert len(t.final) == 3  # the trim still cuts to the limit
 

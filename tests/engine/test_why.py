@@ -151,7 +151,7 @@ def test_retriever_skipped(zebra):
     e = one(zebra, P("ebra", variant=Variant(retrievers="porter", fuzzy="never")), rowid=1)
     assert (e.reason, e.stage) == ("retriever-skipped", "retrieve")
     assert e.details["full_ranks"]["trigram"]["rank"] >= 1 and e.details["full_ranks"]["porter"] is None
-    assert "only the porter retriever" in e.message and "trigram: bm25 rank" in e.message
+    assert "only the porter retriever" in e.message and "Trigram: bm25 rank" in e.message
 
 
 def test_beyond_fts_limit(store):

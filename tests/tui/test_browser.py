@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -10,11 +11,25 @@ from textual.widgets import DataTable, Input
 from engine import SearchParams
 from engine.model import Trace
 from tui.messages import SearchFinished
+from tui.screens.browser import BrowserScreen
 from tui.screens.help import HelpScreen
 from tui.screens.params import ParamsScreen
 from tui.screens.sessions import SessionsScreen
 
-from .conftest import build_app, plain, run_command, search_for, settle
+from .conftest import (
+    build_app,
+    notifications,
+    plain,
+    press,
+    processed,
+    run_command,
+    search_for,
+    send_keys,
+    settle,
+    type_text,
+    wait_for,
+    wait_screen,
+)
 
 WIDE = (120, 40)
 NARROW = (80, 24)
@@ -29,9 +44,8 @@ def inspector_text(app) -> str:
 async def test_start_screen_shows_the_store_and_focuses_the_query():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.browser is not None and app.focused is not None)
         browser = app.browser
-        assert browser is not None
         assert isinstance(app.focused, Input) and app.focused.id == "query"
         assert "24 sources, 129 chunks" in plain(browser.results.message)
         assert browser.trace is None
@@ -63,11 +77,12 @@ async def test_query_fills_results_and_inspector():
 async def test_search_as_you_type_is_debounced():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
-        await pilot.press(*"cache")
-        await pilot.pause(0.4)
+        browser = await wait_screen(pilot, BrowserScreen)
+        for key in "cache":  # typed at 20 keys a second, faster than the debounce
+            send_keys(pilot, key)
+            await asyncio.sleep(0.05)
+        await wait_for(pilot, lambda: browser.trace is not None and browser.trace.params.query == "cache")
         await settle(pilot)
-        browser = app.browser
-        assert browser.trace is not None and browser.trace.params.query == "cache"
         assert browser._seq < 5  # fewer searches than keystrokes
 
 
@@ -95,7 +110,8 @@ async def test_repeated_headings_flag_the_collision():
         swallowed = [s for _, s in browser.inspector.subjects() if s.by_row and s.rowid == 46]
         assert swallowed
         browser.pick(swallowed[0])
-        await pilot.pause()
+        await wait_for(pilot, lambda: browser.journey.subject is swallowed[0])
+        await processed(pilot)
         journey = plain(browser.query_one("#journey-steps"))
         assert "merged into row" in journey
         assert "left the pipeline at Fusion" in journey
@@ -106,12 +122,13 @@ async def test_limit_change_reaches_pool_and_trim():
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
         assert app.browser.trace.params.limit == 3
-        await pilot.press("f2")
-        await pilot.pause()
-        assert isinstance(app.screen, ParamsScreen)
-        await pilot.press("7")  # the limit is selected on focus: typing replaces it
+        await press(pilot, "f2")
+        dialog = await wait_screen(pilot, ParamsScreen)
+        assert app.focused is dialog.query_one("#limit", Input)
+        await type_text(pilot, "7")  # the limit is selected on focus: typing replaces it
         await settle(pilot)
-        await pilot.press("escape")
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is app.browser)
         await settle(pilot)
         trace = app.browser.trace
         assert trace.params.limit == 7
@@ -126,12 +143,10 @@ async def test_invalid_limit_is_refused_in_the_dialog():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("f2")
-        await pilot.pause()
-        dialog = app.screen
+        await press(pilot, "f2")
+        dialog = await wait_screen(pilot, ParamsScreen)
         dialog.query_one("#limit", Input).value = "99999"
-        await pilot.pause()
-        assert "Limit must be" in plain(dialog.query_one("#params-error"))
+        await wait_for(pilot, lambda: "Limit must be" in plain(dialog.query_one("#params-error")))
         await settle(pilot)
         assert app.browser.params.limit == 3
 
@@ -140,13 +155,13 @@ async def test_session_filter_removes_candidates():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("f3")
-        await pilot.pause()
-        assert isinstance(app.screen, SessionsScreen)
+        await press(pilot, "f3")
+        await wait_screen(pilot, SessionsScreen)
         # the first session in the list is the one with most chunks: sess-A
-        await pilot.press("space")
+        await press(pilot, "space")
         await settle(pilot)
-        await pilot.press("escape")
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is app.browser)
         await settle(pilot)
         trace = app.browser.trace
         assert trace.params.sessions == ("sess-A",)
@@ -194,13 +209,12 @@ async def test_selecting_a_cut_candidate_shows_its_journey():
         trace = browser.trace
         assert trace.first.trim.cut
         target = trace.first.trim.cut[0]
-        await pilot.press("down", "2")
-        await pilot.pause()
-        assert app.focused is browser.inspector
+        await press(pilot, "down", "2")
+        await wait_for(pilot, lambda: app.focused is browser.inspector)
         index = next(i for i, s in browser.inspector.subjects() if s.origin == "Trim" and s.key == target.key)
         browser.inspector.highlighted = index
-        await pilot.pause()
-        assert browser.journey.subject.key == target.key
+        await wait_for(pilot, lambda: browser.journey.subject.key == target.key)
+        await processed(pilot)
         steps = plain(browser.query_one("#journey-steps"))
         assert "cut by the trim" in steps
         assert "left the pipeline at Trim" in steps
@@ -211,17 +225,14 @@ async def test_selecting_a_result_row_shows_its_journey_and_preview():
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
         browser = app.browser
-        await pilot.press("down")  # query box → results table
-        await pilot.pause()
-        assert app.focused is browser.results.table
-        await pilot.press("down")
-        await pilot.pause()
+        await press(pilot, "down")  # query box → results table
+        await wait_for(pilot, lambda: app.focused is browser.results.table)
+        await press(pilot, "down")
         second = browser.trace.final[1].candidate
-        assert browser.journey.subject.key == second.key
-        await pilot.press("enter")  # narrow: Enter opens the journey pane
-        await pilot.pause()
-        assert browser.pane == "journey" and browser.journey.display
-        assert not browser.results.display or not browser.results.region.height
+        await wait_for(pilot, lambda: browser.journey.subject.key == second.key)
+        await press(pilot, "enter")  # narrow: Enter opens the journey pane
+        await wait_for(pilot, lambda: browser.pane == "journey" and browser.journey.display)
+        await wait_for(pilot, lambda: not browser.results.display or not browser.results.region.height)
         assert "highlighted match" in plain(browser.query_one("#journey-preview"))
 
 
@@ -263,12 +274,11 @@ async def test_search_error_becomes_a_notification_and_the_app_stays_usable():
 
     app = build_app(search_fn=broken)
     async with app.run_test(size=WIDE) as pilot:
-        await pilot.press(*"cache", "enter")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        notes = list(app._notifications)
-        assert any("disk on fire" in n.message and n.severity == "error" for n in notes)
+        await wait_screen(pilot, BrowserScreen)
+        await type_text(pilot, "cache")
+        await press(pilot, "enter")
+        await wait_for(pilot, lambda: any("disk on fire" in n.message and n.severity == "error"
+                                          for n in notifications(app)))
         assert app.is_running
         from engine import search
 
@@ -285,7 +295,7 @@ async def test_stale_results_are_dropped():
         shown = browser.trace
         old = Trace(**{**shown.__dict__, "params": SearchParams("stale")})
         browser.post_message(SearchFinished(0, old))
-        await pilot.pause()
+        await processed(pilot)
         assert browser.trace is shown
 
 
@@ -293,19 +303,19 @@ async def test_ctrl_l_and_slash_focus_the_query_with_text_selected():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("2")  # in the query box a digit is text
+        await press(pilot, "2")  # in the query box a digit is text
         assert app.browser.query_box.value == "cache2"
-        await pilot.press("backspace", "down", "2")
-        await pilot.pause()
-        assert app.focused is app.browser.inspector
-        await pilot.press("slash")
-        await pilot.pause()
+        await press(pilot, "backspace", "down", "2")
+        await wait_for(pilot, lambda: app.focused is app.browser.inspector)
+        await press(pilot, "slash")
         query = app.browser.query_box.input
-        assert app.focused is query
+        await wait_for(pilot, lambda: app.focused is query)
         assert query.selected_text == "cache"
-        await pilot.press("slash")  # inside the query box '/' is text
+        await press(pilot, "slash")  # inside the query box '/' is text
         assert query.value == "/"
-        await pilot.press("ctrl+l", *"heartbeat", "enter")
+        await press(pilot, "ctrl+l")
+        await type_text(pilot, "heartbeat")
+        await press(pilot, "enter")
         await settle(pilot)
         assert app.browser.trace.params.query == "heartbeat"
 
@@ -313,36 +323,29 @@ async def test_ctrl_l_and_slash_focus_the_query_with_text_selected():
 async def test_escape_from_help_returns_to_the_query():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.press("f1")
-        await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
-        await pilot.press("escape")
-        await pilot.pause()
-        await pilot.pause()
-        assert app.focused is app.browser.query_box.input
+        await press(pilot, "f1")
+        await wait_screen(pilot, HelpScreen)
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.focused is app.browser.query_box.input)
 
 
 async def test_ctrl_l_closes_a_dialog():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.press("f3")
-        await pilot.pause()
-        assert isinstance(app.screen, SessionsScreen)
-        await pilot.press("ctrl+l")
-        await pilot.pause()
-        assert app.screen is app.browser
-        assert app.focused is app.browser.query_box.input
+        await press(pilot, "f3")
+        await wait_screen(pilot, SessionsScreen)
+        await press(pilot, "ctrl+l")
+        await wait_for(pilot, lambda: app.screen is app.browser and app.focused is app.browser.query_box.input)
 
 
 async def test_copy_command_line():
     app = build_app(params=SearchParams("", limit=5, sessions=("sess-A",)))
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "it's cache")
-        await pilot.press("f4")
-        await pilot.pause()
+        await press(pilot, "f4")
         expected = "rankscope search 'it'\"'\"'s cache' --db '<store.db>' --limit 5 --session sess-A"
-        assert app.clipboard == expected
-        assert any(n.message == expected for n in app._notifications)
+        await wait_for(pilot, lambda: app.clipboard == expected)
+        await wait_for(pilot, lambda: any(n.message == expected for n in notifications(app)))
 
 
 async def test_export_trace(tmp_path, monkeypatch):
@@ -350,13 +353,14 @@ async def test_export_trace(tmp_path, monkeypatch):
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("f6")
-        await pilot.pause()
+        await press(pilot, "f6")
+        # the export says where it wrote, once written
+        await wait_for(pilot, lambda: any("rankscope-trace-cache-" in n.message for n in notifications(app)))
         files = list(tmp_path.glob("rankscope-trace-cache-*.json"))
         assert len(files) == 1
         data = json.loads(files[0].read_text("utf-8"))
         assert data["query"] == "cache" and data["layer"] == "rrf"
-        assert any(str(files[0]) in n.message for n in app._notifications)
+        assert any(str(files[0]) in n.message for n in notifications(app))
 
 
 async def test_narrow_panes_switch_with_keys_and_tabs():
@@ -366,16 +370,12 @@ async def test_narrow_panes_switch_with_keys_and_tabs():
         browser = app.browser
         assert browser.has_class("-narrow")
         assert browser.results.region.height > 0 and browser.inspector.region.height == 0
-        await pilot.press("down")
-        await pilot.press("2")
-        await pilot.pause()
-        assert browser.inspector.region.height > 0 and browser.results.region.height == 0
-        await pilot.press("3")
-        await pilot.pause()
-        assert browser.journey.region.height > 0 and browser.inspector.region.height == 0
-        await pilot.press("1")
-        await pilot.pause()
-        assert browser.results.region.height > 0
+        await press(pilot, "down", "2")
+        await wait_for(pilot, lambda: browser.inspector.region.height > 0 and browser.results.region.height == 0)
+        await press(pilot, "3")
+        await wait_for(pilot, lambda: browser.journey.region.height > 0 and browser.inspector.region.height == 0)
+        await press(pilot, "1")
+        await wait_for(pilot, lambda: browser.results.region.height > 0)
 
 
 async def test_wide_shows_all_panes():
@@ -384,8 +384,8 @@ async def test_wide_shows_all_panes():
         await search_for(pilot, "cache")
         browser = app.browser
         assert browser.has_class("-wide")
-        for pane in (browser.results, browser.inspector, browser.journey):
-            assert pane.region.height > 0
+        await wait_for(pilot, lambda: all(p.region.height > 0 for p in (browser.results, browser.inspector,
+                                                                        browser.journey)))
         assert not browser.query_one("#pane-tabs").display
 
 
@@ -393,9 +393,8 @@ async def test_wide_shows_all_panes():
 async def test_bindings_have_ids_and_tooltips(size):
     app = build_app()
     async with app.run_test(size=size) as pilot:
-        await pilot.pause()
+        await wait_screen(pilot, BrowserScreen)
         from tui.app import RankscopeApp
-        from tui.screens.browser import BrowserScreen
         from tui.screens.loading import LoadingScreen
         from tui.screens.skipped import SkippedScreen
         from tui.screens.stores import StorePickerScreen
@@ -412,13 +411,12 @@ async def test_palette_goes_to_a_stage():
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "artifcats")
         await run_command(pilot, "go to stage: fuzzy")
-        await pilot.pause()
-        await pilot.pause()
         browser = app.browser
-        assert browser.pane == "stages" and app.focused is browser.inspector
-        assert browser.inspector.stage_of(browser.inspector.highlighted) == "fuzzy"
-        await pilot.press("down")
-        await pilot.pause()
+        await wait_for(pilot, lambda: browser.pane == "stages" and app.focused is browser.inspector)
+        await wait_for(pilot, lambda: browser.inspector.stage_of(browser.inspector.highlighted) == "fuzzy")
+        before = browser.inspector.highlighted
+        await press(pilot, "down")
+        await wait_for(pilot, lambda: browser.inspector.highlighted != before)
         assert (browser.inspector.stage_of(browser.inspector.highlighted) or "").startswith("fuzzy")
 
 
@@ -443,11 +441,11 @@ async def test_clicking_a_stage_row_shows_its_journey():
         # the first Porter row: find its line on screen and click it
         index = next(i for i, s in ins.subjects() if s.origin == "Porter")
         ins.scroll_to(y=0, animate=False)
-        await pilot.pause()
+        await wait_for(pilot, lambda: ins.scroll_y == 0)
+        await processed(pilot)
         # border, total line, refresh header + note, Porter header + note: the first hit is on line 6
         await pilot.click(ins, offset=(10, 6))
-        await pilot.pause()
-        assert app.focused is ins
+        await wait_for(pilot, lambda: app.focused is ins and browser.journey.subject.by_row)
         assert browser.journey.subject is not None and browser.journey.subject.by_row
         assert browser.journey.subject.origin == "Porter"
         assert index is not None
@@ -480,18 +478,19 @@ async def test_params_dialog_source_exact_and_content_type():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("f2")
-        await pilot.pause()
-        dialog = app.screen
-        await pilot.press("tab")  # limit → source
-        await pilot.press(*"docs/configuration.md")
+        await press(pilot, "f2")
+        dialog = await wait_screen(pilot, ParamsScreen)
+        await press(pilot, "tab")  # limit → source
+        await wait_for(pilot, lambda: app.focused is dialog.query_one("#source", Input))
+        await type_text(pilot, "docs/configuration.md")
         await settle(pilot)
         assert app.browser.params.source == "docs/configuration.md"
         dialog.query_one("#exact", Switch).value = True
         await settle(pilot)
         dialog.query_one("#ctype", Select).value = "prose"
         await settle(pilot)
-        await pilot.press("escape")
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is app.browser)
         await settle(pilot)
         trace = app.browser.trace
         assert trace.params.source_match == "exact" and trace.params.content_type == "prose"

@@ -14,7 +14,19 @@ from engine import Store
 from tui.cli import CliError, main
 from tui.launch import app_arguments
 
-from .conftest import build_app, damaged_store, plain, settle
+from .conftest import (
+    build_app,
+    damaged_store,
+    notifications,
+    plain,
+    press,
+    query_input,
+    record_notifications,
+    settle,
+    type_text,
+    wait_for,
+    wait_screen,
+)
 
 NARROW = (80, 24)
 
@@ -67,8 +79,9 @@ async def test_a_failing_search_is_explained_and_the_app_keeps_running(index_dam
     store = Store.open_readonly(index_damaged)
     app = build_app(store=store)
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.pause()
-        await pilot.press(*"cache", "enter")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused is query_input(app))
+        await type_text(pilot, "cache")
+        await press(pilot, "enter")
         await settle(pilot)
         browser = app.browser
         assert app.is_running and app.screen is browser
@@ -77,21 +90,26 @@ async def test_a_failing_search_is_explained_and_the_app_keeps_running(index_dam
         assert str(index_damaged) in message
         assert browser.results.border_subtitle == "search failed"
         assert browser.trace is None
-        errors = [n for n in app._notifications if n.severity == "error"]
+        errors = [n for n in notifications(app) if n.severity == "error"]
         assert len(errors) == 1 and f"{index_damaged} is damaged" in errors[0].message
         # the same failure again (typing on) does not pile up notifications
-        await pilot.press("s", "enter")
+        await type_text(pilot, "s")
+        await press(pilot, "enter")
         await settle(pilot)
-        assert len([n for n in app._notifications if n.severity == "error"]) == 1
+        assert browser.query_box.value == "caches" and "Search failed" in plain(browser.results.message)
+        assert len([n for n in notifications(app) if n.severity == "error"]) == 1
         # the lab screens report their failures too, and the app stays up
-        for key in ("f7", "f8", "f9"):
-            await pilot.press(key)
-            for _ in range(5):
-                await pilot.pause()
-                await app.workers.wait_for_complete()
+        from tui.screens.compare import CompareScreen
+        from tui.screens.doctor import DoctorScreen
+        from tui.screens.why import WhyScreen
+
+        for key, cls in (("f7", CompareScreen), ("f8", WhyScreen), ("f9", DoctorScreen)):
+            await press(pilot, key)
+            await wait_screen(pilot, cls)
+            await settle(pilot)
             assert app.is_running
-            await pilot.press("escape")
-            await pilot.pause()
+            await press(pilot, "escape")
+            await wait_for(pilot, lambda: app.screen is browser)
         assert app.is_running
 
 
@@ -101,10 +119,11 @@ async def test_a_store_whose_counts_cannot_be_read_still_opens_in_the_app(counts
     store = Store.open_readonly(counts_damaged)
     app = build_app(store=store)
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.focused is not None and app.focused is query_input(app))
         assert app.is_running
         assert "counts could not be read" in plain(app.browser.results.message)
-        await pilot.press(*"cache", "enter")
+        await type_text(pilot, "cache")
+        await press(pilot, "enter")
         await settle(pilot)
         assert "Search failed" in plain(app.browser.results.message)
 
@@ -112,14 +131,17 @@ async def test_a_store_whose_counts_cannot_be_read_still_opens_in_the_app(counts
 def _picker_app(infos):
     from tui.app import make_app
 
-    return make_app(store_finder=lambda: infos, show_timings=False, cursor_blink=False)
+    return record_notifications(make_app(store_finder=lambda: infos, show_timings=False, cursor_blink=False))
 
 
-async def _wait(pilot):
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+async def _wait_for_the_list(pilot):
+    """Wait until the store picker lists what it found."""
+    from tui.screens.stores import StorePickerScreen
+
+    app = pilot.app
+    await wait_screen(pilot, StorePickerScreen)
+    await wait_for(pilot, lambda: app.screen.query_one("#stores-list").option_count > 0)
+    await settle(pilot)
 
 
 async def test_the_picker_refuses_a_store_marked_unreadable(counts_damaged):
@@ -129,12 +151,13 @@ async def test_the_picker_refuses_a_store_marked_unreadable(counts_damaged):
                            error="cannot read: database disk image is malformed")
     app = _picker_app([info])
     async with app.run_test(size=NARROW) as pilot:
-        await _wait(pilot)
+        await _wait_for_the_list(pilot)
         assert "cannot be opened" in str(app.screen.query_one("#stores-list").get_option_at_index(0).prompt)
-        await pilot.press("enter")
-        await _wait(pilot)
+        await press(pilot, "enter")
+        await wait_for(pilot, lambda: any(n.severity == "error" and "unreadable" in n.message
+                                          for n in notifications(app)))
+        await settle(pilot)
         assert isinstance(app.screen, StorePickerScreen) and app.is_running
-        assert any(n.severity == "error" and "unreadable" in n.message for n in app._notifications)
 
 
 async def test_the_picker_refuses_a_damaged_store_not_yet_marked(counts_damaged):
@@ -144,9 +167,10 @@ async def test_the_picker_refuses_a_damaged_store_not_yet_marked(counts_damaged)
     info = SimpleNamespace(path=counts_damaged, size_bytes=1, sources=1, chunks=1, schema=None, error=None)
     app = _picker_app([info])
     async with app.run_test(size=NARROW) as pilot:
-        await _wait(pilot)
-        await pilot.press("enter")
-        await _wait(pilot)
+        await _wait_for_the_list(pilot)
+        await press(pilot, "enter")
+        await wait_for(pilot, lambda: any(n.severity == "error" and "damaged" in n.message
+                                          for n in notifications(app)))
+        await settle(pilot)
         assert isinstance(app.screen, StorePickerScreen) and app.is_running
         assert app.browser is None
-        assert any(n.severity == "error" and "damaged" in n.message for n in app._notifications)

@@ -5,23 +5,17 @@ have already been delivered to the widget that had focus."""
 
 from __future__ import annotations
 
-from textual import events
-
-from .conftest import build_app, search_for, settle
+from .conftest import build_app, press, processed, search_for, send_keys, settle, wait_for
 
 WIDE = (120, 40)
 NARROW = (80, 24)
 
 
 async def burst(pilot, *keys: str) -> None:
-    """Send ``keys`` to the app back to back, as a terminal does, then wait."""
-    app = pilot.app
-    for key in keys:
-        event = events.Key(key, key if len(key) == 1 else None)
-        event.set_sender(app)
-        app._driver.send_message(event)
-    await pilot.pause()
-    await pilot.pause()
+    """Send ``keys`` to the app back to back, as a terminal does, then wait
+    until the app has handled them all."""
+    send_keys(pilot, *keys)
+    await processed(pilot)
 
 
 async def test_tab_then_keys_go_to_the_newly_focused_widget():
@@ -30,12 +24,12 @@ async def test_tab_then_keys_go_to_the_newly_focused_widget():
         await search_for(pilot, "cache")
         browser = app.browser
         await burst(pilot, "tab", "2")  # Tab to the results, then pane key 2
+        await wait_for(pilot, lambda: browser.pane == "stages" and app.focused is browser.inspector)
         assert browser.query_box.value == "cache"
-        assert browser.pane == "stages" and app.focused is browser.inspector
         await burst(pilot, "shift+tab", "x", "y")  # back to the query, then typing
+        await wait_for(pilot, lambda: "xy" in browser.query_box.value)
         await settle(pilot)
         assert app.focused is browser.query_box.input
-        assert "xy" in browser.query_box.value
 
 
 async def test_ctrl_l_then_typing_replaces_the_query():
@@ -43,9 +37,8 @@ async def test_ctrl_l_then_typing_replaces_the_query():
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
         browser = app.browser
-        await pilot.press("down", "2")
-        await pilot.pause()
-        assert app.focused is browser.inspector
+        await press(pilot, "down", "2")
+        await wait_for(pilot, lambda: app.focused is browser.inspector)
         await burst(pilot, "ctrl+l", "h", "e", "a", "r", "t", "b", "e", "a", "t", "enter")
         await settle(pilot)
         assert app.focused is browser.query_box.input
@@ -59,5 +52,5 @@ async def test_down_from_the_query_then_a_pane_key():
         await search_for(pilot, "cache")
         browser = app.browser
         await burst(pilot, "down", "3")
+        await wait_for(pilot, lambda: browser.pane == "journey" and app.focused is browser.journey)
         assert browser.query_box.value == "cache"
-        assert browser.pane == "journey" and app.focused is browser.journey

@@ -12,28 +12,41 @@ from textual.widgets import DataTable, Input, OptionList, Select
 
 from engine import SearchParams
 from engine.model import Variant
-from tui.screens.compare import CompareScreen, counts_text, marker_label, variant_from_form
+from tui.describe import marker_label
+from tui.screens.compare import CompareScreen, counts_text, variant_from_form
 from tui.screens.doctor import DoctorScreen
 from tui.screens.why import ChunkEntry, WhyScreen, match_chunks
 
-from .conftest import build_app, plain, run_command, search_for, settle
+from .conftest import (
+    build_app,
+    notifications,
+    plain,
+    press,
+    processed,
+    rendered,
+    run_command,
+    search_for,
+    settle,
+    type_text,
+    wait_for,
+    wait_screen,
+)
 
 WIDE = (120, 40)
 NARROW = (80, 24)
 
 
 async def settle_lab(pilot, strict: bool = True) -> None:
-    """Wait until every worker has finished and (``strict``) its result is shown."""
+    """Wait until every worker has finished and (``strict``) the lab
+    screen on top shows the result of its latest request."""
     app = pilot.app
-    for _ in range(5):
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+    await settle(pilot)
     screen = app.screen
     for attr in ("_seq", "_find_seq") if strict else ():
         shown = {"_seq": "_shown_seq", "_find_seq": "_find_shown"}[attr]
         if hasattr(screen, attr):
-            assert getattr(screen, shown) >= getattr(screen, attr), f"{type(screen).__name__}.{attr} not shown"
+            await wait_for(pilot, lambda: getattr(screen, shown) >= getattr(screen, attr),
+                           what=f"{type(screen).__name__}.{attr} to be shown")
 
 
 def table_rows(screen: CompareScreen) -> list[list[str]]:
@@ -43,10 +56,9 @@ def table_rows(screen: CompareScreen) -> list[list[str]]:
 
 async def open_compare(pilot, query: str) -> CompareScreen:
     await search_for(pilot, query)
-    await pilot.press("f7")
+    await press(pilot, "f7")
+    screen = await wait_screen(pilot, CompareScreen)
     await settle_lab(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, CompareScreen)
     return screen
 
 
@@ -89,27 +101,29 @@ async def test_compare_number_fields_and_a_spec():
         await settle_lab(pilot)
         pool = screen.query_one("#b-pool", Input)
         pool.focus()
-        await pilot.press(*"20")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: app.focused is pool)
+        await type_text(pilot, "20")
+        # the fields are read 0.2 s after typing stops
+        await wait_for(pilot, lambda: screen.comparison.params_b.variant.pool_size == 20)
         await settle_lab(pilot)
         assert screen.comparison.params_b.variant == Variant(rerank="before-trim", pool_size=20)
         assert screen.comparison.trace_b.pool_size == 20
         # a bad A spec is refused in words and nothing is re-run
+        shown = screen.comparison
         spec = screen.query_one("#a-spec", Input)
         spec.value = "rerank=sideways"
-        await pilot.pause(0.3)
-        await settle_lab(pilot)
         error = screen.query_one("#compare-error")
-        assert error.display and "A not applied" in plain(error) and "sideways" in plain(error)
-        assert screen.comparison.params_a.variant.is_reference
-        spec.value = "rrf_k=10"
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: error.display)
         await settle_lab(pilot)
-        assert not error.display
-        assert screen.comparison.params_a.variant == Variant(rrf_k=10)
+        assert error.display and "A not applied" in plain(error) and "sideways" in plain(error)
+        assert screen.comparison is shown and screen.comparison.params_a.variant.is_reference
+        spec.value = "rrf_k=10"
+        await wait_for(pilot, lambda: not error.display)
+        await wait_for(pilot, lambda: screen.comparison.params_a.variant == Variant(rrf_k=10))
+        await settle_lab(pilot)
         # the variants are kept for the next opening
-        await pilot.press("escape")
-        await pilot.pause()
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is app.browser)
         assert app.compare_variants == (Variant(rrf_k=10), Variant(rerank="before-trim", pool_size=20))
 
 
@@ -123,17 +137,15 @@ async def test_compare_row_opens_why_under_the_run_that_lacks_it():
         new_index = next(i for i, r in enumerate(screen.comparison.rows) if r.marker == "new")
         table.focus()
         table.move_cursor(row=new_index)
-        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.focused is table and table.cursor_row == new_index)
+        await press(pilot, "enter")
+        why = await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
-        why = app.screen
-        assert isinstance(why, WhyScreen)
         assert why.params.variant.is_reference  # a "new" chunk is explained under A
         assert why.explanations and why.explanations[0].reason == "merged"
         assert "merged" in plain(why.query_one("#why-text"))
-        await pilot.press("escape")
-        await pilot.pause()
-        await pilot.pause()
-        assert app.screen is screen and app.focused is table
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is screen and app.focused is table)
 
 
 async def test_compare_follows_a_palette_parameter_change():
@@ -141,7 +153,7 @@ async def test_compare_follows_a_palette_parameter_change():
     async with app.run_test(size=NARROW) as pilot:
         screen = await open_compare(pilot, "example")
         app.browser.update_params(limit=5)
-        await settle(pilot)
+        await wait_for(pilot, lambda: screen.comparison.params_a.limit == 5)
         await settle_lab(pilot)
         assert screen.comparison.params_a.limit == 5 and screen.comparison.params_b.limit == 5
         assert "limit 5" in plain(screen.query_one("#compare-title"))
@@ -150,10 +162,9 @@ async def test_compare_follows_a_palette_parameter_change():
 async def test_compare_empty_query_says_why():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.press("f7")
+        await press(pilot, "f7")
+        screen = await wait_screen(pilot, CompareScreen)
         await settle_lab(pilot)
-        screen = app.screen
-        assert isinstance(screen, CompareScreen)
         assert not screen.table.display
         text = plain(screen.query_one("#compare-empty"))
         assert "Neither run returned anything" in text and "A:" in text
@@ -173,11 +184,12 @@ async def test_compare_failure_becomes_a_notification():
     app = build_app(search_fn=flaky)
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("f7")
+        await press(pilot, "f7")
+        screen = await wait_screen(pilot, CompareScreen)
         await settle_lab(pilot, strict=False)
-        screen = app.screen
-        assert isinstance(screen, CompareScreen) and app.is_running
-        assert any("variant exploded" in n.message and n.severity == "error" for n in app._notifications)
+        await wait_for(pilot, lambda: any("variant exploded" in n.message and n.severity == "error"
+                                          for n in notifications(app)))
+        assert app.screen is screen and app.is_running
         assert screen.query_one("#compare-box").border_subtitle == "compare failed"
         assert "Compare failed: variant exploded" in plain(screen.query_one("#compare-empty"))
 
@@ -207,20 +219,19 @@ async def test_why_not_for_a_chunk_removed_by_the_session_filter():
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
         removed = app.browser.trace.first.filter.removed[0]
-        await pilot.press("f8")
+        await press(pilot, "f8")
+        screen = await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
-        screen = app.screen
-        assert isinstance(screen, WhyScreen)
         assert app.focused is screen.query_one("#why-find", Input)
-        await pilot.press(*removed.title)
+        await type_text(pilot, removed.title)
         await settle_lab(pilot)
         options = screen.query_one("#why-list", OptionList)
         index = next(i for i, e in enumerate(screen.matches) if e.rowid == removed.rowid)
         assert index < 5  # typing the title finds it near the top
-        await pilot.press("down")
-        assert app.focused is options
+        await press(pilot, "down")
+        await wait_for(pilot, lambda: app.focused is options)
         options.highlighted = index
-        await pilot.press("enter")
+        await press(pilot, "enter")
         await settle_lab(pilot)
         (exp,) = screen.explanations
         assert exp.chunk.rowid == removed.rowid
@@ -228,23 +239,20 @@ async def test_why_not_for_a_chunk_removed_by_the_session_filter():
         text = plain(screen.query_one("#why-text"))
         assert "reason session-filter" in text and "Session filter" in text
         assert "removed by the session filter" in text and "sess-A" in text
-        await pilot.press("escape")
-        await pilot.pause()
-        await pilot.pause()
-        assert app.focused is app.browser.query_box.input
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.focused is app.browser.query_box.input)
 
 
 async def test_why_not_explains_the_selected_chunk_from_a_pane():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("down", "down")  # query → results, second result
-        await pilot.pause()
+        await press(pilot, "down", "down")  # query → results, second result
         second = app.browser.trace.final[1].candidate
-        await pilot.press("f8")
+        await wait_for(pilot, lambda: app.browser.journey.subject.key == second.key)
+        await press(pilot, "f8")
+        screen = await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
-        screen = app.screen
-        assert isinstance(screen, WhyScreen)
         (exp,) = screen.explanations
         assert exp.chunk.rowid == second.rowid and exp.reason in ("returned", "outranked")
         assert "✓ in the answer at #2" in plain(screen.query_one("#why-text"))
@@ -254,9 +262,12 @@ async def test_why_finder_accepts_a_row_id_and_enter():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "heartbeat")
-        await pilot.press("f8")
+        await press(pilot, "f8")
+        await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
-        await pilot.press(*"row 46", "enter")
+        await type_text(pilot, "row 46")
+        await settle_lab(pilot)
+        await press(pilot, "enter")
         await settle_lab(pilot)
         screen = app.screen
         assert screen.matches[0].rowid == 46
@@ -283,10 +294,10 @@ def test_match_chunks_ranks_words_anywhere_and_typos():
 async def test_doctor_lists_fusion_key_collisions():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.press("f9")
+        await press(pilot, "f9")
+        screen = await wait_screen(pilot, DoctorScreen)
         await settle_lab(pilot)
-        screen = app.screen
-        assert isinstance(screen, DoctorScreen)
+        await wait_for(pilot, lambda: screen.report is not None)
         report = screen.report
         assert report is not None and len(report.collisions) == 8
         text = plain(screen.query_one("#doctor-text"))
@@ -294,10 +305,8 @@ async def test_doctor_lists_fusion_key_collisions():
         assert "Fusion-key collisions (8)" in text
         assert "docs/configuration.md::Configuration > Options > Example" in text and "46, 48, 51" in text
         assert "Chunks over 4096 bytes (3)" in text and "Empty or Untitled titles (5)" in text
-        await pilot.press("escape")
-        await pilot.pause()
-        await pilot.pause()
-        assert app.focused is app.browser.query_box.input
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.focused is app.browser.query_box.input)
 
 
 def test_doctor_renderable_shows_every_kind_of_finding():
@@ -347,11 +356,10 @@ async def test_palette_opens_the_lab_screens(typed, screen_type):
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
         await run_command(pilot, typed)
+        await wait_screen(pilot, screen_type)
         await settle_lab(pilot)
-        assert isinstance(app.screen, screen_type)
-        await pilot.press("escape")
-        await pilot.pause()
-        assert app.screen is app.browser
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is app.browser)
 
 
 async def test_palette_compare_with_a_typed_spec():
@@ -359,9 +367,8 @@ async def test_palette_compare_with_a_typed_spec():
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
         await run_command(pilot, "compare rrf_k=5,rerank=off")
+        screen = await wait_screen(pilot, CompareScreen)
         await settle_lab(pilot)
-        screen = app.screen
-        assert isinstance(screen, CompareScreen)
         assert screen.comparison.params_b.variant == Variant(rrf_k=5, rerank="off")
         assert screen.query_one("#b-rrf_k", Input).value == "5"
         assert screen.query_one("#b-rerank", Select).value == "off"
@@ -372,21 +379,20 @@ async def test_lab_keys_toggle_and_browser_keys_wait():
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
         for key, cls in (("f7", CompareScreen), ("f8", WhyScreen), ("f9", DoctorScreen)):
-            await pilot.press(key)
+            await press(pilot, key)
+            await wait_screen(pilot, cls)
             await settle_lab(pilot)
+            await press(pilot, "f2")  # browser keys are off on the lab screens
+            await processed(pilot)
             assert isinstance(app.screen, cls)
-            await pilot.press("f2")  # browser keys are off on the lab screens
-            await pilot.pause()
-            assert isinstance(app.screen, cls)
-            await pilot.press(key)  # the same key closes
-            await pilot.pause()
-            assert app.screen is app.browser
+            await press(pilot, key)  # the same key closes
+            await wait_for(pilot, lambda: app.screen is app.browser)
 
 
 async def test_lab_bindings_have_ids_and_tooltips():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.browser is not None)
         for cls in (CompareScreen, WhyScreen, DoctorScreen):
             for b in cls.BINDINGS:
                 assert b.id and b.tooltip, (cls.__name__, b)
@@ -402,17 +408,21 @@ async def test_lab_screens_never_send_store_control_characters():
     async with app.run_test(size=WIDE) as pilot:
         screen = await open_compare(pilot, "cache")
         shown = "\n".join(" ".join(r) for r in table_rows(screen))
-        await pilot.press("escape", "f8")
+        await press(pilot, "escape", "f8")
+        why = await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
-        await pilot.press(*"cache", "enter")
+        await type_text(pilot, "cache")
         await settle_lab(pilot)
-        why = app.screen
+        await press(pilot, "enter")
+        await settle_lab(pilot)
         shown += plain(why.query_one("#why-text")) + "\n".join(
             str(why.query_one("#why-list", OptionList).get_option_at_index(i).prompt)
             for i in range(why.query_one("#why-list", OptionList).option_count))
-        await pilot.press("escape", "f9")
+        await press(pilot, "escape", "f9")
+        doctor = await wait_screen(pilot, DoctorScreen)
         await settle_lab(pilot)
-        shown += plain(app.screen.query_one("#doctor-text"))
+        await wait_for(pilot, lambda: doctor.report is not None)
+        shown += plain(doctor.query_one("#doctor-text"))
         assert "\x1b" not in shown and "\x07" not in shown
         assert "␛[2J" in shown
 
@@ -423,11 +433,13 @@ async def test_lab_screens_never_send_store_control_characters():
 def _compare_before(pilot_query: str, spec_key: str):
     async def run_before(pilot) -> None:
         await search_for(pilot, pilot_query)
-        await pilot.press("f7")
+        await press(pilot, "f7")
+        screen = await wait_screen(pilot, CompareScreen)
         await settle_lab(pilot)
-        pilot.app.screen.query_one("#b-key", Select).value = spec_key
+        screen.query_one("#b-key", Select).value = spec_key
+        await wait_for(pilot, lambda: screen.comparison.params_b.variant.fusion_key == spec_key)
         await settle_lab(pilot)
-        await pilot.pause(0.1)
+        await rendered(pilot)
 
     return run_before
 
@@ -439,8 +451,10 @@ def test_compare_screen_snapshot(snap_compare):
 
 def test_doctor_screen_snapshot(snap_compare):
     async def run_before(pilot) -> None:
-        await pilot.press("f9")
+        await press(pilot, "f9")
+        screen = await wait_screen(pilot, DoctorScreen)
         await settle_lab(pilot)
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: screen.report is not None)
+        await rendered(pilot)
 
     assert snap_compare(build_app(), terminal_size=NARROW, run_before=run_before)

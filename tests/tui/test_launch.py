@@ -16,7 +16,29 @@ from tui.cli import CliError, main
 from tui.cmdline import command_line, describe_params, export_path
 from tui.launch import SAMPLE_CORPUS, app_arguments
 
-from .conftest import plain, settle
+from .conftest import (
+    notifications,
+    plain,
+    press,
+    record_notifications,
+    run_command,
+    settle,
+    type_text,
+    wait_for,
+    wait_screen,
+)
+
+#: Indexing the parity corpus on a busy machine: the longest a test waits for it.
+INDEXING_TIMEOUT = 60.0
+
+
+def picker_has_options(app) -> bool:
+    """The store picker is on top and lists the stores it found."""
+    from tui.screens.stores import StorePickerScreen
+
+    screen = app.screen
+    return isinstance(screen, StorePickerScreen) and bool(screen.query("#stores-list")) and \
+        screen.query_one("#stores-list").option_count > 0
 
 
 # ── cache ────────────────────────────────────────────────────────────────
@@ -177,17 +199,11 @@ async def test_loading_screen_indexes_then_browses(corpus):
     args = app_arguments(str(corpus))
     app = make_app(**args, show_timings=False, cursor_blink=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.05)
-            await app.workers.wait_for_complete()
-            if isinstance(app.screen, BrowserScreen):
-                break
-        await pilot.pause()
-        await pilot.pause()
-        assert isinstance(app.screen, BrowserScreen)
+        await wait_screen(pilot, BrowserScreen, timeout=INDEXING_TIMEOUT)
         assert app.store.read_only
         assert "24 sources, 129 chunks" in plain(app.screen.results.message)
-        await pilot.press(*"cache", "enter")
+        await type_text(pilot, "cache")
+        await press(pilot, "enter")
         await settle(pilot)
         assert app.browser.trace.layer == "rrf"
 
@@ -202,12 +218,11 @@ async def test_loading_failure_is_reported(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # parent is a file
-    app = make_app(index_job=entry, store_label="corpus")
+    app = record_notifications(make_app(index_job=entry, store_label="corpus"))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert any(n.severity == "error" and "Indexing failed" in (n.title or "") for n in app._notifications)
+        await wait_for(pilot, lambda: any(n.severity == "error" and "Indexing failed" in (n.title or "")
+                                          for n in notifications(app)), timeout=INDEXING_TIMEOUT)
+        await settle(pilot)
         assert "Indexing failed" in plain(app.screen.query_one("#loading-file"))
 
 
@@ -224,16 +239,15 @@ async def test_store_picker_opens_the_chosen_store(tmp_path):
     info = SimpleNamespace(path=db, size_bytes=db.stat().st_size, sources=1, chunks=1, schema="8-column")
     app = make_app(store_finder=lambda: [info], show_timings=False, cursor_blink=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await wait_for(pilot, lambda: picker_has_options(app))
+        await settle(pilot)
         prompt = str(app.screen.query_one("#stores-list").get_option_at_index(0).prompt)
         assert "found.db" in prompt
         assert " KiB · 1 sources" in prompt  # binary units, as 'rankscope stores' prints them
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, BrowserScreen)
-        await pilot.press(*"alpha", "enter")
+        await press(pilot, "enter")
+        await wait_screen(pilot, BrowserScreen)
+        await type_text(pilot, "alpha")
+        await press(pilot, "enter")
         await settle(pilot)
         assert app.browser.trace.final[0].candidate.title == "Alpha"
 
@@ -294,7 +308,7 @@ def test_describe_params_and_export_path(tmp_path):
 
 
 def test_serve_command_and_bad_path(tmp_path, capsys):
-    from tui.cli_serve import serve_command
+    from tui.cli.serve import serve_command
 
     cmd = serve_command(str(tmp_path))
     assert cmd.endswith(str(tmp_path.resolve())) and "-m tui.cli" in cmd
@@ -308,20 +322,18 @@ def test_serve_command_and_bad_path(tmp_path, capsys):
 def test_serve_binds_loopback_by_default(monkeypatch):
     calls = {}
 
-    class FakeServer:
-        def __init__(self, command, host, port, title=None):
-            calls.update(command=command, host=host, port=port)
+    import tui.webserve
 
-        def serve(self):
-            calls["served"] = True
+    def fake_serve(self):
+        calls.update(command=self.command, host=self.host, port=self.port, token=self.token,
+                     allowed=self.allowed_hosts, served=True)
 
-    import textual_serve.server
-
-    monkeypatch.setattr(textual_serve.server, "Server", FakeServer)
+    monkeypatch.setattr(tui.webserve.GuardedServer, "serve", fake_serve)
     with pytest.raises(SystemExit) as exc:
         main(["serve", "--port", "8123"])
     assert exc.value.code == 0
     assert calls["host"] == "127.0.0.1" and calls["port"] == 8123 and calls["served"]
+    assert calls["token"] is None and "localhost" in calls["allowed"]
 
 
 # ── headless core ────────────────────────────────────────────────────────
@@ -344,8 +356,6 @@ async def test_palette_opens_the_store_picker_from_the_browser(tmp_path):
     from tui.screens.browser import BrowserScreen
     from tui.screens.stores import StorePickerScreen
 
-    from .conftest import run_command
-
     first = Store.create(":memory:")
     first.index_text("a", "# Alpha\nalpha words")
     db = tmp_path / "other.db"
@@ -355,22 +365,22 @@ async def test_palette_opens_the_store_picker_from_the_browser(tmp_path):
     info = SimpleNamespace(path=db, size_bytes=db.stat().st_size, sources=1, chunks=1, schema="8-column")
     app = make_app(first, store_finder=lambda: [info], show_timings=False, cursor_blink=False)
     async with app.run_test(size=(80, 24)) as pilot:
+        await wait_screen(pilot, BrowserScreen)
         await run_command(pilot, "open a context-mode store")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert isinstance(app.screen, StorePickerScreen)
-        await pilot.press("escape")
-        await pilot.pause()
-        assert isinstance(app.screen, BrowserScreen) and app.store is first
+        await wait_screen(pilot, StorePickerScreen)
+        await wait_for(pilot, lambda: picker_has_options(app))
+        await settle(pilot)
+        await press(pilot, "escape")
+        await wait_screen(pilot, BrowserScreen)
+        assert app.store is first
         await run_command(pilot, "open a context-mode store")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, BrowserScreen) and app.store is not first
+        await wait_for(pilot, lambda: picker_has_options(app))
+        await settle(pilot)
+        await press(pilot, "enter")
+        await wait_for(pilot, lambda: app.store is not first)
+        await wait_screen(pilot, BrowserScreen)
         assert app.browser is app.screen and app.browser.store is app.store
-        await pilot.press(*"beta", "enter")
+        await type_text(pilot, "beta")
+        await press(pilot, "enter")
         await settle(pilot)
         assert app.browser.trace.final[0].candidate.title == "Beta"

@@ -4,7 +4,11 @@ focus where it was, and the footer offers only keys that work."""
 
 from __future__ import annotations
 
-from .conftest import build_app, search_for
+from tui.screens.help import HelpScreen
+from tui.screens.params import ParamsScreen
+from tui.screens.sessions import SessionsScreen
+
+from .conftest import build_app, press, processed, search_for, wait_for, wait_screen
 
 NARROW = (80, 24)
 
@@ -15,24 +19,22 @@ async def test_tab_from_the_query_goes_to_the_visible_pane():
         await search_for(pilot, "cache")
         browser = app.browser
         query = browser.query_box.input
-        await pilot.press("down", "2")  # show the stages
-        await pilot.pause()
-        assert app.focused is browser.inspector
-        await pilot.press("ctrl+l")
-        await pilot.pause()
-        assert app.focused is query
-        await pilot.press("tab")
-        await pilot.pause()
+        await press(pilot, "down", "2")  # show the stages
+        await wait_for(pilot, lambda: app.focused is browser.inspector)
+        await press(pilot, "ctrl+l")
+        await wait_for(pilot, lambda: app.focused is query)
+        await press(pilot, "tab")
+        await wait_for(pilot, lambda: app.focused is not query)
         assert app.focused is browser.inspector  # not the tab bar, not a hidden pane
-        await pilot.press("tab")
-        await pilot.pause()
+        await press(pilot, "tab")
+        await wait_for(pilot, lambda: app.focused is not browser.inspector)
         assert app.focused is query
-        await pilot.press("shift+tab")
-        await pilot.pause()
+        await press(pilot, "shift+tab")
+        await wait_for(pilot, lambda: app.focused is not query)
         assert app.focused is browser.inspector
-        await pilot.press("1", "ctrl+l", "tab")  # back on the results
-        await pilot.pause()
-        assert app.focused is browser.results.table
+        await press(pilot, "1", "ctrl+l", "tab")  # back on the results
+        await wait_for(pilot, lambda: app.focused is browser.results.table)
+        await processed(pilot)
         assert [w for w in browser.focus_chain if w.region.height == 0] == []
 
 
@@ -42,37 +44,37 @@ async def test_home_scrolls_the_stages_to_the_very_top_and_nothing_wraps():
         await search_for(pilot, "cache")
         browser = app.browser
         ins = browser.inspector
-        await pilot.press("down", "2")
-        await pilot.pause()
+        await press(pilot, "down", "2")
+        await wait_for(pilot, lambda: app.focused is ins)
         rows = [i for i, _ in ins.subjects()]
         assert ins.highlighted is None
-        await pilot.press("pagedown")  # a fresh trace: one page down from the top, not to the end
-        await pilot.pause()
+        await press(pilot, "pagedown")  # a fresh trace: one page down from the top, not to the end
+        await wait_for(pilot, lambda: ins.highlighted is not None)
         assert rows[0] < ins.highlighted < rows[-1]
-        await pilot.press("end")
-        await pilot.pause()
-        assert ins.highlighted == rows[-1] and ins.scroll_y > 0
-        await pilot.press("down")  # at the last row: stays (no wrap to the top)
-        await pilot.pause()
+        await press(pilot, "end")
+        await wait_for(pilot, lambda: ins.highlighted == rows[-1] and ins.scroll_y > 0)
+        await press(pilot, "down")  # at the last row: stays (no wrap to the top)
+        await processed(pilot)
         assert ins.highlighted == rows[-1]
-        await pilot.press("home")
-        await pilot.pause()
-        assert ins.highlighted == rows[0]
-        assert ins.scroll_y == 0  # the total line and the first headers are on screen
+        await press(pilot, "home")
+        await wait_for(pilot, lambda: ins.highlighted == rows[0] and ins.scroll_y == 0)
+        # the total line and the first headers are on screen
         first_line = str(ins.get_option_at_index(0).prompt)
         assert first_line.strip().startswith("pool size")
-        await pilot.press("up")  # at the first row: stays (no wrap to the end)
-        await pilot.pause()
+        await press(pilot, "up")  # at the first row: stays (no wrap to the end)
+        await processed(pilot)
         assert ins.highlighted == rows[0] and ins.scroll_y == 0
         # scrolled away with the first row highlighted, Up brings the top back
         ins.scroll_to(y=4, animate=False, immediate=True)
-        await pilot.press("up")
-        await pilot.pause()
-        assert ins.highlighted == rows[0] and ins.scroll_y == 0
+        assert ins.scroll_y == 4
+        await press(pilot, "up")
+        await wait_for(pilot, lambda: ins.scroll_y == 0)
+        assert ins.highlighted == rows[0]
         # PageDown then PageUp twice returns to the very top too
-        await pilot.press("pagedown", "pageup", "pageup")
-        await pilot.pause()
-        assert ins.highlighted == rows[0] and ins.scroll_y == 0
+        await press(pilot, "pagedown")
+        await wait_for(pilot, lambda: ins.highlighted != rows[0])
+        await press(pilot, "pageup", "pageup")
+        await wait_for(pilot, lambda: ins.highlighted == rows[0] and ins.scroll_y == 0)
 
 
 async def test_closing_a_dialog_returns_focus_where_it_was():
@@ -82,29 +84,22 @@ async def test_closing_a_dialog_returns_focus_where_it_was():
         browser = app.browser
         query = browser.query_box.input
         assert app.focused is query and query.selected_text == ""
-        for key in ("f2", "f3", "f1"):
-            await pilot.press(key)
-            await pilot.pause()
-            assert app.screen is not browser
-            await pilot.press("escape")
-            await pilot.pause()
-            await pilot.pause()
-            assert app.focused is query
+        for key, dialog in (("f2", ParamsScreen), ("f3", SessionsScreen), ("f1", HelpScreen)):
+            await press(pilot, key)
+            await wait_screen(pilot, dialog)
+            await press(pilot, "escape")
+            await wait_for(pilot, lambda: app.screen is browser and app.focused is query)
             assert query.selected_text == "", key  # typing goes on, it does not replace the query
-        await pilot.press("2")  # a digit in the query box is text
+        await press(pilot, "2")  # a digit in the query box is text
         assert query.value == "cache2"
-        await pilot.press("backspace", "down", "2")
-        await pilot.pause()
-        assert app.focused is browser.inspector
-        await pilot.press("f3")
-        await pilot.pause()
-        await pilot.press("f3")  # the same key closes it
-        await pilot.pause()
-        await pilot.pause()
-        assert app.focused is browser.inspector
-        await pilot.press("3")  # a pane key works at once
-        await pilot.pause()
-        assert browser.pane == "journey" and app.focused is browser.journey
+        await press(pilot, "backspace", "down", "2")
+        await wait_for(pilot, lambda: app.focused is browser.inspector)
+        await press(pilot, "f3")
+        await wait_screen(pilot, SessionsScreen)
+        await press(pilot, "f3")  # the same key closes it
+        await wait_for(pilot, lambda: app.screen is browser and app.focused is browser.inspector)
+        await press(pilot, "3")  # a pane key works at once
+        await wait_for(pilot, lambda: browser.pane == "journey" and app.focused is browser.journey)
         assert query.value == "cache"
 
 
@@ -113,10 +108,9 @@ async def test_the_footer_offers_pane_keys_only_outside_the_query_box():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
-        await pilot.pause()
         keys = app.screen.active_bindings
         assert not {"1", "2", "3"} & set(keys)  # digits are text in the query box
-        await pilot.press("down")
-        await pilot.pause()
+        await press(pilot, "down")
+        await wait_for(pilot, lambda: app.focused is app.browser.results.table)
         keys = app.screen.active_bindings
         assert {"1", "2", "3"} <= set(keys)

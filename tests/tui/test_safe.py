@@ -14,3 +14,36 @@ def test_block_keeps_layout_and_drops_cr():
 
 def test_marked_keeps_fts_markers():
     assert safe.marked("a\x02hit\x03\x1b") == "a\x02hit\x03␛"
+
+
+def test_bidi_controls_are_shown_not_obeyed():
+    """Issue 13 item 6: a file name with U+202E (RIGHT-TO-LEFT OVERRIDE)
+    would show as ``invoiceexe.pdf``; every bidi control is made visible."""
+    name = "invoice\u202efdp.exe"
+    assert safe.line(name) == "invoice⟨RLO⟩fdp.exe"
+    every = "".join(chr(c) for c in safe.BIDI_CONTROLS)
+    for shown in (safe.line(every), safe.block(every), safe.marked(every)):
+        assert not any(chr(c) in shown for c in safe.BIDI_CONTROLS)
+        assert all(f"⟨{abbr}⟩" in shown for abbr in safe.BIDI_CONTROLS.values())
+    assert safe.cut(name, 40).plain == "invoice⟨RLO⟩fdp.exe"
+
+
+def test_bidi_file_name_in_cli_output(tmp_path):
+    """The index summary and search output never print a raw bidi control."""
+    from typer.testing import CliRunner
+
+    from tui.cli import app
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "invoice\u202efdp.md").write_text("# Bill\nzebra owed\n", "utf-8")
+    (folder / "binary\u2067.bin").write_bytes(b"\x00zebra")
+    runner = CliRunner()
+    db = str(tmp_path / "s.db")
+    r = runner.invoke(app, ["index", str(folder), "--db", db])
+    assert r.exit_code == 0, r.output
+    assert "binary⟨RLI⟩.bin" in r.output
+    r = runner.invoke(app, ["search", "zebra", "--db", db])
+    assert r.exit_code == 0, r.output
+    assert "invoice⟨RLO⟩fdp.md" in r.output
+    assert not any(chr(c) in r.output for c in safe.BIDI_CONTROLS)

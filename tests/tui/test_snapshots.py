@@ -12,7 +12,7 @@ import pytest
 
 from engine import SearchParams
 
-from .conftest import build_app, search_for
+from .conftest import build_app, press, processed, rendered, search_for, wait_for
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 
@@ -26,17 +26,18 @@ def run(query: str, *, pane: str | None = None, stage: str | None = None, row_of
         await search_for(pilot, query)
         browser = pilot.app.browser
         if pane:
-            await pilot.press("down", {"results": "1", "stages": "2", "journey": "3"}[pane])
-            await pilot.pause()
+            await press(pilot, "down", {"results": "1", "stages": "2", "journey": "3"}[pane])
+            await wait_for(pilot, lambda: browser.pane == pane)
+            await processed(pilot)
         if stage:
             assert browser.inspector.show_stage(stage), stage
-            await pilot.pause()
+            await processed(pilot)
         if row_of:
             ins = browser.inspector
             index = next(i for i in range(ins.option_count)
                          if ins.stage_of(i) == stage and row_of in str(ins.get_option_at_index(i).prompt))
             ins.highlighted = index
-            await pilot.pause()
+        await rendered(pilot)
 
     return run_before
 

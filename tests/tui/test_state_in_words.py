@@ -7,11 +7,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Label, SelectionList, Switch
+from textual.widgets import Footer, Label, SelectionList, Switch
 
+from tui.screens.params import ParamsScreen
 from tui.screens.sessions import SessionsScreen
 
-from .conftest import build_app, plain, run_command, search_for, settle
+from .conftest import (
+    build_app,
+    notifications,
+    plain,
+    press,
+    processed,
+    query_input,
+    record_notifications,
+    run_command,
+    search_for,
+    settle,
+    wait_for,
+    wait_screen,
+)
 
 NARROW = (80, 24)
 
@@ -20,46 +34,48 @@ def line_text(widget, y: int) -> str:
     return "".join(segment.text for segment in widget.render_line(y))
 
 
+def footer_keys(screen) -> set[str]:
+    """The keys the footer of ``screen`` offers (its key widgets, found by
+    public querying: ``FooterKey`` is the type name of the footer's keys)."""
+    return {k.key for footer in screen.query(Footer) for k in footer.query("FooterKey")}
+
+
 async def test_session_boxes_read_x_or_blank_and_the_filter_hint_follows_the_switch():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
-        await pilot.press("f3")
-        await pilot.pause()
-        dialog = app.screen
-        assert isinstance(dialog, SessionsScreen)
+        await press(pilot, "f3")
+        dialog = await wait_screen(pilot, SessionsScreen)
+        await processed(pilot)
         boxes = dialog.query_one(SelectionList)
         assert line_text(boxes, 0).startswith("[ ] ")  # the stock box reads ▐X▌ on and off
         state = dialog.query_one("#filter-state", Label)
         assert plain(state).startswith("off: every session passes")
-        await pilot.press("space")  # allow the first session: the filter turns on
+        await press(pilot, "space")  # allow the first session: the filter turns on
         await settle(pilot)
-        assert line_text(boxes, 0).startswith("[x] ✓ allowed")
+        await wait_for(pilot, lambda: line_text(boxes, 0).startswith("[x] ✓ allowed"))
         assert line_text(boxes, 1).startswith("[ ] ")
         assert dialog.query_one("#filter-on", Switch).value
         assert plain(state).startswith("on: only the allowed sessions pass")
         dialog.query_one("#filter-on", Switch).value = False
         await settle(pilot)
-        assert plain(state).startswith("off: every session passes")
+        await wait_for(pilot, lambda: plain(state).startswith("off: every session passes"))
         assert app.browser.params.sessions is None
 
 
 async def test_the_exact_switch_hint_follows_the_switch():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.press("f2")
-        await pilot.pause()
-        dialog = app.screen
+        await wait_for(pilot, lambda: query_input(app) is not None)
+        await press(pilot, "f2")
+        dialog = await wait_screen(pilot, ParamsScreen)
         state = dialog.query_one("#exact-state", Label)
         assert plain(state).startswith("off:")
         dialog.query_one("#exact", Switch).value = True
-        await pilot.pause()
-        assert plain(state).startswith("on:")
+        await wait_for(pilot, lambda: plain(state).startswith("on:"))
 
 
 async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
-    from textual.widgets._footer import FooterKey
-
     from tui.app import make_app
     from tui.cache import CacheEntry
 
@@ -69,26 +85,23 @@ async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # fails: the loading screen stays
-    app = make_app(index_job=entry, store_label="corpus")
+    app = record_notifications(make_app(index_job=entry, store_label="corpus"))
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await wait_for(pilot, lambda: any("Indexing failed" in (n.title or "") for n in notifications(app)))
+        await settle(pilot)
         assert app.screen.active_bindings["ctrl+q"].binding.show
-        assert any(k.key == "ctrl+q" for k in app.screen.query(FooterKey))
+        await wait_for(pilot, lambda: "ctrl+q" in footer_keys(app.screen))
 
 
 async def test_the_store_picker_footer_offers_ctrl_q():
-    from textual.widgets._footer import FooterKey
-
     from tui.app import make_app
+    from tui.screens.stores import StorePickerScreen
 
     app = make_app(store_finder=lambda: [], show_timings=False, cursor_blink=False)
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert any(k.key == "ctrl+q" for k in app.screen.query(FooterKey))
+        await wait_screen(pilot, StorePickerScreen, focused=False)
+        await settle(pilot)
+        await wait_for(pilot, lambda: "ctrl+q" in footer_keys(app.screen))
 
 
 def _folder_with_skips(tmp_path: Path) -> Path:
@@ -101,16 +114,11 @@ def _folder_with_skips(tmp_path: Path) -> Path:
 
 
 async def _browse(app, pilot) -> None:
+    """Wait until indexing is done and the browser is on top."""
     from tui.screens.browser import BrowserScreen
 
-    for _ in range(100):
-        await pilot.pause(0.05)
-        await app.workers.wait_for_complete()
-        if isinstance(app.screen, BrowserScreen):
-            break
-    await pilot.pause()
-    await pilot.pause()
-    assert isinstance(app.screen, BrowserScreen)
+    await wait_screen(pilot, BrowserScreen, timeout=60)
+    await settle(pilot)
 
 
 async def test_indexing_from_the_browser_says_which_files_were_skipped(tmp_path):
@@ -121,29 +129,28 @@ async def test_indexing_from_the_browser_says_which_files_were_skipped(tmp_path)
     folder = _folder_with_skips(tmp_path)
     args = app_arguments(str(folder))
     assert "index_job" in args
-    app = make_app(**args, show_timings=False, cursor_blink=False)
+    app = record_notifications(make_app(**args, show_timings=False, cursor_blink=False))
     async with app.run_test(size=NARROW) as pilot:
         await _browse(app, pilot)
-        notes = [n for n in app._notifications if "skipped" in n.message]
+        await wait_for(pilot, lambda: any("skipped" in n.message for n in notifications(app)))
+        notes = [n for n in notifications(app) if "skipped" in n.message]
         assert notes and "2 files skipped (2 binary)" in notes[0].message
         welcome = plain(app.browser.results.message)
         assert "2 files skipped (2 binary)" in welcome and "Skipped files" in welcome
         await run_command(pilot, "skipped files")
-        await pilot.pause()
-        await pilot.pause()
-        assert isinstance(app.screen, SkippedScreen)
-        listed = plain(app.screen.query_one("#skipped-list"))
+        skipped = await wait_screen(pilot, SkippedScreen, focused=False)
+        await processed(pilot)
+        listed = plain(skipped.query_one("#skipped-list"))
         assert "logo.png" in listed and "dump.bin" in listed
-        await pilot.press("escape")
-        await pilot.pause()
-        assert app.screen is app.browser
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is app.browser)
 
     # the next launch finds the store cached, and still says so
     args = app_arguments(str(folder))
     assert "store" in args and len(args["skipped"].skipped) == 2
     app = make_app(**args, show_timings=False, cursor_blink=False)
     async with app.run_test(size=NARROW) as pilot:
-        await pilot.pause()
+        await wait_for(pilot, lambda: query_input(app) is not None)
         assert "2 files skipped (2 binary)" in plain(app.browser.results.message)
 
 
@@ -153,7 +160,6 @@ async def test_export_notification_gives_the_absolute_path(tmp_path, monkeypatch
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
         path = app.action_export_trace(Path("."))  # a relative folder: the notification still names it in full
-        await pilot.pause()
         assert path is not None and path.exists()
         expected = str((tmp_path / path.name).resolve())
-        assert any(n.message == expected for n in app._notifications)
+        await wait_for(pilot, lambda: any(n.message == expected for n in notifications(app)))

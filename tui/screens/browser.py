@@ -8,22 +8,28 @@ one pane shows at a time under a tab bar (keys 1 2 3, or the tabs).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Tab, Tabs
+from textual.widgets import Footer, Static, Tab, Tabs
+from textual.worker import get_current_worker
 
-from engine import SearchParams, Store
+from engine import SearchParams, Store, stages
 from engine.model import Trace
 
 from .. import safe
+from ..actions import bindings
+from ..cache import SkipList
 from ..facts import describe_problem
-from ..messages import ParamsChanged, SearchFailed, SearchFinished
+from ..flowtext import PIN_MARK
+from ..messages import ParamsChanged, PinFinished, RunPin, RunSearch, SearchFailed, SearchFinished
+from ..render import retriever_warning
 from ..subject import Subject
 from ..widgets.inspector import StageInspector
 from ..widgets.params_bar import ParamsBar
@@ -32,7 +38,29 @@ from ..widgets.query_box import QueryBox
 from ..widgets.results import ResultsPane
 
 PANES = ("results", "stages", "journey")
-_PANES_GROUP = Binding.Group("Panes", compact=True)
+
+
+@dataclass(frozen=True)
+class StoreOverview:
+    """What the start text says about the store: given to the browser by the
+    app when it is built (the browser never reads the app's state).
+
+    Attributes:
+        stats: :meth:`engine.Store.stats` (empty when the counts could not be read).
+        session_counts: (session id, chunks) pairs (:meth:`engine.Store.session_counts`).
+        problem: why the store's counts could not be read, or ``None``.
+        skipped: the files the folder's indexing skipped (empty for a store file).
+        suggestions: example queries to offer.
+        sessions_pending: a large store's sessions are still being counted
+            (``session_counts`` is then empty; :meth:`tui.app.RankscopeApp.count_sessions`).
+    """
+
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    session_counts: tuple[tuple[str, int], ...] = ()
+    problem: str | None = None
+    skipped: SkipList = field(default_factory=SkipList)
+    suggestions: tuple[str, ...] = ()
+    sessions_pending: bool = False
 
 
 class PaneTabs(Tabs):
@@ -45,34 +73,47 @@ class PaneTabs(Tabs):
 class BrowserScreen(Screen):
     """Search one store and watch every stage of the pipeline."""
 
-    BINDINGS = [
-        Binding("1", "show_pane('results')", "Results", id="pane.results", group=_PANES_GROUP,
-                tooltip="Show and focus the results (narrow screens show one pane at a time)"),
-        Binding("2", "show_pane('stages')", "Stages", id="pane.stages", group=_PANES_GROUP,
-                tooltip="Show and focus the stage inspector"),
-        Binding("3", "show_pane('journey')", "Journey", id="pane.journey", group=_PANES_GROUP,
-                tooltip="Show and focus the journey of the selected chunk"),
-    ]
+    #: Keys 1 2 3, and judging mode's g, 0-3 and x (tui.actions); the query
+    #: box's keys run :meth:`action_query_down`, :meth:`action_history_older`
+    #: and :meth:`action_search_history` here.
+    BINDINGS = bindings("browser")
 
-    def __init__(self, store: Store, store_label: str, params: SearchParams, *, show_timings: bool = True,
-                 cursor_blink: bool = True) -> None:
+    def __init__(self, store: Store, store_label: str, params: SearchParams, *,
+                 overview: StoreOverview | None = None, show_timings: bool = True,
+                 cursor_blink: bool = True, qrels_path: Path | None = None) -> None:
         super().__init__()
         self.store = store
         self.store_label = store_label
+        self.overview = overview or StoreOverview()
         self.params = params
         self.show_timings = show_timings
         self.cursor_blink = cursor_blink
+        #: ``--qrels``: the judgments file to grade into (``None``: the store's own).
+        self.qrels_path = qrels_path
         self.trace: Trace | None = None
         self._seq = 0
         self._shown_seq = 0
         self._requested: SearchParams | None = None
         self._last_failure: str | None = None
+        self._last_warning: str | None = None
         self.pane = "results"
+        #: Judging mode: digits grade instead of switching panes (see :meth:`action_toggle_judging`).
+        self.judging = False
+        #: History, saved cases and judgments of this store (loaded on mount).
+        self.state = None
+        self.history_cursor = None
+        #: The current query's judgments as shown (grades by row, metrics).
+        self.judged = None
+        #: The pinned chunk (p on a selected chunk): its row id, and what the last search did with it.
+        self.pinned_rowid: int | None = None
+        self.pin_outcome = None
+        self._pin_seq = 0
 
     # ── layout ─────────────────────────────────────────────────────────
 
     def compose(self) -> ComposeResult:
         yield QueryBox(self.params.query, cursor_blink=self.cursor_blink, id="query-box")
+        yield Static(id="pinned-line")
         yield ParamsBar(self.store_label, id="params-bar")
         yield PaneTabs(
             Tab("1 Results", id="tab-results"), Tab("2 Stages", id="tab-stages"), Tab("3 Journey", id="tab-journey"),
@@ -86,6 +127,8 @@ class BrowserScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#pinned-line", Static).display = False
+        self.load_user_state()
         self.add_class("pane-results")
         self.params_bar.show(self.params)
         self.results.show_welcome(self.welcome_text())
@@ -120,11 +163,12 @@ class BrowserScreen(Screen):
 
     def welcome_text(self) -> Text:
         """Start-up text: what the store holds and what to try."""
-        stats = getattr(self.app, "store_stats", None) or {}
-        sessions = [s for s, _ in getattr(self.app, "session_counts", []) if s]
+        overview = self.overview
+        stats = overview.stats
+        sessions = [s for s, _ in overview.session_counts if s]
         t = Text("rankscope", style="bold")
         t.append(f" · {safe.line(self.store_label)}\n", style="bold")
-        problem = getattr(self.app, "store_problem", None)
+        problem = overview.problem
         if problem:
             t.append(f"⚠ The store's counts could not be read ({safe.line(problem)}); searches may fail.\n",
                      style="bold")
@@ -133,16 +177,16 @@ class BrowserScreen(Screen):
                      f"({stats.get('code_chunks', 0)} code)")
             if stats.get("vocabulary") is not None:
                 t.append(f", {stats['vocabulary']} vocabulary words")
-            if getattr(self.app, "sessions_pending", False):
+            if overview.sessions_pending:
                 t.append(", sessions being counted.\n")
             else:
                 t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
-        skipped = getattr(self.app, "skipped", None)
-        if skipped is not None and skipped.skipped:
+        skipped = overview.skipped
+        if skipped.skipped:
             t.append(f"{skipped.summary()} when indexing: ctrl+p 'Skipped files' lists them.\n", style="bold")
         t.append("\nType a query: results appear as you type (Enter searches at once).\n")
         t.append("Stages (2) shows what every step of the pipeline did; Journey (3) follows one chunk.\n")
-        suggestions = getattr(self.app, "suggestions", ())
+        suggestions = overview.suggestions
         if suggestions:
             t.append("Try: ", style="italic")
             t.append(" · ".join(suggestions) + "\n", style="bold")
@@ -200,8 +244,20 @@ class BrowserScreen(Screen):
         if name != self.pane:
             self.set_pane(name)
 
+    def action_query_down(self) -> None:
+        """Down in the query box: while stepping through the history (after
+        Up), the next newer query (then the text that was being typed);
+        otherwise leave the query box (:meth:`action_leave_query`)."""
+        if not self.history_newer():
+            self.action_leave_query()
+
+    def action_history_older(self) -> None:
+        """Up in the query box: the previous (older) query of the store's history."""
+        self.history_older()
+
     def action_leave_query(self) -> None:
-        """Down in the query box: focus the results (or, narrow, the visible pane)."""
+        """Focus the results (or, narrow, the visible pane), keeping the query in the history."""
+        self.remember_query(self.query_box.value)
         name = self.pane if self.narrow else "results"
         if name == "results" and not self.results.table.display:
             name = "stages" if self.trace is not None else name
@@ -211,6 +267,8 @@ class BrowserScreen(Screen):
 
     @on(QueryBox.QueryChanged)
     def _query_changed(self, event: QueryBox.QueryChanged) -> None:
+        if event.submitted:
+            self.remember_query(event.query)
         self.params = replace(self.params, query=event.query)
         self.request_search(force=event.submitted)
 
@@ -233,6 +291,14 @@ class BrowserScreen(Screen):
             self.app.screen.post_message(ParamsChanged(params))  # a lab screen on top follows the change
         return True
 
+    def open_search(self, params: SearchParams) -> None:
+        """Show ``params`` (query included) and search them at once (the agent
+        log opens a recorded call this way)."""
+        self.params = params
+        self.query_box.input.value = params.query
+        self.params_bar.show(params)
+        self.request_search(force=True)
+
     def request_search(self, force: bool = False) -> None:
         """Search with the current parameters (skipped when they equal the
         last request, unless ``force``)."""
@@ -241,7 +307,7 @@ class BrowserScreen(Screen):
         self._requested = self.params
         self._seq += 1
         self.results.border_subtitle = "searching…"
-        self.app.run_search(self.params, self._seq, self)  # type: ignore[attr-defined]
+        self.app.post_message(RunSearch(self, self.store, self.params, self._seq))
 
     @on(SearchFinished)
     def _finished(self, event: SearchFinished) -> None:
@@ -273,15 +339,106 @@ class BrowserScreen(Screen):
         self._last_failure = text
 
     def show_trace(self, trace: Trace) -> None:
-        """Show ``trace`` in every pane; the journey follows the top result."""
+        """Show ``trace`` in every pane; the journey follows the top result.
+        A failed retriever (a damaged FTS index, usually) is a warning on the
+        results pane and in a notification (not repeated while the same
+        failure recurs as you type)."""
         self.trace = trace
-        self.query_box.show_queries(trace)
+        self.query_box.show_queries(trace, self.stems_words(trace.params.query))
         self.results.show_trace(trace)
+        warning = retriever_warning(trace, self.store.path)
+        if warning:
+            self.results.border_subtitle += " · ⚠ a retriever failed"
+            if warning != self._last_warning:
+                self.app.notify(safe.line(warning), title="A retriever failed", severity="warning", timeout=15,
+                                markup=False)
+        self._last_warning = warning
         self.inspector.show_trace(trace)
         if trace.final:
-            self.journey.show(Subject.from_candidate(trace.final[0].candidate, "Final"), trace)
+            self.journey.show(Subject.from_candidate(trace.final[0].candidate, stages.title("final")), trace)
         else:
             self.journey.clear(f"No results: {trace.empty_reason}. Pick any candidate in Stages to see where it left.")
+        self._apply_pin(trace)
+        self.refresh_judging()
+        self.follow_pin()
+
+    def stems_words(self, query: str) -> str:
+        """``throttling → throttl``: the Porter query's words whose tokens
+        differ, from the store's own tokenizer (read once) run in memory."""
+        from engine.query import porter_words
+        from engine.terms import Stems, tokenize, tokenizer_of
+
+        from ..flowtext import stems_words
+
+        words = porter_words(query)
+        if not words:
+            return ""
+        try:
+            if getattr(self, "_tokenizer", None) is None:
+                with self.store.thread_connection() as conn:
+                    self._tokenizer = tokenizer_of(self.store, conn)
+            tokens = tokenize(words, self._tokenizer)
+        except Exception:  # a tokenizer SQLite does not have: show no stems rather than fail the search
+            return ""
+        return stems_words(tuple(Stems(w, t) for w, t in zip(words, tokens)))
+
+    # ── the pinned chunk ───────────────────────────────────────────────
+
+    def action_pin_selected(self) -> None:
+        """p: pin the selected chunk (p on the pinned chunk unpins it)."""
+        subject = self.selected_chunk()
+        if subject is None:
+            self.app.notify("Select a chunk first (results, stages or journey), then p pins it.", severity="warning")
+            return
+        self.pin(None if subject.rowid == self.pinned_rowid else subject.rowid)
+
+    def pin(self, rowid: int | None) -> None:
+        """Pin chunk ``rowid`` (``None``: unpin) and follow it."""
+        self.pinned_rowid = rowid
+        self.pin_outcome = None
+        self.follow_pin()
+
+    def follow_pin(self) -> None:
+        """Show the pinned chunk's fate in the current search at once (read
+        off the rank flow when a retriever returned it) and ask a worker for
+        the rest (a chunk no retriever returned, and the smallest change that
+        returns it); a newer search cancels it. Typing is never held up."""
+        line = self.query_one("#pinned-line", Static)
+        if self.pinned_rowid is None:
+            line.display = False
+            return
+        line.display = True
+        if self.trace is None:
+            line.update(Text(f"{PIN_MARK} pinned row {self.pinned_rowid}: search to see its fate", style="bold"))
+            return
+        from engine.flow import row_fate, trace_flows
+
+        from ..flowtext import fate_text
+
+        fate = row_fate(trace_flows(self.trace), self.pinned_rowid)
+        first = f"{PIN_MARK} pinned row {self.pinned_rowid}: " + (fate_text(fate) if fate is not None else "…")
+        line.update(Text(first, style="bold") + Text("\n  finding the smallest change that returns it…",
+                                                        style="italic"))
+        self._pin_seq += 1
+        self.app.post_message(RunPin(self, self.store, self.trace, self.pinned_rowid, self._pin_seq))
+
+    @on(PinFinished)
+    def _pin_finished(self, event: PinFinished) -> None:
+        if event.seq != self._pin_seq:
+            return  # stale: a newer search or pin is on its way
+        line = self.query_one("#pinned-line", Static)
+        if event.outcome is None:
+            line.update(Text(f"{PIN_MARK} pinned row {self.pinned_rowid}: {safe.line(event.error or '')}",
+                             style="bold"))
+            return
+        from ..pinning import pin_lines
+
+        self.pin_outcome = event.outcome
+        first, second = pin_lines(event.outcome)
+        text = Text(f"{PIN_MARK} {first}", style="bold")
+        if second:
+            text.append("\n  " + second)
+        line.update(text)
 
     # ── picking ────────────────────────────────────────────────────────
 
@@ -290,6 +447,7 @@ class BrowserScreen(Screen):
         if self.trace is None:
             return
         self.journey.show(subject, self.trace)
+        self._mark_journey()
         if chosen and self.narrow:
             self.action_show_pane("journey")
 
@@ -300,3 +458,249 @@ class BrowserScreen(Screen):
     @on(StageInspector.Picked)
     def _stage_picked(self, event: StageInspector.Picked) -> None:
         self.pick(event.subject, event.chosen)
+
+    # ── history, judgments and cases (tui/userstate.py, tui/judging.py) ──
+
+    def load_user_state(self) -> None:
+        """Read this store's history, cases and judgments; say which files
+        could not be read (they are left untouched)."""
+        from ..userstate import HistoryCursor, StoreState
+
+        self.state = StoreState.load(self.store.path, self.qrels_path)
+        self.history_cursor = HistoryCursor()
+        self._warm_chunk_ids()
+        for problem in self.state.problems():
+            self.app.notify(safe.line(problem), title="Not read", severity="warning", timeout=10, markup=False)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="chunk-ids")
+    def _warm_chunk_ids(self) -> None:
+        """Compute the store's chunk ids once, off the main thread (grading
+        and saving cases then find them cached)."""
+        from engine.chunkids import chunk_ids
+
+        try:
+            with self.store.thread_connection() as conn:
+                chunk_ids(self.store, conn)
+        except Exception:  # only a warm-up: a damaged store is reported by the search itself
+            pass
+
+    def _save_failed(self, what: str, exc: Exception) -> None:
+        text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self.app.notify(safe.line(text), title=f"{what} not saved", severity="error", timeout=10, markup=False)
+
+    def remember_query(self, query: str) -> None:
+        """Add ``query`` to the history (Enter, or leaving the query box)."""
+        if self.state is None:
+            return
+        if self.history_cursor is not None:
+            self.history_cursor.reset()
+        try:
+            self.state.history.add(query)
+        except (OSError, ValueError) as exc:
+            self._save_failed("History", exc)
+
+    def history_older(self) -> bool:
+        """↑ in the query box: show the previous query of the history."""
+        if self.state is None or self.history_cursor is None:
+            return False
+        text = self.history_cursor.older(self.state.history, self.query_box.value)
+        if text is None:
+            return False
+        self.query_box.set_query(text)
+        return True
+
+    def history_newer(self) -> bool:
+        """↓ in the query box while stepping through the history: the next
+        newer query (then the draft). False when not stepping (↓ then leaves)."""
+        if self.state is None or self.history_cursor is None or not self.history_cursor.browsing:
+            return False
+        text = self.history_cursor.newer(self.state.history)
+        if text is not None:
+            self.query_box.set_query(text)
+        return True
+
+    def action_search_history(self) -> None:
+        """ctrl+r: pick a query from the history (fuzzy) and search it."""
+        from .history import HistorySearchScreen
+
+        if self.state is None:
+            return
+
+        def chosen(query: str | None) -> None:
+            if query is None:
+                self.query_box.focus_query()
+                return
+            self.query_box.set_query(query)
+            self.remember_query(query)
+            self.params = replace(self.params, query=query)
+            self.request_search(force=True)
+            self.query_box.focus_query()
+
+        self.app.push_screen(HistorySearchScreen(self.state.history, self.query_box.value), callback=chosen)
+
+    # judging
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "show_pane":
+            return not self.judging  # judging mode: the digits grade
+        if action == "grade":
+            return self.judging
+        return True
+
+    def action_toggle_judging(self) -> None:
+        """g: judging mode on or off (the footer shows the grade keys)."""
+        self.judging = not self.judging
+        self.refresh_bindings()
+        if self.judging:
+            self.app.notify("0-3 grade the selected chunk for this query (0 not · 1 marginally · 2 relevant · "
+                            "3 highly relevant); x removes a grade; g ends judging.", title="Judging", timeout=6)
+
+    def selected_chunk(self) -> Subject | None:
+        """The chunk the journey follows (the row selected in any pane)."""
+        return self.journey.subject if self.trace is not None else None
+
+    def action_grade(self, grade: int) -> None:
+        """Grade the selected chunk ``grade`` (0-3; -1 removes the grade) for
+        the current query, save the judgments and refresh the badges and metrics."""
+        from engine.chunkids import chunk_ids
+
+        subject = self.selected_chunk()
+        if subject is None or self.state is None or self.trace is None:
+            self.app.notify("Select a chunk first (results, stages or journey).", severity="warning")
+            return
+        query = self.trace.params.query
+        try:
+            with self.store.thread_connection() as conn:
+                ids = chunk_ids(self.store, conn)
+            cid = ids.by_rowid.get(subject.rowid)
+            if cid is None:
+                raise ValueError(f"row {subject.rowid} is no longer in the store; search again")
+            qid = self.state.judgments.grade(query, cid, None if grade < 0 else grade)
+        except (OSError, ValueError) as exc:
+            self._save_failed("Judgment", exc)
+            return
+        from ..judging import grade_words
+
+        words = "grade removed" if grade < 0 else f"graded {grade_words(grade)}"
+        self.app.notify(safe.line(f"{subject.title} · {words} for {qid}"), title="Judged", timeout=4, markup=False)
+        self.refresh_judging()
+
+    def refresh_judging(self) -> None:
+        """Recompute the current query's grades and per-stage metrics (in a thread)."""
+        if self.trace is None or self.state is None:
+            return
+        qid = self.state.judgments.qid_for(self.trace.params.query)
+        judgments = self.state.judgments.qrels.for_query(qid) if qid is not None else {}
+        if not judgments and (self.judged is None or not self.judged.grades):
+            from ..judging import QueryJudging
+
+            self._show_judging(self.trace, QueryJudging(qid))
+            return
+        self._judge(self.trace, qid, judgments)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="judging")
+    def _judge(self, trace: Trace, qid: str | None, judgments: dict[str, int]) -> None:
+        from ..judging import judge_trace
+
+        worker = get_current_worker()
+        with self.store.thread_connection() as conn:
+            judged = judge_trace(self.store, trace, qid, judgments, conn)
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show_judging, trace, judged)
+
+    def _show_judging(self, trace: Trace, judged) -> None:
+        if trace is not self.trace:
+            return  # a newer search is on screen
+        from ..judging import metrics_lines
+
+        self.judged = judged
+        self.results.show_grades(judged.grades)
+        self.inspector.show_judging(judged.grades, metrics_lines(judged, self.inspector._content_width()))
+        self._mark_journey()
+
+    def _mark_journey(self) -> None:
+        """The journey pane's subtitle names the followed chunk's grade."""
+        subject = self.journey.subject
+        grade = None if subject is None or self.judged is None else self.judged.grades.get(subject.rowid)
+        from ..judging import grade_words
+
+        self.journey.border_subtitle = "" if grade is None else f"graded {grade_words(grade)}"
+
+    # cases
+
+    def action_save_case(self) -> None:
+        """Save the current query, parameters, pinned chunk and judgments as a case."""
+        from engine.chunkids import chunk_ids
+
+        from ..userstate import Case
+
+        if self.state is None or self.trace is None or not self.trace.params.query.strip():
+            self.app.notify("Search for something first: a case is a query.", severity="warning")
+            return
+        params = self.trace.params
+        judgments = self.state.judgments
+        qid = judgments.qid_for(params.query, create=True) or "query"
+        pinned = None
+        subject = self.selected_chunk()
+        if subject is not None:
+            with self.store.thread_connection() as conn:
+                pinned = chunk_ids(self.store, conn).by_rowid.get(subject.rowid)
+        case = Case.from_search(qid, params, pinned, judgments.qrels.for_query(qid))
+        try:
+            if params.query not in judgments.qrels.queries.values():
+                judgments.qrels.queries[qid] = params.query
+                judgments.save()  # the case's id now names this query's judgments
+            self.state.cases.save_case(case)
+        except (OSError, ValueError) as exc:
+            self._save_failed("Case", exc)
+            return
+        self.app.notify(safe.line(f"{params.query!r} as {qid} ({len(case.judgments)} judged"
+                                  + (f", pinned {case.pinned}" if case.pinned else "") + ")"),
+                        title="Case saved", timeout=5, markup=False)
+
+    def action_open_cases(self) -> None:
+        """List the saved cases; Enter reopens one."""
+        from .cases import CasesScreen
+
+        if self.state is not None:
+            self.app.push_screen(CasesScreen(self.state.cases), callback=self.reopen_case)
+
+    def reopen_case(self, case) -> None:
+        """Search a saved case again: its query and parameters; the journey
+        follows its pinned chunk once the search is shown."""
+        if case is None:
+            return
+        try:
+            params = case.params()
+        except ValueError as exc:
+            self.app.notify(safe.line(str(exc)), title="Cannot reopen the case", severity="error", markup=False)
+            return
+        self._pin = case.pinned
+        self.params = params
+        self.query_box.set_query(params.query)
+        self.params_bar.show(params)
+        self.request_search(force=True)
+
+    def _apply_pin(self, trace: Trace) -> None:
+        """After a reopened case's search: the journey follows its pinned chunk."""
+        pinned = getattr(self, "_pin", None)
+        if pinned is None:
+            return
+        self._pin = None
+        from engine.chunkids import chunk_ids
+
+        with self.store.thread_connection() as conn:
+            rowid = chunk_ids(self.store, conn).by_id.get(pinned)
+        candidate = next((c for c in self._all_candidates(trace) if c.rowid == rowid), None)
+        if candidate is not None:
+            self.pick(Subject.from_candidate(candidate, "Saved case"))
+        else:
+            self.app.notify(safe.line(f"The pinned chunk {pinned} is not among this search's candidates."),
+                            severity="warning", markup=False)
+
+    @staticmethod
+    def _all_candidates(trace: Trace):
+        runs = [trace.first] + ([trace.fuzzy.rerun] if trace.fuzzy.rerun is not None else [])
+        yield from (r.candidate for r in trace.final)
+        for run in runs:
+            yield from run.fusion.candidates

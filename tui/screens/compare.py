@@ -27,7 +27,8 @@ from engine.model import FUSION_KEYS, FUZZY_POLICIES, RERANK_MODES, RETRIEVER_SE
 
 from .. import safe
 from ..cmdline import append_params
-from ..messages import CompareFinished, ParamsChanged
+from ..describe import COMPARE_COLUMNS, ComparisonDescription, counts_line, describe_comparison, line_text
+from ..messages import CompareFinished, ParamsChanged, RunCompare, VariantsChosen
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -46,43 +47,19 @@ INT_FIELDS = (
 )
 #: Seconds after the last keystroke in a number field before comparing.
 DEBOUNCE_S = 0.2
-MARKER_STYLE = {"up": "green", "down": "red", "same": "dim", "new": "cyan", "gone": "magenta"}
-#: Single-line columns and their fixed widths; title and source share the rest.
-COLUMNS = ("A#", "B#", "move", "row", "title", "source")
-FIXED = {"A#": 3, "B#": 3, "move": 5, "row": 5}
-WIDE_COLUMNS = COLUMNS + ("rrf A", "rrf B")
-WIDE_FIXED = {**FIXED, "rrf A": 7, "rrf B": 7}
+#: Fixed widths of the narrow columns of :data:`tui.describe.COMPARE_COLUMNS`;
+#: the wide ones (title, source) share the rest.
+FIXED = {"A#": 3, "B#": 3, "move": 5, "row": 5, "rrf A": 7, "rrf B": 7, "boost A": 7, "boost B": 7}
+#: Shown when the table is at least this wide: the fused scores.
 WIDE_MIN = 100
-
-
-def marker_label(row: ChunkComparison) -> str:
-    """``↑2`` / ``↓1`` / ``=`` / ``new`` / ``gone``: the move from A to B in words and symbols."""
-    if row.marker == "up":
-        return f"↑{row.delta}"
-    if row.marker == "down":
-        return f"↓{-(row.delta or 0)}"
-    return {"same": "=", "new": "new", "gone": "gone"}[row.marker]
+#: Shown when the table is at least this wide: the rerank boosts too.
+WIDER_MIN = 140
 
 
 def counts_text(counts: CompareCounts, overlap: float | None = None) -> Text:
-    """``improved 0 · worsened 2 · unchanged 1 · only in A 2 · only in B 2 · overlap 0.20``."""
-    t = Text()
-    parts = (
-        ("improved", counts.improved, "green"),
-        ("worsened", counts.worsened, "red"),
-        ("unchanged", counts.unchanged, ""),
-        ("only in A", counts.only_in_a, "magenta"),
-        ("only in B", counts.only_in_b, "cyan"),
-    )
-    for i, (name, n, style) in enumerate(parts):
-        if i:
-            t.append(" · ", style="dim")
-        t.append(f"{name} ")
-        t.append(str(n), style=f"bold {style}".strip() if n else "bold")
-    if overlap is not None:
-        t.append(" · ", style="dim")
-        t.append(f"overlap {overlap:.2f}")
-    return t
+    """``improved 0 · worsened 2 · unchanged 1 · only in A 2 · only in B 2 · overlap 0.20``
+    (:func:`tui.describe.counts_line`)."""
+    return line_text(counts_line(counts, overlap))
 
 
 def variant_from_form(selects: dict[str, str], numbers: dict[str, str]) -> Variant:
@@ -103,11 +80,6 @@ def variant_from_form(selects: dict[str, str], numbers: dict[str, str]) -> Varia
     return parse_variant(",".join(parts))
 
 
-def side_note(label: str, cmp_side_layer: str, n: int) -> str:
-    """``A rrf, 3 results``."""
-    return f"{label} {cmp_side_layer}, {n} result{'s' if n != 1 else ''}"
-
-
 class CompareScreen(Screen[None]):
     """Run the browser's query under variants A and B and line the answers up."""
 
@@ -120,17 +92,19 @@ class CompareScreen(Screen[None]):
     ]
 
     def __init__(self, params: SearchParams, variant_a: Variant | None = None,
-                 variant_b: Variant | None = None) -> None:
+                 variant_b: Variant | None = None, *, cursor_blink: bool = True) -> None:
         super().__init__()
         self.params = params
+        self.cursor_blink = cursor_blink
         self.variant_a = variant_a or Variant()
         self.variant_b = variant_b or Variant(fusion_key="rowid")
         self.comparison: Comparison | None = None
+        self.description: ComparisonDescription | None = None
         self._seq = 0
         self._shown_seq = 0
         self._requested: tuple[SearchParams, SearchParams] | None = None
         self._timer: Timer | None = None
-        self._widths: tuple[bool, int, int] = (False, 0, 0)
+        self._widths: tuple[tuple[str, ...], int, int] = ((), 0, 0)
         self._ready = False
 
     # ── layout ─────────────────────────────────────────────────────────
@@ -176,7 +150,7 @@ class CompareScreen(Screen[None]):
 
     def on_mount(self) -> None:
         for field in self.query(Input):
-            field.cursor_blink = getattr(self.app, "cursor_blink", True)
+            field.cursor_blink = self.cursor_blink
         self.query_one("#compare-error", Static).display = False
         self.table.display = False
         self.query_one("#compare-empty", Static).update(Text("comparing…", style="italic"))
@@ -228,9 +202,7 @@ class CompareScreen(Screen[None]):
         error.update("")
         error.display = False
         self.variant_a, self.variant_b = a, b
-        remember = getattr(self.app, "remember_variants", None)
-        if remember is not None:
-            remember(a, b)
+        self.app.post_message(VariantsChosen(a, b))  # the app keeps them for the next opening
         self._show_title()
         return True
 
@@ -276,7 +248,7 @@ class CompareScreen(Screen[None]):
         self._requested = (pa, pb)
         self._seq += 1
         self.query_one("#compare-box").border_subtitle = "comparing…"
-        self.app.run_compare(pa, pb, self._seq, self)  # type: ignore[attr-defined]
+        self.app.post_message(RunCompare(self, pa, pb, self._seq))
 
     @on(ParamsChanged)
     def _params_changed(self, event: ParamsChanged) -> None:
@@ -297,24 +269,14 @@ class CompareScreen(Screen[None]):
         box = self.query_one("#compare-box")
         box.border_title = "A vs B"
         box.border_subtitle = f"{len(cmp.rows)} chunk{'s' if len(cmp.rows) != 1 else ''} · Enter: why?"
-        self.query_one("#compare-counts", Static).update(counts_text(cmp.counts))
-        notes = [side_note("A", cmp.trace_a.layer, len(cmp.final_a)),
-                 side_note("B", cmp.trace_b.layer, len(cmp.final_b)), f"overlap {cmp.overlap:.2f}"]
-        for label, trace in (("A", cmp.trace_a), ("B", cmp.trace_b)):
-            if trace.fuzzy.shadow and trace.fuzzy.corrected_query:
-                notes.append(f"{label}: fuzzy shadow run corrected the query to "
-                             f"{safe.line(trace.fuzzy.corrected_query)!r}")
-        if cmp.counts.identical and cmp.rows:
-            notes.append("same answer, same order")
-        self.query_one("#compare-notes", Static).update(" · ".join(notes))
+        self.description = desc = describe_comparison(cmp)
+        self.query_one("#compare-counts", Static).update(line_text(desc.counts))
+        notes = desc.notes[:2] + (f"overlap {desc.overlap:.2f}",) + desc.notes[2:]
+        self.query_one("#compare-notes", Static).update(Text(safe.line(" · ".join(notes))))
         empty = self.query_one("#compare-empty", Static)
         if not cmp.rows:
-            t = Text("Neither run returned anything.\n", style="bold")
-            for label, trace in (("A", cmp.trace_a), ("B", cmp.trace_b)):
-                if trace.empty_reason:
-                    t.append(f"{label}: {safe.line(trace.empty_reason)}\n")
             self.table.display = False
-            empty.update(t)
+            empty.update(Text("\n").join(line_text(ln) for ln in desc.empty))
             empty.display = True
             box.border_subtitle = ""
             return
@@ -325,44 +287,45 @@ class CompareScreen(Screen[None]):
         if refocus:
             self.table.focus()
 
-    def _layout(self) -> tuple[bool, int, int]:
+    def _layout(self) -> tuple[tuple[str, ...], int, int]:
+        """The columns that fit (detail columns only when wide) and the
+        widths of title and source."""
         box = self.query_one("#compare-box")
         width = box.scrollable_content_region.width or box.size.width or 78
-        wide = width >= WIDE_MIN
-        fixed = WIDE_FIXED if wide else FIXED
-        cols = WIDE_COLUMNS if wide else COLUMNS
-        room = max(width - sum(fixed.values()) - 2 * len(cols) - 1, 20)
+        details = {"rrf A", "rrf B"} if width >= WIDE_MIN else set()
+        if width >= WIDER_MIN:
+            details |= {"boost A", "boost B"}
+        cols = tuple(c.name for c in COMPARE_COLUMNS if not c.detail or c.name in details)
+        fixed = sum(FIXED[c] for c in cols if c in FIXED)
+        room = max(width - fixed - 2 * len(cols) - 1, 20)
         title = max(room * 3 // 5, 12)
-        return wide, title, max(room - title, 8)
+        return cols, title, max(room - title, 8)
 
     def _fill(self, keep_cursor: bool) -> None:
-        cmp = self.comparison
-        if cmp is None or not cmp.rows:
+        cmp, desc = self.comparison, self.description
+        if cmp is None or desc is None or not cmp.rows:
             return
         table = self.table
         row = table.cursor_row if keep_cursor else 0
         table.clear(columns=True)
-        wide, tw, sw = self._widths = self._layout()
-        fixed = WIDE_FIXED if wide else FIXED
-        widths = {**fixed, "title": tw, "source": sw}
-        for col in WIDE_COLUMNS if wide else COLUMNS:
+        cols, tw, sw = self._widths = self._layout()
+        widths = {**FIXED, "title": tw, "source": sw}
+        index = {c.name: i for i, c in enumerate(COMPARE_COLUMNS)}
+        for col in cols:
             table.add_column(col, key=col, width=widths[col])
-
-        def num(n: int | None) -> Text:
-            return Text("—" if n is None else str(n), justify="right")
-
-        def score(x: float | None) -> Text:
-            return Text("—" if x is None else f"{x:.4f}", justify="right")
-
-        for i, r in enumerate(cmp.rows):
-            cells = [
-                num(r.position_a), num(r.position_b), Text(marker_label(r), style=MARKER_STYLE[r.marker]),
-                Text(str(r.rowid), justify="right", style="dim"),
-                safe.cut(r.title, tw), safe.cut(r.source, sw, "dim"),
-            ]
-            if wide:
-                cells += [score(r.score_a), score(r.score_b)]
-            table.add_row(*cells, key=str(i))
+        for i, cells in enumerate(desc.table.rows):
+            out = []
+            for col in cols:
+                spec = COMPARE_COLUMNS[index[col]]
+                t = line_text(cells[index[col]], no_wrap=True, overflow="ellipsis",
+                              justify="right" if spec.numeric else "left")
+                t.truncate(widths[col], overflow="ellipsis")
+                out.append(t)
+            table.add_row(*out, key=str(i))
+        # The height in lines (one per row, plus the header), set here rather than left to
+        # ``height: auto``: the table measures its rows only when idle, and a layout pass that
+        # comes first would keep it at height 0 (an empty box) until the next resize.
+        table.styles.height = len(cmp.rows) + (1 if table.show_header else 0)
         table.move_cursor(row=min(row, len(cmp.rows) - 1), animate=False)
 
     def on_resize(self) -> None:
@@ -394,7 +357,8 @@ class CompareScreen(Screen[None]):
         from .why import WhyScreen
 
         trace = cmp.trace_a if params == cmp.params_a else cmp.trace_b
-        self.app.push_screen(WhyScreen(params, rowid=rowid, trace=trace), callback=self._back_here)
+        self.app.push_screen(WhyScreen(params, rowid=rowid, trace=trace, cursor_blink=self.cursor_blink),
+                             callback=self._back_here)
 
     def _back_here(self, _result: object = None) -> None:
         self.call_after_refresh(self.table.focus)

@@ -1,12 +1,11 @@
 """Store diagnostics (``rankscope doctor`` in the browser): what in the open
-store will surprise a search: fusion-key collisions, oversized chunks,
+store will surprise a search: damage (integrity checks), fusion-key collisions, oversized chunks,
 Untitled titles, wrong source counts, orphan chunks, the vocabulary and stale
 file-backed sources (:func:`engine.doctor.diagnose`, read-only)."""
 
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -18,7 +17,8 @@ from textual.widgets import Footer, Static
 from engine.doctor import DoctorReport
 
 from .. import safe
-from ..messages import DoctorFinished
+from ..describe import describe_report, to_rich
+from ..messages import Diagnose, DoctorFinished
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -26,67 +26,10 @@ _CLOSE = Binding.Group("Close ", compact=True)
 MAX_ROWS = 100
 
 
-def _table(title: str, columns: tuple[str, ...], rows: list[tuple], wide: tuple[str, ...] = ()) -> Group:
-    """A heading (``name (n): gloss``) over a table of at most ``MAX_ROWS`` rows."""
-    shown = rows[:MAX_ROWS]
-    more = f"; first {MAX_ROWS} shown, rankscope doctor --json lists all" if len(rows) > MAX_ROWS else ""
-    name, _, gloss = title.partition(": ")
-    heading = Text(f"{name} ({len(rows)})", style="bold")
-    if gloss or more:
-        heading.append(f": {gloss}{more}" if gloss else more, style="dim")
-    t = Table(expand=False, box=None, header_style="bold underline", pad_edge=False)
-    for col in columns:
-        if col in wide:
-            t.add_column(col, overflow="fold", ratio=2 if col in ("key", "title", "file", "error") else 1)
-        else:
-            t.add_column(col, no_wrap=True, justify="right" if col in ("rowid", "chunks", "bytes", "id", "recorded", "actual") else "left")
-    for row in shown:
-        t.add_row(*[Text(safe.line(str(x))) for x in row])
-    return Group(heading, t)
-
-
 def doctor_renderable(report: DoctorReport, label: str = "") -> Group:
-    """The report: the store line, one bullet per finding (⚠, in words),
-    then a table per kind of problem."""
-    vocab = "missing (no typo fallback)" if report.vocabulary_size is None else f"{report.vocabulary_size} words"
-    head = Text(safe.line(label or report.path or "(in memory)"), style="bold")
-    head.append(f"\n{safe.line(report.schema)} · {report.sources} sources · {report.chunks} chunks · "
-                f"trigram rows {report.trigram_rows} · vocabulary {vocab}", style="dim")
-    parts: list = [head, Text("")]
-    if report.ok:
-        parts.append(Text("✓ No problems found.", style="bold green"))
-        return Group(*parts)
-    for line in report.findings:
-        parts.append(Text("⚠ " + line, style="bold yellow"))
-    tables: list[Group] = []
-    if report.collisions:
-        tables.append(_table(
-            "Fusion-key collisions: chunks sharing source::title; fusion keeps the first row seen",
-            ("chunks", "key", "rowids"),
-            [(c.count, c.key, ", ".join(map(str, c.rowids))) for c in report.collisions], wide=("key", "rowids")))
-    if report.oversized:
-        tables.append(_table(
-            f"Chunks over {report.max_chunk_bytes} bytes", ("rowid", "bytes", "title", "source"),
-            [(o.rowid, o.bytes, o.title, o.source or "(no source row)") for o in report.oversized],
-            wide=("title",)))
-    if report.untitled:
-        tables.append(_table(
-            "Empty or Untitled titles: no heading, weak title boost", ("rowid", "title", "source"),
-            [(u.rowid, repr(u.title), u.source or "(no source row)") for u in report.untitled], wide=("source",)))
-    if report.count_mismatches:
-        tables.append(_table(
-            "Counts that disagree with the rows stored", ("id", "source", "count", "recorded", "actual"),
-            [("—" if m.source_id is None else m.source_id, "—" if m.label is None else m.label, m.what,
-              m.recorded, m.actual) for m in report.count_mismatches], wide=("source",)))
-    if report.stale:
-        tables.append(_table("Stale file-backed sources: changed since indexing (not refreshed here)", ("label", "file"),
-                             [(s.label, s.file_path) for s in report.stale], wide=("file",)))
-    if report.stale_errors:
-        tables.append(_table("Sources that could not be checked", ("label", "error"),
-                             list(report.stale_errors), wide=("error",)))
-    for t in tables:
-        parts += [Text(""), t]
-    return Group(*parts)
+    """The report as ``rankscope doctor`` prints it
+    (:func:`tui.describe.describe_report`), at most ``MAX_ROWS`` rows per table."""
+    return to_rich(describe_report(report, label), max_rows=MAX_ROWS)
 
 
 class DoctorScreen(Screen[None]):
@@ -114,7 +57,7 @@ class DoctorScreen(Screen[None]):
         box.border_title = "Report"
         box.border_subtitle = "read-only · ↑↓ PgUp PgDn scroll"
         box.focus()
-        self.app.run_doctor(self)  # type: ignore[attr-defined]
+        self.app.post_message(Diagnose(self))
 
     @on(DoctorFinished)
     def _finished(self, event: DoctorFinished) -> None:

@@ -1,4 +1,5 @@
-"""F1: what each pipeline stage does (two lines each) and the keys."""
+"""F1: what each pipeline stage does (two lines each, from
+:data:`engine.stages.STAGES`) and the keys."""
 
 from __future__ import annotations
 
@@ -10,46 +11,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from engine import stages
+
+from ..actions import ACTIONS, help_keys
+
 _CLOSE = Binding.Group("Close ", compact=True)
 
-#: (stage, two lines) in pipeline order.
-STAGES = (
-    ("Porter", "FTS5 with the Porter stemmer: words are reduced to stems (install, installing → instal).",
-     "Ranked by bm25 with the title weighted 5x; fetches max(2 × pool, 10) rows."),
-    ("Trigram", "FTS5 over 3-character slices: finds substrings (CacheMiss inside onCacheMiss) and CJK.",
-     "Same ranking and row count; words under 3 characters are skipped."),
-    ("Fusion (RRF)", "Reciprocal rank fusion: a row at position p in a list adds 1/(60 + p) to its key.",
-     "Keys are source::title, so chunks sharing a heading merge (⚠ collision): the first row wins."),
-    ("Candidate pool", "Fusion keeps the best pool-size keys: the limit, or max(8 × limit, 40)",
-     "when a session filter is on, so the filter has enough to choose from."),
-    ("Session filter", "With an allow-set, only chunks of the chosen sessions (or none) pass;",
-     "the others are shown struck through as 'removed'."),
-    ("Trim", "The survivors are cut to the limit; what falls below the cut line is 'cut'",
-     "and never reaches the rerank."),
-    ("Rerank", "Title hits (0.6 for code, 0.3 for prose), term proximity and adjacent phrases add a boost;",
-     "results are re-sorted by it (↑ moved up, ↓ down, = stayed)."),
-    ("Fuzzy", "Only when nothing survived the filter: each word is corrected against the vocabulary",
-     "(1-3 edits by length) and, if anything changed, the whole pipeline re-runs (layer rrf-fuzzy)."),
-    ("Final", "The answer and its layer: rrf (first pass), rrf-fuzzy (typo re-run) or none,",
-     "with the reason when it is empty."),
-)
-
-KEYS = (
-    ("ctrl+l  /", "focus the query box (text selected: typing replaces it)"),
-    ("Enter", "search now (otherwise 150 ms after you stop typing)"),
-    ("↓  Tab", "move from the query to the results (or the pane shown), then on"),
-    ("1 2 3", "results · stages · journey (one at a time on narrow screens); in the query box digits are text"),
-    ("F2", "parameters: limit, source filter (substring or exact), content type"),
-    ("F3", "session filter: choose the allow-set"),
-    ("F4", "copy the current search as a 'rankscope search' command line"),
-    ("F6", "export the whole trace as JSON into the current folder"),
-    ("F7", "compare: this search under variants A and B side by side (↑n ↓n = new gone, counts)"),
-    ("F8", "why not?: find any chunk; the stage where it left and why (from a pane: the selected chunk)"),
-    ("F9", "doctor: store diagnostics (key collisions, oversized and Untitled chunks, counts)"),
-    ("ctrl+p", "command palette: every command, including 'limit 7'"),
-    ("Esc", "close a dialog or lab screen: focus returns where it was"),
-    ("ctrl+q", "quit"),
-)
+#: (key column, what it does): the F1 key list, from the one action table (tui.actions).
+KEYS = help_keys()
 
 
 def help_renderable() -> Table:
@@ -58,8 +27,12 @@ def help_renderable() -> Table:
     t.add_column(no_wrap=True, style="bold")
     t.add_column(ratio=1)
     t.add_row(Text("Pipeline", style="bold underline"), "")
-    for name, one, two in STAGES:
-        t.add_row(name, Text(f"{one}\n{two}"))
+    opened_by = {a.stage: a for a in ACTIONS if a.stage and a.keys}
+    for stage in stages.STAGES:
+        one, two = stage.about
+        if stage.id in opened_by:  # a stage with a view of its own: its key
+            two += f" ({opened_by[stage.id].keys[0].shown})"
+        t.add_row(stage.title, Text(f"{one}\n{two}"))
         t.add_row("", "")
     t.add_row(Text("Keys", style="bold underline"), "")
     for key, what in KEYS:

@@ -14,6 +14,7 @@ from textual.widgets import Footer, ProgressBar, Static
 
 from .. import safe
 from ..cache import CacheEntry
+from ..messages import IndexFolder
 
 
 class LoadingScreen(Screen):
@@ -52,7 +53,7 @@ class LoadingScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.index_folder(self.entry, self)  # type: ignore[attr-defined]
+        self.app.post_message(IndexFolder(self, self.entry, self.label))
 
     @on(Progress)
     def _progress(self, event: Progress) -> None:

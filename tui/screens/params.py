@@ -17,6 +17,8 @@ _CLOSE = Binding.Group("Close ", compact=True)
 from engine import SearchParams
 from engine.model import MAX_LIMIT
 
+from ..messages import ApplyParams
+
 CONTENT_TYPES = (None, "code", "prose")
 #: The Exact switch's hint, by state.
 EXACT_ON = "on: the source must equal the whole label"
@@ -64,9 +66,7 @@ class ParamsScreen(ModalScreen[None]):
         self.query_one("#limit", Input).focus()
 
     def _apply(self, **changes) -> None:
-        browser = getattr(self.app, "browser", None)
-        if browser is not None:
-            browser.update_params(**changes)
+        self.app.post_message(ApplyParams(**changes))
 
     @on(Input.Changed, "#limit")
     def _limit(self, event: Input.Changed) -> None:

@@ -14,7 +14,10 @@ from textual.strip import Strip
 from textual.widgets import Checkbox, Footer, Label, SelectionList, Static, Switch
 from textual.widgets.selection_list import Selection
 
+from engine import stages
+
 from .. import safe
+from ..messages import ApplyParams
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -71,7 +74,7 @@ class SessionsScreen(ModalScreen[None]):
         chosen = set(self.allow or ())
         unattributed = sum(n for s, n in self.counts if not s)
         with Vertical(id="dialog", classes="dialog"):
-            yield Static("Session filter", classes="dialog-title")
+            yield Static(stages.title("filter"), classes="dialog-title")
             with Horizontal(classes="field"):
                 yield Label("Filter", classes="field-label")
                 yield Switch(self.allow is not None, id="filter-on")
@@ -103,9 +106,7 @@ class SessionsScreen(ModalScreen[None]):
         return tuple(s for s, _ in self.counts if s and s in chosen)
 
     def _apply(self) -> None:
-        browser = getattr(self.app, "browser", None)
-        if browser is not None:
-            browser.update_params(sessions=self._allow_set())
+        self.app.post_message(ApplyParams(sessions=self._allow_set()))
 
     @on(Switch.Changed, "#filter-on")
     def _toggled(self, event: Switch.Changed) -> None:

@@ -18,8 +18,8 @@ from textual.widgets.option_list import Option
 from engine import Store, StoreError
 
 from .. import safe
-from ..fmt import human_bytes
-from ..messages import StoreReady
+from ..fmt import human_bytes, session_db_summary
+from ..messages import DiscoverStores, StoreReady, StoresFound
 
 
 def human_size(n: int | None) -> str:
@@ -43,6 +43,8 @@ def store_line(info: Any) -> Text:
         details.append(f"client {client}")
     if getattr(info, "wal_bytes", 0):
         details.append("live (a writer has it open)")
+    if getattr(info, "session_db", None):
+        details.append(f"session DB: {session_db_summary(info)} (plugin scope available)")
     t.append("\n  " + " · ".join(details), style="dim")
     error = getattr(info, "error", None)
     if error:
@@ -89,7 +91,11 @@ class StorePickerScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.discover_stores(self.finder, self)  # type: ignore[attr-defined]
+        self.app.post_message(DiscoverStores(self, self.finder))
+
+    @on(StoresFound)
+    def _found(self, event: StoresFound) -> None:
+        self.show_stores(event.infos)
 
     def show_stores(self, infos: list[Any]) -> None:
         """List the discovered stores (``infos``: objects with an optional

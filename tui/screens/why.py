@@ -3,9 +3,11 @@
 browser's query, with the reason code and the numbers
 (:func:`engine.why.why_not`).
 
-The chunk list is read once per store in a thread worker and kept on the app;
-matching (``rapidfuzz.process.extract`` over ``source::title``) and
-explaining run in thread workers too.
+The screen asks the app for the chunk list (:class:`~tui.messages.LoadChunks`:
+read once per store in a thread worker and kept on the app), for matches
+(:class:`~tui.messages.FindChunks`: ``rapidfuzz.process.extract`` over
+``source::title``) and for explanations (:class:`~tui.messages.ExplainChunk`),
+all run in thread workers.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from engine.why import Explanation
 
 from .. import safe
 from ..cmdline import append_params
-from ..messages import ChunkMatches, ChunksLoaded, ParamsChanged, WhyFinished
+from ..describe import describe_explanations, to_rich
+from ..messages import ChunkMatches, ChunksLoaded, ExplainChunk, FindChunks, LoadChunks, ParamsChanged, WhyFinished
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -40,16 +43,8 @@ MAX_MATCHES = 50
 SCORE_CUTOFF = 75
 _ROWID = re.compile(r"^\s*(?:row\s*|#)?(\d{1,18})\s*$", re.IGNORECASE)
 
-STAGE_WORDS = {
-    "retrieve": "Retrieve (filters and both retrievers)",
-    "fuzzy": "Fuzzy fallback",
-    "fusion": "Fusion (RRF)",
-    "pool": "Candidate pool",
-    "filter": "Session filter",
-    "trim": "Trim",
-    "rerank": "Rerank",
-    "final": "Final",
-}
+
+
 @dataclass(frozen=True)
 class ChunkEntry:
     """One chunk as the finder lists it.
@@ -145,44 +140,10 @@ def entry_prompt(e: ChunkEntry, width: int = 200) -> Text:
     return t
 
 
-def stage_words(stage: str) -> str:
-    """``fuzzy:trim`` → ``fuzzy re-run · Trim``."""
-    prefix, _, base = stage.rpartition(":")
-    name = STAGE_WORDS.get(base, base)
-    return f"fuzzy re-run · {name}" if prefix else name
-
-
-def explanation_renderable(e: Explanation) -> Group:
-    """One explanation: the chunk, a verdict line (✓ in the answer / ✗ left
-    at a stage, and the reason code) and the engine's message with the numbers."""
-    c = e.chunk
-    head = Text(f"row {c.rowid} ", style="bold")
-    head.append(safe.line(c.title) or "(no title)", style="bold")
-    head.append(f"\n{safe.line(c.source)} · {safe.line(c.content_type)} · session "
-                f"{safe.line(c.session_id) or '(none)'}", style="dim")
-    if e.returned:
-        verdict = Text("✓ in the answer", style="bold")
-        verdict.append(f" at #{e.position}" if e.position is not None else "", style="bold")
-    else:
-        verdict = Text(f"✗ left the pipeline at {stage_words(e.stage)}", style="bold")
-        if e.position is not None:
-            verdict.append(f" (#{e.position} at that stage)")
-    verdict.append(" · reason ", style="dim")
-    verdict.append(e.reason, style="bold green" if e.reason == "returned" else
-                   "bold yellow" if e.reason == "outranked" else "bold red")
-    if e.run == "fuzzy" and not e.stage.startswith("fuzzy:"):
-        verdict.append(" (fuzzy re-run)", style="dim")
-    return Group(head, verdict, Text(safe.line(e.message)))
-
-
 def explanations_renderable(explanations: list[Explanation]) -> Group:
-    """Every explanation, separated by blank lines."""
-    parts: list = []
-    for i, e in enumerate(explanations):
-        if i:
-            parts.append(Text(""))
-        parts.append(explanation_renderable(e))
-    return Group(*parts)
+    """Every explanation, as ``rankscope why`` prints them
+    (:func:`tui.describe.describe_explanations`)."""
+    return to_rich(describe_explanations(explanations))
 
 
 class WhyScreen(Screen[None]):
@@ -196,9 +157,11 @@ class WhyScreen(Screen[None]):
                 tooltip="Move from the finder to the matching chunks"),
     ]
 
-    def __init__(self, params: SearchParams, *, rowid: int | None = None, trace: Trace | None = None) -> None:
+    def __init__(self, params: SearchParams, *, rowid: int | None = None, trace: Trace | None = None,
+                 cursor_blink: bool = True) -> None:
         super().__init__()
         self.params = params
+        self.cursor_blink = cursor_blink
         self.rowid = rowid
         self.trace = trace if trace is not None and trace.params == params else None
         self.entries: list[ChunkEntry] | None = None
@@ -221,7 +184,7 @@ class WhyScreen(Screen[None]):
 
     def on_mount(self) -> None:
         for field in self.query(Input):
-            field.cursor_blink = getattr(self.app, "cursor_blink", True)
+            field.cursor_blink = self.cursor_blink
         self._show_title()
         box = self.query_one("#why-box")
         box.border_title = "Why?"
@@ -233,11 +196,7 @@ class WhyScreen(Screen[None]):
             self._text(Text("Type part of a chunk's title or source, pick it (↓ then Enter), and see where it "
                             "left the pipeline for this query, with the numbers.", style="italic"))
         self.query_one("#why-find", Input).focus()
-        loaded = getattr(self.app, "chunk_index", None)
-        if loaded is not None:
-            self._set_entries(loaded)
-        else:
-            self.app.load_chunks(self)  # type: ignore[attr-defined]
+        self.app.post_message(LoadChunks(self))
 
     def _show_title(self) -> None:
         p = self.params
@@ -266,7 +225,7 @@ class WhyScreen(Screen[None]):
         if self.entries is None:
             return
         self._find_seq += 1
-        self.app.match_chunks(text, self._find_seq, self)  # type: ignore[attr-defined]
+        self.app.post_message(FindChunks(self, text, self._find_seq))
 
     @on(Input.Changed, "#why-find")
     def _find_changed(self, event: Input.Changed) -> None:
@@ -318,7 +277,7 @@ class WhyScreen(Screen[None]):
         self.rowid = rowid
         self._seq += 1
         self.query_one("#why-box").border_subtitle = f"row {rowid} · explaining…"
-        self.app.run_why(self.params, rowid, self._seq, self, self.trace)  # type: ignore[attr-defined]
+        self.app.post_message(ExplainChunk(self, self.params, rowid, self._seq, self.trace))
 
     @on(WhyFinished)
     def _explained(self, event: WhyFinished) -> None:

@@ -2,8 +2,11 @@
 keyboard-navigable list.
 
 Each stage is a header line (from :func:`engine.diff.stage_summaries`, so the
-browser and ``rankscope search`` tell the same story) followed by its
-candidates. Meaning never rests on colour alone: removed candidates are dim,
+browser and ``rankscope search`` tell the same story; titles from
+:data:`engine.stages.STAGES`) followed by its candidates. Where a candidate
+left the pass is read from its path (:attr:`engine.model.Run.paths`); a
+stage without a renderer of its own here gets the generic one (its ranked
+list, then the candidates that left there with their exit in words). Meaning never rests on colour alone: removed candidates are dim,
 struck through *and* say "removed"; cut ones sit below a cut line and say
 "cut"; rerank moves carry ↑ ↓ =; key collisions carry ⚠ and the swallowed rows.
 
@@ -22,7 +25,10 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from engine.diff import StageSummary, stage_summaries
+from engine.fuzzy_reasons import trigger_sentence
 from engine.model import Candidate, Hit, RetrieverRun, Run, Trace
+from engine.paths import sentence
+from engine.stages import base_id, in_rerun, ranked, stage, title
 
 from .. import safe
 from ..subject import Subject
@@ -128,12 +134,13 @@ class _Builder:
             self.note(f"… {n} more (F6 exports the full trace)", stage)
 
     # ── stages ──
-    def retriever(self, r: RetrieverRun, stage: str, title: str) -> None:
+    def retriever(self, run: Run, stage: str) -> None:
+        r: RetrieverRun = run.record(stage)  # type: ignore[assignment]
         if not r.hits:
             return
         for h in r.hits[:MAX_ROWS]:
             right = Text(f"bm25 {h.bm25:.3f}", style=DIM)
-            self.row(fit(_label(_pos(h.rank), h), right, self.width), stage, Subject.from_hit(h, title))
+            self.row(fit(_label(_pos(h.rank), h), right, self.width), stage, Subject.from_hit(h, title(stage)))
         self.more(len(r.hits) - MAX_ROWS, stage)
 
     def fusion(self, run: Run, stage: str) -> None:
@@ -154,43 +161,48 @@ class _Builder:
                 text.append("\n" + wrap_indented(
                     f"⚠ key collision: swallowed {noun} {rows} (same source::title); kept row {c.rowid}",
                     self.width, "      "), style="bold")
-            self.row(text, stage, Subject.from_candidate(c, "Fusion (RRF)"))
+            self.row(text, stage, Subject.from_candidate(c, title(stage)))
         self.more(len(f.candidates) - MAX_ROWS, stage)
 
+    def _left_here(self, run: Run, c: Candidate, stage: str) -> bool:
+        """True when ``c``'s path leaves the pass at ``stage``."""
+        path = run.path(c.rowid)
+        return path is not None and path.exit is not None and path.exit.stage == stage
+
     def pool(self, run: Run, stage: str) -> None:
-        f = run.fusion
-        for i, c in enumerate(f.pool[:MAX_ROWS], 1):
+        p = run.pool
+        origin = title(stage)
+        for i, c in enumerate(p.kept[:MAX_ROWS], 1):
             self.row(fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width), stage,
-                     Subject.from_candidate(c, "Candidate pool"))
-        self.more(len(f.pool) - MAX_ROWS, stage)
-        if f.beyond_pool:
-            self.rule(f"pool size {f.pool_size}: beyond the pool", stage)
-            for i, c in enumerate(f.beyond_pool[:MAX_ROWS], f.pool_size + 1):
+                     Subject.from_candidate(c, origin))
+        self.more(len(p.kept) - MAX_ROWS, stage)
+        if p.beyond:
+            self.rule(f"pool size {p.pool_size}: beyond the pool", stage)
+            for i, c in enumerate(p.beyond[:MAX_ROWS], p.pool_size + 1):
                 self.row(fit(_label(_pos(i), c, DIM), Text("beyond pool", style=DIM), self.width), stage,
-                         Subject.from_candidate(c, "Candidate pool"))
-            self.more(len(f.beyond_pool) - MAX_ROWS, stage)
+                         Subject.from_candidate(c, origin))
+            self.more(len(p.beyond) - MAX_ROWS, stage)
 
     def filter(self, run: Run, stage: str) -> None:
         flt = run.filter
         if flt.allow_set is None:
             return
-        removed = {c.key for c in flt.removed}
-        pool = run.fusion.pool[:MAX_ROWS]
+        origin = title(stage)
+        received = run.pool.kept[:MAX_ROWS]
+        removed = [self._left_here(run, c, stage) for c in received]
         rights = pad_rights([
-            Text(f"removed (session {safe.line(c.session_id) or chr(39) * 2})", style="bold") if c.key in removed
+            Text(f"removed (session {safe.line(c.session_id) or chr(39) * 2})", style="bold") if gone
             else Text(f"kept (session {safe.line(c.session_id) or chr(39) * 2})", style=DIM)
-            for c in pool
+            for c, gone in zip(received, removed)
         ])
         kept_pos = 0
-        for c, right in zip(pool, rights):
-            if c.key in removed:
-                self.row(fit(_label("  ✗ ", c, REMOVED), right, self.width), stage,
-                         Subject.from_candidate(c, "Session filter"))
+        for c, gone, right in zip(received, removed, rights):
+            if gone:
+                self.row(fit(_label("  ✗ ", c, REMOVED), right, self.width), stage, Subject.from_candidate(c, origin))
             else:
                 kept_pos += 1
-                self.row(fit(_label(_pos(kept_pos), c), right, self.width), stage,
-                         Subject.from_candidate(c, "Session filter"))
-        self.more(len(run.fusion.pool) - MAX_ROWS, stage)
+                self.row(fit(_label(_pos(kept_pos), c), right, self.width), stage, Subject.from_candidate(c, origin))
+        self.more(len(run.pool.kept) - MAX_ROWS, stage)
 
     def trim(self, run: Run, stage: str) -> None:
         tr = run.trim
@@ -198,12 +210,12 @@ class _Builder:
             return
         for i, c in enumerate(tr.kept[:MAX_ROWS], 1):
             self.row(fit(_label(_pos(i), c), Text("kept", style=DIM), self.width), stage,
-                     Subject.from_candidate(c, "Trim"))
+                     Subject.from_candidate(c, title(stage)))
         if tr.cut:
             self.rule(f"cut at limit {tr.limit}", stage)
             for i, c in enumerate(tr.cut[:MAX_ROWS], tr.limit + 1):
                 self.row(fit(_label(_pos(i), c, DIM), Text("cut", style="bold"), self.width), stage,
-                         Subject.from_candidate(c, "Trim"))
+                         Subject.from_candidate(c, title(stage)))
             self.more(len(tr.cut) - MAX_ROWS, stage)
 
     def rerank(self, run: Run, stage: str) -> None:
@@ -223,14 +235,33 @@ class _Builder:
             if e.adjacent_pairs is not None:
                 detail += f"{nb}({e.adjacent_pairs}{nb}pair{'s' if e.adjacent_pairs != 1 else ''})"
             text.append("\n" + wrap_indented(detail, self.width, "       "), style=DIM)
-            self.row(text, stage, Subject.from_candidate(e.candidate, "Rerank"))
+            self.row(text, stage, Subject.from_candidate(e.candidate, title(stage)))
         self.more(len(rr.entries) - MAX_ROWS, stage)
+
+    def generic(self, run: Run, stage: str) -> None:
+        """A stage without a renderer of its own: its ranked list, then the
+        candidates whose path leaves the pass here, with the exit in words."""
+        origin = title(stage)
+        items = ranked(run, stage)
+        for i, c in enumerate(items[:MAX_ROWS], 1):
+            self.row(fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width), stage,
+                     Subject.from_candidate(c, origin))
+        self.more(len(items) - MAX_ROWS, stage)
+        left = [p for p in run.paths if p.exit is not None and p.exit.stage == stage]
+        if left:
+            self.rule(f"left at {origin.lower()}", stage)
+            fused = {c.rowid: c for c in run.fusion.candidates}
+            for p in left[:MAX_ROWS]:
+                c = fused[p.rowid]
+                self.row(fit(_label("  ✗ ", c, DIM), Text(safe.line(sentence(p.exit)), style="bold"), self.width),  # type: ignore[arg-type]
+                         stage, Subject.from_candidate(c, origin))
+            self.more(len(left) - MAX_ROWS, stage)
 
     def fuzzy(self) -> None:
         fz = self.trace.fuzzy
         if not fz.ran:
             return
-        why = fz.reason.split("; ")[0] if "; " in fz.reason and not fz.shadow else fz.reason
+        why = fz.reason if fz.shadow else (trigger_sentence(fz) or fz.reason)
         self.note(f"ran because {why}", "fuzzy")
         for c in fz.corrections:
             t = Text("  " + safe.line(c.word), style="bold")
@@ -257,7 +288,7 @@ class _Builder:
         for r, right in zip(self.trace.final, rights):
             c = r.candidate
             self.row(fit(_label(_pos(r.position), c), right, self.width), "final",
-                     Subject.from_candidate(c, "Final"))
+                     Subject.from_candidate(c, title("final")))
 
     def build(self) -> list[StageLine]:
         trace = self.trace
@@ -266,28 +297,22 @@ class _Builder:
                       f"{trace.fts_limit} rows per retriever", "total")
         else:
             self.note(f"pool size {trace.pool_size} · {trace.fts_limit} rows per retriever", "total")
+        own = {"fusion": self.fusion, "pool": self.pool, "filter": self.filter, "trim": self.trim,
+               "rerank": self.rerank}
         for s in stage_summaries(trace):
-            prefix, _, base = s.stage.rpartition(":")
-            run = trace.fuzzy.rerun if prefix else trace.first
-            self.header(s, prefix)
-            if run is None:
-                continue
-            if base in ("porter", "trigram"):
-                self.retriever(run.porter if base == "porter" else run.trigram, s.stage, s.title)
-            elif base == "fusion":
-                self.fusion(run, s.stage)
-            elif base == "pool":
-                self.pool(run, s.stage)
-            elif base == "filter":
-                self.filter(run, s.stage)
-            elif base == "trim":
-                self.trim(run, s.stage)
-            elif base == "rerank":
-                self.rerank(run, s.stage)
-            elif base == "fuzzy":
+            run = trace.fuzzy.rerun if in_rerun(s.stage) else trace.first
+            self.header(s, "fuzzy:" if in_rerun(s.stage) else "")
+            spec = stage(s.stage)
+            if spec.id == "fuzzy":
                 self.fuzzy()
-            elif base == "final":
+            elif spec.id == "final":
                 self.final()
+            elif run is None or run.record(s.stage) is None:
+                continue
+            elif spec.kind == "retriever":
+                self.retriever(run, s.stage)
+            else:
+                own.get(base_id(s.stage), self.generic)(run, s.stage)
         return self.lines
 
 
@@ -321,6 +346,10 @@ class StageInspector(OptionList):
         self._headers: list[int] = []
         self._width = 0
         self.border_title = "Stages"
+        #: ``{rowid: grade}`` of the current query's judged chunks, and the
+        #: per-stage metrics lines shown above the stages (see :mod:`tui.judging`).
+        self.grades: dict[int, int] = {}
+        self.metrics: list[Text] = []
 
     def on_mount(self) -> None:
         self.show_placeholder()
@@ -349,7 +378,7 @@ class StageInspector(OptionList):
         options: list[Option | None] = []
         self._subjects = {}
         self._stages, self._headers = [], []
-        for i, line in enumerate(stage_lines(self.trace, self._width, self.show_timings)):
+        for i, line in enumerate(self._judged_lines()):
             self._stages.append(line.stage)
             if line.kind == "header":
                 self._headers.append(i)
@@ -364,6 +393,38 @@ class StageInspector(OptionList):
             self.highlighted = old
         else:
             self.highlighted = None
+
+    def show_judging(self, grades: dict[int, int], metrics: list[Text]) -> None:
+        """Show grade badges on judged chunks (``{rowid: grade}``) and the
+        per-stage metrics lines at the top; the highlight stays."""
+        if grades == self.grades and [m.plain for m in metrics] == [m.plain for m in self.metrics]:
+            return
+        self.grades, self.metrics = dict(grades), list(metrics)
+        if self.trace is not None:
+            self._render_lines(keep_highlight=True)
+
+    def _judged_lines(self) -> list[StageLine]:
+        """:func:`stage_lines`, with the metrics table first and, when any
+        chunk is graded, a badge column before every candidate row."""
+        from ..judging import BADGE_CELLS, badge
+
+        assert self.trace is not None
+        graded = bool(self.grades)
+        width = self._width - BADGE_CELLS if graded else self._width
+        lines = stage_lines(self.trace, width, self.show_timings)
+        if graded:
+            pad = Text(" " * BADGE_CELLS)
+            out = []
+            for line in lines:
+                mark = badge(self.grades.get(line.subject.rowid)) if line.kind == "row" and line.subject else pad
+                parts = line.text.split("\n")
+                text = mark + parts[0]
+                for part in parts[1:]:
+                    text += Text("\n") + pad + part
+                out.append(StageLine(text, line.kind, line.stage, line.subject))
+            lines = out
+        head = [StageLine(t, "note", "metrics") for t in self.metrics]
+        return head + lines
 
     def on_resize(self) -> None:
         if self.trace is not None and self._content_width() != self._width:
@@ -387,7 +448,7 @@ class StageInspector(OptionList):
         """``(stage id, header text)`` of every stage shown, in order."""
         if self.trace is None:
             return []
-        return [(s.stage, ("re-run " if ":" in s.stage else "") + s.title) for s in stage_summaries(self.trace)]
+        return [(s.stage, ("re-run " if in_rerun(s.stage) else "") + s.title) for s in stage_summaries(self.trace)]
 
     def action_next_stage(self) -> None:
         """Jump to the next stage header."""

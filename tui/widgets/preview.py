@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from engine.model import Trace
+from engine.stages import in_rerun, stage, title
 
 from ..render import highlight_text
 from .. import safe
@@ -18,17 +19,12 @@ from ..subject import Subject, exit_step
 
 #: Highlight style: reverse video reads with and without colour.
 MATCH_STYLE = "bold reverse"
-STAGE_NAMES = {
-    "porter": "Porter", "trigram": "Trigram", "fusion": "Fusion", "pool": "Pool", "filter": "Session filter",
-    "trim": "Trim", "rerank": "Rerank", "final": "Final",
-}
 
 
 def stage_name(stage: str) -> str:
-    """Display name of a journey stage id (``fuzzy:trim`` → ``↳ Trim``)."""
-    prefix, _, base = stage.rpartition(":")
-    name = STAGE_NAMES.get(base, base)
-    return f"↳ {name}" if prefix else name
+    """Display name of a journey stage id, from :data:`engine.stages.STAGES`
+    (``fuzzy:trim`` → ``↳ Trim``)."""
+    return f"↳ {title(stage)}" if in_rerun(stage) else title(stage)
 
 
 def journey_renderable(subject: Subject, trace: Trace) -> Group:
@@ -43,11 +39,11 @@ def journey_renderable(subject: Subject, trace: Trace) -> Group:
     table.add_column("stage", no_wrap=True)
     table.add_column("pos", justify="right", no_wrap=True)
     table.add_column("what happened", overflow="fold")
-    merged = next((s for s in steps if "merged into" in s.note), None)
+    merged = next((s for s in steps if s.exit is not None and s.exit.reason == "merged"), None)
     for s in steps:
         if merged is not None and s.stage == "final" and s.position is not None:
             s = type(s)(s.stage, None, f"not itself: its key answers #{s.position}, shown as the kept row")
-        gone = s.position is None and s.stage.split(":")[-1] not in ("porter", "trigram")
+        gone = s.position is None and stage(s.stage).kind != "retriever"
         table.add_row(
             stage_name(s.stage),
             "—" if s.position is None else f"#{s.position}",
@@ -61,9 +57,36 @@ def journey_renderable(subject: Subject, trace: Trace) -> Group:
     return Group(head, Text(""), table, Text(""), verdict)
 
 
-def preview_renderable(subject: Subject) -> Group:
-    """The chunk text with FTS5 match markers shown in reverse video."""
+#: A trigram substring match (inside a word: ``quorum`` in ``writeQuorum``): underlined,
+#: distinguishable from a Porter token match without colour.
+TRIGRAM_STYLE = "underline"
+#: Matched by both.
+BOTH_STYLE = "bold reverse underline"
+
+
+def spans_text(spans) -> Text:
+    """The chunk text of :class:`engine.terms.MatchSpans` with Porter token
+    matches in reverse video, trigram substring matches underlined, both
+    in both."""
+    styles = {"porter": MATCH_STYLE, "trigram": TRIGRAM_STYLE, "both": BOTH_STYLE, None: ""}
+    t = Text()
+    for text, kind in spans.segments():
+        t.append(safe.block(text), style=styles[kind])
+    return t
+
+
+def preview_renderable(subject: Subject, trace: Trace | None = None) -> Group:
+    """The chunk text with its matches: Porter token matches in reverse
+    video, trigram substring matches underlined (from both retrievers'
+    highlights in ``trace``); without a trace, the subject's own markers."""
+    from engine.terms import trace_spans
+
+    spans = trace_spans(trace, subject.rowid) if trace is not None else None
     title = Text("Chunk", style="bold underline")
+    if spans is not None and (spans.porter or spans.trigram):
+        title.append(f" · highlighted matches: Porter {len(spans.porter)} (reverse: whole tokens) · "
+                     f"trigram {len(spans.trigram)} (underline: substrings)", style="dim")
+        return Group(title, spans_text(spans))
     n = subject.highlighted.count("\x02")
     title.append(f"  {n} highlighted match{'es' if n != 1 else ''}" if n else "  no highlighted match", style="dim")
     body = highlight_text(safe.marked(subject.highlighted) or safe.block(subject.content), style=MATCH_STYLE)
@@ -97,5 +120,5 @@ class JourneyPane(VerticalScroll):
         """Show ``subject``'s journey through ``trace`` and its content."""
         self.subject = subject
         self.query_one("#journey-steps", Static).update(journey_renderable(subject, trace))
-        self.query_one("#journey-preview", Static).update(preview_renderable(subject))
+        self.query_one("#journey-preview", Static).update(preview_renderable(subject, trace))
         self.scroll_home(animate=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.timer import Timer
@@ -15,19 +14,20 @@ from textual.widgets import Input, Static
 from engine.model import Trace
 
 from .. import safe
+from ..actions import bindings
 
 #: Pause after the last keystroke before searching (seconds).
 DEBOUNCE_S = 0.15
 
 
 class QueryInput(Input):
-    """The query input; Down leaves it for the results (a priority binding,
-    so keys typed right after Down already reach the pane)."""
+    """The query input. Up steps to older queries of the store's history and
+    Down back to newer ones; otherwise Down leaves it for the results (a
+    priority binding, so keys typed right after Down already reach the pane).
+    ctrl+r searches the history. The keys come from :mod:`tui.actions` and
+    run the browser screen's actions (``screen.query_down`` ...)."""
 
-    BINDINGS = [
-        Binding("down", "screen.leave_query", "Results", key_display="↓", id="query.leave", priority=True,
-                tooltip="Move from the query box to the results (or the visible pane)"),
-    ]
+    BINDINGS = bindings("query")
 
 
 class QueryBox(Vertical):
@@ -82,7 +82,7 @@ class QueryBox(Vertical):
         self.input.select_all()
 
     @staticmethod
-    def _sanitised_text(trace: Trace | None) -> Text:
+    def _sanitised_text(trace: Trace | None, stems: str = "") -> Text:
         t = Text("porter ", style="dim")
         if trace is None:
             t.append("—", style="dim")
@@ -91,6 +91,8 @@ class QueryBox(Vertical):
             return t
         porter, trigram = trace.first.porter, trace.first.trigram
         t.append(safe.line(porter.query) or '""  (no words)', style="bold")
+        if stems:
+            t.append(f" ({safe.line(stems)})", style="italic")
         t.append("   trigram ", style="dim")
         t.append(safe.line(trigram.query) or f"(skipped{': ' + trigram.skipped if trigram.skipped else ''})",
                  style="bold")
@@ -99,9 +101,17 @@ class QueryBox(Vertical):
             t.append(safe.line(trace.fuzzy.corrected_query), style="bold underline")
         return t
 
-    def show_queries(self, trace: Trace | None) -> None:
-        """Show the sanitised queries of ``trace`` beneath the input."""
-        self.query_one("#sanitised", Static).update(self._sanitised_text(trace))
+    def set_query(self, text: str) -> None:
+        """Put ``text`` in the input, cursor at its end (it is then searched
+        like typed text, after the pause)."""
+        self.input.value = text
+        self.input.cursor_position = len(text)
+
+    def show_queries(self, trace: Trace | None, stems: str = "") -> None:
+        """Show the sanitised queries of ``trace`` beneath the input, with
+        ``stems`` (``throttling → throttl``, :func:`tui.flowtext.stems_words`)
+        after the Porter query."""
+        self.query_one("#sanitised", Static).update(self._sanitised_text(trace, stems))
 
     def _fire(self) -> None:
         self._timer = None

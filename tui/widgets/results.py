@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -9,20 +10,31 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from engine import stages
 from engine.model import Trace
 
 from .. import safe
 from ..facts import is_damage, is_store_error, problem_headline
 from ..subject import Subject
 
-#: Single-line columns (wide panes) and their fixed widths; title and source share the rest.
-COLUMNS = ("#", "title", "source", "type", "layer", "rrf", "boost")
-FIXED = {"#": 2, "type": 5, "layer": 9, "rrf": 6, "boost": 6}
-#: Two-line columns for narrow panes: title over source, type over layer, rrf over boost.
-COMPACT_COLUMNS = ("#", "title / source", "type/layer", "rrf/boost")
-COMPACT_FIXED = {"#": 2, "type/layer": 10, "rrf/boost": 9}
+#: Single-line columns (wide panes) and their fixed widths; source and title share the rest
+#: (the source at most 2/5 of it, the title the remainder). ``move``: fused → final position
+#: and the move (``4→1 ↑3``); ``row``: the chunk's row id.
+COLUMNS = ("#", "move", "row", "title", "source", "type", "layer", "rrf", "boost")
+FIXED = {"#": 2, "move": 8, "row": 5, "type": 5, "layer": 9, "rrf": 6, "boost": 6}
+#: Two-line columns for narrow panes: title over source, move over row id, type over layer, rrf over boost.
+COMPACT_COLUMNS = ("#", "title / source", "move/row", "type/layer", "rrf/boost")
+COMPACT_FIXED = {"#": 2, "move/row": 8, "type/layer": 10, "rrf/boost": 9}
 #: Below this many cells the table uses two-line rows.
 WIDE_MIN = 100
+
+
+def title_cell(title: str, width: int) -> Text:
+    """A chunk title in ``width`` cells, cut in the middle so its last
+    heading stays (:func:`tui.flowtext.middle_cut`)."""
+    from ..flowtext import middle_cut
+
+    return Text(middle_cut(safe.line(title), width), no_wrap=True)
 
 
 def empty_explanation(trace: Trace) -> Text:
@@ -53,8 +65,9 @@ def failure_explanation(error: BaseException) -> Text:
     if is_damage(error):
         t.append("Other queries may still work: the damage can be limited to part of the index. rankscope never "
                  "writes to the store; rebuild it from its files (rankscope index)", style="italic")
-        if "integrity_check" not in str(error):
-            t.append(", or check it with sqlite3 STORE 'PRAGMA integrity_check'", style="italic")
+        if getattr(error, "check_command", None) is None:  # the message does not name the check
+            t.append(", or check it with rankscope doctor --db STORE (SQLite's and FTS5's integrity checks)",
+                     style="italic")
         t.append(".", style="italic")
     elif is_store_error(error):
         t.append("The store may be locked, moved or changed on disk; try again, or reopen it.", style="italic")
@@ -64,8 +77,9 @@ def failure_explanation(error: BaseException) -> Text:
 
 
 class ResultsPane(Vertical):
-    """The final results as a table (position, title, source, content type,
-    match layer, RRF score, rerank boost), or an explanation when empty.
+    """The final results as a table (position, fused → final movement, row
+    id, title cut in the middle keeping its last heading, source, content
+    type, match layer, RRF score, rerank boost), or an explanation when empty.
 
     Posts :class:`ResultsPane.Picked` when a row is highlighted while the
     table has focus, or chosen with Enter.
@@ -84,6 +98,10 @@ class ResultsPane(Vertical):
         self.trace: Trace | None = None
         self.border_title = "Results"
         self._widths: tuple[bool, int, int] = (False, 0, 0)
+        #: ``{rowid: grade}`` of the current query's judged chunks (a badge before the title).
+        self.grades: dict[int, int] = {}
+        #: ``{rowid: "4→1 ↑3"}``: each result's fused → final movement (from the rank flow).
+        self.moves: dict[int, str] = {}
 
     def compose(self) -> ComposeResult:
         table: DataTable = DataTable(id="results-table", cursor_type="row", zebra_stripes=False)
@@ -119,6 +137,12 @@ class ResultsPane(Vertical):
             self.message.update(empty_explanation(trace))
             self.message.display = True
             return
+        from engine.flow import trace_flows
+
+        from ..flowtext import movement
+
+        answering = trace_flows(trace)[0]
+        self.moves = {r.rowid: movement(r) for r in answering.rows if r.final is not None}
         self.message.display = False
         self.table.display = True
         self._fill(keep_cursor=False)
@@ -139,8 +163,10 @@ class ResultsPane(Vertical):
         room = max(width - sum(fixed.values()) - 2 * len(cols) - 2, 20)  # cell padding, scrollbar
         if not wide:
             return False, room, room
-        title = max(room * 3 // 5, 12)
-        return True, title, max(room - title, 8)
+        longest = max((cell_len(safe.line(r.candidate.source)) for r in self.trace.final), default=8) \
+            if self.trace is not None else 8
+        source = max(min(longest, room * 2 // 5), 8)
+        return True, max(room - source, 12), source
 
     def _fill(self, keep_cursor: bool) -> None:
         trace = self.trace
@@ -162,21 +188,53 @@ class ResultsPane(Vertical):
             c = r.candidate
             pos = Text(str(r.position), justify="right")
             boost = "—" if r.boost is None else f"{r.boost:.3f}"
+            move = self.moves.get(c.rowid, "")
             if wide:
                 table.add_row(
-                    pos, safe.cut(c.title, tw), safe.cut(c.source, sw), safe.line(c.content_type), r.layer,
+                    pos, move, Text(str(c.rowid), justify="right"), title_cell(c.title, tw),
+                    safe.cut(c.source, sw), safe.line(c.content_type), r.layer,
                     Text(f"{c.score:.4f}", justify="right"), Text(boost, justify="right"),
                     key=str(r.position),
                 )
             else:
                 table.add_row(
                     pos,
-                    safe.cut(c.title, tw) + Text("\n") + safe.cut(c.source, tw, "dim"),
+                    title_cell(c.title, tw) + Text("\n") + safe.cut(c.source, tw, "dim"),
+                    Text(f"{move}\n{c.rowid}"),
                     Text(f"{safe.line(c.content_type)}\n{r.layer}"),
                     Text(f"{c.score:.4f}\n{boost}", justify="right"),
                     key=str(r.position), height=2,
                 )
+        # The height from the rows, not ``height: auto``: auto is measured before
+        # the table sizes its rows (on idle), which left it 0 lines high now and then.
+        table.styles.height = (1 if table.show_header else 0) + len(trace.final) * (1 if wide else 2)
+        self._apply_grades()
         table.move_cursor(row=min(row, len(trace.final) - 1), animate=False)
+
+    def show_grades(self, grades: dict[int, int]) -> None:
+        """Mark the judged chunks (``{rowid: grade}``) with their grade badge."""
+        old, self.grades = self.grades, dict(grades)
+        if self.trace is not None and self.trace.final and self.table.display and (old or grades):
+            self._apply_grades(changed=set(old) | set(grades))
+
+    def _apply_grades(self, changed: set[int] | None = None) -> None:
+        """Rewrite the title cells of graded rows (and of ``changed`` rows) with a badge."""
+        from ..judging import BADGE_CELLS, badge
+
+        trace = self.trace
+        if trace is None or not (self.grades or changed):
+            return
+        wide, tw, sw = self._widths
+        for r in trace.final:
+            c = r.candidate
+            if c.rowid not in self.grades and c.rowid not in (changed or ()):
+                continue
+            mark = badge(self.grades.get(c.rowid))
+            if wide:
+                self.table.update_cell(str(r.position), "title", mark + title_cell(c.title, tw - BADGE_CELLS))
+            else:
+                cell = mark + title_cell(c.title, tw - BADGE_CELLS) + Text("\n" + " " * BADGE_CELLS)
+                self.table.update_cell(str(r.position), "title / source", cell + safe.cut(c.source, tw - BADGE_CELLS, "dim"))
 
     def on_resize(self) -> None:
         if self.trace is not None and self.trace.final and self._layout() != self._widths:
@@ -186,7 +244,7 @@ class ResultsPane(Vertical):
         """The subject of result row ``row`` (0-based)."""
         if self.trace is None or not 0 <= row < len(self.trace.final):
             return None
-        return Subject.from_candidate(self.trace.final[row].candidate, "Final")
+        return Subject.from_candidate(self.trace.final[row].candidate, stages.title("final"))
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

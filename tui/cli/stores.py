@@ -18,10 +18,10 @@ from rich.text import Text
 
 from engine.discovery import content_dirs, find_stores
 
-from . import safe
-from .cli import app, console, open_store, write_json
-from .fmt import human_bytes, pack
-from .render import plain
+from .. import safe
+from .base import console, open_store, write_json
+from ..fmt import human_bytes, pack, session_db_summary
+from ..render import plain
 
 
 def _short(path: str) -> str:
@@ -43,7 +43,6 @@ def _counted(value: Optional[int], noun: str) -> str:
     return f"{_count(value)} {noun}" + ("" if value == 1 else "s")
 
 
-@app.command("stores")
 def stores_cmd(
     project: Optional[Path] = typer.Option(
         None, "--project", help="Only the store of this project directory (named by the hash of its path)."
@@ -86,6 +85,18 @@ def stores_cmd(
                 _print_store_block(i)
     if not fits:
         console.print()
+    paired = [i for i in infos if i.session_db]
+    if paired:
+        if fits:
+            console.print()
+        console.print("session DBs (same name in ../sessions/), read-only:", highlight=False)
+        for i in paired:
+            calls = "" if i.session_db_searches is None else f", {_counted(i.session_db_searches, 'recorded ctx_search call')}"
+            console.print(safe.line(f"  {os.path.basename(i.path)} → {_short(i.session_db)}"
+                                    f" ({i.session_db_error or session_db_summary(i)}{calls})"),
+                          markup=False, highlight=False, soft_wrap=True)
+        console.print("rankscope agent-log --sessions-db PATH lists the agent's searches; "
+                      "rankscope ctx-search ... --sessions-db PATH runs as the plugin does.", highlight=False)
     newest = max((i.modified or 0 for i in infos), default=0)
     if newest:
         stamp = datetime.fromtimestamp(newest).strftime("%Y-%m-%d %H:%M")
@@ -105,7 +116,7 @@ def _status(i) -> Text:
 
 
 def _error_text(i) -> str:
-    return (i.error or "").replace(i.path, "the file")
+    return (i.error or "").replace(i.path, "the file", 1)
 
 
 def _store_table(members: list) -> Table:
@@ -115,15 +126,21 @@ def _store_table(members: list) -> Table:
         ("store", {"no_wrap": True, "min_width": 19}), ("size", {"justify": "right", "no_wrap": True}),
         ("sources", {"justify": "right"}), ("chunks", {"justify": "right"}), ("code", {"justify": "right"}),
         ("sessions", {"justify": "right"}), ("last indexed (UTC)", {"no_wrap": True}), ("FTS", {"no_wrap": True}),
-        ("status", {"no_wrap": True}),
+        ("session DB", {"no_wrap": True}), ("status", {"no_wrap": True}),
     ):
         table.add_column(col, **kw)
     for i in members:
         table.add_row(
             plain(os.path.basename(i.path)), _size(i), _count(i.sources), _count(i.chunks), _count(i.code_chunks),
-            _count(i.sessions), plain(i.last_indexed_at or "–"), plain(_schema_short(i.schema)), _status(i),
+            _count(i.sessions), plain(i.last_indexed_at or "–"), plain(_schema_short(i.schema)), _session_db_cell(i),
+            _status(i),
         )
     return table
+
+
+def _session_db_cell(i) -> Text:
+    text = session_db_summary(i)
+    return Text(text, style="red" if text == "unreadable" else "dim" if text == "–" else "")
 
 
 def _print_store_block(i) -> None:
@@ -144,11 +161,12 @@ def _print_store_block(i) -> None:
             f"indexed {i.last_indexed_at} UTC" if i.last_indexed_at else "never indexed",
             f"FTS {_schema_short(i.schema)}",
         ]
+        if i.session_db:
+            fields.append(f"session DB: {session_db_summary(i)}")
     for line in pack([safe.line(f) for f in fields], max(console.width - 4, 20)):
         console.print(Text("    " + line, style="red" if i.error else ""), overflow="fold")
 
 
-@app.command("sessions")
 def sessions_cmd(
     db: Path = typer.Option(..., "--db", help="Store to read (opened read-only)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {session_id, chunks}."),

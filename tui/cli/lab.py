@@ -1,7 +1,8 @@
 """What-if lab subcommands: ``compare``, ``why`` and ``doctor``.
 
-Imported by :mod:`tui.cli` (``_register_command_modules``), which owns the
-Typer ``app``; this module only adds commands to it. Rich only, never Textual.
+Plain functions, registered in :data:`tui.cli.main.COMMANDS`; each renders
+the description of :mod:`tui.describe` (the browser's compare, why and doctor
+screens show the same one). Rich only, never Textual.
 
 * ``rankscope compare QUERY --db DB --b SPEC [--a SPEC] [filters] [--json]``
 * ``rankscope compare --queries FILE --db DB --b SPEC [--a SPEC] [--json]``
@@ -34,12 +35,16 @@ from engine.compare import (
     set_comparison_to_dict,
     variant_spec,
 )
-from engine.doctor import DoctorReport, diagnose
+from engine.doctor import DoctorReport, check_integrity, diagnose
 from engine.model import Variant
+from engine.store import CorruptStoreError, Store, StoreError
+from engine.counterfactual import sentence as counterfactual_sentence
+from engine.counterfactual import would_return_with
+from engine.pipeline import search
+from engine.runcache import RunCache
 from engine.why import ChunkNotFoundError, Explanation, why_not
 
-from . import safe
-from .cli import (
+from .base import (
     ContentTypeFilter,
     Limit,
     OptionalLimit,
@@ -47,21 +52,21 @@ from .cli import (
     SessionFilter,
     SourceExact,
     SourceFilter,
-    app,
     console,
     fail,
-    load_queries,
     make_params,
     open_store,
     write_json,
 )
-from .fmt import clip, query_label
-from .render import REASON_SHOWN, plain
+from ..describe import counts_line, describe_comparison, describe_explanation, describe_report, line_text, to_rich
+from ..fmt import clip
+from ..render import plain
+from .search import load_queries
 
 SPEC_HELP = (
     "Variant spec: comma-separated key=value with keys "
     + ", ".join(SPEC_KEYS)
-    + " (e.g. key=rowid,rerank=before-trim,rrf_k=10), or 'reference'."
+    + ", or 'reference'. Example: --b key=rowid,rrf_k=10"
 )
 
 
@@ -80,63 +85,12 @@ def _opt(value: Optional[float], fmt: str = "{:.5f}") -> str:
 
 # ─── compare ─────────────────────────────────────────────────────────────
 
-_MARKER_STYLE = {"up": "green", "down": "red", "same": "dim", "new": "cyan", "gone": "magenta"}
-
-
-def _marker_text(marker: str, delta: Optional[int]) -> Text:
-    label = {"up": f"↑{delta}", "down": f"↓{-(delta or 0)}", "same": "=", "new": "new", "gone": "gone"}[marker]
-    return Text(label, style=_MARKER_STYLE[marker])
-
-
-def counts_line(counts, overlap: Optional[float]) -> Text:
-    """``improved 2 · worsened 0 · unchanged 2 · only in A 1 · only in B 1 · overlap 0.80``."""
-    parts = [
-        f"improved {counts.improved}",
-        f"worsened {counts.worsened}",
-        f"unchanged {counts.unchanged}",
-        f"only in A {counts.only_in_a}",
-        f"only in B {counts.only_in_b}",
-    ]
-    if overlap is not None:
-        parts.append(f"overlap {overlap:.2f}")
-    return Text(" · ".join(parts))
-
-
-def comparison_renderable(cmp: Comparison) -> Group:
-    """Rich rendering of one :class:`~engine.compare.Comparison`: both
-    variants and layers, one row per chunk, the counts."""
-    ta, tb = cmp.trace_a, cmp.trace_b
-    head = Text.assemble(
-        ("A ", "bold"), f"{variant_spec(ta.params.variant)} (layer {ta.layer}, {len(ta.final)} results)   ",
-        ("B ", "bold"), f"{variant_spec(tb.params.variant)} (layer {tb.layer}, {len(tb.final)} results)",
-    )
-    t = Table(title=plain(f"A vs B for {query_label(cmp.params_a.query)}"), title_justify="left", expand=False,
-              box=box.SIMPLE_HEAD)
-    for col in ("A#", "B#", "move", "chunk", "rrf A", "rrf B", "boost A", "boost B"):
-        if col.startswith("chunk"):
-            t.add_column(col, overflow="fold", min_width=20, max_width=56)
-        else:
-            t.add_column(col, justify="left" if col == "move" else "right", no_wrap=True)
-    for r in cmp.rows:
-        chunk = Text.assemble((safe.line(r.title), "bold"), "\n", (safe.line(r.source), "dim"))
-        t.add_row(
-            _opt(r.position_a, "{}"), _opt(r.position_b, "{}"), _marker_text(r.marker, r.delta),
-            chunk, _opt(r.score_a, "{:.4f}"), _opt(r.score_b, "{:.4f}"),
-            _opt(r.boost_a, "{:.3f}"), _opt(r.boost_b, "{:.3f}"),
-        )
-    parts = [head]
-    parts.append(t if cmp.rows else Text("Neither run returned anything.", style="bold"))
-    parts.append(counts_line(cmp.counts, cmp.overlap))
-    for label, trace in (("A", ta), ("B", tb)):
-        fz = trace.fuzzy
-        if fz.shadow and fz.rerun is not None:
-            parts.append(plain(f"{label}: fuzzy shadow run corrected the query to "
-                               f"{query_label(fz.corrected_query or '')} (not the answer)", style="dim"))
-        elif fz.shadow:
-            parts.append(plain(f"{label}: fuzzy shadow run: no word needed or found a correction", style="dim"))
-        if not trace.final and trace.empty_reason:
-            parts.append(plain(f"{label}: no results: {clip(trace.empty_reason, REASON_SHOWN)}", style="dim"))
-    return Group(*parts)
+def comparison_renderable(cmp: Comparison, store_path: str | None = None) -> Group:
+    """One :class:`~engine.compare.Comparison` (the description the
+    browser's compare screen shows too: :func:`tui.describe.describe_comparison`),
+    with a warning per run whose retriever failed (``store_path`` goes into
+    its check command)."""
+    return to_rich(describe_comparison(cmp, store_path).as_description())
 
 
 def set_comparison_renderable(sc: SetComparison) -> Group:
@@ -168,14 +122,13 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     )
     summary = Text(
         f"{sc.changed_queries} of {len(sc.queries)} queries changed ({sc.layer_changes} changed layer); "
-        + counts_line(sc.totals, sc.mean_overlap).plain.replace("overlap", "mean overlap")
+        + line_text(counts_line(sc.totals, sc.mean_overlap, mean=True)).plain
     )
     return Group(t, summary)
 
 
-@app.command("compare")
 def compare_cmd(
-    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries)."),
+    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
@@ -224,32 +177,23 @@ def compare_cmd(
     if as_json:
         write_json(comparison_to_dict(cmp))
     else:
-        console.print(comparison_renderable(cmp))
+        console.print(comparison_renderable(cmp, str(db)))
 
 
 # ─── why ─────────────────────────────────────────────────────────────────
 
-_REASON_STYLE = {"returned": "green", "outranked": "yellow"}
+#: SQLite row ids are signed 64-bit integers.
+ROWID_MIN, ROWID_MAX = -(2**63), 2**63 - 1
 
 
 def explanation_renderable(e: Explanation) -> Group:
-    """Rich rendering of one :class:`~engine.why.Explanation`: the chunk,
-    then ``stage · reason`` and the message."""
-    c = e.chunk
-    head = Text.assemble(
-        (f"row {c.rowid}", "bold"), "  ", (safe.line(c.source), "cyan"), " :: ", (safe.line(c.title), "bold"),
-        (safe.line(f"  ({c.content_type}, session {c.session_id or '—'})"), "dim"),
-    )
-    reason = Text.assemble(
-        "  ", (e.reason, _REASON_STYLE.get(e.reason, "red")), (f" at {e.stage}", "dim"),
-        (" (fuzzy re-run)" if e.run == "fuzzy" and not e.stage.startswith("fuzzy:") else "", "dim"),
-    )
-    return Group(head, reason, plain("  " + e.message))
+    """One :class:`~engine.why.Explanation` (the description the browser's
+    why screen shows too: :func:`tui.describe.describe_explanation`)."""
+    return to_rich(describe_explanation(e))
 
 
-@app.command("why")
 def why_cmd(
-    query: str = typer.Argument(..., help="Query text."),
+    query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
     db: SearchDb = ...,
     chunk: Optional[str] = typer.Option(None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."),
     rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
@@ -262,92 +206,79 @@ def why_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the explanations as JSON."),
 ) -> None:
     """Explain why a chunk is (or is not) in the answer: the stage where it
-    left the pipeline, a reason code and the numbers."""
+    left the pipeline, a reason code and the numbers, and the smallest single
+    change that would return it (found by re-running the pipeline)."""
     if (chunk is None) == (rowid is None):
         fail("name the chunk with either --chunk SOURCE::TITLE or --rowid N (exactly one)")
+    if rowid is not None and not ROWID_MIN <= rowid <= ROWID_MAX:
+        fail(f"--rowid {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX}): no chunk has it")
     params = make_params(query, limit, source, source_exact, content_type, session,
                          variant=variant_option(variant, "--variant"))
     with open_store(db) as store:
         try:
-            explanations = why_not(store, params, key=chunk, rowid=rowid)
+            trace = search(store, params)
+            explanations = why_not(store, params, key=chunk, rowid=rowid, trace=trace)
         except (ChunkNotFoundError, ValueError) as exc:
             fail(str(exc))
+        runs = RunCache(store)
+        changes = [would_return_with(store, params, rowid=e.chunk.rowid, trace=trace, runs=runs)
+                   for e in explanations]
     if as_json:
         write_json({
             "query": query,
             "variant": variant_spec(params.variant),
-            "explanations": [e.to_dict() for e in explanations],
+            "explanations": [dict(e.to_dict(), would_return_with=cf.would_return_with(), counterfactual=cf.to_dict())
+                             for e, cf in zip(explanations, changes)],
         })
         return
-    for i, e in enumerate(explanations):
+    for i, (e, cf) in enumerate(zip(explanations, changes)):
         if i:
             console.print()
         console.print(explanation_renderable(e))
+        if cf.reason != "returned":
+            proof = " (proven by re-running)" if cf.change is not None else ""
+            console.print(plain(f"Would return it: {counterfactual_sentence(cf)}{proof}"))
 
 
 # ─── doctor ──────────────────────────────────────────────────────────────
 
 
 def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
-    """Rich rendering of a :class:`~engine.doctor.DoctorReport`; each list
-    shows at most ``examples`` entries."""
-    vocab = "missing" if report.vocabulary_size is None else str(report.vocabulary_size)
-    parts: list = [
-        plain(f"{report.path or '(in memory)'}: {report.schema}; {report.sources} sources, {report.chunks} chunks, "
-              f"vocabulary {vocab}"),
-    ]
-    if report.ok:
-        parts.append(Text("No problems found.", style="green"))
-        return Group(*parts)
-    for line in report.findings:
-        parts.append(plain("• " + line, style="yellow"))
-
-    def table(title: str, cols: tuple[str, ...], rows: list[tuple], total: int) -> Table:
-        more = f" (first {examples} of {total})" if total > examples else ""
-        t = Table(title=plain(title + more), title_justify="left", expand=False)
-        for col in cols:
-            t.add_column(col, overflow="fold", max_width=44 if col in ("title", "key") else None)
-        for row in rows[:examples]:
-            t.add_row(*[plain(x) for x in row])
-        return t
-
-    if report.collisions:
-        parts.append(table("Fusion-key collisions", ("chunks", "key", "rowids"),
-                           [(c.count, c.key, ", ".join(map(str, c.rowids))) for c in report.collisions],
-                           len(report.collisions)))
-    if report.oversized:
-        parts.append(table(f"Chunks over {report.max_chunk_bytes} bytes", ("rowid", "bytes", "source", "title"),
-                           [(o.rowid, o.bytes, o.source, o.title) for o in report.oversized], len(report.oversized)))
-    if report.untitled:
-        parts.append(table("Empty or Untitled titles", ("rowid", "source", "title"),
-                           [(u.rowid, u.source, repr(u.title)) for u in report.untitled], len(report.untitled)))
-    if report.count_mismatches:
-        parts.append(table("Counts that disagree with the rows stored", ("id", "source", "count", "recorded", "actual"),
-                           [("—" if m.source_id is None else m.source_id, "—" if m.label is None else m.label,
-                             m.what, m.recorded, m.actual) for m in report.count_mismatches],
-                           len(report.count_mismatches)))
-    if report.stale:
-        parts.append(table("Stale file-backed sources (not refreshed)", ("label", "file"),
-                           [(s.label, s.file_path) for s in report.stale], len(report.stale)))
-    if report.stale_errors:
-        parts.append(table("Sources that could not be checked", ("label", "error"),
-                           list(report.stale_errors), len(report.stale_errors)))
-    return Group(*parts)
+    """A :class:`~engine.doctor.DoctorReport` (the description the browser's
+    doctor screen shows too: :func:`tui.describe.describe_report`); each
+    table shows at most ``examples`` rows."""
+    return to_rich(describe_report(report), max_rows=examples)
 
 
-@app.command("doctor")
 def doctor_cmd(
     db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     examples: int = typer.Option(5, "--examples", help="Rows shown per list in the human report."),
+    quick: bool = typer.Option(False, "--quick", help="Skip the integrity checks (they copy the store to a temporary folder and read all of it)."),
 ) -> None:
-    """Diagnose a store: fusion-key collisions, oversized chunks, Untitled
-    titles, wrong source counts, vocabulary, stale file-backed sources."""
+    """Diagnose a store: damage (SQLite's and FTS5's integrity checks, on a
+    private copy), fusion-key collisions, oversized chunks, Untitled titles,
+    wrong source counts, vocabulary, stale file-backed sources.
+
+    Exit status 1 when the store is damaged (even one that cannot be
+    opened: the integrity checks still run), else 0.
+    """
     if examples < 0:
         fail(f"--examples must be 0 or more; got {examples}")
-    with open_store(db) as store:
-        report = diagnose(store)
+    try:
+        store = Store.open_readonly(db)
+    except CorruptStoreError as exc:
+        if quick:
+            fail(str(exc))
+        report = DoctorReport.unreadable(str(db), "schema unknown", exc.reason, check_integrity(str(db)))
+    except StoreError as exc:
+        fail(str(exc))
+    else:
+        with store:
+            report = diagnose(store, integrity=not quick)
     if as_json:
         write_json(report.to_dict())
     else:
         console.print(doctor_renderable(report, examples))
+    if report.damaged:
+        raise typer.Exit(1)

@@ -1,0 +1,20 @@
+"""Small wording helpers shared by the engine's sentence generators."""
+
+from __future__ import annotations
+
+#: Longest query text, term list or correction list a one-line summary
+#: quotes in full; longer ones are cut (see :func:`abbreviate`).
+SUMMARY_TEXT_MAX = 120
+
+
+def abbreviate(text: str, width: int = SUMMARY_TEXT_MAX) -> str:
+    """``text`` when it has at most ``width`` characters, else its first
+    ``width`` and ``… (+N characters)``."""
+    if len(text) <= width:
+        return text
+    return f"{text[:width]}… (+{len(text) - width:,} characters)"
+
+
+def plural(n: int, word: str) -> str:
+    """``"1 hit"`` / ``"3 hits"``: ``n`` and ``word``, with an ``s`` unless ``n`` is 1."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

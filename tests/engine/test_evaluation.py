@@ -1,0 +1,316 @@
+"""Metrics at every stage (engine/evaluation.py), qrels files (engine/qrels.py)
+and ranking snapshots (engine/snapshot.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+from engine import SearchParams, Store, Variant, search
+from engine.chunkids import chunk_ids
+from engine.evaluation import (
+    compare_evals,
+    compare_measure,
+    eval_to_dict,
+    evaluate_lists,
+    evaluate_set,
+    evaluate_trace,
+    parse_measures,
+    ranked_ids,
+    trec_run_lines,
+)
+from engine.qrels import Qrels, QrelsError, default_qrels_path, read_qrels, write_qrels
+from engine.snapshot import check_snapshot, diff_lists, parse_stage_list, take_snapshot, validate_snapshot
+from engine.stages import RANKED_IDS, ranked_lists, stage_lists
+
+from ..conftest import REPO, SAMPLE_CORPUS
+from ..helpers import index_collide, index_zebra
+
+DEMO_QUERIES = json.loads((REPO / "docs" / "demo-queries.json").read_text("utf-8"))
+DEMO_QRELS = REPO / "docs" / "demo-qrels.json"
+
+
+@pytest.fixture(scope="module")
+def sample():
+    from engine import index_corpus
+
+    s = Store.create(":memory:")
+    index_corpus(s, SAMPLE_CORPUS)
+    yield s
+    s.close()
+
+
+# ─── measures ────────────────────────────────────────────────────────────
+
+
+def test_values_follow_trec_eval_definitions():
+    ms = parse_measures("nDCG@10,RR,R@10,P@3")
+    qrels = {"q": {"a": 3, "b": 1, "c": 0}}
+    got = evaluate_lists({"q": ["b", "a", "z"]}, qrels, ms)["q"]
+    dcg = 1 / math.log2(2) + 3 / math.log2(3)  # gain = grade, discount log2(rank + 1)
+    idcg = 3 / math.log2(2) + 1 / math.log2(3)
+    assert got["nDCG@10"] == pytest.approx(dcg / idcg)
+    assert got["RR"] == 1.0  # grade 1 counts as relevant
+    assert got["R@10"] == 1.0 and got["P@3"] == pytest.approx(2 / 3)
+    strict = evaluate_lists({"q": ["b", "a"]}, qrels, parse_measures("RR(rel=2)"))["q"]
+    assert strict == {"RR(rel=2)": 0.5}
+
+
+def test_an_empty_stage_list_scores_zero_and_counts_in_the_mean():
+    """trec_eval -c: a judged query with nothing at a stage scores 0, so the
+    mean is over every judged query (here 1 / 2, not 1 / 1)."""
+    ms = parse_measures("RR,R@10,nDCG@10,P@3")
+    qrels = {"hit": {"a": 1}, "empty": {"b": 2}, "missing": {"c": 3}}
+    per = evaluate_lists({"hit": ["a"], "empty": []}, qrels, ms)
+    assert set(per) == {"hit", "empty", "missing"}
+    assert per["empty"] == per["missing"] == {m: 0.0 for m in ("RR", "R@10", "nDCG@10", "P@3")}
+    assert per["hit"]["RR"] == 1.0
+
+
+def test_unjudged_queries_are_not_evaluated():
+    per = evaluate_lists({"q": ["a"], "other": ["a"]}, {"q": {"a": 1}, "none": {}}, parse_measures("RR"))
+    assert per == {"q": {"RR": 1.0}}
+
+
+def test_the_order_is_the_stage_order_not_the_document_ids():
+    # trec_eval breaks score ties by document id; scores n - rank + 1 keep our order.
+    qrels = {"q": {"a": 1}}
+    assert evaluate_lists({"q": ["z", "a"]}, qrels, parse_measures("RR"))["q"]["RR"] == 0.5
+    assert evaluate_lists({"q": ["a", "z"]}, qrels, parse_measures("RR"))["q"]["RR"] == 1.0
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("nDCG@10,Bogus@3", "unknown measure 'Bogus@3'"),
+    ("", "no measure given"),
+    ("Judged@10", "not computed by trec_eval"),
+])
+def test_bad_measures(spec, message):
+    with pytest.raises(ValueError, match=message):
+        parse_measures(spec)
+
+
+def test_default_measures_and_duplicates():
+    assert [str(m) for m in parse_measures(None)] == ["nDCG@10", "RR", "R@10", "P@3"]
+    assert [str(m) for m in parse_measures("RR, RR ,R@5")] == ["RR", "R@5"]
+
+
+# ─── stage lists ─────────────────────────────────────────────────────────
+
+
+def test_stage_lists_use_the_shared_stage_ids(store):
+    index_zebra(store)
+    trace = search(store, SearchParams("zebra crossing", limit=2))
+    lists = ranked_lists(trace)
+    assert list(lists) == ["porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final"]
+    assert lists == stage_lists(trace)  # the first pass answered: its lists, as the table gives them
+    ids = chunk_ids(store)
+    named = ranked_ids(trace, ids)
+    # the rerank swaps rows 1 and 2; final is the rerank order
+    assert named["trim"] == ["a.md::Zebra crossing guide", "b.md::Beta"]
+    assert named["rerank"] == named["final"] == ["b.md::Beta", "a.md::Zebra crossing guide"]
+    assert "rerank" not in ranked_lists(search(store, SearchParams("zebra", variant=Variant(rerank="off"))))
+    # the rerank moved before the trim still comes first in the table's order
+    moved = search(store, SearchParams("zebra crossing", limit=2, variant=Variant(rerank="before-trim")))
+    assert list(stage_lists(moved))[5:7] == ["rerank", "trim"] and list(ranked_lists(moved))[5:7] == ["trim", "rerank"]
+
+
+def test_a_merged_chunk_is_in_the_retriever_lists_but_not_after_fusion(store):
+    index_collide(store)
+    named = ranked_ids(search(store, SearchParams("alpha widget")), chunk_ids(store))
+    assert "guide.md::Guide > Example#2" in named["porter"]
+    assert named["fusion"] == ["guide.md::Guide > Example"]
+
+
+def test_fuzzy_stages_appear_when_the_rerun_happens(sample):
+    trace = search(sample, SearchParams("replicaton quorom"))
+    lists = ranked_lists(trace)
+    assert [s for s in lists if s.startswith("fuzzy:")] == [f"fuzzy:{s}" for s in
+                                                            ("porter", "trigram", "fusion", "pool", "filter", "trim",
+                                                             "rerank", "final")]
+    # the first pass stopped at the empty session filter: its trim and rerank did not run
+    assert lists["porter"] == () and "trim" not in lists and "rerank" not in lists
+    # final is the answer: the re-run's (the first pass's own final list is empty)
+    assert len(lists["final"]) == 3 and lists["final"] == lists["fuzzy:final"]
+    assert stage_lists(trace)["final"] == ()
+
+
+def test_evaluate_trace_for_one_query(sample):
+    trace = search(sample, SearchParams("write quorum"))
+    ids = chunk_ids(sample)
+    per = evaluate_trace(trace, {"docs/replication.md::Replication > Write quorum": 3}, ids, parse_measures("RR"))
+    assert per["rerank"]["RR"] == 1.0 and per["trim"]["RR"] == 0.5 and per["final"]["RR"] == 1.0
+    assert evaluate_trace(trace, {}, ids) == {}
+
+
+# ─── a query set ─────────────────────────────────────────────────────────
+
+
+def test_evaluate_the_demo_queries(sample):
+    qrels = read_qrels(DEMO_QRELS)
+    ev = evaluate_set(sample, DEMO_QUERIES, qrels, "R@10,RR")
+    assert ev.unjudged == ("empty",) and ev.unknown_docs == ()
+    assert [q.id for q in ev.queries] == [e["id"] for e in DEMO_QUERIES if e["id"] != "empty"]
+    assert ev.stages == RANKED_IDS  # the fuzzy query re-ran, so its stages are evaluated
+    for stage in ev.stages:
+        for m in ev.measures:  # the mean counts every judged query, 0 where the stage is empty or absent
+            assert ev.means[stage][m] == pytest.approx(sum(ev.values(stage, m)) / len(ev.queries))
+    fuzzy = next(q for q in ev.queries if q.id == "fuzzy")
+    assert fuzzy.stages["porter"]["R@10"] == 0.0 and fuzzy.stages["final"]["RR"] == 1.0
+    assert all("fuzzy:porter" not in q.stages for q in ev.queries if q.id != "fuzzy")
+    # the pool (= limit 3 without sessions) loses relevant chunks fusion had found
+    assert ev.means["pool"]["R@10"] < ev.means["fusion"]["R@10"]
+    # the session filter of 'session-filter' removes relevant sess-ops chunks
+    sf = next(q for q in ev.queries if q.id == "session-filter")
+    assert sf.stages["filter"]["R@10"] < sf.stages["pool"]["R@10"]
+
+
+def test_stale_judgments_are_reported(sample):
+    qrels = Qrels({"rerank": {"nowhere.md::Gone": 2, "docs/replication.md::Replication > Write quorum": 3}})
+    ev = evaluate_set(sample, [{"id": "rerank", "query": "write quorum"}], qrels, "RR")
+    assert ev.unknown_docs == ("nowhere.md::Gone",)
+
+
+def test_ab_comparison_counts_and_tests(sample):
+    qrels = read_qrels(DEMO_QRELS)
+    ms = parse_measures("nDCG@10,RR")
+    a = evaluate_set(sample, DEMO_QUERIES, qrels, ms)
+    b = evaluate_set(sample, DEMO_QUERIES, qrels, ms, Variant(rerank="off"))
+    cmp = compare_evals(a, b)
+    nd = cmp.measures[0]
+    assert nd.measure == "nDCG@10" and nd.improved + nd.worsened + nd.tied == len(a.queries)
+    assert nd.worsened >= 1 and nd.delta == pytest.approx(nd.mean_b - nd.mean_a)
+    from scipy import stats
+
+    assert nd.p_ttest == pytest.approx(stats.ttest_rel(b.values("final", "nDCG@10"), a.values("final", "nDCG@10")).pvalue)
+    rr = cmp.measures[1]
+    assert (rr.improved, rr.worsened, rr.p_ttest, rr.p_wilcoxon) == (0, 0, None, None)
+    doc = eval_to_dict(a, cmp)
+    assert list(doc) == ["measures", "stages", "queries", "comparison"]
+    assert doc["comparison"]["a"] == "reference" and doc["comparison"]["b"] == "rerank=off"
+    assert set(doc["comparison"]["measures"]["RR"]) == {
+        "mean_a", "mean_b", "delta", "improved", "worsened", "tied", "p_ttest", "p_wilcoxon"}
+    assert eval_to_dict(a)["comparison"] is None
+
+
+def test_compare_measure_edge_cases():
+    same = compare_measure([0.5, 0.2], [0.5, 0.2], "RR")
+    assert (same.tied, same.p_ttest, same.p_wilcoxon) == (2, None, None)
+    shifted = compare_measure([0.1, 0.2, 0.3], [0.2, 0.3, 0.4], "RR")  # every difference equal: t undefined
+    assert shifted.improved == 3 and shifted.p_ttest is None and shifted.p_wilcoxon is not None
+    one = compare_measure([0.0], [1.0], "RR")
+    assert one.improved == 1 and one.p_ttest is None
+
+
+def test_trec_run_lines_have_strictly_decreasing_scores():
+    lines = trec_run_lines("q 1", ["a.md::T", "b.md::Two words", "c.md::U"], "rankscope-final")
+    assert lines[1] == "q%201 Q0 b.md::Two%20words 2 2 rankscope-final"
+    scores = [float(line.split()[4]) for line in lines]
+    assert scores == sorted(scores, reverse=True) and len(set(scores)) == 3
+    assert all(len(line.split()) == 6 for line in lines)
+
+
+# ─── qrels files ─────────────────────────────────────────────────────────
+
+
+def test_the_shipped_qrels_agree_and_name_real_chunks(sample):
+    as_json, as_trec = read_qrels(DEMO_QRELS), read_qrels(REPO / "docs" / "demo-qrels.txt")
+    assert as_json.judgments == as_trec.judgments and as_json.count() > 50
+    ids = chunk_ids(sample)
+    assert [d for docs in as_json.judgments.values() for d in docs if d not in ids] == []
+    assert set(as_json.queries.values()) <= {e["query"] for e in DEMO_QUERIES}
+
+
+@pytest.mark.parametrize("name", ["q.txt", "q.json", "qrels"])
+def test_qrels_round_trip(tmp_path, name):
+    q = Qrels({"q 1": {"a.md::Two words": 3, "b.md::X#2": 0}, "q2": {"é::ü\t": 1}}, {"q2": "some query"})
+    write_qrels(q, tmp_path / name)
+    back = read_qrels(tmp_path / name)
+    assert back.judgments == q.judgments
+    if name.endswith(".json"):
+        assert back == q  # the JSON form keeps the query texts too
+
+
+def test_qrels_editing():
+    q = Qrels()
+    q.set_grade("rerank", "a::b", 2, query="write quorum")
+    assert q.grade("rerank", "a::b") == 2 and q.qid_for_text("write quorum") == "rerank"
+    q.set_grade("rerank", "a::b", None)
+    assert not q.judged("rerank") and q.count() == 0
+    with pytest.raises(QrelsError, match="grade must be 0, 1, 2 or 3"):
+        q.set_grade("rerank", "a::b", 4)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q 0 doc\n", "line 1: expected 'qid 0 docid grade' (4 fields); got 3"),
+    ("# comment\n\nq 0 doc 7\n", "line 3: grade must be 0, 1, 2 or 3; got 7"),
+    ("q 0 doc x\n", "line 1: grade must be 0, 1, 2 or 3; got 'x'"),
+    ('{"format": "rankscope-qrels", "version": 9, "queries": []}', "unsupported version 9"),
+    ('{"format": "rankscope-qrels", "version": 1, "queries": [{"id": "q", "judgments": {"d": 5}}]}', "grade must be"),
+    ('{"a": 1}', "not a qrels file"),
+    ("{nope", "is not valid JSON"),
+])
+def test_malformed_qrels(tmp_path, text, message):
+    path = tmp_path / "bad.qrels"
+    path.write_text(text, "utf-8")
+    with pytest.raises(QrelsError, match=re.escape(message)):
+        read_qrels(path)
+
+
+def test_plain_dict_qrels(tmp_path):
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps({"q": {"d": 2}}), "utf-8")
+    assert read_qrels(path).judgments == {"q": {"d": 2}}
+
+
+def test_default_qrels_path_is_per_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANKSCOPE_DATA_DIR", str(tmp_path / "data"))
+    a, b = default_qrels_path(tmp_path / "a.db"), default_qrels_path(tmp_path / "b.db")
+    assert a != b and a.parent.parent == tmp_path / "data" / "stores" and a.name == "qrels.json"
+    assert default_qrels_path(tmp_path / "x" / ".." / "a.db") == a
+    assert default_qrels_path(None) is None and default_qrels_path(":memory:") is None
+
+
+# ─── snapshots ───────────────────────────────────────────────────────────
+
+
+def test_diff_lists():
+    d = diff_lists("final", ["a", "b", "c"], ["b", "a", "d"])
+    assert d.moved == (("b", 2, 1), ("a", 1, 2)) and d.entered == (("d", 3),) and d.left == (("c", 3),)
+    assert not diff_lists("final", ["a"], ["a"]).changed
+
+
+def test_snapshot_round_trip_and_change(store):
+    index_zebra(store)
+    entries = [{"id": "z", "query": "zebra crossing", "limit": 2}, {"id": "o", "query": "relevant"}]
+    snap = json.loads(json.dumps(take_snapshot(store, entries)))
+    assert validate_snapshot(snap) is snap
+    assert snap["queries"][0]["stages"]["final"] == ["b.md::Beta", "a.md::Zebra crossing guide"]
+    assert check_snapshot(store, snap).ok
+    store.index_text("c.md", "# Zebra crossing\nzebra crossing zebra crossing\n", "markdown")
+    result = check_snapshot(store, snap)
+    assert not result.ok and [q.id for q in result.changed] == ["z"]
+    final = next(s for s in result.changed[0].stages if s.stage == "final")
+    assert final.entered == (("c.md::Zebra crossing", 1),)
+    only_trigram = check_snapshot(store, snap, ("trigram",))
+    assert [s.stage for s in only_trigram.changed[0].stages] == ["trigram"]
+    assert result.to_dict()["changed"][0]["stages"]["final"]["entered"] == [["c.md::Zebra crossing", 1]]
+
+
+@pytest.mark.parametrize("data, message", [
+    ({}, "not a rankscope snapshot"),
+    ({"format": "rankscope-snapshot", "version": 2, "queries": []}, "unsupported snapshot version 2"),
+    ({"format": "rankscope-snapshot", "version": 1, "queries": [{"entry": {}}]}, "query #1 must have"),
+])
+def test_bad_snapshots(data, message):
+    with pytest.raises(ValueError, match=message):
+        validate_snapshot(data)
+
+
+def test_stage_list():
+    assert parse_stage_list("final, rerank,final") == ("final", "rerank")
+    assert parse_stage_list(None) is None and parse_stage_list(" ") is None
+    with pytest.raises(ValueError, match="unknown stage 'answer'"):
+        parse_stage_list("answer")

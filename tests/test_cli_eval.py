@@ -1,0 +1,282 @@
+"""``rankscope eval``, ``batch --trec-run``, ``snapshot save|check`` and
+``qrels`` (tui/cli/eval.py, tui/cli/search.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from engine.qrels import Qrels, default_qrels_path, write_qrels
+from tui.cli import CliError, app, main
+
+from .conftest import REPO, SAMPLE_CORPUS
+
+runner = CliRunner()
+QUERIES = REPO / "docs" / "demo-queries.json"
+QRELS_JSON = REPO / "docs" / "demo-qrels.json"
+QRELS_TREC = REPO / "docs" / "demo-qrels.txt"
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def error_of(result) -> str:
+    assert isinstance(result.exception, CliError), result.output
+    return str(result.exception)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("eval") / "sample.db"
+    r = invoke("index", SAMPLE_CORPUS, "--db", path)
+    assert r.exit_code == 0, r.output
+    return path
+
+
+# ─── eval ────────────────────────────────────────────────────────────────
+
+
+def test_eval_json_schema(db):
+    r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_TREC, "--measures", "nDCG@10,RR,R@10", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert list(doc) == ["measures", "stages", "queries", "comparison"]
+    assert doc["measures"] == ["nDCG@10", "RR", "R@10"] and doc["comparison"] is None
+    assert list(doc["stages"])[:8] == ["porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final"]
+    assert all(set(v) == {"nDCG@10", "RR", "R@10"} for v in doc["stages"].values())
+    assert [q["id"] for q in doc["queries"]] == [e["id"] for e in json.loads(QUERIES.read_text()) if e["id"] != "empty"]
+    assert all(set(q) == {"id", "stages"} for q in doc["queries"])
+    fuzzy = next(q for q in doc["queries"] if q["id"] == "fuzzy")
+    # the first pass found nothing: every first-pass stage scores 0 (and counts in the mean)
+    assert fuzzy["stages"]["porter"] == {"nDCG@10": 0.0, "RR": 0.0, "R@10": 0.0}
+    n = len(doc["queries"])
+    assert doc["stages"]["porter"]["RR"] == pytest.approx(sum(q["stages"]["porter"]["RR"] for q in doc["queries"]) / n)
+
+
+def test_eval_reads_both_qrels_forms_alike(db):
+    a = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_TREC, "--json")
+    b = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--json")
+    assert a.exit_code == b.exit_code == 0
+    assert json.loads(a.output) == json.loads(b.output)
+
+
+def test_eval_human(db):
+    r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON)
+    assert r.exit_code == 0, r.output
+    for text in ("Mean over 9 judged queries, per stage", "fuzzy:rerank", "Per query, final stage",
+                 "1 unjudged query not counted: empty", "trec_eval -c", "nDCG@10"):
+        assert text in r.output, text
+
+
+def test_eval_ab(db):
+    r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--b", "rerank=off", "--json")
+    assert r.exit_code == 0, r.output
+    cmp = json.loads(r.output)["comparison"]
+    assert cmp["a"] == "reference" and cmp["b"] == "rerank=off" and cmp["stage"] == "final"
+    assert "rerank" not in cmp["stages"]  # B does not rerank
+    nd = cmp["measures"]["nDCG@10"]
+    assert nd["improved"] + nd["worsened"] + nd["tied"] == 9 and nd["worsened"] >= 1
+    assert 0 < nd["p_ttest"] <= 1 and 0 < nd["p_wilcoxon"] <= 1
+    human = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--b", "rerank=off")
+    assert human.exit_code == 0
+    for text in ("A reference  vs  B rerank=off, stage final", "better", "p (t)", "p (W)", "→"):
+        assert text in human.output, text
+
+
+def test_eval_uses_the_stores_own_judgments(db, tmp_path, monkeypatch):
+    monkeypatch.setenv("RANKSCOPE_DATA_DIR", str(tmp_path / "data"))
+    r = invoke("eval", QUERIES, "--db", db)
+    assert "no judgments for" in error_of(r) and "give --qrels FILE" in error_of(r)
+    write_qrels(Qrels({"rerank": {"docs/replication.md::Replication > Write quorum": 3}}), default_qrels_path(db))
+    r = invoke("eval", QUERIES, "--db", db, "--json", "--measures", "RR")
+    assert r.exit_code == 0, r.output
+    assert [q["id"] for q in json.loads(r.output)["queries"]] == ["rerank"]
+    p = invoke("qrels", "path", "--db", db)
+    assert p.output.strip() == str(default_qrels_path(db))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--measures", "Nope@3"], "--measures: unknown measure 'Nope@3'"),
+    (["--b", "rerank=sideways"], "--b: bad value 'sideways' for rerank"),
+    (["--qrels", "/nonexistent/q.txt"], "no such qrels file: /nonexistent/q.txt"),
+])
+def test_eval_errors(db, args, message):
+    extra = [] if "--qrels" in args else ["--qrels", str(QRELS_JSON)]
+    assert message in error_of(invoke("eval", QUERIES, "--db", db, *extra, *args))
+
+
+def test_eval_without_any_judged_query(db, tmp_path):
+    q = tmp_path / "q.txt"
+    q.write_text("other 0 a.md::X 1\n")
+    message = error_of(invoke("eval", QUERIES, "--db", db, "--qrels", q))
+    assert "none of the 10 queries" in message and "judged ids: other" in message
+
+
+def test_eval_bad_qrels_line_is_one_line_error(db, tmp_path, capsys):
+    q = tmp_path / "q.txt"
+    q.write_text("rerank 0 a.md::X 9\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", str(QUERIES), "--db", str(db), "--qrels", str(q)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rankscope: error: ") and "line 1: grade must be 0, 1, 2 or 3; got 9" in err
+
+
+# ─── batch --trec-run ────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize("stage", ["final", "porter", "fuzzy:rerank"])
+def test_trec_run_reads_back_to_the_same_numbers(db, tmp_path, stage):
+    import ir_measures
+
+    run = tmp_path / "run.txt"
+    r = invoke("batch", QUERIES, "--db", db, "--trec-run", run, "--stage", stage)
+    assert r.exit_code == 0, r.output
+    assert f"(stage {stage}) to {run}" in r.output
+    lines = run.read_text().splitlines()
+    assert lines and all(len(line.split()) == 6 and line.split()[5] == f"rankscope-{stage}" for line in lines)
+    by_query: dict[str, list[tuple[int, float]]] = {}
+    for line in lines:
+        qid, _, _, rank, score, _ = line.split()
+        by_query.setdefault(qid, []).append((int(rank), float(score)))
+    for ranks in by_query.values():
+        assert [r for r, _ in ranks] == list(range(1, len(ranks) + 1))
+        assert all(a[1] > b[1] for a, b in zip(ranks, ranks[1:]))  # strictly decreasing
+    measures = [ir_measures.parse_measure(m) for m in ("nDCG@10", "RR", "R@10", "P@3")]
+    qrels = list(ir_measures.read_trec_qrels(str(QRELS_TREC)))
+    judged = {q.query_id for q in qrels}
+    per = {}
+    for m in ir_measures.iter_calc(measures, qrels, list(ir_measures.read_trec_run(str(run)))):
+        per.setdefault(m.query_id, {})[str(m.measure)] = m.value
+    got = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_TREC, "--json").output)
+    for name in ("nDCG@10", "RR", "R@10", "P@3"):
+        mean = sum(per.get(q, {}).get(name, 0.0) for q in judged) / len(judged)
+        assert mean == pytest.approx(got["stages"][stage][name], abs=1e-12), name
+        for q in got["queries"]:
+            assert per.get(q["id"], {}).get(name, 0.0) == pytest.approx(q["stages"].get(stage, {}).get(name, 0.0))
+
+
+def test_trec_run_with_out_writes_both(db, tmp_path):
+    run, out = tmp_path / "run.txt", tmp_path / "traces.json"
+    r = invoke("batch", QUERIES, "--db", db, "--trec-run", run, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(out.read_text())) == 10 and run.read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--trec-run", "RUN", "--stage", "answer"], "--stage: unknown stage 'answer'"),
+    (["--stage", "porter"], "--stage applies to --trec-run"),
+    (["--trec-run", "/nonexistent/dir/run.txt"], "--trec-run /nonexistent/dir/run.txt: folder /nonexistent/dir does not exist"),
+])
+def test_trec_run_errors(db, tmp_path, args, message):
+    args = [str(tmp_path / "run.txt") if a == "RUN" else a for a in args]
+    assert message in error_of(invoke("batch", QUERIES, "--db", db, *args))
+
+
+# ─── snapshot ────────────────────────────────────────────────────────────
+
+
+def test_snapshot_check_fails_with_a_readable_diff_after_a_corpus_change(tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS, corpus)
+    store = tmp_path / "s.db"
+    assert invoke("index", corpus, "--db", store).exit_code == 0
+    snap = tmp_path / "snap.json"
+    r = invoke("snapshot", "save", QUERIES, "--db", store, "-o", snap)
+    assert r.exit_code == 0, r.output
+    assert "recorded 10 queries" in r.output
+    data = json.loads(snap.read_text())
+    assert data["format"] == "rankscope-snapshot" and data["queries"][0]["stages"]["final"]
+    ok = invoke("snapshot", "check", snap, "--db", store)
+    assert ok.exit_code == 0, ok.output
+    assert "unchanged: 10 queries, every stage" in ok.output
+    # Edit the docs: a new section about throttling outranks the old ones.
+    page = corpus / "docs" / "backpressure.md"
+    page.write_text(page.read_text("utf-8") + "\n## Throttling explained\nthrottling throttling throttled producers\n", "utf-8")
+    assert invoke("index", corpus, "--db", store).exit_code == 0
+    bad = invoke("snapshot", "check", snap, "--db", store)
+    assert bad.exit_code == 1, bad.output
+    out = bad.output
+    assert "changed: " in out and "query porter-stemming ('throttling')" in out
+    assert "entered at 1  docs/backpressure.md::Backpressure > Throttling explained" in out
+    assert "left (was 3)" in out and "moved   1 → 2" in out
+    finals = invoke("snapshot", "check", snap, "--db", store, "--stages", "final", "--json")
+    assert finals.exit_code == 1
+    doc = json.loads(finals.output)
+    assert doc["ok"] is False and doc["stages"] == ["final"]
+    assert all(set(q["stages"]) <= {"final"} for q in doc["changed"])
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{}", "is not a rankscope snapshot"),
+    ("nope", "cannot read snapshot"),
+])
+def test_snapshot_check_bad_files(db, tmp_path, content, message):
+    snap = tmp_path / "snap.json"
+    snap.write_text(content)
+    assert message in error_of(invoke("snapshot", "check", snap, "--db", db))
+
+
+def test_snapshot_errors(db, tmp_path):
+    assert "no such snapshot file" in error_of(invoke("snapshot", "check", tmp_path / "none.json", "--db", db))
+    assert "--stages: unknown stage 'answer'" in error_of(
+        invoke("snapshot", "check", tmp_path / "none.json", "--db", db, "--stages", "answer"))
+    assert "-o" in error_of(invoke("snapshot", "save", QUERIES, "--db", db, "-o", tmp_path))
+
+
+def test_groups_run_through_main(db, tmp_path, capsys):
+    snap = tmp_path / "snap.json"
+    with pytest.raises(SystemExit) as exc:
+        main(["snapshot", "save", str(QUERIES), "--db", str(db), "-o", str(snap)])
+    assert exc.value.code == 0
+    with pytest.raises(SystemExit) as exc:
+        main(["snapshot", "check", str(snap), "--db", str(db), "--stages", "final"])
+    assert exc.value.code == 0
+    assert "unchanged" in capsys.readouterr().out
+
+
+# ─── qrels convert ───────────────────────────────────────────────────────
+
+
+def test_qrels_convert_round_trip(tmp_path):
+    trec, back = tmp_path / "q.txt", tmp_path / "q.json"
+    r = invoke("qrels", "convert", QRELS_JSON, trec)
+    assert r.exit_code == 0, r.output
+    assert trec.read_text() == QRELS_TREC.read_text()
+    assert invoke("qrels", "convert", trec, back).exit_code == 0
+    assert json.loads(back.read_text())["queries"][0]["judgments"] == json.loads(QRELS_JSON.read_text())["queries"][0]["judgments"]
+    assert "no such qrels file" in error_of(invoke("qrels", "convert", tmp_path / "none", back))
+
+
+def test_readme_eval_example_is_current(db):
+    """The per-stage table the README shows for the demo queries is what
+    ``rankscope eval`` prints today (with the sessions map picked up)."""
+    readme = (REPO / "README.md").read_text("utf-8")
+    block = readme.split("$ rankscope eval docs/demo-queries.json --db /tmp/sample.db --qrels docs/demo-qrels.json\n", 1)[1]
+    block = block.split("```", 1)[0].split("Per query", 1)[0]
+    doc = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--json").output)
+    rows = {line.split()[0]: line.split()[1:] for line in block.splitlines()
+            if line.strip() and line.split()[0] in doc["stages"]}
+    assert set(rows) == set(doc["stages"])
+    for stage, cells in rows.items():
+        assert cells == [f"{doc['stages'][stage][m]:.3f}" for m in doc["measures"]], stage
+
+
+@pytest.mark.parametrize("args", [
+    ["eval", "QUERIES", "--qrels", str(QRELS_TREC)],
+    ["batch", "QUERIES", "--trec-run", "RUN"],
+    ["snapshot", "save", "QUERIES", "-o", "SNAP"],
+], ids=lambda a: " ".join(a[:2]))
+def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps([{"id": "rerank", "query": "quorum"}]))
+    subs = {"QUERIES": str(queries), "RUN": str(tmp_path / "run.txt"), "SNAP": str(tmp_path / "snap.json")}
+    with pytest.raises(SystemExit) as exc:
+        main([subs.get(a, a) for a in args] + ["--db", str(damaged_db)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rankscope: error: {damaged_db} is damaged") and len(err.splitlines()) == 1

@@ -1,0 +1,181 @@
+"""Import hygiene, read from the source (``ast``), not from what happens to
+be loaded: no import cycle among rankscope's own modules (imports inside
+functions count too: a lazy import only hides a cycle), and no engine module
+imports ``textual`` or ``rich``."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+PACKAGES = ("engine", "tui", "benchmarks")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            out[_module_name(path)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node except those under ``if TYPE_CHECKING:`` (never executed)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not _is_type_checking(child):
+                todo.append(child)
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every project module ``name`` imports, at any depth of the file.
+    ``from pkg import x`` counts as ``pkg.x`` when that is a module, else ``pkg``."""
+    is_pkg = path.name == "__init__.py"
+    package = name if is_pkg else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _runtime_nodes(ast.parse(path.read_text("utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            targets = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in MODULES else prefix
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _is_ancestor_edge(a: str, b: str) -> bool:
+    """``a`` is a package containing ``b`` (importing a submodule runs its
+    package's ``__init__`` first; that edge is not a cycle of ours)."""
+    return b.startswith(a + ".")
+
+
+def test_no_import_cycle():
+    graph = {name: {t for t in _imports(name, path) if not _is_ancestor_edge(t, name)}
+             for name, path in MODULES.items()}
+    assert _cycles(graph) == []
+
+
+def test_cycle_finder_finds_a_cycle():
+    """The check can fail: a two-module and a three-module cycle are found."""
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert _cycles({"x": {"y"}, "y": {"z"}, "z": {"x"}}) == [["x", "y", "z"]]
+
+
+ENGINE_MODULES = sorted(n for n in MODULES if n == "engine" or n.startswith("engine."))
+
+
+@pytest.mark.parametrize("module", ENGINE_MODULES)
+def test_engine_module_imports_no_ui_library(module):
+    """The engine is pure Python: no Textual, no Rich (directly, at any depth of the file)."""
+    tree = ast.parse(MODULES[module].read_text("utf-8"))
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            roots.add(node.module.split(".")[0])
+    assert not roots & {"textual", "rich"}
+
+
+def test_engine_loads_without_ui_libraries():
+    """Importing every engine module pulls in neither library, transitively."""
+    code = (
+        "import importlib, sys\n"
+        f"for m in {ENGINE_MODULES!r}: importlib.import_module(m)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("entry", [["-m", "tui.cli"], ["-m", "tui"]])
+def test_python_m_runs_every_subcommand(entry):
+    """``python -m tui.cli`` and ``python -m tui`` list every subcommand and
+    each one's ``--help`` works (it failed before: commands were registered by
+    import side effect on a second copy of the app)."""
+    from tui.cli.main import COMMANDS
+
+    listing = subprocess.run([sys.executable, *entry, "--help"], cwd=REPO, capture_output=True, text=True,
+                             timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert listing.returncode == 0, listing.stderr
+    for name, _ in COMMANDS:
+        assert f" {name} " in listing.stdout
+        sub = subprocess.run([sys.executable, *entry, name, "--help"], cwd=REPO, capture_output=True, text=True,
+                             timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+        assert sub.returncode == 0, (name, sub.stderr)
+        assert f"Usage: rankscope {name}" in sub.stdout or f"Usage: python -m" in sub.stdout

@@ -1,0 +1,193 @@
+"""The agent view (F12) and the agent log in the browser, with Pilot on the
+recorded ``shared/agent-view`` stores; every wait is on a condition."""
+
+from __future__ import annotations
+
+import json
+
+from textual.widgets import OptionList, Static
+
+from engine import SearchParams, Store
+from engine.agent import AgentContext, ctx_search
+from tui.app import make_app
+from tui.screens.agent import AgentViewScreen, chunk_with_windows
+from tui.screens.agent_log import AgentLogScreen
+
+from ..conftest import AGENT_VIEW, SESSION_DB
+from .conftest import plain, run_command, search_for
+
+NARROW = (80, 24)
+WIDE = (120, 40)
+PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
+
+
+async def wait_for(pilot, condition, what: str, rounds: int = 100) -> None:
+    """Pause and let workers finish until ``condition()`` holds."""
+    for _ in range(rounds):
+        if condition():
+            return
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def agent_screen(app) -> AgentViewScreen | None:
+    return app.screen if isinstance(app.screen, AgentViewScreen) else None
+
+
+def answered(app) -> bool:
+    s = agent_screen(app)
+    return s is not None and s.trace is not None and s._shown_seq == s._seq
+
+
+def _app(path, **kwargs):
+    store = Store.open_readonly(path)
+    return make_app(store, store_label=path.name, show_timings=False, cursor_blink=False, **kwargs)
+
+
+async def test_agent_view_shows_what_the_agent_receives():
+    app = _app(AGENT_VIEW / "store.db", params=SearchParams("", limit=3))
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "heartbeat interval")
+        await pilot.press("f12")
+        await wait_for(pilot, lambda: answered(app), "the agent view")
+        screen = agent_screen(app)
+        with Store.open_readonly(AGENT_VIEW / "store.db") as store:
+            expected = ctx_search(store, {"queries": ["heartbeat interval"], "limit": 3})
+        assert screen.trace.text == expected.text
+        summary = plain(screen.query_one("#agent-summary", Static))
+        assert "the agent gets 2 of your 3" in summary
+        assert "call #1 of its window" in summary
+        options = screen.query_one("#agent-results", OptionList)
+        assert options.option_count == len(screen.trace.queries[0].results) == 1
+        first = str(options.get_option_at_index(0).prompt)
+        assert "matched terms outside the snippet" in first  # the 1500-unit budget cut a window
+        detail = plain(screen.query_one("#agent-text", Static))
+        assert "⟦" in detail and "⚠" in detail
+        # the whole answer, then the third call of the window: the warning footer
+        await pilot.press("a")
+        assert "> Throttle: call #1/8" in plain(screen.query_one("#agent-text", Static))
+        await pilot.press("plus", "plus")
+        await wait_for(pilot, lambda: answered(app) and screen.trace.throttle.count == 3, "call #3")
+        assert screen.trace.text == expected.text.replace(expected.footer, "") + screen.trace.footer
+        assert "⚠ search call #3/8" in screen.trace.footer
+        await pilot.press("plus")
+        await wait_for(pilot, lambda: answered(app) and screen.trace.throttle.count == 4, "call #4")
+        assert screen.trace.effective_limit == 1
+        assert "soft-capped" in plain(screen.query_one("#agent-summary", Static))
+        # Escape closes; the browser is back
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: agent_screen(app) is None, "the browser")
+
+
+async def test_f12_opens_and_closes_the_agent_view_and_f5_is_the_rank_flow():
+    app = _app(AGENT_VIEW / "store.db")
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "relay")
+        await pilot.press("f5")  # F5 is the rank flow (issue 9); F5 again closes it
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "FlowScreen", "the rank flow")
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: app.screen is app.browser, "the browser")
+        assert agent_screen(app) is None
+        await pilot.press("f12")
+        await wait_for(pilot, lambda: answered(app), "the agent view")
+        await pilot.press("f12")  # the same key closes it
+        await wait_for(pilot, lambda: agent_screen(app) is None, "the browser")
+
+
+async def test_agent_view_follows_parameter_changes():
+    app = _app(AGENT_VIEW / "store.db")
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "relay")
+        await pilot.press("f12")
+        await wait_for(pilot, lambda: answered(app), "the agent view")
+        screen = agent_screen(app)
+        app.browser.update_params(source="ops", limit=1)
+        await wait_for(pilot, lambda: answered(app) and screen.request.arguments.get("source") == "ops", "the change")
+        with Store.open_readonly(AGENT_VIEW / "store.db") as store:
+            assert screen.trace.text == ctx_search(store, {"queries": ["relay"], "limit": 1, "source": "ops"}).text
+        assert "the agent gets" not in plain(screen.query_one("#agent-summary", Static))
+
+
+async def test_plugin_toggle_applies_the_session_allow_set():
+    app = _app(PLUGIN_STORE, session_db=str(SESSION_DB))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "failover review")
+        await pilot.press("f12")
+        await wait_for(pilot, lambda: answered(app), "the agent view")
+        screen = agent_screen(app)
+        assert screen.trace.scope.mode == "none"
+        await pilot.press("p")
+        await wait_for(pilot, lambda: answered(app) and screen.trace.scope.mode == "plugin", "plugin mode")
+        project = "/tmp/agentview/public/project"
+        with Store.open_readonly(PLUGIN_STORE) as store:
+            expected = ctx_search(store, {"queries": ["failover review"], "limit": 3},
+                                  AgentContext(plugin_project=project, session_db=str(SESSION_DB)))
+        assert screen.trace.text == expected.text
+        assert len(screen.trace.scope.allow_set) == 3
+        assert "as the plugin sees it" in plain(screen.query_one("#agent-summary", Static))
+        assert "session-notes-s2" in screen.trace.text
+
+
+async def test_plugin_toggle_without_a_session_db_says_why():
+    app = _app(AGENT_VIEW / "store.db")
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "relay")
+        await pilot.press("f12")
+        await wait_for(pilot, lambda: answered(app), "the agent view")
+        await pilot.press("p")
+        await pilot.pause()
+        assert not agent_screen(app).plugin
+        assert any("No session DB" in str(n.message) for n in app._notifications)
+
+
+async def test_agent_log_lists_and_opens_a_recorded_call():
+    app = _app(PLUGIN_STORE, session_db=str(SESSION_DB))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "x")
+        await run_command(pilot, "Agent log")
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, "the agent log")
+        screen = app.screen
+        options = screen.query_one("#agent-log-list", OptionList)
+        assert options.option_count == 13
+        assert "12 of 13 give the recorded answer" in plain(screen.query_one("#agent-log-status", Static))
+        assert "differs" in str(options.get_option_at_index(4).prompt)
+        # the 7th call: two queries over the fetched JSON with source, contentType and limit 5
+        options.highlighted = 6
+        await pilot.pause()
+        assert "call #3" in plain(screen.query_one("#agent-log-detail", Static))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: answered(app), "the recorded call's agent view")
+        view = agent_screen(app)
+        replay = screen.replays[6]
+        assert view.trace.text == replay.call.answer
+        assert view.request.arguments == replay.call.params and view.call_number == 3
+        assert "the agent gets 2 of your 5" in plain(view.query_one("#agent-summary", Static))
+        params = app.browser.params
+        assert (params.query, params.limit, params.source, params.content_type) == (
+            "circuitBreakers upstream-eu", 2, "corvid-config", "code")
+        assert params.sessions is not None and len(params.sessions) == 3
+
+
+async def test_agent_log_without_a_session_db():
+    app = _app(AGENT_VIEW / "store.db")
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "relay")
+        await pilot.press("f12")
+        await wait_for(pilot, lambda: answered(app), "the agent view")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen), "the agent log")
+        assert "No session DB is paired" in plain(app.screen.query_one("#agent-log-status", Static))
+
+
+def test_chunk_with_windows_marks_cut_and_unseen_text():
+    with Store.open_readonly(AGENT_VIEW / "store.db") as store:
+        trace = ctx_search(store, {"queries": ["heartbeat interval"], "limit": 2}, call_number=3)
+    result = trace.queries[0].results[0]
+    text = chunk_with_windows(result)
+    assert text.plain.count("⟦") == len(result.snippet.slices) == text.plain.count("⟧")
+    assert text.plain.count("⚠") == len(result.snippet.unseen_matches)
+    stripped = text.plain.replace("⟦", "").replace("⟧", "").replace("⚠", "")
+    assert stripped == result.content.replace("\r", "")
+    assert json.dumps(result.snippet.slices)  # offsets are plain ints

@@ -1,0 +1,164 @@
+"""The rank flow (F5, palette "Rank flow"), the results' movement column and
+the pinned chunk's line (issue 9 items 1-4 in the browser). Pilot, waiting on
+conditions."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import DataTable
+
+from engine import SearchParams
+from tui.screens.flow import FlowScreen
+
+from .conftest import build_app, plain, press, processed, rendered, run_command, search_for, settle, wait_for, wait_screen
+
+NARROW, WIDE = (80, 24), (120, 40)
+
+
+def cells(screen: FlowScreen, table: int = 0) -> list[list[str]]:
+    """Every row of a flow table as plain cell texts."""
+    t = screen.query_one(f"#flow-table-{table}", DataTable)
+    return [[str(getattr(c, "plain", c)) for c in t.get_row_at(i)] for i in range(t.row_count)]
+
+
+def headers(screen: FlowScreen, table: int = 0) -> list[str]:
+    t = screen.query_one(f"#flow-table-{table}", DataTable)
+    return [str(getattr(c.label, "plain", c.label)) for c in t.columns.values()]
+
+
+async def open_flow(pilot, query: str) -> FlowScreen:
+    await search_for(pilot, query)
+    await press(pilot, "f5")
+    screen = await wait_screen(pilot, FlowScreen, focused=False)
+    await rendered(pilot)
+    return screen
+
+
+def column(screen: FlowScreen, name: str, table: int = 0) -> list[str]:
+    i = headers(screen, table).index(name)
+    return [row[i] for row in cells(screen, table)]
+
+
+async def test_a_collision_shows_merged_in_the_fused_column():
+    app = build_app(params=SearchParams("", limit=5))
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_flow(pilot, "example")
+        assert headers(screen) == ["row", "title", "Porter", "Trigram", "Fused", "Pool", "Filter", "Trim", "Rerank",
+                                   "Final"]
+        rows = cells(screen)
+        merged = [r for r in rows if r[4].startswith("merged→")]
+        assert {r[0] for r in merged} >= {"46"} and all(r[4] == "merged→48" for r in merged if r[0] == "46")
+        assert column(screen, "Final")[:5] == ["#1 =", "#2 =", "#3 =", "#4 =", "#5 ="]
+        assert "beyond pool" in column(screen, "Pool")
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, FlowScreen), what="the flow to close")
+
+
+async def test_a_session_removal_a_trim_cut_and_a_rerank_move():
+    app = build_app(params=SearchParams("", limit=3, sessions=("sess-A",)))
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_flow(pilot, "cache hook")
+        assert any(c.startswith("session sess-") for c in column(screen, "Filter"))
+        assert column(screen, "Trim").count("cut @3") >= 3
+        rerank = column(screen, "Rerank")
+        assert rerank[0] == "#1 ↑1" and rerank[2] == "#3 ↓2"
+        # the row under the cursor shows its fate and its text
+        detail = plain(screen.query_one("#flow-detail"))
+        assert "row 5" in detail and "#1 in the answer" in detail
+        await press(pilot, "down", "down", "down")
+        await wait_for(pilot, lambda: "left at Trim: cut by the trim" in plain(screen.query_one("#flow-detail")))
+        await press(pilot, "f5")  # F5 closes it again
+        await wait_for(pilot, lambda: not isinstance(app.screen, FlowScreen), what="the flow to close")
+
+
+async def test_a_fuzzy_rerun_shows_both_passes_compact_at_80_columns():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "cahce")
+        titles = [plain(w).strip() for w in screen.query(".flow-title")]
+        assert titles == ["fuzzy re-run 'cache' (the answer)", "first pass 'cahce' (not the answer)"]
+        assert headers(screen)[2:] == ["~Por", "~Tri", "~Fus", "~Pool", "~Filt", "~Trim", "~Rrk", "~Fin"]
+        assert cells(screen)[0][2:] == ["1", "3", "1=", "1=", "1=", "1=", "1=", "1="]
+        assert "beyond" in column(screen, "~Pool")
+        assert "→57 merged into row 57" in plain(screen.query_one("#flow-legend"))
+
+
+async def test_the_palette_opens_the_rank_flow():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        await run_command(pilot, "Rank flow")
+        await wait_screen(pilot, FlowScreen, focused=False)
+
+
+async def test_results_show_the_movement_and_the_row_id():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        table = app.browser.results.table
+        rows = [[str(getattr(c, "plain", c)) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [r[1:3] for r in rows] == [["1→1 =", "17"], ["3→2 ↑1", "92"], ["2→3 ↓1", "91"]]
+        assert rows[1][3].endswith("> Cache hooks > …") is False and "Cache hooks" in rows[1][3]
+
+
+async def test_pin_with_p_then_the_line_follows_as_you_type():
+    app = build_app(params=SearchParams("", limit=3))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        await press(pilot, "down")  # into the results: row 1 is selected
+        await wait_for(pilot, lambda: browser.selected_chunk() is not None)
+        await press(pilot, "p")
+        line = browser.query_one("#pinned-line")
+        await settle(pilot)
+        await wait_for(pilot, lambda: "pinned row 17" in plain(line) and "#1 in the answer" in plain(line))
+        # a new query: the line says where row 17 went, and what would bring it back
+        await search_for(pilot, "cache hook")
+        await settle(pilot)
+        await wait_for(pilot, lambda: "would return it at #" in plain(line) or "no single change" in plain(line),
+                       what="the counterfactual")
+        assert "pinned row 17" in plain(line) and "left at" in plain(line)
+        # p on the pinned chunk unpins it
+        browser.pin(None)
+        await processed(pilot)
+        assert not line.display
+
+
+async def test_pin_a_cut_chunk_shows_the_limit_that_returns_it():
+    app = build_app(params=SearchParams("", limit=3, sessions=("sess-A",)))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache hook")
+        browser = app.browser
+        browser.pin(73)  # filtered #4, cut at limit 3
+        await settle(pilot)
+        line = browser.query_one("#pinned-line")
+        await wait_for(pilot, lambda: "limit 4 would return it at #" in plain(line), what="the counterfactual")
+        assert "left at Trim: cut by the trim (#4 > limit 3)" in plain(line)
+        # the flow marks the pinned row
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        assert any(r[0] == "▸73" for r in cells(screen))
+
+
+async def test_pin_a_chunk_no_retriever_returned():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "deploy runner")
+        browser = app.browser
+        browser.pin(17)  # "cache > dir": no query term in it
+        await settle(pilot)
+        line = browser.query_one("#pinned-line")
+        await wait_for(pilot, lambda: "no query term is indexed in it" in plain(line), what="the outcome")
+        assert "left at Retrieve" in plain(line)
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        last = cells(screen)[-1]
+        assert last[0] == "▸17" and last[2] == "not retrieved"
+
+
+async def test_stems_beside_the_sanitised_query():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "caching hooks")
+        sanitised = plain(app.browser.query_one("#sanitised"))
+        assert "caching → cach" in sanitised and "hooks → hook" in sanitised

@@ -1,0 +1,187 @@
+"""The evaluation lab in the browser: query history (↑↓, ctrl+r), grading
+(judging mode, keys 0-3), per-stage metrics, saved cases and their export."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine import Store, index_corpus
+from engine.compare import params_for_entry
+from engine.model import Variant
+from engine.qrels import default_qrels_path, read_qrels
+from engine.userdata import store_file
+
+from ..conftest import SAMPLE_CORPUS
+from .conftest import build_app, run_command, search_for, settle
+
+
+@pytest.fixture
+def db(tmp_path):
+    """The sample corpus in a store file (per-store files need a path)."""
+    path = tmp_path / "sample.db"
+    with Store.create(path) as s:
+        index_corpus(s, SAMPLE_CORPUS)
+    return path
+
+
+def app_for(db, **kwargs):
+    return build_app(store=Store.open_readonly(db), store_label="sample", **kwargs)
+
+
+async def wait_for(pilot, condition, what: str) -> None:
+    for _ in range(100):
+        if condition():
+            return
+        await pilot.pause(0.02)
+        await pilot.app.workers.wait_for_complete()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_history_up_down_and_persisted(db):
+    app = app_for(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for q in ("write quorum", "retention", "throttling"):
+            await search_for(pilot, q)
+        box = app.browser.query_box
+        await pilot.press("ctrl+l", "up")
+        assert box.value == "retention"  # the newest entry is the text already there
+        await pilot.press("up", "up")
+        assert box.value == "write quorum"
+        await pilot.press("up")  # the oldest: stays
+        assert box.value == "write quorum"
+        await pilot.press("down")
+        assert box.value == "retention"
+        await pilot.press("down", "down")
+        assert box.value == "throttling" and not app.browser.history_cursor.browsing
+        await pilot.press("down")  # not stepping: Down leaves the query box as before
+        assert app.focused is app.browser.results.table
+    data = json.loads(store_file(db, "history.json").read_text())
+    assert data["queries"] == ["write quorum", "retention", "throttling"]
+    again = app_for(db)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await pilot.press("up")
+        assert again.browser.query_box.value == "throttling"
+
+
+async def test_ctrl_r_searches_the_history(db):
+    app = app_for(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for q in ("write quorum", "retention", "consumer lag"):
+            await search_for(pilot, q)
+        await pilot.press("ctrl+l", "ctrl+r")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.matches == ["consumer lag"]  # starts from the query box's text
+        await pilot.press("backspace")
+        assert screen.matches == ["consumer lag", "retention", "write quorum"]  # newest first
+        await pilot.press(*"wqm")  # fzf-style: the letters in order
+        assert screen.matches == ["write quorum"]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.browser.query_box.value == "write quorum"
+        assert app.browser.trace.params.query == "write quorum"
+
+
+async def test_grading_in_every_pane_with_metrics(db):
+    app = app_for(db)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await search_for(pilot, "write quorum")
+        browser = app.browser
+        await pilot.press("down")  # results; the journey follows the top result
+        top = browser.trace.final[0].candidate
+        await pilot.press("3")  # not judging: a pane key
+        assert browser.focused is browser.journey
+        await pilot.press("1", "g")
+        assert browser.judging
+        footer_keys = {b.key for _, b, enabled, *_ in app.active_bindings.values() if enabled}
+        assert {"0", "1", "2", "3"} <= footer_keys
+        await pilot.press("3")
+        await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, "grades")
+        qrels = read_qrels(default_qrels_path(db))
+        assert qrels.judgments == {"write-quorum": {f"{top.source}::{top.title}": 3}}
+        assert qrels.queries == {"write-quorum": "write quorum"}
+        assert browser.focused is browser.results.table  # the digit graded, it did not switch panes
+        # the badge is in the results and the inspector, the grade in the journey pane
+        cell = browser.results.table.get_cell("1", "title")
+        assert cell.plain.startswith("★3 ")
+        rows = [o.prompt.plain for o in browser.inspector._options if not o.disabled]
+        assert any(r.startswith("★3 ") for r in rows) and any(r.startswith("   ") for r in rows)
+        assert browser.journey.border_subtitle == "graded 3 highly relevant"
+        # the per-stage metrics table opens the inspector
+        head = [browser.inspector.get_option_at_index(i).prompt.plain for i in range(10)]
+        assert head[0].startswith("Judged: 1 chunks (1 relevant)")
+        assert "nDCG@10" in head[1] and head[2].split()[0] == "porter"
+        assert browser.judged.metrics["final"]["RR"] == 1.0
+        # grade another chunk from the stage inspector: rerank moved it, trim had it second
+        await pilot.press("2")
+        assert browser.focused is browser.results.table  # still judging: 2 graded (the same chunk)
+        assert read_qrels(default_qrels_path(db)).judgments["write-quorum"][f"{top.source}::{top.title}"] == 2
+        await pilot.press("x")
+        await wait_for(pilot, lambda: browser.judged is not None and not browser.judged.grades, "grade removed")
+        assert not read_qrels(default_qrels_path(db)).judgments
+        await pilot.press("g", "2")
+        assert not browser.judging and browser.focused is browser.inspector
+
+
+async def test_saved_cases_reopen_and_export(db, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = app_for(db)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await search_for(pilot, "write quorum")
+        browser = app.browser
+        await pilot.press("down", "down")  # the second result is the pinned chunk
+        second = browser.trace.final[1].candidate
+        await pilot.press("g", "2", "g")
+        await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, "grade")
+        browser.update_params(limit=5)
+        await settle(pilot)
+        assert app.focused is browser.results.table
+        await pilot.press("down")  # the table's cursor went back to the top: the second row again
+        await run_command(pilot, "Save this case")
+        await pilot.pause()
+        cases = json.loads(store_file(db, "cases.json").read_text())["cases"]
+        assert [(c["id"], c["query"], c["limit"]) for c in cases] == [("write-quorum", "write quorum", 5)]
+        assert cases[0]["pinned"] == f"{second.source}::{second.title}"
+        assert cases[0]["judgments"] == {f"{second.source}::{second.title}": 2}
+        await search_for(pilot, "retention")
+        browser.update_params(limit=3)
+        await settle(pilot)
+        await run_command(pilot, "Saved cases")
+        await pilot.pause()
+        await pilot.press("e")  # export
+        exported = json.loads((tmp_path / "rankscope-cases.json").read_text())
+        assert exported == [{"id": "write-quorum", "query": "write quorum", "limit": 5}]
+        params_for_entry(exported[0], Variant())  # what rankscope batch / eval read
+        assert read_qrels(tmp_path / "rankscope-cases.qrels.json").judgments == {
+            "write-quorum": {f"{second.source}::{second.title}": 2}}
+        await pilot.press("enter")  # reopen
+        await settle(pilot)
+        await wait_for(pilot, lambda: browser.journey.subject is not None
+                       and browser.journey.subject.rowid == second.rowid, "the pinned chunk")
+        assert browser.params.limit == 5 and browser.query_box.value == "write quorum"
+        assert browser.journey.subject.origin == "Saved case"
+
+
+async def test_judgments_go_to_the_qrels_option_file(db, tmp_path):
+    target = tmp_path / "mine.txt"
+    app = app_for(db, qrels_path=target)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await search_for(pilot, "throttling")
+        await pilot.press("down", "g", "1")
+        await wait_for(pilot, lambda: target.exists(), "the qrels file")
+    assert target.read_text().startswith("throttling 0 docs/backpressure.md::")
+    assert not default_qrels_path(db).exists()
+
+
+async def test_an_unreadable_qrels_file_is_never_overwritten(db, tmp_path):
+    target = tmp_path / "bad.txt"
+    target.write_text("this is not qrels\n")
+    app = app_for(db, qrels_path=target)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await search_for(pilot, "throttling")
+        await pilot.press("down", "g", "1")
+        await pilot.pause()
+        assert any("not saved" in n.message for n in app._notifications)
+    assert target.read_text() == "this is not qrels\n"

@@ -1,0 +1,284 @@
+"""``rankscope ctx-search`` and ``rankscope agent-log``: what the agent
+received from context-mode's ``ctx_search`` tool, and the searches it really
+made. Plain functions; :mod:`tui.cli.main` registers them.
+
+Stores and session DBs are opened read-only; nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from engine.agent import (
+    AgentContext,
+    AgentViewError,
+    SessionDb,
+    SessionDbError,
+    ThrottleConfig,
+    ctx_search,
+    parse_arguments,
+    session_db_for_store,
+)
+from engine.agent.export import agent_trace_to_dict
+from engine.agent.jsvalue import js_json
+from engine.agent.log import Replay, answer_count, load_calls, replay_calls
+from engine.agent.schema import SchemaError
+
+from .. import safe
+from ..render import plain
+from .base import SearchDb, console, err_console, fail, open_store
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def write_text(text: str) -> None:
+    """The answer exactly, as Node would write it: a lone surrogate becomes
+    U+FFFD in UTF-8 (``--json`` keeps it as a ``\\udXXX`` escape)."""
+    sys.stdout.write(_LONE.sub("\ufffd", text))
+    if not text.endswith("\n"):
+        sys.stdout.write("\n")
+
+
+def write_js_json(data: object) -> None:
+    """JSON like ``JSON.stringify(data, null, 2)``: non-ASCII kept, lone
+    surrogates escaped (so the output is valid UTF-8)."""
+    sys.stdout.write(js_json(data, indent=2) + "\n")
+
+
+def _session_db_project(path: Path) -> str:
+    """The one project directory a session DB's events belong to."""
+    try:
+        with SessionDb(path) as db:
+            dirs = db.project_dirs()
+    except SessionDbError as exc:
+        fail(str(exc))
+    if len(dirs) == 1:
+        return dirs[0]
+    if not dirs:
+        fail(f"{path} has no event attributed to a project; give --project DIR")
+    fail(f"{path} holds events of {len(dirs)} projects ({', '.join(dirs[:4])}); give --project DIR")
+    raise AssertionError("unreachable")
+
+
+def build_context(
+    db: Path, sessions_db: Optional[Path], project: Optional[str], allow_session: Optional[List[str]]
+) -> AgentContext:
+    """Server settings from the options: plugin mode with ``--project`` or
+    ``--sessions-db`` (the session DB defaults to the store's pair in
+    ``../sessions/``), a hand-picked allow-set with ``--allow-session``;
+    throttle thresholds from the environment, as the server reads them."""
+    throttle = ThrottleConfig.from_env()
+    if allow_session and (sessions_db or project):
+        fail("--allow-session picks an allow-set by hand; it cannot be combined with --sessions-db / --project "
+             "(plugin mode builds the allow-set from the session DB)")
+    if allow_session:
+        return AgentContext(allow_sessions=tuple(allow_session), throttle=throttle)
+    if sessions_db is None and project is None:
+        return AgentContext(throttle=throttle)
+    if sessions_db is not None and not sessions_db.is_file():
+        fail(f"--sessions-db {sessions_db}: no such file")
+    if sessions_db is None:
+        paired = session_db_for_store(db)
+        sessions_db = paired[0] if paired else None
+    if project is None:
+        project = _session_db_project(sessions_db)  # sessions_db is set here
+    return AgentContext(plugin_project=project, session_db=str(sessions_db) if sessions_db else None,
+                        throttle=throttle)
+
+
+def _arguments(queries: List[str], params_json: Optional[str], limit: Optional[int], source: Optional[str],
+               content_type: Optional[str], sort: Optional[str]) -> object:
+    if params_json is not None:
+        if queries or limit is not None or source is not None or content_type is not None or sort is not None:
+            fail("--params-json is the whole arguments object; give the queries and options inside it, not as well")
+        try:
+            return json.loads(params_json, parse_constant=lambda name: fail(f"--params-json: {name} is not JSON"))
+        except json.JSONDecodeError as exc:
+            fail(f"--params-json is not valid JSON: {exc.msg} at character {exc.pos + 1}")
+    if not queries:
+        fail("give at least one QUERY (or the raw arguments with --params-json)")
+    args: dict = {"queries": list(queries)}
+    if limit is not None:
+        args["limit"] = limit
+    if source is not None:
+        args["source"] = source
+    if content_type is not None:
+        args["contentType"] = content_type
+    if sort is not None:
+        args["sort"] = sort
+    return args
+
+
+def ctx_search_cmd(
+    queries: List[str] = typer.Argument(None, help="Queries (one ctx_search call with all of them)."),
+    db: SearchDb = ...,
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="The tool's limit (default 3; the agent gets at most 2)."),
+    source: Optional[str] = typer.Option(None, "--source", help="The tool's source filter (partial label match)."),
+    content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
+    sort: Optional[str] = typer.Option(None, "--sort", help="relevance (default) or timeline."),
+    params_json: Optional[str] = typer.Option(
+        None, "--params-json", help="The tool's raw arguments object, e.g. '{\"queries\": [\"a\"], \"limit\": \"5\"}'."),
+    call_number: int = typer.Option(1, "--call-number", help="The call's count in its 60 s throttle window (1 = first)."),
+    sessions_db: Optional[Path] = typer.Option(
+        None, "--sessions-db", help="Run as the Claude Code plugin does: the allow-set comes from this session DB."),
+    project: Optional[str] = typer.Option(
+        None, "--project", help="Plugin mode's project directory (CONTEXT_MODE_PROJECT_DIR); default: the session DB's project."),
+    allow_session: Optional[List[str]] = typer.Option(
+        None, "--allow-session", help="A hand-picked allow-set session id (repeatable); not with --sessions-db."),
+    as_json: bool = typer.Option(False, "--json", help="Print the traced call as JSON (schema: engine/agent/export.py)."),
+) -> None:
+    """Print what the agent receives from ctx_search: context-mode 1.0.169's tool layer (throttle, per-query limit,
+    snippet windows, 40 KB cap, refresh line, footer) over the traced pipeline.
+
+    The throttle thresholds are read from CONTEXT_MODE_SEARCH_WINDOW_MS, CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER and
+    CONTEXT_MODE_SEARCH_BLOCK_AFTER like the server does. An error answer (isError) exits with status 1."""
+    if sort is not None and sort not in ("relevance", "timeline"):
+        fail(f"--sort must be relevance or timeline; got {sort!r}")
+    if content_type is not None and content_type not in ("code", "prose"):
+        fail(f"--content-type must be code or prose; got {content_type!r} "
+             "(--params-json passes any value to the tool's schema, as an agent would)")
+    if call_number < 1:
+        fail(f"--call-number must be 1 or more; got {call_number}")
+    arguments = _arguments(queries or [], params_json, limit, source, content_type, sort)
+    context = build_context(db, sessions_db, project, allow_session)
+    with open_store(db) as store:
+        try:
+            trace = ctx_search(store, arguments, context, call_number=call_number)
+        except AgentViewError as exc:
+            fail(str(exc))
+    if as_json:
+        write_js_json(agent_trace_to_dict(trace))
+    else:
+        write_text(trace.text)
+    if trace.is_error:
+        if trace.issues:
+            err_console.print(safe.line("rankscope: the arguments fail the tool's schema: "
+                                        + "; ".join(i.describe() for i in trace.issues)),
+                              markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+
+
+# ─── agent-log ───────────────────────────────────────────────────────────
+
+
+def _queries_of(params: Optional[dict]) -> Optional[list]:
+    if params is None:
+        return None
+    try:
+        parsed = parse_arguments(params, plugin_mode=True)
+    except SchemaError:
+        return None
+    return list(parsed.queries) if parsed.queries is not None else []
+
+
+def _call_dict(call, replay: Optional[Replay] = None) -> dict:
+    out = {
+        "event_id": call.event_id, "created_at": call.created_at, "session_id": call.session_id,
+        "project_dir": call.project_dir, "tool_name": call.tool_name, "params": call.params,
+        "params_raw": call.params_raw, "truncated": call.truncated, "queries": _queries_of(call.params),
+        "answer_recorded": call.answer is not None, "answer_note": call.answer_note,
+        "throttle_count": answer_count(call.answer) if call.answer is not None else call.footer_count,
+    }
+    if replay is not None:
+        d = replay.difference
+        out["replay"] = {
+            "outcome": replay.outcome, "same": replay.outcome == "same", "reason": replay.reason,
+            "call_number": replay.position.count if replay.position else None, "call_number_from": replay.position_from,
+            "plugin_mode": bool(replay.context and replay.context.plugin_mode),
+            "allow_set": None if replay.trace is None or replay.trace.scope.allow_set is None
+            else list(replay.trace.scope.allow_set),
+            "effective_limit": replay.trace.effective_limit if replay.trace else None,
+            "text": replay.trace.text if replay.trace else None,
+            "difference": None if d is None else {
+                "kind": d.kind, "offset": d.offset, "line": d.line, "recorded": d.recorded, "replayed": d.replayed,
+                "description": d.describe(),
+            },
+        }
+    return out
+
+
+def _other_params(params: Optional[dict]) -> str:
+    if params is None:
+        return "(cut)"
+    rest = {k: v for k, v in params.items() if k != "queries"}
+    return json.dumps(rest, ensure_ascii=False) if rest else ""
+
+
+def agent_log_cmd(
+    sessions_db: Path = typer.Option(..., "--sessions-db", help="context-mode session DB (opened read-only)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Only calls of this project directory; also the plugin's project when replaying."),
+    replay: bool = typer.Option(False, "--replay", help="Re-run each call with the same params and scope and compare the text."),
+    db: Optional[Path] = typer.Option(None, "--db", help="With --replay: the content store the calls searched (read-only)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list of the calls (with the replay)."),
+) -> None:
+    """List every ctx_search call recorded in a session DB (time, session, queries, params, whether the answer was
+    recorded); with --replay --db STORE, re-run each and report whether the text equals the recorded answer."""
+    if not sessions_db.is_file():
+        fail(f"--sessions-db {sessions_db}: no such file")
+    if replay and db is None:
+        fail("--replay needs --db STORE (the content store the calls searched)")
+    if db is not None and not replay:
+        fail("--db is only used with --replay")
+    try:
+        calls = load_calls(str(sessions_db), project)
+    except SessionDbError as exc:
+        fail(str(exc))
+    replays: list[Replay] = []
+    if replay:
+        with open_store(db) as store:
+            try:
+                replays = replay_calls(store, str(sessions_db), calls, project, ThrottleConfig.from_env())
+            except SessionDbError as exc:
+                fail(str(exc))
+    if as_json:
+        write_js_json([_call_dict(c, replays[i] if replays else None) for i, c in enumerate(calls)])
+        return
+    if not calls:
+        where = f" for project {project}" if project else ""
+        console.print(safe.line(f"no ctx_search call recorded in {sessions_db}{where}"), markup=False, highlight=False)
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, kw in (("#", {"justify": "right"}), ("UTC", {"no_wrap": True}), ("session", {"no_wrap": True}),
+                    ("queries", {"overflow": "fold", "ratio": 3}), ("params", {"overflow": "fold", "ratio": 2}),
+                    ("answer", {"no_wrap": True})):  # answer: the recorded call #N, – when not recorded
+        table.add_column(col, **kw)
+    if replays:
+        table.add_column("replay", overflow="fold")
+    for i, c in enumerate(calls):
+        qs = _queries_of(c.params)
+        count = answer_count(c.answer)
+        answer = "–" if c.answer is None else f"#{count}" if count else "yes"
+        row = [str(i + 1), plain(c.created_at[5:]), plain(c.session_id[:8]),
+               plain(" | ".join(qs) if qs is not None else (c.params_raw or "")[:80]), plain(_other_params(c.params)),
+               Text(answer, style="" if c.answer is not None else "dim")]
+        if replays:
+            r = replays[i]
+            style = {"same": "green", "differs": "yellow"}.get(r.outcome, "dim")
+            row.append(Text(r.outcome.replace("-", " "), style=style))
+        table.add_row(*row)
+    console.print(safe.line(f"{len(calls)} ctx_search call(s) in {sessions_db}"), markup=False, highlight=False,
+                  soft_wrap=True)
+    console.print(table)
+    if replays:
+        for i, r in enumerate(replays):
+            if r.outcome == "differs":
+                line = f"#{i + 1}: {r.difference.describe()}"
+            elif r.outcome != "same":
+                line = f"#{i + 1}: {r.outcome}: {r.reason}"
+            else:
+                continue
+            console.print(safe.line(line), markup=False, highlight=False, soft_wrap=True)
+        compared = [r for r in replays if r.outcome in ("same", "differs")]
+        same = sum(1 for r in compared if r.outcome == "same")
+        console.print(safe.line(f"replayed on {db}: {same} of {len(compared)} recorded answer(s) reproduced exactly"),
+                      markup=False, highlight=False, soft_wrap=True)

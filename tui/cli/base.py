@@ -1,0 +1,118 @@
+"""What every subcommand module shares: the error type, store opening,
+parameter building, JSON output and the common option types.
+
+No Typer application lives here (see :mod:`tui.cli.main`), so command
+modules import this one and nothing imports them back: no cycle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+from rich.console import Console
+
+from engine import SearchParams, Store, StoreError, Variant
+
+from .. import safe
+from ..fmt import json_text
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def fail(message: str) -> None:
+    """Raise a :class:`CliError` with ``message``."""
+    raise CliError(message)
+
+
+def open_store(db: Path, writable: bool = False) -> Store:
+    """Open ``db`` read-only (default) or writable, turning errors into
+    CliError. Use as ``with open_store(db) as store:`` to close it."""
+    try:
+        return Store.open_writable(db) if writable else Store.open_readonly(db)
+    except StoreError as exc:
+        fail(str(exc))
+    raise AssertionError("unreachable")
+
+
+def write_json(data: object, indent: Optional[int] = 2) -> None:
+    """Print ``data`` as JSON on stdout, exactly (no Rich, no sanitising)."""
+    sys.stdout.write(json_text(data, indent))
+
+
+def make_params(
+    query: str,
+    limit: int = 3,
+    source: Optional[str] = None,
+    source_exact: bool = False,
+    content_type: Optional[str] = None,
+    sessions: Optional[List[str]] = None,
+    variant=None,
+) -> SearchParams:
+    """Build validated :class:`SearchParams`, turning ValueError into CliError."""
+    if content_type is not None and content_type not in ("code", "prose"):
+        fail(f"--content-type must be code or prose; got {content_type!r}")
+    try:
+        return SearchParams(
+            query=query,
+            limit=limit,
+            source=source,
+            source_match="exact" if source_exact else "like",
+            content_type=content_type,
+            sessions=tuple(sessions) if sessions else None,
+            variant=variant or Variant(),
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    raise AssertionError("unreachable")
+
+
+# ─── search options (shared by search, batch, compare and why) ──────────
+
+#: ``--db`` of a command that only searches the store (required: write ``db: SearchDb = ...``).
+SearchDb = Annotated[Path, typer.Option("--db", help="Store to search (opened read-only).")]
+_LIMIT = typer.Option("--limit", "-n", help="Results wanted (reference default 3).")
+#: ``--limit`` / ``-n`` (give the default, 3, with ``=``).
+Limit = Annotated[int, _LIMIT]
+#: ``--limit`` / ``-n`` that can be left unset (default ``None``).
+OptionalLimit = Annotated[Optional[int], _LIMIT]
+#: The filters :func:`make_params` takes after the limit.
+SourceFilter = Annotated[
+    Optional[str], typer.Option("--source", help="Source label filter (substring unless --source-exact).")
+]
+SourceExact = Annotated[bool, typer.Option("--source-exact", help="Match --source exactly.")]
+ContentTypeFilter = Annotated[Optional[str], typer.Option("--content-type", help="code or prose.")]
+SessionFilter = Annotated[Optional[List[str]], typer.Option("--session", help="Allow-set session id (repeatable).")]
+
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for an OSError: ``strerror: filename`` (or its message)."""
+    if exc.strerror and exc.filename is not None:
+        return f"{exc.strerror}: {exc.filename}"
+    return exc.strerror or str(exc) or type(exc).__name__
+
+def error_exit(message: str) -> None:
+    """Print ``rankscope: error: message`` (one line, terminal-safe) and exit 2."""
+    err_console.print(f"rankscope: error: {safe.line(message)}", markup=False, highlight=False, soft_wrap=True)
+    raise SystemExit(2)
+
+def unwrap(text: Optional[str]) -> Optional[str]:
+    """Help text with each paragraph on one line: docstrings are wrapped for
+    the source, and Typer keeps single line breaks, which would break the
+    rendered help mid-sentence. Paragraphs stay separated by a blank line."""
+    if text is None:
+        return None
+    import inspect
+
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)

@@ -1,0 +1,225 @@
+"""The ``rankscope`` command: the Typer application and its entry point.
+
+``rankscope`` with no argument opens the browser on the bundled
+``sample_corpus/``; ``rankscope PATH`` opens a store (``.db``, read-only) or
+indexes a folder first. Every subcommand is registered here, explicitly, from
+:data:`COMMANDS` (no import side effects): ``python -m tui.cli`` and
+``python -m tui`` run exactly what ``rankscope`` runs.
+
+Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
+never a traceback: :func:`main` turns :class:`CliError`, any
+:class:`~engine.StoreError` (a damaged store is a
+:class:`~engine.CorruptStoreError`), a stray SQLite error (``engine.sql.Error``) and
+``OSError`` into that line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from engine import StoreError, sql
+
+from . import agent, lab, search, serve, stores
+from . import eval as eval_cli
+from .base import CliError, error_exit, fail, os_error_text, unwrap
+
+#: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
+APP_HELP = (
+    "Watch context-mode's lexical retrieval pipeline work, stage by stage.\n\n"
+    "The browser: rankscope \\[PATH] \\[--stores] \\[--qrels FILE]. Without PATH it opens the bundled sample "
+    "corpus; PATH is a .db store (opened read-only) or a folder (indexed into a cached store first); --stores picks "
+    "one of your context-mode content stores; --qrels is the judgments file the browser grades into (default: the "
+    "store's own, see 'rankscope qrels path').\n\n"
+    "The commands below work without the browser; each has --help."
+)
+
+class RankscopeGroup(TyperGroup):
+    """The command group, with two help fixes made in one place:
+
+    * options show plain metavars: a flag shows none (Typer prints
+      ``<bool>``), a repeatable option its element type (not ``<list[str]>``);
+    * an unknown option that is really a query beginning with ``-``
+      (``rankscope search --save-dev``) gets a hint to put it after ``--``.
+    """
+
+    def get_params(self, ctx: Any) -> Any:
+        return _plain_metavars(super().get_params(ctx))
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:  # Typer vendors Click: its NoSuchOption class is private
+            sub = getattr(exc, "ctx", None)
+            name = sub.command.name if sub is not None else None
+            option = getattr(exc, "option_name", None)
+            if type(exc).__name__ != "NoSuchOption" or name not in QUERY_COMMANDS or not option:
+                raise
+            exc.message = f"No such option: {option}. {DASH_QUERY_HINT} (rankscope {name} --db DB -- {option})"
+            raise
+
+
+class RankscopeCommand(TyperCommand):
+    """A subcommand whose help shows plain metavars (see :class:`RankscopeGroup`)."""
+
+    def get_params(self, ctx: Any) -> Any:
+        return _plain_metavars(super().get_params(ctx))
+
+
+#: Subcommands whose first argument is a query text.
+QUERY_COMMANDS = ("search", "compare", "why")
+#: How to search for a text that begins with ``-`` (help texts and errors).
+DASH_QUERY_HINT = "A query that begins with '-' goes after '--'"
+
+
+def _plain_metavars(params: list) -> list:
+    """Set a flag's metavar to nothing, a repeatable option's to its element
+    type (``<str>``) and a variadic argument's type to ``<path>...``; other
+    parameters keep Typer's."""
+    for param in params:
+        if param.metavar is not None:
+            continue
+        if isinstance(param, TyperArgument):
+            if param.nargs != 1:  # the type column, not the name: shadow the method on this instance
+                shown = "<path>..." if "Path" in str(param.type_descriptor.annotation) else "<str>..."
+                param.display_type_rich = lambda ctx, shown=shown: shown
+            continue
+        if not isinstance(param, TyperOption):
+            continue
+        if param.is_flag:
+            param.metavar = ""
+        elif param.multiple:
+            param.metavar = "<str>"
+    return params
+
+
+app = typer.Typer(
+    cls=RankscopeGroup,
+    add_completion=False,
+    no_args_is_help=False,
+    help=APP_HELP,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def package_version() -> str:
+    """The installed rankscope version (``unknown`` when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rankscope")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"rankscope {package_version()}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="Print rankscope's version and exit.", callback=_print_version, is_eager=True
+    ),
+) -> None:
+    """Options before the command (``--version``)."""
+
+
+#: Every subcommand, in ``rankscope --help`` order: (name, function).
+COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("index", search.index),
+    ("search", search.search_cmd),
+    ("batch", search.batch),
+    ("compare", lab.compare_cmd),
+    ("why", lab.why_cmd),
+    ("doctor", lab.doctor_cmd),
+    ("stores", stores.stores_cmd),
+    ("sessions", stores.sessions_cmd),
+    ("ctx-search", agent.ctx_search_cmd),
+    ("agent-log", agent.agent_log_cmd),
+    ("serve", serve.serve),
+    ("eval", eval_cli.eval_cmd),
+)
+#: Subcommand groups (``rankscope snapshot save|check``, ``rankscope qrels ...``): (name, Typer app).
+GROUPS: tuple[tuple[str, typer.Typer], ...] = (
+    ("snapshot", eval_cli.snapshot_app),
+    ("qrels", eval_cli.qrels_app),
+)
+
+for _name, _fn in COMMANDS:
+    app.command(_name, cls=RankscopeCommand, help=unwrap(_fn.__doc__))(_fn)
+for _name, _group in GROUPS:
+    for _info in _group.registered_commands:
+        _info.cls = RankscopeCommand
+    app.add_typer(_group, name=_name, cls=RankscopeGroup)
+
+# ─── browser entry ───────────────────────────────────────────────────────
+
+SUBCOMMANDS_HELP = "Run 'rankscope --help' for the subcommands."
+
+
+def _take_qrels(args: List[str]) -> tuple[List[str], Optional[Path]]:
+    """Split ``--qrels FILE`` (or ``--qrels=FILE``) off the browser's arguments."""
+    rest: List[str] = []
+    qrels: Optional[Path] = None
+    it = iter(args)
+    for a in it:
+        if a == "--qrels" or a.startswith("--qrels="):
+            value = a.partition("=")[2] if "=" in a else next(it, None)
+            if not value:
+                fail("--qrels needs a file: rankscope [PATH] --qrels FILE")
+            qrels = Path(value)
+        else:
+            rest.append(a)
+    return rest, qrels
+
+
+def browse(path: Optional[str], stores: bool = False, qrels: Optional[Path] = None) -> None:
+    """Open the browser (imported lazily so the CLI stays Textual-free);
+    ``qrels`` is the judgments file to grade into (default: the store's own)."""
+    if path is not None and not Path(path).exists():
+        fail(f"no such file or folder: {path} (give a .db store or a folder to index)")
+    if qrels is not None and qrels.is_dir():
+        fail(f"--qrels {qrels} is a folder; give a file (it is created when you grade)")
+    from ..launch import launch_browser
+
+    launch_browser(path, stores=stores, qrels=qrels)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Console-script entry point."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    commands = {name for name, _ in COMMANDS} | {name for name, _ in GROUPS}
+    try:
+        if not args or (args[0] not in commands and args[0] not in ("-h", "--help", "--version")):
+            stores = "--stores" in args
+            rest = [a for a in args if a != "--stores"]
+            rest, qrels = _take_qrels(rest)
+            if len(rest) > 1 or any(a.startswith("-") for a in rest):
+                fail(f"unexpected arguments {' '.join(rest)!r}. Usage: rankscope [PATH] [--stores] [--qrels FILE]. "
+                     f"{SUBCOMMANDS_HELP}")
+            browse(rest[0] if rest else None, stores=stores, qrels=qrels)
+            return
+        app(args=args, prog_name="rankscope", standalone_mode=True)
+    except (CliError, StoreError) as exc:
+        error_exit(str(exc))
+    except sql.Error as exc:  # last resort: the engine names the store in a StoreError
+        error_exit(f"SQLite error: {exc}")
+    except BrokenPipeError:
+        # `rankscope ... | head`: the reader left; nothing more to say.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        raise SystemExit(1)
+    except OSError as exc:  # last resort: an output file, a port, a folder
+        error_exit(os_error_text(exc))
+    except KeyboardInterrupt:
+        raise SystemExit(130)

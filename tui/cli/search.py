@@ -1,0 +1,370 @@
+"""``rankscope index``, ``search`` and ``batch``: build a store, search it,
+run a query file. Plain functions; :mod:`tui.cli.main` registers them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
+from engine.compare import params_for_entry
+from engine.corpus import index_paths, load_sessions_map
+from engine.files import InputFileError, load_json_input
+from engine.model import undecodable
+
+from .. import safe
+from ..outfile import OutputRefused, check_output, write_text_file
+from ..fmt import json_text
+from .base import (
+    ContentTypeFilter,
+    Limit,
+    SearchDb,
+    SessionFilter,
+    SourceExact,
+    SourceFilter,
+    console,
+    err_console,
+    fail,
+    make_params,
+    open_store,
+    write_json,
+)
+
+# ─── index ───────────────────────────────────────────────────────────────
+
+
+def index(
+    paths: List[Path] = typer.Argument(..., help="Files and folders to index (folder contents are labelled relative to the folder)."),
+    db: Path = typer.Option(..., "--db", help="Store to create or update (rankscope's own; never a context-mode store)."),
+    session: str = typer.Option("", "--session", help="Session id recorded on every chunk."),
+    sessions_map: Optional[Path] = typer.Option(None, "--sessions-map", help="JSON object of label → session id."),
+    max_file_bytes: int = typer.Option(10 * 1024 * 1024, "--max-file-bytes", help="Skip files larger than this (bytes)."),
+    full: bool = typer.Option(False, "--full", help="Re-index every file even when its SHA-256 is unchanged."),
+    no_gitignore: bool = typer.Option(False, "--no-gitignore", help="Do not honour .gitignore files."),
+) -> None:
+    """Index files and folders into a store: .md markdown, .json JSON, else plain text."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    sessions = None
+    folders = [p for p in paths if p.is_dir()]
+    if sessions_map is None and len(folders) == 1 and (folders[0] / "_sessions.json").is_file():
+        sessions_map = folders[0] / "_sessions.json"
+        console.print(safe.line(f"using sessions map {sessions_map}"), markup=False, highlight=False)
+    if sessions_map is not None:
+        try:
+            sessions = load_sessions_map(sessions_map)
+        except ValueError as exc:
+            fail(str(exc))
+    problem = undecodable(session)
+    if problem:
+        fail(f"--session {problem}; is the terminal's encoding UTF-8?")
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        fail(f"no such file or folder: {', '.join(missing)}")
+    if max_file_bytes < 0:
+        fail(f"--max-file-bytes must be 0 or more; got {max_file_bytes}")
+    from engine.discovery import context_mode_store_reason
+
+    owner = context_mode_store_reason(db)
+    if owner:
+        fail(f"refusing to write to {db}: {owner}. rankscope never writes to stores it did not create; "
+             f"open it read-only with: rankscope {db}")
+    # One call whether db exists or not: creation is atomic (two runs on a
+    # fresh path share one store) and a half-created store of ours resumes.
+    try:
+        store = Store.create(db)
+    except StoreError as exc:
+        fail(str(exc))
+    from engine.walk import gitignore_matcher
+
+    ignore_factory = None if no_gitignore else gitignore_matcher
+    stats = {"files": 0, "bytes": 0}
+    with Progress(
+        TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
+        TextColumn("{task.completed} files"),
+        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=err_console, transient=True,
+        disable=not err_console.is_terminal,
+    ) as progress:
+        task = progress.add_task("indexing", total=None, rate="")
+        import time
+
+        start = time.perf_counter()
+
+        def tick(label: str, nbytes: int) -> None:
+            stats["files"] += 1
+            stats["bytes"] += nbytes
+            secs = max(time.perf_counter() - start, 1e-6)
+            progress.update(
+                task, advance=1, description=safe.line(label[-40:]),
+                rate=f"{stats['files'] / secs:.0f} files/s, {stats['bytes'] / secs / 1e6:.2f} MB/s",
+            )
+
+        def plan(files: int) -> None:
+            progress.update(task, total=files)
+
+        try:
+            report = index_paths(
+                store, paths, sessions=sessions, default_session=session, max_file_bytes=max_file_bytes,
+                incremental=not full, progress=tick, ignore_factory=ignore_factory, on_plan=plan,
+            )
+        except KeyboardInterrupt as exc:
+            store.close()
+            done = getattr(exc, "report", None)
+            so_far = f" after {len(done.results)} indexed and {len(done.unchanged)} unchanged files" if done else ""
+            err_console.print(
+                f"interrupted{so_far}: each file is stored in one transaction, so the store is consistent "
+                "(the file in progress keeps its previous content)"
+            )
+            raise typer.Exit(130)
+    store.close()
+    _print_index_report(report, db)
+
+
+def _print_index_report(report, db: Path) -> None:
+    """The index summary: totals, then skipped files grouped by reason."""
+    console.print(
+        safe.line(f"indexed {len(report.results)} files, {report.chunks} chunks, {report.bytes} bytes into {db}")
+        + (f"; {len(report.unchanged)} unchanged" if report.unchanged else "")
+        + (f"; {len(report.removed)} removed" if report.removed else ""),
+        markup=False, highlight=False,
+    )
+    skipped = report.not_indexed
+    if skipped:
+        kinds = {"too-large": f"over {report.max_file_bytes} bytes"}
+        summary = ", ".join(f"{n} {kinds.get(k, k)}" for k, n in report.skip_counts().items())
+        console.print(f"skipped {len(skipped)} ({summary}):", markup=False, highlight=False)
+        for item in skipped:
+            console.print(safe.line(f"  {item.path}: {item.reason}"), markup=False, highlight=False)
+    for item in report.warnings:
+        console.print(safe.line(f"note: {item.path}: {item.reason}"), markup=False, highlight=False)
+    if report.kept:
+        console.print(f"kept the previous content of {len(report.kept)} unreadable file(s)", markup=False, highlight=False)
+    if report.replaced:
+        n = len(report.replaced)
+        shown = [label for label, _ in report.replaced[:REPLACED_SHOWN]]
+        more = f", … ({n - len(shown)} more)" if n > len(shown) else ""
+        noun = "label" if n == 1 else "labels"
+        folders = sorted({root for _, root in report.replaced})
+        console.print(
+            safe.line(
+                f"warning: replaced {n} {noun} that another folder had indexed: {', '.join(shown)}{more} "
+                f"(previously from {', '.join(folders)}; labels are paths relative to the folder given, "
+                "so index each folder into its own --db to keep both)"
+            ),
+            markup=False, highlight=False, style="yellow",
+        )
+
+
+#: Replaced labels named in the index summary (the rest are counted).
+REPLACED_SHOWN = 10
+
+
+# ─── search ──────────────────────────────────────────────────────────────
+
+
+def search_cmd(
+    query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised). A query that begins with '-' goes after '--'."),
+    db: SearchDb = ...,
+    limit: Limit = 3,
+    source: SourceFilter = None,
+    source_exact: SourceExact = False,
+    content_type: ContentTypeFilter = None,
+    session: SessionFilter = None,
+    flow: bool = typer.Option(False, "--flow", help="Show the rank flow: each candidate's position at every stage, and where it left."),
+    pin: Optional[List[str]] = typer.Option(None, "--pin", metavar="SOURCE::TITLE|ROWID", help="Follow a chunk: its fate, and the smallest single change that would return it (found by re-running; repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole trace as JSON (schema: engine/export.py); with --flow the flow rows."),
+) -> None:
+    """Search a store and show what each pipeline stage did."""
+    params = make_params(query, limit, source, source_exact, content_type, session)
+    with open_store(db) as store:
+        trace = search(store, params)
+        pins = _pins(store, trace, pin or [])
+        if flow:
+            from engine.terms import porter_stems
+
+            stems = porter_stems(store, params.query)
+    if flow:
+        _print_flow(trace, pins, stems, as_json)
+        return
+    if as_json:
+        data = trace_to_dict(trace)
+        if pin:
+            data["pinned"] = [p.to_dict() for p in pins]
+        write_json(data)
+        return
+    from ..render import trace_renderable
+
+    console.print(trace_renderable(trace, str(db)))
+    _print_pins(pins)
+
+
+def _pins(store: Store, trace, specs: list[str]) -> list:
+    """The :class:`tui.pinning.PinOutcome` of every ``--pin`` (a key shared
+    by several chunks pins each), in the order given."""
+    if not specs:
+        return []
+    from engine.runcache import RunCache
+    from engine.why import ChunkNotFoundError
+
+    from ..pinning import pin_outcome, resolve_pin
+
+    out = []
+    runs = RunCache(store)
+    for spec in specs:
+        try:
+            chunks = resolve_pin(store, spec)
+        except (ValueError, ChunkNotFoundError) as exc:
+            fail(f"--pin: {exc}")
+        out += [pin_outcome(store, trace, c.rowid, runs=runs) for c in chunks]
+    return out
+
+
+def _print_pins(pins: list) -> None:
+    from ..pinning import pin_lines
+
+    for p in pins:
+        first, second = pin_lines(p)
+        console.print(first, markup=False, highlight=False, style="bold")
+        if second:
+            console.print("  " + second, markup=False, highlight=False)
+
+
+def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
+    """``--flow``: the flow of the answering pass (and the other pass when
+    the fuzzy fallback re-ran), with rows for pinned chunks no retriever
+    returned; ``--json`` the same rows."""
+    from engine.flow import trace_flows
+
+    flows = trace_flows(trace, [p.absent for p in pins if p.absent is not None])
+    if as_json:
+        write_json({"query": trace.params.query, "layer": trace.layer, "stems": [s.to_dict() for s in stems],
+                    "flows": [f.to_dict() for f in flows], "pinned": [p.to_dict() for p in pins]})
+        return
+    from ..flowtext import LEGEND, fits, flow_table, stems_text
+
+    width = console.width
+    compact = any(not fits(f, width) for f in flows)
+    console.print(stems_text(trace, stems), markup=False, highlight=False, style="dim")
+    for i, f in enumerate(flows):
+        if i:
+            console.print()
+        console.print(flow_table(f, width, compact=compact, pinned={p.chunk.rowid for p in pins}))
+    if compact:
+        console.print(LEGEND, markup=False, highlight=False, style="dim")
+    _print_pins(pins)
+
+
+# ─── batch ───────────────────────────────────────────────────────────────
+
+
+def load_queries(path: Path) -> list[dict]:
+    """Read a query file (format of ``../shared/parity/*/queries.json``):
+    a regular file only (never a FIFO or a device), size and nesting bounded
+    (:func:`engine.files.load_json_input`).
+
+    Raises:
+        CliError: unreadable, not a regular file, too large or too deep, not
+            a JSON list, or an entry without ``query``.
+    """
+    try:
+        data = load_json_input(path, "query file")
+    except InputFileError as exc:
+        fail(str(exc))
+    if not isinstance(data, list) or not all(isinstance(q, dict) and isinstance(q.get("query"), str) for q in data):
+        fail(f"query file {path} must be a JSON list of objects with a string 'query'")
+    return data
+
+
+def params_from_entry(entry: dict, index: int) -> SearchParams:
+    """SearchParams from one query-file entry (defaults: limit 3, like; see
+    :func:`engine.compare.params_for_entry`), turning ValueError into CliError."""
+    try:
+        return params_for_entry(entry, Variant(), index)
+    except ValueError as exc:
+        fail(str(exc))
+    raise AssertionError("unreachable")
+
+
+def batch(
+    queries: Path = typer.Argument(..., help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error."),
+    db: SearchDb = ...,
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the traces to this new file instead of stdout (never a database; an existing file only with --force)."),
+    force: bool = typer.Option(False, "--force", help="Let --out and --trec-run replace an existing file (never a database)."),
+    trec_run: Optional[Path] = typer.Option(
+        None, "--trec-run",
+        help="Also write a TREC run ('qid Q0 docid rank score tag'; docid = chunk id, score = n - rank + 1) "
+        "of --stage; the traces then go only to --out.",
+    ),
+    stage: str = typer.Option("final", "--stage", help="Stage id written by --trec-run (final, rerank, porter, fuzzy:rerank, ...)."),
+) -> None:
+    """Run a query file and write a JSON list of traces, one per query, in
+    order; with --trec-run, a TREC run of one stage's ranked chunk ids."""
+    if out is not None:
+        check_output_file(out, "--out", db=db, force=force)
+    if trec_run is not None:
+        check_output_file(trec_run, "--trec-run", db=db, force=force)
+        from engine.stages import RANKED_IDS
+
+        if stage not in RANKED_IDS:
+            fail(f"--stage: unknown stage {stage!r}; stages are {', '.join(RANKED_IDS)}")
+    elif stage != "final":
+        fail("--stage applies to --trec-run; give --trec-run FILE")
+    entries = load_queries(queries)
+    params = [params_from_entry(e, i) for i, e in enumerate(entries)]
+    from ..render import retriever_failures
+
+    with open_store(db) as store:
+        results = [(e.get("id", str(i + 1)), search(store, p)) for i, (e, p) in enumerate(zip(entries, params))]
+        failed = [str(qid) for qid, t in results if retriever_failures(t)]
+        if trec_run is not None:
+            _write_trec_run(store, results, trec_run, stage, force)
+    traces = [trace_to_dict(t, query_id=qid) for qid, t in results]
+    if failed:
+        shown = ", ".join(failed[:5]) + (f", … ({len(failed) - 5} more)" if len(failed) > 5 else "")
+        err_console.print(
+            safe.line(f"warning: a retriever failed in {len(failed)} of {len(traces)} queries ({shown}; see "
+                      f"retriever_errors in the traces): the store's FTS index is probably damaged; check it with: "
+                      f"rankscope doctor --db {db}"),
+            markup=False, highlight=False, style="bold red",
+        )
+    if trec_run is not None and out is None:
+        return
+    if out:
+        check_output_file(out, "--out", db=db, force=force)  # again: it may have appeared meanwhile
+        try:
+            write_text_file(out, json_text(traces), overwrite=force)
+        except FileExistsError:
+            fail(f"--out {out} appeared while the queries ran; nothing was written (give another name or --force)")
+        except OSError as exc:
+            fail(f"cannot write --out {out}: {exc.strerror or exc}")
+        console.print(safe.line(f"wrote {len(traces)} traces to {out}"), markup=False, highlight=False)
+    else:
+        write_json(traces)
+
+
+def _write_trec_run(store: Store, results: list, path: Path, stage: str, force: bool) -> None:
+    """Write the TREC run of ``stage`` (see :func:`engine.evaluation.trec_run_text`)."""
+    from engine.chunkids import chunk_ids
+    from engine.evaluation import trec_run_text
+
+    text, lines = trec_run_text(results, chunk_ids(store), stage)
+    try:
+        write_text_file(path, text, overwrite=force)
+    except FileExistsError:
+        fail(f"--trec-run {path} appeared while the queries ran; nothing was written (give another name or --force)")
+    except OSError as exc:
+        fail(f"cannot write --trec-run {path}: {exc.strerror or exc}")
+    console.print(safe.line(f"wrote {lines} run lines for {len(results)} queries (stage {stage}) to {path}"),
+                  markup=False, highlight=False, soft_wrap=True)
+
+
+def check_output_file(path: Path, option: str, db: Optional[Path] = None, force: bool = False) -> None:
+    """Fail early (before any work) when ``path`` must not be written: a
+    folder, a missing folder, the store ``db`` or any SQLite database, or an
+    existing file without ``force`` (:func:`tui.outfile.check_output`)."""
+    try:
+        check_output(path, option, db=db, force=force)
+    except OutputRefused as exc:
+        fail(str(exc))
