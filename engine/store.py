@@ -803,7 +803,8 @@ class Store:
         flags = "mode=ro" if mode == "live" else "mode=ro&immutable=1"
         signature = _files_signature(p)
         try:
-            conn = cls._raw_connect(read_path, read_only=True, flags=flags, mmap=_mmap_safe(p, mode))
+            with sqlite_errors(p, "open"):
+                conn = cls._raw_connect(read_path, read_only=True, flags=flags, mmap=_mmap_safe(p, mode))
             schema = cls._inspect(conn, p)
         except BaseException:
             if copy_dir:

@@ -261,3 +261,43 @@ def test_a_writer_that_starts_after_an_immutable_open_and_exits(tmp_path):
         assert store.stats()["sources"] == 11 + 30
     finally:
         store.close()
+
+
+def test_a_failure_that_goes_away_is_retried_and_a_stable_one_is_damage(tmp_path):
+    """:meth:`Store.reading`: a damage code once (a writer's change) is read
+    again; the same code twice on unchanged files is reported as damage; an
+    error of another kind is not retried."""
+    import apsw
+
+    from engine.store import CorruptStoreError
+
+    db = tmp_path / "c.db"
+    shutil.copy2(MODERN, db)
+    with Store.open_readonly(db) as store:
+        calls = []
+
+        def flaky(conn):
+            calls.append(conn)
+            if len(calls) == 1:
+                raise apsw.CorruptError("database disk image is malformed")
+            return "answer"
+
+        assert store.reading(flaky) == "answer" and len(calls) == 2
+
+        def damaged(conn):
+            calls.append(conn)
+            raise apsw.CorruptError("database disk image is malformed")
+
+        calls.clear()
+        with pytest.raises(CorruptStoreError, match="is damaged"):
+            store.reading(damaged)
+        assert len(calls) == 2  # confirmed on a second read of the same, unchanged files
+
+        def refused(conn):
+            calls.append(conn)
+            raise apsw.ReadOnlyError("attempt to write a readonly database")
+
+        calls.clear()
+        with pytest.raises(StoreError, match="cannot write to"):
+            store.reading(refused, action="write to")
+        assert len(calls) == 1
