@@ -35,7 +35,7 @@ from .retrieve import fts_limit_for, retrieve_pair, runs_retriever
 from .runcache import RunCache
 from .stage_api import PassContext
 from .stages import PASS_STAGES, RETRIEVERS, Stage
-from .store import Store, elapsed_ms, sqlite_errors
+from .store import Store, elapsed_ms
 
 __all__ = ["fts_limit_for", "pass_plan", "pool_size_for", "run_pass", "search", "variant_skips"]
 
@@ -276,11 +276,12 @@ def search(
 
     Raises:
         CorruptStoreError: SQLite reports the file as damaged (``database
-            disk image is malformed``); the message names the path.
+            disk image is malformed``) on a stable snapshot (a read that
+            failed while another process wrote the store is retried:
+            :meth:`~engine.store.Store.reading`); the message names the path.
         StoreError: the store cannot be read otherwise (locked, I/O error).
     """
-    with sqlite_errors(store.path):
-        return _search(store, params, conn, runs, refresh, paths)
+    return store.reading(lambda c: _search(store, params, c, runs, refresh, paths), conn)
 
 
 def _search(

@@ -81,6 +81,8 @@ class Connection(apsw.Connection):
     uri_flags: str = ""
     #: The store's data version noted by ``Store.begin_read`` (``None`` outside its read transaction).
     read_version: Any = None
+    #: The file this connection reads (a read-only store may read a private copy), set by ``Store``.
+    read_path: str | None = None
 
     if TYPE_CHECKING:
         # For the type checker only: rows are read positionally by code that

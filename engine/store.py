@@ -16,9 +16,14 @@ Two ways in:
   (or any other SQLite file) is never modified.
 * :meth:`Store.open_readonly` — anybody's store (the default for
   :meth:`Store.open`): opened with SQLite's read-only URI mode, no pragma
-  that writes, nothing migrated, refreshed or optimised. When a ``-wal`` file
-  is present (a writer is live) the connection reads through it; otherwise it
-  is opened ``immutable`` so not even ``-shm``/``-wal`` files are created.
+  that writes, nothing migrated, refreshed or optimised, and no file created
+  beside it. How it is read (:data:`READ_MODES`) follows the files next to it:
+  through a live writer's WAL, or the rollback journal's locks (``"live"``);
+  ``immutable`` while a WAL store has no ``-wal``; through a private copy
+  when a killed writer left a ``-wal`` without ``-shm``. The mode is checked
+  again before every search, and a read that a concurrent writer disturbed
+  is retried (:meth:`Store.reading`): a store is called damaged only when a
+  read fails the same way twice on files that did not change.
 
 SQLite errors that mean the file itself is damaged (``database disk image is
 malformed``) surface as :class:`CorruptStoreError`, naming the path; other
@@ -321,12 +326,129 @@ def vocabulary_words(text: str) -> list[str]:
     return list(seen)
 
 
+def _journal_is_wal(p: str) -> bool:
+    """True when the database header of ``p`` says WAL (file format bytes 18
+    and 19 are 2); False for a rollback-journal database or an unreadable
+    header."""
+    try:
+        with open(p, "rb") as fh:
+            header = fh.read(20)
+    except OSError:
+        return False
+    return len(header) >= 20 and header[18] == 2 and header[19] == 2
+
+
+#: How a read-only store is read (:attr:`Store.read_mode`):
+#:
+#: * ``"live"`` — ``mode=ro`` on the file itself, with SQLite's locks: a
+#:   WAL store whose ``-wal`` and ``-shm`` exist (a writer is, or was, there:
+#:   reading creates nothing), or a rollback-journal store (readers never
+#:   create a file there). Safe against any writer.
+#: * ``"immutable"`` — ``immutable=1``: a WAL store with no ``-wal`` (nobody
+#:   is writing). ``mode=ro`` would create ``-wal``/``-shm`` (and leave them);
+#:   the price is that SQLite neither locks nor notices changes, so the files
+#:   are checked before every search (:meth:`Store.reopen_if_writer_started`)
+#:   and a read during which they changed is repeated (:meth:`Store.reading`).
+#: * ``"copy"`` — a WAL store with a non-empty ``-wal`` but no ``-shm`` (its
+#:   writer was killed): SQLite would create ``-shm`` beside it, so the
+#:   database and its WAL are copied to a private temporary folder, the WAL
+#:   replayed there, and the copy read ``immutable``.
+READ_MODES = ("live", "immutable", "copy")
+
+
+def _read_mode_for(p: str) -> str:
+    """The :data:`READ_MODES` entry to read ``p`` with, from the files beside it now."""
+    wal = _file_signature(p + "-wal")
+    if wal is not None and (wal[1] > 0 or os.path.exists(p + "-shm")):
+        return "live" if os.path.exists(p + "-shm") else "copy"
+    return "immutable" if _journal_is_wal(p) else "live"
+
+
 def _readonly_flags(p: str) -> str:
-    """URI flags for a read-only open: a live writer keeps a ``-wal`` file, so
-    read through it (``mode=ro``); with none, ``immutable=1`` reads the main
-    file and creates nothing (plain ``mode=ro`` would leave ``-wal``/``-shm``
-    behind, or fail in a read-only folder)."""
-    return "mode=ro" if os.path.exists(p + "-wal") else "mode=ro&immutable=1"
+    """URI flags for a read-only open of ``p`` itself: ``mode=ro`` for a
+    ``"live"`` read (:data:`READ_MODES`), ``mode=ro&immutable=1`` otherwise
+    (an immutable read creates nothing; a ``"copy"`` read goes through
+    :meth:`Store.open_readonly`, not here)."""
+    return "mode=ro" if _read_mode_for(p) == "live" else "mode=ro&immutable=1"
+
+
+def _files_signature(p: str) -> tuple:
+    """``(mtime ns, size)`` (or ``None``) of ``p`` and of its ``-wal``,
+    ``-shm`` and ``-journal``: changes whenever a writer touches the store."""
+    return tuple(_file_signature(p + suffix) for suffix in ("", "-wal", "-shm", "-journal"))
+
+
+def _private_copy(p: str) -> tuple[str, str]:
+    """Copy ``p`` and its ``-wal`` into a new private temporary folder and
+    replay the WAL into the copy (nothing is written next to ``p``).
+
+    Returns:
+        ``(folder, copied database path)``; the caller removes the folder.
+
+    Raises:
+        StoreError: the copy cannot be made (disk full, unreadable file).
+    """
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="rankscope-ro-")
+    target = os.path.join(folder, "store.db")
+    try:
+        shutil.copyfile(p, target)
+        try:
+            shutil.copyfile(p + "-wal", target + "-wal")
+        except FileNotFoundError:
+            pass  # checkpointed and removed meanwhile: the main file is complete
+        conn = sql.connect(target)
+        try:
+            conn.execute("PRAGMA journal_mode=DELETE").fetchall()  # checkpoints the WAL into the copy
+        finally:
+            conn.close()
+    except (OSError, sql.Error) as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise StoreError(
+            f"cannot read {p}: its -wal file has no -shm beside it (its writer was killed), and a private "
+            f"copy to read it through could not be made in {os.path.dirname(folder)} ({exc})"
+        ) from exc
+    return folder, target
+
+
+def _mmap_safe(p: str, mode: str) -> bool:
+    """Whether a read-only read of ``p`` in ``mode`` may use a memory map: a
+    private copy, or an ``immutable`` read of a store rankscope created
+    (whose writers never shrink the file). Never a live store or a foreign
+    one read ``immutable``: a writer that appears and shrinks the file (a
+    ``VACUUM``) would fault a mapped read (SIGBUS) instead of failing it."""
+    if mode == "copy":
+        return True
+    try:
+        return mode == "immutable" and read_application_id(p) == APPLICATION_ID
+    except OSError:
+        return False
+
+
+#: Attempts at a read that fails (or reads files that changed under it)
+#: because another process is writing the store, and the first pause
+#: between two of them (seconds; doubled each time up to :data:`RETRY_MAX_DELAY_S`).
+READ_ATTEMPTS = 12
+RETRY_DELAY_S = 0.005
+RETRY_MAX_DELAY_S = 0.1
+#: Primary result codes a concurrent writer can cause: SQLITE_BUSY,
+#: SQLITE_LOCKED, SQLITE_IOERR (a short read of a file being truncated),
+#: SQLITE_CORRUPT, SQLITE_CANTOPEN (a ``-wal`` removed while opening),
+#: SQLITE_SCHEMA, SQLITE_NOTADB.
+_TRANSIENT_CODES = (5, 6, 10, 11, 14, 17, 26)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when ``exc`` may come from another process changing the store
+    while it was read (see :data:`_TRANSIENT_CODES`), or from a connection
+    closed by a reopen in another thread."""
+    import apsw
+
+    return isinstance(exc, apsw.ConnectionClosedError) or is_corruption(exc) or (
+        _primary_code(exc) in _TRANSIENT_CODES
+    )
 
 
 #: Store files up to this size are read through a memory map of this size
@@ -440,9 +562,21 @@ class Store:
         #: A connection that only reads ``PRAGMA data_version`` (see :meth:`data_version`).
         self._sentinel: sql.Connection | None = None
         #: Idle read connections for a search's second retriever, by URI flags.
-        self._readers: dict[str, list[sql.Connection]] = {}
+        self._readers: dict[tuple[str | None, str], list[sql.Connection]] = {}
         #: Bumped when the main connection is replaced (:meth:`reopen_if_writer_started`).
         self._generation = 0
+        #: How a read-only store is read (:data:`READ_MODES`); ``"live"`` for a writable one.
+        self.read_mode = "live"
+        #: The file connections open: :attr:`path`, or the private copy of a ``"copy"`` read.
+        self._read_path = path
+        #: URI flags of read-only connections (``""`` for a writable store).
+        self._flags = ""
+        #: The private folder of a ``"copy"`` read (removed on reopen and close).
+        self._copy_dir: str | None = None
+        #: :func:`_files_signature` of :attr:`path` when the main connection was opened.
+        self._opened_signature: tuple | None = None
+        #: Read-only connections use a memory map (see :func:`_mmap_safe`).
+        self._mmap = False
 
     # ── opening ────────────────────────────────────────────────────────
 
@@ -638,12 +772,60 @@ class Store:
         """
         p = str(path)
         cls._check_file(p)
-        flags = _readonly_flags(p)
-        conn = cls._raw_connect(p, read_only=True, flags=flags)
-        schema = cls._inspect(conn, p)
+        store: Store | None = None
+        last: StoreError | None = None
+        stable_failures = 0
+        delay = RETRY_DELAY_S
+        for _ in range(READ_ATTEMPTS):
+            before = _files_signature(p)
+            try:
+                store = cls._open_readonly_once(p)
+                return store
+            except StoreError as exc:
+                cause = exc.__cause__
+                if cause is None or not is_transient(cause):
+                    raise
+                # A writer may have changed the files while they were read:
+                # only two failures in a row on unchanged files are believed.
+                stable_failures = stable_failures + 1 if _files_signature(p) == before else 0
+                last = exc
+                if stable_failures >= 2:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_DELAY_S)
+        assert last is not None
+        raise last
+
+    @classmethod
+    def _open_readonly_once(cls, p: str) -> "Store":
+        mode = _read_mode_for(p)
+        copy_dir, read_path = _private_copy(p) if mode == "copy" else (None, p)
+        flags = "mode=ro" if mode == "live" else "mode=ro&immutable=1"
+        signature = _files_signature(p)
+        try:
+            with sqlite_errors(p, "open"):
+                conn = cls._raw_connect(read_path, read_only=True, flags=flags, mmap=_mmap_safe(p, mode))
+            schema = cls._inspect(conn, p)
+        except BaseException:
+            if copy_dir:
+                import shutil
+
+                shutil.rmtree(copy_dir, ignore_errors=True)
+            raise
         store = cls(p, True, conn, schema)
-        store.immutable = "immutable=1" in flags
+        store._set_read_mode(mode, read_path, flags, copy_dir, signature)
         return store
+
+    def _set_read_mode(self, mode: str, read_path: str, flags: str, copy_dir: str | None, signature: tuple) -> None:
+        self.read_mode, self._read_path, self._flags = mode, read_path, flags
+        self.immutable = mode != "live"
+        self._mmap = _mmap_safe(self.path, mode) if self.path else False
+        old_copy, self._copy_dir = self._copy_dir, copy_dir
+        self._opened_signature = signature
+        if old_copy and old_copy != copy_dir:
+            import shutil
+
+            shutil.rmtree(old_copy, ignore_errors=True)
 
     open = open_readonly
 
@@ -684,6 +866,7 @@ class Store:
             conn = sql.connect(f"file:{uri_path}?{flags}", read_only=True, uri=True)
         else:
             conn = sql.connect(p)
+        conn.read_path = p
         if mmap is None:
             mmap = not read_only or "immutable=1" in (flags or "")
         if mmap and p != ":memory:" and (_file_signature(p) or (0, 0))[1] <= MMAP_BYTES:
@@ -739,41 +922,141 @@ class Store:
             has_file_columns={"file_path", "content_hash"} <= src_cols,
         )
 
-    #: Read-only store opened with ``immutable=1`` (no ``-wal`` file then).
+    #: Read-only store read with ``immutable=1`` (:attr:`read_mode` ``"immutable"`` or ``"copy"``).
     immutable = False
 
-    def reopen_if_writer_started(self) -> bool:
-        """Keep a long-lived read-only store readable once context-mode starts
-        writing it.
+    def reopen_if_writer_started(self, *, force: bool = False) -> bool:
+        """Keep a read-only store readable, and right, whatever a writer does
+        next to it; called before every search (:meth:`reading`).
 
-        A store opened while nobody wrote it is ``immutable``: SQLite reads
-        the main file only, so it would miss (or misread) a writer that
-        starts later. When a ``-wal`` file has appeared since, the main
-        connection is reopened to read through the WAL (still read-only).
-        Connections from :meth:`connect` decide afresh each time.
+        A store opened while nobody wrote it is read ``immutable``: SQLite
+        reads the main file only and neither locks it nor notices a change.
+        So the files are looked at (four ``stat`` calls): when the read mode
+        they call for (:data:`READ_MODES`) is not the current one (a writer
+        started: read through its WAL), or an ``immutable``/``copy`` read's
+        files changed since it was opened (a writer came and went), the main
+        connection is reopened (still read-only; idle side connections are
+        dropped). ``force`` reopens in any case (after a failed read).
+        Connections from :meth:`connect` follow the current mode.
 
         Returns:
             ``True`` when it reopened.
+
+        Raises:
+            StoreError: a ``"copy"`` read's private copy cannot be made.
+            engine.sql.Error: the file cannot be opened.
         """
-        if not (self.read_only and self.immutable and self.path and os.path.exists(self.path + "-wal")):
+        if not (self.read_only and self.path):
+            return False
+        mode = _read_mode_for(self.path)
+        signature = _files_signature(self.path)
+        if not force and mode == self.read_mode and (mode == "live" or signature == self._opened_signature):
             return False
         with self.lock:
-            conn = self._raw_connect(self.path, read_only=True, flags="mode=ro")
+            copy_dir, read_path = _private_copy(self.path) if mode == "copy" else (None, self.path)
+            flags = "mode=ro" if mode == "live" else "mode=ro&immutable=1"
+            try:
+                conn = self._raw_connect(read_path, read_only=True, flags=flags, mmap=_mmap_safe(self.path, mode))
+            except BaseException:
+                if copy_dir:
+                    import shutil
+
+                    shutil.rmtree(copy_dir, ignore_errors=True)
+                raise
             old, self.conn = self.conn, conn
-            self.immutable = False
             self._generation += 1
-            old.close()
+            with self._side_lock:
+                side = [c for idle in self._readers.values() for c in idle]
+                if self._sentinel is not None:
+                    side.append(self._sentinel)
+                self._readers, self._sentinel = {}, None
+            for c in [old, *side]:
+                try:
+                    c.close()
+                except sql.Error:
+                    pass
+            self._set_read_mode(mode, read_path, flags, copy_dir, signature)
         return True
 
     def connect(self) -> sql.Connection:
         """A new connection to the same file, for use in another thread.
 
-        Read-only stores get a read-only connection. For an in-memory store
-        the shared connection is returned (guard it with :attr:`lock`).
+        Read-only stores get a read-only connection, read the way the main
+        connection reads (:attr:`read_mode`). For an in-memory store the
+        shared connection is returned (guard it with :attr:`lock`).
         """
         if self.path is None:
             return self.conn
-        return self._raw_connect(self.path, read_only=self.read_only)
+        if not self.read_only:
+            return self._raw_connect(self.path, read_only=False)
+        return self._raw_connect(self._read_path, read_only=True, flags=self._flags,  # type: ignore[arg-type]
+                                 mmap=self._mmap)
+
+    def _current(self, conn: sql.Connection) -> bool:
+        """True when ``conn`` reads the way the store reads now."""
+        return conn is self.conn or not self.read_only or (
+            getattr(conn, "read_path", None) == self._read_path and conn.uri_flags == self._flags
+        )
+
+    def reading(self, work, conn: sql.Connection | None = None, action: str = "read"):
+        """``work(c)`` with a connection ``c`` to this store (``conn``, or the
+        store's own), retried while another process writing the store makes
+        it fail or read files that changed under it.
+
+        Before each attempt :meth:`reopen_if_writer_started` matches the read
+        mode to the files; a ``conn`` that no longer reads that way is
+        replaced by a fresh connection for the call. An attempt that raises
+        an SQLite error :func:`is_transient` calls transient (busy, locked,
+        ``database disk image is malformed``, ...) is repeated on a reopened
+        connection after a pause (:data:`RETRY_DELAY_S`, doubling), at most
+        :data:`READ_ATTEMPTS` times. The store is called damaged only when
+        two attempts in a row fail with a damage code on files that did not
+        change (a stable snapshot agrees). An ``immutable`` read whose files
+        changed while it ran is repeated too (its answer may mix two
+        versions); after the last attempt its answer is returned.
+
+        Returns:
+            What ``work`` returns.
+
+        Raises:
+            CorruptStoreError: the file is damaged (confirmed as above).
+            StoreError: any other SQLite failure, or one that persisted
+                through every attempt; the message names the path.
+        """
+        if self.path is None:
+            with sqlite_errors(self.path, action):
+                return work(conn or self.conn)
+        delay = RETRY_DELAY_S
+        stable_failures = 0
+        last_failure: tuple | None = None
+        for attempt in range(READ_ATTEMPTS):
+            final = attempt == READ_ATTEMPTS - 1
+            with sqlite_errors(self.path, action):
+                self.reopen_if_writer_started(force=attempt > 0 and last_failure is not None)
+            c = conn if conn is not None and self._current(conn) else (self.connect() if conn is not None else None)
+            own = c is not None and c is not conn
+            before = _files_signature(self.path)
+            try:
+                result = work(c)
+            except (sql.Error, UnicodeDecodeError) as exc:
+                if not is_transient(exc):
+                    raise sqlite_store_error(exc, self.path, action) from exc
+                after = _files_signature(self.path)
+                stable = after == before and (last_failure is None or last_failure == after)
+                stable_failures = stable_failures + 1 if stable else 0
+                last_failure = after
+                if final or (stable_failures >= 2 and is_corruption(exc)):
+                    raise sqlite_store_error(exc, self.path, action) from exc
+            else:
+                if not (self.read_only and self.immutable) or final or _files_signature(self.path) == before:
+                    return result
+                last_failure = None  # the answer may mix two versions: read again (the files changed, so reopen)
+            finally:
+                if own:
+                    c.close()  # type: ignore[union-attr]
+            time.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_DELAY_S)
+        raise AssertionError("unreachable")
 
     @contextmanager
     def using(self, conn: sql.Connection | None = None) -> Iterator[sql.Connection]:
@@ -822,6 +1105,11 @@ class Store:
                 self.conn.close()
             except sql.Error:
                 pass
+        if self._copy_dir:
+            import shutil
+
+            shutil.rmtree(self._copy_dir, ignore_errors=True)
+            self._copy_dir = None
 
     # ── data version, read transactions, side connections ──────────────
 
@@ -845,7 +1133,7 @@ class Store:
             with self.lock:
                 return ("memory", self.conn.total_changes())
         if self.read_only and self.immutable:
-            return ("immutable", self._generation, _file_signature(self.path), _file_signature(self.path + "-wal"))
+            return ("immutable", self._generation, _files_signature(self.path))
         with self._side_lock:
             if self._sentinel is None:
                 self._sentinel = self._raw_connect(self.path, read_only=True, flags="mode=ro", mmap=False)
@@ -920,12 +1208,13 @@ class Store:
         commit happened in between, so both see the same rows.
         """
         flags = conn.uri_flags or "mode=ro"
+        key = (getattr(conn, "read_path", None) or self.path, flags)
         with self._side_lock:
-            idle = self._readers.setdefault(flags, [])
+            idle = self._readers.setdefault(key, [])
             reader = idle.pop() if idle else None
         if reader is None:
-            reader = self._raw_connect(self.path, read_only=True, flags=flags,  # type: ignore[arg-type]
-                                       mmap=not self.read_only or "immutable=1" in flags)
+            reader = self._raw_connect(key[0], read_only=True, flags=flags,  # type: ignore[arg-type]
+                                       mmap=not self.read_only or (self._mmap and key == (self._read_path, self._flags)))
         ok = False
         try:
             conn.execute("PRAGMA schema_version").fetchone()  # takes conn's snapshot if it has none yet
@@ -942,7 +1231,7 @@ class Store:
                 ok = False
             if ok:
                 with self._side_lock:
-                    self._readers.setdefault(flags, []).append(reader)
+                    self._readers.setdefault(key, []).append(reader)
             else:
                 try:
                     reader.close()

@@ -1,0 +1,303 @@
+"""Browsing a store while another process writes it never reports a false
+"damaged" (issue 13, item 2) and never creates a file beside it (item 1).
+
+Each writer kind runs as a separate process on a store of context-mode's
+schema (a rankscope store from ``Store.create``, and a copy of the
+context-mode 1.0.169 fixture as a foreign store), adding a source with two
+chunks per commit in a bounded loop:
+
+* ``wal`` — one WAL connection kept open (context-mode's own way);
+* ``wal-reconnect`` — a WAL connection opened and closed around every commit
+  (its close checkpoints and removes ``-wal``/``-shm``, so the files come and
+  go between two searches, and even during one);
+* ``delete`` — a rollback-journal (``journal_mode=DELETE``) store.
+
+Meanwhile the test runs :data:`API_SEARCHES` searches through the API on one
+store opened *before* the writer started (so a WAL store is first read
+``immutable``) and :data:`CLI_SEARCHES` per store (``python -m tui.cli search
+... --json`` subprocesses, each opening the store afresh): every one must
+succeed with both retrievers clean. After the writer exits, the long-lived
+store sees every row it wrote. ``RANKSCOPE_WRITER_CLI_SEARCHES`` raises the
+CLI count for a one-off soak run (the figures go to stdout: ``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from engine import SearchParams, Store, StoreError, search, sql
+
+from ..conftest import MODERN, REPO
+
+API_SEARCHES = 500
+#: CLI searches per (writer kind, store kind): 25 + 25 = 50 per writer kind.
+CLI_SEARCHES = int(os.environ.get("RANKSCOPE_WRITER_CLI_SEARCHES", "25"))
+#: Upper bound of the writer's commits (it also stops when told to, or after 10 minutes).
+WRITER_MAX_COMMITS = 100_000
+
+WRITER = r"""
+import os, sqlite3, sys, time
+
+path, kind, stop_file, max_commits = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+
+def connect():
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    conn.execute("PRAGMA journal_mode=" + ("DELETE" if kind == "delete" else "WAL")).fetchall()
+    return conn
+
+
+keep = None if kind == "wal-reconnect" else connect()
+print("ready", flush=True)
+deadline = time.monotonic() + 600
+i = 0
+while i < max_commits and not os.path.exists(stop_file) and time.monotonic() < deadline:
+    conn = keep or connect()
+    conn.execute("BEGIN IMMEDIATE")
+    sid = conn.execute("INSERT INTO sources (label, chunk_count, code_chunk_count) VALUES (?, 2, 0)",
+                       (f"writer-{i}.md",)).lastrowid
+    for table in ("chunks", "chunks_trigram"):
+        for part in range(2):
+            conn.execute(
+                f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
+                "VALUES (?, ?, ?, 'prose', '')",
+                (f"Writer {i}", f"zeppelin writer entry {i} part {part} alpha retry " + "filler words " * 20, sid),
+            )
+    conn.execute("COMMIT")
+    if keep is None:
+        conn.close()
+    i += 1
+    time.sleep(0.005)
+print(f"wrote {i}", flush=True)
+if keep is not None:
+    keep.close()
+"""
+
+KINDS = ("wal", "wal-reconnect", "delete")
+QUERIES = ("zeppelin writer", "alpha retry", "journal compaction", "deploymnet chekclist", "writer part")
+
+
+def _prepare(tmp_path, store_kind: str, kind: str):
+    """A store of context-mode's schema with no ``-wal`` beside it, in the writer's journal mode."""
+    db = tmp_path / f"{store_kind}.db"
+    if store_kind == "rankscope":
+        with Store.create(db) as store:
+            store.index_text("seed.md", "# Seed\nzeppelin alpha retry journal compaction", "markdown")
+    else:
+        shutil.copy2(MODERN, db)
+    if kind == "delete":
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=DELETE").fetchall()
+        conn.close()
+    assert not os.path.exists(f"{db}-wal")
+    return db
+
+
+def _clean(trace) -> str | None:
+    for run in (trace.first.porter, trace.first.trigram):
+        if run.error is not None:
+            return f"{run.retriever}: {run.error}"
+    return None
+
+
+def _cli_search(db, query: str) -> str | None:
+    """One CLI search; the error it shows, or ``None``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "search", query, "--db", str(db), "--json"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    if proc.returncode != 0 or "damaged" in proc.stderr:
+        return f"rc {proc.returncode}: {proc.stderr.strip()[-300:]}"
+    data = json.loads(proc.stdout)
+    if not isinstance(data, dict):
+        return f"unexpected JSON: {proc.stdout[:200]}"
+    return None
+
+
+@pytest.mark.parametrize("store_kind", ["rankscope", "foreign"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
+    db = _prepare(tmp_path, store_kind, kind)
+    stop = tmp_path / "stop"
+    store = Store.open_readonly(db)  # opened before the writer starts
+    try:
+        assert store.read_mode == ("live" if kind == "delete" else "immutable")
+        sources_before = store.stats()["sources"]
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), kind, str(stop), str(WRITER_MAX_COMMITS)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
+            errors: list[str] = []
+            api_runs = cli_runs = 0
+            every = max(1, API_SEARCHES // max(CLI_SEARCHES, 1))
+            for i in range(max(API_SEARCHES, CLI_SEARCHES * every)):
+                query = QUERIES[i % len(QUERIES)]
+                if i < API_SEARCHES:
+                    api_runs += 1
+                    try:
+                        problem = _clean(search(store, SearchParams(query, limit=5)))
+                    except StoreError as exc:
+                        problem = f"{type(exc).__name__}: {exc}"
+                    if problem:
+                        errors.append(f"API search {i}: {problem}")
+                if i % every == 0 and cli_runs < CLI_SEARCHES:
+                    cli_runs += 1
+                    problem = _cli_search(db, query)
+                    if problem:
+                        errors.append(f"CLI search {cli_runs}: {problem}")
+            writer_alive = writer.poll() is None
+        finally:
+            stop.touch()
+            out, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err
+        wrote = int(out.split("wrote ")[1])
+        print(f"\n{kind} writer on the {store_kind} store: {wrote} commits; {api_runs} API searches, "
+              f"{cli_runs} CLI searches, {len(errors)} errors")
+        assert errors == [], errors[:5]
+        assert api_runs == API_SEARCHES and cli_runs == CLI_SEARCHES
+        assert writer_alive, "the writer stopped before the searches ended: raise WRITER_MAX_COMMITS"
+        # After the writer is gone, the long-lived store reads everything it wrote.
+        assert store.stats()["sources"] == sources_before + wrote
+        top = search(store, SearchParams(f"zeppelin writer entry {wrote - 1}", limit=3)).final
+        assert top and top[0].candidate.source == f"writer-{wrote - 1}.md"
+    finally:
+        store.close()
+
+
+def _snapshot(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _killed_writer_leaves_wal(folder):
+    """A copy of the fixture whose WAL writer was killed after a commit it had
+    not checkpointed (``late.md``, "zeppelin arrives"); its ``-shm`` is then
+    removed, as after a reboot that cleared shared memory."""
+    db = folder / "S.db"
+    shutil.copy2(MODERN, db)
+    script = r"""
+import os, signal, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA journal_mode=WAL").fetchall()
+conn.execute("PRAGMA wal_autocheckpoint=0").fetchall()
+conn.execute("BEGIN IMMEDIATE")
+sid = conn.execute("INSERT INTO sources (label, chunk_count, code_chunk_count) VALUES ('late.md', 1, 0)").lastrowid
+for table in ("chunks", "chunks_trigram"):
+    conn.execute(f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
+                 "VALUES ('Late', 'zeppelin arrives', ?, 'prose', '')", (sid,))
+conn.execute("COMMIT")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    proc = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert os.path.getsize(f"{db}-wal") > 0
+    os.remove(f"{db}-shm")
+    return db
+
+
+@pytest.mark.parametrize("read_only_folder", [False, True], ids=["writable-folder", "read-only-folder"])
+def test_leftover_wal_without_shm_creates_nothing(tmp_path, read_only_folder):
+    folder = tmp_path / "f"
+    folder.mkdir()
+    db = _killed_writer_leaves_wal(folder)
+    before = _snapshot(folder)
+    if read_only_folder:
+        os.chmod(folder, stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        store = Store.open_readonly(db)
+        try:
+            assert store.read_mode == "copy"
+            for _ in range(3):
+                trace = search(store, SearchParams("zeppelin", limit=3))
+                assert _clean(trace) is None
+                assert trace.final[0].candidate.source == "late.md"  # the WAL's commit is read
+            assert store.stats()["sources"] == 12
+        finally:
+            store.close()
+        assert _cli_search(db, "zeppelin") is None
+        assert _snapshot(folder) == before  # nothing created, nothing changed
+    finally:
+        os.chmod(folder, 0o755)
+
+
+def test_a_writer_that_starts_after_an_immutable_open_and_exits(tmp_path):
+    """Item 2's first reproduction: opened ``immutable`` (nobody writing), then
+    a WAL writer commits and exits; every later search reads its rows."""
+    db = tmp_path / "c.db"
+    shutil.copy2(MODERN, db)
+    store = Store.open_readonly(db)
+    try:
+        assert store.read_mode == "immutable"
+        assert _clean(search(store, SearchParams("zeppelin"))) is None
+        # In this process, so through the same SQLite library (two libraries in
+        # one process would break each other's POSIX locks).
+        conn = sql.connect(str(db))
+        conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        for i in range(30):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO sources (label, chunk_count, code_chunk_count) VALUES (?, 1, 0)", (f"late{i}.md",))
+            sid = conn.last_insert_rowid()
+            for table in ("chunks", "chunks_trigram"):
+                conn.execute(f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
+                             "VALUES ('Late', ?, ?, 'prose', '')", (f"zeppelin arrives {'word ' * 300}{i}", sid))
+            conn.execute("COMMIT")
+            assert _clean(search(store, SearchParams("zeppelin arrives", limit=3))) is None
+        assert store.read_mode == "live"
+        conn.close()  # checkpoints into the main file and removes -wal/-shm... unless we hold it open
+        for _ in range(5):
+            trace = search(store, SearchParams("zeppelin arrives", limit=50))
+            assert _clean(trace) is None
+            assert len({r.candidate.source for r in trace.final}) == 30
+        assert store.stats()["sources"] == 11 + 30
+    finally:
+        store.close()
+
+
+def test_a_failure_that_goes_away_is_retried_and_a_stable_one_is_damage(tmp_path):
+    """:meth:`Store.reading`: a damage code once (a writer's change) is read
+    again; the same code twice on unchanged files is reported as damage; an
+    error of another kind is not retried."""
+    import apsw
+
+    from engine.store import CorruptStoreError
+
+    db = tmp_path / "c.db"
+    shutil.copy2(MODERN, db)
+    with Store.open_readonly(db) as store:
+        calls = []
+
+        def flaky(conn):
+            calls.append(conn)
+            if len(calls) == 1:
+                raise apsw.CorruptError("database disk image is malformed")
+            return "answer"
+
+        assert store.reading(flaky) == "answer" and len(calls) == 2
+
+        def damaged(conn):
+            calls.append(conn)
+            raise apsw.CorruptError("database disk image is malformed")
+
+        calls.clear()
+        with pytest.raises(CorruptStoreError, match="is damaged"):
+            store.reading(damaged)
+        assert len(calls) == 2  # confirmed on a second read of the same, unchanged files
+
+        def refused(conn):
+            calls.append(conn)
+            raise apsw.ReadOnlyError("attempt to write a readonly database")
+
+        calls.clear()
+        with pytest.raises(StoreError, match="cannot write to"):
+            store.reading(refused, action="write to")
+        assert len(calls) == 1
