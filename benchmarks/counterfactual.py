@@ -80,8 +80,11 @@ def _pins(trace, rng: random.Random, total: int) -> dict[str, int]:
     out: dict[str, int] = {}
     main = flows[0]
     for row in main.rows:
-        if row.exit is not None and row.exit.reason in ("trimmed", "beyond-pool", "session-filter") \
-                and "near miss" not in out:
+        if (
+            row.exit is not None
+            and row.exit.reason in ("trimmed", "beyond-pool", "session-filter")
+            and "near miss" not in out
+        ):
             out["near miss"] = row.rowid
         if row.exit is not None and row.exit.reason == "merged" and "merged" not in out:
             out["merged"] = row.rowid
@@ -125,8 +128,10 @@ def run_size(target: int, n_queries: int, seed: int, out: TextIO, workdir: str |
                 res.pins[kind].append((cold_ms, warm_ms, s_ms, cold.reruns, outcome))
         store.close()
         s = res.search_ms
-        say(f"search    {len(s)} queries: p50 {percentile(s, 50):.1f} ms, p95 {percentile(s, 95):.1f} ms, "
-            f"max {max(s):.1f} ms")
+        say(
+            f"search    {len(s)} queries: p50 {percentile(s, 50):.1f} ms, p95 {percentile(s, 95):.1f} ms, "
+            f"max {max(s):.1f} ms"
+        )
         rows = []
         for kind in PIN_KINDS:
             pins = res.pins.get(kind, [])
@@ -137,13 +142,40 @@ def run_size(target: int, n_queries: int, seed: int, out: TextIO, workdir: str |
             ratio = [p[0] / p[2] for p in pins if p[2] > 0]
             reruns = [p[3] for p in pins]
             outcomes = Counter(p[4] for p in pins)
-            rows.append((kind, len(pins), percentile(colds, 50), percentile(colds, 95), max(colds),
-                         percentile(warms, 50), percentile(warms, 95), percentile(ratio, 50), percentile(ratio, 95),
-                         percentile(reruns, 50), max(reruns),
-                         ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))))
+            rows.append(
+                (
+                    kind,
+                    len(pins),
+                    percentile(colds, 50),
+                    percentile(colds, 95),
+                    max(colds),
+                    percentile(warms, 50),
+                    percentile(warms, 95),
+                    percentile(ratio, 50),
+                    percentile(ratio, 95),
+                    percentile(reruns, 50),
+                    max(reruns),
+                    ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())),
+                )
+            )
         say("counterfactual (ms; ratio = cold / the search's own time; re-runs include the confirming one)")
-        for line in table(("pin", "n", "cold p50", "cold p95", "cold max", "warm p50", "warm p95", "ratio p50",
-                           "ratio p95", "re-runs p50", "re-runs max", "outcome"), rows):
+        for line in table(
+            (
+                "pin",
+                "n",
+                "cold p50",
+                "cold p95",
+                "cold max",
+                "warm p50",
+                "warm p95",
+                "ratio p50",
+                "ratio p95",
+                "re-runs p50",
+                "re-runs max",
+                "outcome",
+            ),
+            rows,
+        ):
             say("  " + line)
         say()
     finally:
@@ -151,19 +183,30 @@ def run_size(target: int, n_queries: int, seed: int, out: TextIO, workdir: str |
     return res
 
 
-def run(sizes: Sequence[int] = DEFAULT_SIZES, queries: int = DEFAULT_QUERIES, seed: int = DEFAULT_SEED,
-        out: TextIO | None = None, workdir: str | None = None) -> list[SizeResult]:
+def run(
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    queries: int = DEFAULT_QUERIES,
+    seed: int = DEFAULT_SEED,
+    out: TextIO | None = None,
+    workdir: str | None = None,
+) -> list[SizeResult]:
     """Run the benchmark for each size and print the report to ``out`` (stdout by default)."""
     out = out or sys.stdout
-    print(f"rankscope counterfactual benchmark  seed {seed}, sizes {', '.join(f'{s:,}' for s in sizes)}, "
-          f"{queries} queries per size; SQLite {sql.SQLITE_VERSION}, {os.cpu_count()} CPUs", file=out)
+    print(
+        f"rankscope counterfactual benchmark  seed {seed}, sizes {', '.join(f'{s:,}' for s in sizes)}, "
+        f"{queries} queries per size; SQLite {sql.SQLITE_VERSION}, {os.cpu_count()} CPUs",
+        file=out,
+    )
     return [run_size(size, queries, seed, out, workdir) for size in sizes]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.counterfactual", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES),
-                    help="comma-separated target chunk counts (default %(default)s)")
+    ap.add_argument(
+        "--sizes",
+        default=",".join(str(s) for s in DEFAULT_SIZES),
+        help="comma-separated target chunk counts (default %(default)s)",
+    )
     ap.add_argument("--queries", type=int, default=DEFAULT_QUERIES, help="queries per size (default %(default)s)")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default %(default)s)")
     ap.add_argument("--tmpdir", default=None, help="folder for the temporary store")

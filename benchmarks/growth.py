@@ -33,8 +33,10 @@ from typing import TextIO
 
 
 def _ratio_line(name: str, small: float, large: float, n_small: str, n_large: str, out: TextIO) -> None:
-    out.write(f"{name:<15} {n_small:>11}: {small:7.2f} s   {n_large:>11}: {large:7.2f} s   "
-              f"ratio {large / max(small, 1e-9):5.1f}  (linear ≈ 4, quadratic ≈ 16)\n")
+    out.write(
+        f"{name:<15} {n_small:>11}: {small:7.2f} s   {n_large:>11}: {large:7.2f} s   "
+        f"ratio {large / max(small, 1e-9):5.1f}  (linear ≈ 4, quadratic ≈ 16)\n"
+    )
 
 
 def long_line_seconds(megabytes: int) -> float:
@@ -85,8 +87,11 @@ def run(quick: bool = False, out: TextIO = sys.stdout, workdir: str | None = Non
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
-    parser.add_argument("--workdir", default=None,
-                        help="folder for the stores (default: the temp folder; /dev/shm keeps fsync out of the figures)")
+    parser.add_argument(
+        "--workdir",
+        default=None,
+        help="folder for the stores (default: the temp folder; /dev/shm keeps fsync out of the figures)",
+    )
     args = parser.parse_args(argv)
     sys.stdout.write(f"python {sys.version.split()[0]} on {os.cpu_count()} CPUs\n")
     run(quick=args.quick, workdir=args.workdir)

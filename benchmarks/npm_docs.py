@@ -29,17 +29,46 @@ CHUNKS_PER_REPLICA = 1437
 #: docs contain; none of the misspelt forms occurs in the docs.
 QUERIES: dict[str, tuple[str, ...]] = {
     "command": (
-        "npm ci", "npm audit fix", "npm publish", "npm link", "npm pack", "npm dedupe",
-        "npm exec", "npm outdated", "npm prune", "npm shrinkwrap", "npm sbom", "npm query",
+        "npm ci",
+        "npm audit fix",
+        "npm publish",
+        "npm link",
+        "npm pack",
+        "npm dedupe",
+        "npm exec",
+        "npm outdated",
+        "npm prune",
+        "npm shrinkwrap",
+        "npm sbom",
+        "npm query",
     ),
     "term": (
-        "workspaces", "registry", "lockfile", "provenance", "tarball", "deprecate",
-        "peerDependencies", "bundleDependencies", "overrides", "engines", "funding", "otp",
+        "workspaces",
+        "registry",
+        "lockfile",
+        "provenance",
+        "tarball",
+        "deprecate",
+        "peerDependencies",
+        "bundleDependencies",
+        "overrides",
+        "engines",
+        "funding",
+        "otp",
     ),
     "flag": (
-        "--save-dev", "--ignore-scripts", "--legacy-peer-deps", "--dry-run", "--omit=dev",
-        "--prefer-offline", "--global", "--workspace", "strict-peer-deps", "install-strategy",
-        "foreground-scripts", "include-workspace-root",
+        "--save-dev",
+        "--ignore-scripts",
+        "--legacy-peer-deps",
+        "--dry-run",
+        "--omit=dev",
+        "--prefer-offline",
+        "--global",
+        "--workspace",
+        "strict-peer-deps",
+        "install-strategy",
+        "foreground-scripts",
+        "include-workspace-root",
     ),
     "question": (
         "how do I publish a scoped package publicly",
@@ -74,13 +103,24 @@ QUERIES: dict[str, tuple[str, ...]] = {
         "//registry.npmjs.org/:_authToken",
     ),
     "typo": (
-        "worksapces", "depndencies", "pubish scoped package", "lcokfile version",
-        "shrinkwarp", "peer dependecies conflict", "intsall globally", "registy url",
-        "provenace attestation", "unistall package",
+        "worksapces",
+        "depndencies",
+        "pubish scoped package",
+        "lcokfile version",
+        "shrinkwarp",
+        "peer dependecies conflict",
+        "intsall globally",
+        "registy url",
+        "provenace attestation",
+        "unistall package",
     ),
     "no-match": (
-        "kubernetes helm chart", "zeppelin quasar", "qxzvkwy", "flux capacitor",
-        "borrow checker lifetimes", "tensor gradient descent",
+        "kubernetes helm chart",
+        "zeppelin quasar",
+        "qxzvkwy",
+        "flux capacitor",
+        "borrow checker lifetimes",
+        "tensor gradient descent",
     ),
 }
 
@@ -129,8 +169,7 @@ def load_docs(root: Path) -> list[DocFile]:
         key=lambda p: p.relative_to(root).as_posix().encode("utf-8"),
     )
     return [
-        DocFile(p.relative_to(root).as_posix(), str(p.resolve()), decode_utf8_like_node(p.read_bytes()))
-        for p in files
+        DocFile(p.relative_to(root).as_posix(), str(p.resolve()), decode_utf8_like_node(p.read_bytes())) for p in files
     ]
 
 

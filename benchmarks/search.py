@@ -116,8 +116,34 @@ TECH_WORDS = tuple(dict.fromkeys(w for w in _TECH_WORDS if w not in STOPWORDS))
 
 #: Function words of prose (mostly stopwords, so they never enter the vocabulary).
 GLUE_WORDS = (
-    "the", "of", "and", "to", "in", "is", "for", "on", "with", "that", "this", "as", "it", "from", "by",
-    "at", "or", "be", "are", "when", "which", "should", "into", "then", "each", "after", "before", "not",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "for",
+    "on",
+    "with",
+    "that",
+    "this",
+    "as",
+    "it",
+    "from",
+    "by",
+    "at",
+    "or",
+    "be",
+    "are",
+    "when",
+    "which",
+    "should",
+    "into",
+    "then",
+    "each",
+    "after",
+    "before",
+    "not",
 )
 
 LOG_LEVELS = ("INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR")
@@ -139,15 +165,13 @@ _CODAS = ("", "", "", "n", "r", "l", "s", "m", "k", "t")
 
 
 def _zipf_weights(n: int, s: float = 1.0) -> list[float]:
-    raw = [1.0 / (rank ** s) for rank in range(1, n + 1)]
+    raw = [1.0 / (rank**s) for rank in range(1, n + 1)]
     total = sum(raw)
     return [w / total for w in raw]
 
 
 def _pseudo_word(rng: random.Random) -> str:
-    return "".join(
-        rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(rng.randint(2, 3))
-    )
+    return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(rng.randint(2, 3)))
 
 
 # ─── vocabulary and corpus ─────────────────────────────────────────────────
@@ -181,9 +205,12 @@ class Vocabulary:
         self._cum = list(accumulate(weights))
         content = self.tech + self.pseudo
         self._content = content
-        self._content_cum = list(accumulate(
-            [0.2 * w for w in _zipf_weights(len(self.tech))] + [0.8 * w for w in _zipf_weights(len(self.pseudo), 1.05)]
-        ))
+        self._content_cum = list(
+            accumulate(
+                [0.2 * w for w in _zipf_weights(len(self.tech))]
+                + [0.8 * w for w in _zipf_weights(len(self.pseudo), 1.05)]
+            )
+        )
         self._tech_cum = list(accumulate(_zipf_weights(len(self.tech))))
         self.request_ids = [f"req-{rng.getrandbits(24):06x}" for _ in range(2000)]
 
@@ -403,13 +430,13 @@ def _typo(rng: random.Random, word: str, universe: str) -> str | None:
         i = rng.randrange(1, len(word) - 1)
         op = rng.randrange(4)
         if op == 0:
-            cand = word[:i] + rng.choice(letters) + word[i + 1:]
+            cand = word[:i] + rng.choice(letters) + word[i + 1 :]
         elif op == 1:
-            cand = word[:i] + word[i + 1:]
+            cand = word[:i] + word[i + 1 :]
         elif op == 2:
             cand = word[:i] + rng.choice(letters) + word[i:]
         else:
-            cand = word[:i] + word[i + 1] + word[i] + word[i + 2:]
+            cand = word[:i] + word[i + 1] + word[i] + word[i + 2 :]
         if cand != word and len(cand) >= 4 and cand not in universe:
             return cand
     return None
@@ -642,8 +669,9 @@ def floor_statements(store: Store, params: SearchParams, reference: bool = True)
         match = sanitize(params.query, "OR")
         if not match:
             continue
-        sql, names = build_sql(name, store.schema, params.source, params.source_match, params.content_type,
-                               reference=reference)
+        sql, names = build_sql(
+            name, store.schema, params.source, params.source_match, params.content_type, reference=reference
+        )
         values = {
             "match": match,
             "source": params.source if params.source_match == "exact" else like_pattern(params.source or ""),
@@ -710,12 +738,15 @@ def _build_npm(store: Store, target: int, res: SizeResult, docs: list[npm_docs.D
 _META_FIELDS = ("corpus", "replicas", "predicted_chunks", "text_bytes", "generate_s", "index_s")
 
 
-def _open_or_build(target: int, seed: int, corpus: str, tmp: str, keep_dir: str | None, res: SizeResult,
-                   docs: list | None) -> tuple[Store, str, Vocabulary | None]:
+def _open_or_build(
+    target: int, seed: int, corpus: str, tmp: str, keep_dir: str | None, res: SizeResult, docs: list | None
+) -> tuple[Store, str, Vocabulary | None]:
     """The store to query: reused from ``keep_dir`` when a kept one exists
     (its build figures come from the ``.json`` beside it), else built."""
     if keep_dir:
-        db = os.path.join(keep_dir, f"{corpus}-{target}-{seed}.db" if corpus == "synthetic" else f"{corpus}-{target}.db")
+        db = os.path.join(
+            keep_dir, f"{corpus}-{target}-{seed}.db" if corpus == "synthetic" else f"{corpus}-{target}.db"
+        )
         meta_path = db + ".json"
         if os.path.exists(db) and os.path.exists(meta_path):
             with open(meta_path, encoding="utf-8") as fh:
@@ -762,8 +793,10 @@ def _rare_term_probe(store: Store, res: SizeResult, rounds: int, say) -> None:
         store.delete_label(npm_docs.NEEDLE_LABEL)
     r, f = res.rare_ms, res.rare_floor_ms
     say(f"rare terms  ({len(r)} searches for words in one source only: {', '.join(npm_docs.NEEDLE_QUERIES)})")
-    say(f"  traced p50 {percentile(r, 50):,.2f} / p95 {percentile(r, 95):,.2f} / max {max(r):,.2f} ms; "
-        f"floor p50 {percentile(f, 50):,.2f} ms")
+    say(
+        f"  traced p50 {percentile(r, 50):,.2f} / p95 {percentile(r, 95):,.2f} / max {max(r):,.2f} ms; "
+        f"floor p50 {percentile(f, 50):,.2f} ms"
+    )
 
 
 def _queries_for(corpus: str, vocab: Vocabulary | None, n: int, seed: int, rounds: int) -> list[BenchQuery]:
@@ -808,24 +841,32 @@ def run_size(
 
         say("corpus")
         if corpus == "npm":
-            say(f"  files       {sum(res.files.values()):,} markdown files: npm's docs/content x {res.replicas:,} "
-                f"replicas, file-backed; text {res.text_bytes / 1e6:,.1f} MB")
+            say(
+                f"  files       {sum(res.files.values()):,} markdown files: npm's docs/content x {res.replicas:,} "
+                f"replicas, file-backed; text {res.text_bytes / 1e6:,.1f} MB"
+            )
         else:
             say(
                 f"  files       {sum(res.files.values()):,} (markdown {res.files['markdown']:,}, json {res.files['json']:,}, "
                 f"logs {res.files['plain']:,}); text {res.text_bytes / 1e6:,.1f} MB"
             )
-        say(f"  chunks      {res.chunks:,} actual in the store (predicted {res.predicted_chunks:,}; "
-            f"{res.chunks / target - 1:+.1%} vs target); code {res.code_chunks:,}, prose {res.chunks - res.code_chunks:,}")
+        say(
+            f"  chunks      {res.chunks:,} actual in the store (predicted {res.predicted_chunks:,}; "
+            f"{res.chunks / target - 1:+.1%} vs target); code {res.code_chunks:,}, prose {res.chunks - res.code_chunks:,}"
+        )
         say("  sessions    " + ", ".join(f"{s or '(none)'} {n:,}" for s, n in sessions))
         say(f"  vocabulary  {res.vocabulary:,} words in the vocabulary table")
         say("index" + ("  (store reused from --keep; figures of the run that built it)" if res.reused else ""))
-        say(f"  throughput  {res.mb_per_s:,.2f} MB/s, {res.chunks_per_s:,.0f} chunks/s "
-            f"(wall clock of index_text, vocabulary insertion included)")
+        say(
+            f"  throughput  {res.mb_per_s:,.2f} MB/s, {res.chunks_per_s:,.0f} chunks/s "
+            f"(wall clock of index_text, vocabulary insertion included)"
+        )
         if res.progress:
-            say("  by quarter  " + " | ".join(
-                f"{lo:,}-{hi:,}: {rate:,.0f} chunks/s" for lo, hi, rate in quarter_rates(res.progress)
-            ) + "  (a falling rate means per-file cost grows with the store)")
+            say(
+                "  by quarter  "
+                + " | ".join(f"{lo:,}-{hi:,}: {rate:,.0f} chunks/s" for lo, hi, rate in quarter_rates(res.progress))
+                + "  (a falling rate means per-file cost grows with the store)"
+            )
 
         # Queries: each timed search is cold for the retriever-run cache; its
         # floor and a counterfactual re-run are timed right beside it.
@@ -843,7 +884,7 @@ def run_size(
             own_statements = floor_statements(store, q.params, reference=False)
             _clear_run_cache(store)
             # rotate the order, so no side always finds the pages warm
-            for step in ("traced", "floor", "own")[i % 3:] + ("traced", "floor", "own")[:i % 3]:
+            for step in ("traced", "floor", "own")[i % 3 :] + ("traced", "floor", "own")[: i % 3]:
                 if step == "floor":
                     fl = time_floor(store, statements)
                 elif step == "own":
@@ -871,37 +912,56 @@ def run_size(
 
         lat = res.latencies_ms
         n10 = sum(1 for q in queries if q.params.limit == 10)
-        say(f"query latency  ({len(lat)} searches: {len(lat) - n10} with limit 3, {n10} with limit 10; "
+        say(
+            f"query latency  ({len(lat)} searches: {len(lat) - n10} with limit 3, {n10} with limit 10; "
             f"wall clock per search() call with the full trace, retriever-run cache cleared before each; ms; "
-            f"{WARMUP_QUERIES} warm-up searches not counted)")
-        rows: list[tuple] = [("all queries", len(lat), percentile(lat, 50), percentile(lat, 95), max(lat),
-                              sum(lat) / len(lat))]
+            f"{WARMUP_QUERIES} warm-up searches not counted)"
+        )
+        rows: list[tuple] = [
+            ("all queries", len(lat), percentile(lat, 50), percentile(lat, 95), max(lat), sum(lat) / len(lat))
+        ]
         for lim in (3, 10):
             sub = [t for q, t in zip(queries, lat) if q.params.limit == lim]
             if sub and n10:
-                rows.append((f"limit {lim}", len(sub), percentile(sub, 50), percentile(sub, 95), max(sub), sum(sub) / len(sub)))
+                rows.append(
+                    (f"limit {lim}", len(sub), percentile(sub, 50), percentile(sub, 95), max(sub), sum(sub) / len(sub))
+                )
         for label, floor_list in (("floor", res.floor_ms), ("own floor", res.own_floor_ms)):
-            rows.append((label, len(floor_list), percentile(floor_list, 50), percentile(floor_list, 95), max(floor_list), sum(floor_list) / len(floor_list)))
+            rows.append(
+                (
+                    label,
+                    len(floor_list),
+                    percentile(floor_list, 50),
+                    percentile(floor_list, 95),
+                    max(floor_list),
+                    sum(floor_list) / len(floor_list),
+                )
+            )
         cf = res.counterfactual_ms
         rows.append(("counterfactual", len(cf), percentile(cf, 50), percentile(cf, 95), max(cf), sum(cf) / len(cf)))
         for line in table(("", "n", "p50", "p95", "max", "mean"), rows):
             say("  " + line)
         r50, rmed, rsum = res.ratios()
         o50, omed, osum = res.ratios(own=True)
-        say("  floor = the two raw FTS5 queries of the first pass as the reference writes them (ORDER BY bm25(); "
+        say(
+            "  floor = the two raw FTS5 queries of the first pass as the reference writes them (ORDER BY bm25(); "
             "same row limit and connection, every row fetched); own floor = the same two as rankscope writes them "
-            "(FTS5 orders the matches); both timed beside each search in the same run")
+            "(FTS5 orders the matches); both timed beside each search in the same run"
+        )
         say(f"  traced / floor:     {r50:.2f}x at p50, {rmed:.2f}x median per search, {rsum:.2f}x in total")
         say(f"  traced / own floor: {o50:.2f}x at p50, {omed:.2f}x median per search, {osum:.2f}x in total")
-        say("  counterfactual = a what-if re-run (fusion_key=rowid) right after each search, reusing its retriever runs")
+        say(
+            "  counterfactual = a what-if re-run (fusion_key=rowid) right after each search, reusing its retriever runs"
+        )
         if res.refresh_methods:
             say("  refresh answers: " + ", ".join(f"{m} {n:,}" for m, n in res.refresh_methods.most_common()))
         say("per stage  (trace.timings_ms, ms; n = searches in which the stage ran; porter and trigram may overlap)")
         rows = []
         for name in _stage_names(res.stages_ms):
             stage_ms = res.stages_ms[name]
-            rows.append((name, len(stage_ms), percentile(stage_ms, 50), percentile(stage_ms, 95), max(stage_ms),
-                         sum(stage_ms)))
+            rows.append(
+                (name, len(stage_ms), percentile(stage_ms, 50), percentile(stage_ms, 95), max(stage_ms), sum(stage_ms))
+            )
         for line in table(("stage", "n", "p50", "p95", "max", "total"), rows):
             say("  " + line)
         say("by category  (ms; floor p50 and traced/floor at p50; layer counts)")
@@ -914,10 +974,23 @@ def run_size(
             cat_ms = [x[0] for x in v]
             layers = Counter(x[1] for x in v)
             f50 = percentile(res.floor_by_category[cat], 50)
-            rows.append((cat, len(v), percentile(cat_ms, 50), percentile(cat_ms, 95), max(cat_ms), f50,
-                         percentile(cat_ms, 50) / f50 if f50 else float("nan"),
-                         layers["rrf"], layers["rrf-fuzzy"], layers["none"]))
-        for line in table(("category", "n", "p50", "p95", "max", "floor p50", "ratio", "rrf", "rrf-fuzzy", "none"), rows):
+            rows.append(
+                (
+                    cat,
+                    len(v),
+                    percentile(cat_ms, 50),
+                    percentile(cat_ms, 95),
+                    max(cat_ms),
+                    f50,
+                    percentile(cat_ms, 50) / f50 if f50 else float("nan"),
+                    layers["rrf"],
+                    layers["rrf-fuzzy"],
+                    layers["none"],
+                )
+            )
+        for line in table(
+            ("category", "n", "p50", "p95", "max", "floor p50", "ratio", "rrf", "rrf-fuzzy", "none"), rows
+        ):
             say("  " + line)
         say(f"layers  rrf {res.layers['rrf']:,} | rrf-fuzzy {res.layers['rrf-fuzzy']:,} | none {res.layers['none']:,}")
         if corpus == "npm":
@@ -943,19 +1016,27 @@ def run_size(
     res.peak_rss_mib = peak_rss_mib()
     res.rss_mib = current_rss_mib()
     say("opening")
-    say(f"  open        {res.open_ms:,.1f} cat_ms Store.open_readonly + {res.facts_ms:,.1f} cat_ms reading the browser's facts "
-        f"(counts, sessions, labels)")
+    say(
+        f"  open        {res.open_ms:,.1f} cat_ms Store.open_readonly + {res.facts_ms:,.1f} cat_ms reading the browser's facts "
+        f"(counts, sessions, labels)"
+    )
     say("storage and memory")
-    say(f"  db size     {res.db_bytes / 2**20:,.1f} MiB on disk (+ {res.wal_bytes / 2**20:,.1f} MiB -wal/-shm); "
-        f"{res.db_bytes / max(res.text_bytes, 1):.1f}x the text")
+    say(
+        f"  db size     {res.db_bytes / 2**20:,.1f} MiB on disk (+ {res.wal_bytes / 2**20:,.1f} MiB -wal/-shm); "
+        f"{res.db_bytes / max(res.text_bytes, 1):.1f}x the text"
+    )
     rss = f", current {res.rss_mib:,.1f} MiB" if res.rss_mib is not None else ""
     if res.rss_split is not None:
-        rss += (f"; with the store open after its searches {res.rss_split[0]:,.1f} MiB anonymous + "
-                f"{res.rss_split[1]:,.1f} MiB file-backed (mapped store pages: page cache, shared)")
+        rss += (
+            f"; with the store open after its searches {res.rss_split[0]:,.1f} MiB anonymous + "
+            f"{res.rss_split[1]:,.1f} MiB file-backed (mapped store pages: page cache, shared)"
+        )
     say(f"  peak RSS    {res.peak_rss_mib:,.1f} MiB (process high-water mark since start{rss})")
     say("phases")
-    say(f"  generate {res.generate_s:,.1f} s | index {res.index_s:,.1f} s | build queries {res.query_build_s:,.2f} s | "
-        f"queries {res.query_s:,.1f} s")
+    say(
+        f"  generate {res.generate_s:,.1f} s | index {res.index_s:,.1f} s | build queries {res.query_build_s:,.2f} s | "
+        f"queries {res.query_s:,.1f} s"
+    )
     say()
     return res
 
@@ -985,12 +1066,20 @@ def run(
             raise ValueError("npm's docs/content folder was not found (install Node's npm, or set RANKSCOPE_NPM_DOCS)")
         docs = npm_docs.load_docs(root)
     start = time.perf_counter()
-    what = (f"{queries_per_size} queries per size" if corpus == "synthetic"
-            else f"80 npm-docs queries x {rounds} rounds per size, docs from {root}")
-    print(f"rankscope search benchmark  {corpus} corpus, seed {seed}, sizes {', '.join(f'{s:,}' for s in sizes)}, "
-          f"{what}", file=out)
-    print(f"python {platform.python_version()}, SQLite {sqlite_version()}, {platform.machine()}, "
-          f"{os.cpu_count()} CPUs, load average {_loadavg()}, {platform.system()} {platform.release()}", file=out)
+    what = (
+        f"{queries_per_size} queries per size"
+        if corpus == "synthetic"
+        else f"80 npm-docs queries x {rounds} rounds per size, docs from {root}"
+    )
+    print(
+        f"rankscope search benchmark  {corpus} corpus, seed {seed}, sizes {', '.join(f'{s:,}' for s in sizes)}, {what}",
+        file=out,
+    )
+    print(
+        f"python {platform.python_version()}, SQLite {sqlite_version()}, {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, load average {_loadavg()}, {platform.system()} {platform.release()}",
+        file=out,
+    )
     print(file=out)
     results = [
         run_size(size, queries_per_size, seed, out, workdir, corpus=corpus, rounds=rounds, keep_dir=keep_dir, docs=docs)
@@ -998,18 +1087,51 @@ def run(
     ]
     print("summary  (ms unless marked; ratio = traced p50 / floor p50; own = traced p50 / own floor p50)", file=out)
     rows = [
-        (r.target, r.chunks, r.text_bytes / 1e6, r.mb_per_s, r.chunks_per_s,
-         percentile(r.latencies_ms, 50), percentile(r.latencies_ms, 95), max(r.latencies_ms),
-         percentile(r.floor_ms, 50), r.ratios()[0], r.ratios(own=True)[0], percentile(r.counterfactual_ms, 50),
-         percentile(r.rare_ms, 50) if r.rare_ms else float("nan"),
-         r.open_ms + r.facts_ms, r.db_bytes / 2**20, r.peak_rss_mib)
+        (
+            r.target,
+            r.chunks,
+            r.text_bytes / 1e6,
+            r.mb_per_s,
+            r.chunks_per_s,
+            percentile(r.latencies_ms, 50),
+            percentile(r.latencies_ms, 95),
+            max(r.latencies_ms),
+            percentile(r.floor_ms, 50),
+            r.ratios()[0],
+            r.ratios(own=True)[0],
+            percentile(r.counterfactual_ms, 50),
+            percentile(r.rare_ms, 50) if r.rare_ms else float("nan"),
+            r.open_ms + r.facts_ms,
+            r.db_bytes / 2**20,
+            r.peak_rss_mib,
+        )
         for r in results
     ]
-    headers = ("target", "chunks", "text MB", "MB/s", "chunks/s", "q p50", "q p95", "q max",
-               "floor p50", "ratio", "own", "cf p50", "rare p50", "open", "db MiB", "peak RSS MiB")
+    headers = (
+        "target",
+        "chunks",
+        "text MB",
+        "MB/s",
+        "chunks/s",
+        "q p50",
+        "q p95",
+        "q max",
+        "floor p50",
+        "ratio",
+        "own",
+        "cf p50",
+        "rare p50",
+        "open",
+        "db MiB",
+        "peak RSS MiB",
+    )
     for line in table(headers, rows, left=0):
         print("  " + line, file=out)
-    print(f"load average at the end {_loadavg()}; total elapsed {time.perf_counter() - start:,.1f} s", file=out, flush=True)
+    print(
+        f"load average at the end {_loadavg()}; total elapsed {time.perf_counter() - start:,.1f} s",
+        file=out,
+        flush=True,
+    )
     return results
 
 
@@ -1029,20 +1151,32 @@ def _loadavg() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.search", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", choices=("npm", "synthetic"), default=None,
-                    help="npm: npm's own docs replicated (default when they are installed); synthetic: generated files")
-    ap.add_argument("--sizes", default=None,
-                    help=f"comma-separated target chunk counts (default {','.join(str(s) for s in DEFAULT_SIZES)})")
+    ap.add_argument(
+        "--corpus",
+        choices=("npm", "synthetic"),
+        default=None,
+        help="npm: npm's own docs replicated (default when they are installed); synthetic: generated files",
+    )
+    ap.add_argument(
+        "--sizes",
+        default=None,
+        help=f"comma-separated target chunk counts (default {','.join(str(s) for s in DEFAULT_SIZES)})",
+    )
     ap.add_argument("--100k", dest="add_100k", action="store_true", help="also run 100,000 chunks")
     ap.add_argument("--1m", dest="add_1m", action="store_true", help="also run 1,000,000 chunks (builds a ~4 GB store)")
     ap.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_SIZES[0]} chunks only")
-    ap.add_argument("--queries", type=int, default=DEFAULT_QUERIES,
-                    help="queries per size, synthetic corpus (default %(default)s)")
+    ap.add_argument(
+        "--queries", type=int, default=DEFAULT_QUERIES, help="queries per size, synthetic corpus (default %(default)s)"
+    )
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the 80 queries, npm corpus (default %(default)s)")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default %(default)s)")
     ap.add_argument("--tmpdir", default=None, help="folder for the temporary store (default: the system temp dir)")
-    ap.add_argument("--keep", default=None, metavar="DIR",
-                    help="keep each built store in DIR and reuse it on later runs (index figures come from the build)")
+    ap.add_argument(
+        "--keep",
+        default=None,
+        metavar="DIR",
+        help="keep each built store in DIR and reuse it on later runs (index figures come from the build)",
+    )
     args = ap.parse_args(argv)
     corpus = args.corpus or ("npm" if npm_docs.find_npm_docs() is not None else "synthetic")
     try:

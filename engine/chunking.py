@@ -165,7 +165,7 @@ def _byte_capped_end(text: str, start: int, max_bytes: int) -> int:
     Node's U+FFFD); at least one code point. Looks at no more than
     ``max_bytes`` code points past ``start`` (each is 1 byte or more), so
     cutting a long line piece by piece costs time linear in its length."""
-    window = text[start:start + max(max_bytes, 1)]
+    window = text[start : start + max(max_bytes, 1)]
     if window.isascii():
         end = start + min(len(window), max_bytes)
         return end if end > start else min(start + 1, len(text))
@@ -240,9 +240,8 @@ def chunk_plain_text(
         return []
     sections = _BLANK_SPLIT.split(text)
     pieces: list[tuple[str, str]] = []
-    if (
-        MIN_BLANK_LINE_SECTIONS <= len(sections) <= MAX_BLANK_LINE_SECTIONS
-        and all(utf8_len(s) < BLANK_SECTION_STRATEGY_MAX_BYTES for s in sections)
+    if MIN_BLANK_LINE_SECTIONS <= len(sections) <= MAX_BLANK_LINE_SECTIONS and all(
+        utf8_len(s) < BLANK_SECTION_STRATEGY_MAX_BYTES for s in sections
     ):
         for i, section in enumerate(sections):
             trimmed = js_trim(section)
@@ -265,7 +264,7 @@ def chunk_plain_text(
 
     step = max(lines_per_chunk - LINE_OVERLAP, 1)
     for i in range(0, len(lines), step):
-        window = lines[i:i + lines_per_chunk]
+        window = lines[i : i + lines_per_chunk]
         if not window:
             break
         start_line, end_line = i + 1, min(i + len(window), len(lines))
@@ -502,7 +501,9 @@ def _walk_json(value: object, path: list[str], out: list[ChunkDraft], cap: int) 
                 start = i
         if batch:
             out.append(
-                ChunkDraft(_batch_title(prefix, start, start + len(batch) - 1, batch, field), js_json_stringify(batch), True)
+                ChunkDraft(
+                    _batch_title(prefix, start, start + len(batch) - 1, batch, field), js_json_stringify(batch), True
+                )
             )
         return
     out.append(ChunkDraft(title, serialized, False))

@@ -125,9 +125,7 @@ def parse_variant(spec: str) -> Variant:
         if not part:
             continue
         if "=" not in part:
-            raise ValueError(
-                f"variant setting {part!r} is not key=value; allowed keys: {', '.join(SPEC_KEYS)}"
-            )
+            raise ValueError(f"variant setting {part!r} is not key=value; allowed keys: {', '.join(SPEC_KEYS)}")
         key, _, value = part.partition("=")
         key, value = key.strip().lower().replace("-", "_"), value.strip()
         if key not in VARIANT_KEYS:
@@ -387,8 +385,16 @@ def compare_traces(trace_a: Trace, trace_b: Trace) -> Comparison:
         counts["gone"] += 1
         rows.append(
             ChunkComparison(
-                rowid_a=ca.rowid, rowid_b=None, source=ca.source, title=ca.title, content_type=ca.content_type,
-                position_a=ra.position, position_b=None, marker="gone", score_a=ca.score, boost_a=ra.boost,
+                rowid_a=ca.rowid,
+                rowid_b=None,
+                source=ca.source,
+                title=ca.title,
+                content_type=ca.content_type,
+                position_a=ra.position,
+                position_b=None,
+                marker="gone",
+                score_a=ca.score,
+                boost_a=ra.boost,
             )
         )
     return Comparison(
@@ -515,8 +521,9 @@ def params_for_entry(entry: Mapping[str, Any] | SearchParams, variant: Variant, 
     unknown = [k for k in entry if k not in ENTRY_KEYS]
     if unknown:
         names = ", ".join(repr(k) for k in unknown)
-        raise ValueError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {names}; "
-                         f"allowed: {', '.join(ENTRY_KEYS)}")
+        raise ValueError(
+            f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {names}; allowed: {', '.join(ENTRY_KEYS)}"
+        )
     sessions = entry.get("sessions")
     if sessions is not None and not (isinstance(sessions, list) and all(isinstance(x, str) for x in sessions)):
         raise ValueError(f"{where}: 'sessions' must be a list of session id strings (or null); got {sessions!r}")
@@ -574,8 +581,15 @@ def compare_set(
         qid = str(entry.get("id", i + 1)) if isinstance(entry, Mapping) else str(i + 1)
         out.append(
             QueryComparison(
-                qid, pa.query, cmp.counts, cmp.overlap, cmp.trace_a.layer, cmp.trace_b.layer,
-                len(cmp.final_a), len(cmp.final_b), cmp,
+                qid,
+                pa.query,
+                cmp.counts,
+                cmp.overlap,
+                cmp.trace_a.layer,
+                cmp.trace_b.layer,
+                len(cmp.final_a),
+                len(cmp.final_b),
+                cmp,
             )
         )
         totals = totals + cmp.counts

@@ -60,8 +60,17 @@ VCS_METADATA = frozenset({".gitignore", ".gitattributes", ".gitmodules"})
 
 #: Skip kinds, in the order the CLI summarises them.
 SKIP_KINDS = (
-    "missing", "unreadable", "too-large", "binary", "not-regular", "symlink", "bad-name", "duplicate",
-    "store-file", "vcs-metadata", "replaced-bytes",
+    "missing",
+    "unreadable",
+    "too-large",
+    "binary",
+    "not-regular",
+    "symlink",
+    "bad-name",
+    "duplicate",
+    "store-file",
+    "vcs-metadata",
+    "replaced-bytes",
 )
 
 
@@ -289,7 +298,9 @@ def collect_files(
             return path
 
     def on_error(exc: OSError) -> None:
-        notes.append(Skip(rel(exc.filename or str(root)) + "/", f"unreadable folder: {exc.strerror or exc}", "unreadable"))
+        notes.append(
+            Skip(rel(exc.filename or str(root)) + "/", f"unreadable folder: {exc.strerror or exc}", "unreadable")
+        )
 
     for dirpath, dirnames, filenames in walk_tree(root, on_error):
         rel_dir = Path(dirpath).relative_to(root)
@@ -483,7 +494,9 @@ def index_paths(
                     continue
                 nbytes = len(data)
                 if nbytes > max_file_bytes:
-                    report.skipped.append(Skip(label, f"grew past the {max_file_bytes}-byte limit while read", "too-large"))
+                    report.skipped.append(
+                        Skip(label, f"grew past the {max_file_bytes}-byte limit while read", "too-large")
+                    )
                     unindexable.add(label)
                     continue
                 if looks_binary(data):
@@ -502,8 +515,12 @@ def index_paths(
                 kind = kind_for_path(path)
                 in_flight = (label, kind, text, data, last_id)
                 result = store.index_text(
-                    label, text, kind, session_id=sessions.get(label, default_session),
-                    file_path=backing_path(path, kind), content_hash=digest,
+                    label,
+                    text,
+                    kind,
+                    session_id=sessions.get(label, default_session),
+                    file_path=backing_path(path, kind),
+                    content_hash=digest,
                 )
                 _record(report, result, text, data)
                 in_flight = None
@@ -556,8 +573,9 @@ def _max_source_id(store: Store) -> int:
     return max(int(row[0]) if row else 0, int(top))
 
 
-def _recover_committed(store: Store, report: IndexReport, label: str, kind: str, text: str, data: bytes,
-                       before: int) -> None:
+def _recover_committed(
+    store: Store, report: IndexReport, label: str, kind: str, text: str, data: bytes, before: int
+) -> None:
     """After Ctrl-C: if the file in flight was committed anyway (a source row
     for ``label`` newer than ``before``), count it as indexed. Any error here
     is ignored: the interrupt is what must propagate."""

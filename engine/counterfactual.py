@@ -153,8 +153,12 @@ class Counterfactual:
     def to_dict(self) -> dict:
         """``{"rowid", "would_return_with", "layer", "reason", **data,
         "reruns", "ruled_out", "elapsed_ms"}``."""
-        out: dict[str, object] = {"rowid": self.rowid, "would_return_with": self.would_return_with(), "layer": self.layer,
-               "reason": self.reason}
+        out: dict[str, object] = {
+            "rowid": self.rowid,
+            "would_return_with": self.would_return_with(),
+            "layer": self.layer,
+            "reason": self.reason,
+        }
         out.update(dict(self.data))
         out.update({"reruns": self.reruns, "ruled_out": self.ruled_out, "elapsed_ms": round(self.elapsed_ms, 3)})
         return out
@@ -199,8 +203,10 @@ def sentence(cf: Counterfactual) -> str:
     if cf.reason == "no-term":
         return "no single change returns it: no query term is indexed in it"
     if cf.reason == "no-single-change":
-        return (f"no single change returns it (tried limits up to {cf.get('limit_max')}, pool sizes up to "
-                f"{cf.get('pool_size_max')}, the filters, the session, fusion key, rerank and retrievers)")
+        return (
+            f"no single change returns it (tried limits up to {cf.get('limit_max')}, pool sizes up to "
+            f"{cf.get('pool_size_max')}, the filters, the session, fusion key, rerank and retrievers)"
+        )
     if cf.reason == "cancelled":
         return "stopped before a change was found"
     raise ValueError(f"unknown reason {cf.reason!r}")
@@ -239,8 +245,9 @@ def pool_bound(pool_size: int, pool_max: int = POOL_MAX) -> int:
     return max(1, min(pool_max, POOL_FACTOR * pool_size))
 
 
-def _candidates(params: SearchParams, trace: Trace, chunk: ChunkRef, has_session: bool,
-                limit_max: int, pool_max: int) -> Iterator[Change]:
+def _candidates(
+    params: SearchParams, trace: Trace, chunk: ChunkRef, has_session: bool, limit_max: int, pool_max: int
+) -> Iterator[Change]:
     """Every change, least distance first (ties in :data:`PARAMS` order,
     then the smaller step, then up before down). The changed parameters are
     built only for the changes the caller gets to."""
@@ -250,8 +257,9 @@ def _candidates(params: SearchParams, trace: Trace, chunk: ChunkRef, has_session
     v = params.variant
     specs: list[tuple[str, object, float]] = []  # (param, value, distance)
     specs += [("limit", n, abs(n - lim) / max(lim, 1)) for n in range(1, limit_max + 1) if n != lim]
-    specs += [("pool_size", n, abs(n - pool) / max(pool, 1)) for n in range(1, pool_bound(pool, pool_max) + 1)
-              if n != pool]
+    specs += [
+        ("pool_size", n, abs(n - pool) / max(pool, 1)) for n in range(1, pool_bound(pool, pool_max) + 1) if n != pool
+    ]
     if sessions is not None and has_session and chunk.session_id and chunk.session_id not in sessions:
         specs.append(("allow_session", chunk.session_id, 1))
     if params.source:
@@ -290,8 +298,7 @@ def _candidates(params: SearchParams, trace: Trace, chunk: ChunkRef, has_session
 class _Search:
     """One :func:`would_return_with` call: the connection, the cache, the chunk."""
 
-    def __init__(self, store: Store, conn: sql.Connection, params: SearchParams, chunk: ChunkRef,
-                 runs: RunCache):
+    def __init__(self, store: Store, conn: sql.Connection, params: SearchParams, chunk: ChunkRef, runs: RunCache):
         self.store, self.conn, self.params, self.chunk, self.runs = store, conn, params, chunk, runs
         self.reruns = 0
         self.ruled_out = 0
@@ -331,8 +338,9 @@ class _Search:
                 if not match:
                     continue
                 t = TABLES[name]
-                row = self.conn.execute(f"SELECT 1 FROM {t} WHERE {t} MATCH ? AND rowid = ?",
-                                        (match, self.chunk.rowid)).fetchone()
+                row = self.conn.execute(
+                    f"SELECT 1 FROM {t} WHERE {t} MATCH ? AND rowid = ?", (match, self.chunk.rowid)
+                ).fetchone()
                 if row is not None:
                     return True
         return False
@@ -344,7 +352,9 @@ class _Search:
             return self.chunk.source == p.source
         key = (p.source, self.chunk.source)
         if key not in self._like:
-            row = self.conn.execute("SELECT ? LIKE ? ESCAPE '\\'", (self.chunk.source, like_pattern(p.source))).fetchone()
+            row = self.conn.execute(
+                "SELECT ? LIKE ? ESCAPE '\\'", (self.chunk.source, like_pattern(p.source))
+            ).fetchone()
             self._like[key] = bool(row[0])
         return self._like[key]
 
@@ -361,20 +371,24 @@ class _Search:
             bound = None
             if match:
                 t = TABLES[name]
-                own = self.conn.execute(f"SELECT bm25({t}, 5.0, 1.0) FROM {t} WHERE {t} MATCH ? AND rowid = ?",
-                                        (match, self.chunk.rowid)).fetchone()
+                own = self.conn.execute(
+                    f"SELECT bm25({t}, 5.0, 1.0) FROM {t} WHERE {t} MATCH ? AND rowid = ?", (match, self.chunk.rowid)
+                ).fetchone()
                 if own is not None:
                     where, args = [f"{t} MATCH ?", f"bm25({t}, 5.0, 1.0) < ?"], [match, own[0]]
                     if p.source:
-                        where.append("sources.label = ?" if p.source_match == "exact"
-                                     else "sources.label LIKE ? ESCAPE '\\'")
+                        where.append(
+                            "sources.label = ?" if p.source_match == "exact" else "sources.label LIKE ? ESCAPE '\\'"
+                        )
                         args.append(p.source if p.source_match == "exact" else like_pattern(p.source))
                     if p.content_type:
                         where.append(f"{t}.content_type = ?")
                         args.append(p.content_type)
                     better = self.conn.execute(
                         f"SELECT COUNT(*) FROM {t} JOIN sources ON sources.id = {t}.source_id "
-                        f"WHERE {' AND '.join(where)}", args).fetchone()[0]
+                        f"WHERE {' AND '.join(where)}",
+                        args,
+                    ).fetchone()[0]
                     bound = int(better) + 1
             self._bounds[key] = bound
         return self._bounds[key]
@@ -387,8 +401,12 @@ class _Search:
         ch = self.chunk
         if not self._source_ok(p) or (p.content_type and ch.content_type != p.content_type):
             return False
-        if p.sessions is not None and self.store.schema.has_session and ch.session_id \
-                and ch.session_id not in p.sessions:
+        if (
+            p.sessions is not None
+            and self.store.schema.has_session
+            and ch.session_id
+            and ch.session_id not in p.sessions
+        ):
             return False
         fts = fts_limit_for(p, pool_size_for(p))
         for q in self.queries():
@@ -476,9 +494,17 @@ def would_return_with(
     return replace(out, elapsed_ms=elapsed_ms(start))
 
 
-def _would_return_with(store: Store, conn: sql.Connection, params: SearchParams, chunk: ChunkRef,
-                       trace: Trace | None, runs: RunCache, stop: Callable[[], bool] | None,
-                       limit_max: int, pool_max: int) -> Counterfactual:
+def _would_return_with(
+    store: Store,
+    conn: sql.Connection,
+    params: SearchParams,
+    chunk: ChunkRef,
+    trace: Trace | None,
+    runs: RunCache,
+    stop: Callable[[], bool] | None,
+    limit_max: int,
+    pool_max: int,
+) -> Counterfactual:
     s = _Search(store, conn, params, chunk, runs)
     if trace is None:
         trace = search(store, params, conn=conn, runs=runs)
@@ -508,8 +534,12 @@ def _would_return_with(store: Store, conn: sql.Connection, params: SearchParams,
                 return Counterfactual(chunk.rowid, change, confirmed, layer, reruns=s.reruns, ruled_out=s.ruled_out)
             break  # the cached runs disagreed with SQLite: search again without prefix reuse
         else:
-            return Counterfactual(chunk.rowid, None, reason="no-single-change",
-                                  data=(("limit_max", limit_max),
-                                        ("pool_size_max", pool_bound(trace.pool_size, pool_max))),
-                                  reruns=s.reruns, ruled_out=s.ruled_out)
+            return Counterfactual(
+                chunk.rowid,
+                None,
+                reason="no-single-change",
+                data=(("limit_max", limit_max), ("pool_size_max", pool_bound(trace.pool_size, pool_max))),
+                reruns=s.reruns,
+                ruled_out=s.ruled_out,
+            )
     raise AssertionError("a change returned the chunk through exact runs but not in the confirming run")

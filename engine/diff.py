@@ -15,7 +15,13 @@ from .stages import BY_ID, PASS_STAGES, stage, title
 from .words import SUMMARY_TEXT_MAX, abbreviate, plural
 
 __all__ = [
-    "JourneyStep", "StageSummary", "SUMMARY_TEXT_MAX", "abbreviate", "journey", "plural", "run_summaries",
+    "JourneyStep",
+    "StageSummary",
+    "SUMMARY_TEXT_MAX",
+    "abbreviate",
+    "journey",
+    "plural",
+    "run_summaries",
     "stage_summaries",
 ]
 
@@ -73,8 +79,7 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
         record = run.record(sid)
         if record is not None:
             assert spec.hooks is not None
-            out.append(StageSummary(prefix + sid, spec.title, spec.hooks.headline(record, params),
-                                    record.elapsed_ms))  # type: ignore[attr-defined]
+            out.append(StageSummary(prefix + sid, spec.title, spec.hooks.headline(record, params), record.elapsed_ms))  # type: ignore[attr-defined]
         elif sid in skips:
             out.append(StageSummary(prefix + sid, spec.title, f"did not run: variant {skips[sid]}"))
         else:
@@ -176,7 +181,9 @@ def journey(trace: Trace, key: str, rowid: int | None = None) -> list[JourneySte
         steps += more
     final = next((r for r in trace.final if r.candidate.key == key), None)
     if final is not None and rowid is not None and final.candidate.rowid != rowid:
-        steps.append(JourneyStep("final", None, f"not in the answer: its key is answered by row {final.candidate.rowid}"))
+        steps.append(
+            JourneyStep("final", None, f"not in the answer: its key is answered by row {final.candidate.rowid}")
+        )
     elif final is not None:
         steps.append(JourneyStep("final", final.position, f"#{final.position} ({trace.layer})"))
     else:

@@ -163,28 +163,47 @@ def content_dirs(
         out.append(StoreLocation(OVERRIDE_CLIENT, "$CONTEXT_MODE_DIR", Path(override) / "content", "$CONTEXT_MODE_DIR"))
     data_dir = (env.get("CONTEXT_MODE_DATA_DIR") or "").strip()
     if data_dir:
-        out.append(StoreLocation(
-            DATA_DIR_CLIENT, "$CONTEXT_MODE_DATA_DIR", _expand(data_dir, home_path) / "context-mode" / "content",
-            "$CONTEXT_MODE_DATA_DIR",
-        ))
+        out.append(
+            StoreLocation(
+                DATA_DIR_CLIENT,
+                "$CONTEXT_MODE_DATA_DIR",
+                _expand(data_dir, home_path) / "context-mode" / "content",
+                "$CONTEXT_MODE_DATA_DIR",
+            )
+        )
     legacy_session_dir = (env.get("CONTEXT_MODE_SESSION_DIR") or "").strip()
     if legacy_session_dir:
-        out.append(StoreLocation(
-            "claude-code", "Claude Code ($CONTEXT_MODE_SESSION_DIR)",
-            _expand(legacy_session_dir, home_path).parent / "content", "$CONTEXT_MODE_SESSION_DIR (deprecated)",
-        ))
+        out.append(
+            StoreLocation(
+                "claude-code",
+                "Claude Code ($CONTEXT_MODE_SESSION_DIR)",
+                _expand(legacy_session_dir, home_path).parent / "content",
+                "$CONTEXT_MODE_SESSION_DIR (deprecated)",
+            )
+        )
     for client, name, resolver in CLIENTS:
-        out.append(StoreLocation(client, name, resolver(env, home_path) / "context-mode" / "content", resolver.__doc__ or ""))
+        out.append(
+            StoreLocation(client, name, resolver(env, home_path) / "context-mode" / "content", resolver.__doc__ or "")
+        )
     if project_dir is not None:
-        out.append(StoreLocation(
-            "vscode-copilot", "VS Code Copilot (project)",
-            Path(_absolute(os.fspath(project_dir))) / ".github" / "context-mode" / "content", "<project>/.github",
-        ))
+        out.append(
+            StoreLocation(
+                "vscode-copilot",
+                "VS Code Copilot (project)",
+                Path(_absolute(os.fspath(project_dir))) / ".github" / "context-mode" / "content",
+                "<project>/.github",
+            )
+        )
     if include_temp:
-        out.append(StoreLocation(
-            TEMP_CLIENT, "per-process (old versions)", Path(tempfile.gettempdir()), "$TMPDIR",
-            "context-mode-[0-9]*.db",
-        ))
+        out.append(
+            StoreLocation(
+                TEMP_CLIENT,
+                "per-process (old versions)",
+                Path(tempfile.gettempdir()),
+                "$TMPDIR",
+                "context-mode-[0-9]*.db",
+            )
+        )
     seen: set[str] = set()
     unique = []
     for loc in out:
@@ -384,8 +403,10 @@ def _session_fields(store_path: str) -> dict:
     if counts is None:
         return {"session_db": str(paired[0]), "session_db_error": error}
     return {
-        "session_db": str(paired[0]), "session_db_sessions": counts["sessions"],
-        "session_db_events": counts["events"], "session_db_searches": counts["ctx_search_calls"],
+        "session_db": str(paired[0]),
+        "session_db_sessions": counts["sessions"],
+        "session_db_events": counts["events"],
+        "session_db_searches": counts["ctx_search_calls"],
     }
 
 
@@ -400,14 +421,21 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
         st = os.stat(p)
         size, modified = st.st_size, st.st_mtime
     except OSError as exc:
-        return StoreInfo(p, 0, None, None, None, None, None, f"cannot stat: {exc.strerror or exc}",
-                         client, location, project_hash)
+        return StoreInfo(
+            p, 0, None, None, None, None, None, f"cannot stat: {exc.strerror or exc}", client, location, project_hash
+        )
     try:
         wal = os.path.getsize(p + "-wal")
     except OSError:
         wal = 0
-    base = dict(client=client, location=location, project_hash=project_hash, modified=modified, wal_bytes=wal,
-                **_session_fields(p))
+    base = dict(
+        client=client,
+        location=location,
+        project_hash=project_hash,
+        modified=modified,
+        wal_bytes=wal,
+        **_session_fields(p),
+    )
     try:
         store = Store.open_readonly(p)
     except StoreError as exc:
@@ -427,8 +455,17 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
     finally:
         store.close()
     return StoreInfo(
-        p, size, stats["sources"], stats["chunks"], stats["code_chunks"], stats["last_indexed_at"],
-        store.schema.generation, None, vocabulary=stats["vocabulary"], sessions=sessions, **base,
+        p,
+        size,
+        stats["sources"],
+        stats["chunks"],
+        stats["code_chunks"],
+        stats["last_indexed_at"],
+        store.schema.generation,
+        None,
+        vocabulary=stats["vocabulary"],
+        sessions=sessions,
+        **base,
     )
 
 

@@ -192,12 +192,12 @@ class DoctorReport:
     read_error: str | None = None
 
     @classmethod
-    def unreadable(cls, path: str | None, schema: str, error: str,
-                   integrity: tuple[IntegrityCheck, ...]) -> "DoctorReport":
+    def unreadable(
+        cls, path: str | None, schema: str, error: str, integrity: tuple[IntegrityCheck, ...]
+    ) -> "DoctorReport":
         """The report on a store too damaged to be read (or opened): the
         integrity checks and the error, nothing else."""
-        return cls(path, schema, None, None, None, (), (), MAX_CHUNK_BYTES, (), (), None, (), (),
-                   integrity, error)
+        return cls(path, schema, None, None, None, (), (), MAX_CHUNK_BYTES, (), (), None, (), (), integrity, error)
 
     @property
     def damaged(self) -> bool:
@@ -301,8 +301,10 @@ class DoctorReport:
             "vocabulary_size": self.vocabulary_size,
             "stale": [{"label": s.label, "file_path": s.file_path} for s in self.stale],
             "stale_errors": [{"label": lbl, "message": msg} for lbl, msg in self.stale_errors],
-            "integrity": [{"check": c.check, "ok": c.ok, "damage": c.damage and not c.ok, "problems": list(c.problems)}
-                          for c in self.integrity],
+            "integrity": [
+                {"check": c.check, "ok": c.ok, "damage": c.damage and not c.ok, "problems": list(c.problems)}
+                for c in self.integrity
+            ],
             "read_error": self.read_error,
             "damaged": self.damaged,
             "findings": self.findings,
@@ -452,9 +454,7 @@ def _diagnose(store: Store, max_chunk_bytes: int, conn: sql.Connection | None) -
 
         mismatches = count_mismatches(store, c)
 
-        vocab = (
-            int(c.execute("SELECT COUNT(*) FROM vocabulary").fetchone()[0]) if store.schema.has_vocabulary else None
-        )
+        vocab = int(c.execute("SELECT COUNT(*) FROM vocabulary").fetchone()[0]) if store.schema.has_vocabulary else None
         stale_rows, stale_errors = store.stale_sources(c)
 
     return DoctorReport(

@@ -84,7 +84,9 @@ def parse_measures(spec: str | Sequence[str] | None) -> tuple:
     """
     import ir_measures
 
-    names = DEFAULT_MEASURES if spec is None else [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec)]
+    names = (
+        DEFAULT_MEASURES if spec is None else [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec)]
+    )
     names = [n for n in names if n]
     if not names:
         raise ValueError("no measure given; e.g. nDCG@10,RR,R@10,P@3")
@@ -93,9 +95,13 @@ def parse_measures(spec: str | Sequence[str] | None) -> tuple:
         try:
             m = ir_measures.parse_measure(name)
         except (ValueError, NameError, SyntaxError, TypeError, AttributeError) as exc:
-            raise ValueError(f"unknown measure {name!r} ({exc}); use ir-measures syntax such as nDCG@10, RR, R@10, P@3") from None
+            raise ValueError(
+                f"unknown measure {name!r} ({exc}); use ir-measures syntax such as nDCG@10, RR, R@10, P@3"
+            ) from None
         if not ir_measures.pytrec_eval.supports(m):
-            raise ValueError(f"measure {name!r} is not computed by trec_eval (pytrec_eval); try nDCG@k, RR, R@k, P@k, AP")
+            raise ValueError(
+                f"measure {name!r} is not computed by trec_eval (pytrec_eval); try nDCG@k, RR, R@k, P@k, AP"
+            )
         if str(m) not in {str(x) for x in out}:
             out.append(m)
     return tuple(out)
@@ -266,7 +272,9 @@ def evaluate_set(
     return evaluate_traces(traces, qrels, ms, chunk_ids(store), v)
 
 
-def evaluate_trace(trace: Trace, judgments: Mapping[str, int], ids: ChunkIds, measures: Sequence | None = None) -> dict[str, dict[str, float]]:
+def evaluate_trace(
+    trace: Trace, judgments: Mapping[str, int], ids: ChunkIds, measures: Sequence | None = None
+) -> dict[str, dict[str, float]]:
     """``{stage id: {measure: value}}`` of one trace against one query's
     ``{chunk id: grade}`` (empty when there are no judgments): the browser's
     per-query table."""
@@ -411,9 +419,14 @@ def eval_to_dict(ev: SetEval, comparison: EvalComparison | None = None) -> dict:
             "queries": _queries_json(b),
             "measures": {
                 m.measure: {
-                    "mean_a": m.mean_a, "mean_b": m.mean_b, "delta": m.delta,
-                    "improved": m.improved, "worsened": m.worsened, "tied": m.tied,
-                    "p_ttest": m.p_ttest, "p_wilcoxon": m.p_wilcoxon,
+                    "mean_a": m.mean_a,
+                    "mean_b": m.mean_b,
+                    "delta": m.delta,
+                    "improved": m.improved,
+                    "worsened": m.worsened,
+                    "tied": m.tied,
+                    "p_ttest": m.p_ttest,
+                    "p_wilcoxon": m.p_wilcoxon,
                 }
                 for m in comparison.measures
             },
@@ -435,7 +448,9 @@ def trec_run_lines(qid: str, ranked: Sequence[str], tag: str) -> list[str]:
     return [f"{q} Q0 {trec_token(doc)} {i} {n - i + 1} {tag}" for i, doc in enumerate(ranked, 1)]
 
 
-def trec_run_text(results: Sequence[tuple[str, Trace]], ids: ChunkIds, stage: str = "final", tag: str | None = None) -> tuple[str, int]:
+def trec_run_text(
+    results: Sequence[tuple[str, Trace]], ids: ChunkIds, stage: str = "final", tag: str | None = None
+) -> tuple[str, int]:
     """A TREC run of ``stage`` for ``[(query id, trace)]``: the text and the
     number of lines. Queries whose list is empty at that stage (or that lack
     the stage, e.g. no fuzzy re-run) have no line, as in any TREC run.

@@ -68,6 +68,7 @@ def _st(c: Candidate) -> dict:
 
 def run_to_dict(run: Run) -> dict:
     """The stage keys of one pass."""
+
     def hits(r):
         return [
             {

@@ -85,8 +85,14 @@ class FlowCell:
 
     def to_dict(self) -> dict:
         """``{"stage", "state", "position", "move", "against", "exit"}``."""
-        return {"stage": self.stage, "state": self.state, "position": self.position, "move": self.move,
-                "against": self.against, "exit": None if self.exit is None else self.exit.to_dict()}
+        return {
+            "stage": self.stage,
+            "state": self.state,
+            "position": self.position,
+            "move": self.move,
+            "against": self.against,
+            "exit": None if self.exit is None else self.exit.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -129,10 +135,19 @@ class FlowRow:
     def to_dict(self) -> dict:
         """JSON form: ``rowid, source, title, key, final, fused, moved,
         reached, entered, exit, cells``."""
-        return {"rowid": self.rowid, "source": self.source, "title": self.title, "key": self.key,
-                "final": self.final, "fused": self.fused, "moved": self.moved, "reached": self.reached,
-                "entered": self.entered, "exit": None if self.exit is None else self.exit.to_dict(),
-                "cells": [c.to_dict() for c in self.cells]}
+        return {
+            "rowid": self.rowid,
+            "source": self.source,
+            "title": self.title,
+            "key": self.key,
+            "final": self.final,
+            "fused": self.fused,
+            "moved": self.moved,
+            "reached": self.reached,
+            "entered": self.entered,
+            "exit": None if self.exit is None else self.exit.to_dict(),
+            "cells": [c.to_dict() for c in self.cells],
+        }
 
 
 @dataclass(frozen=True)
@@ -162,8 +177,14 @@ class Flow:
 
     def to_dict(self) -> dict:
         """JSON form: ``pass, query, answering, shadow, stages, rows``."""
-        return {"pass": self.pass_name, "query": self.query, "answering": self.answering, "shadow": self.shadow,
-                "stages": list(self.stages), "rows": [r.to_dict() for r in self.rows]}
+        return {
+            "pass": self.pass_name,
+            "query": self.query,
+            "answering": self.answering,
+            "shadow": self.shadow,
+            "stages": list(self.stages),
+            "rows": [r.to_dict() for r in self.rows],
+        }
 
 
 @dataclass(frozen=True)
@@ -245,8 +266,17 @@ def _row(path: CandidatePath, cols: tuple[str, ...], ran: set[str]) -> FlowRow:
         prev = (p, sid)
         reached += 1
     prefix = FUZZY_PREFIX if cols[-1].startswith(FUZZY_PREFIX) else ""
-    return FlowRow(path.rowid, path.source, path.title, path.key, tuple(cells), path.exit,
-                   pos.get(prefix + "final"), pos.get(prefix + "fusion"), reached)
+    return FlowRow(
+        path.rowid,
+        path.source,
+        path.title,
+        path.key,
+        tuple(cells),
+        path.exit,
+        pos.get(prefix + "final"),
+        pos.get(prefix + "fusion"),
+        reached,
+    )
 
 
 def _absent_row(a: Absent, cols: tuple[str, ...], ran: set[str]) -> FlowRow:
@@ -260,12 +290,14 @@ def _absent_row(a: Absent, cols: tuple[str, ...], ran: set[str]) -> FlowRow:
             placed = True
         else:
             cells.append(FlowCell(sid, "gone"))
-    return FlowRow(a.rowid, a.source, a.title, f"{a.source}::{a.title}", tuple(cells), a.exit, None, None, 0,
-                   entered=False)
+    return FlowRow(
+        a.rowid, a.source, a.title, f"{a.source}::{a.title}", tuple(cells), a.exit, None, None, 0, entered=False
+    )
 
 
-def run_flow(run: Run, params: "SearchParams", *, answering: bool, shadow: bool = False,
-             absent: Iterable[Absent] = ()) -> Flow:
+def run_flow(
+    run: Run, params: "SearchParams", *, answering: bool, shadow: bool = False, absent: Iterable[Absent] = ()
+) -> Flow:
     """The flow of one pass (``absent``: extra rows for chunks that never entered it).
 
     Raises:
@@ -296,13 +328,21 @@ def trace_flows(trace: Trace, absent: Sequence[Absent] = ()) -> tuple[Flow, ...]
     to the re-run, ``retrieve`` and ``fuzzy`` to the first pass.
     """
     rerun = trace.fuzzy.rerun
-    runs = [trace.first] if rerun is None else [rerun, trace.first] if trace.layer == "rrf-fuzzy" \
-        else [trace.first, rerun]
+    runs = (
+        [trace.first] if rerun is None else [rerun, trace.first] if trace.layer == "rrf-fuzzy" else [trace.first, rerun]
+    )
     out = []
     for run in runs:
         mine = [a for a in absent if (run.pass_name == "fuzzy") == a.exit.stage.startswith(FUZZY_PREFIX)]
-        out.append(run_flow(run, trace.params, answering=run is trace.answering_run,
-                            shadow=run is rerun and trace.fuzzy.shadow, absent=mine))
+        out.append(
+            run_flow(
+                run,
+                trace.params,
+                answering=run is trace.answering_run,
+                shadow=run is rerun and trace.fuzzy.shadow,
+                absent=mine,
+            )
+        )
     return tuple(out)
 
 
@@ -331,8 +371,13 @@ class Fate:
 
     def to_dict(self) -> dict:
         """``{"rowid", "position", "stage", "pass", "exit"}``."""
-        return {"rowid": self.rowid, "position": self.position, "stage": self.stage, "pass": self.pass_name,
-                "exit": None if self.exit is None else self.exit.to_dict()}
+        return {
+            "rowid": self.rowid,
+            "position": self.position,
+            "stage": self.stage,
+            "pass": self.pass_name,
+            "exit": None if self.exit is None else self.exit.to_dict(),
+        }
 
 
 def row_fate(flows: Sequence[Flow], rowid: int) -> Fate | None:

@@ -140,8 +140,9 @@ def stat_file(path: str) -> FileState:
         st = os.stat(path)
     except (OSError, ValueError):
         return FileState(False)
-    return FileState(True, _stat.S_ISREG(st.st_mode), st.st_mtime_ns // 1_000_000,
-                     (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev))
+    return FileState(
+        True, _stat.S_ISREG(st.st_mode), st.st_mtime_ns // 1_000_000, (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+    )
 
 
 def sha256_text(text: str) -> str:
@@ -231,7 +232,9 @@ class _Watch:
     """
 
     #: Events that may change a file's answer (content, mtime, the name now pointing elsewhere).
-    _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800  # MODIFY ATTRIB CLOSE_WRITE MOVED_* CREATE DELETE *_SELF
+    _MASK = (
+        0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+    )  # MODIFY ATTRIB CLOSE_WRITE MOVED_* CREATE DELETE *_SELF
     _ONLYDIR = 0x01000000
     #: Events after which the watches no longer match the folders: look at everything again.
     _STRUCTURAL = 0x400 | 0x800 | 0x2000 | 0x4000 | 0x8000  # DELETE_SELF MOVE_SELF UNMOUNT Q_OVERFLOW IGNORED

@@ -135,6 +135,10 @@ def _merged(e: Exit) -> str:
 
 
 HOOKS = StageHooks(
-    step=step, ranked=ranked, headline=headline, exit=exit_of,
-    sentences={"merged": _merged}, data_names={"merged": ("into_rowid", "into_position", "key")},
+    step=step,
+    ranked=ranked,
+    headline=headline,
+    exit=exit_of,
+    sentences={"merged": _merged},
+    data_names={"merged": ("into_rowid", "into_position", "key")},
 )

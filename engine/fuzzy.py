@@ -80,14 +80,18 @@ def correct_word(conn: sql.Connection, word: str) -> Correction:
 
 
 def _fuzzy_not_attempted(e: Exit) -> str:
-    return (f"the corrected query {e.get('corrected_query')!r} would match it, "
-            "but the fuzzy fallback did not run for the answer")
+    return (
+        f"the corrected query {e.get('corrected_query')!r} would match it, "
+        "but the fuzzy fallback did not run for the answer"
+    )
 
 
 #: Exit codes of the ``fuzzy`` stage (a chunk only the corrected query finds).
 FUZZY_EXIT_SENTENCES = {"fuzzy-not-attempted": _fuzzy_not_attempted}
 #: The names in each code's exit data.
 FUZZY_EXIT_DATA = {"fuzzy-not-attempted": ("corrected_query", "first_pass_results", "shadow")}
+
+
 def correct_word_cached(store: Store, conn: sql.Connection, word: str) -> Correction:
     """:func:`correct_word`, answered from ``store.corrections`` when this
     word was corrected before at the same store data version (the version

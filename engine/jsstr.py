@@ -93,7 +93,7 @@ def utf16_slice(text: str, start: int, end: int | None = None) -> str:
     if _is_bmp(text):
         return text[start:end]
     raw = text.encode("utf-16-le", "surrogatepass")
-    piece = raw[2 * start:] if end is None else raw[2 * start:2 * end]
+    piece = raw[2 * start :] if end is None else raw[2 * start : 2 * end]
     return piece.decode("utf-16-le", "surrogatepass")
 
 
@@ -110,9 +110,7 @@ def utf8_len(text: str) -> int:
     try:
         return len(text.encode("utf-8"))
     except UnicodeEncodeError:
-        return len(text.encode("utf-8", "replace")) + 2 * sum(
-            1 for ch in text if "\ud800" <= ch <= "\udfff"
-        )
+        return len(text.encode("utf-8", "replace")) + 2 * sum(1 for ch in text if "\ud800" <= ch <= "\udfff")
 
 
 def decode_utf8_like_node(data: bytes) -> str:

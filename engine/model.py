@@ -44,6 +44,7 @@ def undecodable(text: str) -> str | None:
         return None
     return f"contains an undecodable character U+{ord(bad.group()):04X} at position {bad.start()}"
 
+
 FUSION_KEYS = ("source-title", "rowid")
 RERANK_MODES = ("on", "off", "before-trim")
 FUZZY_POLICIES = ("fallback", "always", "never")
@@ -173,7 +174,9 @@ class SearchParams:
         joined by `` and ``."""
         parts = []
         if self.source:
-            parts.append(f"source = '{self.source}'" if self.source_match == "exact" else f"source LIKE '%{self.source}%'")
+            parts.append(
+                f"source = '{self.source}'" if self.source_match == "exact" else f"source LIKE '%{self.source}%'"
+            )
         if self.content_type:
             parts.append(f"content_type = '{self.content_type}'")
         return " and ".join(parts)
@@ -558,7 +561,7 @@ class Run:
     def record(self, stage: str) -> object | None:
         """The record of ``stage`` (``"trim"`` or ``"fuzzy:trim"``), or
         ``None`` when it did not run in this pass."""
-        base = stage[len(FUZZY_PREFIX):] if stage.startswith(FUZZY_PREFIX) else stage
+        base = stage[len(FUZZY_PREFIX) :] if stage.startswith(FUZZY_PREFIX) else stage
         for sid, rec in self.records:
             if sid == base:
                 return rec

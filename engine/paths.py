@@ -162,10 +162,16 @@ def run_paths(run: Run) -> tuple[CandidatePath, ...]:
     out = []
     for rowid in sorted(entered, key=deepest_first):
         hit = entered[rowid]
-        out.append(CandidatePath(
-            rowid, hit.source, hit.title, keys.get(rowid, hit.key),
-            steps[rowid], exits.get(rowid),
-        ))
+        out.append(
+            CandidatePath(
+                rowid,
+                hit.source,
+                hit.title,
+                keys.get(rowid, hit.key),
+                steps[rowid],
+                exits.get(rowid),
+            )
+        )
     return tuple(out)
 
 

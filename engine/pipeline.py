@@ -85,16 +85,18 @@ def run_pass(
     if runs is None:
         runs = RunCache(store, exact=True)
     wanted = [name for name in RETRIEVERS if runs_retriever(params, name)]
-    prefetched = retrieve_pair(store, conn, wanted, query, fts_limit, params.source, params.source_match,
-                               params.content_type, runs=runs)
+    prefetched = retrieve_pair(
+        store, conn, wanted, query, fts_limit, params.source, params.source_match, params.content_type, runs=runs
+    )
     records: list[tuple[str, object]] = []
     done: dict[str, object] = {}
     retrievers: list = []
     items: tuple = ()
     for spec in pass_plan(params):
         assert spec.hooks is not None
-        ctx = PassContext(conn, store, params, query, pool_size, fts_limit, dict(done), tuple(retrievers), runs,
-                          prefetched)
+        ctx = PassContext(
+            conn, store, params, query, pool_size, fts_limit, dict(done), tuple(retrievers), runs, prefetched
+        )
         start = time.perf_counter()
         record = spec.hooks.step(ctx, items)
         ms = elapsed_ms(start)
@@ -163,11 +165,30 @@ def _fuzzy(
         trigger = "all-removed"
     rerun = None
     if words and corrected_query != " ".join(words):
-        rerun = run_pass(conn, store, params, corrected_query, pool_size, fts_limit, timings, pass_name="fuzzy",
-                         runs=runs, paths=paths)
+        rerun = run_pass(
+            conn,
+            store,
+            params,
+            corrected_query,
+            pool_size,
+            fts_limit,
+            timings,
+            pass_name="fuzzy",
+            runs=runs,
+            paths=paths,
+        )
     return FuzzyStage(
-        True, code, trigger, tuple(words), corrections, corrected_query, rerun, shadow, ms,
-        first_pass_results=found, pool_size=first.pool.pool_size,
+        True,
+        code,
+        trigger,
+        tuple(words),
+        corrections,
+        corrected_query,
+        rerun,
+        shadow,
+        ms,
+        first_pass_results=found,
+        pool_size=first.pool.pool_size,
     )
 
 
@@ -218,14 +239,23 @@ def _empty_reason(
             parts.append("a retriever failed: " + (first.porter.error or first.trigram.error or ""))
         else:
             searched = [name for name in RETRIEVERS if runs_retriever(params, name)]
-            where = "either index" if len(searched) == 2 else f"the {searched[0]} index ({params.variant.retrievers} only)" if searched else "any index"
+            where = (
+                "either index"
+                if len(searched) == 2
+                else f"the {searched[0]} index ({params.variant.retrievers} only)"
+                if searched
+                else "any index"
+            )
             parts.append(f"no match in {where}{filters}")
     elif not first.pool.kept and params.limit != 0:
         parts.append(f"the candidate pool is empty (pool size {first.pool.pool_size}): fusion handed nothing on")
     elif first.filter.allow_set is not None and not first.filter.kept:
         n = len(first.filter.removed)
-        parts.append("the only pooled candidate was removed by the session filter" if n == 1
-                     else f"all {n} pooled candidates were removed by the session filter")
+        parts.append(
+            "the only pooled candidate was removed by the session filter"
+            if n == 1
+            else f"all {n} pooled candidates were removed by the session filter"
+        )
         missing = _missing_sessions(first, store_sessions)
         if missing:
             parts.append(missing)
@@ -285,7 +315,11 @@ def search(
 
 
 def _search(
-    store: Store, params: SearchParams, conn: sql.Connection | None, runs: "RunCache | None", check: bool,
+    store: Store,
+    params: SearchParams,
+    conn: sql.Connection | None,
+    runs: "RunCache | None",
+    check: bool,
     paths: bool,
 ) -> Trace:
     with store.using(conn) as c:
@@ -315,9 +349,7 @@ def _search(
     boosts = {}
     if answering is not None and answering.rerank is not None:
         boosts = {e.candidate.key: e.boost for e in answering.rerank.entries}
-    final = tuple(
-        FinalResult(i + 1, cand, layer, boosts.get(cand.key)) for i, cand in enumerate(results)
-    )
+    final = tuple(FinalResult(i + 1, cand, layer, boosts.get(cand.key)) for i, cand in enumerate(results))
     if layer == "none":
 
         def store_sessions() -> list[str]:

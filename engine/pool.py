@@ -59,6 +59,10 @@ def _beyond_pool(e: Exit) -> str:
 
 
 HOOKS = StageHooks(
-    step=step, ranked=ranked, headline=headline, exit=exit_of,
-    sentences={"beyond-pool": _beyond_pool}, data_names={"beyond-pool": ("position", "pool_size")},
+    step=step,
+    ranked=ranked,
+    headline=headline,
+    exit=exit_of,
+    sentences={"beyond-pool": _beyond_pool},
+    data_names={"beyond-pool": ("position", "pool_size")},
 )

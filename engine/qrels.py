@@ -207,7 +207,9 @@ class Qrels:
                 if text is not None and not isinstance(text, str):
                     raise QrelsError(f"{name}: query #{i} ({e['id']}): 'query' must be a string")
                 if not isinstance(docs, dict):
-                    raise QrelsError(f"{name}: query #{i} ({e['id']}): 'judgments' must be an object of chunk id → grade")
+                    raise QrelsError(
+                        f"{name}: query #{i} ({e['id']}): 'judgments' must be an object of chunk id → grade"
+                    )
                 if text is not None:
                     q.queries[e["id"]] = text
                 for doc, grade in docs.items():
@@ -221,7 +223,7 @@ class Qrels:
                     q.set_grade(qid, doc, grade)
             return q
         raise QrelsError(
-            f"{name}: not a qrels file: expected {{\"format\": \"{JSON_FORMAT}\", ...}} or {{qid: {{docid: grade}}}}"
+            f'{name}: not a qrels file: expected {{"format": "{JSON_FORMAT}", ...}} or {{qid: {{docid: grade}}}}'
         )
 
 

@@ -27,6 +27,8 @@ def _no_nul(query: str) -> str:
     reference fails with "unterminated string". We read it as a space;
     queries without NUL are unaffected."""
     return query.replace("\x00", " ") if "\x00" in query else query
+
+
 _PORTER_SPECIALS = re.compile("['\"(){}\\[\\]*:^~]")
 
 

@@ -167,7 +167,11 @@ def retrieve(
         if not is_query_error(exc) and not _shadow_missing(conn, TABLES[retriever]):
             raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
         return RetrieverRun(
-            retriever, sanitized, fts_limit, (), error=f"{type(exc).__name__}: {exc}",
+            retriever,
+            sanitized,
+            fts_limit,
+            (),
+            error=f"{type(exc).__name__}: {exc}",
             elapsed_ms=elapsed_ms(start),
         )
     dec = sql.decode
@@ -215,8 +219,7 @@ def _step(name: str):
         if name in ctx.prefetched:
             return ctx.prefetched[name]
         run = ctx.runs.run if ctx.runs is not None else retrieve
-        return run(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match,
-                   p.content_type)
+        return run(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match, p.content_type)
 
     return step
 

@@ -55,6 +55,7 @@ from .store import elapsed_ms
 if TYPE_CHECKING:
     from .store import SchemaInfo, Store
 
+
 def run_key(retriever: str, query: str, source: str | None, source_match: str, content_type: str | None) -> tuple:
     """What a retriever run depends on besides its row count: ``(retriever,
     sanitised query, source filter, source match, content type)`` (the match
@@ -119,8 +120,7 @@ class RunCache:
     ) -> RetrieverRun | None:
         """What :meth:`run` would answer on ``conn`` without running SQL, or ``None``."""
         start = time.perf_counter()
-        hit, _ = self._answer(_version(conn), run_key(retriever, query, source, source_match, content_type),
-                              fts_limit)
+        hit, _ = self._answer(_version(conn), run_key(retriever, query, source, source_match, content_type), fts_limit)
         return None if hit is None else replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
 
     def lookup(

@@ -60,8 +60,11 @@ def headline(stage: FilterStage, params: SearchParams) -> str:
 def exit_of(stage: FilterStage, item: Candidate, position: int | None) -> tuple[str, tuple[tuple[str, object], ...]]:
     """``session-filter`` with ``position`` (1-based, in the pool),
     ``session_id`` and ``allow_set`` (a tuple of ids)."""
-    return "session-filter", (("position", position), ("session_id", item.session_id),
-                              ("allow_set", tuple(stage.allow_set or ())))
+    return "session-filter", (
+        ("position", position),
+        ("session_id", item.session_id),
+        ("allow_set", tuple(stage.allow_set or ())),
+    )
 
 
 def _session_filter(e: Exit) -> str:
@@ -69,7 +72,10 @@ def _session_filter(e: Exit) -> str:
 
 
 HOOKS = StageHooks(
-    step=step, ranked=ranked, headline=headline, exit=exit_of,
+    step=step,
+    ranked=ranked,
+    headline=headline,
+    exit=exit_of,
     sentences={"session-filter": _session_filter},
     data_names={"session-filter": ("position", "session_id", "allow_set")},
 )

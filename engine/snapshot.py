@@ -133,8 +133,11 @@ class SnapshotCheck:
                     "query": q.query,
                     "layer": [q.layer_old, q.layer_new],
                     "stages": {
-                        s.stage: {"moved": [list(m) for m in s.moved], "entered": [list(e) for e in s.entered],
-                                  "left": [list(x) for x in s.left]}
+                        s.stage: {
+                            "moved": [list(m) for m in s.moved],
+                            "entered": [list(e) for e in s.entered],
+                            "left": [list(x) for x in s.left],
+                        }
                         for s in q.stages
                     },
                 }
@@ -166,9 +169,11 @@ def validate_snapshot(data: object, name: str = "snapshot") -> dict:
             query (the message names it).
     """
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{name} is not a rankscope snapshot (no \"format\": \"{FORMAT}\")")
+        raise ValueError(f'{name} is not a rankscope snapshot (no "format": "{FORMAT}")')
     if data.get("version") != VERSION:
-        raise ValueError(f"{name}: unsupported snapshot version {data.get('version')!r} (this rankscope reads {VERSION})")
+        raise ValueError(
+            f"{name}: unsupported snapshot version {data.get('version')!r} (this rankscope reads {VERSION})"
+        )
     if not isinstance(data.get("variant", "reference"), str):
         raise ValueError(f"{name}: 'variant' must be a variant spec string")
     queries = data.get("queries")
@@ -176,12 +181,16 @@ def validate_snapshot(data: object, name: str = "snapshot") -> dict:
         raise ValueError(f"{name}: 'queries' must be a list")
     for i, q in enumerate(queries, 1):
         ok = (
-            isinstance(q, dict) and isinstance(q.get("entry"), dict) and isinstance(q.get("stages"), dict)
+            isinstance(q, dict)
+            and isinstance(q.get("entry"), dict)
+            and isinstance(q.get("stages"), dict)
             and isinstance(q.get("layer"), str)
             and all(isinstance(v, list) and all(isinstance(d, str) for d in v) for v in q["stages"].values())
         )
         if not ok:
-            raise ValueError(f"{name}: query #{i} must have an 'entry' object, a 'layer' and 'stages' of chunk-id lists")
+            raise ValueError(
+                f"{name}: query #{i} must have an 'entry' object, a 'layer' and 'stages' of chunk-id lists"
+            )
     return data
 
 

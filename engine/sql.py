@@ -89,7 +89,12 @@ class Connection(apsw.Connection):
         # knows its query's columns (``SELECT COUNT(*)`` always returns a row),
         # so a row is ``Any`` rather than apsw's ``tuple[SQLiteValue, ...] | None``.
         def execute(  # type: ignore[override]  # narrows apsw's Cursor to what the engine reads
-            self, statements: str, bindings: Any = None, *, can_cache: bool = True, prepare_flags: int = 0,
+            self,
+            statements: str,
+            bindings: Any = None,
+            *,
+            can_cache: bool = True,
+            prepare_flags: int = 0,
             explain: int = -1,
         ) -> _Rows: ...
 

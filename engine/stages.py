@@ -95,54 +95,147 @@ class Stage:
 
 #: The table, in pipeline order.
 STAGES: tuple[Stage, ...] = (
-    Stage("refresh", "Stale refresh", (
-        "File-backed sources whose file changed since indexing are re-indexed before searching;",
-        "a read-only store is never written: the stale sources are only listed."),
-        0, "trace", "trace"),
-    Stage("porter", "Porter", (
-        "FTS5 with the Porter stemmer: words are reduced to stems (install, installing → instal).",
-        "Ranked by bm25 with the title weighted 5x; fetches max(2 × pool, 10) rows."),
-        10, "pass", "retriever", retrieve.PORTER_HOOKS),
-    Stage("trigram", "Trigram", (
-        "FTS5 over 3-character slices: finds substrings (CacheMiss inside onCacheMiss) and CJK.",
-        "Same ranking and row count; words under 3 characters are skipped."),
-        11, "pass", "retriever", retrieve.TRIGRAM_HOOKS),
-    Stage("retrieve", "Retrieve", (
-        "Both retrievers together, with the source and content-type filters in their SQL:",
-        "a chunk neither returns within its row count never enters the pass."),
-        12, "pass", "group", sentences=retrieve.RETRIEVE_SENTENCES, data_names=retrieve.RETRIEVE_DATA),
-    Stage("fusion", "Fusion (RRF)", (
-        "Reciprocal rank fusion: a row at position p in a list adds 1/(60 + p) to its key.",
-        "Keys are source::title, so chunks sharing a heading merge (⚠ collision): the first row wins."),
-        20, "pass", "list", fusion.HOOKS),
-    Stage("pool", "Candidate pool", (
-        "Fusion keeps the best pool-size keys: the limit, or max(8 × limit, 40)",
-        "when a session filter is on, so the filter has enough to choose from."),
-        30, "pass", "list", pool.HOOKS),
-    Stage("filter", "Session filter", (
-        "With an allow-set, only chunks of the chosen sessions (or none) pass;",
-        "the others are shown struck through as 'removed'."),
-        40, "pass", "list", session_filter.HOOKS, ends_pass_when_empty=True),
-    Stage("trim", "Trim", (
-        "The survivors are cut to the limit; what falls below the cut line is 'cut'",
-        "and never reaches the rerank."),
-        50, "pass", "list", trim.HOOKS),
-    Stage("rerank", "Rerank", (
-        "Title hits (0.6 for code, 0.3 for prose), term proximity and adjacent phrases add a boost;",
-        "results are re-sorted by it (↑ moved up, ↓ down, = stayed)."),
-        60, "pass", "list", rerank.HOOKS),
-    Stage("fuzzy", "Fuzzy", (
-        "Only when nothing survived the filter: each word is corrected against the vocabulary",
-        "(1-3 edits by length) and, if anything changed, the whole pipeline re-runs (layer rrf-fuzzy)."),
-        70, "trace", "trace", sentences=FUZZY_EXIT_SENTENCES, data_names=FUZZY_EXIT_DATA),
-    Stage("final", "Final", (
-        "The answer and its layer: rrf (first pass), rrf-fuzzy (typo re-run) or none,",
-        "with the reason when it is empty."),
-        80, "pass", "answer"),
-    Stage("agent", "Agent view", (
-        "What ctx_search hands the agent: at most 2 results per query (1 after call #3), each cut",
-        "to 1,500-unit windows around the matches, a 40 KiB cap and a throttle footer"),
-        90, "trace", "view"),
+    Stage(
+        "refresh",
+        "Stale refresh",
+        (
+            "File-backed sources whose file changed since indexing are re-indexed before searching;",
+            "a read-only store is never written: the stale sources are only listed.",
+        ),
+        0,
+        "trace",
+        "trace",
+    ),
+    Stage(
+        "porter",
+        "Porter",
+        (
+            "FTS5 with the Porter stemmer: words are reduced to stems (install, installing → instal).",
+            "Ranked by bm25 with the title weighted 5x; fetches max(2 × pool, 10) rows.",
+        ),
+        10,
+        "pass",
+        "retriever",
+        retrieve.PORTER_HOOKS,
+    ),
+    Stage(
+        "trigram",
+        "Trigram",
+        (
+            "FTS5 over 3-character slices: finds substrings (CacheMiss inside onCacheMiss) and CJK.",
+            "Same ranking and row count; words under 3 characters are skipped.",
+        ),
+        11,
+        "pass",
+        "retriever",
+        retrieve.TRIGRAM_HOOKS,
+    ),
+    Stage(
+        "retrieve",
+        "Retrieve",
+        (
+            "Both retrievers together, with the source and content-type filters in their SQL:",
+            "a chunk neither returns within its row count never enters the pass.",
+        ),
+        12,
+        "pass",
+        "group",
+        sentences=retrieve.RETRIEVE_SENTENCES,
+        data_names=retrieve.RETRIEVE_DATA,
+    ),
+    Stage(
+        "fusion",
+        "Fusion (RRF)",
+        (
+            "Reciprocal rank fusion: a row at position p in a list adds 1/(60 + p) to its key.",
+            "Keys are source::title, so chunks sharing a heading merge (⚠ collision): the first row wins.",
+        ),
+        20,
+        "pass",
+        "list",
+        fusion.HOOKS,
+    ),
+    Stage(
+        "pool",
+        "Candidate pool",
+        (
+            "Fusion keeps the best pool-size keys: the limit, or max(8 × limit, 40)",
+            "when a session filter is on, so the filter has enough to choose from.",
+        ),
+        30,
+        "pass",
+        "list",
+        pool.HOOKS,
+    ),
+    Stage(
+        "filter",
+        "Session filter",
+        (
+            "With an allow-set, only chunks of the chosen sessions (or none) pass;",
+            "the others are shown struck through as 'removed'.",
+        ),
+        40,
+        "pass",
+        "list",
+        session_filter.HOOKS,
+        ends_pass_when_empty=True,
+    ),
+    Stage(
+        "trim",
+        "Trim",
+        ("The survivors are cut to the limit; what falls below the cut line is 'cut'", "and never reaches the rerank."),
+        50,
+        "pass",
+        "list",
+        trim.HOOKS,
+    ),
+    Stage(
+        "rerank",
+        "Rerank",
+        (
+            "Title hits (0.6 for code, 0.3 for prose), term proximity and adjacent phrases add a boost;",
+            "results are re-sorted by it (↑ moved up, ↓ down, = stayed).",
+        ),
+        60,
+        "pass",
+        "list",
+        rerank.HOOKS,
+    ),
+    Stage(
+        "fuzzy",
+        "Fuzzy",
+        (
+            "Only when nothing survived the filter: each word is corrected against the vocabulary",
+            "(1-3 edits by length) and, if anything changed, the whole pipeline re-runs (layer rrf-fuzzy).",
+        ),
+        70,
+        "trace",
+        "trace",
+        sentences=FUZZY_EXIT_SENTENCES,
+        data_names=FUZZY_EXIT_DATA,
+    ),
+    Stage(
+        "final",
+        "Final",
+        (
+            "The answer and its layer: rrf (first pass), rrf-fuzzy (typo re-run) or none,",
+            "with the reason when it is empty.",
+        ),
+        80,
+        "pass",
+        "answer",
+    ),
+    Stage(
+        "agent",
+        "Agent view",
+        (
+            "What ctx_search hands the agent: at most 2 results per query (1 after call #3), each cut",
+            "to 1,500-unit windows around the matches, a 40 KiB cap and a throttle footer",
+        ),
+        90,
+        "trace",
+        "view",
+    ),
 )
 
 BY_ID: dict[str, Stage] = {s.id: s for s in STAGES}
@@ -172,7 +265,7 @@ _check_table()
 
 def base_id(stage_id: str) -> str:
     """``"fuzzy:trim"`` → ``"trim"``; an unprefixed id is returned as is."""
-    return stage_id[len(FUZZY_PREFIX):] if stage_id.startswith(FUZZY_PREFIX) else stage_id
+    return stage_id[len(FUZZY_PREFIX) :] if stage_id.startswith(FUZZY_PREFIX) else stage_id
 
 
 def in_rerun(stage_id: str) -> bool:

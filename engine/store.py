@@ -163,8 +163,11 @@ def sqlite_store_error(exc: BaseException, path: str | None, action: str = "read
         return StoreError(f"cannot {action} {where}: a text value is not valid UTF-8 ({exc.reason})")
     words = str(exc) or type(exc).__name__
     if is_corruption(exc):
-        return CorruptStoreError(f"{where} is damaged: SQLite says '{words}'.{integrity_hint(path)}",
-                                 reason=f"SQLite says '{words}'", check_command=doctor_command(path))
+        return CorruptStoreError(
+            f"{where} is damaged: SQLite says '{words}'.{integrity_hint(path)}",
+            reason=f"SQLite says '{words}'",
+            check_command=doctor_command(path),
+        )
     if _primary_code(exc) == _READONLY_CODE or "readonly database" in words:
         return StoreError(f"cannot write to {where}: SQLite says '{words}' (the file or its folder is not writable)")
     if _primary_code(exc) == _CANTOPEN_CODE:
@@ -446,9 +449,7 @@ def is_transient(exc: BaseException) -> bool:
     closed by a reopen in another thread."""
     import apsw
 
-    return isinstance(exc, apsw.ConnectionClosedError) or is_corruption(exc) or (
-        _primary_code(exc) in _TRANSIENT_CODES
-    )
+    return isinstance(exc, apsw.ConnectionClosedError) or is_corruption(exc) or (_primary_code(exc) in _TRANSIENT_CODES)
 
 
 #: Store files up to this size are read through a memory map of this size
@@ -675,8 +676,10 @@ class Store:
                 # Another run placed its store first (use it), or an empty
                 # file was there (SQLite reads it as an empty database).
                 if not os.path.isfile(p):
-                    raise StoreError(f"cannot create store {p}: a FIFO, device or dangling symbolic link is "
-                                     "at that path; choose another name") from None
+                    raise StoreError(
+                        f"cannot create store {p}: a FIFO, device or dangling symbolic link is "
+                        "at that path; choose another name"
+                    ) from None
                 if os.path.getsize(p) == 0:
                     os.replace(tmp, p)
             except OSError:
@@ -721,7 +724,9 @@ class Store:
             raise StoreError(f"cannot write to {p}: the file is read-only")
         if not os.access(folder, os.W_OK | os.X_OK):
             what = f"cannot create store {p}" if create else f"cannot write to {p}"
-            raise StoreError(f"{what}: its folder {folder} is not writable (SQLite keeps its -wal and -shm files there)")
+            raise StoreError(
+                f"{what}: its folder {folder} is not writable (SQLite keeps its -wal and -shm files there)"
+            )
 
     @staticmethod
     def _check_owned(p: str) -> None:
@@ -899,8 +904,9 @@ class Store:
             missing = [f"{t}_{x}" for t in FTS_TABLES for x in FTS_SHADOWS if f"{t}_{x}" not in tables]
             lost = f"; missing: {', '.join(missing)}" if missing else ""
             reason = f"its FTS5 table chunks cannot be opened (SQLite says '{exc}'{lost})"
-            raise CorruptStoreError(f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason,
-                                    check_command=doctor_command(p)) from exc
+            raise CorruptStoreError(
+                f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason, check_command=doctor_command(p)
+            ) from exc
         unopenable = [f"chunks_{x}" for x in ("data", "config") if f"chunks_{x}" not in tables]
         if unopenable:
             # SQLite 3.40 refused to read the table's columns without these;
@@ -908,8 +914,9 @@ class Store:
             conn.close()
             missing = [f"{t}_{x}" for t in FTS_TABLES for x in FTS_SHADOWS if f"{t}_{x}" not in tables]
             reason = f"its FTS5 table chunks cannot be opened (missing: {', '.join(missing)})"
-            raise CorruptStoreError(f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason,
-                                    check_command=doctor_command(p))
+            raise CorruptStoreError(
+                f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason, check_command=doctor_command(p)
+            )
         visible = [c for c in cols if c not in ("chunks", "rank")]
         for needed in ("title", "content", "source_id", "content_type"):
             if needed not in visible:
@@ -989,13 +996,19 @@ class Store:
             return self.conn
         if not self.read_only:
             return self._raw_connect(self.path, read_only=False)
-        return self._raw_connect(self._read_path, read_only=True, flags=self._flags,  # type: ignore[arg-type]
-                                 mmap=self._mmap)
+        return self._raw_connect(
+            self._read_path,  # type: ignore[arg-type]  # a file store: set when it was opened
+            read_only=True,
+            flags=self._flags,
+            mmap=self._mmap,
+        )
 
     def _current(self, conn: sql.Connection) -> bool:
         """True when ``conn`` reads the way the store reads now."""
-        return conn is self.conn or not self.read_only or (
-            getattr(conn, "read_path", None) == self._read_path and conn.uri_flags == self._flags
+        return (
+            conn is self.conn
+            or not self.read_only
+            or (getattr(conn, "read_path", None) == self._read_path and conn.uri_flags == self._flags)
         )
 
     def reading(self, work, conn: sql.Connection | None = None, action: str = "read"):
@@ -1213,8 +1226,12 @@ class Store:
             idle = self._readers.setdefault(key, [])
             reader = idle.pop() if idle else None
         if reader is None:
-            reader = self._raw_connect(key[0], read_only=True, flags=flags,  # type: ignore[arg-type]
-                                       mmap=not self.read_only or (self._mmap and key == (self._read_path, self._flags)))
+            reader = self._raw_connect(
+                key[0],  # type: ignore[arg-type]  # a side reader exists only for a file store
+                read_only=True,
+                flags=flags,
+                mmap=not self.read_only or (self._mmap and key == (self._read_path, self._flags)),
+            )
         ok = False
         try:
             conn.execute("PRAGMA schema_version").fetchone()  # takes conn's snapshot if it has none yet
@@ -1380,7 +1397,11 @@ class Store:
         k = kind or kind_for_path(p)
         lbl = label if label is not None else str(p)
         return self.index_text(
-            lbl, text, k, session_id=session_id, file_path=backing_path(p, k),
+            lbl,
+            text,
+            k,
+            session_id=session_id,
+            file_path=backing_path(p, k),
             content_hash=sha256_text(text),
         )
 
@@ -1405,7 +1426,9 @@ class Store:
     # ── stale sources ──────────────────────────────────────────────────
 
     @_reads
-    def stale_sources(self, conn: sql.Connection | None = None) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    def stale_sources(
+        self, conn: sql.Connection | None = None
+    ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
         """File-backed sources whose file changed since indexing (reference
         ``#refreshStaleSources`` test: file exists, mtime after ``indexed_at``,
         SHA-256 differs), every file examined now.
@@ -1552,8 +1575,13 @@ class Store:
             "FROM sources"
         ).fetchone()
         vocab = c.execute("SELECT COUNT(*) FROM vocabulary").fetchone()[0] if self.schema.has_vocabulary else None
-        return {"sources": sources, "chunks": int(chunks), "code_chunks": int(code), "vocabulary": vocab,
-                "last_indexed_at": last}
+        return {
+            "sources": sources,
+            "chunks": int(chunks),
+            "code_chunks": int(code),
+            "vocabulary": vocab,
+            "last_indexed_at": last,
+        }
 
     @_reads
     def stats(self, conn: sql.Connection | None = None) -> dict:

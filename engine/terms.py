@@ -217,5 +217,9 @@ def trace_spans(trace: "Trace", rowid: int) -> MatchSpans | None:
                 content = hit.content if content is None else content
     if content is None:
         return None
-    return MatchSpans(rowid, content, marked_spans(marked.get("porter", content), content),
-                      marked_spans(marked.get("trigram", content), content))
+    return MatchSpans(
+        rowid,
+        content,
+        marked_spans(marked.get("porter", content), content),
+        marked_spans(marked.get("trigram", content), content),
+    )

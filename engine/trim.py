@@ -47,6 +47,10 @@ def _trimmed(e: Exit) -> str:
 
 
 HOOKS = StageHooks(
-    step=step, ranked=ranked, headline=headline, exit=exit_of,
-    sentences={"trimmed": _trimmed}, data_names={"trimmed": ("position", "limit")},
+    step=step,
+    ranked=ranked,
+    headline=headline,
+    exit=exit_of,
+    sentences={"trimmed": _trimmed},
+    data_names={"trimmed": ("position", "limit")},
 )

@@ -1,4 +1,4 @@
-""""Why is chunk X missing?": where a chunk left the pipeline, and why.
+""" "Why is chunk X missing?": where a chunk left the pipeline, and why.
 
 :func:`why_not` runs (or takes) a trace and follows one chunk through it: the
 SQL filters, both retrievers (with their candidate counts), fusion (and
@@ -208,22 +208,30 @@ def find_chunks(
             return refs
         assert key is not None
         refs = _rows_to_refs(
-            c.execute(select + "WHERE sources.label || '::' || chunks.title = ? ORDER BY chunks.rowid", (key,)).fetchall()
+            c.execute(
+                select + "WHERE sources.label || '::' || chunks.title = ? ORDER BY chunks.rowid", (key,)
+            ).fetchall()
         )
         if refs:
             return refs
         if "::" not in key:
             raise ChunkNotFoundError(f"{key!r} is not a source::title key (no '::' in it)")
         labels = [
-            lbl for lbl in (sql.decode(r[0]) for r in c.execute(
-                f"SELECT {sql.text('label')} FROM sources WHERE ? LIKE label || '::%'", (key,)).fetchall())
+            lbl
+            for lbl in (
+                sql.decode(r[0])
+                for r in c.execute(
+                    f"SELECT {sql.text('label')} FROM sources WHERE ? LIKE label || '::%'", (key,)
+                ).fetchall()
+            )
             if key.startswith(lbl + "::")
         ]
         if not labels:
             source = key.split("::", 1)[0]
             raise ChunkNotFoundError(f"no chunk has key {key!r}: no source is labelled {source!r}")
         titles = [
-            sql.decode(r[0]) for r in c.execute(
+            sql.decode(r[0])
+            for r in c.execute(
                 f"SELECT DISTINCT {sql.text('chunks.title')} FROM chunks JOIN sources ON sources.id = chunks.source_id "
                 "WHERE sources.label = ? ORDER BY chunks.rowid LIMIT 6",
                 (labels[-1],),
@@ -253,11 +261,13 @@ def _pool_words(trace: Trace, params: SearchParams) -> str:
     v = params.variant
     if params.sessions is not None:
         return (
-            f"pool size {trace.pool_size}, set by the variant" if v.pool_size_sessions is not None
+            f"pool size {trace.pool_size}, set by the variant"
+            if v.pool_size_sessions is not None
             else f"pool size {trace.pool_size} = max(8 × limit {params.limit}, 40) with a session allow-set"
         )
     return (
-        f"pool size {trace.pool_size}, set by the variant" if v.pool_size is not None
+        f"pool size {trace.pool_size}, set by the variant"
+        if v.pool_size is not None
         else f"pool size {trace.pool_size} = limit without a session allow-set"
     )
 
@@ -287,8 +297,14 @@ class _Ctx:
         if key not in self._full:
             p = self.params
             self._full[key] = retrieve(
-                self.conn, self.store.schema, retriever, query, max(self.total_chunks(), 1),
-                p.source, p.source_match, p.content_type,
+                self.conn,
+                self.store.schema,
+                retriever,
+                query,
+                max(self.total_chunks(), 1),
+                p.source,
+                p.source_match,
+                p.content_type,
             )
         return self._full[key]
 
@@ -307,8 +323,9 @@ class _Ctx:
         return out
 
 
-def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
-                      conn: sql.Connection | None = None) -> list[str]:
+def distinctive_words(
+    store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS, conn: sql.Connection | None = None
+) -> list[str]:
     """Up to ``n`` words that characterise ``chunk``: its vocabulary words
     (lower-cased, 3+ characters, no stopwords; title first), ordered by how
     few chunks contain them (Porter document frequency), then by how often
@@ -319,7 +336,9 @@ def distinctive_words(store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS,
     scored = []
     for i, w in enumerate(words):
         try:
-            df = c.execute("SELECT COUNT(*) FROM chunks WHERE chunks MATCH ?", ('"' + w.replace('"', "") + '"',)).fetchone()[0]
+            df = c.execute(
+                "SELECT COUNT(*) FROM chunks WHERE chunks MATCH ?", ('"' + w.replace('"', "") + '"',)
+            ).fetchone()[0]
         except sql.Error as exc:
             if is_corruption(exc):
                 raise
@@ -369,33 +388,51 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
             details["rank"] = best
             parts = "; ".join(_describe_full(n, full[n]) for n in RETRIEVERS if n in ran)
             return Explanation(
-                chunk, prefix + "retrieve", "beyond-fts-limit",
+                chunk,
+                prefix + "retrieve",
+                "beyond-fts-limit",
                 f"It matches the query but sits beyond the candidates each retriever fetches "
                 f"({_fts_words(trace, params)}): {parts}.",
-                which, best, details,
+                which,
+                best,
+                details,
             )
         if matched_skipped:
             only = ", ".join(sorted(ran)) or "no"
             details["retrievers"] = sorted(ran)
             parts = "; ".join(_describe_full(n, full[n]) for n in matched_skipped)
             return Explanation(
-                chunk, prefix + "retrieve", "retriever-skipped",
+                chunk,
+                prefix + "retrieve",
+                "retriever-skipped",
                 f"The variant runs only the {only} retriever, which does not match it; "
                 f"the skipped one would have: {parts} (fts_limit {trace.fts_limit}).",
-                which, None, details,
+                which,
+                None,
+                details,
             )
         pw = porter_words(run.query)
         tw = trigram_words(run.query)
         distinct = distinctive_words(ctx.store, chunk, conn=ctx.conn)
-        details.update({"porter_terms": pw, "trigram_terms": tw, "chunk_words": distinct,
-                        "porter_query": run.porter.query, "trigram_query": run.trigram.query})
+        details.update(
+            {
+                "porter_terms": pw,
+                "trigram_terms": tw,
+                "chunk_words": distinct,
+                "porter_query": run.porter.query,
+                "trigram_query": run.trigram.query,
+            }
+        )
         looked = f"Porter looked for {', '.join(pw) or '(no word)'} (stemmed)"
         looked += f", trigram for {', '.join(tw)}" if tw else ", trigram did not run (no word of 3+ characters)"
         return Explanation(
-            chunk, prefix + "retrieve", "no-term",
-            f"No query term is indexed in it: {looked}. "
-            f"It is about: {', '.join(distinct) or '(no indexed words)'}.",
-            which, None, details,
+            chunk,
+            prefix + "retrieve",
+            "no-term",
+            f"No query term is indexed in it: {looked}. It is about: {', '.join(distinct) or '(no indexed words)'}.",
+            which,
+            None,
+            details,
         )
 
     # It entered this pass: where it left is on its path (engine.paths).
@@ -406,9 +443,13 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
     if exit is None:
         # Survived this pass but not in the answer: the pass did not answer.
         return Explanation(
-            chunk, prefix + "trim", "trimmed",
+            chunk,
+            prefix + "trim",
+            "trimmed",
             f"Survived this pass, but the answer came from the other pass (layer {trace.layer}).",
-            which, None, {"layer": trace.layer},
+            which,
+            None,
+            {"layer": trace.layer},
         )
     if exit.reason == "merged":
         kept_pos = exit.get("into_position")
@@ -420,7 +461,9 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
             for c in own
         )
         details = {
-            "kept_rowid": kept.rowid, "kept_key": kept.key, "kept_fused_position": kept_pos,
+            "kept_rowid": kept.rowid,
+            "kept_key": kept.key,
+            "kept_fused_position": kept_pos,
             "contributions": [{"retriever": c.retriever, "rank": c.rank, "value": c.value} for c in own],
         }
         fate = ""
@@ -434,11 +477,15 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
                 fate = f" Row {kept.rowid} itself {sub.message[:1].lower()}{sub.message[1:]}"
                 details["kept_outcome"] = sub.reason
         return Explanation(
-            chunk, exit.stage, "merged",
+            chunk,
+            exit.stage,
+            "merged",
             f"Fusion merged it into row {kept.rowid} ({kept.title!r}): both have the key {kept.key!r} and the first "
             f"row seen keeps it. Its contributions ({own_words}) went into row {kept.rowid}'s score "
             f"{_fmt(kept.score)} (fused #{kept_pos}).{fate}",
-            which, None, details,
+            which,
+            None,
+            details,
         )
     cand = next((c for c in fusion.candidates if c.rowid == chunk.rowid), None)
     assert cand is not None
@@ -447,12 +494,14 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
     if exit.reason == "beyond-pool":
         pool_size = exit.get("pool_size")
         return Explanation(
-            chunk, exit.stage, "beyond-pool",
+            chunk,
+            exit.stage,
+            "beyond-pool",
             f"Fused at #{at} of {len(fusion.candidates)} with {score_words}, but the candidate pool keeps "
             f"the first {pool_size} ({_pool_words(trace, params)}).",
-            which, at,  # type: ignore[arg-type]
-            {"fused_position": at, "pool_size": pool_size, "score": cand.score,
-             "candidates": len(fusion.candidates)},
+            which,
+            at,  # type: ignore[arg-type]
+            {"fused_position": at, "pool_size": pool_size, "score": cand.score, "candidates": len(fusion.candidates)},
         )
     if exit.reason == "session-filter":
         allow_set = exit.get("allow_set") or ()
@@ -460,10 +509,13 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
         allow = tuple(allow_set)
         allowed = ", ".join(repr(s) for s in allow) or "(empty: only unattributed chunks)"
         return Explanation(
-            chunk, exit.stage, "session-filter",
+            chunk,
+            exit.stage,
+            "session-filter",
             f"Pooled at #{at}, then removed by the session filter: its session id {cand.session_id!r} is not "
             f"in the allow-set {allowed} (only '' and allowed ids pass).",
-            which, at,  # type: ignore[arg-type]
+            which,
+            at,  # type: ignore[arg-type]
             {"session_id": cand.session_id, "allow_set": list(allow), "pool_position": at},
         )
     if exit.reason == "trimmed":
@@ -482,14 +534,24 @@ def _explain_pass(ctx: _Ctx, chunk: ChunkRef, run: Run, which: str, follow_merge
                 f"first {trim.limit} (limit)."
             )
         return Explanation(
-            chunk, exit.stage, "trimmed", msg, which, at,  # type: ignore[arg-type]
+            chunk,
+            exit.stage,
+            "trimmed",
+            msg,
+            which,
+            at,  # type: ignore[arg-type]
             {"position": at, "limit": trim.limit, "score": cand.score, "filtered": received},
         )
     # A stage without a story of its own here: its sentence and its data.
     words = sentence(exit)
     return Explanation(
-        chunk, exit.stage, exit.reason, f"{words[:1].upper()}{words[1:]}.", which,
-        at if isinstance(at, int) else None, exit.details,
+        chunk,
+        exit.stage,
+        exit.reason,
+        f"{words[:1].upper()}{words[1:]}.",
+        which,
+        at if isinstance(at, int) else None,
+        exit.details,
     )
 
 
@@ -507,36 +569,59 @@ def _explain_returned(ctx: _Ctx, chunk: ChunkRef, position: int) -> Explanation:
         entry = next((e for e in run.rerank.entries if e.candidate.rowid == chunk.rowid), None)
     if entry is not None and entry.new_position > entry.old_position:
         beaten = [
-            e for e in run.rerank.entries  # type: ignore[union-attr]
+            e
+            for e in run.rerank.entries  # type: ignore[union-attr]
             if e.new_position < entry.new_position and e.old_position > entry.old_position
         ]
-        details.update({
-            "fused_position": entry.old_position, "rerank_position": entry.new_position,
-            "boost_parts": {"title": entry.title_boost, "proximity": entry.proximity_boost, "phrase": entry.phrase_boost},
-            "beaten_by": [
-                {"rowid": e.candidate.rowid, "title": e.candidate.title, "boost": e.boost,
-                 "title_boost": e.title_boost, "proximity_boost": e.proximity_boost, "phrase_boost": e.phrase_boost,
-                 "fused_position": e.old_position, "rerank_position": e.new_position}
-                for e in beaten
-            ],
-        })
+        details.update(
+            {
+                "fused_position": entry.old_position,
+                "rerank_position": entry.new_position,
+                "boost_parts": {
+                    "title": entry.title_boost,
+                    "proximity": entry.proximity_boost,
+                    "phrase": entry.phrase_boost,
+                },
+                "beaten_by": [
+                    {
+                        "rowid": e.candidate.rowid,
+                        "title": e.candidate.title,
+                        "boost": e.boost,
+                        "title_boost": e.title_boost,
+                        "proximity_boost": e.proximity_boost,
+                        "phrase_boost": e.phrase_boost,
+                        "fused_position": e.old_position,
+                        "rerank_position": e.new_position,
+                    }
+                    for e in beaten
+                ],
+            }
+        )
         by = "; ".join(
             f"#{e.new_position} {e.candidate.title!r} (fused #{e.old_position}) boost {_fmt(e.boost)} = title "
             f"{_fmt(e.title_boost)} + proximity {_fmt(e.proximity_boost)} + phrase {_fmt(e.phrase_boost)}"
             for e in beaten
         )
         return Explanation(
-            chunk, prefix + "rerank", "outranked",
+            chunk,
+            prefix + "rerank",
+            "outranked",
             f"Returned at #{position} of {len(trace.final)} (layer {trace.layer}){via}, but the rerank moved it down from fused "
             f"#{entry.old_position}: its boost {_fmt(entry.boost)} (title {_fmt(entry.title_boost)} + proximity "
             f"{_fmt(entry.proximity_boost)} + phrase {_fmt(entry.phrase_boost)}) lost to {by}.",
-            which, position, details,
+            which,
+            position,
+            details,
         )
     boost = "" if result.boost is None else f", rerank boost {_fmt(result.boost)}"
     return Explanation(
-        chunk, prefix + "final", "returned",
+        chunk,
+        prefix + "final",
+        "returned",
         f"Returned at #{position} of {len(trace.final)} (layer {trace.layer}){via}: RRF score {_fmt(cand.score)}{boost}.",
-        which, position, details,
+        which,
+        position,
+        details,
     )
 
 
@@ -577,19 +662,34 @@ def _fuzzy_check(ctx: _Ctx, chunk: ChunkRef, base: Explanation) -> Explanation |
     if params.variant.fuzzy == "never":
         why = "the variant sets fuzzy=never, so typo correction is disabled"
     elif fz.shadow:
-        why = (f"it ran only as a shadow (variant fuzzy=always): the first pass found {plural(found, 'result')}, "
-               "so the answer stays the first pass's")
+        why = (
+            f"it ran only as a shadow (variant fuzzy=always): the first pass found {plural(found, 'result')}, "
+            "so the answer stays the first pass's"
+        )
     else:
-        why = (f"the first pass already found {plural(found, 'result')} and the fallback only runs when it finds "
-               "nothing (a weak first match blocks typo correction)")
+        why = (
+            f"the first pass already found {plural(found, 'result')} and the fallback only runs when it finds "
+            "nothing (a weak first match blocks typo correction)"
+        )
     details = dict(base.details)
-    details.update({"corrected_query": corrected, "corrections": fixes, "corrected_ranks": full,
-                    "first_pass_results": found, "shadow": fz.shadow})
+    details.update(
+        {
+            "corrected_query": corrected,
+            "corrections": fixes,
+            "corrected_ranks": full,
+            "first_pass_results": found,
+            "shadow": fz.shadow,
+        }
+    )
     return Explanation(
-        chunk, "fuzzy", "fuzzy-not-attempted",
+        chunk,
+        "fuzzy",
+        "fuzzy-not-attempted",
         f"No query term is indexed in it, but the typo correction {fixes} gives {corrected!r}, which matches it "
         f"({where}). Fuzzy never ran for the answer: {why}.",
-        "first", None, details,
+        "first",
+        None,
+        details,
     )
 
 
@@ -601,15 +701,23 @@ def _explain_chunk(ctx: _Ctx, chunk: ChunkRef) -> Explanation:
     if _source_excluded(ctx, chunk):
         mode = "equal to" if params.source_match == "exact" else "containing"
         return Explanation(
-            chunk, "retrieve", "source-filter",
+            chunk,
+            "retrieve",
+            "source-filter",
             f"The source filter keeps labels {mode} {params.source!r}; this chunk's source is {chunk.source!r}.",
-            "first", None, {"source": chunk.source, "filter": params.source, "source_match": params.source_match},
+            "first",
+            None,
+            {"source": chunk.source, "filter": params.source, "source_match": params.source_match},
         )
     if params.content_type and chunk.content_type != params.content_type:
         return Explanation(
-            chunk, "retrieve", "content-type-filter",
+            chunk,
+            "retrieve",
+            "content-type-filter",
             f"The content-type filter keeps only {params.content_type} chunks; this one is {chunk.content_type}.",
-            "first", None, {"content_type": chunk.content_type, "filter": params.content_type},
+            "first",
+            None,
+            {"content_type": chunk.content_type, "filter": params.content_type},
         )
     runs: list[tuple[str, Run]] = []
     rerun = trace.fuzzy.rerun if not trace.fuzzy.shadow else None

@@ -29,8 +29,10 @@ PARITY = GOLDEN / "parity"
 #: its corpus is context-mode's own fixture files). A set may be absent: see :func:`parity_set`.
 PARITY_SETS = {"stages": PARITY / "stages", "context7": SHARED / "parity" / "context7"}
 #: Why a parity set may be absent (only the not-vendored one can be).
-NOT_VENDORED = ("{path} is absent: the context7 parity set is context-mode's own fixture files, not vendored "
-                "(tests/golden/README.md); it is read from ../shared/parity/context7 when present")
+NOT_VENDORED = (
+    "{path} is absent: the context7 parity set is context-mode's own fixture files, not vendored "
+    "(tests/golden/README.md); it is read from ../shared/parity/context7 when present"
+)
 FIXTURES = GOLDEN / "fixtures"
 SAMPLE_CORPUS = REPO / "sample_corpus"
 #: Real context-mode stores: 8 FTS columns (1.0.169) and the legacy 4 (1.0.22).
@@ -98,5 +100,5 @@ def damaged_db(sample_db, tmp_path_factory):
     shutil.copy2(sample_db, path)
     with open(path, "r+b") as fh:
         fh.seek(200000)
-        fh.write(b"\xAA" * 16384)
+        fh.write(b"\xaa" * 16384)
     return path

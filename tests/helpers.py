@@ -14,8 +14,18 @@ FILLER = " ".join(["lorem"] * 40)
 
 #: Environment variables that move where context-mode keeps its stores.
 ENV_VARS = (
-    "CONTEXT_MODE_DIR", "CONTEXT_MODE_DATA_DIR", "CONTEXT_MODE_SESSION_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
-    "COPILOT_HOME", "XDG_CONFIG_HOME", "APPDATA", "PI_CONFIG_DIR", "DEVIN_HOME", "HERMES_HOME", "VIBE_HOME",
+    "CONTEXT_MODE_DIR",
+    "CONTEXT_MODE_DATA_DIR",
+    "CONTEXT_MODE_SESSION_DIR",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "COPILOT_HOME",
+    "XDG_CONFIG_HOME",
+    "APPDATA",
+    "PI_CONFIG_DIR",
+    "DEVIN_HOME",
+    "HERMES_HOME",
+    "VIBE_HOME",
 )
 
 

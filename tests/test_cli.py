@@ -34,7 +34,9 @@ def test_search_human(db):
 def test_search_json_matches_parity_fields(db):
     r = runner.invoke(app, ["search", "cache", "--db", str(db), "--json"])
     got = json.loads(r.output)
-    exp = next(q for q in json.loads((PARITY / "stages" / "expected.json").read_text())["queries"] if q["id"] == "term-cache")
+    exp = next(
+        q for q in json.loads((PARITY / "stages" / "expected.json").read_text())["queries"] if q["id"] == "term-cache"
+    )
     assert got["layer"] == exp["layer"]
     assert [(f["source"], f["title"], f["rank"]) for f in got["final"]] == [
         (f["source"], f["title"], f["rank"]) for f in exp["final"]
@@ -136,6 +138,7 @@ def test_main_turns_stray_errors_into_one_line(monkeypatch, capsys):
         (apsw.IOError("disk I/O error"), "SQLite error: disk I/O error"),
         (OSError(28, "No space left on device", "/out.json"), "No space left on device: /out.json"),
     ):
+
         def boom(*a, exc=exc, **kw):
             raise exc
 
@@ -188,8 +191,10 @@ def test_undecodable_query_is_rejected(db, capsys, query):
     """Undecodable argv bytes arrive as lone surrogates (surrogateescape)."""
     err = _one_line_error(["search", query, "--db", str(db)], capsys)
     pos = query.index(query[-1])
-    assert err == (f"rankscope: error: query contains an undecodable character U+{ord(query[-1]):04X} at position "
-                   f"{pos}; is the terminal's encoding UTF-8?")
+    assert err == (
+        f"rankscope: error: query contains an undecodable character U+{ord(query[-1]):04X} at position "
+        f"{pos}; is the terminal's encoding UTF-8?"
+    )
 
 
 def test_batch_entry_with_a_lone_surrogate(db, tmp_path, capsys):
@@ -222,7 +227,7 @@ def test_readme_lists_the_input_limits():
     from .conftest import REPO
 
     text = " ".join((REPO / "README.md").read_text("utf-8").split())
-    para = text[text.index("Deliberate deviations"):]
+    para = text[text.index("Deliberate deviations") :]
     para = para[: para.index("##")]
     assert f"`limit` over {MAX_LIMIT:,}" in para and f"query over {MAX_QUERY_CHARS:,} characters" in para
     assert "lone surrogate" in para
@@ -292,7 +297,9 @@ def test_dash_query_is_accepted_after_double_dash_and_the_error_says_so(db, comm
     text = " ".join(r.output.replace("│", " ").split())
     assert "No such option: --save-dev. A query that begins with '-' goes after '--'" in text
     assert f"rankscope {command} --db DB -- --save-dev" in text
-    helptext = " ".join(runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output.replace("│", " ").split())
+    helptext = " ".join(
+        runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output.replace("│", " ").split()
+    )
     assert "A query that begins with '-' goes after '--'" in helptext
     ok = runner.invoke(app, [command, "--db", str(db), *extra, "--json", "--", "--save-dev"])
     assert ok.exit_code == 0, ok.output
@@ -310,7 +317,9 @@ def test_help_shows_no_python_type_names():
     their element type (not ``<list[str]>``), at the top and in every command."""
     from tui.cli.main import COMMANDS, GROUPS
 
-    subs = [[g, info.name or info.callback.__name__, "--help"] for g, app_ in GROUPS for info in app_.registered_commands]
+    subs = [
+        [g, info.name or info.callback.__name__, "--help"] for g, app_ in GROUPS for info in app_.registered_commands
+    ]
     for args in [["--help"], *[[name, "--help"] for name, _ in COMMANDS], *[[g, "--help"] for g, _ in GROUPS], *subs]:
         out = runner.invoke(app, args, env={"COLUMNS": "200"}).output
         assert "<bool>" not in out and "<list[" not in out, args
@@ -352,7 +361,7 @@ def test_search_output_keeps_paths_whole_and_explains_every_fused_row(sample_db,
     for source in sources:
         for name in _names(source):  # every name whole in one cell line (or the whole path)
             assert any(name in cell for cell in cells), (source, name)
-    fusion = out[out.index("Fusion (RRF): top 10"):]
+    fusion = out[out.index("Fusion (RRF): top 10") :]
     header = fusion.splitlines()[2]
     assert ("source" in header.split("┃")[3]) if columns == "120" else ("title / source" in header)
     assert "merged rows 121" not in out

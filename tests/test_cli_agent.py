@@ -31,7 +31,11 @@ def _sha(path) -> str:
 
 @pytest.fixture(autouse=True)
 def no_throttle_env(monkeypatch):
-    for name in ("CONTEXT_MODE_SEARCH_WINDOW_MS", "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER", "CONTEXT_MODE_SEARCH_BLOCK_AFTER"):
+    for name in (
+        "CONTEXT_MODE_SEARCH_WINDOW_MS",
+        "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER",
+        "CONTEXT_MODE_SEARCH_BLOCK_AFTER",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COLUMNS", "160")
 
@@ -59,8 +63,22 @@ def test_text_is_the_recorded_answer():
 def test_options_build_the_arguments():
     # c19: source + contentType, call #3 (the warning footer)
     c = golden()["c19"]
-    r = runner.invoke(app, ["ctx-search", "advisories", "bulletin", "--db", str(STORE), "--source", "corvid-config",
-                            "--content-type", "code", "--call-number", "3"])
+    r = runner.invoke(
+        app,
+        [
+            "ctx-search",
+            "advisories",
+            "bulletin",
+            "--db",
+            str(STORE),
+            "--source",
+            "corvid-config",
+            "--content-type",
+            "code",
+            "--call-number",
+            "3",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert r.stdout == c["text"] + "\n"
 
@@ -68,8 +86,9 @@ def test_options_build_the_arguments():
 @pytest.mark.parametrize("cid, call", [("c10", 3), ("c32", 3), ("c26", 1)])
 def test_params_json_takes_the_raw_arguments(cid, call):
     c = golden()[cid]
-    r = runner.invoke(app, ["ctx-search", "--db", str(STORE), "--params-json", json.dumps(c["params"]),
-                            "--call-number", str(call)])
+    r = runner.invoke(
+        app, ["ctx-search", "--db", str(STORE), "--params-json", json.dumps(c["params"]), "--call-number", str(call)]
+    )
     assert r.exit_code == 0, r.output
     assert r.stdout_bytes == (c["text"] + "\n").encode("utf-8")  # bytes: c10 keeps its CRs
 
@@ -115,7 +134,9 @@ def test_query_alone_is_stripped_like_over_mcp(capsys):
 
 
 def test_call_number_and_throttle_env(monkeypatch):
-    r = runner.invoke(app, ["ctx-search", "heartbeat interval", "--limit", "5", "--db", str(STORE), "--call-number", "4"])
+    r = runner.invoke(
+        app, ["ctx-search", "heartbeat interval", "--limit", "5", "--db", str(STORE), "--call-number", "4"]
+    )
     assert r.exit_code == 0
     assert r.stdout == golden()["t04"]["text"] + "\n"
     r = runner.invoke(app, ["ctx-search", "tombstone", "--db", str(STORE), "--call-number", "9"])
@@ -131,16 +152,52 @@ def test_call_number_and_throttle_env(monkeypatch):
 def test_plugin_mode_from_the_session_db():
     before = _sha(SESSION_DB)
     p01, p02, p03 = (golden()[k] for k in ("p01", "p02", "p03"))
-    r = runner.invoke(app, ["ctx-search", "halyard message", "failover review", "--db", str(PLUGIN_STORE),
-                            "--sessions-db", str(SESSION_DB)])
+    r = runner.invoke(
+        app,
+        [
+            "ctx-search",
+            "halyard message",
+            "failover review",
+            "--db",
+            str(PLUGIN_STORE),
+            "--sessions-db",
+            str(SESSION_DB),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert r.stdout == p01["text"] + "\n"
-    r = runner.invoke(app, ["ctx-search", "--db", str(PLUGIN_STORE), "--sessions-db", str(SESSION_DB),
-                            "--project", golden()["p01"]["params"].get("project", "/tmp/agentview/public/project"),
-                            "--params-json", json.dumps(p02["params"]), "--call-number", "2"])
+    r = runner.invoke(
+        app,
+        [
+            "ctx-search",
+            "--db",
+            str(PLUGIN_STORE),
+            "--sessions-db",
+            str(SESSION_DB),
+            "--project",
+            golden()["p01"]["params"].get("project", "/tmp/agentview/public/project"),
+            "--params-json",
+            json.dumps(p02["params"]),
+            "--call-number",
+            "2",
+        ],
+    )
     assert r.stdout == p02["text"] + "\n"
-    r = runner.invoke(app, ["ctx-search", "--db", str(PLUGIN_STORE), "--sessions-db", str(SESSION_DB),
-                            "--params-json", json.dumps(p03["params"]), "--call-number", "3", "--json"])
+    r = runner.invoke(
+        app,
+        [
+            "ctx-search",
+            "--db",
+            str(PLUGIN_STORE),
+            "--sessions-db",
+            str(SESSION_DB),
+            "--params-json",
+            json.dumps(p03["params"]),
+            "--call-number",
+            "3",
+            "--json",
+        ],
+    )
     data = json.loads(r.stdout)
     assert data["text"] == p03["text"] and data["scope"]["allow_set"] is None
     assert _sha(SESSION_DB) == before
@@ -148,31 +205,61 @@ def test_plugin_mode_from_the_session_db():
 
 def test_timeline_with_session_events():
     p04 = golden()["p06"]
-    r = runner.invoke(app, ["ctx-search", "--db", str(PLUGIN_STORE), "--sessions-db", str(SESSION_DB),
-                            "--params-json", json.dumps(p04["params"]), "--call-number", "3"])
+    r = runner.invoke(
+        app,
+        [
+            "ctx-search",
+            "--db",
+            str(PLUGIN_STORE),
+            "--sessions-db",
+            str(SESSION_DB),
+            "--params-json",
+            json.dumps(p04["params"]),
+            "--call-number",
+            "3",
+        ],
+    )
     assert r.stdout == p04["text"] + "\n"
 
 
 def test_hand_picked_allow_set():
     """An allow-set without the attributed sessions hides their chunks, like p02."""
-    r = runner.invoke(app, ["ctx-search", "halyard message", "failover review", "--db", str(PLUGIN_STORE),
-                            "--allow-session", "no-such-session", "--call-number", "2"])
+    r = runner.invoke(
+        app,
+        [
+            "ctx-search",
+            "halyard message",
+            "failover review",
+            "--db",
+            str(PLUGIN_STORE),
+            "--allow-session",
+            "no-such-session",
+            "--call-number",
+            "2",
+        ],
+    )
     assert r.exit_code == 0
     assert r.stdout == golden()["p02"]["text"] + "\n"
 
 
-@pytest.mark.parametrize("args, words", [
-    (["ctx-search", "--db", str(STORE)], "at least one QUERY"),
-    (["ctx-search", "x", "--db", str(STORE), "--params-json", '{"queries": ["y"]}'], "--params-json"),
-    (["ctx-search", "--db", str(STORE), "--params-json", "{nope"], "not valid JSON"),
-    (["ctx-search", "x", "--db", str(STORE), "--sort", "newest"], "--sort"),
-    (["ctx-search", "x", "--db", str(STORE), "--content-type", "json"], "--content-type"),
-    (["ctx-search", "x", "--db", str(STORE), "--call-number", "0"], "--call-number"),
-    (["ctx-search", "x", "--db", str(STORE), "--allow-session", "a", "--sessions-db", str(SESSION_DB)], "--allow-session"),
-    (["ctx-search", "x", "--db", str(STORE), "--sessions-db", "/no/such.db"], "no such file"),
-    (["ctx-search", "x", "--db", "/no/such/store.db"], "no database"),
-    (["ctx-search", "x", "--db", str(STORE), "--limit", "1", "--params-json", "{}"], "--params-json"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["ctx-search", "--db", str(STORE)], "at least one QUERY"),
+        (["ctx-search", "x", "--db", str(STORE), "--params-json", '{"queries": ["y"]}'], "--params-json"),
+        (["ctx-search", "--db", str(STORE), "--params-json", "{nope"], "not valid JSON"),
+        (["ctx-search", "x", "--db", str(STORE), "--sort", "newest"], "--sort"),
+        (["ctx-search", "x", "--db", str(STORE), "--content-type", "json"], "--content-type"),
+        (["ctx-search", "x", "--db", str(STORE), "--call-number", "0"], "--call-number"),
+        (
+            ["ctx-search", "x", "--db", str(STORE), "--allow-session", "a", "--sessions-db", str(SESSION_DB)],
+            "--allow-session",
+        ),
+        (["ctx-search", "x", "--db", str(STORE), "--sessions-db", "/no/such.db"], "no such file"),
+        (["ctx-search", "x", "--db", "/no/such/store.db"], "no database"),
+        (["ctx-search", "x", "--db", str(STORE), "--limit", "1", "--params-json", "{}"], "--params-json"),
+    ],
+)
 def test_bad_input_is_one_line(args, words, capsys):
     assert words in _fail(args, capsys)
 
@@ -202,7 +289,9 @@ def test_agent_log_lists_the_13_calls():
 
 def test_agent_log_replay_reports_the_first_difference():
     before = _sha(PLUGIN_STORE), _sha(SESSION_DB)
-    r = runner.invoke(app, ["agent-log", "--sessions-db", str(SESSION_DB), "--replay", "--db", str(PLUGIN_STORE), "--json"])
+    r = runner.invoke(
+        app, ["agent-log", "--sessions-db", str(SESSION_DB), "--replay", "--db", str(PLUGIN_STORE), "--json"]
+    )
     assert r.exit_code == 0, r.output
     calls = json.loads(r.stdout)
     outcomes = [c["replay"]["outcome"] for c in calls]
@@ -221,8 +310,18 @@ def test_agent_log_replay_reports_the_first_difference():
 def test_agent_log_replay_on_an_older_store_state():
     """On the state before the session's own indexing, the calls that read
     faq-s1 / session-notes-s2 differ and call 5 is reproduced."""
-    r = runner.invoke(app, ["agent-log", "--sessions-db", str(SESSION_DB), "--replay",
-                            "--db", str(AGENT_VIEW / "stale" / "store-after-S03.db"), "--json"])
+    r = runner.invoke(
+        app,
+        [
+            "agent-log",
+            "--sessions-db",
+            str(SESSION_DB),
+            "--replay",
+            "--db",
+            str(AGENT_VIEW / "stale" / "store-after-S03.db"),
+            "--json",
+        ],
+    )
     outcomes = [c["replay"]["outcome"] for c in json.loads(r.stdout)]
     assert outcomes[4] == "same" and outcomes[3] == "differs" and outcomes[7] == "differs"
 
@@ -230,15 +329,20 @@ def test_agent_log_replay_on_an_older_store_state():
 def test_agent_log_project_filter():
     r = runner.invoke(app, ["agent-log", "--sessions-db", str(SESSION_DB), "--project", "/elsewhere", "--json"])
     assert json.loads(r.stdout) == []
-    r = runner.invoke(app, ["agent-log", "--sessions-db", str(SESSION_DB), "--project", "/tmp/agentview/public/project/", "--json"])
+    r = runner.invoke(
+        app, ["agent-log", "--sessions-db", str(SESSION_DB), "--project", "/tmp/agentview/public/project/", "--json"]
+    )
     assert len(json.loads(r.stdout)) == 13
 
 
-@pytest.mark.parametrize("args, words", [
-    (["agent-log", "--sessions-db", "/no/such.db"], "no such file"),
-    (["agent-log", "--sessions-db", str(SESSION_DB), "--replay"], "--replay needs --db"),
-    (["agent-log", "--sessions-db", str(SESSION_DB), "--db", str(STORE)], "only used with --replay"),
-    (["agent-log", "--sessions-db", str(STORE)], "not a context-mode session DB"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["agent-log", "--sessions-db", "/no/such.db"], "no such file"),
+        (["agent-log", "--sessions-db", str(SESSION_DB), "--replay"], "--replay needs --db"),
+        (["agent-log", "--sessions-db", str(SESSION_DB), "--db", str(STORE)], "only used with --replay"),
+        (["agent-log", "--sessions-db", str(STORE)], "not a context-mode session DB"),
+    ],
+)
 def test_agent_log_bad_input(args, words, capsys):
     assert words in _fail(args, capsys)

@@ -67,8 +67,14 @@ def test_eval_reads_both_qrels_forms_alike(db):
 def test_eval_human(db):
     r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON)
     assert r.exit_code == 0, r.output
-    for text in ("Mean over 9 judged queries, per stage", "fuzzy:rerank", "Per query, final stage",
-                 "1 unjudged query not counted: empty", "trec_eval -c", "nDCG@10"):
+    for text in (
+        "Mean over 9 judged queries, per stage",
+        "fuzzy:rerank",
+        "Per query, final stage",
+        "1 unjudged query not counted: empty",
+        "trec_eval -c",
+        "nDCG@10",
+    ):
         assert text in r.output, text
 
 
@@ -99,11 +105,14 @@ def test_eval_uses_the_stores_own_judgments(db, tmp_path, monkeypatch):
     assert p.output.strip() == str(default_qrels_path(db))
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--measures", "Nope@3"], "--measures: unknown measure 'Nope@3'"),
-    (["--b", "rerank=sideways"], "--b: bad value 'sideways' for rerank"),
-    (["--qrels", "/nonexistent/q.txt"], "no such qrels file: /nonexistent/q.txt"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--measures", "Nope@3"], "--measures: unknown measure 'Nope@3'"),
+        (["--b", "rerank=sideways"], "--b: bad value 'sideways' for rerank"),
+        (["--qrels", "/nonexistent/q.txt"], "no such qrels file: /nonexistent/q.txt"),
+    ],
+)
 def test_eval_errors(db, args, message):
     extra = [] if "--qrels" in args else ["--qrels", str(QRELS_JSON)]
     assert message in error_of(invoke("eval", QUERIES, "--db", db, *extra, *args))
@@ -167,11 +176,17 @@ def test_trec_run_with_out_writes_both(db, tmp_path):
     assert len(json.loads(out.read_text())) == 10 and run.read_text()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--trec-run", "RUN", "--stage", "answer"], "--stage: unknown stage 'answer'"),
-    (["--stage", "porter"], "--stage applies to --trec-run"),
-    (["--trec-run", "/nonexistent/dir/run.txt"], "--trec-run /nonexistent/dir/run.txt: folder /nonexistent/dir does not exist"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--trec-run", "RUN", "--stage", "answer"], "--stage: unknown stage 'answer'"),
+        (["--stage", "porter"], "--stage applies to --trec-run"),
+        (
+            ["--trec-run", "/nonexistent/dir/run.txt"],
+            "--trec-run /nonexistent/dir/run.txt: folder /nonexistent/dir does not exist",
+        ),
+    ],
+)
 def test_trec_run_errors(db, tmp_path, args, message):
     args = [str(tmp_path / "run.txt") if a == "RUN" else a for a in args]
     assert message in error_of(invoke("batch", QUERIES, "--db", db, *args))
@@ -196,7 +211,9 @@ def test_snapshot_check_fails_with_a_readable_diff_after_a_corpus_change(tmp_pat
     assert "unchanged: 10 queries, every stage" in ok.output
     # Edit the docs: a new section about throttling outranks the old ones.
     page = corpus / "docs" / "backpressure.md"
-    page.write_text(page.read_text("utf-8") + "\n## Throttling explained\nthrottling throttling throttled producers\n", "utf-8")
+    page.write_text(
+        page.read_text("utf-8") + "\n## Throttling explained\nthrottling throttling throttled producers\n", "utf-8"
+    )
     assert invoke("index", corpus, "--db", store).exit_code == 0
     bad = invoke("snapshot", "check", snap, "--db", store)
     assert bad.exit_code == 1, bad.output
@@ -211,10 +228,13 @@ def test_snapshot_check_fails_with_a_readable_diff_after_a_corpus_change(tmp_pat
     assert all(set(q["stages"]) <= {"final"} for q in doc["changed"])
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{}", "is not a rankscope snapshot"),
-    ("nope", "cannot read snapshot"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{}", "is not a rankscope snapshot"),
+        ("nope", "cannot read snapshot"),
+    ],
+)
 def test_snapshot_check_bad_files(db, tmp_path, content, message):
     snap = tmp_path / "snap.json"
     snap.write_text(content)
@@ -224,7 +244,8 @@ def test_snapshot_check_bad_files(db, tmp_path, content, message):
 def test_snapshot_errors(db, tmp_path):
     assert "no such snapshot file" in error_of(invoke("snapshot", "check", tmp_path / "none.json", "--db", db))
     assert "--stages: unknown stage 'answer'" in error_of(
-        invoke("snapshot", "check", tmp_path / "none.json", "--db", db, "--stages", "answer"))
+        invoke("snapshot", "check", tmp_path / "none.json", "--db", db, "--stages", "answer")
+    )
     assert "-o" in error_of(invoke("snapshot", "save", QUERIES, "--db", db, "-o", tmp_path))
 
 
@@ -248,7 +269,10 @@ def test_qrels_convert_round_trip(tmp_path):
     assert r.exit_code == 0, r.output
     assert trec.read_text() == QRELS_TREC.read_text()
     assert invoke("qrels", "convert", trec, back).exit_code == 0
-    assert json.loads(back.read_text())["queries"][0]["judgments"] == json.loads(QRELS_JSON.read_text())["queries"][0]["judgments"]
+    assert (
+        json.loads(back.read_text())["queries"][0]["judgments"]
+        == json.loads(QRELS_JSON.read_text())["queries"][0]["judgments"]
+    )
     assert "no such qrels file" in error_of(invoke("qrels", "convert", tmp_path / "none", back))
 
 
@@ -256,21 +280,30 @@ def test_readme_eval_example_is_current(db):
     """The per-stage table the README shows for the demo queries is what
     ``rankscope eval`` prints today (with the sessions map picked up)."""
     readme = (REPO / "README.md").read_text("utf-8")
-    block = readme.split("$ rankscope eval docs/demo-queries.json --db /tmp/sample.db --qrels docs/demo-qrels.json\n", 1)[1]
+    block = readme.split(
+        "$ rankscope eval docs/demo-queries.json --db /tmp/sample.db --qrels docs/demo-qrels.json\n", 1
+    )[1]
     block = block.split("```", 1)[0].split("Per query", 1)[0]
     doc = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--json").output)
-    rows = {line.split()[0]: line.split()[1:] for line in block.splitlines()
-            if line.strip() and line.split()[0] in doc["stages"]}
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in block.splitlines()
+        if line.strip() and line.split()[0] in doc["stages"]
+    }
     assert set(rows) == set(doc["stages"])
     for stage, cells in rows.items():
         assert cells == [f"{doc['stages'][stage][m]:.3f}" for m in doc["measures"]], stage
 
 
-@pytest.mark.parametrize("args", [
-    ["eval", "QUERIES", "--qrels", str(QRELS_TREC)],
-    ["batch", "QUERIES", "--trec-run", "RUN"],
-    ["snapshot", "save", "QUERIES", "-o", "SNAP"],
-], ids=lambda a: " ".join(a[:2]))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "QUERIES", "--qrels", str(QRELS_TREC)],
+        ["batch", "QUERIES", "--trec-run", "RUN"],
+        ["snapshot", "save", "QUERIES", "-o", "SNAP"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
 def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
     queries = tmp_path / "q.json"
     queries.write_text(json.dumps([{"id": "rerank", "query": "quorum"}]))

@@ -39,8 +39,7 @@ def test_flow_table_at_120_columns(db):
     lines = r.output.splitlines()
     assert lines[0].startswith('porter "zebra" OR "widget"')
     head = next(line for line in lines if "Porter" in line)
-    assert head.split() == ["row", "title", "Porter", "Trigram", "Fused", "Pool", "Filter", "Trim", "Rerank",
-                            "Final"]
+    assert head.split() == ["row", "title", "Porter", "Trigram", "Fused", "Pool", "Filter", "Trim", "Rerank", "Final"]
     assert "merged→3" in r.output and "session other" in r.output and "cut @3" in r.output
     assert all(len(line) <= 120 for line in lines)
 
@@ -106,9 +105,14 @@ def test_pin_a_shared_key_pins_every_chunk(db):
     assert d["pinned"][1]["would_return_with"] == {"param": "fusion_key", "value": "rowid", "position": 2}
 
 
-@pytest.mark.parametrize("spec,message", [("guide", "--pin: name a chunk as SOURCE::TITLE or a row id"),
-                                          ("999", "--pin: no chunk has rowid 999"),
-                                          ("a.md::Nope", "--pin: no chunk has key 'a.md::Nope'")])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("guide", "--pin: name a chunk as SOURCE::TITLE or a row id"),
+        ("999", "--pin: no chunk has rowid 999"),
+        ("a.md::Nope", "--pin: no chunk has key 'a.md::Nope'"),
+    ],
+)
 def test_pin_errors(db, spec, message):
     r = invoke("search", "zebra", "--db", db, "--pin", spec)
     assert isinstance(r.exception, CliError) and message in str(r.exception)

@@ -71,20 +71,28 @@ UNDECODABLE = os.fsdecode(b"a\xff")
 
 @pytest.mark.parametrize("extra", [[], ["--source-exact"]], ids=["like", "exact"])
 def test_undecodable_source(db, capsys, extra):
-    one_line_error(capsys, ["search", "zebra", "--db", str(db), "--source", UNDECODABLE, *extra],
-                   "source 'a\\udcff' contains an undecodable character U+DCFF at position 1")
+    one_line_error(
+        capsys,
+        ["search", "zebra", "--db", str(db), "--source", UNDECODABLE, *extra],
+        "source 'a\\udcff' contains an undecodable character U+DCFF at position 1",
+    )
 
 
 def test_undecodable_session_filter(db, capsys):
-    one_line_error(capsys, ["search", "zebra", "--db", str(db), "--session", UNDECODABLE], "undecodable character U+DCFF")
+    one_line_error(
+        capsys, ["search", "zebra", "--db", str(db), "--session", UNDECODABLE], "undecodable character U+DCFF"
+    )
 
 
 def test_undecodable_index_session_writes_nothing(tmp_path, capsys):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "a.md").write_text("# A\nx\n")
     out = tmp_path / "new.db"
-    one_line_error(capsys, ["index", str(tmp_path / "c"), "--db", str(out), "--session", UNDECODABLE],
-                   "--session contains an undecodable character U+DCFF")
+    one_line_error(
+        capsys,
+        ["index", str(tmp_path / "c"), "--db", str(out), "--session", UNDECODABLE],
+        "--session contains an undecodable character U+DCFF",
+    )
     assert not out.exists()
 
 
@@ -94,8 +102,11 @@ def test_lone_surrogate_in_a_sessions_map(tmp_path, capsys):
     smap = tmp_path / "map.json"
     smap.write_text('{"a.md": "\\ud800"}')
     out = tmp_path / "new.db"
-    one_line_error(capsys, ["index", str(tmp_path / "c"), "--db", str(out), "--sessions-map", str(smap)],
-                   "the session id of label 'a.md' contains an undecodable character U+D800")
+    one_line_error(
+        capsys,
+        ["index", str(tmp_path / "c"), "--db", str(out), "--sessions-map", str(smap)],
+        "the session id of label 'a.md' contains an undecodable character U+D800",
+    )
     assert not out.exists()
 
 
@@ -141,15 +152,24 @@ def test_deep_sessions_map(tmp_path, capsys):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "a.md").write_text("# A\nx\n")
     m = _deep_object(tmp_path / "map.json")
-    one_line_error(capsys, ["index", str(tmp_path / "c"), "--db", str(tmp_path / "n.db"), "--sessions-map", str(m)],
-                   "cannot read sessions map")
+    one_line_error(
+        capsys,
+        ["index", str(tmp_path / "c"), "--db", str(tmp_path / "n.db"), "--sessions-map", str(m)],
+        "cannot read sessions map",
+    )
     with pytest.raises(ValueError, match="nested more than 64 levels deep"):
         load_sessions_map(m)
 
 
 def _run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
@@ -188,7 +208,7 @@ def test_input_reader_caps_size_and_kind(tmp_path):
     bom.write_bytes(b"\xef\xbb\xbf[1]")
     assert load_json_input(bom, "query file") == [1]
     bad = tmp_path / "bad.json"
-    bad.write_bytes(b"[\"\xff\"]")
+    bad.write_bytes(b'["\xff"]')
     with pytest.raises(InputFileError, match="not UTF-8"):
         read_input_text(bad, "query file")
 
@@ -296,8 +316,11 @@ def test_gitignore_under_a_deep_folder(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
-@pytest.mark.parametrize("args", [["search", "x", "--db", "F"], ["doctor", "--db", "F"], ["F"],
-                                  ["index", "c", "--db", "F"]], ids=["search", "doctor", "browse", "index"])
+@pytest.mark.parametrize(
+    "args",
+    [["search", "x", "--db", "F"], ["doctor", "--db", "F"], ["F"], ["index", "c", "--db", "F"]],
+    ids=["search", "doctor", "browse", "index"],
+)
 def test_a_fifo_as_the_store_is_refused_unread(tmp_path, args):
     """Opening a FIFO to read its header waited for a writer forever."""
     fifo = tmp_path / "store.db"

@@ -31,11 +31,16 @@ def db(tmp_path):
 @pytest.fixture
 def queries(tmp_path):
     path = tmp_path / "q.json"
-    path.write_text(json.dumps([
-        {"id": "swap", "query": "zebra crossing", "limit": 2},
-        {"id": "widget", "query": "widget"},
-        {"id": "typo", "query": "zebar"},
-    ]), "utf-8")
+    path.write_text(
+        json.dumps(
+            [
+                {"id": "swap", "query": "zebra crossing", "limit": 2},
+                {"id": "widget", "query": "widget"},
+                {"id": "typo", "query": "zebar"},
+            ]
+        ),
+        "utf-8",
+    )
     return str(path)
 
 
@@ -75,8 +80,19 @@ def test_compare_one_query_json(db):
 
 
 def test_compare_with_filters_and_a_variant_a(db):
-    r = invoke("compare", "zebra", "--db", db, "--a", "rerank=off", "--b", "rerank=off,retrievers=trigram",
-               "--session", "nobody", "--json")
+    r = invoke(
+        "compare",
+        "zebra",
+        "--db",
+        db,
+        "--a",
+        "rerank=off",
+        "--b",
+        "rerank=off,retrievers=trigram",
+        "--session",
+        "nobody",
+        "--json",
+    )
     d = json.loads(r.output)
     assert d["a"]["spec"] == "rerank=off" and d["traces"]["a"]["params"]["sessions"] == ["nobody"]
     assert all(row["source"] != "ops.md" for row in d["rows"])
@@ -134,7 +150,8 @@ def test_why_by_key_explains_every_chunk_sharing_it(db):
     d = json.loads(r.output)
     assert d["variant"] == "reference"
     assert [(e["rowid"], e["reason"], e["stage"]) for e in d["explanations"]] == [
-        (3, "returned", "final"), (4, "merged", "fusion"),
+        (3, "returned", "final"),
+        (4, "merged", "fusion"),
     ]
     assert d["explanations"][1]["details"]["kept_rowid"] == 3
 

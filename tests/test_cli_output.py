@@ -79,8 +79,11 @@ def test_out_onto_another_database_is_refused_even_with_force(db, queries, tmp_p
     conn.close()
     before = _digest(other)
     for extra in ([], ["--force"]):
-        _refused(capsys, ["batch", str(queries), "--db", str(db), "--out", str(other), *extra],
-                 "is an SQLite database; rankscope never overwrites one")
+        _refused(
+            capsys,
+            ["batch", str(queries), "--db", str(db), "--out", str(other), *extra],
+            "is an SQLite database; rankscope never overwrites one",
+        )
     assert _digest(other) == before
 
 
@@ -89,13 +92,17 @@ def test_out_onto_the_stores_wal_is_refused(db, queries, tmp_path, capsys):
     shutil.copy2(db, copy)
     wal = tmp_path / "w.db-wal"
     wal.write_bytes(b"")
-    _refused(capsys, ["batch", str(queries), "--db", str(copy), "--out", str(wal), "--force"], "the wal file of the store")
+    _refused(
+        capsys, ["batch", str(queries), "--db", str(copy), "--out", str(wal), "--force"], "the wal file of the store"
+    )
 
 
 def test_existing_file_needs_force(db, queries, tmp_path, capsys):
     out = tmp_path / "notes.txt"
     out.write_text("my notes\n")
-    _refused(capsys, ["batch", str(queries), "--db", str(db), "--out", str(out)], "exists; give another name or add --force")
+    _refused(
+        capsys, ["batch", str(queries), "--db", str(db), "--out", str(out)], "exists; give another name or add --force"
+    )
     assert out.read_text() == "my notes\n"
     r = runner.invoke(app, ["batch", str(queries), "--db", str(db), "--out", str(out), "--force"])
     assert r.exit_code == 0, r.output

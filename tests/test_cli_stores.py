@@ -55,8 +55,12 @@ def test_stores_table_and_json(home):
 
     r = runner.invoke(app, ["stores", "--json"])
     rows = json.loads(r.output)
-    assert [(row["path"].endswith(f"{name}.db"), row["chunks"]) for row in rows if row["error"] is None] == [(True, 123)]
-    assert {"path", "size_bytes", "sources", "chunks", "code_chunks", "last_indexed_at", "schema", "error"} <= set(rows[0])
+    assert [(row["path"].endswith(f"{name}.db"), row["chunks"]) for row in rows if row["error"] is None] == [
+        (True, 123)
+    ]
+    assert {"path", "size_bytes", "sources", "chunks", "code_chunks", "last_indexed_at", "schema", "error"} <= set(
+        rows[0]
+    )
 
     r = runner.invoke(app, ["stores", "--project", "/work/p", "--json"])
     assert [row["project_hash"] for row in json.loads(r.output)] == [name]
@@ -89,7 +93,10 @@ def test_stores_fit_80_columns(home, monkeypatch):
     size = human_bytes(MODERN.stat().st_size)
     assert size.endswith(" KiB")
     block = "\n".join(lines)
-    assert f"  ~/.claude/context-mode/content/{name}.db  live: -wal present\n    {size} · 11 sources · 123 chunks (36 code) · 2 sessions" in block
+    assert (
+        f"  ~/.claude/context-mode/content/{name}.db  live: -wal present\n    {size} · 11 sources · 123 chunks (36 code) · 2 sessions"
+        in block
+    )
     assert "~/.claude/context-mode/content/broken.db  unreadable\n    4 B · the file is not an SQLite database" in block
     assert "0 sessions\n" in block and "FTS 4 cols (old)" in block and "indexed 20" in block
 
@@ -107,7 +114,14 @@ def test_human_bytes_and_pack():
     from tui.fmt import human_bytes, pack
 
     assert [human_bytes(n) for n in (0, 5, 1023, 1024, 610304, 5 * 1024**2 + 1, 3 * 1024**4)] == [
-        "0 B", "5 B", "1023 B", "1.0 KiB", "596.0 KiB", "5.0 MiB", "3.0 TiB"]
+        "0 B",
+        "5 B",
+        "1023 B",
+        "1.0 KiB",
+        "596.0 KiB",
+        "5.0 MiB",
+        "3.0 TiB",
+    ]
     assert pack(["aaaa", "bb", "cc"], 8) == ["aaaa", "bb · cc"]
     assert pack(["a" * 12, "b"], 8) == ["a" * 12, "b"]
     assert pack([], 8) == []
@@ -135,7 +149,9 @@ def test_sessions(capsys):
     assert "(unattributed)" in r.output and "s-beta" in r.output and "37" in r.output
     r = runner.invoke(app, ["sessions", "--db", str(MODERN), "--json"])
     assert json.loads(r.output) == [
-        {"session_id": "", "chunks": 71}, {"session_id": "s-beta", "chunks": 37}, {"session_id": "s-alpha", "chunks": 15},
+        {"session_id": "", "chunks": 71},
+        {"session_id": "s-beta", "chunks": 37},
+        {"session_id": "s-alpha", "chunks": 15},
     ]
     r = runner.invoke(app, ["sessions", "--db", str(LEGACY)])
     assert "122" in r.output and "4-column" in r.output
@@ -204,8 +220,12 @@ def test_index_errors_are_one_line(project, tmp_path, capsys, args, message):
     legacy = tmp_path / "legacy.db"
     shutil.copy2(LEGACY, legacy)
     (tmp_path / "notadb.db").write_text("text")
-    subs = {"DB": str(tmp_path / "new.db"), "PROJECT": str(project), "LEGACY": str(legacy),
-            "NOTADB": str(tmp_path / "notadb.db")}
+    subs = {
+        "DB": str(tmp_path / "new.db"),
+        "PROJECT": str(project),
+        "LEGACY": str(legacy),
+        "NOTADB": str(tmp_path / "notadb.db"),
+    }
     before = legacy.read_bytes()
     err = _fail([subs.get(a, a) for a in args], capsys)
     assert message in err
@@ -341,7 +361,11 @@ def test_index_into_a_read_only_store_is_one_line(tmp_path_factory):
         for db, message in cases:
             r = subprocess.run(
                 [*_as_nobody(), sys.executable, "-m", "tui.cli", "index", str(corpus), "--db", str(db)],
-                cwd=REPO, capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(base)},
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={**os.environ, "HOME": str(base)},
             )
             assert r.returncode == 2, r.stderr
             assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -388,8 +412,10 @@ def test_index_warns_when_another_folder_loses_labels(tmp_path):
     r = runner.invoke(app, ["index", str(b), "--db", str(db)])
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())
-    assert ("warning: replaced 2 labels that another folder had indexed: README.md, guide.md "
-            f"(previously from {os.path.realpath(a)};") in text
+    assert (
+        "warning: replaced 2 labels that another folder had indexed: README.md, guide.md "
+        f"(previously from {os.path.realpath(a)};"
+    ) in text
     assert "index each folder into its own --db to keep both" in text
 
 

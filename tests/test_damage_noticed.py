@@ -140,7 +140,10 @@ def test_a_clean_store_passes_every_check(sample_db):
     with Store.open_readonly(sample_db) as s:
         report = diagnose(s)
     assert [(c.check, c.ok) for c in report.integrity] == [
-        ("sqlite", True), ("fts5:chunks", True), ("fts5:chunks_trigram", True)]
+        ("sqlite", True),
+        ("fts5:chunks", True),
+        ("fts5:chunks_trigram", True),
+    ]
     assert not report.damaged
     r = runner.invoke(app, ["doctor", "--db", str(sample_db)])
     assert r.exit_code == 0, r.output
@@ -157,14 +160,17 @@ def test_doctor_on_corrupt_pages_reports_instead_of_failing(damaged_db):
     assert any(not c["ok"] for c in data["integrity"])
 
 
-@pytest.mark.parametrize("kind, retriever", [("chunks_idx", "Porter"), ("chunks_docsize", "Porter"),
-                                             ("chunks_trigram_idx", "Trigram")])  # stage titles (engine.stages)
+@pytest.mark.parametrize(
+    "kind, retriever", [("chunks_idx", "Porter"), ("chunks_docsize", "Porter"), ("chunks_trigram_idx", "Trigram")]
+)  # stage titles (engine.stages)
 def test_a_failing_retriever_is_a_warning_in_the_search_output(stores, kind, retriever):
     path = stores[kind]
     r = runner.invoke(app, ["search", "zebra", "--db", str(path)])
     assert r.exit_code == 0, r.output
     first = " ".join(r.output.split("porter:")[0].split())
-    assert first.startswith(f"warning: the {retriever} retriever failed (CorruptError: database disk image is malformed)")
+    assert first.startswith(
+        f"warning: the {retriever} retriever failed (CorruptError: database disk image is malformed)"
+    )
     assert f"check it with: rankscope doctor --db {path}" in first
     r = runner.invoke(app, ["compare", "zebra", "--db", str(path), "--b", "key=rowid"])
     assert r.exit_code == 0 and f"A: warning: the {retriever} retriever failed" in " ".join(r.output.split())

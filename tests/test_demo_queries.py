@@ -16,9 +16,16 @@ ROOT = Path(__file__).parents[1]
 
 def test_demo_queries_file_matches_the_demo_queries():
     entries = json.loads((ROOT / "docs" / "demo-queries.json").read_text("utf-8"))
-    assert [(e["id"], e["query"], tuple(e["sessions"]) if "sessions" in e else None, e.get("content_type"),
-             e.get("limit", 3)) for e in entries] == [
-        (q["id"], q["query"], q["sessions"], q["content_type"], q["limit"]) for q in DEMO_QUERIES]
+    assert [
+        (
+            e["id"],
+            e["query"],
+            tuple(e["sessions"]) if "sessions" in e else None,
+            e.get("content_type"),
+            e.get("limit", 3),
+        )
+        for e in entries
+    ] == [(q["id"], q["query"], q["sessions"], q["content_type"], q["limit"]) for q in DEMO_QUERIES]
 
 
 def test_demo_queries_compare_under_rowid_key():

@@ -53,8 +53,11 @@ def test_doctor_is_one_description(store):
 
 def test_compare_is_one_description(store):
     index_zebra(store)
-    cmp = compare(store, SearchParams("zebra crossing", limit=2), SearchParams("zebra crossing", limit=2,
-                                                                              variant=Variant(rerank="off")))
+    cmp = compare(
+        store,
+        SearchParams("zebra crossing", limit=2),
+        SearchParams("zebra crossing", limit=2, variant=Variant(rerank="off")),
+    )
     desc = describe_comparison(cmp)
     assert [c.name for c in desc.table.columns] == [c.name for c in COMPARE_COLUMNS]
     assert [line_text(row[2]).plain for row in desc.table.rows] == ["↑1", "↓1"]
@@ -70,9 +73,15 @@ def test_a_damaged_store_is_one_description(damaged_db):
     CLI and the browser show the same."""
     from engine.doctor import DoctorReport, IntegrityCheck
 
-    report = DoctorReport.unreadable(str(damaged_db), "schema unknown", "SQLite says 'database disk image is malformed'",
-                                     (IntegrityCheck("copy", ("no room in the temporary folder",), damage=False),
-                                      IntegrityCheck("sqlite", ("page 3: btree damaged",))))
+    report = DoctorReport.unreadable(
+        str(damaged_db),
+        "schema unknown",
+        "SQLite says 'database disk image is malformed'",
+        (
+            IntegrityCheck("copy", ("no room in the temporary folder",), damage=False),
+            IntegrityCheck("sqlite", ("page 3: btree damaged",)),
+        ),
+    )
     lines = [line_text(b).plain for b in describe_report(report).blocks if not isinstance(b, Table)]
     assert "schema unknown · unreadable" in lines
     assert "integrity: private copy FAILED, SQLite integrity_check FAILED" in lines

@@ -9,22 +9,35 @@ from engine import SearchParams, Store, search
 from engine.counterfactual import would_return_with
 from engine.flow import FlowCell, fate, trace_flows
 from engine.model import Exit
-from tui.flowtext import (cell_text, counterfactual_text, fate_text, flow_title, header, marker, middle_cut,
-                          move_text, movement, row_texts)
+from tui.flowtext import (
+    cell_text,
+    counterfactual_text,
+    fate_text,
+    flow_title,
+    header,
+    marker,
+    middle_cut,
+    move_text,
+    movement,
+    row_texts,
+)
 
 from .helpers import index_collide, index_herd, index_zebra
 
 
-@pytest.mark.parametrize("exit,text", [
-    (Exit("fusion", "merged", (("into_rowid", 57), ("into_position", 1), ("key", "k"))), "merged→57"),
-    (Exit("filter", "session-filter", (("position", 1), ("session_id", "s2"), ("allow_set", ()))), "session s2"),
-    (Exit("filter", "session-filter", (("position", 1), ("session_id", ""), ("allow_set", ()))), "session ''"),
-    (Exit("trim", "trimmed", (("position", 5), ("limit", 3))), "cut @3"),
-    (Exit("fuzzy:pool", "beyond-pool", (("position", 5), ("pool_size", 3))), "beyond pool"),
-    (Exit("retrieve", "no-term", ()), "not retrieved"),
-    (Exit("fuzzy:retrieve", "beyond-fts-limit", ()), "not retrieved"),
-    (Exit("fuzzy", "fuzzy-not-attempted", ()), "not retrieved"),
-])
+@pytest.mark.parametrize(
+    "exit,text",
+    [
+        (Exit("fusion", "merged", (("into_rowid", 57), ("into_position", 1), ("key", "k"))), "merged→57"),
+        (Exit("filter", "session-filter", (("position", 1), ("session_id", "s2"), ("allow_set", ()))), "session s2"),
+        (Exit("filter", "session-filter", (("position", 1), ("session_id", ""), ("allow_set", ()))), "session ''"),
+        (Exit("trim", "trimmed", (("position", 5), ("limit", 3))), "cut @3"),
+        (Exit("fuzzy:pool", "beyond-pool", (("position", 5), ("pool_size", 3))), "beyond pool"),
+        (Exit("retrieve", "no-term", ()), "not retrieved"),
+        (Exit("fuzzy:retrieve", "beyond-fts-limit", ()), "not retrieved"),
+        (Exit("fuzzy", "fuzzy-not-attempted", ()), "not retrieved"),
+    ],
+)
 def test_markers(exit, text):
     assert marker(exit) == text
 
@@ -55,15 +68,18 @@ def test_movement_of_results(store):
     assert movement(one.rows[0]) == "1→1 =" and movement(one.rows[-1]) == "" and movement(None) == ""
 
 
-@pytest.mark.parametrize("title,width,expected", [
-    ("ferryctl docs > install > publish > Example", 30, "ferryctl … > publish > Example"),
-    ("ferryctl docs > install > publish > Example", 60, "ferryctl docs > install > publish > Example"),
-    ("ferryctl docs > install > publish > Example", 22, "ferryctl d … > Example"),
-    ("ferryctl docs > install > publish > Example", 12, "… > Example"),
-    ("A very long single heading without parts", 12, "…thout parts"),
-    ("a > b", 1, "…"),
-    ("x", 0, ""),
-])
+@pytest.mark.parametrize(
+    "title,width,expected",
+    [
+        ("ferryctl docs > install > publish > Example", 30, "ferryctl … > publish > Example"),
+        ("ferryctl docs > install > publish > Example", 60, "ferryctl docs > install > publish > Example"),
+        ("ferryctl docs > install > publish > Example", 22, "ferryctl d … > Example"),
+        ("ferryctl docs > install > publish > Example", 12, "… > Example"),
+        ("A very long single heading without parts", 12, "…thout parts"),
+        ("a > b", 1, "…"),
+        ("x", 0, ""),
+    ],
+)
 def test_middle_cut_keeps_the_last_heading(title, width, expected):
     got = middle_cut(title, width)
     assert got == expected and cell_len(got) <= width
@@ -92,22 +108,26 @@ def test_fate_of_a_fuzzy_answer():
     top = trace.final[0].candidate.rowid
     assert fate_text(fate(s, trace, top)) == "#1 in the answer (after typo correction)"
     other = next(r.rowid for r in trace_flows(trace)[0].rows if r.final is None)
-    assert fate_text(fate(s, trace, other)) == "left at Candidate pool in the fuzzy re-run: beyond the pool (fused #2, pool 1)"
+    assert (
+        fate_text(fate(s, trace, other))
+        == "left at Candidate pool in the fuzzy re-run: beyond the pool (fused #2, pool 1)"
+    )
 
 
 def test_compact_cells():
     assert cell_text(FlowCell("pool", "at", 4, 3, "fusion"), compact=True) == "4↑3"
     assert cell_text(FlowCell("pool", "at", 1, 0, "fusion"), compact=True) == "1="
     assert header("filter", compact=True) == "Filt" and header("fuzzy:rerank", compact=True) == "~Rrk"
-    sess = Exit("filter", "session-filter", (("position", 1), ("session_id", "a-very-long-session"),
-                                              ("allow_set", ())))
+    sess = Exit("filter", "session-filter", (("position", 1), ("session_id", "a-very-long-session"), ("allow_set", ())))
     assert marker(sess, compact=True) == "✗a-v…sion"
     short = Exit("filter", "session-filter", (("position", 1), ("session_id", "sess-ops"), ("allow_set", ())))
     assert marker(short, compact=True) == "✗sess-ops"
-    assert [marker(Exit("fusion", "merged", (("into_rowid", 57),)), True),
-            marker(Exit("trim", "trimmed", (("limit", 3),)), True),
-            marker(Exit("pool", "beyond-pool", ()), True),
-            marker(Exit("retrieve", "no-term", ()), True)] == ["→57", "cut@3", "beyond", "none"]
+    assert [
+        marker(Exit("fusion", "merged", (("into_rowid", 57),)), True),
+        marker(Exit("trim", "trimmed", (("limit", 3),)), True),
+        marker(Exit("pool", "beyond-pool", ()), True),
+        marker(Exit("retrieve", "no-term", ()), True),
+    ] == ["→57", "cut@3", "beyond", "none"]
 
 
 def test_the_rich_table_fits_80_columns_compact_and_120_in_full(store):
@@ -119,8 +139,10 @@ def test_the_rich_table_fits_80_columns_compact_and_120_in_full(store):
     index_collide(store)
     [flow] = trace_flows(search(store, SearchParams("zebra widget", limit=3, sessions=("mine",))))
     assert fits(flow, 120) and not fits(flow, 80) and fits(flow, 80, compact=True)
-    for width, expect in ((80, ["→9", "✗other", "cut@3", "Filt"]), (120, ["merged→9", "session other", "cut @3",
-                                                                          "Filter", "Final"])):
+    for width, expect in (
+        (80, ["→9", "✗other", "cut@3", "Filt"]),
+        (120, ["merged→9", "session other", "cut @3", "Filter", "Final"]),
+    ):
         console = Console(width=width, no_color=True, record=True)
         console.print(flow_table(flow, width))
         text = console.export_text()

@@ -8,25 +8,31 @@ from rich.cells import cell_len
 from tui.fmt import middle_cut
 
 
-@pytest.mark.parametrize("title,width,expected", [
-    ("ferryctl docs > install > publish > Example", 30, "ferryctl … > publish > Example"),
-    ("ferryctl docs > install > publish > Example", 60, "ferryctl docs > install > publish > Example"),
-    ("ferryctl docs > install > publish > Example", 22, "ferryctl d … > Example"),
-    ("ferryctl docs > install > publish > Example", 12, "… > Example"),
-    ("[heartbeat] coordinator tick, 3 runners registered", 30, "[heartbeat] coo…ers registered"),
-    ("a > b", 1, "…"),
-    ("x", 0, ""),
-])
+@pytest.mark.parametrize(
+    "title,width,expected",
+    [
+        ("ferryctl docs > install > publish > Example", 30, "ferryctl … > publish > Example"),
+        ("ferryctl docs > install > publish > Example", 60, "ferryctl docs > install > publish > Example"),
+        ("ferryctl docs > install > publish > Example", 22, "ferryctl d … > Example"),
+        ("ferryctl docs > install > publish > Example", 12, "… > Example"),
+        ("[heartbeat] coordinator tick, 3 runners registered", 30, "[heartbeat] coo…ers registered"),
+        ("a > b", 1, "…"),
+        ("x", 0, ""),
+    ],
+)
 def test_middle_cut_keeps_the_last_heading(title, width, expected):
     got = middle_cut(title, width)
     assert got == expected and cell_len(got) <= width
 
 
-@pytest.mark.parametrize("path,width,expected", [
-    ("docs/plugins/hooks-reference.md", 24, "docs…/hooks-reference.md"),
-    ("docs/plugins/hooks-reference.md", 31, "docs/plugins/hooks-reference.md"),
-    ("docs/plugins/hooks-reference.md", 12, "…eference.md"),
-])
+@pytest.mark.parametrize(
+    "path,width,expected",
+    [
+        ("docs/plugins/hooks-reference.md", 24, "docs…/hooks-reference.md"),
+        ("docs/plugins/hooks-reference.md", 31, "docs/plugins/hooks-reference.md"),
+        ("docs/plugins/hooks-reference.md", 12, "…eference.md"),
+    ],
+)
 def test_middle_cut_keeps_a_paths_file_name(path, width, expected):
     assert middle_cut(path, width, "/") == expected
 

@@ -19,9 +19,17 @@ def test_every_vendored_file_is_in_the_manifest_with_its_bytes():
 
 def test_the_vendored_sets_are_there():
     names = set(refresh.read_manifest())
-    for must in ("parity/stages/expected.json", "parity/stages/queries.json", "fixtures/expected.json",
-                 "fixtures/context-mode-1.0.169.db", "fixtures/context-mode-1.0.22.db", "fixtures/session-1.0.169.db",
-                 "fixtures/session-1.0.169.md", "agent-view/calls.json", "agent-view/store.db"):
+    for must in (
+        "parity/stages/expected.json",
+        "parity/stages/queries.json",
+        "fixtures/expected.json",
+        "fixtures/context-mode-1.0.169.db",
+        "fixtures/context-mode-1.0.22.db",
+        "fixtures/session-1.0.169.db",
+        "fixtures/session-1.0.169.md",
+        "agent-view/calls.json",
+        "agent-view/store.db",
+    ):
         assert must in names, must
     # documents written by other projects stay out (see tests/golden/README.md)
     assert not any(n.startswith("parity/context7") for n in names)

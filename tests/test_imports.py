@@ -38,7 +38,8 @@ MODULES = _modules()
 def _is_type_checking(node: ast.AST) -> bool:
     test = node.test if isinstance(node, ast.If) else None
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _runtime_nodes(tree: ast.AST):
@@ -68,8 +69,9 @@ def _imports(name: str, path: Path) -> set[str]:
                 prefix = ".".join(base + ([node.module] if node.module else []))
             else:
                 prefix = node.module or ""
-            targets = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in MODULES else prefix
-                       for alias in node.names]
+            targets = [
+                f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in MODULES else prefix for alias in node.names
+            ]
         else:
             continue
         for target in targets:
@@ -124,8 +126,9 @@ def _is_ancestor_edge(a: str, b: str) -> bool:
 
 
 def test_no_import_cycle():
-    graph = {name: {t for t in _imports(name, path) if not _is_ancestor_edge(t, name)}
-             for name, path in MODULES.items()}
+    graph = {
+        name: {t for t in _imports(name, path) if not _is_ancestor_edge(t, name)} for name, path in MODULES.items()
+    }
     assert _cycles(graph) == []
 
 
@@ -170,12 +173,24 @@ def test_python_m_runs_every_subcommand(entry):
     import side effect on a second copy of the app)."""
     from tui.cli.main import COMMANDS
 
-    listing = subprocess.run([sys.executable, *entry, "--help"], cwd=REPO, capture_output=True, text=True,
-                             timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    listing = subprocess.run(
+        [sys.executable, *entry, "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
     assert listing.returncode == 0, listing.stderr
     for name, _ in COMMANDS:
         assert f" {name} " in listing.stdout
-        sub = subprocess.run([sys.executable, *entry, name, "--help"], cwd=REPO, capture_output=True, text=True,
-                             timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+        sub = subprocess.run(
+            [sys.executable, *entry, name, "--help"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        )
         assert sub.returncode == 0, (name, sub.stderr)
         assert f"Usage: rankscope {name}" in sub.stdout or "Usage: python -m" in sub.stdout

@@ -26,13 +26,17 @@ def _require(module: str) -> None:
 def test_ruff_lint_is_clean():
     _require("ruff")
     r = _run("ruff", "check", ".")
-    assert r.returncode == 0, f"`ruff check .` found problems (fix them; `ruff check --fix .` fixes some):\n{r.stdout}{r.stderr}"
+    assert r.returncode == 0, (
+        f"`ruff check .` found problems (fix them; `ruff check --fix .` fixes some):\n{r.stdout}{r.stderr}"
+    )
 
 
 def test_ruff_format_is_clean():
     _require("ruff")
     r = _run("ruff", "format", "--check", ".")
-    assert r.returncode == 0, f"files not formatted: run `ruff format .` from the repository root:\n{r.stdout}{r.stderr}"
+    assert r.returncode == 0, (
+        f"files not formatted: run `ruff format .` from the repository root:\n{r.stdout}{r.stderr}"
+    )
 
 
 def test_mypy_is_clean():

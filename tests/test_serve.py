@@ -144,8 +144,9 @@ async def test_dns_rebinding_host_is_refused():
         assert r.status == 403 and "not this machine's loopback" in await r.text()
         # the rebinding page's own origin matches its Host: still refused
         with pytest.raises(WSServerHandshakeError) as exc:
-            await client.ws_connect("/ws", headers={"Host": f"evil.example:{client.port}",
-                                                     "Origin": f"http://evil.example:{client.port}"})
+            await client.ws_connect(
+                "/ws", headers={"Host": f"evil.example:{client.port}", "Origin": f"http://evil.example:{client.port}"}
+            )
         assert exc.value.status == 403
         r = await client.get("/")
         assert r.status == 200

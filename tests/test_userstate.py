@@ -67,12 +67,18 @@ def test_judgments_ids_follow_query_texts(tmp_path):
 
 
 def test_case_entry_and_export(tmp_path):
-    params = SearchParams("retention", limit=5, sessions=("sess-docs",), content_type="prose",
-                          variant=Variant(rerank="off"))
+    params = SearchParams(
+        "retention", limit=5, sessions=("sess-docs",), content_type="prose", variant=Variant(rerank="off")
+    )
     case = Case.from_search("retention", params, "a.md::T", {"a.md::T": 2})
     assert case.params() == params
-    assert case.query_entry() == {"id": "retention", "query": "retention", "limit": 5, "content_type": "prose",
-                                  "sessions": ["sess-docs"]}
+    assert case.query_entry() == {
+        "id": "retention",
+        "query": "retention",
+        "limit": 5,
+        "content_type": "prose",
+        "sessions": ["sess-docs"],
+    }
     book = CaseBook(tmp_path / "cases.json")
     book.save_case(case)
     book.save_case(Case.from_search("retention", SearchParams("retention"), None, {}))  # same id: replaced

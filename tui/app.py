@@ -39,10 +39,34 @@ from .cmdline import command_line, export_path
 from .commands import RankscopeCommands
 from .facts import describe_problem, read_facts, read_sessions
 from .fmt import json_text
-from .messages import (AgentLogLoaded, AgentViewFinished, ApplyParams, ChunkMatches, ChunksLoaded, CompareFinished,
-                       Diagnose, DiscoverStores, DoctorFinished, ExplainChunk, FindChunks, IndexFolder, LoadAgentLog,
-                       LoadChunks, OpenRecordedCall, PinFinished, RunAgentView, RunCompare, RunPin, RunSearch,
-                       SearchFailed, SearchFinished, StoreReady, StoresFound, VariantsChosen, WhyFinished)
+from .messages import (
+    AgentLogLoaded,
+    AgentViewFinished,
+    ApplyParams,
+    ChunkMatches,
+    ChunksLoaded,
+    CompareFinished,
+    Diagnose,
+    DiscoverStores,
+    DoctorFinished,
+    ExplainChunk,
+    FindChunks,
+    IndexFolder,
+    LoadAgentLog,
+    LoadChunks,
+    OpenRecordedCall,
+    PinFinished,
+    RunAgentView,
+    RunCompare,
+    RunPin,
+    RunSearch,
+    SearchFailed,
+    SearchFinished,
+    StoreReady,
+    StoresFound,
+    VariantsChosen,
+    WhyFinished,
+)
 from .outfile import write_text_file
 from .screens.agent import AgentRequest, AgentViewScreen
 from .screens.agent_log import AgentLogScreen
@@ -166,12 +190,23 @@ class RankscopeApp(App[None]):
         return self._new_browser(store)
 
     def _new_browser(self, store: Store) -> BrowserScreen:
-        overview = StoreOverview(stats=dict(self.store_stats), session_counts=tuple(self.session_counts),
-                                 problem=self.store_problem, skipped=self.skipped, suggestions=self.suggestions,
-                                 sessions_pending=self.sessions_pending)
-        return BrowserScreen(store, self.store_label, self.initial_params, overview=overview,
-                             show_timings=self.show_timings, cursor_blink=self.cursor_blink,
-                             qrels_path=self.qrels_path)
+        overview = StoreOverview(
+            stats=dict(self.store_stats),
+            session_counts=tuple(self.session_counts),
+            problem=self.store_problem,
+            skipped=self.skipped,
+            suggestions=self.suggestions,
+            sessions_pending=self.sessions_pending,
+        )
+        return BrowserScreen(
+            store,
+            self.store_label,
+            self.initial_params,
+            overview=overview,
+            show_timings=self.show_timings,
+            cursor_blink=self.cursor_blink,
+            qrels_path=self.qrels_path,
+        )
 
     def _load_store_facts(self, store: Store) -> None:
         """Read the store's counts, sessions and source labels.
@@ -230,8 +265,12 @@ class RankscopeApp(App[None]):
         if self.sessions_pending:
             self.count_sessions(event.store)
         if self.skipped.skipped:
-            self.notify_plain(f"{self.skipped.summary()}. The start screen says so; ctrl+p 'Skipped files' lists them.",
-                              title=f"Indexed {event.label}", severity="warning", timeout=12)
+            self.notify_plain(
+                f"{self.skipped.summary()}. The start screen says so; ctrl+p 'Skipped files' lists them.",
+                title=f"Indexed {event.label}",
+                severity="warning",
+                timeout=12,
+            )
 
     def on_unmount(self) -> None:
         if self.store is not None:
@@ -315,8 +354,7 @@ class RankscopeApp(App[None]):
         """Open the session dialog."""
         browser = self._close_dialogs()
         if browser is not None:
-            self.push_screen(SessionsScreen(self.session_counts, browser.params.sessions),
-                             callback=self._after_dialog)
+            self.push_screen(SessionsScreen(self.session_counts, browser.params.sessions), callback=self._after_dialog)
 
     def action_show_skipped(self) -> None:
         """List the files the folder's indexing skipped, and why."""
@@ -341,8 +379,9 @@ class RankscopeApp(App[None]):
 
             b = parse_variant(spec_b)
             self.compare_variants = (a, b)
-        self.push_screen(CompareScreen(browser.params, a, b, cursor_blink=self.cursor_blink),
-                         callback=self._after_dialog)
+        self.push_screen(
+            CompareScreen(browser.params, a, b, cursor_blink=self.cursor_blink), callback=self._after_dialog
+        )
 
     def selected_subject(self):
         """The chunk the browser's journey pane follows, or ``None``."""
@@ -368,8 +407,10 @@ class RankscopeApp(App[None]):
             self._open_why(browser, subject.rowid if subject is not None else None)
 
     def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
-        self.push_screen(WhyScreen(browser.params, rowid=rowid, trace=browser.trace, cursor_blink=self.cursor_blink),
-                         callback=self._after_dialog)
+        self.push_screen(
+            WhyScreen(browser.params, rowid=rowid, trace=browser.trace, cursor_blink=self.cursor_blink),
+            callback=self._after_dialog,
+        )
 
     def action_open_stores(self) -> None:
         """Show the picker of context-mode content stores on this machine
@@ -419,13 +460,25 @@ class RankscopeApp(App[None]):
         trace = replay.trace
         limit = trace.effective_limit if trace is not None and trace.effective_limit is not None else 2
         scope = trace.scope.allow_set if trace is not None else None
-        params = _replace(browser.params, query=(parsed.queries or ("",))[0], limit=limit,
-                          source=parsed.source or None, source_match="like", content_type=parsed.content_type,
-                          sessions=scope, variant=Variant())
+        params = _replace(
+            browser.params,
+            query=(parsed.queries or ("",))[0],
+            limit=limit,
+            source=parsed.source or None,
+            source_match="like",
+            content_type=parsed.content_type,
+            sessions=scope,
+            variant=Variant(),
+        )
         browser.open_search(params)
         wanted = int(parsed.limit) if parsed.limit == int(parsed.limit) and parsed.limit >= 0 else None
-        request = AgentRequest(dict(call.params), replay.context, replay.position.count if replay.position else 1,
-                               wanted, (f"recorded call of {call.created_at} UTC, session {call.session_id[:8]}",))
+        request = AgentRequest(
+            dict(call.params),
+            replay.context,
+            replay.position.count if replay.position else 1,
+            wanted,
+            (f"recorded call of {call.created_at} UTC, session {call.session_id[:8]}",),
+        )
         self.push_screen(AgentViewScreen(params, request, session_db=self.session_db), callback=self._after_dialog)
 
     def action_rank_flow(self) -> None:
@@ -479,7 +532,9 @@ class RankscopeApp(App[None]):
             except FileExistsError:
                 continue
             except OSError as exc:
-                self.notify_plain(f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error")
+                self.notify_plain(
+                    f"Cannot write {path}: {exc.strerror or exc}", title="Export failed", severity="error"
+                )
                 return None
             break
         else:
@@ -570,8 +625,9 @@ class RankscopeApp(App[None]):
             self._pin_runs = RunCache(store)
         try:
             with store.thread_connection() as conn:
-                outcome = pin_outcome(store, trace, rowid, conn=conn, runs=self._pin_runs,
-                                      stop=lambda: worker.is_cancelled)
+                outcome = pin_outcome(
+                    store, trace, rowid, conn=conn, runs=self._pin_runs, stop=lambda: worker.is_cancelled
+                )
         except ChunkNotFoundError as exc:
             target.post_message(PinFinished(seq, None, str(exc)))
             return
@@ -600,14 +656,21 @@ class RankscopeApp(App[None]):
             target.post_message(CompareFinished(seq, compare_traces(trace_a, trace_b)))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="why")
-    def run_why(self, params: SearchParams, rowid: int, seq: int, target: MessagePump, trace: Trace | None = None) -> None:
+    def run_why(
+        self, params: SearchParams, rowid: int, seq: int, target: MessagePump, trace: Trace | None = None
+    ) -> None:
         """Explain chunk ``rowid`` for ``params`` and post :class:`WhyFinished`."""
         worker = get_current_worker()
         store = self._lab_store()
         with store.thread_connection() as conn:
             try:
-                explanations = why_not(store, params, rowid=rowid, conn=conn,
-                                       trace=trace if trace is not None and trace.params == params else None)
+                explanations = why_not(
+                    store,
+                    params,
+                    rowid=rowid,
+                    conn=conn,
+                    trace=trace if trace is not None and trace.params == params else None,
+                )
             except ChunkNotFoundError as exc:
                 target.post_message(WhyFinished(seq, [], str(exc)))
                 return
@@ -628,8 +691,9 @@ class RankscopeApp(App[None]):
             self.session_counts, self.sessions_pending = counts, False
             browser = self.browser
             if browser is not None:
-                browser.overview = dataclasses.replace(browser.overview, session_counts=tuple(counts),
-                                                       sessions_pending=False)
+                browser.overview = dataclasses.replace(
+                    browser.overview, session_counts=tuple(counts), sessions_pending=False
+                )
                 if browser.results.trace is None:
                     browser.results.show_welcome(browser.welcome_text())
 
@@ -670,8 +734,9 @@ class RankscopeApp(App[None]):
         store = self._lab_store()
         with store.thread_connection() as conn:
             try:
-                trace = ctx_search(store, request.arguments, request.context, call_number=request.call_number,
-                                   conn=conn)
+                trace = ctx_search(
+                    store, request.arguments, request.context, call_number=request.call_number, conn=conn
+                )
             except AgentViewError as exc:
                 target.post_message(AgentViewFinished(seq, None, str(exc)))
                 return
@@ -741,9 +806,17 @@ class RankscopeApp(App[None]):
         error = event.worker.error
         assert error is not None  # set in the ERROR state
         what = {
-            "search": "Search", "index": "Indexing", "discover": "Store discovery", "compare": "Compare",
-            "why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks", "doctor": "Doctor",
-            "agent": stages.title("agent"), "agent-log": "Agent log", "pin": "Following the pinned chunk",
+            "search": "Search",
+            "index": "Indexing",
+            "discover": "Store discovery",
+            "compare": "Compare",
+            "why": "Why not?",
+            "chunks": "Reading the chunk list",
+            "find": "Finding chunks",
+            "doctor": "Doctor",
+            "agent": stages.title("agent"),
+            "agent-log": "Agent log",
+            "pin": "Following the pinned chunk",
             "sessions": "Counting sessions",
         }.get(event.worker.group, "Background task")
         self.notify_plain(describe_problem(error), title=f"{what} failed", severity="error", timeout=10)
@@ -801,7 +874,17 @@ def make_app(
 
         p = replace(p, query=query)
     return RankscopeApp(
-        store=store, store_label=store_label, index_job=index_job, store_finder=store_finder, params=p,
-        show_timings=show_timings, cursor_blink=cursor_blink, search_fn=search_fn, notice=notice,
-        suggestions=suggestions, skipped=skipped, session_db=session_db, qrels_path=qrels_path,
+        store=store,
+        store_label=store_label,
+        index_job=index_job,
+        store_finder=store_finder,
+        params=p,
+        show_timings=show_timings,
+        cursor_blink=cursor_blink,
+        search_fn=search_fn,
+        notice=notice,
+        suggestions=suggestions,
+        skipped=skipped,
+        session_db=session_db,
+        qrels_path=qrels_path,
     )

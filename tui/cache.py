@@ -30,8 +30,15 @@ from pathlib import Path
 from typing import Callable
 
 from engine import Store, StoreError
-from engine.corpus import (DEFAULT_MAX_FILE_BYTES, SESSIONS_FILE, IndexReport, Skip, collect_files, index_paths,
-                           load_sessions_map)
+from engine.corpus import (
+    DEFAULT_MAX_FILE_BYTES,
+    SESSIONS_FILE,
+    IndexReport,
+    Skip,
+    collect_files,
+    index_paths,
+    load_sessions_map,
+)
 
 from .fmt import human_bytes
 
@@ -151,16 +158,21 @@ class SkipList:
     def to_json(self) -> dict:
         """``{"max_file_bytes": int, "files": [{"path", "reason", "kind"}]}``
         (plain JSON values; read back with :meth:`from_json`)."""
-        return {"max_file_bytes": self.max_file_bytes,
-                "files": [{"path": s.path, "reason": s.reason, "kind": s.kind} for s in self.skipped]}
+        return {
+            "max_file_bytes": self.max_file_bytes,
+            "files": [{"path": s.path, "reason": s.reason, "kind": s.kind} for s in self.skipped],
+        }
 
     @classmethod
     def from_json(cls, data: object) -> "SkipList":
         """Parse :meth:`to_json` output; anything malformed reads as no skips."""
         if not isinstance(data, dict) or not isinstance(data.get("files"), list):
             return cls()
-        files = tuple(Skip(str(f.get("path", "")), str(f.get("reason", "")), str(f.get("kind", "unreadable")))
-                      for f in data["files"] if isinstance(f, dict))
+        files = tuple(
+            Skip(str(f.get("path", "")), str(f.get("reason", "")), str(f.get("kind", "unreadable")))
+            for f in data["files"]
+            if isinstance(f, dict)
+        )
         limit = data.get("max_file_bytes")
         return cls(files, limit if isinstance(limit, int) else DEFAULT_MAX_FILE_BYTES)
 
@@ -230,8 +242,8 @@ def build_cache(
     _remove(tmp)
     skips = SkipList.from_report(report)
     entry.fingerprint_path.write_text(
-        json.dumps({"folder": str(folder), "fingerprint": print_, "format": CACHE_FORMAT,
-                    "skipped": skips.to_json()}), "utf-8"
+        json.dumps({"folder": str(folder), "fingerprint": print_, "format": CACHE_FORMAT, "skipped": skips.to_json()}),
+        "utf-8",
     )
     if on_skips is not None:
         on_skips(skips)

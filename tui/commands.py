@@ -82,20 +82,30 @@ class RankscopeCommands(Provider):
         app = self.host
         browser = app.browser
         subject = app.selected_subject() if browser is not None else None
-        fields: dict[str, Any] = {"count": len(app.skipped.skipped), "summary": app.skipped.summary(),
-                                  "judging": "stop" if browser is not None and browser.judging else "grade chunks 0-3"}
+        fields: dict[str, Any] = {
+            "count": len(app.skipped.skipped),
+            "summary": app.skipped.summary(),
+            "judging": "stop" if browser is not None and browser.judging else "grade chunks 0-3",
+        }
         if subject is not None:
             fields.update(rowid=subject.rowid, title=safe.line(subject.title), source=safe.line(subject.source))
-        met = {"": True, "browser": browser is not None, "subject": subject is not None,
-               "skipped": browser is not None and bool(app.skipped.skipped)}
+        met = {
+            "": True,
+            "browser": browser is not None,
+            "subject": subject is not None,
+            "skipped": browser is not None and bool(app.skipped.skipped),
+        }
         row: Action
         for row in palette_rows():
             if not met[row.needs]:
                 continue
             target = browser if row.target == "browser" else self.app
             assert row.palette is not None
-            yield (row.palette.format(**fields), action_call(target, row.action),
-                   row.palette_help_line.format(**fields))
+            yield (
+                row.palette.format(**fields),
+                action_call(target, row.action),
+                row.palette_help_line.format(**fields),
+            )
 
     def _commands(self) -> Iterator[tuple[str, Callable[[], object], str]]:
         yield from self._actions()
@@ -118,8 +128,11 @@ class RankscopeCommands(Provider):
         if params.source:
             yield "Source filter: clear", partial(up, source=None), f"Now {params.source!r}"
         other = "like" if params.source_match == "exact" else "exact"
-        yield (f"Source match: {'substring' if other == 'like' else 'exact'}", partial(up, source_match=other),
-               "How the source filter compares labels")
+        yield (
+            f"Source match: {'substring' if other == 'like' else 'exact'}",
+            partial(up, source_match=other),
+            "How the source filter compares labels",
+        )
         for label in app.source_labels:
             yield f"Source filter: {label}", partial(up, source=label, source_match="exact"), "Exact label"
         sessions = stage_title("filter")  # the session filter stage's title
@@ -132,8 +145,7 @@ class RankscopeCommands(Provider):
             yield f"{sessions}: only {session}", partial(up, sessions=(session,)), f"{n} chunks"
             current = params.sessions or ()
             if params.sessions is not None and session not in current:
-                yield (f"{sessions}: also allow {session}", partial(up, sessions=current + (session,)),
-                       f"{n} chunks")
+                yield (f"{sessions}: also allow {session}", partial(up, sessions=current + (session,)), f"{n} chunks")
         for stage, header in browser.inspector.stage_ids():
             yield f"Go to stage: {header}", partial(browser.go_to_stage, stage), "Scroll the inspector there"
 
@@ -157,19 +169,30 @@ class RankscopeCommands(Provider):
             except ValueError as exc:
                 yield Hit(0.1, f"Compare: {safe.line(str(exc))[:70]}", lambda: None, help="Not a valid variant spec")
             else:
-                yield Hit(1.0, f"Compare with {spec}", action_call(self.app, f"compare({spec!r})"),
-                          help="B = this variant, A = the compare screen's A")
+                yield Hit(
+                    1.0,
+                    f"Compare with {spec}",
+                    action_call(self.app, f"compare({spec!r})"),
+                    help="B = this variant, A = the compare screen's A",
+                )
             return
         m = _SOURCE.match(query)
         if m and browser is not None and not m.group(1).lower().startswith(("filter", "match")):
             text = m.group(1)
-            yield Hit(1.0, f"Source filter: label contains {text!r}",
-                      partial(browser.update_params, source=text, source_match="like"),
-                      help="Substring of the source label")
+            yield Hit(
+                1.0,
+                f"Source filter: label contains {text!r}",
+                partial(browser.update_params, source=text, source_match="like"),
+                help="Substring of the source label",
+            )
             for label in self.host.source_labels:
                 if text.lower() in label.lower():
-                    yield Hit(0.5, f"Source filter: {label}",
-                              partial(browser.update_params, source=label, source_match="exact"), help="Exact label")
+                    yield Hit(
+                        0.5,
+                        f"Source filter: {label}",
+                        partial(browser.update_params, source=label, source_match="exact"),
+                        help="Exact label",
+                    )
             return
         matcher = self.matcher(query)
         for text, command, help_text in self._commands():

@@ -181,8 +181,9 @@ def describe_explanation(e: Explanation) -> Description:
     head = line(Span(f"row {c.rowid} ", "strong"), Span(c.title or "(no title)", "strong"))
     where = line(Span(f"{c.source} · {c.content_type} · session {c.session_id or '(none)'}", "dim"))
     if e.returned:
-        verdict: list[Span] = [Span("✓ in the answer" + (f" at #{e.position}" if e.position is not None else ""),
-                                    "strong")]
+        verdict: list[Span] = [
+            Span("✓ in the answer" + (f" at #{e.position}" if e.position is not None else ""), "strong")
+        ]
     else:
         verdict = [Span(f"✗ left the pipeline at {stage_words(e.stage)}", "strong")]
         if e.position is not None:
@@ -218,13 +219,15 @@ def marker_label(row: ChunkComparison) -> str:
 def counts_line(counts: CompareCounts, overlap: float | None = None, mean: bool = False) -> Line:
     """``improved 0 · worsened 2 · unchanged 1 · only in A 2 · only in B 2 · overlap 0.20``."""
     out: list[Span] = []
-    for i, (name, n, role) in enumerate((
-        ("improved", counts.improved, "up"),
-        ("worsened", counts.worsened, "down"),
-        ("unchanged", counts.unchanged, ""),
-        ("only in A", counts.only_in_a, "gone"),
-        ("only in B", counts.only_in_b, "new"),
-    )):
+    for i, (name, n, role) in enumerate(
+        (
+            ("improved", counts.improved, "up"),
+            ("worsened", counts.worsened, "down"),
+            ("unchanged", counts.unchanged, ""),
+            ("only in A", counts.only_in_a, "gone"),
+            ("only in B", counts.only_in_b, "new"),
+        )
+    ):
         if i:
             out.append(Span(" · ", "dim"))
         out += [Span(f"{name} "), Span(str(n), role if n and role else "strong")]
@@ -248,10 +251,16 @@ def _score(x: float | None, fmt: str) -> Line:
 
 #: The compare table's columns.
 COMPARE_COLUMNS = (
-    Column("A#", numeric=True), Column("B#", numeric=True), Column("move"), Column("row", numeric=True),
-    Column("title", wide=True), Column("source", wide=True),
-    Column("rrf A", numeric=True, detail=True), Column("rrf B", numeric=True, detail=True),
-    Column("boost A", numeric=True, detail=True), Column("boost B", numeric=True, detail=True),
+    Column("A#", numeric=True),
+    Column("B#", numeric=True),
+    Column("move"),
+    Column("row", numeric=True),
+    Column("title", wide=True),
+    Column("source", wide=True),
+    Column("rrf A", numeric=True, detail=True),
+    Column("rrf B", numeric=True, detail=True),
+    Column("boost A", numeric=True, detail=True),
+    Column("boost B", numeric=True, detail=True),
 )
 
 
@@ -294,29 +303,46 @@ def describe_comparison(cmp: Comparison, store_path: str | None = None) -> Compa
     (``store_path`` goes into the retriever warnings' check command)."""
     ta, tb = cmp.trace_a, cmp.trace_b
     head = line(
-        Span("A ", "strong"), f"{variant_spec(ta.params.variant)} (layer {ta.layer}, {len(ta.final)} results)   ",
-        Span("B ", "strong"), f"{variant_spec(tb.params.variant)} (layer {tb.layer}, {len(tb.final)} results)",
+        Span("A ", "strong"),
+        f"{variant_spec(ta.params.variant)} (layer {ta.layer}, {len(ta.final)} results)   ",
+        Span("B ", "strong"),
+        f"{variant_spec(tb.params.variant)} (layer {tb.layer}, {len(tb.final)} results)",
     )
-    warnings = tuple(line(Span(f"{label}: {w}", "bad")) for label, w in
-                     (("A", retriever_warning(ta, store_path)), ("B", retriever_warning(tb, store_path))) if w)
+    warnings = tuple(
+        line(Span(f"{label}: {w}", "bad"))
+        for label, w in (("A", retriever_warning(ta, store_path)), ("B", retriever_warning(tb, store_path)))
+        if w
+    )
     rows = tuple(
-        (_num(r.position_a), _num(r.position_b), line(Span(marker_label(r), r.marker)),
-         line(Span(str(r.rowid), "dim")), line(Span(r.title, "strong")), line(Span(r.source, "dim")),
-         _score(r.score_a, ".4f"), _score(r.score_b, ".4f"), _score(r.boost_a, ".3f"), _score(r.boost_b, ".3f"))
+        (
+            _num(r.position_a),
+            _num(r.position_b),
+            line(Span(marker_label(r), r.marker)),
+            line(Span(str(r.rowid), "dim")),
+            line(Span(r.title, "strong")),
+            line(Span(r.source, "dim")),
+            _score(r.score_a, ".4f"),
+            _score(r.score_b, ".4f"),
+            _score(r.boost_a, ".3f"),
+            _score(r.boost_b, ".3f"),
+        )
         for r in cmp.rows
     )
     table = Table(f"A vs B for {query_label(cmp.params_a.query)}", COMPARE_COLUMNS, rows)
     empty: tuple[Line, ...] = ()
     if not cmp.rows:
         empty = (line(Span("Neither run returned anything.", "strong")),) + tuple(
-            line(f"{label}: {clip(t.empty_reason, REASON_SHOWN)}") for label, t in (("A", ta), ("B", tb))
+            line(f"{label}: {clip(t.empty_reason, REASON_SHOWN)}")
+            for label, t in (("A", ta), ("B", tb))
             if t.empty_reason
         )
     notes = [side_note("A", ta.layer, len(ta.final)), side_note("B", tb.layer, len(tb.final))]
     for label, t in (("A", ta), ("B", tb)):
         if t.fuzzy.shadow and t.fuzzy.rerun is not None:
-            notes.append(f"{label}: fuzzy shadow run corrected the query to {query_label(t.fuzzy.corrected_query or '')}"
-                         " (not the answer)")
+            notes.append(
+                f"{label}: fuzzy shadow run corrected the query to {query_label(t.fuzzy.corrected_query or '')}"
+                " (not the answer)"
+            )
         elif t.fuzzy.shadow:
             notes.append(f"{label}: fuzzy shadow run: no word needed or found a correction")
     if cmp.counts.identical and cmp.rows:
@@ -335,15 +361,23 @@ def describe_report(report: DoctorReport, label: str = "") -> Description:
         stats = f"{report.schema} · unreadable"
     else:
         vocab = "missing (no typo fallback)" if report.vocabulary_size is None else f"{report.vocabulary_size} words"
-        stats = (f"{report.schema} · {report.sources} sources · {report.chunks} chunks · "
-                 f"trigram rows {report.trigram_rows} · vocabulary {vocab}")
+        stats = (
+            f"{report.schema} · {report.sources} sources · {report.chunks} chunks · "
+            f"trigram rows {report.trigram_rows} · vocabulary {vocab}"
+        )
     blocks: list[Line | Table] = [
         line(Span(label or report.path or "(in memory)", "strong")),
         line(Span(stats, "dim")),
     ]
     if report.integrity:
-        blocks.append(line(Span("integrity: " + ", ".join(f"{c.title} {'ok' if c.ok else 'FAILED'}"
-                                                           for c in report.integrity), "dim")))
+        blocks.append(
+            line(
+                Span(
+                    "integrity: " + ", ".join(f"{c.title} {'ok' if c.ok else 'FAILED'}" for c in report.integrity),
+                    "dim",
+                )
+            )
+        )
     blocks.append(())
     if report.ok:
         blocks.append(line(Span("✓ No problems found.", "good")))
@@ -355,9 +389,15 @@ def describe_report(report: DoctorReport, label: str = "") -> Description:
         bad = i < len(damage) and damage[i]
         blocks.append(line(Span(("✗ " if bad else "⚠ ") + finding, "bad" if bad else "warn")))
     if report.damaged:
-        blocks.append(line(Span("Rebuild the store from its files (rankscope index into a new --db; rankscope never "
-                                "writes to it): searches on a damaged index can silently miss or misrank chunks.",
-                                "em")))
+        blocks.append(
+            line(
+                Span(
+                    "Rebuild the store from its files (rankscope index into a new --db; rankscope never "
+                    "writes to it): searches on a damaged index can silently miss or misrank chunks.",
+                    "em",
+                )
+            )
+        )
     hint = "rankscope doctor --json lists all"
 
     def table(name: str, gloss: str, columns: tuple[Column, ...], rows: list[tuple]) -> None:
@@ -365,23 +405,49 @@ def describe_report(report: DoctorReport, label: str = "") -> Description:
 
     n, w = (lambda name: Column(name, numeric=True)), (lambda name: Column(name, wide=True))
     if report.collisions:
-        table("Fusion-key collisions", "chunks sharing source::title; fusion keeps the first row seen",
-              (n("chunks"), w("key"), w("rowids")),
-              [(c.count, c.key, ", ".join(map(str, c.rowids))) for c in report.collisions])
+        table(
+            "Fusion-key collisions",
+            "chunks sharing source::title; fusion keeps the first row seen",
+            (n("chunks"), w("key"), w("rowids")),
+            [(c.count, c.key, ", ".join(map(str, c.rowids))) for c in report.collisions],
+        )
     if report.oversized:
-        table(f"Chunks over {report.max_chunk_bytes} bytes", "", (n("rowid"), n("bytes"), w("title"), w("source")),
-              [(o.rowid, o.bytes, o.title, o.source or "(no source row)") for o in report.oversized])
+        table(
+            f"Chunks over {report.max_chunk_bytes} bytes",
+            "",
+            (n("rowid"), n("bytes"), w("title"), w("source")),
+            [(o.rowid, o.bytes, o.title, o.source or "(no source row)") for o in report.oversized],
+        )
     if report.untitled:
-        table("Empty or Untitled titles", "no heading, weak title boost", (n("rowid"), w("title"), w("source")),
-              [(u.rowid, repr(u.title), u.source or "(no source row)") for u in report.untitled])
+        table(
+            "Empty or Untitled titles",
+            "no heading, weak title boost",
+            (n("rowid"), w("title"), w("source")),
+            [(u.rowid, repr(u.title), u.source or "(no source row)") for u in report.untitled],
+        )
     if report.count_mismatches:
-        table("Counts that disagree with the rows stored", "",
-              (n("id"), w("source"), Column("count"), n("recorded"), n("actual")),
-              [("—" if m.source_id is None else m.source_id, "—" if m.label is None else m.label, m.what,
-                m.recorded, m.actual) for m in report.count_mismatches])
+        table(
+            "Counts that disagree with the rows stored",
+            "",
+            (n("id"), w("source"), Column("count"), n("recorded"), n("actual")),
+            [
+                (
+                    "—" if m.source_id is None else m.source_id,
+                    "—" if m.label is None else m.label,
+                    m.what,
+                    m.recorded,
+                    m.actual,
+                )
+                for m in report.count_mismatches
+            ],
+        )
     if report.stale:
-        table("Stale file-backed sources", "changed since indexing (not refreshed here)", (w("label"), w("file")),
-              [(s.label, s.file_path) for s in report.stale])
+        table(
+            "Stale file-backed sources",
+            "changed since indexing (not refreshed here)",
+            (w("label"), w("file")),
+            [(s.label, s.file_path) for s in report.stale],
+        )
     if report.stale_errors:
         table("Sources that could not be checked", "", (w("label"), w("error")), list(report.stale_errors))
     return Description(tuple(blocks))

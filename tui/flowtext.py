@@ -41,15 +41,33 @@ if TYPE_CHECKING:
     from engine.terms import Stems
 
 #: Short column headers by stage id (the table's titles are too long for a cell).
-SHORT = {"porter": "Porter", "trigram": "Trigram", "fusion": "Fused", "pool": "Pool", "filter": "Filter",
-         "trim": "Trim", "rerank": "Rerank", "final": "Final"}
+SHORT = {
+    "porter": "Porter",
+    "trigram": "Trigram",
+    "fusion": "Fused",
+    "pool": "Pool",
+    "filter": "Filter",
+    "trim": "Trim",
+    "rerank": "Rerank",
+    "final": "Final",
+}
 #: Compact headers.
-SHORT_COMPACT = {"porter": "Por", "trigram": "Tri", "fusion": "Fus", "pool": "Pool", "filter": "Filt",
-                 "trim": "Trim", "rerank": "Rrk", "final": "Fin"}
+SHORT_COMPACT = {
+    "porter": "Por",
+    "trigram": "Tri",
+    "fusion": "Fus",
+    "pool": "Pool",
+    "filter": "Filt",
+    "trim": "Trim",
+    "rerank": "Rrk",
+    "final": "Fin",
+}
 #: What the compact symbols mean (printed under a compact table).
-LEGEND = ("4↑3 position and move · →57 merged into row 57 · ✗s2 removed by the session filter (session s2) · "
-          "cut@3 cut at limit 3 · beyond the pool · none: not retrieved · · not returned by this retriever · "
-          "– did not run")
+LEGEND = (
+    "4↑3 position and move · →57 merged into row 57 · ✗s2 removed by the session filter (session s2) · "
+    "cut@3 cut at limit 3 · beyond the pool · none: not retrieved · · not returned by this retriever · "
+    "– did not run"
+)
 #: Longest session id shown whole in a compact cell (longer: both ends, ``ses…ops``).
 COMPACT_SESSION = 8
 ABSENT = "·"
@@ -101,7 +119,7 @@ def _compact_marker(exit: Exit) -> str:
     if r == "session-filter":
         sid = str(exit.get("session_id") or "''")
         if len(sid) > COMPACT_SESSION:  # keep both ends: ids often share a prefix (sess-docs, sess-ops)
-            sid = sid[:3] + ELLIPSIS + sid[-(COMPACT_SESSION - 4):]
+            sid = sid[:3] + ELLIPSIS + sid[-(COMPACT_SESSION - 4) :]
         return "✗" + sid
     if r == "trimmed":
         return f"cut@{exit.get('limit')}"
@@ -252,8 +270,9 @@ def _title_width(flow: Flow, width: int, compact: bool) -> int:
     return width - fixed
 
 
-def flow_table(flow: Flow, width: int = 120, compact: bool | None = None,
-               pinned: "set[int] | frozenset[int]" = frozenset()) -> "Table":
+def flow_table(
+    flow: Flow, width: int = 120, compact: bool | None = None, pinned: "set[int] | frozenset[int]" = frozenset()
+) -> "Table":
     """The flow as a Rich table in ``width`` cells: the row id (``▸57`` for
     a ``pinned`` row), the title (cut in the middle to what the stage
     columns leave, at least :data:`MIN_TITLE`), then a column per stage.
@@ -269,8 +288,14 @@ def flow_table(flow: Flow, width: int = 120, compact: bool | None = None,
     widths = flow_widths(flow, compact)
     longest = max([cell_len("title")] + [cell_len(safe.line(r.title)) for r in flow.rows])
     title_w = min(longest, max(MIN_TITLE, _title_width(flow, width, compact)))
-    t = Table(title=Text(safe.line(flow_title(flow))), title_justify="left", box=None, expand=False,
-              padding=(0, 1), header_style="bold")
+    t = Table(
+        title=Text(safe.line(flow_title(flow))),
+        title_justify="left",
+        box=None,
+        expand=False,
+        padding=(0, 1),
+        header_style="bold",
+    )
     t.add_column("row", justify="right", no_wrap=True, min_width=_rowid_width(flow))
     t.add_column("title", no_wrap=True, width=title_w)
     for sid, w in zip(flow.stages, widths):
@@ -278,8 +303,11 @@ def flow_table(flow: Flow, width: int = 120, compact: bool | None = None,
     for row in flow.rows:
         cells = [Text(cell_text(c, compact), style=cell_style(c)) for c in row.cells]
         mark = PIN_MARK if row.rowid in pinned else ""
-        t.add_row(Text(mark + str(row.rowid), style="bold" if mark else ""),
-                  Text(middle_cut(safe.line(row.title), title_w), style="bold" if mark else ""), *cells)
+        t.add_row(
+            Text(mark + str(row.rowid), style="bold" if mark else ""),
+            Text(middle_cut(safe.line(row.title), title_w), style="bold" if mark else ""),
+            *cells,
+        )
     if not flow.rows:
         t.add_row("", Text("(no candidate entered this pass)", style="italic"), *[""] * len(flow.stages))
     return t

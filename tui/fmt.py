@@ -86,8 +86,10 @@ def session_db_summary(info: object) -> str:
         return "–"
     if getattr(info, "session_db_error", None):
         return "unreadable"
-    return (f"{_counted(getattr(info, 'session_db_sessions', None), 'session')}, "
-            f"{_counted(getattr(info, 'session_db_events', None), 'event')}")
+    return (
+        f"{_counted(getattr(info, 'session_db_sessions', None), 'session')}, "
+        f"{_counted(getattr(info, 'session_db_events', None), 'event')}"
+    )
 
 
 def middle_cut(title: str, width: int, sep: str = " > ") -> str:
@@ -143,7 +145,7 @@ def _cells_from_end(text: str, width: int) -> str:
 def short_path(path: str) -> str:
     """``path`` with the home folder written ``~``."""
     home = str(Path.home())
-    return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + os.sep) else path
+    return "~" + path[len(home) :] if home not in ("", "/") and path.startswith(home + os.sep) else path
 
 
 def looked_in(locations: list) -> list[str]:
@@ -151,5 +153,7 @@ def looked_in(locations: list) -> list[str]:
     (``engine.discovery.StoreLocation``): ``~/.claude/context-mode/content
     [Claude Code]``, with its file pattern when not ``*.db``. What
     ``rankscope stores`` and the store picker say when they found nothing."""
-    return [f"{short_path(str(loc.path))}{'' if loc.pattern == '*.db' else f' ({loc.pattern})'}  [{loc.name}]"
-            for loc in locations]
+    return [
+        f"{short_path(str(loc.path))}{'' if loc.pattern == '*.db' else f' ({loc.pattern})'}  [{loc.name}]"
+        for loc in locations
+    ]

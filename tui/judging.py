@@ -55,8 +55,14 @@ class QueryJudging:
     missing: tuple[str, ...] = ()
 
 
-def judge_trace(store: Store, trace: Trace, qid: str | None, judgments: dict[str, int],
-                conn: sql.Connection | None = None, ids: ChunkIds | None = None) -> QueryJudging:
+def judge_trace(
+    store: Store,
+    trace: Trace,
+    qid: str | None,
+    judgments: dict[str, int],
+    conn: sql.Connection | None = None,
+    ids: ChunkIds | None = None,
+) -> QueryJudging:
     """Grades by row and per-stage metrics of ``trace`` for ``judgments``
     (``{chunk id: grade}``). Runs in a worker thread (``conn`` from
     ``store.connect()``)."""

@@ -28,8 +28,9 @@ from .facts import read_facts
 #: The corpus opened when no PATH is given.
 SAMPLE_CORPUS = Path(tui.__file__).resolve().parent.parent / "sample_corpus"
 #: Said when there is no PATH and no sample corpus (a non-editable ``pip install .`` leaves it out).
-SAMPLE_MISSING = ("the sample corpus is not installed; install with `pip install -e .` from a clone, "
-                  "or run `rankscope PATH`")
+SAMPLE_MISSING = (
+    "the sample corpus is not installed; install with `pip install -e .` from a clone, or run `rankscope PATH`"
+)
 #: Queries that show one stage each on the sample corpus (README, "Ten queries to try").
 SAMPLE_QUERIES = ("throttling", "inflight", "write quorum", "replicaton quorom", "tombstone replicaton", "kafka")
 

@@ -60,7 +60,9 @@ def check_output(path: Path, option: str, db: Path | None = None, force: bool = 
     if db is not None:
         for suffix in ("", "-wal", "-shm", "-journal"):
             if _same_file(path, f"{db}{suffix}"):
-                what = "the store given with --db" if not suffix else f"the {suffix[1:]} file of the store given with --db"
+                what = (
+                    "the store given with --db" if not suffix else f"the {suffix[1:]} file of the store given with --db"
+                )
                 raise OutputRefused(f"{option} {path} is {what}; give another file name")
     if not os.path.lexists(path):
         return
@@ -68,7 +70,9 @@ def check_output(path: Path, option: str, db: Path | None = None, force: bool = 
         raise OutputRefused(f"{option} {path} is an SQLite database; rankscope never overwrites one")
     if os.path.islink(path):
         if not force:
-            raise OutputRefused(f"{option} {path} is a symbolic link; give another name (or --force to replace the link)")
+            raise OutputRefused(
+                f"{option} {path} is a symbolic link; give another name (or --force to replace the link)"
+            )
         return
     if not force:
         raise OutputRefused(f"{option} {path} exists; give another name or add --force to overwrite it")

@@ -47,9 +47,14 @@ class PinOutcome:
         "counterfactual"}`` (``would_return_with``: ``{"param", "value",
         "position"}`` or ``null``)."""
         cf = self.counterfactual
-        return {"rowid": self.chunk.rowid, "source": self.chunk.source, "title": self.chunk.title,
-                "fate": self.fate.to_dict(), "would_return_with": None if cf is None else cf.would_return_with(),
-                "counterfactual": None if cf is None else cf.to_dict()}
+        return {
+            "rowid": self.chunk.rowid,
+            "source": self.chunk.source,
+            "title": self.chunk.title,
+            "fate": self.fate.to_dict(),
+            "would_return_with": None if cf is None else cf.would_return_with(),
+            "counterfactual": None if cf is None else cf.to_dict(),
+        }
 
 
 def resolve_pin(store: Store, text: str, conn: sql.Connection | None = None) -> list[ChunkRef]:
@@ -63,9 +68,16 @@ def resolve_pin(store: Store, text: str, conn: sql.Connection | None = None) -> 
     return find_chunks(store, conn=conn, **parse_pin(text))
 
 
-def pin_outcome(store: Store, trace: Trace, rowid: int, *, conn: sql.Connection | None = None,
-                runs: RunCache | None = None, stop: Callable[[], bool] | None = None,
-                counterfactual: bool = True) -> PinOutcome:
+def pin_outcome(
+    store: Store,
+    trace: Trace,
+    rowid: int,
+    *,
+    conn: sql.Connection | None = None,
+    runs: RunCache | None = None,
+    stop: Callable[[], bool] | None = None,
+    counterfactual: bool = True,
+) -> PinOutcome:
     """The fate of chunk ``rowid`` in ``trace`` and (unless
     ``counterfactual=False``) the smallest change that returns it.
 

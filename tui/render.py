@@ -83,8 +83,11 @@ def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
 
 def final_table(trace: Trace) -> Table:
     """The answer: position, title, source, type, layer, RRF score, boost."""
-    t = Table(title=plain(f"Results for {query_label(trace.params.query)} (layer {trace.layer})"), title_justify="left",
-              expand=False)
+    t = Table(
+        title=plain(f"Results for {query_label(trace.params.query)} (layer {trace.layer})"),
+        title_justify="left",
+        expand=False,
+    )
     t.add_column("#", justify="right")
     t.add_column("title", overflow="fold", max_width=48)
     t.add_column("source", max_width=32)
@@ -95,8 +98,13 @@ def final_table(trace: Trace) -> Table:
     for r in trace.final:
         c = r.candidate
         t.add_row(
-            str(r.position), plain(c.title), PathText(c.source), plain(c.content_type), plain(c.session_id or "—"),
-            f"{c.score:.5f}", "—" if r.boost is None else f"{r.boost:.3f}",
+            str(r.position),
+            plain(c.title),
+            PathText(c.source),
+            plain(c.content_type),
+            plain(c.session_id or "—"),
+            f"{c.score:.5f}",
+            "—" if r.boost is None else f"{r.boost:.3f}",
         )
     return t
 
@@ -108,8 +116,11 @@ def stages_table(trace: Trace) -> Table:
     t.add_column("what happened", overflow="fold", max_width=90)
     t.add_column("ms", justify="right")
     for s in stage_summaries(trace):
-        t.add_row(plain(s.title if not in_rerun(s.stage) else f"↳ {s.title}"), plain(s.headline),
-                  "" if s.elapsed_ms is None else f"{s.elapsed_ms:.2f}")
+        t.add_row(
+            plain(s.title if not in_rerun(s.stage) else f"↳ {s.title}"),
+            plain(s.headline),
+            "" if s.elapsed_ms is None else f"{s.elapsed_ms:.2f}",
+        )
     return t
 
 
@@ -156,8 +167,13 @@ def _fusion_table(trace: Trace, top: int, width: int) -> Table:
         widths = {"title / source": where, "note": max(room - where, 12)}
     cols = ("#", "title", "source") if wide else ("#", "title / source")
     for col in cols + ("porter", "trigram", "score", "note"):
-        t.add_column(col, justify="right" if col in numbers else "left", overflow="fold",
-                     max_width={"title": 44, "source": 32}.get(col), width=widths.get(col))
+        t.add_column(
+            col,
+            justify="right" if col in numbers else "left",
+            overflow="fold",
+            max_width={"title": 44, "source": 32}.get(col),
+            width=widths.get(col),
+        )
     for i, c in enumerate(shown, 1):
         notes = []
         if c.merged_rowids:
@@ -167,9 +183,17 @@ def _fusion_table(trace: Trace, top: int, width: int) -> Table:
             notes.append(sentence(path.exit))
         elif path is not None and path.steps and path.steps[-1][1] is not None:
             notes.append(f"in the answer at #{path.steps[-1][1]}")
-        where_cells = (plain(c.title), PathText(c.source)) if wide else (Group(plain(c.title), PathText(c.source, "dim")),)
-        t.add_row(str(i), *where_cells, str(c.porter_rank or "—"), str(c.trigram_rank or "—"), f"{c.score:.5f}",
-                  plain("; ".join(notes)))
+        where_cells = (
+            (plain(c.title), PathText(c.source)) if wide else (Group(plain(c.title), PathText(c.source, "dim")),)
+        )
+        t.add_row(
+            str(i),
+            *where_cells,
+            str(c.porter_rank or "—"),
+            str(c.trigram_rank or "—"),
+            f"{c.score:.5f}",
+            plain("; ".join(notes)),
+        )
     return t
 
 
@@ -200,8 +224,10 @@ def retriever_warning(trace: Trace, store_path: str | None = None) -> str | None
     words = "; ".join(dict.fromkeys(err for _, err in failures))
     if len(names) == 1:
         other = next(r for r in RETRIEVERS if r != names[0])
-        what = (f"the {title(names[0])} retriever failed ({words}): the results come from the {title(other)} "
-                "retriever alone")
+        what = (
+            f"the {title(names[0])} retriever failed ({words}): the results come from the {title(other)} "
+            "retriever alone"
+        )
     else:
         what = f"both retrievers failed ({words}): there can be no results"
     check = f"rankscope doctor --db {shlex.quote(store_path)}" if store_path else "rankscope doctor"

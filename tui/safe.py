@@ -25,9 +25,18 @@ _BASE.update({c: 0xFFFD for c in range(0x80, 0xA0)})  # C1 controls
 #: Unicode bidirectional formatting characters (Unicode Standard Annex #9,
 #: table 4, and the implicit marks), code point → abbreviation.
 BIDI_CONTROLS = {
-    0x061C: "ALM", 0x200E: "LRM", 0x200F: "RLM",
-    0x202A: "LRE", 0x202B: "RLE", 0x202C: "PDF", 0x202D: "LRO", 0x202E: "RLO",
-    0x2066: "LRI", 0x2067: "RLI", 0x2068: "FSI", 0x2069: "PDI",
+    0x061C: "ALM",
+    0x200E: "LRM",
+    0x200F: "RLM",
+    0x202A: "LRE",
+    0x202B: "RLE",
+    0x202C: "PDF",
+    0x202D: "LRO",
+    0x202E: "RLO",
+    0x2066: "LRI",
+    0x2067: "RLI",
+    0x2068: "FSI",
+    0x2069: "PDI",
 }
 _BASE.update({c: f"\u27e8{name}\u27e9" for c, name in BIDI_CONTROLS.items()})  # ⟨RLO⟩
 

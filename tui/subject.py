@@ -43,14 +43,16 @@ class Subject:
     @classmethod
     def from_candidate(cls, c: Candidate, origin: str) -> "Subject":
         """Follow a fused candidate by its key."""
-        return cls(c.key, c.rowid, False, c.title, c.source, c.content_type, c.session_id, c.content,
-                   c.highlighted, origin)
+        return cls(
+            c.key, c.rowid, False, c.title, c.source, c.content_type, c.session_id, c.content, c.highlighted, origin
+        )
 
     @classmethod
     def from_hit(cls, h: Hit, origin: str) -> "Subject":
         """Follow one retriever row."""
-        return cls(h.key, h.rowid, True, h.title, h.source, h.content_type, h.session_id, h.content,
-                   h.highlighted, origin)
+        return cls(
+            h.key, h.rowid, True, h.title, h.source, h.content_type, h.session_id, h.content, h.highlighted, origin
+        )
 
     def journey(self, trace: Trace) -> list[JourneyStep]:
         """Its position at every stage of ``trace`` (see :func:`engine.diff.journey`)."""

@@ -20,8 +20,7 @@ from typing import Any
 from engine.compare import ENTRY_KEYS, variant_spec
 from engine.model import SearchParams
 from engine.qrels import Qrels, QrelsError, read_qrels, write_qrels
-from engine.userdata import (CASES_FILE, HISTORY_FILE, read_json_file, remember_store, store_file,
-                             write_text_atomic)
+from engine.userdata import CASES_FILE, HISTORY_FILE, read_json_file, remember_store, store_file, write_text_atomic
 
 #: Queries kept in the history (oldest dropped first).
 HISTORY_MAX = 1000
@@ -253,9 +252,19 @@ class Case:
     @classmethod
     def from_search(cls, qid: str, params: SearchParams, pinned: str | None, judgments: dict[str, int]) -> "Case":
         now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return cls(qid, params.query, params.limit, params.source, params.source_match, params.content_type,
-                   list(params.sessions) if params.sessions is not None else None, variant_spec(params.variant),
-                   pinned, dict(judgments), now)
+        return cls(
+            qid,
+            params.query,
+            params.limit,
+            params.source,
+            params.source_match,
+            params.content_type,
+            list(params.sessions) if params.sessions is not None else None,
+            variant_spec(params.variant),
+            pinned,
+            dict(judgments),
+            now,
+        )
 
     def params(self) -> SearchParams:
         """The :class:`SearchParams` to reopen it with.
@@ -265,9 +274,15 @@ class Case:
         """
         from engine.compare import parse_variant
 
-        return SearchParams(self.query, self.limit, self.source, self.source_match, self.content_type,
-                            tuple(self.sessions) if self.sessions is not None else None,
-                            parse_variant(self.variant))
+        return SearchParams(
+            self.query,
+            self.limit,
+            self.source,
+            self.source_match,
+            self.content_type,
+            tuple(self.sessions) if self.sessions is not None else None,
+            parse_variant(self.variant),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -126,15 +126,19 @@ class GuardedServer(Server):
     def refusal(self, request: web.Request) -> str | None:
         """Why ``request`` is refused (``None``: let it through)."""
         if self.allowed_hosts is not None and host_name(request.host) not in self.allowed_hosts:
-            return (f"rankscope serve: refused: Host {request.host!r} is not this machine's loopback "
-                    "(open the address rankscope serve printed)")
+            return (
+                f"rankscope serve: refused: Host {request.host!r} is not this machine's loopback "
+                "(open the address rankscope serve printed)"
+            )
         if self.token is not None:
             given = request.query.get("token") or request.cookies.get(TOKEN_COOKIE) or ""
             if not hmac.compare_digest(given.encode("utf-8", "replace"), self.token.encode()):
                 return "rankscope serve: refused: this session needs its token; open the URL rankscope serve printed"
         if request.path == "/ws" and not same_origin(request.headers.get("Origin"), request.host):
-            return (f"rankscope serve: refused: websocket from origin {request.headers.get('Origin')!r}, "
-                    f"not from this server ({request.host})")
+            return (
+                f"rankscope serve: refused: websocket from origin {request.headers.get('Origin')!r}, "
+                f"not from this server ({request.host})"
+            )
         return None
 
     def _guard_middleware(self) -> Callable[..., Awaitable[web.StreamResponse]]:

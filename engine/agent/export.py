@@ -36,13 +36,27 @@ def _pairs(spans) -> list[list[int]]:
 def result_to_dict(r: ResultView) -> dict:
     s = r.snippet
     return {
-        "position": r.position, "rowid": r.rowid, "event_id": r.event_id, "origin": r.origin,
-        "timestamp": r.timestamp, "time_shown": r.time_shown, "source": r.source, "title": r.title, "layer": r.layer,
+        "position": r.position,
+        "rowid": r.rowid,
+        "event_id": r.event_id,
+        "origin": r.origin,
+        "timestamp": r.timestamp,
+        "time_shown": r.time_shown,
+        "source": r.source,
+        "title": r.title,
+        "layer": r.layer,
         "snippet": {
-            "windows": _pairs(s.shown), "source_of_positions": s.source_of_positions, "mode": s.mode,
-            "planned_windows": _pairs(s.windows), "positions": list(s.positions),
-            "marker_spans": _pairs(s.marker_spans), "unseen_matches": _pairs(s.unseen_matches),
-            "fallback_ran": s.fallback_ran, "terms": list(s.terms), "content_units": s.content_units, "text": s.text,
+            "windows": _pairs(s.shown),
+            "source_of_positions": s.source_of_positions,
+            "mode": s.mode,
+            "planned_windows": _pairs(s.windows),
+            "positions": list(s.positions),
+            "marker_spans": _pairs(s.marker_spans),
+            "unseen_matches": _pairs(s.unseen_matches),
+            "fallback_ran": s.fallback_ran,
+            "terms": list(s.terms),
+            "content_units": s.content_units,
+            "text": s.text,
         },
         "matched_outside_snippet": r.matched_outside_snippet,
         "no_match_in_text": r.no_match_in_text,
@@ -51,12 +65,26 @@ def result_to_dict(r: ResultView) -> dict:
 
 def query_to_dict(q: QueryTrace) -> dict:
     return {
-        "query": q.query, "position": q.position, "status": q.status, "total_before": q.total_before,
-        "block_units": q.block_units, "refresh_stale": list(q.refresh_stale), "refresh_count": q.refresh_count,
+        "query": q.query,
+        "position": q.position,
+        "status": q.status,
+        "total_before": q.total_before,
+        "block_units": q.block_units,
+        "refresh_stale": list(q.refresh_stale),
+        "refresh_count": q.refresh_count,
         "trace": trace_to_dict(q.search) if q.search is not None else None,
-        "timeline": None if q.timeline is None else [
-            {"origin": t.origin, "timestamp": t.timestamp, "source": t.source, "title": t.title,
-             "rowid": t.rowid, "event_id": t.event_id, "kept": t.kept}
+        "timeline": None
+        if q.timeline is None
+        else [
+            {
+                "origin": t.origin,
+                "timestamp": t.timestamp,
+                "source": t.source,
+                "title": t.title,
+                "rowid": t.rowid,
+                "event_id": t.event_id,
+                "kept": t.kept,
+            }
             for t in q.timeline
         ],
         "results": [result_to_dict(r) for r in q.results],
@@ -73,23 +101,40 @@ def agent_trace_to_dict(t: AgentTrace) -> dict:
         "outcome": t.outcome,
         "effective_limit": t.effective_limit,
         "requested_limit": t.requested_limit,
-        "params": None if p is None else {
-            "queries": None if p.queries is None else list(p.queries), "limit": p.limit, "source": p.source,
-            "contentType": p.content_type, "sort": p.sort, "project": p.project, "stripped": list(p.stripped),
+        "params": None
+        if p is None
+        else {
+            "queries": None if p.queries is None else list(p.queries),
+            "limit": p.limit,
+            "source": p.source,
+            "contentType": p.content_type,
+            "sort": p.sort,
+            "project": p.project,
+            "stripped": list(p.stripped),
             "coercions": list(p.coercions),
         },
         "schema_issues": [
             {"field": i.field, "path": list(i.path), "code": i.code, "message": i.message} for i in t.issues
         ],
-        "throttle": None if th is None else {
-            "count": th.count, "how": th.position.how, "window_ms": th.config.window_ms,
-            "soft_after": th.config.soft_after, "block_after": th.config.block_after,
-            "soft_capped": th.soft_capped, "blocked": th.blocked, "warning": th.warning,
+        "throttle": None
+        if th is None
+        else {
+            "count": th.count,
+            "how": th.position.how,
+            "window_ms": th.config.window_ms,
+            "soft_after": th.config.soft_after,
+            "block_after": th.config.block_after,
+            "soft_capped": th.soft_capped,
+            "blocked": th.blocked,
+            "warning": th.warning,
             "config_notes": list(th.config.notes),
         },
         "scope": {
-            "mode": t.scope.mode, "project_scope": t.scope.project_scope, "session_db": t.scope.session_db,
-            "allow_set": None if t.scope.allow_set is None else list(t.scope.allow_set), "reason": t.scope.reason,
+            "mode": t.scope.mode,
+            "project_scope": t.scope.project_scope,
+            "session_db": t.scope.session_db,
+            "allow_set": None if t.scope.allow_set is None else list(t.scope.allow_set),
+            "reason": t.scope.reason,
         },
         "refresh": {"count": t.refresh_count, "simulated": t.refresh_simulated, "line": t.refresh_line},
         "footer": t.footer,

@@ -272,18 +272,24 @@ def footer_text(decision: ThrottleDecision, effective_limit: int) -> str:
     block = js_number_text(cfg.block_after)
     if decision.warning:
         remaining = js_number_text(max(0.0, cfg.block_after - n))
-        return (f"\n\n⚠ search call #{n}/{block} in this window. Results limited to {effective_limit}/query. "
-                f"{remaining} call(s) remaining before block. "
-                'Batch queries: ctx_search(queries: ["q1","q2","q3"]) or use ctx_batch_execute.')
+        return (
+            f"\n\n⚠ search call #{n}/{block} in this window. Results limited to {effective_limit}/query. "
+            f"{remaining} call(s) remaining before block. "
+            'Batch queries: ctx_search(queries: ["q1","q2","q3"]) or use ctx_batch_execute.'
+        )
     before_soft = js_number_text(max(0.0, cfg.soft_after - n))
-    return (f"\n\n> Throttle: call #{n}/{block} in this window. {before_soft} call(s) before soft cap. "
-            "Prefer ctx_search(queries: [...]) array form for multi-query workloads — it counts as a single call.")
+    return (
+        f"\n\n> Throttle: call #{n}/{block} in this window. {before_soft} call(s) before soft cap. "
+        "Prefer ctx_search(queries: [...]) array form for multi-query workloads — it counts as a single call."
+    )
 
 
 def blocked_text(position: ThrottlePosition) -> str:
-    return (f"BLOCKED: {position.count} search calls in {position.elapsed_s}s. "
-            "You're flooding context. STOP making individual search calls. "
-            "Use ctx_batch_execute(commands, queries) for your next research step.")
+    return (
+        f"BLOCKED: {position.count} search calls in {position.elapsed_s}s. "
+        "You're flooding context. STOP making individual search calls. "
+        "Use ctx_batch_execute(commands, queries) for your next research step."
+    )
 
 
 def refresh_line_text(count: int) -> str:
@@ -300,14 +306,26 @@ def header_time(timestamp: str | None) -> str:
     return utf16_slice(timestamp, 0, 16).replace("T", " ", 1)
 
 
-def format_result(position: int, origin: str, timestamp: str | None, source: str, title: str, content: str,
-                  highlighted: str | None, query: str, rowid: int | None, event_id: int | None, layer: str) -> ResultView:
+def format_result(
+    position: int,
+    origin: str,
+    timestamp: str | None,
+    source: str,
+    title: str,
+    content: str,
+    highlighted: str | None,
+    query: str,
+    rowid: int | None,
+    event_id: int | None,
+    layer: str,
+) -> ResultView:
     ts = header_time(timestamp)
     header = f"--- [{origin}{' | ' + ts if ts else ''} | {source}] ---"
     snip = extract_snippet(content, query, highlighted)
     text = f"{header}\n### {title}\n\n{snip.text}"
-    return ResultView(position, origin, timestamp, ts, source, title, rowid, event_id, layer, content,
-                      highlighted, snip, text)
+    return ResultView(
+        position, origin, timestamp, ts, source, title, rowid, event_id, layer, content, highlighted, snip, text
+    )
 
 
 def chunk_timestamps(store: Store, conn: sql.Connection, rowids: list[int]) -> dict[int, str | None]:
@@ -340,10 +358,19 @@ def _empty_store(store: Store, conn: sql.Connection) -> bool:
     return conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
 
 
-def _search_params(query: str, limit: int, params: ToolParams, allow: tuple[str, ...] | None, variant: Variant) -> SearchParams:
+def _search_params(
+    query: str, limit: int, params: ToolParams, allow: tuple[str, ...] | None, variant: Variant
+) -> SearchParams:
     try:
-        return SearchParams(query=query, limit=limit, source=params.source or None, source_match="like",
-                            content_type=params.content_type, sessions=allow, variant=variant)
+        return SearchParams(
+            query=query,
+            limit=limit,
+            source=params.source or None,
+            source_match="like",
+            content_type=params.content_type,
+            sessions=allow,
+            variant=variant,
+        )
     except ValueError as exc:
         raise AgentViewError(f"query {query[:60]!r}: {exc}") from exc
 
@@ -396,20 +423,71 @@ def ctx_search(
     try:
         params = parse_arguments(arguments, ctx.plugin_mode)
     except SchemaError as exc:
-        return AgentTrace(arguments, None, exc.issues, "schema-error", False, None, None, None, no_scope, (),
-                          0, False, "", "", exc.text, True, ("rejected by the input schema before the throttle: not counted",))
+        return AgentTrace(
+            arguments,
+            None,
+            exc.issues,
+            "schema-error",
+            False,
+            None,
+            None,
+            None,
+            no_scope,
+            (),
+            0,
+            False,
+            "",
+            "",
+            exc.text,
+            True,
+            ("rejected by the input schema before the throttle: not counted",),
+        )
     notes = list(params.coercions)
     with store.using(conn) as c:
         if params.sort != "timeline" and _empty_store(store, c):
-            return AgentTrace(arguments, params, (), "empty-index", False, None, params.limit, None, no_scope, (),
-                              0, False, "", "", EMPTY_INDEX_TEXT, True, tuple(notes + ["the store holds no chunk: not counted"]))
+            return AgentTrace(
+                arguments,
+                params,
+                (),
+                "empty-index",
+                False,
+                None,
+                params.limit,
+                None,
+                no_scope,
+                (),
+                0,
+                False,
+                "",
+                "",
+                EMPTY_INDEX_TEXT,
+                True,
+                tuple(notes + ["the store holds no chunk: not counted"]),
+            )
     queries = query_list(params)
     if not queries:
         why = "queries is an empty array" if params.queries == () else "no queries parameter"
         if "query" in params.stripped:
             why += " ('query' is not in the tool's schema: stripped before the handler)"
-        return AgentTrace(arguments, params, (), "no-queries", False, None, params.limit, None, no_scope, (),
-                          0, False, "", "", NO_QUERY_TEXT, True, tuple(notes + [why + ": not counted"]))
+        return AgentTrace(
+            arguments,
+            params,
+            (),
+            "no-queries",
+            False,
+            None,
+            params.limit,
+            None,
+            no_scope,
+            (),
+            0,
+            False,
+            "",
+            "",
+            NO_QUERY_TEXT,
+            True,
+            tuple(notes + [why + ": not counted"]),
+        )
 
     session_db: SessionDb | None = None
     try:
@@ -424,8 +502,25 @@ def ctx_search(
                 position = ThrottlePosition(call_number)
         decision = ThrottleDecision(position, ctx.throttle)
         if decision.blocked:
-            return AgentTrace(arguments, params, (), "blocked", True, decision, params.limit, None, scope, (),
-                              0, False, "", "", blocked_text(position), True, tuple(notes))
+            return AgentTrace(
+                arguments,
+                params,
+                (),
+                "blocked",
+                True,
+                decision,
+                params.limit,
+                None,
+                scope,
+                (),
+                0,
+                False,
+                "",
+                "",
+                blocked_text(position),
+                True,
+                tuple(notes),
+            )
         effective = 1 if decision.soft_capped else min(params.limit, PER_QUERY_CAP)
         if effective != int(effective) or effective < 0:
             raise AgentViewError(
@@ -433,8 +528,9 @@ def ctx_search(
                 "the server would pass it to SQLite as is, which rankscope does not reproduce (give a whole number ≥ 0)"
             )
         effective = int(effective)
-        traces, refresh_count, simulated = _run_queries(store, ctx, params, queries, effective, scope, session_db,
-                                                        memory, events_before_id, conn)
+        traces, refresh_count, simulated = _run_queries(
+            store, ctx, params, queries, effective, scope, session_db, memory, events_before_id, conn
+        )
     finally:
         if session_db is not None:
             session_db.close()
@@ -442,12 +538,31 @@ def ctx_search(
     line = refresh_line_text(refresh_count)
     footer = footer_text(decision, effective)
     if simulated:
-        notes.append("read-only store: stale sources were not re-indexed; the agent would have been served their "
-                     "new content (rankscope shows the old rows)")
+        notes.append(
+            "read-only store: stale sources were not re-indexed; the agent would have been served their "
+            "new content (rankscope shows the old rows)"
+        )
     if not ctx.plugin_mode and params.sort == "timeline":
         notes.append("auto-memory files (CLAUDE.md, memory/*.md) are not searched by rankscope")
-    return AgentTrace(arguments, params, (), "answered", True, decision, params.limit, effective, scope,
-                      tuple(traces), refresh_count, simulated, line, footer, line + output + footer, False, tuple(notes))
+    return AgentTrace(
+        arguments,
+        params,
+        (),
+        "answered",
+        True,
+        decision,
+        params.limit,
+        effective,
+        scope,
+        tuple(traces),
+        refresh_count,
+        simulated,
+        line,
+        footer,
+        line + output + footer,
+        False,
+        tuple(notes),
+    )
 
 
 def _guard_key(ctx: AgentContext, session_db: SessionDb | None) -> str:
@@ -479,10 +594,10 @@ def _resolve_scope(ctx: AgentContext, params: ToolParams) -> tuple[ScopeTrace, S
         db = _open_session_db(ctx.session_db) if params.sort == "timeline" else None
         if ctx.allow_sessions is not None:
             allow = tuple(dict.fromkeys(ctx.allow_sessions))
-            return ScopeTrace("hand-picked", None, None, allow,
-                              f"hand-picked allow-set of {len(allow)} session(s)"), db
-        return ScopeTrace("none", None, ctx.session_db if db else None, None,
-                          "not plugin mode: no session allow-set"), db
+            return ScopeTrace("hand-picked", None, None, allow, f"hand-picked allow-set of {len(allow)} session(s)"), db
+        return ScopeTrace(
+            "none", None, ctx.session_db if db else None, None, "not plugin mode: no session allow-set"
+        ), db
     if params.project is None:
         scope: str | None = ctx.plugin_project
         how = f"project scope = the project dir {scope}"
@@ -499,8 +614,9 @@ def _resolve_scope(ctx: AgentContext, params: ToolParams) -> tuple[ScopeTrace, S
     if db is None:
         return ScopeTrace("none", scope, None, None, how + f"; no session DB at {ctx.session_db}: no allow-set"), db
     allow = db.session_ids_for_project(scope)
-    return ScopeTrace("plugin", scope, db.path, allow,
-                      how + f"; allow-set = {len(allow)} session(s) with events of that project"), db
+    return ScopeTrace(
+        "plugin", scope, db.path, allow, how + f"; allow-set = {len(allow)} session(s) with events of that project"
+    ), db
 
 
 def _run_queries(store, ctx, params, queries, limit, scope, session_db, memory, events_before_id, conn):
@@ -510,8 +626,11 @@ def _run_queries(store, ctx, params, queries, limit, scope, session_db, memory, 
     simulated = False
     for i, q in enumerate(queries, 1):
         if total > MAX_TOTAL:
-            traces.append(QueryTrace(i, q, "output-cap-reached", total, 0, None, None, (), (), (), 0,
-                                     f"## {q}\n(output cap reached)\n"))
+            traces.append(
+                QueryTrace(
+                    i, q, "output-cap-reached", total, 0, None, None, (), (), (), 0, f"## {q}\n(output cap reached)\n"
+                )
+            )
             continue
         sp = _search_params(q, limit, params, scope.allow_set, ctx.variant)
         trace = search(store, sp, conn)
@@ -524,35 +643,100 @@ def _run_queries(store, ctx, params, queries, limit, scope, session_db, memory, 
         if params.sort == "timeline":
             start = now_iso()
             store_rows = [
-                TimelineRow("current-session", stamps.get(f.candidate.rowid) or start, f.candidate.source,
-                            f.candidate.title, f.candidate.content, f.candidate.highlighted, f.candidate.rowid)
+                TimelineRow(
+                    "current-session",
+                    stamps.get(f.candidate.rowid) or start,
+                    f.candidate.source,
+                    f.candidate.title,
+                    f.candidate.content,
+                    f.candidate.highlighted,
+                    f.candidate.rowid,
+                )
                 for f in trace.final
             ]
-            events = tuple(event_rows(session_db, q, limit, _events_filter(ctx, scope), params.source,
-                                      params.content_type, events_before_id))
+            events = tuple(
+                event_rows(
+                    session_db,
+                    q,
+                    limit,
+                    _events_filter(ctx, scope),
+                    params.source,
+                    params.content_type,
+                    events_before_id,
+                )
+            )
             timeline = tuple(merge_timeline(store_rows, list(events), limit))
             layers = {f.candidate.rowid: f.layer for f in trace.final}
             shown = [r for r in timeline if r.kept]
             results = tuple(
-                format_result(j, r.origin, r.timestamp, r.source, r.title, r.content, r.highlighted, q, r.rowid,
-                              r.event_id, layers.get(r.rowid, "event") if r.rowid is not None else "event")
+                format_result(
+                    j,
+                    r.origin,
+                    r.timestamp,
+                    r.source,
+                    r.title,
+                    r.content,
+                    r.highlighted,
+                    q,
+                    r.rowid,
+                    r.event_id,
+                    layers.get(r.rowid, "event") if r.rowid is not None else "event",
+                )
                 for j, r in enumerate(shown, 1)
             )
         else:
             results = tuple(
-                format_result(j, "current-session", stamps.get(f.candidate.rowid), f.candidate.source,
-                              f.candidate.title, f.candidate.content, f.candidate.highlighted, q, f.candidate.rowid,
-                              None, f.layer)
+                format_result(
+                    j,
+                    "current-session",
+                    stamps.get(f.candidate.rowid),
+                    f.candidate.source,
+                    f.candidate.title,
+                    f.candidate.content,
+                    f.candidate.highlighted,
+                    q,
+                    f.candidate.rowid,
+                    None,
+                    f.layer,
+                )
                 for j, f in enumerate(trace.final, 1)
             )
         if not results:
-            traces.append(QueryTrace(i, q, "no-results", total, 0, trace, timeline, events, (),
-                                     trace.refresh.stale, refresh_count, f"## {q}\nNo results found."))
+            traces.append(
+                QueryTrace(
+                    i,
+                    q,
+                    "no-results",
+                    total,
+                    0,
+                    trace,
+                    timeline,
+                    events,
+                    (),
+                    trace.refresh.stale,
+                    refresh_count,
+                    f"## {q}\nNo results found.",
+                )
+            )
             continue
         formatted = "\n\n".join(r.text for r in results)
         units = utf16_len(formatted)
-        traces.append(QueryTrace(i, q, "results", total, units, trace, timeline, events, results,
-                                 trace.refresh.stale, refresh_count, f"## {q}\n\n{formatted}"))
+        traces.append(
+            QueryTrace(
+                i,
+                q,
+                "results",
+                total,
+                units,
+                trace,
+                timeline,
+                events,
+                results,
+                trace.refresh.stale,
+                refresh_count,
+                f"## {q}\n\n{formatted}",
+            )
+        )
         total += units
     return traces, refresh_count, simulated
 

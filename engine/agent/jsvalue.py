@@ -118,6 +118,7 @@ def parsed_type(value: object) -> str:
 def js_json(value: object, indent: int | None = None) -> str:
     """``JSON.stringify(value, null, indent)``: non-ASCII kept, lone
     surrogates escaped, integral floats without ``.0``."""
+
     def norm(v):
         if isinstance(v, float) and v == int(v) and abs(v) < 1e21:
             return int(v)
@@ -134,6 +135,7 @@ def js_json(value: object, indent: int | None = None) -> str:
 def js_json_parse(text: str) -> object:
     """``JSON.parse(text)``; raises ``ValueError`` where JavaScript throws
     (Python's extensions ``NaN`` / ``Infinity`` are refused)."""
+
     def refuse(name: str):
         raise ValueError(f"not JSON: {name}")
 

@@ -54,7 +54,9 @@ def answer_rows(text: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if line.startswith("## ") and (i == 0 or lines[i - 1] == "" or lines[i - 1].startswith(">")):
-            if i + 1 < len(lines) and (lines[i + 1] == "" or lines[i + 1] in ("No results found.", "(output cap reached)")):
+            if i + 1 < len(lines) and (
+                lines[i + 1] == "" or lines[i + 1] in ("No results found.", "(output cap reached)")
+            ):
                 out.append((line[3:], []))
                 continue
         m = _HEADER.match(line)
@@ -107,7 +109,11 @@ def first_difference(recorded: str, replayed: str) -> FirstDifference | None:
         kind = "rows"
     elif rec_line.startswith("> Auto-refreshed") or rep_line.startswith("> Auto-refreshed"):
         kind = "refresh"
-    elif answer_count(recorded) != answer_count(replayed) or rec_line.startswith(("> Throttle", "⚠")) or rep_line.startswith(("> Throttle", "⚠")):
+    elif (
+        answer_count(recorded) != answer_count(replayed)
+        or rec_line.startswith(("> Throttle", "⚠"))
+        or rep_line.startswith(("> Throttle", "⚠"))
+    ):
         kind = "throttle"
     elif n >= min(len(recorded), len(replayed)):
         kind = "length"
@@ -147,8 +153,9 @@ def is_plugin_call(call: RecordedCall) -> bool:
     return call.tool_name.startswith("mcp__plugin_")
 
 
-def context_for(call: RecordedCall, session_db: str, project_dir: str | None = None,
-                throttle: ThrottleConfig | None = None) -> AgentContext:
+def context_for(
+    call: RecordedCall, session_db: str, project_dir: str | None = None, throttle: ThrottleConfig | None = None
+) -> AgentContext:
     """The server settings a recorded call ran under."""
     project = project_dir or call.project_dir or None
     cfg = throttle or ThrottleConfig()
@@ -184,20 +191,39 @@ def replay_calls(
         ctx = context_for(call, session_db_path, project_dir, cfg)
         counted = guard.record(call.session_id, _epoch_ms(call.created_at)) if call.params is not None else None
         if call.params is None:
-            out.append(Replay(call, "not-replayable", None, None, "", ctx,
-                              reason="the params were cut by the hook (over 2048 bytes): the call cannot be replayed"))
+            out.append(
+                Replay(
+                    call,
+                    "not-replayable",
+                    None,
+                    None,
+                    "",
+                    ctx,
+                    reason="the params were cut by the hook (over 2048 bytes): the call cannot be replayed",
+                )
+            )
             continue
         assert counted is not None  # the params are there, so the call was counted
         given = answer_count(call.answer)
         if given is not None:
             position, how = ThrottlePosition(given, counted.window_start_ms, counted.now_ms, call.session_id), "answer"
         elif call.footer_count is not None:
-            position, how = ThrottlePosition(call.footer_count, counted.window_start_ms, counted.now_ms, call.session_id), "external_ref"
+            position, how = (
+                ThrottlePosition(call.footer_count, counted.window_start_ms, counted.now_ms, call.session_id),
+                "external_ref",
+            )
         else:
             position, how = counted, "counted"
         try:
-            trace = ctx_search(store, call.params, ctx, position=position, refresh_memory=memory,
-                               events_before_id=call.answer_event_id or call.event_id, conn=conn)
+            trace = ctx_search(
+                store,
+                call.params,
+                ctx,
+                position=position,
+                refresh_memory=memory,
+                events_before_id=call.answer_event_id or call.event_id,
+                conn=conn,
+            )
         except AgentViewError as exc:
             out.append(Replay(call, "not-replayable", None, position, how, ctx, reason=str(exc)))
             continue

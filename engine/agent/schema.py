@@ -114,9 +114,18 @@ class SchemaError(ValueError):
 def _type_issue(path: tuple, expected: str, value: object) -> SchemaIssue:
     received = parsed_type(value)
     message = f"Expected {expected}, received {received}"
-    return SchemaIssue(path, "invalid_type", message, {
-        "code": "invalid_type", "expected": expected, "received": received, "path": list(path), "message": message,
-    })
+    return SchemaIssue(
+        path,
+        "invalid_type",
+        message,
+        {
+            "code": "invalid_type",
+            "expected": expected,
+            "received": received,
+            "path": list(path),
+            "message": message,
+        },
+    )
 
 
 def _enum_issue(path: tuple, options: tuple[str, ...], value: object) -> SchemaIssue:
@@ -124,13 +133,31 @@ def _enum_issue(path: tuple, options: tuple[str, ...], value: object) -> SchemaI
     if not isinstance(value, str):
         received = parsed_type(value)
         message = f"Expected {joined}, received {received}"
-        return SchemaIssue(path, "invalid_type", message, {
-            "expected": joined, "received": received, "code": "invalid_type", "path": list(path), "message": message,
-        })
+        return SchemaIssue(
+            path,
+            "invalid_type",
+            message,
+            {
+                "expected": joined,
+                "received": received,
+                "code": "invalid_type",
+                "path": list(path),
+                "message": message,
+            },
+        )
     message = f"Invalid enum value. Expected {joined}, received '{value}'"
-    return SchemaIssue(path, "invalid_enum_value", message, {
-        "received": value, "code": "invalid_enum_value", "options": list(options), "path": list(path), "message": message,
-    })
+    return SchemaIssue(
+        path,
+        "invalid_enum_value",
+        message,
+        {
+            "received": value,
+            "code": "invalid_enum_value",
+            "options": list(options),
+            "path": list(path),
+            "message": message,
+        },
+    )
 
 
 def coerce_json_array(value: object) -> tuple[object, str | None]:

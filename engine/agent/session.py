@@ -24,13 +24,24 @@ class AgentSession:
         self.refresh = RefreshMemory()
         self.calls: list[AgentTrace] = []
 
-    def call(self, arguments: object, now_ms: float | None = None, *, guard_key: str | None = None,
-             events_before_id: int | None = None) -> AgentTrace:
+    def call(
+        self,
+        arguments: object,
+        now_ms: float | None = None,
+        *,
+        guard_key: str | None = None,
+        events_before_id: int | None = None,
+    ) -> AgentTrace:
         """Answer one call at ``now_ms`` (epoch ms; default now)."""
         trace = ctx_search(
-            self.store, arguments, self.context, guard=self.guard,
-            now_ms=time.time() * 1000 if now_ms is None else now_ms, guard_key=guard_key,
-            refresh_memory=self.refresh, events_before_id=events_before_id,
+            self.store,
+            arguments,
+            self.context,
+            guard=self.guard,
+            now_ms=time.time() * 1000 if now_ms is None else now_ms,
+            guard_key=guard_key,
+            refresh_memory=self.refresh,
+            events_before_id=events_before_id,
         )
         self.calls.append(trace)
         return trace

@@ -107,8 +107,7 @@ class SessionDb:
             raise SessionDbError(f"no session DB at {p}")
         self.path = p
         try:
-            self.conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", read_only=True,
-                                    uri=True)
+            self.conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", read_only=True, uri=True)
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sql.Error as exc:
             raise SessionDbError(f"{p} is not a readable SQLite database: {exc}") from exc
@@ -231,10 +230,21 @@ class SessionDb:
             if params is not None and not isinstance(params, dict):
                 params = None
             answer, answer_id, note = self._answer_for(event_id, session_id)
-            out.append(RecordedCall(
-                event_id, session_id, created_at, pdir, str(data.get("tool_name")), params, raw,
-                answer, answer_id, note, self._footer_count(event_id, session_id),
-            ))
+            out.append(
+                RecordedCall(
+                    event_id,
+                    session_id,
+                    created_at,
+                    pdir,
+                    str(data.get("tool_name")),
+                    params,
+                    raw,
+                    answer,
+                    answer_id,
+                    note,
+                    self._footer_count(event_id, session_id),
+                )
+            )
         return out
 
     def _answer_for(self, event_id: int, session_id: str) -> tuple[str | None, int | None, str | None]:

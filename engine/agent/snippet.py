@@ -94,9 +94,7 @@ class SnippetTrace:
         """Highlighted matches not wholly inside a shown range: passages that
         matched but that the agent never saw."""
         shown = self.shown
-        return tuple(
-            (s, e) for s, e in self.marker_spans if not any(a <= s and e <= b for a, b in shown)
-        )
+        return tuple((s, e) for s, e in self.marker_spans if not any(a <= s and e <= b for a, b in shown))
 
 
 def marker_spans(highlighted: str) -> tuple[tuple[int, int], ...]:
@@ -140,7 +138,9 @@ def index_of_positions(content: str, terms: tuple[str, ...]) -> list[int]:
     return out
 
 
-def extract_snippet(content: str, query: str, highlighted: str | None = None, max_len: int = SNIPPET_MAX) -> SnippetTrace:
+def extract_snippet(
+    content: str, query: str, highlighted: str | None = None, max_len: int = SNIPPET_MAX
+) -> SnippetTrace:
     """Cut ``content`` the way ``extractSnippet`` does and record how.
 
     Args:
@@ -191,8 +191,16 @@ def extract_snippet(content: str, query: str, highlighted: str | None = None, ma
         slices.append((start, cut))
         total += len(piece)
     return SnippetTrace(
-        "\n\n".join(parts), n, "windows", source, tuple(positions), spans, terms,
-        tuple((s, e) for s, e in windows), tuple(slices), fallback,
+        "\n\n".join(parts),
+        n,
+        "windows",
+        source,
+        tuple(positions),
+        spans,
+        terms,
+        tuple((s, e) for s, e in windows),
+        tuple(slices),
+        fallback,
     )
 
 

@@ -87,8 +87,16 @@ def merge_timeline(store_rows: list[TimelineRow], events: list[EventRow], limit:
         TimelineRow(r.origin, normalise_timestamp(r.timestamp), r.source, r.title, r.content, r.highlighted, r.rowid)
         for r in store_rows
     ] + [
-        TimelineRow("prior-session", normalise_timestamp(e.created_at), "prior-session", f"[{e.category}] {e.type}",
-                    e.data, None, None, e.id)
+        TimelineRow(
+            "prior-session",
+            normalise_timestamp(e.created_at),
+            "prior-session",
+            f"[{e.category}] {e.type}",
+            e.data,
+            None,
+            None,
+            e.id,
+        )
         for e in events
     ]
     rows.sort(key=lambda r: locale_key(r.timestamp or ""))

@@ -84,7 +84,8 @@ def _label_chunks(db: Path, file_path: str) -> tuple[str, list[tuple[str, str, s
         label = conn.execute("SELECT label FROM sources WHERE file_path = ?", (file_path,)).fetchone()[0]
         rows = conn.execute(
             "SELECT c.title, c.content, c.timestamp FROM chunks c JOIN sources s ON s.id = c.source_id "
-            "WHERE s.label = ? ORDER BY c.rowid", (label,),
+            "WHERE s.label = ? ORDER BY c.rowid",
+            (label,),
         ).fetchall()
     finally:
         conn.close()
@@ -204,16 +205,18 @@ BY_ID = {c["id"]: c for c in calls()}
 
 def _rows_of_text(trace) -> list[dict]:
     return [
-        {"query": q.query, "status": q.status,
-         "rows": [(r.origin, r.time_shown, r.source, r.title) for r in q.results]}
+        {"query": q.query, "status": q.status, "rows": [(r.origin, r.time_shown, r.source, r.title) for r in q.results]}
         for q in trace.queries
     ]
 
 
 def _rows_of_golden(call: dict) -> list[dict]:
     return [
-        {"query": s["query"], "status": s["status"],
-         "rows": [(r["origin"], r["time"], r["source"], r["title"]) for r in s["rows"]]}
+        {
+            "query": s["query"],
+            "status": s["status"],
+            "rows": [(r["origin"], r["time"], r["source"], r["title"]) for r in s["rows"]],
+        }
         for s in call["parsed"]["sections"]
     ]
 
@@ -242,17 +245,37 @@ def test_call_limit_rows_and_stages(replayed, cid):
     for q, stage in zip(executed, call["stage"]):
         query, limit, source, content_type, mode, allow = stage["searchWithFallback_args"]
         sp = q.search.params
-        assert (sp.query, sp.limit, sp.source, sp.content_type, sp.source_match) == (query, limit, source, content_type, mode)
+        assert (sp.query, sp.limit, sp.source, sp.content_type, sp.source_match) == (
+            query,
+            limit,
+            source,
+            content_type,
+            mode,
+        )
         assert (None if sp.sessions is None else sorted(sp.sessions)) == (None if allow is None else sorted(allow))
         assert q.refresh_count == stage["last_refresh_count"]
         got = [
-            (f.candidate.source, f.candidate.title, f.candidate.content_type, f.layer, f.candidate.session_id,
-             f.candidate.highlighted, [s for s, _ in marker_spans(f.candidate.highlighted)])
+            (
+                f.candidate.source,
+                f.candidate.title,
+                f.candidate.content_type,
+                f.layer,
+                f.candidate.session_id,
+                f.candidate.highlighted,
+                [s for s, _ in marker_spans(f.candidate.highlighted)],
+            )
             for f in q.search.final
         ]
         want = [
-            (r["source"], r["title"], r["contentType"], r["matchLayer"], r["sessionId"], r["highlighted"],
-             r["marker_positions_utf16"])
+            (
+                r["source"],
+                r["title"],
+                r["contentType"],
+                r["matchLayer"],
+                r["sessionId"],
+                r["highlighted"],
+                r["marker_positions_utf16"],
+            )
             for r in stage["rows"]
         ]
         assert got == want
@@ -260,8 +283,14 @@ def test_call_limit_rows_and_stages(replayed, cid):
             assert f.rank == pytest.approx(r["rank"], abs=1e-15)
         if stage.get("session_events_rows") is not None:
             assert [
-                {"id": e.id, "session_id": e.session_id, "category": e.category, "type": e.type, "data": e.data,
-                 "created_at": e.created_at}
+                {
+                    "id": e.id,
+                    "session_id": e.session_id,
+                    "category": e.category,
+                    "type": e.type,
+                    "data": e.data,
+                    "created_at": e.created_at,
+                }
                 for e in q.events
             ] == stage["session_events_rows"]
 
@@ -284,7 +313,10 @@ def test_snippet_windows_match_the_recorded_highlight(replayed, cid):
             assert golden_row["content_len_utf16"] == r.snippet.content_units
             again = extract_snippet(content, stage["query"], golden_row["highlighted"])
             assert (r.snippet.mode, r.snippet.source_of_positions, r.snippet.slices) == (
-                again.mode, again.source_of_positions, again.slices)
+                again.mode,
+                again.source_of_positions,
+                again.slices,
+            )
 
 
 @pytest.mark.parametrize("group", sorted(PRE_STATE))
@@ -294,7 +326,9 @@ def test_refreshed_store_equals_the_recorded_state(replayed, group):
 
 
 def test_all_61_calls_match(replayed):
-    matched = [c["id"] for c in calls() if replayed[c["id"]].text == c["text"] and replayed[c["id"]].is_error == c["is_error"]]
+    matched = [
+        c["id"] for c in calls() if replayed[c["id"]].text == c["text"] and replayed[c["id"]].is_error == c["is_error"]
+    ]
     print(f"\nctx_search parity: {len(matched)}/{len(calls())} calls matched exactly")
     assert len(matched) == len(calls()) == 61
 
@@ -310,15 +344,18 @@ def test_schema_error_names_the_field():
     assert err.value.text == BY_ID["c28"]["text"]
 
 
-@pytest.mark.parametrize("arguments, field", [
-    ({"queries": 5}, "queries"),
-    ({"queries": ["a", 3]}, "queries"),
-    ({"queries": "  "}, "queries"),
-    ({"queries": ["a"], "limit": "five"}, "limit"),
-    ({"queries": ["a"], "limit": {}}, "limit"),
-    ({"queries": ["a"], "source": 1}, "source"),
-    ({"queries": ["a"], "sort": "newest"}, "sort"),
-])
+@pytest.mark.parametrize(
+    "arguments, field",
+    [
+        ({"queries": 5}, "queries"),
+        ({"queries": ["a", 3]}, "queries"),
+        ({"queries": "  "}, "queries"),
+        ({"queries": ["a"], "limit": "five"}, "limit"),
+        ({"queries": ["a"], "limit": {}}, "limit"),
+        ({"queries": ["a"], "source": 1}, "source"),
+        ({"queries": ["a"], "sort": "newest"}, "sort"),
+    ],
+)
 def test_schema_rejects_with_the_field(arguments, field):
     with pytest.raises(SchemaError) as err:
         parse_arguments(arguments)
@@ -349,23 +386,46 @@ def test_fractional_limit_is_refused_clearly():
         assert ctx_search(store, {"queries": ["relay"], "limit": 1.5}, call_number=4).effective_limit == 1
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({}, (60000, 3, 8)),
-    ({"CONTEXT_MODE_SEARCH_WINDOW_MS": "1000", "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "1",
-      "CONTEXT_MODE_SEARCH_BLOCK_AFTER": "2"}, (1000, 1, 2)),
-    ({"CONTEXT_MODE_SEARCH_WINDOW_MS": "", "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "0",
-      "CONTEXT_MODE_SEARCH_BLOCK_AFTER": "-3"}, (60000, 3, 8)),
-    ({"CONTEXT_MODE_SEARCH_WINDOW_MS": "abc", "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "Infinity",
-      "CONTEXT_MODE_SEARCH_BLOCK_AFTER": " 5 "}, (60000, 3, 5)),
-    ({"CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "2.5", "CONTEXT_MODE_SEARCH_BLOCK_AFTER": "1e1"}, (60000, 2.5, 10)),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({}, (60000, 3, 8)),
+        (
+            {
+                "CONTEXT_MODE_SEARCH_WINDOW_MS": "1000",
+                "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "1",
+                "CONTEXT_MODE_SEARCH_BLOCK_AFTER": "2",
+            },
+            (1000, 1, 2),
+        ),
+        (
+            {
+                "CONTEXT_MODE_SEARCH_WINDOW_MS": "",
+                "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "0",
+                "CONTEXT_MODE_SEARCH_BLOCK_AFTER": "-3",
+            },
+            (60000, 3, 8),
+        ),
+        (
+            {
+                "CONTEXT_MODE_SEARCH_WINDOW_MS": "abc",
+                "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "Infinity",
+                "CONTEXT_MODE_SEARCH_BLOCK_AFTER": " 5 ",
+            },
+            (60000, 3, 5),
+        ),
+        ({"CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "2.5", "CONTEXT_MODE_SEARCH_BLOCK_AFTER": "1e1"}, (60000, 2.5, 10)),
+    ],
+)
 def test_throttle_env_like_the_server(env, expected):
     cfg = ThrottleConfig.from_env(env)
     assert (cfg.window_ms, cfg.soft_after, cfg.block_after) == expected
 
 
 def test_throttle_env_changes_the_answer():
-    cfg = ThrottleConfig.from_env({"CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "1", "CONTEXT_MODE_SEARCH_BLOCK_AFTER": "2"})
+    cfg = ThrottleConfig.from_env(
+        {"CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "1", "CONTEXT_MODE_SEARCH_BLOCK_AFTER": "2"}
+    )
     with Store.open_readonly(AGENT_VIEW / "store.db") as store:
         ctx = AgentContext(throttle=cfg)
         first = ctx_search(store, {"queries": ["relay"]}, ctx, call_number=1)
@@ -437,8 +497,15 @@ def test_readme_example_returned_chunk_whose_passage_was_never_shown():
     assert (top.source, top.title, top.snippet.content_units) == ("win-setup", "Untitled", 4751)
     assert top.snippet.slices == ((0, 692), (801, 1609))
     assert top.snippet.windows == ((0, 692), (801, 2107), (2786, 3386), (3599, 4212), (4248, 4751))
-    assert top.snippet.unseen_matches == ((1775, 1777), (1807, 1809), (3086, 3088), (3899, 3908), (3909, 3911),
-                                          (3912, 3917), (4548, 4550))
+    assert top.snippet.unseen_matches == (
+        (1775, 1777),
+        (1807, 1809),
+        (3086, 3088),
+        (3899, 3908),
+        (3909, 3911),
+        (3912, 3917),
+        (4548, 4550),
+    )
     assert "Upgrading in place" in top.content and "Upgrading in place" not in trace.text
     assert q.section in BY_ID["c10"]["text"]
 
@@ -459,8 +526,11 @@ def test_session_db_allow_set_and_event_search():
         rows = db.search_events("backpressure", 2, "/tmp/agentview/public/project")
         assert [r.id for r in rows] == [1, 3]
         assert [r.id for r in db.search_events("backpressure", 9, "/tmp/agentview/public/project", before_id=3)] == [1]
-        assert db.search_events("retrieval", 9, "/tmp/agentview/public/project", source="retrieval")[0].category == "retrieval"
-        assert db.search_events("unknown", 9, None) == [r for r in db.search_events("unknown", 9, "") ]
+        assert (
+            db.search_events("retrieval", 9, "/tmp/agentview/public/project", source="retrieval")[0].category
+            == "retrieval"
+        )
+        assert db.search_events("unknown", 9, None) == [r for r in db.search_events("unknown", 9, "")]
         calls = db.ctx_search_calls()
         assert [c.event_id for c in calls][:3] == [4, 10, 15] and all(c.answer for c in calls)
         assert calls[5].params == {"queries": "heartbeat interval"}

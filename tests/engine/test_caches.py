@@ -55,8 +55,12 @@ def test_variants_sharing_the_runs_reuse_them(disk):
         t = search(disk, SearchParams("alpha beta", variant=variant))
         assert [r.cached for r in _runs(t)] == [True, True], variant
         assert [h.rowid for h in t.first.porter.hits] == [h.rowid for h in base.first.porter.hits]
-    for different in (SearchParams("alpha beta", limit=7), SearchParams("alpha beta", source="a.md"),
-                      SearchParams("alpha beta", content_type="prose"), SearchParams("alpha  beta gamma")):
+    for different in (
+        SearchParams("alpha beta", limit=7),
+        SearchParams("alpha beta", source="a.md"),
+        SearchParams("alpha beta", content_type="prose"),
+        SearchParams("alpha  beta gamma"),
+    ):
         t = search(disk, different)
         assert not any(r.cached for r in _runs(t)), different
 
@@ -93,8 +97,11 @@ def test_a_live_writer_under_a_read_only_store_is_never_hidden(tmp_path):
         writer.execute("INSERT INTO sources (label, chunk_count, code_chunk_count) VALUES ('late.md', 1, 0)")
         sid = writer.last_insert_rowid()
         for table in ("chunks", "chunks_trigram"):
-            writer.execute(f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
-                           "VALUES ('Late', 'zeppelin arrives', ?, 'prose', '')", (sid,))
+            writer.execute(
+                f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
+                "VALUES ('Late', 'zeppelin arrives', ?, 'prose', '')",
+                (sid,),
+            )
         writer.execute("COMMIT")
         after = search(ro, SearchParams("zeppelin"))
         assert not after.first.porter.cached

@@ -41,7 +41,11 @@ def test_ids_are_unique(rows):
 def test_collisions_in_a_store(store):
     index_collide(store)
     ids = chunk_ids(store)
-    assert [ids.id_of(r) for r in (1, 2, 3)] == ["guide.md::Guide", "guide.md::Guide > Example", "guide.md::Guide > Example#2"]
+    assert [ids.id_of(r) for r in (1, 2, 3)] == [
+        "guide.md::Guide",
+        "guide.md::Guide > Example",
+        "guide.md::Guide > Example#2",
+    ]
     assert ids.rowid_of("guide.md::Guide > Example#2") == 3
     assert ids.rowid_of("nope") is None
 

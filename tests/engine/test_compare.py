@@ -39,8 +39,14 @@ def test_parse_variant_full_spec():
         "key=rowid,rerank=before-trim,rrf_k=10,fts_limit=50,pool=20,pool_sessions=80,fuzzy=always,retrievers=porter"
     )
     assert v == Variant(
-        fusion_key="rowid", rerank="before-trim", rrf_k=10, fts_limit=50, pool_size=20,
-        pool_size_sessions=80, fuzzy="always", retrievers="porter",
+        fusion_key="rowid",
+        rerank="before-trim",
+        rrf_k=10,
+        fts_limit=50,
+        pool_size=20,
+        pool_size_sessions=80,
+        fuzzy="always",
+        retrievers="porter",
     )
 
 
@@ -115,9 +121,14 @@ def test_compare_marks_up_and_down(zebra):
 
 def test_compare_marks_new_and_gone(zebra):
     cmp = compare(
-        zebra, P("zebra crossing", limit=1, sessions=()), P("zebra crossing", limit=1, sessions=(), spec="rerank=before-trim")
+        zebra,
+        P("zebra crossing", limit=1, sessions=()),
+        P("zebra crossing", limit=1, sessions=(), spec="rerank=before-trim"),
     )
-    assert [(r.rowid, r.position_a, r.position_b, r.marker) for r in cmp.rows] == [(2, None, 1, "new"), (1, 1, None, "gone")]
+    assert [(r.rowid, r.position_a, r.position_b, r.marker) for r in cmp.rows] == [
+        (2, None, 1, "new"),
+        (1, 1, None, "gone"),
+    ]
     assert cmp.counts == CompareCounts(only_in_a=1, only_in_b=1)
     assert cmp.overlap == 0.0 and cmp.rows[0].delta is None
 
@@ -231,7 +242,12 @@ def test_lab_modules_stay_textual_free():
         "import sys, engine.compare, engine.why, engine.doctor; "
         "sys.exit('textual' in sys.modules or 'tui' in sys.modules)"
     )
-    assert subprocess.run([sys.executable, "-c", code], cwd=str(__import__("pathlib").Path(__file__).parents[2])).returncode == 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=str(__import__("pathlib").Path(__file__).parents[2])
+        ).returncode
+        == 0
+    )
 
 
 # ─── query-file entries ──────────────────────────────────────────────────
@@ -254,11 +270,15 @@ def test_every_shipped_query_file_parses():
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"query": "quorum", "sessions": "sess-docs"},
-         "query #1 (?): 'sessions' must be a list of session id strings (or null); got 'sess-docs'"),
+        (
+            {"query": "quorum", "sessions": "sess-docs"},
+            "query #1 (?): 'sessions' must be a list of session id strings (or null); got 'sess-docs'",
+        ),
         ({"query": "quorum", "sessions": ["a", 1]}, "'sessions' must be a list of session id strings"),
-        ({"id": "x", "query": "quorum", "limt": 5},
-         "query #1 (x): unknown key 'limt'; allowed: id, query, why, limit, source, source_match, content_type, sessions"),
+        (
+            {"id": "x", "query": "quorum", "limt": 5},
+            "query #1 (x): unknown key 'limt'; allowed: id, query, why, limit, source, source_match, content_type, sessions",
+        ),
         ({"query": "q", "sesions": [], "params": {}}, "unknown keys 'sesions', 'params'; allowed: id, query"),
         ({"query": "q", "limit": "5"}, "'limit' must be an integer; got '5'"),
         ({"query": "q", "limit": 2.0}, "'limit' must be an integer; got 2.0"),
@@ -277,7 +297,19 @@ def test_bad_entries_are_rejected(entry, message):
 def test_entry_fields_and_defaults():
     from engine.compare import params_for_entry
 
-    p = params_for_entry({"id": 7, "query": "q", "why": "note", "sessions": ["a", "b"], "source_match": None,
-                          "limit": 4, "content_type": None, "source": None}, Variant(), 0)
+    p = params_for_entry(
+        {
+            "id": 7,
+            "query": "q",
+            "why": "note",
+            "sessions": ["a", "b"],
+            "source_match": None,
+            "limit": 4,
+            "content_type": None,
+            "source": None,
+        },
+        Variant(),
+        0,
+    )
     assert (p.limit, p.sessions, p.source_match, p.source) == (4, ("a", "b"), "like", None)
     assert params_for_entry({"query": "q", "sessions": None}, Variant()).sessions is None

@@ -113,7 +113,10 @@ def _cli_search(db, query: str) -> str | None:
     """One CLI search; the error it shows, or ``None``."""
     proc = subprocess.run(
         [sys.executable, "-m", "tui.cli", "search", query, "--db", str(db), "--json"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     if proc.returncode != 0 or "damaged" in proc.stderr:
         return f"rc {proc.returncode}: {proc.stderr.strip()[-300:]}"
@@ -134,7 +137,9 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
         sources_before = store.stats()["sources"]
         writer = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(db), kind, str(stop), str(WRITER_MAX_COMMITS)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
@@ -162,8 +167,10 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
             out, err = writer.communicate(timeout=300)
         assert writer.returncode == 0, err
         wrote = int(out.split("wrote ")[1])
-        print(f"\n{kind} writer on the {store_kind} store: {wrote} commits; {api_runs} API searches, "
-              f"{cli_runs} CLI searches, {len(errors)} errors")
+        print(
+            f"\n{kind} writer on the {store_kind} store: {wrote} commits; {api_runs} API searches, "
+            f"{cli_runs} CLI searches, {len(errors)} errors"
+        )
         assert errors == [], errors[:5]
         assert api_runs == API_SEARCHES and cli_runs == CLI_SEARCHES
         assert writer_alive, "the writer stopped before the searches ended: raise WRITER_MAX_COMMITS"
@@ -245,11 +252,16 @@ def test_a_writer_that_starts_after_an_immutable_open_and_exits(tmp_path):
         conn.execute("PRAGMA journal_mode=WAL").fetchall()
         for i in range(30):
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT INTO sources (label, chunk_count, code_chunk_count) VALUES (?, 1, 0)", (f"late{i}.md",))
+            conn.execute(
+                "INSERT INTO sources (label, chunk_count, code_chunk_count) VALUES (?, 1, 0)", (f"late{i}.md",)
+            )
             sid = conn.last_insert_rowid()
             for table in ("chunks", "chunks_trigram"):
-                conn.execute(f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
-                             "VALUES ('Late', ?, ?, 'prose', '')", (f"zeppelin arrives {'word ' * 300}{i}", sid))
+                conn.execute(
+                    f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
+                    "VALUES ('Late', ?, ?, 'prose', '')",
+                    (f"zeppelin arrives {'word ' * 300}{i}", sid),
+                )
             conn.execute("COMMIT")
             assert _clean(search(store, SearchParams("zeppelin arrives", limit=3))) is None
         assert store.read_mode == "live"

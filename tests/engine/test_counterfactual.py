@@ -12,8 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import SearchParams, Variant, search
-from engine.counterfactual import (NO_CHANGE_REASONS, PARAMS, _candidates, change_words, parse_pin, sentence,
-                                   would_return_with)
+from engine.counterfactual import (
+    NO_CHANGE_REASONS,
+    PARAMS,
+    _candidates,
+    change_words,
+    parse_pin,
+    sentence,
+    would_return_with,
+)
 from engine.flow import trace_flows
 from engine.runcache import RunCache
 from engine.why import ChunkNotFoundError, find_chunks
@@ -145,8 +152,16 @@ def test_stop_cancels(herd):
 
 def test_reasons_are_a_closed_set():
     assert NO_CHANGE_REASONS == ("returned", "no-term", "no-single-change", "cancelled")
-    assert PARAMS == ("limit", "pool_size", "allow_session", "source", "content_type", "fusion_key", "rerank",
-                      "retrievers")
+    assert PARAMS == (
+        "limit",
+        "pool_size",
+        "allow_session",
+        "source",
+        "content_type",
+        "fusion_key",
+        "rerank",
+        "retrievers",
+    )
 
 
 def test_bad_input(zebra):
@@ -156,8 +171,10 @@ def test_bad_input(zebra):
         would_return_with(zebra, SearchParams("zebra"), rowid=1, trace=search(zebra, SearchParams("x")))
 
 
-@pytest.mark.parametrize("text,expected", [("57", {"rowid": 57}), (" 7 ", {"rowid": 7}),
-                                           ("a.md::Guide > Example", {"key": "a.md::Guide > Example"})])
+@pytest.mark.parametrize(
+    "text,expected",
+    [("57", {"rowid": 57}), (" 7 ", {"rowid": 7}), ("a.md::Guide > Example", {"key": "a.md::Guide > Example"})],
+)
 def test_parse_pin(text, expected):
     assert parse_pin(text) == expected
 
@@ -179,9 +196,22 @@ def test_change_words_cover_every_param(herd):
     params = SearchParams("zebra", sessions=("mine",), source="x", content_type="code")
     chunk = find_chunks(herd, rowid=1)[0]
     words = {change_words(c) for c in _candidates(params, search(herd, params), chunk, True, 2, 2)}
-    assert {"limit 1", "limit 2", "pool size 1", "pool size 2", "allowing session 'other'", "no source filter",
-            "source filter 'top.md'", "no content-type filter", "only prose chunks", "fusion key rowid", "rerank off",
-            "rerank before-trim", "the porter retriever only", "the trigram retriever only"} == words
+    assert {
+        "limit 1",
+        "limit 2",
+        "pool size 1",
+        "pool size 2",
+        "allowing session 'other'",
+        "no source filter",
+        "source filter 'top.md'",
+        "no content-type filter",
+        "only prose chunks",
+        "fusion key rowid",
+        "rerank off",
+        "rerank before-trim",
+        "the porter retriever only",
+        "the trigram retriever only",
+    } == words
 
 
 def test_a_shared_cache_gives_the_same_answer_with_fewer_statements(herd):
@@ -189,8 +219,7 @@ def test_a_shared_cache_gives_the_same_answer_with_fewer_statements(herd):
     cache = RunCache(herd)
     t = search(herd, params, runs=cache)
     misses = cache.misses
-    answers = [would_return_with(herd, params, rowid=r, trace=t, runs=cache).would_return_with()
-               for r in range(1, 8)]
+    answers = [would_return_with(herd, params, rowid=r, trace=t, runs=cache).would_return_with() for r in range(1, 8)]
     assert answers == [would_return_with(herd, params, rowid=r).would_return_with() for r in range(1, 8)]
     assert cache.misses - misses <= 2 and cache.hits > 0
 

@@ -75,8 +75,9 @@ def test_empty_reason_names_an_allowed_session_nobody_has(store):
     )
     # s2 exists, just not among the candidates; s9 exists nowhere
     t = search(store, SearchParams("alpha", sessions=("s2", "s9")))
-    assert ("no chunk in this store has session 's9' (sessions: s1, s2, s3); "
-            "no pooled candidate has session 's2'") in t.empty_reason
+    assert (
+        "no chunk in this store has session 's9' (sessions: s1, s2, s3); no pooled candidate has session 's2'"
+    ) in t.empty_reason
 
 
 def test_fts_limit_zero_is_named(store):

@@ -135,7 +135,13 @@ def test_find_stores(home, tmp_path, monkeypatch):
     }
     ok = by_path[str(claude)]
     assert isinstance(ok, StoreInfo)
-    assert (ok.sources, ok.chunks, ok.code_chunks, ok.vocabulary, ok.sessions) == (11, 123, 36, 884, 2)  # s-alpha, s-beta (unattributed not counted)
+    assert (ok.sources, ok.chunks, ok.code_chunks, ok.vocabulary, ok.sessions) == (
+        11,
+        123,
+        36,
+        884,
+        2,
+    )  # s-alpha, s-beta (unattributed not counted)
     assert ok.schema == "8-column (session attribution)" and ok.error is None
     assert ok.client == "claude-code" and ok.project_hash == name
     assert ok.size_bytes == MODERN.stat().st_size and ok.last_indexed_at == "2026-11-30 06:52:59"

@@ -44,7 +44,9 @@ def test_fusion_key_collisions(store):
         ("other.md::Notes > Tip", 2, (6, 7)),
     ]
     assert r.hidden_by_collisions == 3
-    assert r.findings == ["2 fusion keys shared by several chunks (3 chunks can be merged away by source::title fusion)"]
+    assert r.findings == [
+        "2 fusion keys shared by several chunks (3 chunks can be merged away by source::title fusion)"
+    ]
 
 
 def test_oversized_chunks_are_measured_in_utf8_bytes(store):
@@ -67,7 +69,9 @@ def test_untitled_and_empty_titles(store):
     _raw_chunk(store, "Untitled (2)", "a split part", 2)
     r = diagnose(store)
     assert [(u.source, u.title) for u in r.untitled] == [
-        ("notitle.md", "Untitled"), ("titled.md", ""), ("titled.md", "Untitled (2)"),
+        ("notitle.md", "Untitled"),
+        ("titled.md", ""),
+        ("titled.md", "Untitled (2)"),
     ]
     assert "3 chunks with an empty or Untitled title" in r.findings
 
@@ -78,12 +82,17 @@ def test_source_counts_that_disagree(store):
     store.conn.execute("UPDATE sources SET chunk_count = 5, code_chunk_count = 0 WHERE label = 'a.md'")
     r = diagnose(store)
     assert [(m.label, m.what, m.recorded, m.actual) for m in r.count_mismatches] == [
-        ("a.md", "chunk_count", 5, 2), ("a.md", "code_chunk_count", 0, 1),
+        ("a.md", "chunk_count", 5, 2),
+        ("a.md", "code_chunk_count", 0, 1),
     ]
     assert r.miscounted_sources == 1
     assert "1 source whose recorded chunk counts disagree with their chunks" in r.findings
     assert r.to_dict()["count_mismatches"][0] == {
-        "source_id": 1, "label": "a.md", "what": "chunk_count", "recorded": 5, "actual": 2,
+        "source_id": 1,
+        "label": "a.md",
+        "what": "chunk_count",
+        "recorded": 5,
+        "actual": 2,
     }
 
 
@@ -94,7 +103,8 @@ def test_trigram_rows_of_a_source_that_disagree(store):
     store.conn.execute("UPDATE chunks_trigram SET source_id = 2 WHERE rowid = 1")
     r = diagnose(store)
     assert [(m.label, m.what, m.recorded, m.actual) for m in r.count_mismatches] == [
-        ("a.md", "trigram rows", 2, 1), ("b.md", "trigram rows", 1, 2),
+        ("a.md", "trigram rows", 2, 1),
+        ("b.md", "trigram rows", 1, 2),
     ]
     assert r.findings == ["2 sources with a different number of rows in chunks_trigram than in chunks"]
 
@@ -105,7 +115,8 @@ def test_orphan_chunks_and_trigram_row_count(store):
     r = diagnose(store)
     assert r.orphan_chunks == 1
     assert [(m.source_id, m.what, m.actual) for m in r.count_mismatches] == [
-        (99, "orphan chunks", 1), (None, "chunks_trigram total", 1),
+        (99, "orphan chunks", 1),
+        (None, "chunks_trigram total", 1),
     ]
     assert (r.chunks, r.trigram_rows) == (2, 1)
     assert "1 chunk without a source row" in r.findings
@@ -146,7 +157,9 @@ def test_report_is_json(store):
     assert d["ok"] is False and d["vocabulary_size"] == store.stats()["vocabulary"] and d["findings"]
 
 
-@pytest.mark.parametrize("name, schema", [("context-mode-1.0.169.db", "8-column"), ("context-mode-1.0.22.db", "4-column")])
+@pytest.mark.parametrize(
+    "name, schema", [("context-mode-1.0.169.db", "8-column"), ("context-mode-1.0.22.db", "4-column")]
+)
 def test_real_context_mode_stores(name, schema):
     with Store.open_readonly(FIXTURES / name) as s:  # vendored: tests/golden/fixtures
         r = diagnose(s)

@@ -82,11 +82,14 @@ def test_the_order_is_the_stage_order_not_the_document_ids():
     assert evaluate_lists({"q": ["a", "z"]}, qrels, parse_measures("RR"))["q"]["RR"] == 1.0
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("nDCG@10,Bogus@3", "unknown measure 'Bogus@3'"),
-    ("", "no measure given"),
-    ("Judged@10", "not computed by trec_eval"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nDCG@10,Bogus@3", "unknown measure 'Bogus@3'"),
+        ("", "no measure given"),
+        ("Judged@10", "not computed by trec_eval"),
+    ],
+)
 def test_bad_measures(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_measures(spec)
@@ -127,9 +130,9 @@ def test_a_merged_chunk_is_in_the_retriever_lists_but_not_after_fusion(store):
 def test_fuzzy_stages_appear_when_the_rerun_happens(sample):
     trace = search(sample, SearchParams("replicaton quorom"))
     lists = ranked_lists(trace)
-    assert [s for s in lists if s.startswith("fuzzy:")] == [f"fuzzy:{s}" for s in
-                                                            ("porter", "trigram", "fusion", "pool", "filter", "trim",
-                                                             "rerank", "final")]
+    assert [s for s in lists if s.startswith("fuzzy:")] == [
+        f"fuzzy:{s}" for s in ("porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final")
+    ]
     # the first pass stopped at the empty session filter: its trim and rerank did not run
     assert lists["porter"] == () and "trim" not in lists and "rerank" not in lists
     # final is the answer: the re-run's (the first pass's own final list is empty)
@@ -184,14 +187,24 @@ def test_ab_comparison_counts_and_tests(sample):
     assert nd.worsened >= 1 and nd.delta == pytest.approx(nd.mean_b - nd.mean_a)
     from scipy import stats
 
-    assert nd.p_ttest == pytest.approx(stats.ttest_rel(b.values("final", "nDCG@10"), a.values("final", "nDCG@10")).pvalue)
+    assert nd.p_ttest == pytest.approx(
+        stats.ttest_rel(b.values("final", "nDCG@10"), a.values("final", "nDCG@10")).pvalue
+    )
     rr = cmp.measures[1]
     assert (rr.improved, rr.worsened, rr.p_ttest, rr.p_wilcoxon) == (0, 0, None, None)
     doc = eval_to_dict(a, cmp)
     assert list(doc) == ["measures", "stages", "queries", "comparison"]
     assert doc["comparison"]["a"] == "reference" and doc["comparison"]["b"] == "rerank=off"
     assert set(doc["comparison"]["measures"]["RR"]) == {
-        "mean_a", "mean_b", "delta", "improved", "worsened", "tied", "p_ttest", "p_wilcoxon"}
+        "mean_a",
+        "mean_b",
+        "delta",
+        "improved",
+        "worsened",
+        "tied",
+        "p_ttest",
+        "p_wilcoxon",
+    }
     assert eval_to_dict(a)["comparison"] is None
 
 
@@ -243,15 +256,21 @@ def test_qrels_editing():
         q.set_grade("rerank", "a::b", 4)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("q 0 doc\n", "line 1: expected 'qid 0 docid grade' (4 fields); got 3"),
-    ("# comment\n\nq 0 doc 7\n", "line 3: grade must be 0, 1, 2 or 3; got 7"),
-    ("q 0 doc x\n", "line 1: grade must be 0, 1, 2 or 3; got 'x'"),
-    ('{"format": "rankscope-qrels", "version": 9, "queries": []}', "unsupported version 9"),
-    ('{"format": "rankscope-qrels", "version": 1, "queries": [{"id": "q", "judgments": {"d": 5}}]}', "grade must be"),
-    ('{"a": 1}', "not a qrels file"),
-    ("{nope", "is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("q 0 doc\n", "line 1: expected 'qid 0 docid grade' (4 fields); got 3"),
+        ("# comment\n\nq 0 doc 7\n", "line 3: grade must be 0, 1, 2 or 3; got 7"),
+        ("q 0 doc x\n", "line 1: grade must be 0, 1, 2 or 3; got 'x'"),
+        ('{"format": "rankscope-qrels", "version": 9, "queries": []}', "unsupported version 9"),
+        (
+            '{"format": "rankscope-qrels", "version": 1, "queries": [{"id": "q", "judgments": {"d": 5}}]}',
+            "grade must be",
+        ),
+        ('{"a": 1}', "not a qrels file"),
+        ("{nope", "is not valid JSON"),
+    ],
+)
 def test_malformed_qrels(tmp_path, text, message):
     path = tmp_path / "bad.qrels"
     path.write_text(text, "utf-8")
@@ -299,11 +318,14 @@ def test_snapshot_round_trip_and_change(store):
     assert result.to_dict()["changed"][0]["stages"]["final"]["entered"] == [["c.md::Zebra crossing", 1]]
 
 
-@pytest.mark.parametrize("data, message", [
-    ({}, "not a rankscope snapshot"),
-    ({"format": "rankscope-snapshot", "version": 2, "queries": []}, "unsupported snapshot version 2"),
-    ({"format": "rankscope-snapshot", "version": 1, "queries": [{"entry": {}}]}, "query #1 must have"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({}, "not a rankscope snapshot"),
+        ({"format": "rankscope-snapshot", "version": 2, "queries": []}, "unsupported snapshot version 2"),
+        ({"format": "rankscope-snapshot", "version": 1, "queries": [{"entry": {}}]}, "query #1 must have"),
+    ],
+)
 def test_bad_snapshots(data, message):
     with pytest.raises(ValueError, match=message):
         validate_snapshot(data)

@@ -151,7 +151,9 @@ def test_header_says_wal_and_still_nothing_is_written(name, untouched):
     info = read_store_info(FIXTURES / name)
     assert info.error is None
     assert (info.sources, info.chunks, info.code_chunks) == (
-        exp["counts"]["sources"], exp["counts"]["chunks"], exp["counts"]["code_chunks"],
+        exp["counts"]["sources"],
+        exp["counts"]["chunks"],
+        exp["counts"]["code_chunks"],
     )
     assert info.size_bytes == exp["bytes"]
     assert info.wal_bytes == 0 and not info.live
@@ -166,7 +168,10 @@ def test_stale_check_on_a_real_store_never_reads_missing_files(untouched):
     finally:
         store.close()
     assert trace.refresh.checked == 9  # the markdown sources
-    if not any(os.path.exists(s["file_path"]) for s in _expected()["stores"]["context-mode-1.0.169.db"]["sources"]
-               if s["file_path"]):
+    if not any(
+        os.path.exists(s["file_path"])
+        for s in _expected()["stores"]["context-mode-1.0.169.db"]["sources"]
+        if s["file_path"]
+    ):
         assert trace.refresh.stale == ()
     assert trace.refresh.refreshed is False

@@ -122,8 +122,7 @@ def test_beyond_the_pool(store):
     index_herd(store)
     [flow] = trace_flows(search(store, SearchParams("zebra", limit=3)))
     beyond = [r for r in flow.rows if r.exit is not None and r.exit.reason == "beyond-pool"]
-    assert beyond and all(r.cell("pool").state == "left" and r.cell("pool").exit.get("pool_size") == 3
-                          for r in beyond)
+    assert beyond and all(r.cell("pool").state == "left" and r.cell("pool").exit.get("pool_size") == 3 for r in beyond)
 
 
 def test_a_rerank_move_is_up_and_down(zebra):
@@ -153,18 +152,20 @@ def test_a_fuzzy_rerun_shows_both_passes(zebra):
 
 def test_an_emptied_filter_leaves_the_later_stages_not_run(store):
     index_herd(store)
-    trace = search(store, SearchParams("zebra", limit=3, sessions=("nobody",),
-                                       variant=Variant(pool_size_sessions=1)))
+    trace = search(store, SearchParams("zebra", limit=3, sessions=("nobody",), variant=Variant(pool_size_sessions=1)))
     [flow] = trace_flows(trace)
     [row] = [r for r in flow.rows if r.exit is not None and r.exit.reason == "session-filter"]
     assert states(row)[-3:] == ["not-run", "not-run", "gone"]  # trim and rerank never ran; final is empty
     assert trace.layer == "none" and not flow.answering
 
 
-@pytest.mark.parametrize("variant,stages", [
-    (Variant(rerank="before-trim"), ("porter", "trigram", "fusion", "pool", "filter", "rerank", "trim", "final")),
-    (Variant(rerank="off"), ("porter", "trigram", "fusion", "pool", "filter", "trim", "final")),
-])
+@pytest.mark.parametrize(
+    "variant,stages",
+    [
+        (Variant(rerank="before-trim"), ("porter", "trigram", "fusion", "pool", "filter", "rerank", "trim", "final")),
+        (Variant(rerank="off"), ("porter", "trigram", "fusion", "pool", "filter", "trim", "final")),
+    ],
+)
 def test_the_columns_follow_the_execution_order(zebra, variant, stages):
     [flow] = trace_flows(search(zebra, SearchParams("zebra crossing", limit=1, variant=variant)))
     assert flow.stages == stages
@@ -175,8 +176,14 @@ def test_a_chunk_no_retriever_returned_is_an_absent_row(zebra):
     trace = search(zebra, params)
     [e] = why_not(zebra, params, rowid=3, trace=trace)
     a = absent_of(e)
-    assert a == Absent(3, "o0.md", "Other 0", Exit("retrieve", "no-term", (
-        ("porter_terms", ("zebra", "crossing")), ("trigram_terms", ("zebra", "crossing")))))
+    assert a == Absent(
+        3,
+        "o0.md",
+        "Other 0",
+        Exit(
+            "retrieve", "no-term", (("porter_terms", ("zebra", "crossing")), ("trigram_terms", ("zebra", "crossing")))
+        ),
+    )
     [flow] = trace_flows(trace, [a])
     row = flow.rows[-1]
     assert row.rowid == 3 and not row.entered and row.reached == 0
@@ -191,8 +198,13 @@ def test_row_fate_of_returned_and_dropped_rows(store):
     trace = search(store, SearchParams("zebra", limit=3, sessions=("mine",)))
     flows = trace_flows(trace)
     top = trace.final[0].candidate.rowid
-    assert row_fate(flows, top).to_dict() == {"rowid": top, "position": 1, "stage": "final", "pass": "first",
-                                              "exit": None}
+    assert row_fate(flows, top).to_dict() == {
+        "rowid": top,
+        "position": 1,
+        "stage": "final",
+        "pass": "first",
+        "exit": None,
+    }
     f = row_fate(flows, 1)
     assert (f.position, f.stage, f.exit.reason) == (None, "filter", "session-filter")
     assert row_fate(flows, 999) is None
@@ -203,8 +215,16 @@ def test_row_fate_of_returned_and_dropped_rows(store):
     WORDS,
     st.integers(min_value=1, max_value=6),
     SESSIONS,
-    st.sampled_from([Variant(), Variant(fusion_key="rowid"), Variant(rerank="before-trim", pool_size=6),
-                     Variant(fuzzy="always"), Variant(pool_size=2), Variant(rerank="off")]),
+    st.sampled_from(
+        [
+            Variant(),
+            Variant(fusion_key="rowid"),
+            Variant(rerank="before-trim", pool_size=6),
+            Variant(fuzzy="always"),
+            Variant(pool_size=2),
+            Variant(rerank="off"),
+        ]
+    ),
 )
 def test_every_flow_row_leaves_where_why_not_says(query, limit, sessions, variant):
     """For every candidate in the flows, the flow's exit stage (and reason)

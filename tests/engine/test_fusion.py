@@ -42,7 +42,9 @@ def test_key_collision_merges_rows_and_keeps_first():
     assert c.key_collision
     assert c.score == 1 / 61 + 1 / 62 + 1 / 61
     assert [(x.retriever, x.rank, x.rowid) for x in c.contributions] == [
-        ("porter", 1, 10), ("porter", 2, 11), ("trigram", 1, 11)
+        ("porter", 1, 10),
+        ("porter", 2, 11),
+        ("trigram", 1, 11),
     ]
     assert (c.porter_rank, c.trigram_rank) == (1, 1)
 

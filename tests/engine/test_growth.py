@@ -58,7 +58,7 @@ def _reference_split(lines: list[str], title: str, max_chunk_bytes: int) -> list
                         piece = piece[:brk]
                 part_title = title if (part_index == 1 and line_part == 1) else f"{title} ({part_index}.{line_part})"
                 out.append((part_title, piece))
-                remaining = remaining[len(piece):]
+                remaining = remaining[len(piece) :]
                 line_part += 1
                 part_index += 1
             continue
@@ -148,6 +148,9 @@ def test_reindex_keeps_the_same_rows(tmp_path):
         labels = [r["label"] for r in s.sources()]
         assert rows == tri == 9 and sorted(labels) == [f"f{i}.md" for i in range(5)]
         assert s.delete_label("f0.md") == 2
-        assert s.conn.execute("SELECT COUNT(*) FROM chunks WHERE source_id NOT IN (SELECT id FROM sources)").fetchone()[0] == 0
+        assert (
+            s.conn.execute("SELECT COUNT(*) FROM chunks WHERE source_id NOT IN (SELECT id FROM sources)").fetchone()[0]
+            == 0
+        )
         s.conn.execute("INSERT INTO chunks(chunks) VALUES('integrity-check')")
         s.conn.execute("INSERT INTO chunks_trigram(chunks_trigram) VALUES('integrity-check')")

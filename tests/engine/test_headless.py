@@ -48,8 +48,10 @@ def test_stopwords_match_shared_list():
 
     path = SHARED / "stopwords.txt"
     if not path.is_file():
-        pytest.skip(f"{path} is absent: the reference stopword list is context-mode's, not vendored "
-                    "(tests/golden/README.md); test_stopwords_are_the_reference_list checks its SHA-256")
+        pytest.skip(
+            f"{path} is absent: the reference stopword list is context-mode's, not vendored "
+            "(tests/golden/README.md); test_stopwords_are_the_reference_list checks its SHA-256"
+        )
     shared = {w.strip() for w in path.read_text("utf-8").split() if w.strip()}
     assert STOPWORDS == shared
     assert len(STOPWORDS) == 102

@@ -40,14 +40,17 @@ def _contents(store: Store) -> dict[str, str]:
 @pytest.fixture
 def folder(tmp_path):
     root = tmp_path / "proj"
-    _tree(root, {
-        "README.md": "# Project\nintro words\n",
-        "docs/guide.md": "# Guide\n## Install\nrun the installer\n",
-        "conf/app.json": '{"name": "app", "port": 8080}',
-        "logs/run.log": "line one\nline two\n",
-        "img/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00",
-        "big/huge.txt": "x" * 5000,
-    })
+    _tree(
+        root,
+        {
+            "README.md": "# Project\nintro words\n",
+            "docs/guide.md": "# Guide\n## Install\nrun the installer\n",
+            "conf/app.json": '{"name": "app", "port": 8080}',
+            "logs/run.log": "line one\nline two\n",
+            "img/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00",
+            "big/huge.txt": "x" * 5000,
+        },
+    )
     return root
 
 
@@ -151,9 +154,11 @@ def test_unreadable_file_keeps_previous_content(folder, monkeypatch):
     index_paths(store, [folder], incremental=True)
     real_open = open
     monkeypatch.setattr(
-        corpus, "open",
-        lambda p, *a, **k: (_ for _ in ()).throw(OSError(5, "I/O error")) if str(p).endswith("README.md")
-        else real_open(p, *a, **k),
+        corpus,
+        "open",
+        lambda p, *a, **k: (
+            (_ for _ in ()).throw(OSError(5, "I/O error")) if str(p).endswith("README.md") else real_open(p, *a, **k)
+        ),
         raising=False,
     )
     report = index_paths(store, [folder], incremental=True)
@@ -177,7 +182,8 @@ def test_duplicate_labels_and_missing_paths(tmp_path):
     report = index_paths(store, [tmp_path / "one" / "a.md", tmp_path / "two" / "a.md", tmp_path / "nope"])
     assert [r.label for r in report.results] == ["a.md"]
     assert [(s.path, s.kind) for s in report.not_indexed] == [
-        (str(tmp_path / "nope"), "missing"), ("a.md", "duplicate"),
+        (str(tmp_path / "nope"), "missing"),
+        ("a.md", "duplicate"),
     ]
     assert "First" in _contents(store)["a.md"]
 
@@ -186,11 +192,21 @@ def test_progress_and_plan(folder):
     calls, plan = [], []
     store = Store.create(":memory:")
     report = index_paths(
-        store, [folder], max_file_bytes=4096, progress=lambda label, n: calls.append((label, n)), on_plan=plan.append,
+        store,
+        [folder],
+        max_file_bytes=4096,
+        progress=lambda label, n: calls.append((label, n)),
+        on_plan=plan.append,
     )
     assert plan == [6]
-    assert [c[0] for c in calls] == ["README.md", "big/huge.txt", "conf/app.json", "docs/guide.md", "img/logo.png",
-                                     "logs/run.log"]
+    assert [c[0] for c in calls] == [
+        "README.md",
+        "big/huge.txt",
+        "conf/app.json",
+        "docs/guide.md",
+        "img/logo.png",
+        "logs/run.log",
+    ]
     assert dict(calls)["big/huge.txt"] == 0  # skipped by size, never read
     assert sum(n for _, n in calls) == report.bytes_read
 
@@ -223,8 +239,10 @@ def test_interrupt_inside_a_file_rolls_that_file_back(folder, tmp_path, monkeypa
     old = _contents(store)
     for rel in ("README.md", "docs/guide.md", "logs/run.log"):
         p = folder / rel
-        p.write_text(p.read_text().replace("line", "LINE").replace("words", "WORDS").replace("installer", "INSTALLER")
-                     + "\n# Extra\nmore text\n")
+        p.write_text(
+            p.read_text().replace("line", "LINE").replace("words", "WORDS").replace("installer", "INSTALLER")
+            + "\n# Extra\nmore text\n"
+        )
     real = store_module.vocabulary_words
     calls = []
 
@@ -326,13 +344,23 @@ def test_a_second_folder_replacing_labels_is_reported(tmp_path):
 
 
 def test_vcs_metadata_is_skipped_and_reported(tmp_path):
-    _tree(tmp_path, {
-        ".gitignore": "*.log\n", ".gitattributes": "* text=auto\n", "sub/.gitmodules": "[submodule]\n",
-        "sub/.gitkeep": "", ".env.example": "A=1\n", "a.md": "# A\n",
-    })
+    _tree(
+        tmp_path,
+        {
+            ".gitignore": "*.log\n",
+            ".gitattributes": "* text=auto\n",
+            "sub/.gitmodules": "[submodule]\n",
+            "sub/.gitkeep": "",
+            ".env.example": "A=1\n",
+            "a.md": "# A\n",
+        },
+    )
     store = Store.create(":memory:")
     report = index_paths(store, [tmp_path])
     assert [r.label for r in report.results] == [".env.example", "a.md", "sub/.gitkeep"]
     assert [(s.path, s.kind) for s in report.not_indexed] == [
-        (".gitattributes", "vcs-metadata"), (".gitignore", "vcs-metadata"), ("sub/.gitmodules", "vcs-metadata")]
+        (".gitattributes", "vcs-metadata"),
+        (".gitignore", "vcs-metadata"),
+        ("sub/.gitmodules", "vcs-metadata"),
+    ]
     assert report.skip_counts() == {"vcs-metadata": 3}

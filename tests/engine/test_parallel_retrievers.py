@@ -183,8 +183,12 @@ def _rows(conn, schema, retriever, match, fts_limit, source, source_match, conte
     from engine.retrieve import build_sql, like_pattern
 
     statement, names = build_sql(retriever, schema, source, source_match, content_type, reference=reference)
-    values = {"match": match, "source": source if source_match == "exact" else like_pattern(source or ""),
-              "content_type": content_type, "limit": fts_limit}
+    values = {
+        "match": match,
+        "source": source if source_match == "exact" else like_pattern(source or ""),
+        "content_type": content_type,
+        "limit": fts_limit,
+    }
     return conn.execute(statement, [values[n] for n in names]).fetchall()
 
 

@@ -158,8 +158,13 @@ def test_chunk_parity(set_name, expected_file):
     store = _store(set_name)
     rows = [r for r in store.iter_chunks() if r["source"] == expected_file["source"]]
     got = [
-        (r["title"], r["content_type"], len(r["content"].encode("utf-8", "surrogatepass")),
-         hashlib.sha256(r["content"].encode("utf-8", "surrogatepass")).hexdigest(), r["session_id"])
+        (
+            r["title"],
+            r["content_type"],
+            len(r["content"].encode("utf-8", "surrogatepass")),
+            hashlib.sha256(r["content"].encode("utf-8", "surrogatepass")).hexdigest(),
+            r["session_id"],
+        )
         for r in rows
     ]
     exp = [

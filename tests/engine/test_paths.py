@@ -73,8 +73,13 @@ def test_paths_agree_with_the_stage_lists_on_every_parity_case(set_name, case):
     d = json.loads(json.dumps(trace_to_dict(trace)))
     assert d["schema_version"] == TRACE_SCHEMA_VERSION == 2
     assert d["candidates"] == [
-        {"rowid": p.rowid, "source": p.source, "title": p.title, "positions": p.positions,
-         "exit": None if p.exit is None else p.exit.to_dict()}
+        {
+            "rowid": p.rowid,
+            "source": p.source,
+            "title": p.title,
+            "positions": p.positions,
+            "exit": None if p.exit is None else p.exit.to_dict(),
+        }
         for p in trace.first.paths
     ]
     if trace.fuzzy.rerun is not None:
@@ -84,21 +89,31 @@ def test_paths_agree_with_the_stage_lists_on_every_parity_case(set_name, case):
         assert "candidates" not in d["fuzzy"]
 
 
-VARIANTS = [Variant(rerank="before-trim", pool_size=8), Variant(rerank="off"), Variant(fusion_key="rowid"),
-            Variant(fuzzy="always"), Variant(retrievers="trigram"), Variant(fts_limit=3, pool_size=2)]
+VARIANTS = [
+    Variant(rerank="before-trim", pool_size=8),
+    Variant(rerank="off"),
+    Variant(fusion_key="rowid"),
+    Variant(fuzzy="always"),
+    Variant(retrievers="trigram"),
+    Variant(fts_limit=3, pool_size=2),
+]
 
 
 @pytest.mark.skipif("stages" not in SETS, reason="needs ../shared/parity/stages")
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.describe())
-@pytest.mark.parametrize("query,sessions", [("cache", None), ("cache hook", ("sess-A",)), ("cahce", None),
-                                            ("deploy runner", ()), ("the", None)])
+@pytest.mark.parametrize(
+    "query,sessions",
+    [("cache", None), ("cache hook", ("sess-A",)), ("cahce", None), ("deploy runner", ()), ("the", None)],
+)
 def test_paths_agree_with_the_stage_lists_under_variants(variant, query, sessions):
     trace = search(_store("stages"), SearchParams(query, limit=3, sessions=sessions, variant=variant))
     check_paths(trace)
 
 
 def test_before_trim_positions_follow_the_execution_order(zebra_store):
-    trace = search(zebra_store, SearchParams("zebra crossing", limit=1, variant=Variant(rerank="before-trim", pool_size=5)))
+    trace = search(
+        zebra_store, SearchParams("zebra crossing", limit=1, variant=Variant(rerank="before-trim", pool_size=5))
+    )
     run = trace.first
     assert run.order == ("porter", "trigram", "fusion", "pool", "filter", "rerank", "trim")
     [cut] = [p for p in run.paths if p.exit is not None and p.exit.stage == "trim"]
@@ -124,10 +139,19 @@ def test_a_collision_is_merged_into_the_kept_row(store):
     index_collide(store)
     trace = search(store, SearchParams("widget", limit=3))
     p = only(trace.first, 3)
-    assert p.exit == Exit("fusion", "merged", (("into_rowid", 2), ("into_position", 1),
-                                               ("key", "guide.md::Guide > Example")))
-    assert p.positions == {"porter": 2, "trigram": 2, "fusion": None, "pool": None, "filter": None, "trim": None,
-                           "rerank": None, "final": None}
+    assert p.exit == Exit(
+        "fusion", "merged", (("into_rowid", 2), ("into_position", 1), ("key", "guide.md::Guide > Example"))
+    )
+    assert p.positions == {
+        "porter": 2,
+        "trigram": 2,
+        "fusion": None,
+        "pool": None,
+        "filter": None,
+        "trim": None,
+        "rerank": None,
+        "final": None,
+    }
     assert p.key == "guide.md::Guide > Example"
     assert sentence(p.exit) == "merged into row 2 (same source::title)"
     kept = only(trace.first, 2)
@@ -142,11 +166,17 @@ def test_a_session_removal(store):
     index_herd(store)
     trace = search(store, SearchParams("zebra", limit=3, sessions=("mine",)))
     p = only(trace.first, 1)
-    assert p.exit == Exit("filter", "session-filter", (("position", 1), ("session_id", "other"),
-                                                       ("allow_set", ("mine",))))
+    assert p.exit == Exit(
+        "filter", "session-filter", (("position", 1), ("session_id", "other"), ("allow_set", ("mine",)))
+    )
     assert p.positions["fusion"] == p.positions["pool"] == 1 and p.positions["filter"] is None
-    assert p.exit.to_dict() == {"stage": "filter", "reason": "session-filter", "position": 1,
-                                "session_id": "other", "allow_set": ["mine"]}
+    assert p.exit.to_dict() == {
+        "stage": "filter",
+        "reason": "session-filter",
+        "position": 1,
+        "session_id": "other",
+        "allow_set": ["mine"],
+    }
     assert sentence(p.exit) == "removed by the session filter (session 'other')"
 
 
@@ -206,8 +236,17 @@ def test_the_fuzzy_rerun_has_prefixed_paths(zebra_store):
 
 def test_reason_codes_form_the_documented_closed_set():
     assert list(REASONS) == [
-        "source-filter", "content-type-filter", "no-term", "retriever-skipped", "beyond-fts-limit", "not-retrieved",
-        "merged", "beyond-pool", "session-filter", "trimmed", "fuzzy-not-attempted",
+        "source-filter",
+        "content-type-filter",
+        "no-term",
+        "retriever-skipped",
+        "beyond-fts-limit",
+        "not-retrieved",
+        "merged",
+        "beyond-pool",
+        "session-filter",
+        "trimmed",
+        "fuzzy-not-attempted",
     ]
     for code, sid in REASONS.items():
         assert sid in {s.id for s in STAGES}

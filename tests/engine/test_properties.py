@@ -12,11 +12,16 @@ from engine.query import sanitize_porter, sanitize_trigram
 
 from ..conftest import PARITY
 
-FTS_CHARS = st.sampled_from(list('"\'(){}[]*:^~-+.,;!?/\\%_ \t\n\u00a0\u3000ANDORNEARnot') + ["AND", "OR", "NOT", "NEAR", "cache", "café", "🚀", "\x00", "日本"])
+FTS_CHARS = st.sampled_from(
+    list("\"'(){}[]*:^~-+.,;!?/\\%_ \t\n\u00a0\u3000ANDORNEARnot")
+    + ["AND", "OR", "NOT", "NEAR", "cache", "café", "🚀", "\x00", "日本"]
+)
 QUERIES = st.one_of(
     st.text(max_size=60),
     st.lists(FTS_CHARS, max_size=20).map("".join),
-    st.lists(st.sampled_from(["cache", "plugin", "deploy", "heartbeat", "the", "runner", "tidewrite", "hooks"]), max_size=5).map(" ".join),
+    st.lists(
+        st.sampled_from(["cache", "plugin", "deploy", "heartbeat", "the", "runner", "tidewrite", "hooks"]), max_size=5
+    ).map(" ".join),
 )
 
 
@@ -38,7 +43,9 @@ def test_sanitised_queries_never_raise_fts5_errors(query):
         conn.execute("SELECT count(*) FROM chunks_trigram WHERE chunks_trigram MATCH ?", (t,)).fetchone()
 
 
-SESSIONS = st.one_of(st.none(), st.lists(st.sampled_from(["sess-A", "sess-B", "sess-C", "nope"]), max_size=3).map(tuple))
+SESSIONS = st.one_of(
+    st.none(), st.lists(st.sampled_from(["sess-A", "sess-B", "sess-C", "nope"]), max_size=3).map(tuple)
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -51,7 +58,9 @@ SESSIONS = st.one_of(st.none(), st.lists(st.sampled_from(["sess-A", "sess-B", "s
 )
 def test_search_never_raises_and_stages_only_narrow(query, limit, sessions, content_type, variant):
     store = corpus_store()
-    trace = search(store, SearchParams(query, limit=limit, sessions=sessions, content_type=content_type, variant=variant))
+    trace = search(
+        store, SearchParams(query, limit=limit, sessions=sessions, content_type=content_type, variant=variant)
+    )
     runs = [trace.first] + ([trace.fuzzy.rerun] if trace.fuzzy.rerun else [])
     for run in runs:
         for r in (run.porter, run.trigram):
@@ -105,8 +114,26 @@ def test_index_any_text_never_raises(text):
     store.close()
 
 
-WORDS = st.lists(st.sampled_from(["cache", "plugin", "deploy", "heartbeat", "the", "runner", "tidewrite", "hooks",
-                                  "cahce", "deplyo", "größe", "café"]), min_size=1, max_size=3).map(" ".join)
+WORDS = st.lists(
+    st.sampled_from(
+        [
+            "cache",
+            "plugin",
+            "deploy",
+            "heartbeat",
+            "the",
+            "runner",
+            "tidewrite",
+            "hooks",
+            "cahce",
+            "deplyo",
+            "größe",
+            "café",
+        ]
+    ),
+    min_size=1,
+    max_size=3,
+).map(" ".join)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -114,8 +141,15 @@ WORDS = st.lists(st.sampled_from(["cache", "plugin", "deploy", "heartbeat", "the
     WORDS,
     st.integers(min_value=1, max_value=6),
     SESSIONS,
-    st.sampled_from([Variant(), Variant(fusion_key="rowid"), Variant(rerank="before-trim", pool_size=6),
-                     Variant(fuzzy="always"), Variant(pool_size=2)]),
+    st.sampled_from(
+        [
+            Variant(),
+            Variant(fusion_key="rowid"),
+            Variant(rerank="before-trim", pool_size=6),
+            Variant(fuzzy="always"),
+            Variant(pool_size=2),
+        ]
+    ),
 )
 def test_path_exit_is_where_why_not_says_the_chunk_left(query, limit, sessions, variant):
     """For every candidate that entered a pass, why-not names the stage and

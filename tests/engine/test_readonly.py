@@ -79,7 +79,9 @@ def test_search_while_another_process_writes(tmp_path):
     stop = tmp_path / "stop"
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(REPO), str(db), str(stop)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
@@ -248,8 +250,11 @@ def _context_mode_writer(db) -> sqlite3.Connection:
     conn.execute("BEGIN IMMEDIATE")
     sid = conn.execute("INSERT INTO sources (label, chunk_count, code_chunk_count) VALUES ('late.md', 1, 0)").lastrowid
     for table in ("chunks", "chunks_trigram"):
-        conn.execute(f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
-                     "VALUES ('Late', 'zeppelin arrives', ?, 'prose', '')", (sid,))
+        conn.execute(
+            f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
+            "VALUES ('Late', 'zeppelin arrives', ?, 'prose', '')",
+            (sid,),
+        )
     conn.execute("COMMIT")
     return conn
 

@@ -62,18 +62,23 @@ def _read(store):
 def _strip_times(d):
     if isinstance(d, dict):
         # refresh.method / age_ms: how the stale-source answer was found (a scan, then the watch)
-        return {k: _strip_times(v) for k, v in d.items()
-                if k not in ("elapsed_ms", "timings_ms", "total_ms", "method", "age_ms")}
+        return {
+            k: _strip_times(v)
+            for k, v in d.items()
+            if k not in ("elapsed_ms", "timings_ms", "total_ms", "method", "age_ms")
+        }
     if isinstance(d, list):
         return [_strip_times(x) for x in d]
     return d
 
 
 @pytest.mark.skipif("stages" not in SETS, reason="needs ../shared/parity/stages")
-@pytest.mark.parametrize("query,sessions", [("cache", None), ("cache hook", ("sess-A",)), ("cahce", None),
-                                            ("deploy runner", ())])
-@pytest.mark.parametrize("variant", [Variant(), Variant(fusion_key="rowid"), Variant(rerank="before-trim")],
-                         ids=lambda v: v.describe())
+@pytest.mark.parametrize(
+    "query,sessions", [("cache", None), ("cache hook", ("sess-A",)), ("cahce", None), ("deploy runner", ())]
+)
+@pytest.mark.parametrize(
+    "variant", [Variant(), Variant(fusion_key="rowid"), Variant(rerank="before-trim")], ids=lambda v: v.describe()
+)
 def test_a_search_through_the_cache_equals_one_without(query, sessions, variant):
     store = _store("stages")
     cache = RunCache(store)
@@ -81,8 +86,9 @@ def test_a_search_through_the_cache_equals_one_without(query, sessions, variant)
     search(store, SearchParams(query, limit=40, sessions=sessions, variant=variant), runs=cache)
     for limit in (1, 3, 7):
         params = SearchParams(query, limit=limit, sessions=sessions, variant=variant)
-        assert _strip_times(trace_to_dict(search(store, params, runs=cache))) == \
-            _strip_times(trace_to_dict(search(store, params)))
+        assert _strip_times(trace_to_dict(search(store, params, runs=cache))) == _strip_times(
+            trace_to_dict(search(store, params))
+        )
     assert cache.hits > 0
 
 

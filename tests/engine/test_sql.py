@@ -70,7 +70,7 @@ def test_invalid_utf8_is_read_as_node_reads_it():
 
 def test_a_stored_lone_surrogate_reaches_every_reader(tmp_path):
     s = Store.create(tmp_path / "s.db")
-    s.index_text("cut.md", "# Cut \U0001F600\nzebra text", "markdown")
+    s.index_text("cut.md", "# Cut \U0001f600\nzebra text", "markdown")
     s.conn.execute("UPDATE chunks SET title = CAST(? AS TEXT)", (b"Cut \xed\xa0\xbd",))
     expected = b"Cut \xed\xa0\xbd".decode("utf-8", "replace")
     assert s.iter_chunks()[0]["title"] == expected

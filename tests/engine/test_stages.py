@@ -26,7 +26,17 @@ from ..helpers import index_herd, index_zebra
 
 def test_the_shared_stage_ids_in_pipeline_order():
     assert [s.id for s in STAGES] == [
-        "refresh", "porter", "trigram", "retrieve", "fusion", "pool", "filter", "trim", "rerank", "fuzzy", "final",
+        "refresh",
+        "porter",
+        "trigram",
+        "retrieve",
+        "fusion",
+        "pool",
+        "filter",
+        "trim",
+        "rerank",
+        "fuzzy",
+        "final",
         "agent",
     ]
     assert [s.id for s in PASS_STAGES] == ["porter", "trigram", "fusion", "pool", "filter", "trim", "rerank"]
@@ -67,31 +77,59 @@ def test_ranked_lists_per_stage_and_per_trace(store):
         with pytest.raises(ValueError):
             ranked(run, bad)
     lists = stage_lists(trace)
-    assert list(lists) == list(run_stage_ids(run)) == [
-        "porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final"]
+    assert (
+        list(lists)
+        == list(run_stage_ids(run))
+        == ["porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final"]
+    )
     # a fuzzy re-run adds its own, prefixed
     t = search(store, SearchParams("zebar", limit=2))
     assert [k for k in stage_lists(t) if k.startswith("fuzzy:")] == [
-        "fuzzy:porter", "fuzzy:trigram", "fuzzy:fusion", "fuzzy:pool", "fuzzy:filter", "fuzzy:trim", "fuzzy:rerank",
-        "fuzzy:final"]
+        "fuzzy:porter",
+        "fuzzy:trigram",
+        "fuzzy:fusion",
+        "fuzzy:pool",
+        "fuzzy:filter",
+        "fuzzy:trim",
+        "fuzzy:rerank",
+        "fuzzy:final",
+    ]
     # a pass that stopped at the filter lists only what ran
     store.index_text("s.md", "# Mine\nzebra stripes\n", "markdown", session_id="theirs")
     t = search(store, SearchParams("stripes", sessions=("nobody-has-it",), variant=Variant(fuzzy="never")))
     assert t.first.filter.removed and not t.first.filter.kept
     assert "trim" not in stage_lists(t) and stage_lists(t)["final"] == ()
     assert [s.headline for s in stage_summaries(t) if s.stage in ("trim", "rerank")] == [
-        "did not run: nothing survived the session filter"] * 2
+        "did not run: nothing survived the session filter"
+    ] * 2
 
 
 def test_summaries_and_timings_follow_the_table(store):
     index_zebra(store)
     trace = search(store, SearchParams("zebra crossing", limit=2, variant=Variant(rerank="before-trim")))
     summaries = stage_summaries(trace)
-    assert [s.stage for s in summaries] == ["porter", "trigram", "fusion", "pool", "filter", "rerank", "trim",
-                                            "fuzzy", "final"]
+    assert [s.stage for s in summaries] == [
+        "porter",
+        "trigram",
+        "fusion",
+        "pool",
+        "filter",
+        "rerank",
+        "trim",
+        "fuzzy",
+        "final",
+    ]
     assert all(s.title == title(s.stage) for s in summaries)
-    assert [name for name, _ in trace.timings_ms] == ["refresh", "porter", "trigram", "fusion", "pool", "filter",
-                                                     "rerank", "trim"]
+    assert [name for name, _ in trace.timings_ms] == [
+        "refresh",
+        "porter",
+        "trigram",
+        "fusion",
+        "pool",
+        "filter",
+        "rerank",
+        "trim",
+    ]
     assert list(trace_to_dict(trace)["timings_ms"]) == [name for name, _ in trace.timings_ms]
     off = stage_summaries(search(store, SearchParams("zebra crossing", variant=Variant(rerank="off"))))
     assert [s.headline for s in off if s.stage == "rerank"] == ["did not run: variant rerank=off"]

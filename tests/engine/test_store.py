@@ -115,9 +115,11 @@ def test_bad_params():
         SearchParams("x", content_type="binary")
     with pytest.raises(ValueError, match="characters; the maximum"):
         SearchParams("x" * 20000)
-    with pytest.raises(ValueError, match=r"undecodable character U\+DCFF at position 7; is the terminal's encoding UTF-8\?"):
+    with pytest.raises(
+        ValueError, match=r"undecodable character U\+DCFF at position 7; is the terminal's encoding UTF-8\?"
+    ):
         SearchParams("quorum \udcff")
-    assert SearchParams("quorum \U0001F600 é").query  # a real astral character is fine
+    assert SearchParams("quorum \U0001f600 é").query  # a real astral character is fine
 
 
 def test_limit_zero_behaviour(store):
@@ -199,7 +201,9 @@ def test_damaged_store_raises_corrupt_store_error(damaged_db):
                 call(s)
         msg = str(exc.value)
         assert msg.startswith(f"{damaged_db} is damaged: SQLite says 'database disk image is malformed'"), name
-        assert f"rankscope doctor --db {damaged_db}" in msg and f"sqlite3 {damaged_db} 'PRAGMA integrity_check'" in msg, name
+        assert (
+            f"rankscope doctor --db {damaged_db}" in msg and f"sqlite3 {damaged_db} 'PRAGMA integrity_check'" in msg
+        ), name
         assert isinstance(exc.value.__cause__, sql.Error), name
 
 
@@ -224,7 +228,7 @@ def test_damaged_schema_page_is_a_corrupt_store_error_at_open(sample_db, tmp_pat
     shutil.copy2(sample_db, p)
     with open(p, "r+b") as fh:
         fh.seek(100)  # just past the 100-byte header: the schema table's page
-        fh.write(b"\xAA" * 3000)
+        fh.write(b"\xaa" * 3000)
     with pytest.raises(CorruptStoreError, match="is damaged: SQLite says 'database disk image is malformed'") as exc:
         Store.open_readonly(p)
     assert isinstance(exc.value, NotADatabaseError)  # what opening raised before

@@ -75,8 +75,7 @@ def test_concurrent_creation_in_threads(tmp_path):
         barrier = threading.Barrier(8)
         errors: list[BaseException] = []
 
-        def worker(i: int, barrier: threading.Barrier = barrier, db=db,
-                   errors: list[BaseException] = errors) -> None:
+        def worker(i: int, barrier: threading.Barrier = barrier, db=db, errors: list[BaseException] = errors) -> None:
             try:
                 barrier.wait()
                 with Store.create(db) as s:
@@ -100,8 +99,9 @@ def test_concurrent_index_processes(tmp_path, corpus):
     for round_ in range(4):
         db = tmp_path / f"p{round_}.db"
         cmd = [sys.executable, "-m", "tui.cli", "index", str(corpus), "--db", str(db)]
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-                 for _ in range(2)]
+        procs = [
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)
+        ]
         for p in procs:
             out, err = p.communicate(timeout=300)
             assert p.returncode == 0, err
@@ -121,8 +121,13 @@ def test_full_disk_during_creation_leaves_nothing(tmp_path, corpus, blocks):
         "import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (%d, %d)); "
         "from tui.cli.main import main; main(sys.argv[1:])" % (limit, limit)
     )
-    r = subprocess.run([sys.executable, "-c", code, "index", str(corpus), "--db", str(db)],
-                       capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-c", code, "index", str(corpus), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     if r.returncode == 0:
         pytest.skip(f"{limit} bytes were enough to create the store")  # the limit is for the small cases
     assert r.returncode == 2 and r.stderr.startswith("rankscope: error: "), r.stderr

@@ -8,16 +8,28 @@ import sqlite3
 import pytest
 
 from engine import Store
-from engine.terms import (DEFAULT_TOKENIZER, MatchSpans, Stems, marked_spans, match_spans, porter_stems, tokenize,
-                          tokenizer_of)
+from engine.terms import (
+    DEFAULT_TOKENIZER,
+    MatchSpans,
+    Stems,
+    marked_spans,
+    match_spans,
+    porter_stems,
+    tokenize,
+    tokenizer_of,
+)
 
 from ..conftest import LEGACY, MODERN
 
 
 def test_stems_come_from_the_porter_tokenizer(store):
     got = porter_stems(store, "throttling the write-quorum installing café")
-    assert got == (Stems("throttling", ("throttl",)), Stems("write-quorum", ("write", "quorum")),
-                   Stems("installing", ("instal",)), Stems("café", ("cafe",)))
+    assert got == (
+        Stems("throttling", ("throttl",)),
+        Stems("write-quorum", ("write", "quorum")),
+        Stems("installing", ("instal",)),
+        Stems("café", ("cafe",)),
+    )
     assert [s.changed for s in got] == [True, True, True, True]
     assert Stems("cache", ("cach",)).changed
     assert Stems("zebra", ("zebra",)).changed is False

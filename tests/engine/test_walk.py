@@ -23,27 +23,45 @@ def _labels(root, **kw) -> list[str]:
 
 
 def test_root_and_nested_gitignore(tmp_path):
-    _tree(tmp_path, {
-        ".gitignore": "# comment\n*.log\n!keep.log\nbuild/\n/top-only.txt\n",
-        "a.md": "a", "x.log": "x", "keep.log": "k", "top-only.txt": "t",
-        "sub/top-only.txt": "kept: the pattern is anchored to the root",
-        "sub/y.log": "y", "sub/keep.log": "k",
-        "build/out.txt": "o", "sub/build/out.txt": "o",
-        "sub/.gitignore": "*.tmp\n/local.md\n!y.log\n",
-        "sub/z.tmp": "z", "sub/local.md": "l", "sub/deeper/local.md": "kept: anchored to sub/",
-        "other/z.tmp": "kept: sub's rules do not apply here",
-    })
+    _tree(
+        tmp_path,
+        {
+            ".gitignore": "# comment\n*.log\n!keep.log\nbuild/\n/top-only.txt\n",
+            "a.md": "a",
+            "x.log": "x",
+            "keep.log": "k",
+            "top-only.txt": "t",
+            "sub/top-only.txt": "kept: the pattern is anchored to the root",
+            "sub/y.log": "y",
+            "sub/keep.log": "k",
+            "build/out.txt": "o",
+            "sub/build/out.txt": "o",
+            "sub/.gitignore": "*.tmp\n/local.md\n!y.log\n",
+            "sub/z.tmp": "z",
+            "sub/local.md": "l",
+            "sub/deeper/local.md": "kept: anchored to sub/",
+            "other/z.tmp": "kept: sub's rules do not apply here",
+        },
+    )
     assert _labels(tmp_path) == [  # the .gitignore files themselves are metadata, never indexed
-        "a.md", "keep.log", "other/z.tmp", "sub/deeper/local.md",
-        "sub/keep.log", "sub/top-only.txt", "sub/y.log",
+        "a.md",
+        "keep.log",
+        "other/z.tmp",
+        "sub/deeper/local.md",
+        "sub/keep.log",
+        "sub/top-only.txt",
+        "sub/y.log",
     ]
 
 
 def test_matcher_labels_and_directories(tmp_path):
-    _tree(tmp_path, {
-        ".gitignore": "build/\ncache\n*.bin\n",
-        "docs/.gitignore": "drafts/\n!important.bin\n",
-    })
+    _tree(
+        tmp_path,
+        {
+            ".gitignore": "build/\ncache\n*.bin\n",
+            "docs/.gitignore": "drafts/\n!important.bin\n",
+        },
+    )
     ignored = gitignore_matcher(tmp_path)
     assert ignored("build/")  # a label ending in "/" is a directory
     assert not ignored("build")  # "build/" only matches directories

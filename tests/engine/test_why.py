@@ -1,4 +1,4 @@
-""""Why is chunk X missing?": one test per reason code, each on a corpus built to show it."""
+""" "Why is chunk X missing?": one test per reason code, each on a corpus built to show it."""
 
 from __future__ import annotations
 
@@ -47,8 +47,18 @@ def collide(store):
 
 def test_reason_codes_are_documented():
     assert set(REASONS) == {
-        "source-filter", "content-type-filter", "no-term", "fuzzy-not-attempted", "retriever-skipped",
-        "beyond-fts-limit", "merged", "beyond-pool", "session-filter", "trimmed", "outranked", "returned",
+        "source-filter",
+        "content-type-filter",
+        "no-term",
+        "fuzzy-not-attempted",
+        "retriever-skipped",
+        "beyond-fts-limit",
+        "merged",
+        "beyond-pool",
+        "session-filter",
+        "trimmed",
+        "outranked",
+        "returned",
     }
 
 
@@ -164,7 +174,9 @@ def test_beyond_fts_limit(store):
     e = one(store, params, key="long.md::Long")
     assert (e.reason, e.stage) == ("beyond-fts-limit", "retrieve")
     assert e.details["full_ranks"]["porter"] == {
-        "rank": 13, "matches": 13, "bm25": e.details["full_ranks"]["porter"]["bm25"],
+        "rank": 13,
+        "matches": 13,
+        "bm25": e.details["full_ranks"]["porter"]["bm25"],
     }
     assert e.position == min(e.details["full_ranks"]["porter"]["rank"], e.details["full_ranks"]["trigram"]["rank"])
     assert "fts_limit 10 = max(2 × pool size 3, 10)" in e.message and "bm25 rank 13 of 13" in e.message

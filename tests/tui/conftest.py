@@ -98,6 +98,7 @@ def build_app(**kwargs):
 
 # ── notifications ─────────────────────────────────────────────────────────
 
+
 def record_notifications(app):
     """Record every ``app.notify`` call of ``app`` (Textual's public way to
     raise a notification; screens call it on the app) as a
@@ -175,8 +176,10 @@ async def _barrier(pilot, nodes, rounds: int, timeout: float) -> None:
                 if waiting and not app.is_running:
                     raise AssertionError("the app stopped while handling its queued messages")
                 if waiting and time.monotonic() > deadline:
-                    raise AssertionError(f"timed out after {timeout:g} s waiting for {list(waiting.values())} "
-                                         "to handle their queued messages")
+                    raise AssertionError(
+                        f"timed out after {timeout:g} s waiting for {list(waiting.values())} "
+                        "to handle their queued messages"
+                    )
         finally:
             for task in waiting:
                 task.cancel()
@@ -218,8 +221,11 @@ async def key_handled(pilot, timeout: float = TIMEOUT) -> None:
 def _tables_sized(app) -> bool:
     from textual.widgets import DataTable
 
-    return all(t.virtual_size.height >= t.row_count + (1 if t.show_header else 0)
-               for t in app.screen.query(DataTable) if t.display and t.row_count)
+    return all(
+        t.virtual_size.height >= t.row_count + (1 if t.show_header else 0)
+        for t in app.screen.query(DataTable)
+        if t.display and t.row_count
+    )
 
 
 async def rendered(pilot, timeout: float = TIMEOUT) -> None:
@@ -309,8 +315,9 @@ async def wait_screen(pilot, cls, *, focused: bool = True, timeout: float = TIME
             return False
         return not focused or (app.focused is not None and app.focused.screen is screen)
 
-    await wait_for(pilot, ready, timeout=timeout,
-                   what=f"a {cls.__name__} on top" + (" with the focus" if focused else ""))
+    await wait_for(
+        pilot, ready, timeout=timeout, what=f"a {cls.__name__} on top" + (" with the focus" if focused else "")
+    )
     return app.screen
 
 
@@ -326,8 +333,11 @@ async def settle(pilot) -> None:
     app = pilot.app
     for _ in range(2):  # handling a result can start more work (a lab screen follows the browser)
         await processed(pilot)
-        await wait_for(pilot, lambda: all(w.is_finished for w in app.workers) and _searches_shown(app),
-                       what="the searches to finish and be shown")
+        await wait_for(
+            pilot,
+            lambda: all(w.is_finished for w in app.workers) and _searches_shown(app),
+            what="the searches to finish and be shown",
+        )
     await rendered(pilot)
 
 
@@ -375,8 +385,9 @@ async def run_command(pilot, typed: str) -> None:
 
     app = pilot.app
     await press(pilot, "ctrl+p")
-    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.is_mounted,
-                   what="the command palette")
+    await wait_for(
+        pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen.is_mounted, what="the command palette"
+    )
     await type_text(pilot, typed)
     await processed(pilot)
     await wait_for(pilot, lambda: _palette_ready(app, typed), what=f"the palette's matches for {typed!r}")

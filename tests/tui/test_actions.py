@@ -35,11 +35,28 @@ from tui.widgets.query_box import QueryInput
 from .conftest import build_app, plain, press, processed, search_for, wait_screen
 
 #: The classes whose bindings the table generates, by owner.
-OWNERS = {"app": RankscopeApp, "browser": BrowserScreen, "query": QueryInput, "agent": AgentViewScreen,
-          "cases": CasesScreen}
+OWNERS = {
+    "app": RankscopeApp,
+    "browser": BrowserScreen,
+    "query": QueryInput,
+    "agent": AgentViewScreen,
+    "cases": CasesScreen,
+}
 #: The screens that bind Esc themselves (owner "screens").
-CLOSING_SCREENS = (ParamsScreen, SessionsScreen, HelpScreen, SkippedScreen, CompareScreen, WhyScreen, DoctorScreen,
-                   StorePickerScreen, AgentViewScreen, AgentLogScreen, HistorySearchScreen, CasesScreen)
+CLOSING_SCREENS = (
+    ParamsScreen,
+    SessionsScreen,
+    HelpScreen,
+    SkippedScreen,
+    CompareScreen,
+    WhyScreen,
+    DoctorScreen,
+    StorePickerScreen,
+    AgentViewScreen,
+    AgentLogScreen,
+    HistorySearchScreen,
+    CasesScreen,
+)
 #: Where an action string's namespace (``screen.``, ``app.``) runs, for a key bound by each owner.
 NAMESPACES = {"app": RankscopeApp, "screen": BrowserScreen}
 NARROW = (80, 24)
@@ -88,7 +105,9 @@ def test_every_key_is_bound_to_its_action(row: Action):
         if key.owner in OWNERS:
             bound = [b for b in _own_bindings(OWNERS[key.owner]) if b.key == key.key]
             # a key may run two actions, each enabled in its mode (1: results pane, or grade 1 when judging)
-            same_key = [k.action or r.action for r in ACTIONS for k in r.keys if (k.owner, k.key) == (key.owner, key.key)]
+            same_key = [
+                k.action or r.action for r in ACTIONS for k in r.keys if (k.owner, k.key) == (key.owner, key.key)
+            ]
             assert action in same_key and [b.action for b in bound] == same_key, (row.id, key.key)
             namespace, name, _ = textual_actions.parse(action)
             cls = NAMESPACES[namespace] if namespace else OWNERS[key.owner]
@@ -161,8 +180,14 @@ async def test_palette_offers_every_palette_action_with_the_same_key():
         assert app.selected_subject() is not None  # so the "selected chunk" entry is offered
         hits = await _palette_hits(app)
         subject = app.selected_subject()
-        fields = {"rowid": subject.rowid, "title": subject.title, "source": subject.source,
-                  "count": 1, "summary": skipped.summary(), "judging": "grade chunks 0-3"}
+        fields = {
+            "rowid": subject.rowid,
+            "title": subject.title,
+            "source": subject.source,
+            "count": 1,
+            "summary": skipped.summary(),
+            "judging": "grade chunks 0-3",
+        }
         rows = palette_rows()
         assert {r.id for r in rows} == {r.id for r in ACTIONS if r.palette is not None}
         for row in rows:

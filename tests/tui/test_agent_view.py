@@ -41,8 +41,9 @@ def answered(app) -> bool:
 
 def _app(path, **kwargs):
     store = Store.open_readonly(path)
-    return record_notifications(make_app(store, store_label=path.name, show_timings=False, cursor_blink=False,
-                                         **kwargs))
+    return record_notifications(
+        make_app(store, store_label=path.name, show_timings=False, cursor_blink=False, **kwargs)
+    )
 
 
 async def test_agent_view_shows_what_the_agent_receives():
@@ -103,8 +104,9 @@ async def test_agent_view_follows_parameter_changes():
         await wait_for(pilot, lambda: answered(app), what="the agent view")
         screen = agent_screen(app)
         app.browser.update_params(source="ops", limit=1)
-        await wait_for(pilot, lambda: answered(app) and screen.request.arguments.get("source") == "ops",
-                       what="the change")
+        await wait_for(
+            pilot, lambda: answered(app) and screen.request.arguments.get("source") == "ops", what="the change"
+        )
         with Store.open_readonly(AGENT_VIEW / "store.db") as store:
             assert screen.trace.text == ctx_search(store, {"queries": ["relay"], "limit": 1, "source": "ops"}).text
         assert "the agent gets" not in plain(screen.query_one("#agent-summary", Static))
@@ -122,8 +124,11 @@ async def test_plugin_toggle_applies_the_session_allow_set():
         await wait_for(pilot, lambda: answered(app) and screen.trace.scope.mode == "plugin", what="plugin mode")
         project = "/tmp/agentview/public/project"
         with Store.open_readonly(PLUGIN_STORE) as store:
-            expected = ctx_search(store, {"queries": ["failover review"], "limit": 3},
-                                  AgentContext(plugin_project=project, session_db=str(SESSION_DB)))
+            expected = ctx_search(
+                store,
+                {"queries": ["failover review"], "limit": 3},
+                AgentContext(plugin_project=project, session_db=str(SESSION_DB)),
+            )
         assert screen.trace.text == expected.text
         assert len(screen.trace.scope.allow_set) == 3
         assert "as the plugin sees it" in plain(screen.query_one("#agent-summary", Static))
@@ -137,8 +142,11 @@ async def test_plugin_toggle_without_a_session_db_says_why():
         await press(pilot, "f12")
         await wait_for(pilot, lambda: answered(app), what="the agent view")
         await press(pilot, "p")
-        await wait_for(pilot, lambda: any("No session DB" in str(n.message) for n in notifications(app)),
-                       what="the 'No session DB' notification")
+        await wait_for(
+            pilot,
+            lambda: any("No session DB" in str(n.message) for n in notifications(app)),
+            what="the 'No session DB' notification",
+        )
         await processed(pilot)
         assert not agent_screen(app).plugin
 
@@ -148,8 +156,9 @@ async def test_agent_log_lists_and_opens_a_recorded_call():
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "x")
         await run_command(pilot, "Agent log")
-        await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays,
-                       what="the agent log")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the agent log"
+        )
         screen = app.screen
         options = screen.query_one("#agent-log-list", OptionList)
         assert options.option_count == 13
@@ -157,8 +166,11 @@ async def test_agent_log_lists_and_opens_a_recorded_call():
         assert "differs" in str(options.get_option_at_index(4).prompt)
         # the 7th call: two queries over the fetched JSON with source, contentType and limit 5
         options.highlighted = 6
-        await wait_for(pilot, lambda: "call #3" in plain(screen.query_one("#agent-log-detail", Static)),
-                       what="the 7th call's detail")
+        await wait_for(
+            pilot,
+            lambda: "call #3" in plain(screen.query_one("#agent-log-detail", Static)),
+            what="the 7th call's detail",
+        )
         await press(pilot, "enter")
         await wait_for(pilot, lambda: answered(app), what="the recorded call's agent view")
         view = agent_screen(app)
@@ -168,7 +180,11 @@ async def test_agent_log_lists_and_opens_a_recorded_call():
         assert "the agent gets 2 of your 5" in plain(view.query_one("#agent-summary", Static))
         params = app.browser.params
         assert (params.query, params.limit, params.source, params.content_type) == (
-            "circuitBreakers upstream-eu", 2, "corvid-config", "code")
+            "circuitBreakers upstream-eu",
+            2,
+            "corvid-config",
+            "code",
+        )
         assert params.sessions is not None and len(params.sessions) == 3
 
 

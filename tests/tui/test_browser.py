@@ -65,8 +65,17 @@ async def test_query_fills_results_and_inspector():
         sanitised = plain(browser.query_one("#sanitised"))
         assert '"heartbeat"' in sanitised
         text = inspector_text(app)
-        for title in ("Porter", "Trigram", "Fusion (RRF)", "Candidate pool", "Session filter", "Trim", "Rerank",
-                      "Fuzzy", "Final"):
+        for title in (
+            "Porter",
+            "Trigram",
+            "Fusion (RRF)",
+            "Candidate pool",
+            "Session filter",
+            "Trim",
+            "Rerank",
+            "Fuzzy",
+            "Final",
+        ):
             assert f"▌{title}" in text
         assert "skipped: fusion returned 3 results after the session filter" in text
         # the journey follows the top result
@@ -313,8 +322,9 @@ async def test_search_error_becomes_a_notification_and_the_app_stays_usable():
         await wait_screen(pilot, BrowserScreen)
         await type_text(pilot, "cache")
         await press(pilot, "enter")
-        await wait_for(pilot, lambda: any("disk on fire" in n.message and n.severity == "error"
-                                          for n in notifications(app)))
+        await wait_for(
+            pilot, lambda: any("disk on fire" in n.message and n.severity == "error" for n in notifications(app))
+        )
         assert app.is_running
         from engine import search
 
@@ -420,8 +430,9 @@ async def test_wide_shows_all_panes():
         await search_for(pilot, "cache")
         browser = app.browser
         assert browser.has_class("-wide")
-        await wait_for(pilot, lambda: all(p.region.height > 0 for p in (browser.results, browser.inspector,
-                                                                        browser.journey)))
+        await wait_for(
+            pilot, lambda: all(p.region.height > 0 for p in (browser.results, browser.inspector, browser.journey))
+        )
         assert not browser.query_one("#pane-tabs").display
 
 
@@ -436,8 +447,17 @@ async def test_bindings_have_ids_and_tooltips(size):
         from tui.screens.stores import StorePickerScreen
         from tui.widgets.query_box import QueryInput
 
-        for cls in (RankscopeApp, BrowserScreen, QueryInput, ParamsScreen, SessionsScreen, HelpScreen,
-                    LoadingScreen, StorePickerScreen, SkippedScreen):
+        for cls in (
+            RankscopeApp,
+            BrowserScreen,
+            QueryInput,
+            ParamsScreen,
+            SessionsScreen,
+            HelpScreen,
+            LoadingScreen,
+            StorePickerScreen,
+            SkippedScreen,
+        ):
             for b in cls.BINDINGS:
                 assert b.id and b.tooltip, (cls.__name__, b)
 
@@ -491,19 +511,25 @@ async def test_control_characters_from_the_store_never_reach_the_terminal():
     from engine import Store
 
     store = Store.create(":memory:")
-    store.index_text("evil\x1b]0;title\x07.md", "# Cache \x1b[2J heading\n\ncache body \x1b[31mred\x1b[0m\r\n", "markdown",
-                     session_id="s\x1b[1m")
+    store.index_text(
+        "evil\x1b]0;title\x07.md",
+        "# Cache \x1b[2J heading\n\ncache body \x1b[31mred\x1b[0m\r\n",
+        "markdown",
+        session_id="s\x1b[1m",
+    )
     app = build_app(store=store, store_label="evil")
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
         browser = app.browser
         assert browser.trace.final
-        shown = "\n".join([
-            inspector_text(app),
-            plain(browser.query_one("#journey-steps")),
-            plain(browser.query_one("#journey-preview")),
-            "\n".join(str(c) for c in browser.results.table.get_row_at(0)),
-        ])
+        shown = "\n".join(
+            [
+                inspector_text(app),
+                plain(browser.query_one("#journey-steps")),
+                plain(browser.query_one("#journey-preview")),
+                "\n".join(str(c) for c in browser.results.table.get_row_at(0)),
+            ]
+        )
         assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
         assert "␛[2J" in shown and "␛[31m" in shown
 
@@ -530,7 +556,9 @@ async def test_params_dialog_source_exact_and_content_type():
         await settle(pilot)
         trace = app.browser.trace
         assert trace.params.source_match == "exact" and trace.params.content_type == "prose"
-        assert all(h.source == "docs/configuration.md" and h.content_type == "prose"
-                   for h in trace.first.porter.hits + trace.first.trigram.hits)
+        assert all(
+            h.source == "docs/configuration.md" and h.content_type == "prose"
+            for h in trace.first.porter.hits + trace.first.trigram.hits
+        )
         bar = plain(app.browser.params_bar)
         assert "docs/configuration.md (exact)" in bar and "type prose" in bar

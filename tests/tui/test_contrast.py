@@ -107,8 +107,7 @@ def drawn_cells(app) -> list[Cell]:
                 if control:
                     continue
                 width = cell_len(text)
-                if style is not None and text.strip() and (
-                        regions is None or any(r.contains(x, y) for r in regions)):
+                if style is not None and text.strip() and (regions is None or any(r.contains(x, y) for r in regions)):
                     fg, bg = style.color, style.bgcolor
                     if style.reverse:
                         fg, bg = bg, fg
@@ -124,8 +123,10 @@ def unreadable(app, where: str) -> list[str]:
     for c in drawn_cells(app):
         text = "".join(ch for ch in c.text if ch not in DECORATIVE).strip()
         if text and c.contrast < TEXT_MIN:
-            out.append(f"{where}: {text[:40]!r} {c.contrast:.2f}:1 at {c.x},{c.y} "
-                       f"(#{'%02x%02x%02x' % c.fg} on #{'%02x%02x%02x' % c.bg})")
+            out.append(
+                f"{where}: {text[:40]!r} {c.contrast:.2f}:1 at {c.x},{c.y} "
+                f"(#{'%02x%02x%02x' % c.fg} on #{'%02x%02x%02x' % c.bg})"
+            )
     return out
 
 
@@ -258,8 +259,10 @@ async def test_compare_bad_news_is_at_least_as_visible_as_good_news(no_color, mo
         counts = _cells_in(app, screen.query_one("#compare-counts"))
         after = {counts[i - 1].text.strip(): counts[i] for i in range(1, len(counts))}
         # like with like: the table's markers, the counts line's numbers (same background each)
-        pairs = [([markers["gone"], markers["↓1"]], markers["new"]),
-                 ([after["worsened"], after["only in A"]], after["only in B"])]
+        pairs = [
+            ([markers["gone"], markers["↓1"]], markers["new"]),
+            ([after["worsened"], after["only in A"]], after["only in B"]),
+        ]
     assert [[c.text for c in bad] + [good.text] for bad, good in pairs] == [["gone", "↓1", "new"], ["2", "2", "2"]]
     for bad, good in pairs:
         for c in bad:

@@ -147,15 +147,22 @@ async def _wait_for_the_list(pilot):
 async def test_the_picker_refuses_a_store_marked_unreadable(counts_damaged):
     from tui.screens.stores import StorePickerScreen
 
-    info = SimpleNamespace(path=counts_damaged, size_bytes=1, sources=None, chunks=None, schema=None,
-                           error="cannot read: database disk image is malformed")
+    info = SimpleNamespace(
+        path=counts_damaged,
+        size_bytes=1,
+        sources=None,
+        chunks=None,
+        schema=None,
+        error="cannot read: database disk image is malformed",
+    )
     app = _picker_app([info])
     async with app.run_test(size=NARROW) as pilot:
         await _wait_for_the_list(pilot)
         assert "cannot be opened" in str(app.screen.query_one("#stores-list").get_option_at_index(0).prompt)
         await press(pilot, "enter")
-        await wait_for(pilot, lambda: any(n.severity == "error" and "unreadable" in n.message
-                                          for n in notifications(app)))
+        await wait_for(
+            pilot, lambda: any(n.severity == "error" and "unreadable" in n.message for n in notifications(app))
+        )
         await settle(pilot)
         assert isinstance(app.screen, StorePickerScreen) and app.is_running
 
@@ -169,8 +176,7 @@ async def test_the_picker_refuses_a_damaged_store_not_yet_marked(counts_damaged)
     async with app.run_test(size=NARROW) as pilot:
         await _wait_for_the_list(pilot)
         await press(pilot, "enter")
-        await wait_for(pilot, lambda: any(n.severity == "error" and "damaged" in n.message
-                                          for n in notifications(app)))
+        await wait_for(pilot, lambda: any(n.severity == "error" and "damaged" in n.message for n in notifications(app)))
         await settle(pilot)
         assert isinstance(app.screen, StorePickerScreen) and app.is_running
         assert app.browser is None

@@ -9,7 +9,18 @@ from textual.widgets import DataTable
 from engine import SearchParams
 from tui.screens.flow import FlowScreen
 
-from .conftest import build_app, plain, press, processed, rendered, run_command, search_for, settle, wait_for, wait_screen
+from .conftest import (
+    build_app,
+    plain,
+    press,
+    processed,
+    rendered,
+    run_command,
+    search_for,
+    settle,
+    wait_for,
+    wait_screen,
+)
 
 NARROW, WIDE = (80, 24), (120, 40)
 
@@ -42,8 +53,18 @@ async def test_a_collision_shows_merged_in_the_fused_column():
     app = build_app(params=SearchParams("", limit=5))
     async with app.run_test(size=WIDE) as pilot:
         screen = await open_flow(pilot, "example")
-        assert headers(screen) == ["row", "title", "Porter", "Trigram", "Fused", "Pool", "Filter", "Trim", "Rerank",
-                                   "Final"]
+        assert headers(screen) == [
+            "row",
+            "title",
+            "Porter",
+            "Trigram",
+            "Fused",
+            "Pool",
+            "Filter",
+            "Trim",
+            "Rerank",
+            "Final",
+        ]
         rows = cells(screen)
         merged = [r for r in rows if r[4].startswith("merged→")]
         assert {r[0] for r in merged} >= {"46"} and all(r[4] == "merged→48" for r in merged if r[0] == "46")
@@ -114,8 +135,11 @@ async def test_pin_with_p_then_the_line_follows_as_you_type():
         # a new query: the line says where row 17 went, and what would bring it back
         await search_for(pilot, "cache hook")
         await settle(pilot)
-        await wait_for(pilot, lambda: "would return it at #" in plain(line) or "no single change" in plain(line),
-                       what="the counterfactual")
+        await wait_for(
+            pilot,
+            lambda: "would return it at #" in plain(line) or "no single change" in plain(line),
+            what="the counterfactual",
+        )
         assert "pinned row 17" in plain(line) and "left at" in plain(line)
         # p on the pinned chunk unpins it
         browser.pin(None)

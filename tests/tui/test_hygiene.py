@@ -40,15 +40,19 @@ SOURCES = sorted(HERE.glob("*.py"))
 
 #: (file name, enclosing function) → the timed waits it may make, and why.
 ALLOWED_WAITS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
-    ("conftest.py", "wait_for"): (frozenset({"asyncio.sleep"}),
-                                  "the condition poll itself: yields to the app between checks, bounded by a deadline"),
+    ("conftest.py", "wait_for"): (
+        frozenset({"asyncio.sleep"}),
+        "the condition poll itself: yields to the app between checks, bounded by a deadline",
+    ),
     ("conftest.py", "screen_strips"): (
         frozenset({"._compositor", "._background_screens"}),
         "the composited frame (text and styles per cell, for contrast and wording checks): Textual has no public "
-        "API for it; App.export_screenshot reads the same two attributes"),
+        "API for it; App.export_screenshot reads the same two attributes",
+    ),
     ("test_browser.py", "test_search_as_you_type_is_debounced"): (
         frozenset({"asyncio.sleep"}),
-        "types at a fixed cadence (20 keys a second) on purpose: the debounce is about time between keys"),
+        "types at a fixed cadence (20 keys a second) on purpose: the debounce is about time between keys",
+    ),
 }
 
 #: Calls that wait a fixed time, by dotted name.
@@ -71,8 +75,12 @@ def private_names() -> frozenset[str]:
         for path in Path(package.__file__).parent.rglob("*.py"):
             tree = ast.parse(path.read_text("utf-8"))
             for node in ast.walk(tree):
-                if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
-                        and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in ("self", "cls")
+                ):
                     names.add(node.attr)
                 elif isinstance(node, (ast.Module, ast.ClassDef)):
                     for item in node.body:
@@ -150,9 +158,14 @@ class _Scanner(ast.NodeVisitor):
                 self._report(node, f"{name}(")
             elif name.split(".")[-2:] in (["pilot", "pause"], ["pilot", "press"]):
                 self._report(node, f"{name}(")
-        if (isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
-                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-                and isinstance(node.args[1].value, str) and node.args[1].value in private_names()):
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and node.args[1].value in private_names()
+        ):
             self._report(node, f"{node.func.id}(..., {node.args[1].value!r})")
         self.generic_visit(node)
 
@@ -179,8 +192,9 @@ def offences(source: str, filename: str) -> list[str]:
 @pytest.mark.parametrize("path", SOURCES, ids=[p.name for p in SOURCES])
 def test_tui_tests_wait_on_conditions_and_use_public_textual_api(path: Path):
     bad = offences(path.read_text("utf-8"), path.name)
-    assert not bad, ("fixed pauses or Textual private names (see tests/tui/test_hygiene.py for what to use):\n"
-                     + "\n".join(bad))
+    assert not bad, (
+        "fixed pauses or Textual private names (see tests/tui/test_hygiene.py for what to use):\n" + "\n".join(bad)
+    )
 
 
 def test_every_allowed_wait_is_still_there():
@@ -193,34 +207,43 @@ def test_every_allowed_wait_is_still_there():
         assert made == calls, (filename, function, made)
 
 
-@pytest.mark.parametrize("source,expected", [
-    ("async def t(pilot):\n    await pilot.pause()\n", "t.py:2 (t): pilot.pause("),
-    ("async def t(pilot):\n    await pilot.pause(0.02)\n", "t.py:2 (t): pilot.pause("),
-    ("async def t(self):\n    await self.pilot.pause()\n", "t.py:2 (t): self.pilot.pause("),
-    ("import asyncio\nasync def t():\n    await asyncio.sleep(0.1)\n", "t.py:3 (t): asyncio.sleep("),
-    ("import time\ndef t():\n    time.sleep(0.1)\n", "t.py:3 (t): time.sleep("),
-    ("from asyncio import sleep as nap\nasync def t():\n    await nap(1)\n", "t.py:3 (t): asyncio.sleep("),
-    ("import time as clock\ndef t():\n    clock.sleep(1)\n", "t.py:3 (t): time.sleep("),
-    ("async def t(pilot):\n    await pilot.press('f1')\n", "t.py:2 (t): pilot.press("),
-    ("def t(app):\n    return app._notifications\n", "t.py:2 (t): ._notifications"),
-    ("def t(app):\n    return app._driver\n", "t.py:2 (t): ._driver"),
-    ("def t(o):\n    return o._options\n", "t.py:2 (t): ._options"),
-    ("def t(app):\n    return getattr(app, '_driver')\n", "t.py:2 (t): getattr(..., '_driver')"),
-    ("from textual.widgets._footer import FooterKey\n", "t.py:1 (<module>): from textual.widgets._footer import ..."),
-    ("from textual._wait import wait_for_idle\n", "t.py:1 (<module>): from textual._wait import ..."),
-    ("import textual._context\n", "t.py:1 (<module>): import textual._context"),
-    ("from textual.app import _get_environ_bool\n", "t.py:1 (<module>): from textual.app import _get_environ_bool"),
-])
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        ("async def t(pilot):\n    await pilot.pause()\n", "t.py:2 (t): pilot.pause("),
+        ("async def t(pilot):\n    await pilot.pause(0.02)\n", "t.py:2 (t): pilot.pause("),
+        ("async def t(self):\n    await self.pilot.pause()\n", "t.py:2 (t): self.pilot.pause("),
+        ("import asyncio\nasync def t():\n    await asyncio.sleep(0.1)\n", "t.py:3 (t): asyncio.sleep("),
+        ("import time\ndef t():\n    time.sleep(0.1)\n", "t.py:3 (t): time.sleep("),
+        ("from asyncio import sleep as nap\nasync def t():\n    await nap(1)\n", "t.py:3 (t): asyncio.sleep("),
+        ("import time as clock\ndef t():\n    clock.sleep(1)\n", "t.py:3 (t): time.sleep("),
+        ("async def t(pilot):\n    await pilot.press('f1')\n", "t.py:2 (t): pilot.press("),
+        ("def t(app):\n    return app._notifications\n", "t.py:2 (t): ._notifications"),
+        ("def t(app):\n    return app._driver\n", "t.py:2 (t): ._driver"),
+        ("def t(o):\n    return o._options\n", "t.py:2 (t): ._options"),
+        ("def t(app):\n    return getattr(app, '_driver')\n", "t.py:2 (t): getattr(..., '_driver')"),
+        (
+            "from textual.widgets._footer import FooterKey\n",
+            "t.py:1 (<module>): from textual.widgets._footer import ...",
+        ),
+        ("from textual._wait import wait_for_idle\n", "t.py:1 (<module>): from textual._wait import ..."),
+        ("import textual._context\n", "t.py:1 (<module>): import textual._context"),
+        ("from textual.app import _get_environ_bool\n", "t.py:1 (<module>): from textual.app import _get_environ_bool"),
+    ],
+)
 def test_the_guard_catches(source, expected):
     assert expected in offences(source, "t.py")
 
 
-@pytest.mark.parametrize("source", [
-    "def t(browser):\n    return browser._seq, browser._shown_seq\n",  # rankscope's own
-    "from textual.widgets import OptionList\nfrom textual.widgets.option_list import Option\n",
-    "async def t(pilot, wait_for):\n    await wait_for(pilot, lambda: True)\n",
-    "async def t(pilot):\n    await pilot.click('#x')\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def t(browser):\n    return browser._seq, browser._shown_seq\n",  # rankscope's own
+        "from textual.widgets import OptionList\nfrom textual.widgets.option_list import Option\n",
+        "async def t(pilot, wait_for):\n    await wait_for(pilot, lambda: True)\n",
+        "async def t(pilot):\n    await pilot.click('#x')\n",
+    ],
+)
 def test_the_guard_lets_public_use_through(source):
     assert offences(source, "t.py") == []
 

@@ -147,11 +147,15 @@ async def test_saved_cases_reopen_and_export(db, tmp_path, monkeypatch):
         assert exported == [{"id": "write-quorum", "query": "write quorum", "limit": 5}]
         params_for_entry(exported[0], Variant())  # what rankscope batch / eval read
         assert read_qrels(tmp_path / "rankscope-cases.qrels.json").judgments == {
-            "write-quorum": {f"{second.source}::{second.title}": 2}}
+            "write-quorum": {f"{second.source}::{second.title}": 2}
+        }
         await press(pilot, "enter")  # reopen
         await settle(pilot)
-        await wait_for(pilot, lambda: browser.journey.subject is not None
-                       and browser.journey.subject.rowid == second.rowid, what="the pinned chunk")
+        await wait_for(
+            pilot,
+            lambda: browser.journey.subject is not None and browser.journey.subject.rowid == second.rowid,
+            what="the pinned chunk",
+        )
         assert browser.params.limit == 5 and browser.query_box.value == "write quorum"
         assert browser.journey.subject.origin == "Saved case"
 
@@ -174,6 +178,9 @@ async def test_an_unreadable_qrels_file_is_never_overwritten(db, tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await search_for(pilot, "throttling")
         await press(pilot, "down", "g", "1")
-        await wait_for(pilot, lambda: any("not saved" in n.message for n in notifications(app)),
-                       what="the 'not saved' notification")
+        await wait_for(
+            pilot,
+            lambda: any("not saved" in n.message for n in notifications(app)),
+            what="the 'not saved' notification",
+        )
     assert target.read_text() == "this is not qrels\n"

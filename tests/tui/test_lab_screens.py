@@ -45,8 +45,11 @@ async def settle_lab(pilot, strict: bool = True) -> None:
     for attr in ("_seq", "_find_seq") if strict else ():
         shown = {"_seq": "_shown_seq", "_find_seq": "_find_shown"}[attr]
         if hasattr(screen, attr):
-            await wait_for(pilot, lambda shown=shown, attr=attr: getattr(screen, shown) >= getattr(screen, attr),
-                           what=f"{type(screen).__name__}.{attr} to be shown")
+            await wait_for(
+                pilot,
+                lambda shown=shown, attr=attr: getattr(screen, shown) >= getattr(screen, attr),
+                what=f"{type(screen).__name__}.{attr} to be shown",
+            )
 
 
 def table_rows(screen: CompareScreen) -> list[list[str]]:
@@ -234,8 +237,9 @@ async def test_compare_failure_becomes_a_notification():
         await press(pilot, "f7")
         screen = await wait_screen(pilot, CompareScreen)
         await settle_lab(pilot, strict=False)
-        await wait_for(pilot, lambda: any("variant exploded" in n.message and n.severity == "error"
-                                          for n in notifications(app)))
+        await wait_for(
+            pilot, lambda: any("variant exploded" in n.message and n.severity == "error" for n in notifications(app))
+        )
         assert app.screen is screen and app.is_running
         assert screen.query_one("#compare-box").border_subtitle == "compare failed"
         assert "Compare failed: variant exploded" in plain(screen.query_one("#compare-empty"))
@@ -247,13 +251,19 @@ def test_marker_labels_and_counts_are_words():
     def row(a, b, marker):
         return ChunkComparison(1, 1, "s", "t", "prose", a, b, marker)
 
-    assert [marker_label(row(3, 1, "up")), marker_label(row(1, 4, "down")), marker_label(row(2, 2, "same")),
-            marker_label(row(None, 1, "new")), marker_label(row(1, None, "gone"))] == ["↑2", "↓3", "=", "new", "gone"]
+    assert [
+        marker_label(row(3, 1, "up")),
+        marker_label(row(1, 4, "down")),
+        marker_label(row(2, 2, "same")),
+        marker_label(row(None, 1, "new")),
+        marker_label(row(1, None, "gone")),
+    ] == ["↑2", "↓3", "=", "new", "gone"]
     text = counts_text(CompareCounts(1, 2, 3, 4, 5), 0.5).plain
     assert text == "improved 1 · worsened 2 · unchanged 3 · only in A 4 · only in B 5 · overlap 0.50"
-    assert variant_from_form({"key": "rowid", "rerank": "on", "fuzzy": "fallback", "retrievers": "both"},
-                             {"rrf_k": "", "fts_limit": "", "pool": "7", "pool_sessions": ""}) == Variant(
-        fusion_key="rowid", pool_size=7)
+    assert variant_from_form(
+        {"key": "rowid", "rerank": "on", "fuzzy": "fallback", "retrievers": "both"},
+        {"rrf_k": "", "fts_limit": "", "pool": "7", "pool_sessions": ""},
+    ) == Variant(fusion_key="rowid", pool_size=7)
     with pytest.raises(ValueError, match="fts_limit"):
         variant_from_form({}, {"fts_limit": "-3"})
 
@@ -370,8 +380,10 @@ def test_doctor_renderable_shows_every_kind_of_finding():
     store.index_text("b.md", "# B\n" + "word " * 1000 + "\n", "markdown")
     store.conn.execute("UPDATE sources SET chunk_count = 9 WHERE label = 'a.md'")
     for t in ("chunks",):
-        store.conn.execute(f"INSERT INTO {t} (title, content, source_id, content_type, session_id) "
-                           "VALUES ('Lost', 'no source row', 99, 'prose', '')")
+        store.conn.execute(
+            f"INSERT INTO {t} (title, content, source_id, content_type, session_id) "
+            "VALUES ('Lost', 'no source row', 99, 'prose', '')"
+        )
     console = Console(width=100, file=io.StringIO(), record=True, color_system=None)
     console.print(doctor_renderable(diagnose(store), "test store"))
     text = console.export_text()
@@ -393,11 +405,14 @@ def test_doctor_renderable_shows_every_kind_of_finding():
 # ─── palette, keys, safety ───────────────────────────────────────────────
 
 
-@pytest.mark.parametrize("typed, screen_type", [
-    ("compare with a variant", CompareScreen),
-    ("why is chunk", WhyScreen),
-    ("store diagnostics", DoctorScreen),
-])
+@pytest.mark.parametrize(
+    "typed, screen_type",
+    [
+        ("compare with a variant", CompareScreen),
+        ("why is chunk", WhyScreen),
+        ("store diagnostics", DoctorScreen),
+    ],
+)
 async def test_palette_opens_the_lab_screens(typed, screen_type):
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
@@ -449,8 +464,12 @@ async def test_lab_screens_never_send_store_control_characters():
     from engine import Store
 
     store = Store.create(":memory:")
-    store.index_text("evil\x1b]0;title\x07.md", "# Cache \x1b[2J heading\n\ncache body\n\n# Cache \x1b[2J heading\n\n"
-                     "more cache\n", "markdown", session_id="s\x1b[1m")
+    store.index_text(
+        "evil\x1b]0;title\x07.md",
+        "# Cache \x1b[2J heading\n\ncache body\n\n# Cache \x1b[2J heading\n\nmore cache\n",
+        "markdown",
+        session_id="s\x1b[1m",
+    )
     app = build_app(store=store, store_label="evil")
     async with app.run_test(size=WIDE) as pilot:
         screen = await open_compare(pilot, "cache")
@@ -464,7 +483,8 @@ async def test_lab_screens_never_send_store_control_characters():
         await settle_lab(pilot)
         shown += plain(why.query_one("#why-text")) + "\n".join(
             str(why.query_one("#why-list", OptionList).get_option_at_index(i).prompt)
-            for i in range(why.query_one("#why-list", OptionList).option_count))
+            for i in range(why.query_one("#why-list", OptionList).option_count)
+        )
         await press(pilot, "escape", "f9")
         doctor = await wait_screen(pilot, DoctorScreen)
         await settle_lab(pilot)

@@ -38,8 +38,11 @@ def picker_has_options(app) -> bool:
     from tui.screens.stores import StorePickerScreen
 
     screen = app.screen
-    return isinstance(screen, StorePickerScreen) and bool(screen.query("#stores-list")) and \
-        screen.query_one("#stores-list").option_count > 0
+    return (
+        isinstance(screen, StorePickerScreen)
+        and bool(screen.query("#stores-list"))
+        and screen.query_one("#stores-list").option_count > 0
+    )
 
 
 # ── cache ────────────────────────────────────────────────────────────────
@@ -121,8 +124,9 @@ def test_missing_sample_corpus_is_one_clear_line_and_status_2(tmp_path, monkeypa
     from tui.launch import launch_browser
 
     monkeypatch.setattr(tui.launch, "SAMPLE_CORPUS", tmp_path / "site-packages" / "sample_corpus")
-    expected = ("the sample corpus is not installed; install with `pip install -e .` from a clone, "
-                "or run `rankscope PATH`")
+    expected = (
+        "the sample corpus is not installed; install with `pip install -e .` from a clone, or run `rankscope PATH`"
+    )
     with pytest.raises(CliError) as exc:
         launch_browser(None)
     assert str(exc.value) == expected
@@ -151,10 +155,13 @@ def test_db_file_opens_read_only(tmp_path):
     args["store"].close()
 
 
-@pytest.mark.parametrize("make,expected", [
-    (lambda p: p / "missing", "no such file or folder"),
-    (lambda p: (p / "notes.txt").write_text("hello") and p / "notes.txt", "not an SQLite database"),
-])
+@pytest.mark.parametrize(
+    "make,expected",
+    [
+        (lambda p: p / "missing", "no such file or folder"),
+        (lambda p: (p / "notes.txt").write_text("hello") and p / "notes.txt", "not an SQLite database"),
+    ],
+)
 def test_bad_paths_raise_cli_errors(tmp_path, make, expected):
     with pytest.raises(CliError, match=expected):
         app_arguments(str(make(tmp_path)))
@@ -222,8 +229,11 @@ async def test_loading_failure_is_reported(tmp_path):
     entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # parent is a file
     app = record_notifications(make_app(index_job=entry, store_label="corpus"))
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: any(n.severity == "error" and "Indexing failed" in (n.title or "")
-                                          for n in notifications(app)), timeout=INDEXING_TIMEOUT)
+        await wait_for(
+            pilot,
+            lambda: any(n.severity == "error" and "Indexing failed" in (n.title or "") for n in notifications(app)),
+            timeout=INDEXING_TIMEOUT,
+        )
         await settle(pilot)
         assert "Indexing failed" in plain(app.screen.query_one("#loading-file"))
         # progress the worker posted before failing, handled after the failure, leaves the error line
@@ -262,8 +272,14 @@ async def test_store_picker_opens_the_chosen_store(tmp_path):
 
 
 def test_command_line_is_shell_quoted():
-    p = SearchParams("it's a \"test\"", limit=5, source="docs/x y", source_match="exact",
-                     content_type="code", sessions=("sess-A", "b c"))
+    p = SearchParams(
+        'it\'s a "test"',
+        limit=5,
+        source="docs/x y",
+        source_match="exact",
+        content_type="code",
+        sessions=("sess-A", "b c"),
+    )
     cmd = command_line(p, "/tmp/my store.db")
     assert cmd == (
         "rankscope search 'it'\"'\"'s a \"test\"' --db '/tmp/my store.db' --limit 5 --source 'docs/x y' "
@@ -272,7 +288,7 @@ def test_command_line_is_shell_quoted():
     import shlex
 
     argv = shlex.split(cmd)
-    assert argv[2] == "it's a \"test\"" and argv[argv.index("--db") + 1] == "/tmp/my store.db"
+    assert argv[2] == 'it\'s a "test"' and argv[argv.index("--db") + 1] == "/tmp/my store.db"
 
 
 def test_command_line_defaults_and_empty_allow_set():
@@ -292,8 +308,13 @@ def test_command_line_runs(tmp_path, corpus):
     import shlex
 
     argv = shlex.split(command_line(SearchParams("cache", limit=4, sessions=("sess-A",)), str(db)))
-    out = subprocess.run([sys.executable, "-m", "tui.cli", *argv[1:], "--json"], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).parents[2])
+    out = subprocess.run(
+        [sys.executable, "-m", "tui.cli", *argv[1:], "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
     import json
 
     assert [r["title"] for r in json.loads(out.stdout)["final"]] == expected
@@ -331,8 +352,14 @@ def test_serve_binds_loopback_by_default(monkeypatch):
     import tui.webserve
 
     def fake_serve(self):
-        calls.update(command=self.command, host=self.host, port=self.port, token=self.token,
-                     allowed=self.allowed_hosts, served=True)
+        calls.update(
+            command=self.command,
+            host=self.host,
+            port=self.port,
+            token=self.token,
+            allowed=self.allowed_hosts,
+            served=True,
+        )
 
     monkeypatch.setattr(tui.webserve.GuardedServer, "serve", fake_serve)
     with pytest.raises(SystemExit) as exc:
@@ -415,7 +442,7 @@ async def test_store_picker_with_no_stores_says_where_it_looked(home, size):
         assert plain(status).strip() == "No context-mode content stores found. Looked in:"
         looked = screen.query_one("#stores-none")
         text = plain(screen.query_one("#stores-looked"))
-        assert [line.strip() for line in text.splitlines()[:len(folders)]] == folders
+        assert [line.strip() for line in text.splitlines()[: len(folders)]] == folders
         assert "Run 'rankscope PATH'" in text
         # the list scrolls when it is longer than the screen: End shows its last line
         assert app.focused is looked and looked.region.bottom <= size[1] - 1

@@ -120,8 +120,11 @@ async def test_the_footer_offers_pane_keys_only_outside_the_query_box():
 
 def _journey_at_end(app) -> bool:
     journey = app.browser.journey
-    return (journey.max_scroll_y > 0 and journey.scroll_y == journey.max_scroll_y
-            and not app.animator.is_being_animated(journey, "scroll_y"))
+    return (
+        journey.max_scroll_y > 0
+        and journey.scroll_y == journey.max_scroll_y
+        and not app.animator.is_being_animated(journey, "scroll_y")
+    )
 
 
 @pytest.mark.parametrize("size", [NARROW, (120, 40)], ids=["80x24", "120x40"])

@@ -32,17 +32,24 @@ def _ids(paths):
 @pytest.mark.parametrize("path", sorted(SCREENS.glob("*.py")), ids=_ids(sorted(SCREENS.glob("*.py"))))
 def test_no_screen_reaches_into_the_app(path: Path):
     text = path.read_text("utf-8")
-    bad = [f"{path.name}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1)
-           if re.search(r"getattr\(\s*self\.app\b|type:\s*ignore\[[^]]*attr-defined", line)]
+    bad = [
+        f"{path.name}:{n}: {line.strip()}"
+        for n, line in enumerate(text.splitlines(), 1)
+        if re.search(r"getattr\(\s*self\.app\b|type:\s*ignore\[[^]]*attr-defined", line)
+    ]
     assert not bad, "\n".join(bad)
 
 
 def _app_attributes(tree: ast.AST):
     """(line, name) of every ``self.app.NAME`` in ``tree``."""
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
-                and node.value.attr == "app" and isinstance(node.value.value, ast.Name)
-                and node.value.value.id == "self"):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "app"
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id == "self"
+        ):
             yield node.lineno, node.attr
 
 
@@ -60,18 +67,37 @@ def _posted_to_app() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for path in sorted(SCREENS.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "post_message"
-                    and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "app"
-                    and node.args and isinstance(node.args[0], ast.Call) and isinstance(node.args[0].func, ast.Name)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "post_message"
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr == "app"
+                and node.args
+                and isinstance(node.args[0], ast.Call)
+                and isinstance(node.args[0].func, ast.Name)
+            ):
                 out.setdefault(node.args[0].func.id, []).append(f"{path.name}:{node.lineno}")
     return out
 
 
 def test_every_request_a_screen_posts_is_handled_by_the_app():
     posted = _posted_to_app()
-    assert {"RunSearch", "RunCompare", "ExplainChunk", "LoadChunks", "FindChunks", "Diagnose", "IndexFolder",
-            "DiscoverStores", "ApplyParams", "VariantsChosen", "RunAgentView", "LoadAgentLog",
-            "OpenRecordedCall"} <= set(posted)
+    assert {
+        "RunSearch",
+        "RunCompare",
+        "ExplainChunk",
+        "LoadChunks",
+        "FindChunks",
+        "Diagnose",
+        "IndexFolder",
+        "DiscoverStores",
+        "ApplyParams",
+        "VariantsChosen",
+        "RunAgentView",
+        "LoadAgentLog",
+        "OpenRecordedCall",
+    } <= set(posted)
     for name, where in posted.items():
         cls = getattr(tui.messages, name, None)
         assert isinstance(cls, type) and issubclass(cls, Message), f"{name} ({where}) is not a tui.messages message"
@@ -79,8 +105,11 @@ def test_every_request_a_screen_posts_is_handled_by_the_app():
 
 
 def test_every_request_class_has_a_handler():
-    requests = [c for c in vars(tui.messages).values()
-                if isinstance(c, type) and issubclass(c, tui.messages.Request) and c is not tui.messages.Request]
+    requests = [
+        c
+        for c in vars(tui.messages).values()
+        if isinstance(c, type) and issubclass(c, tui.messages.Request) and c is not tui.messages.Request
+    ]
     assert requests
     for cls in requests:
         assert callable(getattr(RankscopeApp, cls.handler_name, None)), cls.__name__
@@ -102,9 +131,10 @@ async def test_the_why_screen_reads_the_chunk_list_once_per_store():
         for _ in range(2):
             await press(pilot, "f8")
             screen = await wait_screen(pilot, WhyScreen)
-            await wait_for(pilot, lambda screen=screen: screen.entries is not None and screen.matches, what="the chunk list")
+            await wait_for(
+                pilot, lambda screen=screen: screen.entries is not None and screen.matches, what="the chunk list"
+            )
             assert screen.entries and screen.matches
             await press(pilot, "escape")
             await wait_screen(pilot, BrowserScreen)
         assert len(loads) == 1
-

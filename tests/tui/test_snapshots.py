@@ -34,8 +34,11 @@ def run(query: str, *, pane: str | None = None, stage: str | None = None, row_of
             await processed(pilot)
         if row_of:
             ins = browser.inspector
-            index = next(i for i in range(ins.option_count)
-                         if ins.stage_of(i) == stage and row_of in str(ins.get_option_at_index(i).prompt))
+            index = next(
+                i
+                for i in range(ins.option_count)
+                if ins.stage_of(i) == stage and row_of in str(ins.get_option_at_index(i).prompt)
+            )
             ins.highlighted = index
         await rendered(pilot)
 
@@ -60,8 +63,9 @@ def test_fuzzy_query(snap_compare, size):
 @SIZES
 def test_session_filtered_query(snap_compare, size):
     app = build_app(params=SearchParams("", sessions=("sess-A",)))
-    assert snap_compare(app, terminal_size=size,
-                        run_before=run("cache", pane="stages", stage="filter", row_of="removed"))
+    assert snap_compare(
+        app, terminal_size=size, run_before=run("cache", pane="stages", stage="filter", row_of="removed")
+    )
 
 
 @SIZES

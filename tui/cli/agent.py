@@ -78,8 +78,10 @@ def build_context(
     throttle thresholds from the environment, as the server reads them."""
     throttle = ThrottleConfig.from_env()
     if allow_session and (sessions_db or project):
-        fail("--allow-session picks an allow-set by hand; it cannot be combined with --sessions-db / --project "
-             "(plugin mode builds the allow-set from the session DB)")
+        fail(
+            "--allow-session picks an allow-set by hand; it cannot be combined with --sessions-db / --project "
+            "(plugin mode builds the allow-set from the session DB)"
+        )
     if allow_session:
         return AgentContext(allow_sessions=tuple(allow_session), throttle=throttle)
     if sessions_db is None and project is None:
@@ -92,12 +94,17 @@ def build_context(
     if project is None:
         assert sessions_db is not None  # both None returned above; given or paired here
         project = _session_db_project(sessions_db)
-    return AgentContext(plugin_project=project, session_db=str(sessions_db) if sessions_db else None,
-                        throttle=throttle)
+    return AgentContext(plugin_project=project, session_db=str(sessions_db) if sessions_db else None, throttle=throttle)
 
 
-def _arguments(queries: List[str], params_json: Optional[str], limit: Optional[int], source: Optional[str],
-               content_type: Optional[str], sort: Optional[str]) -> object:
+def _arguments(
+    queries: List[str],
+    params_json: Optional[str],
+    limit: Optional[int],
+    source: Optional[str],
+    content_type: Optional[str],
+    sort: Optional[str],
+) -> object:
     if params_json is not None:
         if queries or limit is not None or source is not None or content_type is not None or sort is not None:
             fail("--params-json is the whole arguments object; give the queries and options inside it, not as well")
@@ -122,20 +129,32 @@ def _arguments(queries: List[str], params_json: Optional[str], limit: Optional[i
 def ctx_search_cmd(
     queries: List[str] = typer.Argument(None, help="Queries (one ctx_search call with all of them)."),
     db: Path = search_db_option(),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="The tool's limit (default 3; the agent gets at most 2)."),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", "-n", help="The tool's limit (default 3; the agent gets at most 2)."
+    ),
     source: Optional[str] = typer.Option(None, "--source", help="The tool's source filter (partial label match)."),
     content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
     sort: Optional[str] = typer.Option(None, "--sort", help="relevance (default) or timeline."),
     params_json: Optional[str] = typer.Option(
-        None, "--params-json", help="The tool's raw arguments object, e.g. '{\"queries\": [\"a\"], \"limit\": \"5\"}'."),
-    call_number: int = typer.Option(1, "--call-number", help="The call's count in its 60 s throttle window (1 = first)."),
+        None, "--params-json", help='The tool\'s raw arguments object, e.g. \'{"queries": ["a"], "limit": "5"}\'.'
+    ),
+    call_number: int = typer.Option(
+        1, "--call-number", help="The call's count in its 60 s throttle window (1 = first)."
+    ),
     sessions_db: Optional[Path] = typer.Option(
-        None, "--sessions-db", help="Run as the Claude Code plugin does: the allow-set comes from this session DB."),
+        None, "--sessions-db", help="Run as the Claude Code plugin does: the allow-set comes from this session DB."
+    ),
     project: Optional[str] = typer.Option(
-        None, "--project", help="Plugin mode's project directory (CONTEXT_MODE_PROJECT_DIR); default: the session DB's project."),
+        None,
+        "--project",
+        help="Plugin mode's project directory (CONTEXT_MODE_PROJECT_DIR); default: the session DB's project.",
+    ),
     allow_session: Optional[List[str]] = typer.Option(
-        None, "--allow-session", help="A hand-picked allow-set session id (repeatable); not with --sessions-db."),
-    as_json: bool = typer.Option(False, "--json", help="Print the traced call as JSON (schema: engine/agent/export.py)."),
+        None, "--allow-session", help="A hand-picked allow-set session id (repeatable); not with --sessions-db."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the traced call as JSON (schema: engine/agent/export.py)."
+    ),
 ) -> None:
     """Print what the agent receives from ctx_search: context-mode 1.0.169's tool layer (throttle, per-query limit,
     snippet windows, 40 KB cap, refresh line, footer) over the traced pipeline.
@@ -145,8 +164,10 @@ def ctx_search_cmd(
     if sort is not None and sort not in ("relevance", "timeline"):
         fail(f"--sort must be relevance or timeline; got {sort!r}")
     if content_type is not None and content_type not in ("code", "prose"):
-        fail(f"--content-type must be code or prose; got {content_type!r} "
-             "(--params-json passes any value to the tool's schema, as an agent would)")
+        fail(
+            f"--content-type must be code or prose; got {content_type!r} "
+            "(--params-json passes any value to the tool's schema, as an agent would)"
+        )
     if call_number < 1:
         fail(f"--call-number must be 1 or more; got {call_number}")
     arguments = _arguments(queries or [], params_json, limit, source, content_type, sort)
@@ -162,9 +183,14 @@ def ctx_search_cmd(
         write_text(trace.text)
     if trace.is_error:
         if trace.issues:
-            err_console.print(safe.line("rankscope: the arguments fail the tool's schema: "
-                                        + "; ".join(i.describe() for i in trace.issues)),
-                              markup=False, highlight=False, soft_wrap=True)
+            err_console.print(
+                safe.line(
+                    "rankscope: the arguments fail the tool's schema: " + "; ".join(i.describe() for i in trace.issues)
+                ),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
         raise typer.Exit(1)
 
 
@@ -183,24 +209,41 @@ def _queries_of(params: Optional[dict]) -> Optional[list]:
 
 def _call_dict(call, replay: Optional[Replay] = None) -> dict:
     out = {
-        "event_id": call.event_id, "created_at": call.created_at, "session_id": call.session_id,
-        "project_dir": call.project_dir, "tool_name": call.tool_name, "params": call.params,
-        "params_raw": call.params_raw, "truncated": call.truncated, "queries": _queries_of(call.params),
-        "answer_recorded": call.answer is not None, "answer_note": call.answer_note,
+        "event_id": call.event_id,
+        "created_at": call.created_at,
+        "session_id": call.session_id,
+        "project_dir": call.project_dir,
+        "tool_name": call.tool_name,
+        "params": call.params,
+        "params_raw": call.params_raw,
+        "truncated": call.truncated,
+        "queries": _queries_of(call.params),
+        "answer_recorded": call.answer is not None,
+        "answer_note": call.answer_note,
         "throttle_count": answer_count(call.answer) if call.answer is not None else call.footer_count,
     }
     if replay is not None:
         d = replay.difference
         out["replay"] = {
-            "outcome": replay.outcome, "same": replay.outcome == "same", "reason": replay.reason,
-            "call_number": replay.position.count if replay.position else None, "call_number_from": replay.position_from,
+            "outcome": replay.outcome,
+            "same": replay.outcome == "same",
+            "reason": replay.reason,
+            "call_number": replay.position.count if replay.position else None,
+            "call_number_from": replay.position_from,
             "plugin_mode": bool(replay.context and replay.context.plugin_mode),
-            "allow_set": None if replay.trace is None or replay.trace.scope.allow_set is None
+            "allow_set": None
+            if replay.trace is None or replay.trace.scope.allow_set is None
             else list(replay.trace.scope.allow_set),
             "effective_limit": replay.trace.effective_limit if replay.trace else None,
             "text": replay.trace.text if replay.trace else None,
-            "difference": None if d is None else {
-                "kind": d.kind, "offset": d.offset, "line": d.line, "recorded": d.recorded, "replayed": d.replayed,
+            "difference": None
+            if d is None
+            else {
+                "kind": d.kind,
+                "offset": d.offset,
+                "line": d.line,
+                "recorded": d.recorded,
+                "replayed": d.replayed,
                 "description": d.describe(),
             },
         }
@@ -216,9 +259,15 @@ def _other_params(params: Optional[dict]) -> str:
 
 def agent_log_cmd(
     sessions_db: Path = typer.Option(..., "--sessions-db", help="context-mode session DB (opened read-only)."),
-    project: Optional[str] = typer.Option(None, "--project", help="Only calls of this project directory; also the plugin's project when replaying."),
-    replay: bool = typer.Option(False, "--replay", help="Re-run each call with the same params and scope and compare the text."),
-    db: Optional[Path] = typer.Option(None, "--db", help="With --replay: the content store the calls searched (read-only)."),
+    project: Optional[str] = typer.Option(
+        None, "--project", help="Only calls of this project directory; also the plugin's project when replaying."
+    ),
+    replay: bool = typer.Option(
+        False, "--replay", help="Re-run each call with the same params and scope and compare the text."
+    ),
+    db: Optional[Path] = typer.Option(
+        None, "--db", help="With --replay: the content store the calls searched (read-only)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of the calls (with the replay)."),
 ) -> None:
     """List every ctx_search call recorded in a session DB (time, session, queries, params, whether the answer was
@@ -249,9 +298,14 @@ def agent_log_cmd(
         console.print(safe.line(f"no ctx_search call recorded in {sessions_db}{where}"), markup=False, highlight=False)
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col, kw in (("#", {"justify": "right"}), ("UTC", {"no_wrap": True}), ("session", {"no_wrap": True}),
-                    ("queries", {"overflow": "fold", "ratio": 3}), ("params", {"overflow": "fold", "ratio": 2}),
-                    ("answer", {"no_wrap": True})):  # answer: the recorded call #N, – when not recorded
+    for col, kw in (
+        ("#", {"justify": "right"}),
+        ("UTC", {"no_wrap": True}),
+        ("session", {"no_wrap": True}),
+        ("queries", {"overflow": "fold", "ratio": 3}),
+        ("params", {"overflow": "fold", "ratio": 2}),
+        ("answer", {"no_wrap": True}),
+    ):  # answer: the recorded call #N, – when not recorded
         table.add_column(col, **kw)
     if replays:
         table.add_column("replay", overflow="fold")
@@ -259,16 +313,22 @@ def agent_log_cmd(
         qs = _queries_of(c.params)
         count = answer_count(c.answer)
         answer = "–" if c.answer is None else f"#{count}" if count else "yes"
-        row: list[str | Text] = [str(i + 1), plain(c.created_at[5:]), plain(c.session_id[:8]),
-               plain(" | ".join(qs) if qs is not None else (c.params_raw or "")[:80]), plain(_other_params(c.params)),
-               Text(answer, style="" if c.answer is not None else "dim")]
+        row: list[str | Text] = [
+            str(i + 1),
+            plain(c.created_at[5:]),
+            plain(c.session_id[:8]),
+            plain(" | ".join(qs) if qs is not None else (c.params_raw or "")[:80]),
+            plain(_other_params(c.params)),
+            Text(answer, style="" if c.answer is not None else "dim"),
+        ]
         if replays:
             r = replays[i]
             style = {"same": "green", "differs": "yellow"}.get(r.outcome, "dim")
             row.append(Text(r.outcome.replace("-", " "), style=style))
         table.add_row(*row)
-    console.print(safe.line(f"{len(calls)} ctx_search call(s) in {sessions_db}"), markup=False, highlight=False,
-                  soft_wrap=True)
+    console.print(
+        safe.line(f"{len(calls)} ctx_search call(s) in {sessions_db}"), markup=False, highlight=False, soft_wrap=True
+    )
     console.print(table)
     if replays:
         for i, r in enumerate(replays):
@@ -282,5 +342,9 @@ def agent_log_cmd(
             console.print(safe.line(line), markup=False, highlight=False, soft_wrap=True)
         compared = [r for r in replays if r.outcome in ("same", "differs")]
         same = sum(1 for r in compared if r.outcome == "same")
-        console.print(safe.line(f"replayed on {db}: {same} of {len(compared)} recorded answer(s) reproduced exactly"),
-                      markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            safe.line(f"replayed on {db}: {same} of {len(compared)} recorded answer(s) reproduced exactly"),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )

@@ -87,6 +87,8 @@ def search_db_option() -> Any:
     """A fresh required ``--db`` option (Typer's ``OptionInfo``, typed ``Any``
     by Typer), the same option as :data:`SearchDb`, as a parameter default."""
     return typer.Option(..., "--db", help="Store to search (opened read-only).")
+
+
 _LIMIT = typer.Option("--limit", "-n", help="Results wanted (reference default 3).")
 #: ``--limit`` / ``-n`` (give the default, 3, with ``=``).
 Limit = Annotated[int, _LIMIT]
@@ -101,17 +103,18 @@ ContentTypeFilter = Annotated[Optional[str], typer.Option("--content-type", help
 SessionFilter = Annotated[Optional[List[str]], typer.Option("--session", help="Allow-set session id (repeatable).")]
 
 
-
 def os_error_text(exc: OSError) -> str:
     """One line for an OSError: ``strerror: filename`` (or its message)."""
     if exc.strerror and exc.filename is not None:
         return f"{exc.strerror}: {exc.filename}"
     return exc.strerror or str(exc) or type(exc).__name__
 
+
 def error_exit(message: str) -> NoReturn:
     """Print ``rankscope: error: message`` (one line, terminal-safe) and exit 2."""
     err_console.print(f"rankscope: error: {safe.line(message)}", markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(2)
+
 
 def unwrap(text: Optional[str]) -> Optional[str]:
     """Help text with each paragraph on one line: docstrings are wrapped for

@@ -87,7 +87,9 @@ def _pair(va: Optional[float], vb: Optional[float]) -> Text:
 
 def _stage_table(a: SetEval, b: Optional[SetEval]) -> Table:
     n = len(a.queries)
-    title = f"Mean over {n} judged {'query' if n == 1 else 'queries'}, per stage" + (" (A → B)" if b is not None else "")
+    title = f"Mean over {n} judged {'query' if n == 1 else 'queries'}, per stage" + (
+        " (A → B)" if b is not None else ""
+    )
     t = Table(title=title, title_justify="left", expand=False, box=box.SIMPLE_HEAD)
     t.add_column("stage", no_wrap=True, min_width=13)
     for m in a.measures:
@@ -128,15 +130,24 @@ def _query_table(a: SetEval, b: Optional[SetEval]) -> Table:
 def _comparison_table(cmp: EvalComparison) -> Table:
     t = Table(
         title=plain(f"A {variant_spec(cmp.a.variant)}  vs  B {variant_spec(cmp.b.variant)}, stage {cmp.stage}"),
-        title_justify="left", expand=False, box=box.SIMPLE_HEAD,
+        title_justify="left",
+        expand=False,
+        box=box.SIMPLE_HEAD,
     )
     for col in ("measure", "A", "B", "Δ", "better", "worse", "tied", "p (t)", "p (W)"):
         t.add_column(col, justify="left" if col == "measure" else "right", no_wrap=True)
     for m in cmp.measures:
         style = "" if abs(m.delta) < 1e-12 else ("green" if m.delta > 0 else "red")
         t.add_row(
-            m.measure, _fmt(m.mean_a), _fmt(m.mean_b), Text(f"{m.delta:+.3f}", style=style),
-            str(m.improved), str(m.worsened), str(m.tied), _p(m.p_ttest), _p(m.p_wilcoxon),
+            m.measure,
+            _fmt(m.mean_a),
+            _fmt(m.mean_b),
+            Text(f"{m.delta:+.3f}", style=style),
+            str(m.improved),
+            str(m.worsened),
+            str(m.tied),
+            _p(m.p_ttest),
+            _p(m.p_wilcoxon),
         )
     return t
 
@@ -145,17 +156,23 @@ def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None) -> Group:
     """Rich rendering of ``rankscope eval``: per-stage means (A and B side by
     side with ``--b``), the A/B tests, per-query final values, then notes."""
     b = cmp.b if cmp is not None else None
-    head = f"variant {variant_spec(a.variant)}" if b is None else f"A {variant_spec(a.variant)}, B {variant_spec(b.variant)}"
+    head = (
+        f"variant {variant_spec(a.variant)}"
+        if b is None
+        else f"A {variant_spec(a.variant)}, B {variant_spec(b.variant)}"
+    )
     parts: list = [plain(f"Measures (ir-measures, trec_eval definitions): {', '.join(a.measures)}; {head}")]
     parts.append(_stage_table(a, b))
     if cmp is not None:
         parts.append(_comparison_table(cmp))
-        parts.append(Text(
-            "better / worse / tied: judged queries where B scores higher / lower / the same. p (t): paired "
-            "two-sided t-test (scipy.stats.ttest_rel); p (W): Wilcoxon signed-rank test (scipy.stats.wilcoxon, "
-            "ties dropped); — = no difference to test.",
-            style="dim",
-        ))
+        parts.append(
+            Text(
+                "better / worse / tied: judged queries where B scores higher / lower / the same. p (t): paired "
+                "two-sided t-test (scipy.stats.ttest_rel); p (W): Wilcoxon signed-rank test (scipy.stats.wilcoxon, "
+                "ties dropped); — = no difference to test.",
+                style="dim",
+            )
+        )
     parts.append(_query_table(a, b))
     notes = [
         "A query whose list is empty at a stage (or whose fuzzy re-run did not happen) scores 0 there; "
@@ -163,7 +180,9 @@ def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None) -> Group:
     ]
     if a.unjudged:
         shown = ", ".join(a.unjudged[:8]) + (f", … ({len(a.unjudged) - 8} more)" if len(a.unjudged) > 8 else "")
-        notes.append(f"{len(a.unjudged)} unjudged {'query' if len(a.unjudged) == 1 else 'queries'} not counted: {shown}")
+        notes.append(
+            f"{len(a.unjudged)} unjudged {'query' if len(a.unjudged) == 1 else 'queries'} not counted: {shown}"
+        )
     if a.unknown_docs:
         shown = ", ".join(a.unknown_docs[:3]) + (", …" if len(a.unknown_docs) > 3 else "")
         notes.append(
@@ -177,7 +196,8 @@ def eval_cmd(
     queries: Path = typer.Argument(..., help="Query file (queries.json format: a JSON list of {id, query, ...})."),
     db: Path = search_db_option(),
     qrels: Optional[Path] = typer.Option(
-        None, "--qrels",
+        None,
+        "--qrels",
         help="Judgments: TREC qrels ('qid 0 docid grade', grades 0-3) or rankscope's JSON form. "
         "Default: the store's own file in the user's data folder (the browser grades into it).",
     ),
@@ -209,8 +229,10 @@ def eval_cmd(
     ids_in_file = [str(e.get("id", i + 1)) for i, e in enumerate(entries)]
     if not any(judgments.judged(q) for q in ids_in_file):
         known = ", ".join(list(judgments.judgments)[:5]) or "none"
-        fail(f"none of the {len(entries)} queries of {queries} has judgments in {qrels_path} "
-             f"(query ids: {', '.join(ids_in_file[:5])}{', …' if len(ids_in_file) > 5 else ''}; judged ids: {known})")
+        fail(
+            f"none of the {len(entries)} queries of {queries} has judgments in {qrels_path} "
+            f"(query ids: {', '.join(ids_in_file[:5])}{', …' if len(ids_in_file) > 5 else ''}; judged ids: {known})"
+        )
     from engine.chunkids import chunk_ids
 
     with open_store(db) as store:
@@ -262,8 +284,9 @@ def snapshot_save(
         fail(f"-o {out} appeared while the queries ran; nothing was written (give another name or --force)")
     except OSError as exc:
         fail(f"cannot write -o {out}: {exc.strerror or exc}")
-    console.print(safe.line(f"recorded {len(snap['queries'])} queries to {out}"), markup=False, highlight=False,
-                  soft_wrap=True)
+    console.print(
+        safe.line(f"recorded {len(snap['queries'])} queries to {out}"), markup=False, highlight=False, soft_wrap=True
+    )
 
 
 def snapshot_renderable(result: SnapshotCheck) -> Group:
@@ -339,7 +362,9 @@ qrels_app = typer.Typer(
 @qrels_app.command("convert")
 def qrels_convert(
     source: Path = typer.Argument(..., help="Qrels to read (TREC or JSON, detected from the content)."),
-    target: Path = typer.Argument(..., help="File to write: JSON when it ends in .json, else TREC ('qid 0 docid grade')."),
+    target: Path = typer.Argument(
+        ..., help="File to write: JSON when it ends in .json, else TREC ('qid 0 docid grade')."
+    ),
     force: bool = typer.Option(False, "--force", help="Replace an existing TARGET (never a database)."),
 ) -> None:
     """Convert judgments between TREC qrels and rankscope's JSON form."""
@@ -354,8 +379,12 @@ def qrels_convert(
         write_qrels(q, target)
     except OSError as exc:
         fail(f"cannot write {target}: {exc.strerror or exc}")
-    console.print(safe.line(f"wrote {q.count()} judgments for {len(q.judgments)} queries to {target}"),
-                  markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        safe.line(f"wrote {q.count()} judgments for {len(q.judgments)} queries to {target}"),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @qrels_app.command("path")

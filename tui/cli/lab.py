@@ -85,6 +85,7 @@ def _opt(value: Optional[float], fmt: str = "{:.5f}") -> str:
 
 # ─── compare ─────────────────────────────────────────────────────────────
 
+
 def comparison_renderable(cmp: Comparison, store_path: str | None = None) -> Group:
     """One :class:`~engine.compare.Comparison` (the description the
     browser's compare screen shows too: :func:`tui.describe.describe_comparison`),
@@ -98,7 +99,9 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     per query, a totals row, the mean overlap."""
     t = Table(
         title=plain(f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}"),
-        title_justify="left", expand=False, box=box.SIMPLE_HEAD,
+        title_justify="left",
+        expand=False,
+        box=box.SIMPLE_HEAD,
     )
     for col in ("id", "query", "layer A→B", "A", "B", "↑", "↓", "=", "gone", "new", "overlap"):
         if col in ("id", "query"):
@@ -109,15 +112,31 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
         c = q.counts
         layer = q.layer_a if q.layer_a == q.layer_b else f"{q.layer_a}→{q.layer_b}"
         t.add_row(
-            plain(q.id), plain(clip(q.query, 60)), Text(layer, style="" if q.layer_a == q.layer_b else "yellow"),
-            str(q.size_a), str(q.size_b), str(c.improved), str(c.worsened), str(c.unchanged),
-            str(c.only_in_a), str(c.only_in_b), Text(f"{q.overlap:.2f}", style="" if q.overlap == 1 else "yellow"),
+            plain(q.id),
+            plain(clip(q.query, 60)),
+            Text(layer, style="" if q.layer_a == q.layer_b else "yellow"),
+            str(q.size_a),
+            str(q.size_b),
+            str(c.improved),
+            str(c.worsened),
+            str(c.unchanged),
+            str(c.only_in_a),
+            str(c.only_in_b),
+            Text(f"{q.overlap:.2f}", style="" if q.overlap == 1 else "yellow"),
         )
     c = sc.totals
     t.add_section()
     t.add_row(
-        "total", f"{len(sc.queries)} queries", f"{sc.layer_changes} differ", "", "",
-        str(c.improved), str(c.worsened), str(c.unchanged), str(c.only_in_a), str(c.only_in_b),
+        "total",
+        f"{len(sc.queries)} queries",
+        f"{sc.layer_changes} differ",
+        "",
+        "",
+        str(c.improved),
+        str(c.worsened),
+        str(c.unchanged),
+        str(c.only_in_a),
+        str(c.only_in_b),
         _opt(sc.mean_overlap, "{:.2f}"),
     )
     summary = Text(
@@ -128,11 +147,15 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
 
 
 def compare_cmd(
-    query: Optional[str] = typer.Argument(None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."),
+    query: Optional[str] = typer.Argument(
+        None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."
+    ),
     db: Path = search_db_option(),
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
-    queries: Optional[Path] = typer.Option(None, "--queries", help="Compare every query of this file (queries.json format) instead."),
+    queries: Optional[Path] = typer.Option(
+        None, "--queries", help="Compare every query of this file (queries.json format) instead."
+    ),
     limit: OptionalLimit = None,
     source: SourceFilter = None,
     source_exact: SourceExact = False,
@@ -153,8 +176,16 @@ def compare_cmd(
     if (query is None) == (queries is None):
         fail("give either a QUERY or --queries FILE (not both, not neither)")
     if queries is not None:
-        given = [name for name, value in (("--limit", limit), ("--source", source), ("--content-type", content_type),
-                                          ("--session", session)) if value] + (["--source-exact"] if source_exact else [])
+        given = [
+            name
+            for name, value in (
+                ("--limit", limit),
+                ("--source", source),
+                ("--content-type", content_type),
+                ("--session", session),
+            )
+            if value
+        ] + (["--source-exact"] if source_exact else [])
         if given:
             fail(f"{', '.join(given)} apply to a single QUERY; with --queries each entry carries its own")
         entries = load_queries(queries)
@@ -195,7 +226,9 @@ def explanation_renderable(e: Explanation) -> Group:
 def why_cmd(
     query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
     db: Path = search_db_option(),
-    chunk: Optional[str] = typer.Option(None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."),
+    chunk: Optional[str] = typer.Option(
+        None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."
+    ),
     rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
     limit: Limit = 3,
     source: SourceFilter = None,
@@ -212,8 +245,9 @@ def why_cmd(
         fail("name the chunk with either --chunk SOURCE::TITLE or --rowid N (exactly one)")
     if rowid is not None and not ROWID_MIN <= rowid <= ROWID_MAX:
         fail(f"--rowid {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX}): no chunk has it")
-    params = make_params(query, limit, source, source_exact, content_type, session,
-                         variant=variant_option(variant, "--variant"))
+    params = make_params(
+        query, limit, source, source_exact, content_type, session, variant=variant_option(variant, "--variant")
+    )
     with open_store(db) as store:
         try:
             trace = search(store, params)
@@ -221,15 +255,18 @@ def why_cmd(
         except (ChunkNotFoundError, ValueError) as exc:
             fail(str(exc))
         runs = RunCache(store)
-        changes = [would_return_with(store, params, rowid=e.chunk.rowid, trace=trace, runs=runs)
-                   for e in explanations]
+        changes = [would_return_with(store, params, rowid=e.chunk.rowid, trace=trace, runs=runs) for e in explanations]
     if as_json:
-        write_json({
-            "query": query,
-            "variant": variant_spec(params.variant),
-            "explanations": [dict(e.to_dict(), would_return_with=cf.would_return_with(), counterfactual=cf.to_dict())
-                             for e, cf in zip(explanations, changes)],
-        })
+        write_json(
+            {
+                "query": query,
+                "variant": variant_spec(params.variant),
+                "explanations": [
+                    dict(e.to_dict(), would_return_with=cf.would_return_with(), counterfactual=cf.to_dict())
+                    for e, cf in zip(explanations, changes)
+                ],
+            }
+        )
         return
     for i, (e, cf) in enumerate(zip(explanations, changes)):
         if i:
@@ -254,7 +291,11 @@ def doctor_cmd(
     db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     examples: int = typer.Option(5, "--examples", help="Rows shown per list in the human report."),
-    quick: bool = typer.Option(False, "--quick", help="Skip the integrity checks (they copy the store to a temporary folder and read all of it)."),
+    quick: bool = typer.Option(
+        False,
+        "--quick",
+        help="Skip the integrity checks (they copy the store to a temporary folder and read all of it).",
+    ),
 ) -> None:
     """Diagnose a store: damage (SQLite's and FTS5's integrity checks, on a
     private copy), fusion-key collisions, oversized chunks, Untitled titles,

@@ -39,6 +39,7 @@ APP_HELP = (
     "The commands below work without the browser; each has --help."
 )
 
+
 class RankscopeGroup(TyperGroup):
     """The command group, with two help fixes made in one place:
 
@@ -89,6 +90,7 @@ def _plain_metavars(params: list) -> list:
         if isinstance(param, TyperArgument):
             if param.nargs != 1:  # the type column, not the name: shadow the method on this instance
                 shown = "<path>..." if "Path" in str(param.type_descriptor.annotation) else "<str>..."
+
                 def display_type(ctx: Any, shown: str = shown) -> str:
                     return shown
 
@@ -208,8 +210,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             rest = [a for a in args if a != "--stores"]
             rest, qrels = _take_qrels(rest)
             if len(rest) > 1 or any(a.startswith("-") for a in rest):
-                fail(f"unexpected arguments {' '.join(rest)!r}. Usage: rankscope [PATH] [--stores] [--qrels FILE]. "
-                     f"{SUBCOMMANDS_HELP}")
+                fail(
+                    f"unexpected arguments {' '.join(rest)!r}. Usage: rankscope [PATH] [--stores] [--qrels FILE]. "
+                    f"{SUBCOMMANDS_HELP}"
+                )
             browse(rest[0] if rest else None, stores=stores, qrels=qrels)
             return
         app(args=args, prog_name="rankscope", standalone_mode=True)

@@ -36,11 +36,17 @@ from .base import (
 
 
 def index(
-    paths: List[Path] = typer.Argument(..., help="Files and folders to index (folder contents are labelled relative to the folder)."),
-    db: Path = typer.Option(..., "--db", help="Store to create or update (rankscope's own; never a context-mode store)."),
+    paths: List[Path] = typer.Argument(
+        ..., help="Files and folders to index (folder contents are labelled relative to the folder)."
+    ),
+    db: Path = typer.Option(
+        ..., "--db", help="Store to create or update (rankscope's own; never a context-mode store)."
+    ),
     session: str = typer.Option("", "--session", help="Session id recorded on every chunk."),
     sessions_map: Optional[Path] = typer.Option(None, "--sessions-map", help="JSON object of label → session id."),
-    max_file_bytes: int = typer.Option(10 * 1024 * 1024, "--max-file-bytes", help="Skip files larger than this (bytes)."),
+    max_file_bytes: int = typer.Option(
+        10 * 1024 * 1024, "--max-file-bytes", help="Skip files larger than this (bytes)."
+    ),
     full: bool = typer.Option(False, "--full", help="Re-index every file even when its SHA-256 is unchanged."),
     no_gitignore: bool = typer.Option(False, "--no-gitignore", help="Do not honour .gitignore files."),
 ) -> None:
@@ -69,8 +75,10 @@ def index(
 
     owner = context_mode_store_reason(db)
     if owner:
-        fail(f"refusing to write to {db}: {owner}. rankscope never writes to stores it did not create; "
-             f"open it read-only with: rankscope {db}")
+        fail(
+            f"refusing to write to {db}: {owner}. rankscope never writes to stores it did not create; "
+            f"open it read-only with: rankscope {db}"
+        )
     # One call whether db exists or not: creation is atomic (two runs on a
     # fresh path share one store) and a half-created store of ours resumes.
     try:
@@ -82,9 +90,13 @@ def index(
     ignore_factory = None if no_gitignore else gitignore_matcher
     stats = {"files": 0, "bytes": 0}
     with Progress(
-        TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
+        TextColumn("{task.description}", style="progress.description", markup=False),
+        BarColumn(),
         TextColumn("{task.completed} files"),
-        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=err_console, transient=True,
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
         disable=not err_console.is_terminal,
     ) as progress:
         task = progress.add_task("indexing", total=None, rate="")
@@ -97,7 +109,9 @@ def index(
             stats["bytes"] += nbytes
             secs = max(time.perf_counter() - start, 1e-6)
             progress.update(
-                task, advance=1, description=safe.line(label[-40:]),
+                task,
+                advance=1,
+                description=safe.line(label[-40:]),
                 rate=f"{stats['files'] / secs:.0f} files/s, {stats['bytes'] / secs / 1e6:.2f} MB/s",
             )
 
@@ -106,8 +120,15 @@ def index(
 
         try:
             report = index_paths(
-                store, paths, sessions=sessions, default_session=session, max_file_bytes=max_file_bytes,
-                incremental=not full, progress=tick, ignore_factory=ignore_factory, on_plan=plan,
+                store,
+                paths,
+                sessions=sessions,
+                default_session=session,
+                max_file_bytes=max_file_bytes,
+                incremental=not full,
+                progress=tick,
+                ignore_factory=ignore_factory,
+                on_plan=plan,
             )
         except KeyboardInterrupt as exc:
             store.close()
@@ -128,7 +149,8 @@ def _print_index_report(report, db: Path) -> None:
         safe.line(f"indexed {len(report.results)} files, {report.chunks} chunks, {report.bytes} bytes into {db}")
         + (f"; {len(report.unchanged)} unchanged" if report.unchanged else "")
         + (f"; {len(report.removed)} removed" if report.removed else ""),
-        markup=False, highlight=False,
+        markup=False,
+        highlight=False,
     )
     skipped = report.not_indexed
     if skipped:
@@ -140,7 +162,9 @@ def _print_index_report(report, db: Path) -> None:
     for item in report.warnings:
         console.print(safe.line(f"note: {item.path}: {item.reason}"), markup=False, highlight=False)
     if report.kept:
-        console.print(f"kept the previous content of {len(report.kept)} unreadable file(s)", markup=False, highlight=False)
+        console.print(
+            f"kept the previous content of {len(report.kept)} unreadable file(s)", markup=False, highlight=False
+        )
     if report.replaced:
         n = len(report.replaced)
         shown = [label for label, _ in report.replaced[:REPLACED_SHOWN]]
@@ -153,7 +177,9 @@ def _print_index_report(report, db: Path) -> None:
                 f"(previously from {', '.join(folders)}; labels are paths relative to the folder given, "
                 "so index each folder into its own --db to keep both)"
             ),
-            markup=False, highlight=False, style="yellow",
+            markup=False,
+            highlight=False,
+            style="yellow",
         )
 
 
@@ -165,16 +191,28 @@ REPLACED_SHOWN = 10
 
 
 def search_cmd(
-    query: str = typer.Argument(..., help="Query text (any characters; FTS5 syntax is neutralised). A query that begins with '-' goes after '--'."),
+    query: str = typer.Argument(
+        ...,
+        help="Query text (any characters; FTS5 syntax is neutralised). A query that begins with '-' goes after '--'.",
+    ),
     db: Path = search_db_option(),
     limit: Limit = 3,
     source: SourceFilter = None,
     source_exact: SourceExact = False,
     content_type: ContentTypeFilter = None,
     session: SessionFilter = None,
-    flow: bool = typer.Option(False, "--flow", help="Show the rank flow: each candidate's position at every stage, and where it left."),
-    pin: Optional[List[str]] = typer.Option(None, "--pin", metavar="SOURCE::TITLE|ROWID", help="Follow a chunk: its fate, and the smallest single change that would return it (found by re-running; repeatable)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the whole trace as JSON (schema: engine/export.py); with --flow the flow rows."),
+    flow: bool = typer.Option(
+        False, "--flow", help="Show the rank flow: each candidate's position at every stage, and where it left."
+    ),
+    pin: Optional[List[str]] = typer.Option(
+        None,
+        "--pin",
+        metavar="SOURCE::TITLE|ROWID",
+        help="Follow a chunk: its fate, and the smallest single change that would return it (found by re-running; repeatable).",
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the whole trace as JSON (schema: engine/export.py); with --flow the flow rows."
+    ),
 ) -> None:
     """Search a store and show what each pipeline stage did."""
     params = make_params(query, limit, source, source_exact, content_type, session)
@@ -239,8 +277,15 @@ def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
 
     flows = trace_flows(trace, [p.absent for p in pins if p.absent is not None])
     if as_json:
-        write_json({"query": trace.params.query, "layer": trace.layer, "stems": [s.to_dict() for s in stems],
-                    "flows": [f.to_dict() for f in flows], "pinned": [p.to_dict() for p in pins]})
+        write_json(
+            {
+                "query": trace.params.query,
+                "layer": trace.layer,
+                "stems": [s.to_dict() for s in stems],
+                "flows": [f.to_dict() for f in flows],
+                "pinned": [p.to_dict() for p in pins],
+            }
+        )
         return
     from ..flowtext import LEGEND, fits, flow_table, stems_text
 
@@ -288,16 +333,28 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
 
 
 def batch(
-    queries: Path = typer.Argument(..., help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error."),
+    queries: Path = typer.Argument(
+        ...,
+        help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error.",
+    ),
     db: Path = search_db_option(),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the traces to this new file instead of stdout (never a database; an existing file only with --force)."),
-    force: bool = typer.Option(False, "--force", help="Let --out and --trec-run replace an existing file (never a database)."),
+    out: Optional[Path] = typer.Option(
+        None,
+        "--out",
+        help="Write the traces to this new file instead of stdout (never a database; an existing file only with --force).",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Let --out and --trec-run replace an existing file (never a database)."
+    ),
     trec_run: Optional[Path] = typer.Option(
-        None, "--trec-run",
+        None,
+        "--trec-run",
         help="Also write a TREC run ('qid Q0 docid rank score tag'; docid = chunk id, score = n - rank + 1) "
         "of --stage; the traces then go only to --out.",
     ),
-    stage: str = typer.Option("final", "--stage", help="Stage id written by --trec-run (final, rerank, porter, fuzzy:rerank, ...)."),
+    stage: str = typer.Option(
+        "final", "--stage", help="Stage id written by --trec-run (final, rerank, porter, fuzzy:rerank, ...)."
+    ),
 ) -> None:
     """Run a query file and write a JSON list of traces, one per query, in
     order; with --trec-run, a TREC run of one stage's ranked chunk ids."""
@@ -324,10 +381,14 @@ def batch(
     if failed:
         shown = ", ".join(failed[:5]) + (f", … ({len(failed) - 5} more)" if len(failed) > 5 else "")
         err_console.print(
-            safe.line(f"warning: a retriever failed in {len(failed)} of {len(traces)} queries ({shown}; see "
-                      f"retriever_errors in the traces): the store's FTS index is probably damaged; check it with: "
-                      f"rankscope doctor --db {db}"),
-            markup=False, highlight=False, style="bold red",
+            safe.line(
+                f"warning: a retriever failed in {len(failed)} of {len(traces)} queries ({shown}; see "
+                f"retriever_errors in the traces): the store's FTS index is probably damaged; check it with: "
+                f"rankscope doctor --db {db}"
+            ),
+            markup=False,
+            highlight=False,
+            style="bold red",
         )
     if trec_run is not None and out is None:
         return
@@ -356,8 +417,12 @@ def _write_trec_run(store: Store, results: list, path: Path, stage: str, force: 
         fail(f"--trec-run {path} appeared while the queries ran; nothing was written (give another name or --force)")
     except OSError as exc:
         fail(f"cannot write --trec-run {path}: {exc.strerror or exc}")
-    console.print(safe.line(f"wrote {lines} run lines for {len(results)} queries (stage {stage}) to {path}"),
-                  markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        safe.line(f"wrote {lines} run lines for {len(results)} queries (stage {stage}) to {path}"),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def check_output_file(path: Path, option: str, db: Optional[Path] = None, force: bool = False) -> None:

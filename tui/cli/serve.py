@@ -45,15 +45,21 @@ def check_port(host: str, port: int) -> None:
 
 
 def serve(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default; anything else needs --public)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on (loopback by default; anything else needs --public)."
+    ),
     port: int = typer.Option(8000, "--port", help="TCP port to listen on."),
     path: Optional[str] = typer.Option(
-        None, "--path", help="What each browser tab opens: a .db store (read-only) or a folder (indexed first); "
-        "default: the bundled sample corpus."
+        None,
+        "--path",
+        help="What each browser tab opens: a .db store (read-only) or a folder (indexed first); "
+        "default: the bundled sample corpus.",
     ),
     public: bool = typer.Option(
-        False, "--public", help="Allow a --host beyond loopback: the session is then served to the network, "
-        "guarded by a random token in the URL."
+        False,
+        "--public",
+        help="Allow a --host beyond loopback: the session is then served to the network, "
+        "guarded by a random token in the URL.",
     ),
 ) -> None:
     """Serve the browser to a web browser (textual-serve), on loopback unless --host and --public say otherwise.
@@ -70,8 +76,10 @@ def serve(
 
     loopback = is_loopback(host)
     if not loopback and not public:
-        fail(f"--host {host} serves beyond this machine: whoever reaches {host}:{port} could drive rankscope and "
-             "read every store it opens; add --public to do that (a token in the URL then guards the session)")
+        fail(
+            f"--host {host} serves beyond this machine: whoever reaches {host}:{port} could drive rankscope and "
+            "read every store it opens; add --public to do that (a token in the URL then guards the session)"
+        )
     check_port(host, port)
     if loopback:
         token = None
@@ -82,11 +90,15 @@ def serve(
         allowed = None
         shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
         url = f"http://{_url_host(shown)}:{port}/?token={token}"
-        print(f"rankscope: warning: serving to the network on {host}:{port}: anyone with the URL below can drive "
-              "rankscope and read the stores it opens; traffic is not encrypted (plain http)", file=sys.stderr)
+        print(
+            f"rankscope: warning: serving to the network on {host}:{port}: anyone with the URL below can drive "
+            "rankscope and read the stores it opens; traffic is not encrypted (plain http)",
+            file=sys.stderr,
+        )
     print(f"rankscope: serving on {url} (ctrl+c stops)", file=sys.stderr)
-    server = GuardedServer(command=serve_command(path), host=host, port=port, title="rankscope", token=token,
-                           allowed_hosts=allowed)
+    server = GuardedServer(
+        command=serve_command(path), host=host, port=port, title="rankscope", token=token, allowed_hosts=allowed
+    )
     try:
         server.serve()
     except OSError as exc:  # lost the port between the check and the bind

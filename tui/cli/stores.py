@@ -24,8 +24,6 @@ from ..fmt import human_bytes, looked_in, pack, session_db_summary, short_path
 from ..render import plain
 
 
-
-
 def _schema_short(schema: Optional[str]) -> str:
     if not schema:
         return "–"
@@ -52,7 +50,11 @@ def stores_cmd(
         write_json([i.to_dict() for i in infos])
         return
     if not infos:
-        where = f"context-mode content store for project {project}" if project is not None else "context-mode content stores"
+        where = (
+            f"context-mode content store for project {project}"
+            if project is not None
+            else "context-mode content stores"
+        )
         console.print(safe.line(f"No {where} found. Looked in:"), markup=False, highlight=False)
         for line in looked_in(content_dirs(project, include_temp=project is None)):
             console.print(safe.line(f"  {line}"), markup=False, highlight=False)
@@ -69,8 +71,11 @@ def stores_cmd(
     fits = all(console.measure(t, options=unbounded).maximum <= console.width for t in tables.values())
     for location, members in groups.items():
         console.print()
-        console.print(Text.assemble((safe.line(short_path(location)), "bold"),
-                                    safe.line(f"  ({names.get(location, members[0].client)})")))
+        console.print(
+            Text.assemble(
+                (safe.line(short_path(location)), "bold"), safe.line(f"  ({names.get(location, members[0].client)})")
+            )
+        )
         if fits:
             console.print(tables[location])
             for i in members:
@@ -88,12 +93,25 @@ def stores_cmd(
         console.print("session DBs (same name in ../sessions/), read-only:", highlight=False)
         for i in paired:
             assert i.session_db is not None  # paired holds the stores that have one
-            calls = "" if i.session_db_searches is None else f", {_counted(i.session_db_searches, 'recorded ctx_search call')}"
-            console.print(safe.line(f"  {os.path.basename(i.path)} → {short_path(i.session_db)}"
-                                    f" ({i.session_db_error or session_db_summary(i)}{calls})"),
-                          markup=False, highlight=False, soft_wrap=True)
-        console.print("rankscope agent-log --sessions-db PATH lists the agent's searches; "
-                      "rankscope ctx-search ... --sessions-db PATH runs as the plugin does.", highlight=False)
+            calls = (
+                ""
+                if i.session_db_searches is None
+                else f", {_counted(i.session_db_searches, 'recorded ctx_search call')}"
+            )
+            console.print(
+                safe.line(
+                    f"  {os.path.basename(i.path)} → {short_path(i.session_db)}"
+                    f" ({i.session_db_error or session_db_summary(i)}{calls})"
+                ),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+        console.print(
+            "rankscope agent-log --sessions-db PATH lists the agent's searches; "
+            "rankscope ctx-search ... --sessions-db PATH runs as the plugin does.",
+            highlight=False,
+        )
     newest = max((i.modified or 0 for i in infos), default=0)
     if newest:
         stamp = datetime.fromtimestamp(newest).strftime("%Y-%m-%d %H:%M")
@@ -120,16 +138,29 @@ def _store_table(members: list) -> Table:
     """One row per store of a folder: the wide layout."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col, kw in (
-        ("store", {"no_wrap": True, "min_width": 19}), ("size", {"justify": "right", "no_wrap": True}),
-        ("sources", {"justify": "right"}), ("chunks", {"justify": "right"}), ("code", {"justify": "right"}),
-        ("sessions", {"justify": "right"}), ("last indexed (UTC)", {"no_wrap": True}), ("FTS", {"no_wrap": True}),
-        ("session DB", {"no_wrap": True}), ("status", {"no_wrap": True}),
+        ("store", {"no_wrap": True, "min_width": 19}),
+        ("size", {"justify": "right", "no_wrap": True}),
+        ("sources", {"justify": "right"}),
+        ("chunks", {"justify": "right"}),
+        ("code", {"justify": "right"}),
+        ("sessions", {"justify": "right"}),
+        ("last indexed (UTC)", {"no_wrap": True}),
+        ("FTS", {"no_wrap": True}),
+        ("session DB", {"no_wrap": True}),
+        ("status", {"no_wrap": True}),
     ):
         table.add_column(col, **kw)
     for i in members:
         table.add_row(
-            plain(os.path.basename(i.path)), _size(i), _count(i.sources), _count(i.chunks), _count(i.code_chunks),
-            _count(i.sessions), plain(i.last_indexed_at or "–"), plain(_schema_short(i.schema)), _session_db_cell(i),
+            plain(os.path.basename(i.path)),
+            _size(i),
+            _count(i.sources),
+            _count(i.chunks),
+            _count(i.code_chunks),
+            _count(i.sessions),
+            plain(i.last_indexed_at or "–"),
+            plain(_schema_short(i.schema)),
+            _session_db_cell(i),
             _status(i),
         )
     return table
@@ -153,8 +184,10 @@ def _print_store_block(i) -> None:
         fields = [_size(i), safe.line(_error_text(i))]
     else:
         fields = [
-            _size(i), _counted(i.sources, "source"),
-            f"{_counted(i.chunks, 'chunk')} ({_count(i.code_chunks)} code)", _counted(i.sessions, "session"),
+            _size(i),
+            _counted(i.sources, "source"),
+            f"{_counted(i.chunks, 'chunk')} ({_count(i.code_chunks)} code)",
+            _counted(i.sessions, "session"),
             f"indexed {i.last_indexed_at} UTC" if i.last_indexed_at else "never indexed",
             f"FTS {_schema_short(i.schema)}",
         ]
@@ -187,4 +220,3 @@ def sessions_cmd(
     console.print(table)
     if legacy:
         console.print("older 4-column store: no session column, every chunk reads as unattributed", highlight=False)
-

@@ -143,7 +143,7 @@ def chunk_with_windows(result: ResultView) -> Text:
                 style = "bold underline red"
             else:
                 style = "bold underline"
-        out.append(safe.block(content[idx[lo]:idx[hi]]), style=style)
+        out.append(safe.block(content[idx[lo] : idx[hi]]), style=style)
         if hi in ends:
             out.append("⟧", style="bold")
     return out
@@ -162,8 +162,10 @@ def result_label(query_position: int, query: str, result: ResultView) -> Text:
         how = f"first {min(1500, s.content_units)} of {s.content_units} units"
     else:
         shown = sum(b - a for a, b in s.slices)
-        how = (f"{len(s.slices)} window{'s' if len(s.slices) != 1 else ''} from {s.source_of_positions}, "
-               f"{shown} of {s.content_units} units")
+        how = (
+            f"{len(s.slices)} window{'s' if len(s.slices) != 1 else ''} from {s.source_of_positions}, "
+            f"{shown} of {s.content_units} units"
+        )
     t.append(f"\n   {how}", style="dim")
     if result.matched_outside_snippet:
         k = len(s.unseen_matches)
@@ -194,8 +196,12 @@ def summary_text(trace: AgentTrace, request: AgentRequest) -> Text:
     else:
         t.append("plain mode: no session scope (p: as the plugin sees it)\n", style="dim")
     if trace.outcome != "answered":
-        why = {"schema-error": "the arguments fail the tool's schema", "empty-index": "the store is empty",
-               "no-queries": "no query", "blocked": "BLOCKED by the throttle"}[trace.outcome]
+        why = {
+            "schema-error": "the arguments fail the tool's schema",
+            "empty-index": "the store is empty",
+            "no-queries": "no query",
+            "blocked": "BLOCKED by the throttle",
+        }[trace.outcome]
         t.append(f"isError: {why}; nothing was searched.\n", style="bold red")
         for issue in trace.issues:
             t.append(f"  {safe.line(issue.describe())}\n")
@@ -204,19 +210,29 @@ def summary_text(trace: AgentTrace, request: AgentRequest) -> Text:
     got = trace.effective_limit
     if wanted is not None and got is not None and got < wanted:
         t.append(f"the agent gets {got} of your {wanted}", style="bold yellow")
-        t.append(f" per query ({'soft-capped after call #3' if th is not None and th.soft_capped else 'ctx_search caps the limit at 2'})\n")
+        t.append(
+            f" per query ({'soft-capped after call #3' if th is not None and th.soft_capped else 'ctx_search caps the limit at 2'})\n"
+        )
     elif got is not None:
         t.append(f"{got} result{'s' if got != 1 else ''} per query\n")
     capped = [q for q in trace.queries if q.capped]
     if capped:
-        t.append(f"{len(capped)} quer{'ies' if len(capped) != 1 else 'y'} skipped by the 40 KiB cap\n", style="bold yellow")
+        t.append(
+            f"{len(capped)} quer{'ies' if len(capped) != 1 else 'y'} skipped by the 40 KiB cap\n", style="bold yellow"
+        )
     if trace.refresh_line:
-        t.append(safe.line(trace.refresh_line.strip()) + ("  (simulated: read-only store)" if trace.refresh_simulated else "")
-                 + "\n", style="italic")
+        t.append(
+            safe.line(trace.refresh_line.strip())
+            + ("  (simulated: read-only store)" if trace.refresh_simulated else "")
+            + "\n",
+            style="italic",
+        )
     flagged = [r for q in trace.queries for r in q.results if r.matched_outside_snippet or r.no_match_in_text]
     if flagged:
-        t.append(f"⚠ {len(flagged)} returned chunk(s) whose matching passage the agent did not see in full\n",
-                 style="bold yellow")
+        t.append(
+            f"⚠ {len(flagged)} returned chunk(s) whose matching passage the agent did not see in full\n",
+            style="bold yellow",
+        )
     for note in request.notes + trace.notes:
         t.append(f"note: {safe.line(note)}\n", style="dim")
     return t
@@ -232,14 +248,26 @@ class AgentViewScreen(Screen[None]):
     """What the agent receives for the browser's search (or a recorded call)."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="agent.close",
-                tooltip="Close the agent view; focus returns where it was"),
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="agent.close",
+            tooltip="Close the agent view; focus returns where it was",
+        ),
         # p, + -, a, l (tui.actions); the app's agent-view key closes it again
         *bindings("agent"),
     ]
 
-    def __init__(self, params: SearchParams, request: AgentRequest | None = None, *,
-                 session_db: str | None = None, throttle: ThrottleConfig | None = None) -> None:
+    def __init__(
+        self,
+        params: SearchParams,
+        request: AgentRequest | None = None,
+        *,
+        session_db: str | None = None,
+        throttle: ThrottleConfig | None = None,
+    ) -> None:
         """``params``: the browser's search; ``request``: a recorded call's own
         request (the agent log), or ``None`` to follow the browser;
         ``session_db``: the store's paired session DB (plugin scope), or
@@ -261,9 +289,11 @@ class AgentViewScreen(Screen[None]):
         self._results: list[tuple[int, str, ResultView]] = []
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"{stages.title('agent')} · what ctx_search gives the agent (context-mode 1.0.169)",
-                          style="bold"),
-                     id="agent-title", classes="lab-title")
+        yield Static(
+            Text(f"{stages.title('agent')} · what ctx_search gives the agent (context-mode 1.0.169)", style="bold"),
+            id="agent-title",
+            classes="lab-title",
+        )
         yield Static(Text("asking…", style="italic"), id="agent-summary")
         yield OptionList(id="agent-results")
         with VerticalScroll(id="agent-box"):
@@ -282,8 +312,13 @@ class AgentViewScreen(Screen[None]):
     def build_request(self) -> AgentRequest:
         """The request for the browser's current parameters (or the recorded call)."""
         if self.fixed is not None:
-            return AgentRequest(self.fixed.arguments, self._agent_context(), self.call_number, self.fixed.browser_limit,
-                                self.fixed.notes)
+            return AgentRequest(
+                self.fixed.arguments,
+                self._agent_context(),
+                self.call_number,
+                self.fixed.browser_limit,
+                self.fixed.notes,
+            )
         args, notes = arguments_from_params(self.params)
         return AgentRequest(args, self._agent_context(), self.call_number, self.params.limit, notes)
 
@@ -322,7 +357,8 @@ class AgentViewScreen(Screen[None]):
         if event.trace is None:
             self.trace = None
             self.query_one("#agent-summary", Static).update(
-                Text(f"rankscope cannot reproduce this call: {safe.line(event.error or '')}", style="bold"))
+                Text(f"rankscope cannot reproduce this call: {safe.line(event.error or '')}", style="bold")
+            )
             self.query_one("#agent-results", OptionList).clear_options()
             self.query_one("#agent-text", Static).update(Text(""))
             return
@@ -346,9 +382,16 @@ class AgentViewScreen(Screen[None]):
         entries = [Option(result_label(p, q, r), id=str(i)) for i, (p, q, r) in enumerate(self._results)]
         for q in trace.queries:
             if q.status != "results":
-                entries.append(Option(Text(f"Q{q.position} {safe.line(q.query)!r}: "
-                                           + ("no results" if q.status == "no-results" else "(output cap reached)"),
-                                           style="dim"), disabled=True))
+                entries.append(
+                    Option(
+                        Text(
+                            f"Q{q.position} {safe.line(q.query)!r}: "
+                            + ("no results" if q.status == "no-results" else "(output cap reached)"),
+                            style="dim",
+                        ),
+                        disabled=True,
+                    )
+                )
         options.set_options(entries)
         options.display = bool(entries)
         if self._results:
@@ -367,8 +410,10 @@ class AgentViewScreen(Screen[None]):
             return
         _, _, result = self._results[index]
         s = result.snippet
-        box.border_title = (f"{safe.line(result.title)[:50]} · {s.mode}, positions from {s.source_of_positions}"
-                            f"{' (indexOf fallback)' if s.fallback_ran else ''} · a: answer text")
+        box.border_title = (
+            f"{safe.line(result.title)[:50]} · {s.mode}, positions from {s.source_of_positions}"
+            f"{' (indexOf fallback)' if s.fallback_ran else ''} · a: answer text"
+        )
         static.update(chunk_with_windows(result))
 
     @on(OptionList.OptionHighlighted, "#agent-results")
@@ -381,11 +426,14 @@ class AgentViewScreen(Screen[None]):
 
     def action_toggle_plugin(self) -> None:
         """Run as the Claude Code plugin does (the session DB's allow-set), or not."""
-        if not self.plugin and not self.session_db and not (
-                self.fixed is not None and self.fixed.context.session_db):
-            self.app.notify("No session DB is paired with this store (context-mode keeps it in ../sessions/ under "
-                            "the same name): the plugin scope is not available.", title="Plugin scope",
-                            severity="warning", markup=False)
+        if not self.plugin and not self.session_db and not (self.fixed is not None and self.fixed.context.session_db):
+            self.app.notify(
+                "No session DB is paired with this store (context-mode keeps it in ../sessions/ under "
+                "the same name): the plugin scope is not available.",
+                title="Plugin scope",
+                severity="warning",
+                markup=False,
+            )
             return
         self.plugin = not self.plugin
         self.run()

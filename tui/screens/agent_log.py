@@ -48,16 +48,21 @@ def call_label(n: int, replay: Replay) -> Text:
     t = Text(f"{n:>2}. ", style="bold")
     t.append(f"{call.created_at[5:]} {call.session_id[:8]}  ", style="dim")
     qs = call_queries(call.params)
-    t.append(safe.line(" | ".join(qs)) if qs is not None else safe.line((call.params_raw or "(cut)")[:60]), style="bold")
+    t.append(
+        safe.line(" | ".join(qs)) if qs is not None else safe.line((call.params_raw or "(cut)")[:60]), style="bold"
+    )
     if call.params:
         rest = {k: v for k, v in call.params.items() if k != "queries"}
         if rest:
             t.append("  " + safe.line(json.dumps(rest, ensure_ascii=False)))
     count = answer_count(call.answer)
-    t.append(f"\n    recorded: {'#' + str(count) if count else 'yes'}" if call.answer is not None else "\n    not recorded",
-             style="dim")
+    t.append(
+        f"\n    recorded: {'#' + str(count) if count else 'yes'}" if call.answer is not None else "\n    not recorded",
+        style="dim",
+    )
     mark = {"same": ("✓ same text", "green"), "differs": ("≠ differs", "yellow")}.get(
-        replay.outcome, (replay.outcome.replace("-", " "), "dim"))
+        replay.outcome, (replay.outcome.replace("-", " "), "dim")
+    )
     t.append(f" · replay: {mark[0]}", style=mark[1])
     if replay.difference is not None:
         t.append(f" ({replay.difference.kind})", style="yellow")
@@ -70,12 +75,20 @@ def call_detail(replay: Replay) -> Text:
     call = replay.call
     t = Text(f"event {call.event_id} · {call.created_at} UTC · session {call.session_id}\n", style="bold")
     t.append(f"tool {safe.line(call.tool_name)}\n", style="dim")
-    t.append("params: " + safe.line(json.dumps(call.params, ensure_ascii=False) if call.params is not None
-                                    else f"(cut) {call.params_raw or ''}") + "\n")
+    t.append(
+        "params: "
+        + safe.line(
+            json.dumps(call.params, ensure_ascii=False) if call.params is not None else f"(cut) {call.params_raw or ''}"
+        )
+        + "\n"
+    )
     ctx = replay.context
     if ctx is not None:
-        t.append("plugin mode, project " + safe.line(ctx.plugin_project or "") + "\n" if ctx.plugin_mode
-                 else "not plugin mode\n")
+        t.append(
+            "plugin mode, project " + safe.line(ctx.plugin_project or "") + "\n"
+            if ctx.plugin_mode
+            else "not plugin mode\n"
+        )
     if replay.position is not None:
         t.append(f"throttle: call #{replay.position.count} (from the {replay.position_from})\n")
     if replay.trace is not None and replay.trace.scope.allow_set is not None:
@@ -94,8 +107,14 @@ class AgentLogScreen(Screen[None]):
     """The agent's recorded ``ctx_search`` calls."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="agent-log.close",
-                tooltip="Close the agent log; focus returns where it was"),
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="agent-log.close",
+            tooltip="Close the agent log; focus returns where it was",
+        ),
     ]
 
     def __init__(self, session_db: str | None) -> None:
@@ -104,8 +123,11 @@ class AgentLogScreen(Screen[None]):
         self.replays: list[Replay] = []
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("Agent log · the ctx_search calls recorded in the session DB", style="bold"),
-                     id="agent-log-title", classes="lab-title")
+        yield Static(
+            Text("Agent log · the ctx_search calls recorded in the session DB", style="bold"),
+            id="agent-log-title",
+            classes="lab-title",
+        )
         yield Static(Text("reading…", style="italic"), id="agent-log-status")
         yield OptionList(id="agent-log-list")
         with VerticalScroll(id="agent-log-box"):
@@ -116,9 +138,13 @@ class AgentLogScreen(Screen[None]):
         self.query_one("#agent-log-list", OptionList).border_title = "Calls (Enter opens one)"
         self.query_one("#agent-log-list", OptionList).focus()
         if not self.session_db:
-            self.query_one("#agent-log-status", Static).update(Text(
-                "No session DB is paired with this store: context-mode keeps it in ../sessions/ under the store's "
-                "name. 'rankscope agent-log --sessions-db FILE' reads any.", style="bold"))
+            self.query_one("#agent-log-status", Static).update(
+                Text(
+                    "No session DB is paired with this store: context-mode keeps it in ../sessions/ under the store's "
+                    "name. 'rankscope agent-log --sessions-db FILE' reads any.",
+                    style="bold",
+                )
+            )
             self.query_one("#agent-log-list", OptionList).display = False
             return
         self.app.post_message(LoadAgentLog(self, self.session_db))
@@ -132,8 +158,14 @@ class AgentLogScreen(Screen[None]):
         self.replays = event.replays
         same = sum(1 for r in self.replays if r.outcome == "same")
         compared = sum(1 for r in self.replays if r.outcome in ("same", "differs"))
-        status.update(Text(safe.line(f"{len(self.replays)} call(s) in {self.session_db} · replayed on this store: "
-                                     f"{same} of {compared} give the recorded answer")))
+        status.update(
+            Text(
+                safe.line(
+                    f"{len(self.replays)} call(s) in {self.session_db} · replayed on this store: "
+                    f"{same} of {compared} give the recorded answer"
+                )
+            )
+        )
         options = self.query_one("#agent-log-list", OptionList)
         options.set_options([Option(call_label(i + 1, r), id=str(i)) for i, r in enumerate(self.replays)])
         if self.replays:

@@ -81,9 +81,17 @@ class BrowserScreen(Screen):
     #: and :meth:`action_search_history` here.
     BINDINGS = bindings("browser")
 
-    def __init__(self, store: Store, store_label: str, params: SearchParams, *,
-                 overview: StoreOverview | None = None, show_timings: bool = True,
-                 cursor_blink: bool = True, qrels_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        store_label: str,
+        params: SearchParams,
+        *,
+        overview: StoreOverview | None = None,
+        show_timings: bool = True,
+        cursor_blink: bool = True,
+        qrels_path: Path | None = None,
+    ) -> None:
         super().__init__()
         self.store = store
         self.store_label = store_label
@@ -119,7 +127,9 @@ class BrowserScreen(Screen):
         yield Static(id="pinned-line")
         yield ParamsBar(self.store_label, id="params-bar")
         yield PaneTabs(
-            Tab("1 Results", id="tab-results"), Tab("2 Stages", id="tab-stages"), Tab("3 Journey", id="tab-journey"),
+            Tab("1 Results", id="tab-results"),
+            Tab("2 Stages", id="tab-stages"),
+            Tab("3 Journey", id="tab-journey"),
             id="pane-tabs",
         )
         with Vertical(id="panes"):
@@ -173,11 +183,14 @@ class BrowserScreen(Screen):
         t.append(f" · {safe.line(self.store_label)}\n", style="bold")
         problem = overview.problem
         if problem:
-            t.append(f"⚠ The store's counts could not be read ({safe.line(problem)}); searches may fail.\n",
-                     style="bold")
+            t.append(
+                f"⚠ The store's counts could not be read ({safe.line(problem)}); searches may fail.\n", style="bold"
+            )
         if stats:
-            t.append(f"{stats.get('sources', 0)} sources, {stats.get('chunks', 0)} chunks "
-                     f"({stats.get('code_chunks', 0)} code)")
+            t.append(
+                f"{stats.get('sources', 0)} sources, {stats.get('chunks', 0)} chunks "
+                f"({stats.get('code_chunks', 0)} code)"
+            )
             if stats.get("vocabulary") is not None:
                 t.append(f", {stats['vocabulary']} vocabulary words")
             if overview.sessions_pending:
@@ -194,11 +207,14 @@ class BrowserScreen(Screen):
             t.append("Try: ", style="italic")
             t.append(" · ".join(suggestions) + "\n", style="bold")
         else:
-            t.append("Try a plain word, a typo of one (fuzzy correction), or F3 to filter by session.\n",
-                     style="italic")
+            t.append(
+                "Try a plain word, a typo of one (fuzzy correction), or F3 to filter by session.\n", style="italic"
+            )
         t.append("F1 explains each stage · ctrl+p lists every command.\n", style="dim")
-        t.append("What-if lab: F7 compares two pipeline variants · F8 asks why a chunk is missing · F9 diagnoses "
-                 "the store.", style="dim")
+        t.append(
+            "What-if lab: F7 compares two pipeline variants · F8 asks why a chunk is missing · F9 diagnoses the store.",
+            style="dim",
+        )
         return t
 
     # ── panes ──────────────────────────────────────────────────────────
@@ -365,8 +381,9 @@ class BrowserScreen(Screen):
         if warning:
             self.results.border_subtitle = (self.results.border_subtitle or "") + " · ⚠ a retriever failed"
             if warning != self._last_warning:
-                self.app.notify(safe.line(warning), title="A retriever failed", severity="warning", timeout=15,
-                                markup=False)
+                self.app.notify(
+                    safe.line(warning), title="A retriever failed", severity="warning", timeout=15, markup=False
+                )
         self._last_warning = warning
         self.inspector.show_trace(trace)
         if trace.final:
@@ -433,8 +450,9 @@ class BrowserScreen(Screen):
 
         fate = row_fate(trace_flows(self.trace), self.pinned_rowid)
         first = f"{PIN_MARK} pinned row {self.pinned_rowid}: " + (fate_text(fate) if fate is not None else "…")
-        line.update(Text(first, style="bold") + Text("\n  finding the smallest change that returns it…",
-                                                        style="italic"))
+        line.update(
+            Text(first, style="bold") + Text("\n  finding the smallest change that returns it…", style="italic")
+        )
         self._pin_seq += 1
         self.app.post_message(RunPin(self, self.store, self.trace, self.pinned_rowid, self._pin_seq))
 
@@ -444,8 +462,9 @@ class BrowserScreen(Screen):
             return  # stale: a newer search or pin is on its way
         line = self.query_one("#pinned-line", Static)
         if event.outcome is None:
-            line.update(Text(f"{PIN_MARK} pinned row {self.pinned_rowid}: {safe.line(event.error or '')}",
-                             style="bold"))
+            line.update(
+                Text(f"{PIN_MARK} pinned row {self.pinned_rowid}: {safe.line(event.error or '')}", style="bold")
+            )
             return
         from ..pinning import pin_lines
 
@@ -570,8 +589,12 @@ class BrowserScreen(Screen):
         self.judging = not self.judging
         self.refresh_bindings()
         if self.judging:
-            self.app.notify("0-3 grade the selected chunk for this query (0 not · 1 marginally · 2 relevant · "
-                            "3 highly relevant); x removes a grade; g ends judging.", title="Judging", timeout=6)
+            self.app.notify(
+                "0-3 grade the selected chunk for this query (0 not · 1 marginally · 2 relevant · "
+                "3 highly relevant); x removes a grade; g ends judging.",
+                title="Judging",
+                timeout=6,
+            )
 
     def selected_chunk(self) -> Subject | None:
         """The chunk the journey follows (the row selected in any pane)."""
@@ -672,9 +695,16 @@ class BrowserScreen(Screen):
         except (OSError, ValueError) as exc:
             self._save_failed("Case", exc)
             return
-        self.app.notify(safe.line(f"{params.query!r} as {qid} ({len(case.judgments)} judged"
-                                  + (f", pinned {case.pinned}" if case.pinned else "") + ")"),
-                        title="Case saved", timeout=5, markup=False)
+        self.app.notify(
+            safe.line(
+                f"{params.query!r} as {qid} ({len(case.judgments)} judged"
+                + (f", pinned {case.pinned}" if case.pinned else "")
+                + ")"
+            ),
+            title="Case saved",
+            timeout=5,
+            markup=False,
+        )
 
     def action_open_cases(self) -> None:
         """List the saved cases; Enter reopens one."""
@@ -713,8 +743,11 @@ class BrowserScreen(Screen):
         if candidate is not None:
             self.pick(Subject.from_candidate(candidate, "Saved case"))
         else:
-            self.app.notify(safe.line(f"The pinned chunk {pinned} is not among this search's candidates."),
-                            severity="warning", markup=False)
+            self.app.notify(
+                safe.line(f"The pinned chunk {pinned} is not among this search's candidates."),
+                severity="warning",
+                markup=False,
+            )
 
     @staticmethod
     def _all_candidates(trace: Trace):

@@ -96,8 +96,14 @@ class CasesScreen(ModalScreen[Case | None]):
             options.set_options([Option(case_text(c), id=f"case{i}") for i, c in enumerate(cases)])
             options.highlighted = 0
         else:
-            options.set_options([Option(Text("No saved case yet: ctrl+p 'Save this case' saves the current search.",
-                                             style="italic"), disabled=True)])
+            options.set_options(
+                [
+                    Option(
+                        Text("No saved case yet: ctrl+p 'Save this case' saves the current search.", style="italic"),
+                        disabled=True,
+                    )
+                ]
+            )
 
     def _case_at(self, index: int | None) -> Case | None:
         cases = list(reversed(self.book.cases))
@@ -119,12 +125,19 @@ class CasesScreen(ModalScreen[Case | None]):
         try:
             queries, qrels = self.book.export(path)
         except OSError as exc:
-            self.app.notify(safe.line(f"Cannot write {path}: {exc.strerror or exc}"), title="Export failed",
-                            severity="error", markup=False)
+            self.app.notify(
+                safe.line(f"Cannot write {path}: {exc.strerror or exc}"),
+                title="Export failed",
+                severity="error",
+                markup=False,
+            )
             return None
-        self.app.notify(safe.line(f"{queries} and {qrels.name}: rankscope eval {queries.name} --db STORE "
-                                  f"--qrels {qrels.name}"), title=f"Exported {len(self.book.cases)} cases",
-                        markup=False, timeout=10)
+        self.app.notify(
+            safe.line(f"{queries} and {qrels.name}: rankscope eval {queries.name} --db STORE --qrels {qrels.name}"),
+            title=f"Exported {len(self.book.cases)} cases",
+            markup=False,
+            timeout=10,
+        )
         return queries
 
     def action_remove(self) -> None:

@@ -97,15 +97,32 @@ class CompareScreen(Screen[None]):
     AUTO_FOCUS = ""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="compare.close",
-                tooltip="Close the comparison; focus returns where it was"),
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="compare.close",
+            tooltip="Close the comparison; focus returns where it was",
+        ),
         Binding("f7", "close", "Close", group=_CLOSE, id="compare.toggle", tooltip="Close the comparison"),
-        Binding("f8", "why_row", "Why this row?", id="compare.why",
-                tooltip="Explain the highlighted chunk under the run that lacks it (B, or A for a new one)"),
+        Binding(
+            "f8",
+            "why_row",
+            "Why this row?",
+            id="compare.why",
+            tooltip="Explain the highlighted chunk under the run that lacks it (B, or A for a new one)",
+        ),
     ]
 
-    def __init__(self, params: SearchParams, variant_a: Variant | None = None,
-                 variant_b: Variant | None = None, *, cursor_blink: bool = True) -> None:
+    def __init__(
+        self,
+        params: SearchParams,
+        variant_a: Variant | None = None,
+        variant_b: Variant | None = None,
+        *,
+        cursor_blink: bool = True,
+    ) -> None:
         super().__init__()
         self.params = params
         self.cursor_blink = cursor_blink
@@ -130,14 +147,26 @@ class CompareScreen(Screen[None]):
                 yield Label("B", classes="lab-side")
                 for key, name, choices in SELECT_FIELDS[:3]:
                     yield Label(key, classes="lab-label")
-                    yield Select([(c, c) for c in choices], value=getattr(b, name), allow_blank=False,
-                                 compact=True, id=f"b-{key}", classes=f"lab-select lab-{key}")
+                    yield Select(
+                        [(c, c) for c in choices],
+                        value=getattr(b, name),
+                        allow_blank=False,
+                        compact=True,
+                        id=f"b-{key}",
+                        classes=f"lab-select lab-{key}",
+                    )
             with Horizontal(classes="lab-row"):
                 yield Label("", classes="lab-side")
                 key, name, choices = SELECT_FIELDS[3]
                 yield Label(key, classes="lab-label")
-                yield Select([(c, c) for c in choices], value=getattr(b, name), allow_blank=False,
-                             compact=True, id=f"b-{key}", classes=f"lab-select lab-{key}")
+                yield Select(
+                    [(c, c) for c in choices],
+                    value=getattr(b, name),
+                    allow_blank=False,
+                    compact=True,
+                    id=f"b-{key}",
+                    classes=f"lab-select lab-{key}",
+                )
                 for key, name in INT_FIELDS[:2]:
                     yield from self._number(key, getattr(b, name))
             with Horizontal(classes="lab-row"):
@@ -145,8 +174,13 @@ class CompareScreen(Screen[None]):
                 for key, name in INT_FIELDS[2:]:
                     yield from self._number(key, getattr(b, name))
                 yield Label("A", classes="lab-label lab-a")
-                yield Input(variant_spec(self.variant_a), id="a-spec", compact=True, placeholder="reference",
-                            tooltip="Variant A as a spec, e.g. reference or key=rowid,rrf_k=10 (Enter applies)")
+                yield Input(
+                    variant_spec(self.variant_a),
+                    id="a-spec",
+                    compact=True,
+                    placeholder="reference",
+                    tooltip="Variant A as a spec, e.g. reference or key=rowid,rrf_k=10 (Enter applies)",
+                )
         yield Static("", id="compare-error", classes="error")
         yield Static("", id="compare-counts")
         with Vertical(id="compare-box"):
@@ -157,9 +191,15 @@ class CompareScreen(Screen[None]):
 
     def _number(self, key: str, value: int | None) -> ComposeResult:
         yield Label(key, classes="lab-label")
-        yield Input("" if value is None else str(value), id=f"b-{key}", compact=True, type="integer",
-                    placeholder="auto", classes="lab-number",
-                    tooltip=f"{key}: a whole number" + ("" if key == "rrf_k" else "; empty = the reference formula"))
+        yield Input(
+            "" if value is None else str(value),
+            id=f"b-{key}",
+            compact=True,
+            type="integer",
+            placeholder="auto",
+            classes="lab-number",
+            tooltip=f"{key}: a whole number" + ("" if key == "rrf_k" else "; empty = the reference formula"),
+        )
 
     def on_mount(self) -> None:
         for field in self.query(Input):
@@ -353,8 +393,7 @@ class CompareScreen(Screen[None]):
                 cell = cells[index[col]]
                 if col in CUT_AT and len(cell) == 1:
                     cell = (replace(cell[0], text=middle_cut(cell[0].text, widths[col], CUT_AT[col])),)
-                t = line_text(cell, no_wrap=True, overflow="ellipsis",
-                              justify="right" if spec.numeric else "left")
+                t = line_text(cell, no_wrap=True, overflow="ellipsis", justify="right" if spec.numeric else "left")
                 t.truncate(widths[col], overflow="ellipsis")
                 out.append(t)
             table.add_row(*out, key=str(i))
@@ -395,8 +434,9 @@ class CompareScreen(Screen[None]):
         from .why import WhyScreen
 
         trace = cmp.trace_a if params == cmp.params_a else cmp.trace_b
-        self.app.push_screen(WhyScreen(params, rowid=rowid, trace=trace, cursor_blink=self.cursor_blink),
-                             callback=self._back_here)
+        self.app.push_screen(
+            WhyScreen(params, rowid=rowid, trace=trace, cursor_blink=self.cursor_blink), callback=self._back_here
+        )
 
     def _back_here(self, _result: object = None) -> None:
         self.call_after_refresh(self.table.focus)
@@ -412,7 +452,8 @@ class CompareScreen(Screen[None]):
             self.query_one("#compare-box").border_subtitle = "compare failed"
             if self.comparison is None:
                 self.query_one("#compare-empty", Static).update(
-                    Text(f"Compare failed: {safe.line(str(error))}", style="bold"))
+                    Text(f"Compare failed: {safe.line(str(error))}", style="bold")
+                )
             self._focus_form_if_nothing_is()
 
     def action_close(self) -> None:

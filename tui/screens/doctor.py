@@ -36,8 +36,14 @@ class DoctorScreen(Screen[None]):
     """The store diagnosis, on a screen of its own."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="doctor.close",
-                tooltip="Close the diagnosis; focus returns where it was"),
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="doctor.close",
+            tooltip="Close the diagnosis; focus returns where it was",
+        ),
         Binding("f9", "close", "Close", group=_CLOSE, id="doctor.toggle", tooltip="Close the diagnosis"),
     ]
 
@@ -68,7 +74,8 @@ class DoctorScreen(Screen[None]):
         """The diagnosis failed (the app has notified): say so in place."""
         if group == "doctor":
             self.query_one("#doctor-text", Static).update(
-                Text(f"Diagnosis failed: {safe.line(str(error))}", style="bold"))
+                Text(f"Diagnosis failed: {safe.line(str(error))}", style="bold")
+            )
 
     def action_close(self) -> None:
         """Close the diagnosis."""

@@ -24,8 +24,7 @@ from engine.model import Trace
 from engine.terms import trace_spans
 
 from .. import safe
-from ..flowtext import (LEGEND, PIN_MARK, cell_style, cell_text, fate_text, fits, flow_title, header,
-                        middle_cut)
+from ..flowtext import LEGEND, PIN_MARK, cell_style, cell_text, fate_text, fits, flow_title, header, middle_cut
 from ..widgets.preview import spans_text
 
 _CLOSE = Binding.Group("Close ", compact=True)
@@ -46,8 +45,14 @@ class FlowScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="flow.close",
-                tooltip="Close the rank flow; focus returns where it was"),
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="flow.close",
+            tooltip="Close the rank flow; focus returns where it was",
+        ),
         Binding("f5", "close", "Close", show=False, id="flow.close-f5"),
     ]
 
@@ -61,13 +66,15 @@ class FlowScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="flow-dialog", classes="dialog"):
-            yield Static(Text(f"Rank flow · {safe.line(self.trace.params.query)!r} · layer {self.trace.layer}",
-                              style="bold"), classes="dialog-title")
+            yield Static(
+                Text(f"Rank flow · {safe.line(self.trace.params.query)!r} · layer {self.trace.layer}", style="bold"),
+                classes="dialog-title",
+            )
             for i, flow in enumerate(self.flows):
-                yield Static(Text(safe.line(flow_title(flow)), style="bold" if flow.answering else ""),
-                             classes="flow-title")
-                yield DataTable(id=f"flow-table-{i}", cursor_type="row", zebra_stripes=False,
-                                classes="flow-table")
+                yield Static(
+                    Text(safe.line(flow_title(flow)), style="bold" if flow.answering else ""), classes="flow-title"
+                )
+                yield DataTable(id=f"flow-table-{i}", cursor_type="row", zebra_stripes=False, classes="flow-table")
             yield Static(id="flow-legend", classes="hint")
             with VerticalScroll(id="flow-detail-scroll"):
                 yield Static(id="flow-detail")
@@ -98,9 +105,12 @@ class FlowScreen(ModalScreen[None]):
         for n, row in enumerate(flow.rows):
             mark = PIN_MARK if row.rowid == self.pinned else ""
             cells = [Text(cell_text(c, compact), style=cell_style(c)) for c in row.cells]
-            table.add_row(Text(mark + str(row.rowid), justify="right", style="bold" if mark else ""),
-                          Text(middle_cut(safe.line(row.title), width), style="bold" if mark else ""),
-                          *cells, key=f"{key}:{n}")
+            table.add_row(
+                Text(mark + str(row.rowid), justify="right", style="bold" if mark else ""),
+                Text(middle_cut(safe.line(row.title), width), style="bold" if mark else ""),
+                *cells,
+                key=f"{key}:{n}",
+            )
         if not flow.rows:
             table.add_row("", Text("(no candidate entered this pass)", style="italic"), *[""] * len(flow.stages))
         table.styles.height = 1 + max(len(flow.rows), 1)

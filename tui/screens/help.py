@@ -44,7 +44,9 @@ class HelpScreen(ModalScreen[None]):
     """The stages explained, and the keys."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="help.close", tooltip="Close help; focus returns where it was"),
+        Binding(
+            "escape", "close", "Close", group=_CLOSE, id="help.close", tooltip="Close help; focus returns where it was"
+        ),
         Binding("f1", "close", "Close", group=_CLOSE, id="help.toggle", tooltip="Close help"),
     ]
 

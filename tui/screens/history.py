@@ -42,12 +42,19 @@ class HistorySearchScreen(ModalScreen[str | None]):
     """
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="history.close",
-                tooltip="Close; the query box keeps its text"),
-        Binding("down", "to_list", "Matches", key_display="↓", id="history.list", show=False,
-                tooltip="Move to the matching queries"),
-        Binding("ctrl+r", "to_list", "Matches", show=False, id="history.again",
-                tooltip="Move to the matching queries"),
+        Binding(
+            "escape", "close", "Close", group=_CLOSE, id="history.close", tooltip="Close; the query box keeps its text"
+        ),
+        Binding(
+            "down",
+            "to_list",
+            "Matches",
+            key_display="↓",
+            id="history.list",
+            show=False,
+            tooltip="Move to the matching queries",
+        ),
+        Binding("ctrl+r", "to_list", "Matches", show=False, id="history.again", tooltip="Move to the matching queries"),
     ]
 
     def __init__(self, history: QueryHistory, text: str = "") -> None:

@@ -64,8 +64,10 @@ class LoadingScreen(Screen):
         bar = self.query_one("#loading-bar", ProgressBar)
         bar.update(total=max(event.total, 1), progress=event.done)
         self.query_one("#loading-file", Static).update(
-            Text(f"{event.done}/{event.total} files" + (f" · {safe.line(event.label)}" if event.label else ""),
-                 style="dim")
+            Text(
+                f"{event.done}/{event.total} files" + (f" · {safe.line(event.label)}" if event.label else ""),
+                style="dim",
+            )
         )
 
     def store_refused(self, error: BaseException) -> None:

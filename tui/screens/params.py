@@ -35,7 +35,14 @@ class ParamsScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="params.close", tooltip="Close the dialog; focus returns where it was"),
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="params.close",
+            tooltip="Close the dialog; focus returns where it was",
+        ),
         Binding("f2", "close", "Close", group=_CLOSE, id="params.toggle", tooltip="Close the dialog"),
     ]
 
@@ -52,20 +59,33 @@ class ParamsScreen(ModalScreen[None]):
             yield Static("Search parameters", classes="dialog-title")
             with Horizontal(classes="field"):
                 yield Label("Limit", classes="field-label")
-                yield Input(str(p.limit), id="limit", type="integer",
-                            validators=[Integer(minimum=0, maximum=MAX_LIMIT)], classes="short")
+                yield Input(
+                    str(p.limit),
+                    id="limit",
+                    type="integer",
+                    validators=[Integer(minimum=0, maximum=MAX_LIMIT)],
+                    classes="short",
+                )
             with Horizontal(classes="field"):
                 yield Label("Source", classes="field-label")
-                yield Input(p.source or "", id="source", placeholder="any (substring of the label)",
-                            suggester=SuggestFromList(self.sources, case_sensitive=False))
+                yield Input(
+                    p.source or "",
+                    id="source",
+                    placeholder="any (substring of the label)",
+                    suggester=SuggestFromList(self.sources, case_sensitive=False),
+                )
             with Horizontal(classes="field"):
                 yield Label("Exact", classes="field-label")
                 yield Switch(p.source_match == "exact", id="exact")
                 yield Label(EXACT_ON if p.source_match == "exact" else EXACT_OFF, id="exact-state", classes="hint")
             with Horizontal(classes="field"):
                 yield Label("Type", classes="field-label")
-                yield Select([(ct or "any", ct or "any") for ct in CONTENT_TYPES], value=p.content_type or "any",
-                             allow_blank=False, id="ctype")
+                yield Select(
+                    [(ct or "any", ct or "any") for ct in CONTENT_TYPES],
+                    value=p.content_type or "any",
+                    allow_blank=False,
+                    id="ctype",
+                )
             yield Static("", id="params-error", classes="error")
             yield Static("Changes apply at once · Tab moves · Esc closes", classes="hint")
         yield Footer(compact=True)

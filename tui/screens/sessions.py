@@ -64,7 +64,14 @@ class SessionsScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="sessions.close", tooltip="Close the dialog; focus returns where it was"),
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="sessions.close",
+            tooltip="Close the dialog; focus returns where it was",
+        ),
         Binding("f3", "close", "Close", group=_CLOSE, id="sessions.toggle", tooltip="Close the dialog"),
     ]
 
@@ -90,8 +97,9 @@ class SessionsScreen(ModalScreen[None]):
                 )
             else:
                 yield Static("This store has no attributed sessions.", classes="hint")
-            yield Static(f"{unattributed} unattributed chunk{'s' if unattributed != 1 else ''} always pass.",
-                         classes="hint")
+            yield Static(
+                f"{unattributed} unattributed chunk{'s' if unattributed != 1 else ''} always pass.", classes="hint"
+            )
             yield Static("Space toggles · Tab moves · Esc closes", classes="hint")
         yield Footer(compact=True)
 

@@ -31,8 +31,14 @@ class SkippedScreen(ModalScreen[None]):
     """The files the last indexing of this folder did not index, and why."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="skipped.close",
-                tooltip="Close the list; focus returns where it was"),
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="skipped.close",
+            tooltip="Close the list; focus returns where it was",
+        ),
     ]
 
     def __init__(self, skips: SkipList, label: str) -> None:

@@ -58,8 +58,13 @@ class StorePickerScreen(Screen):
     BINDINGS = [
         # priority: otherwise the app's own (hidden) ctrl+q wins and the footer shows no way out
         Binding("ctrl+q", "app.quit", "Quit", id="stores.quit", tooltip="Quit rankscope", priority=True),
-        Binding("escape", "close", "Back", id="stores.close",
-                tooltip="Back to the store you were browsing (when the picker was opened from it)"),
+        Binding(
+            "escape",
+            "close",
+            "Back",
+            id="stores.close",
+            tooltip="Back to the store you were browsing (when the picker was opened from it)",
+        ),
     ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -110,9 +115,12 @@ class StorePickerScreen(Screen):
         if not infos:
             status.update("No context-mode content stores found" + (". Looked in:" if locations else "."))
             t = Text("\n".join(safe.line(line) for line in looked_in(list(locations))))
-            t.append(("\n\n" if locations else "") + "Run 'rankscope PATH' with a folder or a .db file"
-                     + (", or set $CONTEXT_MODE_DIR to the folder above content/." if locations else "."),
-                     style="italic")
+            t.append(
+                ("\n\n" if locations else "")
+                + "Run 'rankscope PATH' with a folder or a .db file"
+                + (", or set $CONTEXT_MODE_DIR to the folder above content/." if locations else "."),
+                style="italic",
+            )
             self.query_one("#stores-looked", Static).update(t)
             options.display = False
             none = self.query_one("#stores-none")
@@ -120,8 +128,10 @@ class StorePickerScreen(Screen):
             none.focus()
             return
         bad = sum(1 for i in infos if getattr(i, "error", None))
-        status.update(f"{len(infos)} found · Enter opens read-only · ctrl+q quits"
-                      + (f" · {bad} unreadable (✗) cannot be opened" if bad else ""))
+        status.update(
+            f"{len(infos)} found · Enter opens read-only · ctrl+q quits"
+            + (f" · {bad} unreadable (✗) cannot be opened" if bad else "")
+        )
         options.set_options([Option(store_line(i), id=str(n)) for n, i in enumerate(infos)])
         options.highlighted = 0
         options.focus()
@@ -131,8 +141,13 @@ class StorePickerScreen(Screen):
         info = self.infos[int(event.option_id or 0)]
         error = getattr(info, "error", None)
         if error:
-            self.notify(safe.line(f"{info.path} is unreadable: {error}"), title="Cannot open the store",
-                        severity="error", markup=False, timeout=10)
+            self.notify(
+                safe.line(f"{info.path} is unreadable: {error}"),
+                title="Cannot open the store",
+                severity="error",
+                markup=False,
+                timeout=10,
+            )
             return
         try:
             store = Store.open_readonly(info.path)

@@ -1,4 +1,4 @@
-""""Why is chunk X missing?": pick any chunk of the store with a fuzzy finder
+""" "Why is chunk X missing?": pick any chunk of the store with a fuzzy finder
 (by title or source, or a row id) and see where it left the pipeline for the
 browser's query, with the reason code and the numbers
 (:func:`engine.why.why_not`).
@@ -44,7 +44,6 @@ SCORE_CUTOFF = 75
 _ROWID = re.compile(r"^\s*(?:row\s*|#)?(\d{1,18})\s*$", re.IGNORECASE)
 
 
-
 @dataclass(frozen=True)
 class ChunkEntry:
     """One chunk as the finder lists it.
@@ -69,8 +68,9 @@ class ChunkEntry:
 def chunk_entries(rows: list[dict]) -> list[ChunkEntry]:
     """Finder entries from :meth:`engine.Store.iter_chunks` rows (content dropped)."""
     return [
-        ChunkEntry(int(r["rowid"]), r["source"] or "", r["title"] or "", r["content_type"] or "prose",
-                   r["session_id"] or "")
+        ChunkEntry(
+            int(r["rowid"]), r["source"] or "", r["title"] or "", r["content_type"] or "prose", r["session_id"] or ""
+        )
         for r in rows
     ]
 
@@ -83,8 +83,9 @@ def finder_keys(entries: list[ChunkEntry]) -> list[str]:
     return [utils.default_process(e.key) for e in entries]
 
 
-def match_chunks(text: str, entries: list[ChunkEntry], keys: list[str] | None = None,
-                 limit: int = MAX_MATCHES) -> list[ChunkEntry]:
+def match_chunks(
+    text: str, entries: list[ChunkEntry], keys: list[str] | None = None, limit: int = MAX_MATCHES
+) -> list[ChunkEntry]:
     """The entries best matching ``text`` over ``source::title``, best first.
 
     Case and punctuation are ignored. Each word of ``text`` is matched on its
@@ -112,8 +113,9 @@ def match_chunks(text: str, entries: list[ChunkEntry], keys: list[str] | None = 
     if words:
         total: dict[int, float] = {}
         for word in words:
-            for _, score, i in process.extract(word, keys, scorer=fuzz.partial_ratio, processor=None,
-                                               limit=None, score_cutoff=SCORE_CUTOFF * 0.8):
+            for _, score, i in process.extract(
+                word, keys, scorer=fuzz.partial_ratio, processor=None, limit=None, score_cutoff=SCORE_CUTOFF * 0.8
+            ):
                 total[i] = total.get(i, 0.0) + score
         good = [(s / len(words), i) for i, s in total.items() if s / len(words) >= SCORE_CUTOFF]
         good.sort(key=lambda x: (-x[0], x[1]))
@@ -150,15 +152,29 @@ class WhyScreen(Screen[None]):
     """Find a chunk and see where (and why) it left the pipeline."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="why.close",
-                tooltip="Close; focus returns where it was (or to the comparison)"),
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="why.close",
+            tooltip="Close; focus returns where it was (or to the comparison)",
+        ),
         Binding("f8", "close", "Close", group=_CLOSE, id="why.toggle", tooltip="Close this screen"),
-        Binding("down", "to_list", "Matches", key_display="↓", id="why.list", show=False,
-                tooltip="Move from the finder to the matching chunks"),
+        Binding(
+            "down",
+            "to_list",
+            "Matches",
+            key_display="↓",
+            id="why.list",
+            show=False,
+            tooltip="Move from the finder to the matching chunks",
+        ),
     ]
 
-    def __init__(self, params: SearchParams, *, rowid: int | None = None, trace: Trace | None = None,
-                 cursor_blink: bool = True) -> None:
+    def __init__(
+        self, params: SearchParams, *, rowid: int | None = None, trace: Trace | None = None, cursor_blink: bool = True
+    ) -> None:
         super().__init__()
         self.params = params
         self.cursor_blink = cursor_blink
@@ -174,9 +190,13 @@ class WhyScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="why-title", classes="lab-title")
-        yield Input(f"row {self.rowid}" if self.rowid is not None else "", id="why-find", compact=True,
-                    placeholder="Find a chunk: part of its title or source, or a row id",
-                    tooltip="Fuzzy match over source::title; Enter explains the highlighted match")
+        yield Input(
+            f"row {self.rowid}" if self.rowid is not None else "",
+            id="why-find",
+            compact=True,
+            placeholder="Find a chunk: part of its title or source, or a row id",
+            tooltip="Fuzzy match over source::title; Enter explains the highlighted match",
+        )
         yield OptionList(id="why-list")
         with VerticalScroll(id="why-box"):
             yield Static(id="why-text")
@@ -189,12 +209,18 @@ class WhyScreen(Screen[None]):
         box = self.query_one("#why-box")
         box.border_title = "Why?"
         self.query_one("#why-list", OptionList).set_options(
-            [Option(Text("loading the chunk list…", style="italic"), disabled=True)])
+            [Option(Text("loading the chunk list…", style="italic"), disabled=True)]
+        )
         if self.rowid is not None:
             self.explain(self.rowid)
         else:
-            self._text(Text("Type part of a chunk's title or source, pick it (↓ then Enter), and see where it "
-                            "left the pipeline for this query, with the numbers.", style="italic"))
+            self._text(
+                Text(
+                    "Type part of a chunk's title or source, pick it (↓ then Enter), and see where it "
+                    "left the pipeline for this query, with the numbers.",
+                    style="italic",
+                )
+            )
         self.query_one("#why-find", Input).focus()
         self.app.post_message(LoadChunks(self))
 
@@ -241,8 +267,11 @@ class WhyScreen(Screen[None]):
         options = self.query_one("#why-list", OptionList)
         total = len(self.entries or ())
         typed = self.query_one("#why-find", Input).value.strip()
-        options.border_title = (f"{len(event.matches)} match{'es' if len(event.matches) != 1 else ''} of {total} chunks"
-                                if typed else f"{total} chunks")
+        options.border_title = (
+            f"{len(event.matches)} match{'es' if len(event.matches) != 1 else ''} of {total} chunks"
+            if typed
+            else f"{total} chunks"
+        )
         width = max((options.scrollable_content_region.width or options.size.width or 78) - 1, 20)
         if not event.matches:
             options.set_options([Option(Text("no chunk matches", style="italic"), disabled=True)])
@@ -310,7 +339,8 @@ class WhyScreen(Screen[None]):
             self._text(Text(f"Could not explain: {safe.line(str(error))}", style="bold"))
         elif group in ("chunks", "find"):
             self.query_one("#why-list", OptionList).set_options(
-                [Option(Text(f"chunk list unavailable: {safe.line(str(error))}", style="italic"), disabled=True)])
+                [Option(Text(f"chunk list unavailable: {safe.line(str(error))}", style="italic"), disabled=True)]
+            )
 
     def action_close(self) -> None:
         """Close the screen."""

@@ -60,8 +60,13 @@ def wrap_indented(text: str, width: int, indent: str) -> str:
     """``text`` wrapped to ``width`` cells, every line starting with ``indent``."""
     import textwrap
 
-    return textwrap.fill(text, width=max(width, len(indent) + 20), initial_indent=indent,
-                         subsequent_indent=indent, break_on_hyphens=False)
+    return textwrap.fill(
+        text,
+        width=max(width, len(indent) + 20),
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+    )
 
 
 def _short(x: float) -> str:
@@ -158,9 +163,15 @@ class _Builder:
             if c.merged_rowids:
                 rows = ", ".join(map(str, c.merged_rowids))
                 noun = "row" if len(c.merged_rowids) == 1 else "rows"
-                text.append("\n" + wrap_indented(
-                    f"⚠ key collision: swallowed {noun} {rows} (same source::title); kept row {c.rowid}",
-                    self.width, "      "), style="bold")
+                text.append(
+                    "\n"
+                    + wrap_indented(
+                        f"⚠ key collision: swallowed {noun} {rows} (same source::title); kept row {c.rowid}",
+                        self.width,
+                        "      ",
+                    ),
+                    style="bold",
+                )
             self.row(text, stage, Subject.from_candidate(c, title(stage)))
         self.more(len(f.candidates) - MAX_ROWS, stage)
 
@@ -173,14 +184,20 @@ class _Builder:
         p = run.pool
         origin = title(stage)
         for i, c in enumerate(p.kept[:MAX_ROWS], 1):
-            self.row(fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width), stage,
-                     Subject.from_candidate(c, origin))
+            self.row(
+                fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
+                stage,
+                Subject.from_candidate(c, origin),
+            )
         self.more(len(p.kept) - MAX_ROWS, stage)
         if p.beyond:
             self.rule(f"pool size {p.pool_size}: beyond the pool", stage)
             for i, c in enumerate(p.beyond[:MAX_ROWS], p.pool_size + 1):
-                self.row(fit(_label(_pos(i), c, DIM), Text("beyond pool", style=DIM), self.width), stage,
-                         Subject.from_candidate(c, origin))
+                self.row(
+                    fit(_label(_pos(i), c, DIM), Text("beyond pool", style=DIM), self.width),
+                    stage,
+                    Subject.from_candidate(c, origin),
+                )
             self.more(len(p.beyond) - MAX_ROWS, stage)
 
     def filter(self, run: Run, stage: str) -> None:
@@ -190,11 +207,14 @@ class _Builder:
         origin = title(stage)
         received = run.pool.kept[:MAX_ROWS]
         removed = [self._left_here(run, c, stage) for c in received]
-        rights = pad_rights([
-            Text(f"removed (session {safe.line(c.session_id) or chr(39) * 2})", style="bold") if gone
-            else Text(f"kept (session {safe.line(c.session_id) or chr(39) * 2})", style=DIM)
-            for c, gone in zip(received, removed)
-        ])
+        rights = pad_rights(
+            [
+                Text(f"removed (session {safe.line(c.session_id) or chr(39) * 2})", style="bold")
+                if gone
+                else Text(f"kept (session {safe.line(c.session_id) or chr(39) * 2})", style=DIM)
+                for c, gone in zip(received, removed)
+            ]
+        )
         kept_pos = 0
         for c, gone, right in zip(received, removed, rights):
             if gone:
@@ -209,13 +229,19 @@ class _Builder:
         if tr is None:
             return
         for i, c in enumerate(tr.kept[:MAX_ROWS], 1):
-            self.row(fit(_label(_pos(i), c), Text("kept", style=DIM), self.width), stage,
-                     Subject.from_candidate(c, title(stage)))
+            self.row(
+                fit(_label(_pos(i), c), Text("kept", style=DIM), self.width),
+                stage,
+                Subject.from_candidate(c, title(stage)),
+            )
         if tr.cut:
             self.rule(f"cut at limit {tr.limit}", stage)
             for i, c in enumerate(tr.cut[:MAX_ROWS], tr.limit + 1):
-                self.row(fit(_label(_pos(i), c, DIM), Text("cut", style="bold"), self.width), stage,
-                         Subject.from_candidate(c, title(stage)))
+                self.row(
+                    fit(_label(_pos(i), c, DIM), Text("cut", style="bold"), self.width),
+                    stage,
+                    Subject.from_candidate(c, title(stage)),
+                )
             self.more(len(tr.cut) - MAX_ROWS, stage)
 
     def rerank(self, run: Run, stage: str) -> None:
@@ -245,8 +271,11 @@ class _Builder:
         items = ranked(run, stage)
         for i, c in enumerate(items[:MAX_ROWS], 1):
             assert isinstance(c, Candidate)  # only list stages come here; they rank candidates
-            self.row(fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width), stage,
-                     Subject.from_candidate(c, origin))
+            self.row(
+                fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
+                stage,
+                Subject.from_candidate(c, origin),
+            )
         self.more(len(items) - MAX_ROWS, stage)
         left = [p for p in run.paths if p.exit is not None and p.exit.stage == stage]
         if left:
@@ -254,8 +283,11 @@ class _Builder:
             fused = {c.rowid: c for c in run.fusion.candidates}
             for p in left[:MAX_ROWS]:
                 c = fused[p.rowid]
-                self.row(fit(_label("  ✗ ", c, DIM), Text(safe.line(sentence(p.exit)), style="bold"), self.width),  # type: ignore[arg-type]
-                         stage, Subject.from_candidate(c, origin))
+                self.row(
+                    fit(_label("  ✗ ", c, DIM), Text(safe.line(sentence(p.exit)), style="bold"), self.width),  # type: ignore[arg-type]
+                    stage,
+                    Subject.from_candidate(c, origin),
+                )
             self.more(len(left) - MAX_ROWS, stage)
 
     def fuzzy(self) -> None:
@@ -281,25 +313,37 @@ class _Builder:
             self.note(f"corrected query: {fz.corrected_query!r}" + (" (re-run below)" if fz.rerun else ""), "fuzzy")
 
     def final(self) -> None:
-        rights = pad_rights([
-            Text(f"rrf {_short(r.candidate.score)} · boost "
-                 f"{'—' if r.boost is None else format(r.boost, '.3f')}", style=DIM)
-            for r in self.trace.final
-        ])
+        rights = pad_rights(
+            [
+                Text(
+                    f"rrf {_short(r.candidate.score)} · boost {'—' if r.boost is None else format(r.boost, '.3f')}",
+                    style=DIM,
+                )
+                for r in self.trace.final
+            ]
+        )
         for r, right in zip(self.trace.final, rights):
             c = r.candidate
-            self.row(fit(_label(_pos(r.position), c), right, self.width), "final",
-                     Subject.from_candidate(c, title("final")))
+            self.row(
+                fit(_label(_pos(r.position), c), right, self.width), "final", Subject.from_candidate(c, title("final"))
+            )
 
     def build(self) -> list[StageLine]:
         trace = self.trace
         if self.show_timings:
-            self.note(f"total {trace.total_ms:.2f} ms · pool size {trace.pool_size} · "
-                      f"{trace.fts_limit} rows per retriever", "total")
+            self.note(
+                f"total {trace.total_ms:.2f} ms · pool size {trace.pool_size} · {trace.fts_limit} rows per retriever",
+                "total",
+            )
         else:
             self.note(f"pool size {trace.pool_size} · {trace.fts_limit} rows per retriever", "total")
-        own = {"fusion": self.fusion, "pool": self.pool, "filter": self.filter, "trim": self.trim,
-               "rerank": self.rerank}
+        own = {
+            "fusion": self.fusion,
+            "pool": self.pool,
+            "filter": self.filter,
+            "trim": self.trim,
+            "rerank": self.rerank,
+        }
         for s in stage_summaries(trace):
             run = trace.fuzzy.rerun if in_rerun(s.stage) else trace.first
             self.header(s, "fuzzy:" if in_rerun(s.stage) else "")

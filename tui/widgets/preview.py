@@ -31,9 +31,12 @@ def journey_renderable(subject: Subject, trace: Trace) -> Group:
     """The subject's header, its step-by-step journey and where it left."""
     steps = subject.journey(trace)
     head = Text(safe.line(subject.title), style="bold")
-    head.append(f"\n{safe.line(subject.source)} · {safe.line(subject.content_type)} · session "
-                f"{safe.line(subject.session_id) or '(none)'}"
-                f" · row {subject.rowid}", style="dim")
+    head.append(
+        f"\n{safe.line(subject.source)} · {safe.line(subject.content_type)} · session "
+        f"{safe.line(subject.session_id) or '(none)'}"
+        f" · row {subject.rowid}",
+        style="dim",
+    )
     head.append(f"\npicked in {subject.origin}" + (" (following this row)" if subject.by_row else ""), style="dim")
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False, expand=False)
     table.add_column("stage", no_wrap=True)
@@ -84,8 +87,11 @@ def preview_renderable(subject: Subject, trace: Trace | None = None) -> Group:
     spans = trace_spans(trace, subject.rowid) if trace is not None else None
     title = Text("Chunk", style="bold underline")
     if spans is not None and (spans.porter or spans.trigram):
-        title.append(f" · highlighted matches: Porter {len(spans.porter)} (reverse: whole tokens) · "
-                     f"trigram {len(spans.trigram)} (underline: substrings)", style="dim")
+        title.append(
+            f" · highlighted matches: Porter {len(spans.porter)} (reverse: whole tokens) · "
+            f"trigram {len(spans.trigram)} (underline: substrings)",
+            style="dim",
+        )
         return Group(title, spans_text(spans))
     n = subject.highlighted.count("\x02")
     title.append(" · ", style="dim")
@@ -119,7 +125,9 @@ class JourneyPane(VerticalScroll):
         around the scroll bar (a line short)."""
         self.anchor()
 
-    def clear(self, text: str = "Select a result, or any candidate in Stages, to follow it through the pipeline.") -> None:
+    def clear(
+        self, text: str = "Select a result, or any candidate in Stages, to follow it through the pipeline."
+    ) -> None:
         """Show the hint instead of a journey."""
         self.anchor(False)
         self.subject = None

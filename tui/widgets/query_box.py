@@ -99,8 +99,9 @@ class QueryBox(Vertical):
         if stems:
             t.append(f" ({safe.line(stems)})", style="italic")
         t.append(" · trigram ", style="dim")
-        t.append(safe.line(trigram.query) or f"(skipped{': ' + trigram.skipped if trigram.skipped else ''})",
-                 style="bold")
+        t.append(
+            safe.line(trigram.query) or f"(skipped{': ' + trigram.skipped if trigram.skipped else ''})", style="bold"
+        )
         if trace.fuzzy.rerun is not None and trace.layer == "rrf-fuzzy":
             t.append(" · fuzzy ", style="dim")
             t.append(safe.line(trace.fuzzy.corrected_query), style="bold underline")

@@ -63,11 +63,15 @@ def failure_explanation(error: BaseException) -> Text:
     t = Text(f"Search failed: {problem_headline(error)}.\n", style="bold")
     t.append(safe.line(str(error) or type(error).__name__) + "\n\n")
     if is_damage(error):
-        t.append("Other queries may still work: the damage can be limited to part of the index. rankscope never "
-                 "writes to the store; rebuild it from its files (rankscope index)", style="italic")
+        t.append(
+            "Other queries may still work: the damage can be limited to part of the index. rankscope never "
+            "writes to the store; rebuild it from its files (rankscope index)",
+            style="italic",
+        )
         if getattr(error, "check_command", None) is None:  # the message does not name the check
-            t.append(", or check it with rankscope doctor --db STORE (SQLite's and FTS5's integrity checks)",
-                     style="italic")
+            t.append(
+                ", or check it with rankscope doctor --db STORE (SQLite's and FTS5's integrity checks)", style="italic"
+            )
         t.append(".", style="italic")
     elif is_store_error(error):
         t.append("The store may be locked, moved or changed on disk; try again, or reopen it.", style="italic")
@@ -163,8 +167,11 @@ class ResultsPane(Vertical):
         room = max(width - sum(fixed.values()) - 2 * len(cols) - 2, 20)  # cell padding, scrollbar
         if not wide:
             return False, room, room
-        longest = max((cell_len(safe.line(r.candidate.source)) for r in self.trace.final), default=8) \
-            if self.trace is not None else 8
+        longest = (
+            max((cell_len(safe.line(r.candidate.source)) for r in self.trace.final), default=8)
+            if self.trace is not None
+            else 8
+        )
         source = max(min(longest, room * 2 // 5), 8)
         return True, max(room - source, 12), source
 
@@ -191,9 +198,15 @@ class ResultsPane(Vertical):
             move = self.moves.get(c.rowid, "")
             if wide:
                 table.add_row(
-                    pos, move, Text(str(c.rowid), justify="right"), title_cell(c.title, tw),
-                    safe.cut(c.source, sw), safe.line(c.content_type), r.layer,
-                    Text(f"{c.score:.4f}", justify="right"), Text(boost, justify="right"),
+                    pos,
+                    move,
+                    Text(str(c.rowid), justify="right"),
+                    title_cell(c.title, tw),
+                    safe.cut(c.source, sw),
+                    safe.line(c.content_type),
+                    r.layer,
+                    Text(f"{c.score:.4f}", justify="right"),
+                    Text(boost, justify="right"),
                     key=str(r.position),
                 )
             else:
@@ -203,7 +216,8 @@ class ResultsPane(Vertical):
                     Text(f"{move}\n{c.rowid}"),
                     Text(f"{safe.line(c.content_type)}\n{r.layer}"),
                     Text(f"{c.score:.4f}\n{boost}", justify="right"),
-                    key=str(r.position), height=2,
+                    key=str(r.position),
+                    height=2,
                 )
         # The height from the rows, not ``height: auto``: auto is measured before
         # the table sizes its rows (on idle), which left it 0 lines high now and then.
@@ -234,7 +248,9 @@ class ResultsPane(Vertical):
                 self.table.update_cell(str(r.position), "title", mark + title_cell(c.title, tw - BADGE_CELLS))
             else:
                 cell = mark + title_cell(c.title, tw - BADGE_CELLS) + Text("\n" + " " * BADGE_CELLS)
-                self.table.update_cell(str(r.position), "title / source", cell + safe.cut(c.source, tw - BADGE_CELLS, "dim"))
+                self.table.update_cell(
+                    str(r.position), "title / source", cell + safe.cut(c.source, tw - BADGE_CELLS, "dim")
+                )
 
     def on_resize(self) -> None:
         if self.trace is not None and self.trace.final and self._layout() != self._widths:
