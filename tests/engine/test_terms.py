@@ -3,11 +3,9 @@ and a chunk's Porter and trigram match spans from FTS5's highlight()."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
-from engine import Store
+from engine import Store, sql
 from engine.terms import (
     DEFAULT_TOKENIZER,
     MatchSpans,
@@ -66,7 +64,7 @@ def test_a_foreign_store_is_only_read(path):
 
 def test_tokenize_with_another_tokenizer():
     assert tokenize(["Running", "café"], "unicode61 remove_diacritics 0") == [("running",), ("café",)]
-    with pytest.raises(sqlite3.OperationalError, match="no such tokenizer"):
+    with pytest.raises(sql.Error, match="no such tokenizer"):
         tokenize(["x"], "nosuchtokenizer")
 
 
