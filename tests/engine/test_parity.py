@@ -51,7 +51,9 @@ def _absent(name: str):
     return pytest.param(name, None, id=f"{name}/absent", marks=pytest.mark.skip(reason=reason))
 
 
-def _cases():
+def parity_cases():
+    """Every golden case as ``pytest.param(set_name, case)``; an absent set
+    (``context7`` without ``../shared``) is one skipped case saying why."""
     for name in SETS:
         if not _present(name):
             yield _absent(name)
@@ -120,7 +122,7 @@ def _compare_run(got: dict, exp: dict, where: str) -> list[str]:
     return errs
 
 
-@pytest.mark.parametrize(("set_name", "case"), list(_cases()))
+@pytest.mark.parametrize(("set_name", "case"), list(parity_cases()))
 def test_query_parity(set_name, case):
     got = trace_to_dict(search(_store(set_name), case_params(case)))
     errs = []

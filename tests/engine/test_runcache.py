@@ -15,17 +15,15 @@ from engine.retrieve import retrieve
 from engine.runcache import RunCache
 
 from ..helpers import case_params
-from .test_parity import SETS, _expected, _store
+from .test_parity import SETS, _store, parity_cases
 
 
 def _hits(run):
     return [(h.rank, h.rowid, h.bm25, h.highlighted) for h in run.hits]
 
 
-def _queries():
-    for name in SETS:
-        for q in _expected(name)["queries"]:
-            yield pytest.param(name, q, id=f"{name}/{q['id']}")
+# Every golden case of every parity set present (an absent set is one skipped case): test_parity's list.
+_queries = parity_cases
 
 
 @pytest.mark.parametrize(("set_name", "case"), list(_queries()))
