@@ -10,7 +10,7 @@ import tui.app as app_module
 from tui import facts
 from tui.facts import read_facts
 
-from .conftest import build_app, plain, stages_store
+from .conftest import build_app, plain, stages_store, wait_for
 
 WIDE = (120, 40)
 
@@ -51,13 +51,18 @@ async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
     monkeypatch.setattr(app_module, "read_sessions", slow)
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
-        await pilot.pause()
+        await wait_for(
+            pilot,
+            lambda: app.browser is not None and "sessions being counted" in plain(app.browser.results.message),
+            what="the start text saying the sessions are being counted",
+        )
         assert app.sessions_pending
-        assert "sessions being counted" in plain(app.browser.results.message)
         release.set()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert not app.sessions_pending
+        await wait_for(
+            pilot,
+            lambda: not app.sessions_pending and "3 sessions." in plain(app.browser.results.message),
+            what="the session count",
+        )
         assert [s for s, _ in app.session_counts if s] == ["sess-A", "sess-B", "sess-C"]
         welcome = plain(app.browser.results.message)
         assert "3 sessions." in welcome and "being counted" not in welcome

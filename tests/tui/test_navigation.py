@@ -55,11 +55,14 @@ async def test_home_scrolls_the_stages_to_the_very_top_and_nothing_wraps():
         assert rows[0] < ins.highlighted < rows[-1]
         await press(pilot, "end")
         await wait_for(pilot, lambda: ins.highlighted == rows[-1] and ins.scroll_y > 0)
+        # the scroll to the end may still be animating: let it finish, or it lands after Home
+        await pilot.wait_for_scheduled_animations()
         await press(pilot, "down")  # at the last row: stays (no wrap to the top)
         await processed(pilot)
         assert ins.highlighted == rows[-1]
         await press(pilot, "home")
         await wait_for(pilot, lambda: ins.highlighted == rows[0] and ins.scroll_y == 0)
+        await pilot.wait_for_scheduled_animations()
         # the total line and the first headers are on screen
         first_line = str(ins.get_option_at_index(0).prompt)
         assert first_line.strip().startswith("pool size")
