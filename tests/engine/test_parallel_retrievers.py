@@ -14,7 +14,7 @@ import pytest
 import engine.runcache as runcache_mod
 from engine import SearchParams, Store, index_corpus, search, trace_to_dict
 
-from ..conftest import PARITY_SETS, SAMPLE_CORPUS
+from ..conftest import SAMPLE_CORPUS, parity_set
 from ..helpers import case_params
 
 
@@ -42,7 +42,7 @@ def spy(monkeypatch):
 @lru_cache(maxsize=None)
 def _memory_store(name: str) -> Store:
     s = Store.create(":memory:")
-    index_corpus(s, PARITY_SETS[name] / "corpus")
+    index_corpus(s, parity_set(name) / "corpus")
     return s
 
 
@@ -53,9 +53,9 @@ def test_every_parity_case_answers_the_same_in_parallel(name, tmp_path, spy):
     against the reference (sequential): bm25 and fused scores compared with ==."""
     disk = Store.create(tmp_path / "p.db")
     disk.parallel = True  # a small store would run them one after the other
-    index_corpus(disk, PARITY_SETS[name] / "corpus")
+    index_corpus(disk, parity_set(name) / "corpus")
     memory = _memory_store(name)
-    queries = json.loads((PARITY_SETS[name] / "expected.json").read_text("utf-8"))["queries"]
+    queries = json.loads((parity_set(name) / "expected.json").read_text("utf-8"))["queries"]
     try:
         for q in queries:
             params = case_params(q)
@@ -200,7 +200,7 @@ def test_fts5_ranked_statement_returns_the_reference_statements_rows(name):
     from engine.query import sanitize_porter, sanitize_trigram
 
     s = _memory_store(name)
-    queries = json.loads((PARITY_SETS[name] / "expected.json").read_text("utf-8"))["queries"]
+    queries = json.loads((parity_set(name) / "expected.json").read_text("utf-8"))["queries"]
     compared = 0
     for q in queries:
         p = case_params(q)
