@@ -34,6 +34,7 @@ from engine.flow import Fate, Flow, FlowCell, FlowRow
 from engine.model import FUZZY_PREFIX, Exit, Trace
 from engine.paths import sentence as exit_sentence
 from engine.stages import base_id, stage
+from .fmt import middle_cut  # one middle cut for the flow, the results and compare
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -159,50 +160,6 @@ def movement(row: FlowRow | None) -> str:
     if row is None or row.fused is None or row.final is None:
         return ""
     return f"{row.fused}→{row.final} {move_text(row.fused - row.final)}"
-
-
-def middle_cut(title: str, width: int, sep: str = " > ") -> str:
-    """``title`` in at most ``width`` terminal cells, cut in the middle so
-    the last heading stays: ``ferryctl docs > install > publish > Example``
-    at 30 → ``ferryctl … > publish > Example``. As many trailing headings as
-    fit are kept whole, then as much of the start as fits. A last heading
-    that alone is too long keeps its end (``…tail``)."""
-    if width <= 0:
-        return ""
-    if cell_len(title) <= width:
-        return title
-    if width == 1:
-        return ELLIPSIS
-    parts = title.split(sep)
-    tail = parts[-1]
-    if len(parts) == 1 or cell_len(ELLIPSIS + sep + tail) > width:
-        return ELLIPSIS + _end(tail if len(parts) > 1 else title, width - 1)
-    kept = [tail]
-    for part in reversed(parts[1:-1]):
-        if cell_len(ELLIPSIS + sep + sep.join([part] + kept)) + 2 > width:
-            break
-        kept.insert(0, part)
-    rest = sep.join(parts[: len(parts) - len(kept)])
-    back = " " + ELLIPSIS + sep + sep.join(kept)
-    room = width - cell_len(back)
-    if room <= 0:
-        return (ELLIPSIS + sep + sep.join(kept))[:width]
-    return _start(rest, room).rstrip() + back
-
-
-def _start(text: str, width: int) -> str:
-    out, used = [], 0
-    for ch in text:
-        w = cell_len(ch)
-        if used + w > width:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out)
-
-
-def _end(text: str, width: int) -> str:
-    return _start(text[::-1], width)[::-1]
 
 
 def fate_text(fate: Fate) -> str:
