@@ -16,6 +16,8 @@ import json
 import math
 import re
 
+from ..chunking import _js_string_of as js_to_string  # String(value): one implementation
+from ..chunking import js_number as js_number_text  # noqa: F401  # re-exported: String(number), exact for large integers
 from ..jsstr import JS_WS
 
 _TRIM = re.compile(f"^[{JS_WS}]+|[{JS_WS}]+$")
@@ -46,23 +48,6 @@ def js_string_to_number(text: str) -> float:
     return float(s)
 
 
-def js_to_string(value: object) -> str:
-    """``String(value)`` for a JSON value."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, (int, float)):
-        return js_number_text(float(value))
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return ",".join("" if v is None else js_to_string(v) for v in value)
-    return "[object Object]"
-
-
 def js_number(value: object) -> float:
     """``Number(value)`` for a JSON value (``None`` stands for ``null``)."""
     if value is None or value is False:
@@ -76,23 +61,6 @@ def js_number(value: object) -> float:
     if isinstance(value, list):
         return js_string_to_number(js_to_string(value))
     return math.nan
-
-
-def js_number_text(x: float) -> str:
-    """``String(x)`` for a number: integers without a fraction, JS exponent
-    style (``1e+21``, ``1e-7``)."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == int(x) and abs(x) < 1e21:
-        return str(int(x))
-    text = repr(x)
-    if "e" in text:
-        mant, exp = text.split("e")
-        sign = "-" if exp.startswith("-") else "+"
-        return f"{mant}e{sign}{int(exp.lstrip('+-'))}"
-    return text
 
 
 def js_round(x: float) -> int:
