@@ -458,9 +458,40 @@ def is_transient(exc: BaseException) -> bool:
 #: process's resident size). Larger files are read as usual.
 MMAP_BYTES = 512 * 2**20
 
-#: Store files at least this large run a pass's two retrievers at once
-#: (:attr:`Store.parallel`): about 20,000 chunks of prose.
-PARALLEL_MIN_BYTES = 64 * 2**20
+#: Store files at least this large run a pass's two retrievers at once when
+#: a core is free (:attr:`Store.parallel`): about 1,000 chunks of prose.
+#: Measured on the 2-core machine, idle, npm docs (docs/performance.md): at
+#: 1,437 chunks (5 MiB) −14% p50, at 10,059 chunks (31 MiB) −14% p50 and
+#: −23% mean; smaller statements take well under a millisecond.
+PARALLEL_MIN_BYTES = 4 * 2**20
+#: The second retriever goes to another thread only while the machine's
+#: one-minute load average is below its core count minus this: on a saturated
+#: machine handing a statement over costs 0.5-2 ms and gains nothing
+#: (measured at load 5 on 2 cores).
+PARALLEL_LOAD_MARGIN = 0.5
+#: How long one reading of the load average is used (seconds).
+_LOAD_TTL_S = 1.0
+_load_seen: tuple[float, bool] = (-1e9, False)
+
+
+def core_free() -> bool:
+    """True when this machine has at least two cores and, by its one-minute
+    load average (``os.getloadavg``, read at most once a second), one of them
+    is free: load < cores - :data:`PARALLEL_LOAD_MARGIN`. False where the
+    load average cannot be read."""
+    global _load_seen
+    now = time.monotonic()
+    seen_at, free = _load_seen
+    if now - seen_at < _LOAD_TTL_S:
+        return free
+    cores = os.cpu_count() or 1
+    try:
+        free = cores >= 2 and os.getloadavg()[0] < cores - PARALLEL_LOAD_MARGIN
+    except OSError:
+        free = False
+    _load_seen = (now, free)
+    return free
+
 
 #: Retriever runs kept per store (a compare, a why-not and a few variants of
 #: the last searches).
@@ -1194,8 +1225,9 @@ class Store:
 
     #: Run a pass's two retrievers at once: ``True``, ``False`` (one after the
     #: other) or ``None``: when the store file holds at least
-    #: :data:`PARALLEL_MIN_BYTES` (below that, statements take a few
-    #: milliseconds and handing one to another thread costs more than it saves).
+    #: :data:`PARALLEL_MIN_BYTES` (below that, statements take well under a
+    #: millisecond and handing one to another thread costs more than it saves)
+    #: and a core is free (:func:`core_free`).
     parallel: bool | None = None
 
     def can_read_in_parallel(self, conn: sql.Connection) -> bool:
@@ -1206,7 +1238,7 @@ class Store:
             return False
         if self.parallel is None:
             sig = _file_signature(self.path)
-            return sig is not None and sig[1] >= PARALLEL_MIN_BYTES
+            return sig is not None and sig[1] >= PARALLEL_MIN_BYTES and core_free()
         return self.parallel
 
     @contextmanager

@@ -7,7 +7,8 @@ and the command-palette entry. Everything else is derived from this table:
 - key bindings: :func:`bindings` gives ``RankscopeApp.BINDINGS`` (owner
   ``"app"``), ``BrowserScreen.BINDINGS`` (``"browser"``),
   ``QueryInput.BINDINGS`` (``"query"``), and the action keys of the agent
-  view (``"agent"``) and of the saved cases list (``"cases"``), in table order;
+  view (``"agent"``), the saved cases list (``"cases"``) and the why-not
+  finder (``"why"``), in table order;
 - the palette's action entries (:func:`palette_rows`, used by
   :mod:`tui.commands`); the help line starts with the key (``F2: ...``);
 - the F1 key list (:func:`help_keys`, used by :mod:`tui.screens.help`);
@@ -32,12 +33,12 @@ from textual.binding import Binding, BindingType
 from engine import stages
 
 #: Who binds a key: the app, the browser screen, the query input, the agent
-#: view, the saved cases list (bindings generated from this table); Textual
+#: view, the saved cases list, the why-not finder (bindings generated from this table); Textual
 #: itself (ctrl+p, ctrl+q, Enter in an input) or every dialog and lab screen
 #: on its own (Esc): F1 lists those only.
-Owner = Literal["app", "browser", "query", "agent", "cases", "textual", "screens"]
+Owner = Literal["app", "browser", "query", "agent", "cases", "why", "textual", "screens"]
 #: The owners whose bindings :func:`bindings` generates.
-BINDING_OWNERS: tuple[Owner, ...] = ("app", "browser", "query", "agent", "cases")
+BINDING_OWNERS: tuple[Owner, ...] = ("app", "browser", "query", "agent", "cases", "why")
 #: What an action needs before it can run: nothing, an open browser, a chunk
 #: selected in the browser (the journey's subject) or files the folder's
 #: indexing skipped. The palette offers a row only when its need is met.
@@ -100,7 +101,7 @@ class Action:
         palette: the palette entry's title, or ``None`` when the palette does
             not offer it. ``{rowid}``, ``{title}``, ``{source}`` (the selected
             chunk), ``{count}``, ``{summary}`` (skipped files) and
-            ``{judging}`` (what judging mode's toggle does now) are filled in.
+            are filled in.
         palette_help: the palette entry's help line, after ``KEY: `` when
             the action has a key (same fields as ``palette``).
         footer: shown in the footer.
@@ -272,10 +273,10 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "pane.results",
         "show_pane('results')",
-        (Key("1", "1", owner="browser"),),
+        (Key("r", "r", owner="browser"),),
         "Results",
         "Show and focus the results (narrow screens show one pane at a time)",
-        "results pane (narrow screens show one pane at a time; in the query box digits are text)",
+        "results pane (narrow screens show one pane at a time; in the query box letters are text)",
         palette="Show results",
         palette_help="show and focus the ranked results",
         target="browser",
@@ -285,7 +286,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "pane.stages",
         "show_pane('stages')",
-        (Key("2", "2", owner="browser"),),
+        (Key("s", "s", owner="browser"),),
         "Stages",
         "Show and focus the stage inspector",
         "stages pane: what every step of the pipeline did",
@@ -298,7 +299,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "pane.journey",
         "show_pane('journey')",
-        (Key("3", "3", owner="browser"),),
+        (Key("j", "j", owner="browser"),),
         "Journey",
         "Show and focus the journey of the selected chunk",
         "journey pane: where the selected chunk went, stage by stage",
@@ -408,6 +409,15 @@ ACTIONS: tuple[Action, ...] = (
         needs="browser",
     ),
     Action(
+        "why-pin",
+        "pin",
+        (Key("p", "p", owner="why", id="why.pin", scope="in why not? (on the matches or the answer)"),),
+        "Pin",
+        "Pin this chunk in the browser: the line under the query follows its fate as you type",
+        "in why not?, on a match or the answer: pin that chunk (its fate under the query as you type)",
+        target="widget",
+    ),
+    Action(
         "lab-doctor",
         "doctor",
         (Key("f9", "F9"),),
@@ -494,21 +504,7 @@ ACTIONS: tuple[Action, ...] = (
         footer=True,
         needs="browser",
     ),
-    # The evaluation lab: judging mode turns the digits into grades (BrowserScreen.check_action).
-    Action(
-        "judge",
-        "toggle_judging",
-        (Key("g", "g", owner="browser", id="judge.toggle"),),
-        "Judge",
-        "Judging mode on/off: keys 0-3 grade the selected chunk for this query",
-        "judging mode on/off: then 0-3 grade the selected chunk for this query; graded chunks show ★n in "
-        "every pane and the stage inspector starts with the query's per-stage metrics",
-        palette="Judging mode: {judging}",
-        palette_help="keys 0-3 grade the selected chunk for this query; saved to the store's judgments",
-        target="browser",
-        footer=False,
-        needs="browser",
-    ),
+    # The evaluation lab: the digits grade the selected chunk in any pane (in the query box they are text).
     Action(
         "judge-grade",
         "grade",
@@ -525,8 +521,8 @@ ACTIONS: tuple[Action, ...] = (
         ),
         "Grade",
         "Grade the selected chunk for this query",
-        "in judging mode: grade the selected chunk for this query (0 not relevant · 1 marginally · "
-        "2 relevant · 3 highly relevant)",
+        "grade the selected chunk for this query (0 not · 1 marginally · 2 relevant · 3 highly relevant); "
+        "★n marks it in every pane and the flow",
         target="browser",
         group=GRADE_GROUP,
     ),
@@ -536,8 +532,9 @@ ACTIONS: tuple[Action, ...] = (
         (Key("x", "x", owner="browser", id="judge.clear"),),
         "Ungrade",
         "Remove the selected chunk's judgment",
-        "in judging mode: remove the selected chunk's grade",
+        "remove the selected chunk's grade for this query",
         target="browser",
+        footer=False,
     ),
     Action(
         "command-palette",

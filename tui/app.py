@@ -55,6 +55,7 @@ from .messages import (
     LoadAgentLog,
     LoadChunks,
     OpenRecordedCall,
+    PinChunk,
     PinFinished,
     RunAgentView,
     RunCompare,
@@ -492,7 +493,10 @@ class RankscopeApp(App[None]):
             self.notify("Search something first: the rank flow shows a search's candidates.", severity="warning")
             return
         absent = browser.pin_outcome.absent if browser.pin_outcome is not None else None
-        self.push_screen(FlowScreen(browser.trace, browser.pinned_rowid, absent), callback=self._after_dialog)
+        grades: dict[int, int] = browser.judged.grades if browser.judged is not None else {}
+        self.push_screen(
+            FlowScreen(browser.trace, browser.pinned_rowid, absent, grades=grades), callback=self._after_dialog
+        )
 
     def action_doctor(self) -> None:
         """Open the store diagnostics."""
@@ -550,6 +554,12 @@ class RankscopeApp(App[None]):
         browser = self.browser
         if browser is not None:
             browser.update_params(**event.changes)
+
+    def on_pin_chunk(self, event: PinChunk) -> None:
+        """The why-not finder pinned a chunk: the browser follows it."""
+        browser = self.browser
+        if browser is not None:
+            browser.pin(event.rowid)
 
     def on_run_search(self, event: RunSearch) -> None:
         self.run_search(event.store, event.params, event.seq, event.requester)

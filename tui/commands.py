@@ -85,7 +85,6 @@ class RankscopeCommands(Provider):
         fields: dict[str, Any] = {
             "count": len(app.skipped.skipped),
             "summary": app.skipped.summary(),
-            "judging": "stop" if browser is not None and browser.judging else "grade chunks 0-3",
         }
         if subject is not None:
             fields.update(rowid=subject.rowid, title=safe.line(subject.title), source=safe.line(subject.source))

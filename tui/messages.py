@@ -319,6 +319,19 @@ class ApplyParams(Message):
         super().__init__()
 
 
+class PinChunk(Message):
+    """Pin chunk ``rowid`` in the browser (from the why-not finder): the line
+    under the query box then follows its fate (``BrowserScreen.pin``).
+
+    Attributes:
+        rowid: the chunk's row id in the browser's store.
+    """
+
+    def __init__(self, rowid: int) -> None:
+        self.rowid = rowid
+        super().__init__()
+
+
 class VariantsChosen(Message):
     """The compare screen's variants changed: the app keeps them for its next opening.
 

@@ -147,11 +147,12 @@ def test_in_memory_stores_run_one_after_the_other(spy):
     assert {c[1] for c in spy} == {threading.current_thread().name}
 
 
-def test_small_store_files_run_them_one_after_the_other_unless_asked(tmp_path, spy, monkeypatch):
+def test_auto_runs_them_at_once_only_for_a_large_enough_file_and_a_free_core(tmp_path, spy, monkeypatch):
     import engine.store as store_mod
 
     s = Store.create(tmp_path / "s.db")
     index_corpus(s, SAMPLE_CORPUS)
+    monkeypatch.setattr(store_mod, "core_free", lambda: True)
     try:
         search(s, SearchParams("install deploy"))
         assert all(c[2] is s.conn for c in spy)  # auto: a small file
@@ -160,8 +161,39 @@ def test_small_store_files_run_them_one_after_the_other_unless_asked(tmp_path, s
         monkeypatch.setattr(store_mod, "PARALLEL_MIN_BYTES", 1)
         search(s, SearchParams("install deploy"))
         assert {c[0]: c[2] is s.conn for c in spy} == {"porter": True, "trigram": False}  # auto: a "large" file
+        spy.clear()
+        s.runs.clear()
+        monkeypatch.setattr(store_mod, "core_free", lambda: False)
+        search(s, SearchParams("install deploy"))
+        assert all(c[2] is s.conn for c in spy)  # auto: a busy machine
     finally:
         s.close()
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "free"), [(2, 0.4, True), (2, 1.6, False), (1, 0.0, False), (4, 3.4, True), (4, 3.5, False)]
+)
+def test_core_free_reads_the_load_average(monkeypatch, cores, load, free):
+    import engine.store as store_mod
+
+    monkeypatch.setattr(store_mod, "_load_seen", (-1e9, False))
+    monkeypatch.setattr(store_mod.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(store_mod.os, "getloadavg", lambda: (load, 0.0, 0.0))
+    assert store_mod.core_free() is free
+    monkeypatch.setattr(store_mod.os, "getloadavg", lambda: (0.0 if not free else 99.0, 0.0, 0.0))
+    assert store_mod.core_free() is free  # read at most once a second
+
+
+def test_core_free_is_false_where_the_load_cannot_be_read(monkeypatch):
+    import engine.store as store_mod
+
+    def no_load():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(store_mod, "_load_seen", (-1e9, False))
+    monkeypatch.setattr(store_mod.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(store_mod.os, "getloadavg", no_load)
+    assert store_mod.core_free() is False
 
 
 def test_side_connections_are_reused_and_closed(tmp_path):

@@ -254,7 +254,7 @@ async def test_selecting_a_cut_candidate_shows_its_journey():
         trace = browser.trace
         assert trace.first.trim.cut
         target = trace.first.trim.cut[0]
-        await press(pilot, "down", "2")
+        await press(pilot, "down", "s")
         await wait_for(pilot, lambda: app.focused is browser.inspector)
         index = next(i for i, s in browser.inspector.subjects() if s.origin == "Trim" and s.key == target.key)
         browser.inspector.highlighted = index
@@ -349,9 +349,9 @@ async def test_ctrl_l_and_slash_focus_the_query_with_text_selected():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
-        await press(pilot, "2")  # in the query box a digit is text
-        assert app.browser.query_box.value == "cache2"
-        await press(pilot, "backspace", "down", "2")
+        await press(pilot, "s")  # in the query box a letter is text
+        assert app.browser.query_box.value == "caches"
+        await press(pilot, "backspace", "down", "s")
         await wait_for(pilot, lambda: app.focused is app.browser.inspector)
         await press(pilot, "slash")
         query = app.browser.query_box.input
@@ -416,11 +416,11 @@ async def test_narrow_panes_switch_with_keys_and_tabs():
         browser = app.browser
         assert browser.has_class("-narrow")
         assert browser.results.region.height > 0 and browser.inspector.region.height == 0
-        await press(pilot, "down", "2")
+        await press(pilot, "down", "s")
         await wait_for(pilot, lambda: browser.inspector.region.height > 0 and browser.results.region.height == 0)
-        await press(pilot, "3")
+        await press(pilot, "j")
         await wait_for(pilot, lambda: browser.journey.region.height > 0 and browser.inspector.region.height == 0)
-        await press(pilot, "1")
+        await press(pilot, "r")
         await wait_for(pilot, lambda: browser.results.region.height > 0)
 
 

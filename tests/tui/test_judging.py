@@ -1,5 +1,5 @@
 """The evaluation lab in the browser: query history (↑↓, ctrl+r), grading
-(judging mode, keys 0-3), per-stage metrics, saved cases and their export."""
+(keys 0-3 in any pane), per-stage metrics, saved cases and their export."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from engine.compare import params_for_entry
 from engine.model import Variant
 from engine.qrels import default_qrels_path, read_qrels
 from engine.userdata import store_file
+from textual.widgets import DataTable, Static
+
 from tui.screens.cases import CasesScreen
+from tui.screens.flow import FlowScreen
 from tui.screens.history import HistorySearchScreen
 
 from ..conftest import SAMPLE_CORPUS
@@ -83,16 +86,13 @@ async def test_grading_in_every_pane_with_metrics(db):
         browser = app.browser
         await press(pilot, "down")  # results; the journey follows the top result
         top = browser.trace.final[0].candidate
-        await press(pilot, "3")  # not judging: a pane key
-        assert browser.focused is browser.journey
-        await press(pilot, "1", "g")
-        assert browser.judging
+        key = f"{top.source}::{top.title}"
         footer_keys = {b.key for _, b, enabled, *_ in app.active_bindings.values() if enabled}
-        assert {"0", "1", "2", "3"} <= footer_keys
+        assert {"0", "1", "2", "3", "x"} <= footer_keys
         await press(pilot, "3")
         await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, what="grades")
         qrels = read_qrels(default_qrels_path(db))
-        assert qrels.judgments == {"write-quorum": {f"{top.source}::{top.title}": 3}}
+        assert qrels.judgments == {"write-quorum": {key: 3}}
         assert qrels.queries == {"write-quorum": "write quorum"}
         assert browser.focused is browser.results.table  # the digit graded, it did not switch panes
         # the badge is in the results and the inspector, the grade in the journey pane
@@ -106,15 +106,47 @@ async def test_grading_in_every_pane_with_metrics(db):
         assert head[0].startswith("Judged: 1 chunks (1 relevant)")
         assert "nDCG@10" in head[1] and head[2].split()[0] == "porter"
         assert browser.judged.metrics["final"]["RR"] == 1.0
-        # grade another chunk from the stage inspector: rerank moved it, trim had it second
+        # in the journey pane the digits grade the chunk it follows
+        await press(pilot, "j")
+        await wait_for(pilot, lambda: browser.focused is browser.journey)
         await press(pilot, "2")
-        assert browser.focused is browser.results.table  # still judging: 2 graded (the same chunk)
-        assert read_qrels(default_qrels_path(db)).judgments["write-quorum"][f"{top.source}::{top.title}"] == 2
+        await wait_for(pilot, lambda: browser.journey.border_subtitle == "graded 2 relevant", what="grade 2")
+        assert read_qrels(default_qrels_path(db)).judgments["write-quorum"][key] == 2
         await press(pilot, "x")
         await wait_for(pilot, lambda: browser.judged is not None and not browser.judged.grades, what="grade removed")
         assert not read_qrels(default_qrels_path(db)).judgments
-        await press(pilot, "g", "2")
-        assert not browser.judging and browser.focused is browser.inspector
+        # in the stage inspector: the highlighted candidate
+        await press(pilot, "s")
+        await wait_for(pilot, lambda: browser.focused is browser.inspector)
+        await press(pilot, "down")
+        await wait_for(pilot, lambda: browser.inspector.highlighted is not None)
+        subject = browser.selected_chunk()
+        assert subject is not None
+        await press(pilot, "1")
+        await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, what="grade 1")
+        assert browser.judged.grades == {subject.rowid: 1}
+        assert browser.focused is browser.inspector
+
+
+async def test_graded_chunks_carry_their_badge_in_the_flow_view(db):
+    app = app_for(db)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await search_for(pilot, "write quorum")
+        browser = app.browser
+        await press(pilot, "down", "down")  # the second result
+        second = browser.trace.final[1].candidate
+        await press(pilot, "2")
+        await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, what="grade")
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        table = screen.query_one("#flow-table-0", DataTable)
+        titles = {row.rowid: table.get_cell(f"0:{n}", "title").plain for n, row in enumerate(screen.flows[0].rows)}
+        assert titles[second.rowid].startswith("★2 ")
+        assert all(t.startswith("   ") for rowid, t in titles.items() if rowid != second.rowid)
+        n = next(i for i, row in enumerate(screen.flows[0].rows) if row.rowid == second.rowid)
+        table.move_cursor(row=n)
+        detail = screen.query_one("#flow-detail", Static)
+        await wait_for(pilot, lambda: "graded 2 relevant for this query" in str(detail.render()), what="the grade")
 
 
 async def test_saved_cases_reopen_and_export(db, tmp_path, monkeypatch):
@@ -125,7 +157,7 @@ async def test_saved_cases_reopen_and_export(db, tmp_path, monkeypatch):
         browser = app.browser
         await press(pilot, "down", "down")  # the second result is the pinned chunk
         second = browser.trace.final[1].candidate
-        await press(pilot, "g", "2", "g")
+        await press(pilot, "2")
         await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, what="grade")
         browser.update_params(limit=5)
         await settle(pilot)
@@ -165,7 +197,7 @@ async def test_judgments_go_to_the_qrels_option_file(db, tmp_path):
     app = app_for(db, qrels_path=target)
     async with app.run_test(size=(120, 40)) as pilot:
         await search_for(pilot, "throttling")
-        await press(pilot, "down", "g", "1")
+        await press(pilot, "down", "1")
         await wait_for(pilot, lambda: target.exists(), what="the qrels file")
     assert target.read_text().startswith("throttling 0 docs/backpressure.md::")
     assert not default_qrels_path(db).exists()
@@ -177,7 +209,7 @@ async def test_an_unreadable_qrels_file_is_never_overwritten(db, tmp_path):
     app = app_for(db, qrels_path=target)
     async with app.run_test(size=(120, 40)) as pilot:
         await search_for(pilot, "throttling")
-        await press(pilot, "down", "g", "1")
+        await press(pilot, "down", "1")
         await wait_for(
             pilot,
             lambda: any("not saved" in n.message for n in notifications(app)),

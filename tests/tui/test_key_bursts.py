@@ -23,7 +23,7 @@ async def test_tab_then_keys_go_to_the_newly_focused_widget():
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
         browser = app.browser
-        await burst(pilot, "tab", "2")  # Tab to the results, then pane key 2
+        await burst(pilot, "tab", "s")  # Tab to the results, then pane key s
         await wait_for(pilot, lambda: browser.pane == "stages" and app.focused is browser.inspector)
         assert browser.query_box.value == "cache"
         await burst(pilot, "shift+tab", "x", "y")  # back to the query, then typing
@@ -37,7 +37,7 @@ async def test_ctrl_l_then_typing_replaces_the_query():
     async with app.run_test(size=WIDE) as pilot:
         await search_for(pilot, "cache")
         browser = app.browser
-        await press(pilot, "down", "2")
+        await press(pilot, "down", "s")
         await wait_for(pilot, lambda: app.focused is browser.inspector)
         await burst(pilot, "ctrl+l", "h", "e", "a", "r", "t", "b", "e", "a", "t", "enter")
         await settle(pilot)
@@ -51,6 +51,6 @@ async def test_down_from_the_query_then_a_pane_key():
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
         browser = app.browser
-        await burst(pilot, "down", "3")
+        await burst(pilot, "down", "j")
         await wait_for(pilot, lambda: browser.pane == "journey" and app.focused is browser.journey)
         assert browser.query_box.value == "cache"

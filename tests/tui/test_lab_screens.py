@@ -300,6 +300,40 @@ async def test_why_not_for_a_chunk_removed_by_the_session_filter():
         await wait_for(pilot, lambda: app.focused is app.browser.query_box.input)
 
 
+async def test_why_finder_pins_the_highlighted_match_or_the_explained_chunk():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await press(pilot, "f8")
+        screen = await wait_screen(pilot, WhyScreen)
+        await settle_lab(pilot)
+        await type_text(pilot, "row 46")  # p in the finder is text: nothing pinned
+        await settle_lab(pilot)
+        assert app.browser.pinned_rowid is None
+        assert screen.query_one("#why-find", Input).value == "row 46"
+        assert "p" not in app.active_bindings  # in the finder p is text: the footer does not offer it
+        await press(pilot, "down")
+        options = screen.query_one("#why-list", OptionList)
+        await wait_for(pilot, lambda: app.focused is options)
+        await wait_for(pilot, lambda: "p" in app.active_bindings and app.active_bindings["p"].enabled, what="p Pin")
+        assert screen.matches[options.highlighted].rowid == 46
+        await press(pilot, "p")
+        await wait_for(pilot, lambda: app.browser.pinned_rowid == 46, what="row 46 pinned")
+        assert any("Pinned" in n.title for n in notifications(app))
+        # on the answer, p pins the chunk explained
+        screen.explain(17)
+        await settle_lab(pilot)
+        await wait_for(pilot, lambda: [e.chunk.rowid for e in screen.explanations] == [17], what="row 17 explained")
+        screen.query_one("#why-box").focus()
+        await press(pilot, "p")
+        await wait_for(pilot, lambda: app.browser.pinned_rowid == 17, what="row 17 pinned")
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is app.browser)
+        line = app.browser.query_one("#pinned-line")
+        await settle(pilot)
+        await wait_for(pilot, lambda: "pinned row 17" in plain(line), what="the pinned line")
+
+
 async def test_why_not_explains_the_selected_chunk_from_a_pane():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:

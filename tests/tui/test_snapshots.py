@@ -26,7 +26,7 @@ def run(query: str, *, pane: str | None = None, stage: str | None = None, row_of
         await search_for(pilot, query)
         browser = pilot.app.browser
         if pane:
-            await press(pilot, "down", {"results": "1", "stages": "2", "journey": "3"}[pane])
+            await press(pilot, "down", {"results": "r", "stages": "s", "journey": "j"}[pane])
             await wait_for(pilot, lambda: browser.pane == pane)
             await processed(pilot)
         if stage:

@@ -3,7 +3,7 @@ journey; runs searches in a thread worker and shows the newest trace.
 
 Layout: at 110 columns and wider, the results sit across the top and the
 stage inspector and journey share the rest side by side. Narrower (80x24),
-one pane shows at a time under a tab bar (keys 1 2 3, or the tabs).
+one pane shows at a time under a tab bar (keys r s j, or the tabs).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class StoreOverview:
 
 class PaneTabs(Tabs):
     """The narrow-screen tab bar. It never takes focus (Tab goes from the
-    query straight to the visible pane); keys 1 2 3 and clicks switch panes."""
+    query straight to the visible pane); keys r s j and clicks switch panes."""
 
     can_focus = False
 
@@ -76,7 +76,7 @@ class PaneTabs(Tabs):
 class BrowserScreen(Screen):
     """Search one store and watch every stage of the pipeline."""
 
-    #: Keys 1 2 3, and judging mode's g, 0-3 and x (tui.actions); the query
+    #: Pane keys r s j, pin p, grades 0-3 and x (tui.actions); the query
     #: box's keys run :meth:`action_query_down`, :meth:`action_history_older`
     #: and :meth:`action_search_history` here.
     BINDINGS = bindings("browser")
@@ -108,8 +108,6 @@ class BrowserScreen(Screen):
         self._last_failure: str | None = None
         self._last_warning: str | None = None
         self.pane = "results"
-        #: Judging mode: digits grade instead of switching panes (see :meth:`action_toggle_judging`).
-        self.judging = False
         #: History, saved cases and judgments of this store (loaded on mount).
         self.state: StoreState | None = None
         self.history_cursor: HistoryCursor | None = None
@@ -127,9 +125,9 @@ class BrowserScreen(Screen):
         yield Static(id="pinned-line")
         yield ParamsBar(self.store_label, id="params-bar")
         yield PaneTabs(
-            Tab("1 Results", id="tab-results"),
-            Tab("2 Stages", id="tab-stages"),
-            Tab("3 Journey", id="tab-journey"),
+            Tab("r Results", id="tab-results"),
+            Tab("s Stages", id="tab-stages"),
+            Tab("j Journey", id="tab-journey"),
             id="pane-tabs",
         )
         with Vertical(id="panes"):
@@ -576,25 +574,9 @@ class BrowserScreen(Screen):
     # judging
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "show_pane":
-            return not self.judging  # judging mode: the digits grade
-        if action == "grade":
-            return self.judging
         if action == "query_down" and parameters:
             return parameters[0] == self.leave_target()  # the others are hidden: one ↓ in the footer
         return True
-
-    def action_toggle_judging(self) -> None:
-        """g: judging mode on or off (the footer shows the grade keys)."""
-        self.judging = not self.judging
-        self.refresh_bindings()
-        if self.judging:
-            self.app.notify(
-                "0-3 grade the selected chunk for this query (0 not · 1 marginally · 2 relevant · "
-                "3 highly relevant); x removes a grade; g ends judging.",
-                title="Judging",
-                timeout=6,
-            )
 
     def selected_chunk(self) -> Subject | None:
         """The chunk the journey follows (the row selected in any pane)."""

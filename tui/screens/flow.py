@@ -11,6 +11,8 @@ matched words below the table. Esc or F5 closes it.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -24,6 +26,7 @@ from engine.model import Trace
 from engine.terms import trace_spans
 
 from .. import safe
+from ..judging import BADGE_CELLS, badge, grade_words
 from ..flowtext import LEGEND, PIN_MARK, cell_style, cell_text, fate_text, fits, flow_title, header, middle_cut
 from ..widgets.preview import spans_text
 
@@ -42,6 +45,8 @@ class FlowScreen(ModalScreen[None]):
         pinned: the pinned chunk's row id (its row is marked), or ``None``.
         absent: a flow row for the pinned chunk when no retriever returned
             it (:class:`engine.flow.Absent`), or ``None``.
+        grades: the current query's judgments, row id → grade 0-3: a graded
+            chunk's title starts with its badge (``★3``), as in every pane.
     """
 
     BINDINGS = [
@@ -56,10 +61,13 @@ class FlowScreen(ModalScreen[None]):
         Binding("f5", "close", "Close", show=False, id="flow.close-f5"),
     ]
 
-    def __init__(self, trace: Trace, pinned: int | None = None, absent=None) -> None:
+    def __init__(
+        self, trace: Trace, pinned: int | None = None, absent=None, *, grades: Mapping[int, int] | None = None
+    ) -> None:
         super().__init__()
         self.trace = trace
         self.pinned = pinned
+        self.grades: Mapping[int, int] = grades or {}
         self.flows: tuple[Flow, ...] = trace_flows(trace, [absent] if absent is not None else [])
         self._rows: dict[str, list[FlowRow]] = {}
         self.compact = False
@@ -102,12 +110,15 @@ class FlowScreen(ModalScreen[None]):
             table.add_column(header(sid, compact), key=sid)
         self._rows[key] = list(flow.rows)
         width = TITLE_CELLS if not compact else 16
+        graded = any(row.rowid in self.grades for row in flow.rows)
         for n, row in enumerate(flow.rows):
             mark = PIN_MARK if row.rowid == self.pinned else ""
             cells = [Text(cell_text(c, compact), style=cell_style(c)) for c in row.cells]
+            title = Text(middle_cut(safe.line(row.title), width - (BADGE_CELLS if graded else 0)))
+            title.stylize("bold" if mark else "")
             table.add_row(
                 Text(mark + str(row.rowid), justify="right", style="bold" if mark else ""),
-                Text(middle_cut(safe.line(row.title), width), style="bold" if mark else ""),
+                badge(self.grades.get(row.rowid)) + title if graded else title,
                 *cells,
                 key=f"{key}:{n}",
             )
@@ -125,6 +136,8 @@ class FlowScreen(ModalScreen[None]):
         t.append(safe.line(row.title), style="bold")
         t.append(f" · {safe.line(row.source)}\n")
         t.append(fate_text(fate) + "\n")
+        if row.rowid in self.grades:
+            t.append(f"graded {grade_words(self.grades[row.rowid])} for this query\n")
         steps = [f"{header(c.stage)} {cell_text(c)}" for c in row.cells if c.state in ("at", "left")]
         t.append(" → ".join(steps) + "\n\n", style="")
         spans = trace_spans(self.trace, row.rowid)

@@ -31,9 +31,19 @@ from engine.model import Trace
 from engine.why import Explanation
 
 from .. import safe
+from ..actions import bindings
 from ..cmdline import append_params
 from ..describe import describe_explanations, to_rich
-from ..messages import ChunkMatches, ChunksLoaded, ExplainChunk, FindChunks, LoadChunks, ParamsChanged, WhyFinished
+from ..messages import (
+    ChunkMatches,
+    ChunksLoaded,
+    ExplainChunk,
+    FindChunks,
+    LoadChunks,
+    ParamsChanged,
+    PinChunk,
+    WhyFinished,
+)
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -170,6 +180,7 @@ class WhyScreen(Screen[None]):
             show=False,
             tooltip="Move from the finder to the matching chunks",
         ),
+        *bindings("why"),  # p: pin (tui.actions)
     ]
 
     def __init__(
@@ -341,6 +352,42 @@ class WhyScreen(Screen[None]):
             self.query_one("#why-list", OptionList).set_options(
                 [Option(Text(f"chunk list unavailable: {safe.line(str(error))}", style="italic"), disabled=True)]
             )
+
+    def pin_target(self) -> int | None:
+        """The chunk p pins: the highlighted match while the list has focus,
+        the explained chunk while the answer has it, ``None`` in the finder
+        (there p is text)."""
+        focused = self.focused
+        options = self.query_one("#why-list", OptionList)
+        if focused is options and self.matches:
+            i = options.highlighted
+            return self.matches[i].rowid if i is not None and i < len(self.matches) else None
+        if focused is not None and focused.id == "why-box":
+            return self.rowid
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "pin":
+            return self.pin_target() is not None or None  # shown dimmed while the finder has focus
+        return True
+
+    def on_descendant_focus(self) -> None:
+        self.refresh_bindings()
+
+    def action_pin(self) -> None:
+        """p on a match or on the answer: pin that chunk in the browser."""
+        rowid = self.pin_target()
+        if rowid is None:
+            return
+        self.app.post_message(PinChunk(rowid))
+        entry = next((e for e in self.entries or () if e.rowid == rowid), None)
+        what = f"{entry.title} · {entry.source}" if entry is not None else f"row {rowid}"
+        self.app.notify(
+            safe.line(f"Pinned {what}: the line under the query follows its fate."),
+            title="Pinned",
+            timeout=4,
+            markup=False,
+        )
 
     def action_close(self) -> None:
         """Close the screen."""
