@@ -5,6 +5,7 @@ A snapshot is a JSON document (self-contained: ``check`` needs no query file)::
 
     {"format": "rankscope-snapshot", "version": 1,
      "variant": "reference",
+     "stage_ids": ["porter", ..., "final", "fuzzy:porter", ..., "fuzzy:final"],
      "queries": [{"id": "rerank", "entry": {"id": "rerank", "query": "write quorum"},
                   "layer": "rrf",
                   "stages": {"porter": [chunk id, ...], ..., "final": [...]}}]}
@@ -12,6 +13,12 @@ A snapshot is a JSON document (self-contained: ``check`` needs no query file)::
 ``entry`` is the query-file entry as given (re-run as is); stage ids and
 lists are those of :func:`engine.evaluation.ranked_ids` (chunk ids of
 :mod:`engine.chunkids`, best first). Positions in diffs are **1-based**.
+
+``stage_ids`` lists the ranked stages rankscope had when the snapshot was
+saved. A check compares only those: a stage added to the stage table later
+is reported as not recorded (save the snapshot again to include it), not as
+a change. Snapshots saved before ``stage_ids`` was written recorded every
+stage but ``fuzzy:final`` (:data:`UNRECORDED_BEFORE_STAGE_IDS`).
 Pure Python.
 """
 
@@ -29,6 +36,19 @@ from .store import Store
 
 FORMAT = "rankscope-snapshot"
 VERSION = 1
+#: The ranked stages a snapshot without ``stage_ids`` did not record: they
+#: joined the stage table after such snapshots were written.
+UNRECORDED_BEFORE_STAGE_IDS = ("fuzzy:final",)
+
+
+def recorded_stage_ids(snapshot: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ranked stage ids a (validated) snapshot recorded: its
+    ``stage_ids``, or for an older snapshot every stage of the table but
+    :data:`UNRECORDED_BEFORE_STAGE_IDS`."""
+    ids = snapshot.get("stage_ids")
+    if isinstance(ids, list):
+        return tuple(ids)
+    return tuple(s for s in RANKED_IDS if s not in UNRECORDED_BEFORE_STAGE_IDS)
 
 
 def take_snapshot(store: Store, entries: Sequence[Mapping[str, Any]], variant: Variant | None = None) -> dict:
@@ -45,6 +65,7 @@ def take_snapshot(store: Store, entries: Sequence[Mapping[str, Any]], variant: V
         "format": FORMAT,
         "version": VERSION,
         "variant": variant_spec(v),
+        "stage_ids": list(RANKED_IDS),
         "queries": [
             {"id": qid, "entry": dict(e), "layer": t.layer, "stages": ranked_ids(t, ids)}
             for (qid, t), e in zip(traces, entries)
@@ -109,24 +130,28 @@ class SnapshotCheck:
         checked: queries re-run.
         stages: the stage ids compared (``None`` = every stage).
         changed: the queries with a difference (empty = unchanged).
+        unrecorded: stage ids of today's stage table (among those asked
+            for) that the snapshot did not record, so were not compared.
     """
 
     checked: int
     stages: tuple[str, ...] | None
     changed: tuple[QueryDiff, ...]
+    unrecorded: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.changed
 
     def to_dict(self) -> dict:
-        """JSON form: ``{"ok", "checked", "stages", "changed": [{"id", "query",
+        """JSON form: ``{"ok", "checked", "stages", "unrecorded", "changed": [{"id", "query",
         "layer": [old, new], "stages": {stage: {"moved": [[id, old, new]],
         "entered": [[id, new]], "left": [[id, old]]}}}]}``."""
         return {
             "ok": self.ok,
             "checked": self.checked,
             "stages": list(self.stages) if self.stages is not None else None,
+            "unrecorded": list(self.unrecorded),
             "changed": [
                 {
                     "id": q.id,
@@ -176,6 +201,9 @@ def validate_snapshot(data: object, name: str = "snapshot") -> dict:
         )
     if not isinstance(data.get("variant", "reference"), str):
         raise ValueError(f"{name}: 'variant' must be a variant spec string")
+    stage_ids = data.get("stage_ids")
+    if stage_ids is not None and not (isinstance(stage_ids, list) and all(isinstance(x, str) for x in stage_ids)):
+        raise ValueError(f"{name}: 'stage_ids' must be a list of stage ids")
     queries = data.get("queries")
     if not isinstance(queries, list):
         raise ValueError(f"{name}: 'queries' must be a list")
@@ -209,14 +237,16 @@ def check_snapshot(store: Store, snapshot: Mapping[str, Any], stages: Sequence[s
     traces = run_entries(store, entries, variant)
     ids = chunk_ids(store)
     wanted = tuple(stages) if stages else None
+    known = recorded_stage_ids(snap)
+    unrecorded = tuple(s for s in RANKED_IDS if s not in known and (wanted is None or s in wanted))
     changed: list[QueryDiff] = []
     for i, (rec, (_, trace)) in enumerate(zip(recorded, traces)):
         now = ranked_ids(trace, ids)
         old = rec["stages"]
-        names = [s for s in RANKED_IDS if (s in old or s in now) and (wanted is None or s in wanted)]
+        names = [s for s in RANKED_IDS if (s in old or s in now) and s in known and (wanted is None or s in wanted)]
         names += [s for s in old if s not in RANKED_IDS and (wanted is None or s in wanted)]
         diffs = tuple(d for d in (diff_lists(s, old.get(s, []), now.get(s, [])) for s in names) if d.changed)
         if diffs or rec["layer"] != trace.layer:
             qid = str(rec.get("id", entry_id(rec["entry"], i)))
             changed.append(QueryDiff(qid, trace.params.query, rec["layer"], trace.layer, diffs))
-    return SnapshotCheck(len(recorded), wanted, tuple(changed))
+    return SnapshotCheck(len(recorded), wanted, tuple(changed), unrecorded)

@@ -228,10 +228,43 @@ def test_snapshot_check_fails_with_a_readable_diff_after_a_corpus_change(tmp_pat
     assert all(set(q["stages"]) <= {"final"} for q in doc["changed"])
 
 
+def test_a_snapshot_from_before_fuzzy_final_is_checked_on_what_it_recorded(db, tmp_path):
+    snap = tmp_path / "snap.json"
+    assert invoke("snapshot", "save", QUERIES, "--db", db, "-o", snap).exit_code == 0
+    data = json.loads(snap.read_text())
+    assert data["stage_ids"][-1] == "fuzzy:final"
+    fuzzy = next(q for q in data["queries"] if q["id"] == "fuzzy")
+    assert fuzzy["stages"]["fuzzy:final"]  # the typo query re-ran: its answer is recorded
+    # as an older rankscope wrote it: no stage_ids, no fuzzy:final lists
+    del data["stage_ids"]
+    for q in data["queries"]:
+        q["stages"].pop("fuzzy:final", None)
+    snap.write_text(json.dumps(data))
+    r = invoke("snapshot", "check", snap, "--db", db)
+    assert r.exit_code == 0, r.output
+    assert "unchanged: 10 queries, every stage" in r.output
+    assert "not compared (the snapshot predates them): fuzzy:final" in r.output
+    doc = json.loads(invoke("snapshot", "check", snap, "--db", db, "--json").output)
+    assert doc["ok"] is True and doc["unrecorded"] == ["fuzzy:final"]
+    # a snapshot that lists its stages compares every one of them: a missing list is a change
+    fresh = tmp_path / "fresh.json"
+    assert invoke("snapshot", "save", QUERIES, "--db", db, "-o", fresh).exit_code == 0
+    new = json.loads(fresh.read_text())
+    new["queries"] = [
+        dict(q, stages={k: v for k, v in q["stages"].items() if k != "fuzzy:final"}) for q in new["queries"]
+    ]
+    fresh.write_text(json.dumps(new))
+    changed = invoke("snapshot", "check", fresh, "--db", db, "--json")
+    assert changed.exit_code == 1
+    (q,) = json.loads(changed.output)["changed"]
+    assert q["id"] == "fuzzy" and list(q["stages"]) == ["fuzzy:final"]
+
+
 @pytest.mark.parametrize(
     "content, message",
     [
         ("{}", "is not a rankscope snapshot"),
+        ('{"format": "rankscope-snapshot", "version": 1, "stage_ids": "final", "queries": []}', "'stage_ids' must be"),
         ("nope", "cannot read snapshot"),
     ],
 )

@@ -293,10 +293,21 @@ def snapshot_renderable(result: SnapshotCheck) -> Group:
     """The readable diff: per changed query, its layer change and per stage
     what moved (old → new position), entered (at) and left (was)."""
     scope = "every stage" if result.stages is None else "stages " + ", ".join(result.stages)
+    note = (
+        [
+            plain(
+                f"not compared (the snapshot predates them): {', '.join(result.unrecorded)}; "
+                "save the snapshot again to include them",
+                style="yellow",
+            )
+        ]
+        if result.unrecorded
+        else []
+    )
     if result.ok:
-        return Group(Text(f"unchanged: {result.checked} queries, {scope}", style="green"))
+        return Group(Text(f"unchanged: {result.checked} queries, {scope}", style="green"), *note)
     n = len(result.changed)
-    parts: list = [Text(f"changed: {n} of {result.checked} queries ({scope})", style="bold red")]
+    parts: list = [Text(f"changed: {n} of {result.checked} queries ({scope})", style="bold red"), *note]
     for q in result.changed:
         parts.append(plain(f"query {q.id} ({clip(q.query, 60)!r})", style="bold"))
         if q.layer_old != q.layer_new:
