@@ -37,7 +37,7 @@ from . import sql
 from .chunking import MAX_CHUNK_BYTES
 from .consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from .diff import plural
-from .store import FTS_SHADOWS, FTS_TABLES, CorruptStoreError, Store, is_corruption, sqlite_errors
+from .store import FTS_SHADOWS, FTS_TABLES, CorruptStoreError, Store, is_corruption
 
 #: Titles that carry no heading (besides empty / whitespace-only ones).
 _UNTITLED = re.compile(r"Untitled( \(\d+\))?")
@@ -343,8 +343,8 @@ def diagnose(
     """
     checks = check_integrity(store, conn) if integrity else ()
     try:
-        with sqlite_errors(store.path):
-            report = _diagnose(store, max_chunk_bytes, conn)
+        # retried while another process writing the store breaks a read (Store.reading)
+        report = store.reading(lambda c: _diagnose(store, max_chunk_bytes, c), conn, action="diagnose")
     except CorruptStoreError as exc:
         if not integrity:
             raise

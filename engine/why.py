@@ -57,7 +57,7 @@ from .query import fuzzy_words, porter_words, trigram_words
 from .retrieve import like_pattern, retrieve, runs_retriever
 from .stages import RETRIEVERS, depth
 from .stages import title as stage_title
-from .store import Store, is_corruption, sqlite_errors, vocabulary_words
+from .store import Store, is_corruption, vocabulary_words
 from .words import plural
 
 #: Every reason code :func:`why_not` gives, in pipeline order: the exit codes
@@ -783,11 +783,14 @@ def why_not(
     """
     if trace is not None and trace.params != params:
         raise ValueError("the trace given was produced with other search parameters")
-    c = conn or store.conn
-    with sqlite_errors(store.path):
+
+    def explain(given: sql.Connection | None) -> list[Explanation]:
+        c = given or store.conn
         chunks = find_chunks(store, key=key, rowid=rowid, conn=c)
-        if trace is None:
-            trace = search(store, params, conn=conn)
+        t = trace if trace is not None else search(store, params, conn=given)
         with store.using(c):
-            ctx = _Ctx(store, c, params, trace)
+            ctx = _Ctx(store, c, params, t)
             return [_explain_chunk(ctx, ch) for ch in chunks]
+
+    # retried while another process writing the store breaks a read (Store.reading)
+    return store.reading(explain, conn, action="explain a chunk of")

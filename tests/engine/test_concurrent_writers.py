@@ -17,7 +17,9 @@ store opened *before* the writer started (so a WAL store is first read
 ``immutable``) and :data:`CLI_SEARCHES` per store (``python -m tui.cli search
 ... --json`` subprocesses, each opening the store afresh): every one must
 succeed with both retrievers clean. After the writer exits, the long-lived
-store sees every row it wrote. ``RANKSCOPE_WRITER_CLI_SEARCHES`` raises the
+store sees every row it wrote. Every :data:`LAB_EVERY` searches a why-not
+explanation and a doctor report (without the integrity copy) read the same
+store and must succeed too. ``RANKSCOPE_WRITER_CLI_SEARCHES`` raises the
 CLI count for a one-off soak run (the figures go to stdout: ``pytest -s``).
 """
 
@@ -35,10 +37,14 @@ import sys
 import pytest
 
 from engine import SearchParams, Store, StoreError, search, sql
+from engine.doctor import diagnose
+from engine.why import why_not
 
 from ..conftest import MODERN, REPO
 
 API_SEARCHES = 500
+#: Every this many API searches, one why-not explanation and one doctor report too.
+LAB_EVERY = 25
 #: CLI searches per (writer kind, store kind): 25 + 25 = 50 per writer kind.
 CLI_SEARCHES = int(os.environ.get("RANKSCOPE_WRITER_CLI_SEARCHES", "25"))
 #: Upper bound of the writer's commits (it also stops when told to, or after 10 minutes).
@@ -135,6 +141,7 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
     try:
         assert store.read_mode == ("live" if kind == "delete" else "immutable")
         sources_before = store.stats()["sources"]
+        first_row = store.conn.execute("SELECT min(rowid) FROM chunks").fetchone()[0]
         writer = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(db), kind, str(stop), str(WRITER_MAX_COMMITS)],
             stdout=subprocess.PIPE,
@@ -144,7 +151,7 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
         try:
             assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
             errors: list[str] = []
-            api_runs = cli_runs = 0
+            api_runs = cli_runs = lab_runs = 0
             every = max(1, API_SEARCHES // max(CLI_SEARCHES, 1))
             for i in range(max(API_SEARCHES, CLI_SEARCHES * every)):
                 query = QUERIES[i % len(QUERIES)]
@@ -156,6 +163,15 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
                         problem = f"{type(exc).__name__}: {exc}"
                     if problem:
                         errors.append(f"API search {i}: {problem}")
+                if i % LAB_EVERY == 0:
+                    # why-not and doctor read the same store: retried like a search (Store.reading)
+                    lab_runs += 1
+                    try:
+                        (exp,) = why_not(store, SearchParams(query, limit=5), rowid=first_row)
+                        assert exp.chunk.rowid == first_row
+                        diagnose(store, integrity=False)
+                    except StoreError as exc:
+                        errors.append(f"why/doctor {i}: {type(exc).__name__}: {exc}")
                 if i % every == 0 and cli_runs < CLI_SEARCHES:
                     cli_runs += 1
                     problem = _cli_search(db, query)
@@ -169,7 +185,7 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
         wrote = int(out.split("wrote ")[1])
         print(
             f"\n{kind} writer on the {store_kind} store: {wrote} commits; {api_runs} API searches, "
-            f"{cli_runs} CLI searches, {len(errors)} errors"
+            f"{cli_runs} CLI searches, {lab_runs} why-not + doctor reads, {len(errors)} errors"
         )
         assert errors == [], errors[:5]
         assert api_runs == API_SEARCHES and cli_runs == CLI_SEARCHES
@@ -313,3 +329,42 @@ def test_a_failure_that_goes_away_is_retried_and_a_stable_one_is_damage(tmp_path
         with pytest.raises(StoreError, match="cannot write to"):
             store.reading(refused, action="write to")
         assert len(calls) == 1
+
+
+def test_why_not_and_doctor_retry_a_read_a_writer_broke(tmp_path, monkeypatch):
+    """A damage code once (what a concurrent writer can cause) is read again
+    by why-not and doctor, as by a search; the same code twice on unchanged
+    files is reported as damage."""
+    import apsw
+
+    import engine.doctor as doctor_mod
+    import engine.why as why_mod
+    from engine.store import CorruptStoreError
+
+    db = tmp_path / "c.db"
+    shutil.copy2(MODERN, db)
+    with Store.open_readonly(db) as store:
+        row = store.conn.execute("SELECT min(rowid) FROM chunks").fetchone()[0]
+        for mod, name, call in (
+            (why_mod, "find_chunks", lambda: why_not(store, SearchParams("store"), rowid=row)),
+            (doctor_mod, "count_mismatches", lambda: diagnose(store, integrity=False)),
+        ):
+            real = getattr(mod, name)
+            failures = []
+
+            def once(*args, real=real, failures=failures, **kwargs):
+                if not failures:
+                    failures.append(1)
+                    raise apsw.CorruptError("database disk image is malformed")
+                return real(*args, **kwargs)
+
+            monkeypatch.setattr(mod, name, once)
+            assert call() and failures == [1], name
+
+            def always(*args, **kwargs):
+                raise apsw.CorruptError("database disk image is malformed")
+
+            monkeypatch.setattr(mod, name, always)
+            with pytest.raises(CorruptStoreError, match="is damaged"):
+                call()
+            monkeypatch.setattr(mod, name, real)
