@@ -13,8 +13,8 @@ import sqlite3
 
 import pytest
 
-from engine import FuzzyStage, SearchParams, Store, Variant, search, trace_to_dict
-from engine.empty_reasons import EMPTY_CODES, EmptyPart, empty_sentence, part_sentence
+from engine import EmptyPart, FuzzyStage, SearchParams, Store, Variant, search, trace_to_dict
+from engine.empty_reasons import EMPTY_CODES, empty_sentence, part_sentence
 from engine.fuzzy_reasons import FUZZY_CODES
 
 
