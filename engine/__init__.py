@@ -9,6 +9,7 @@ Pure Python (no Textual). Public API::
 """
 
 from .corpus import IndexReport, index_corpus, index_paths, load_sessions_map
+from .empty_reasons import EmptyPart
 from .export import trace_to_dict
 from .model import (
     Candidate,
@@ -45,6 +46,7 @@ __all__ = [
     "CandidatePath",
     "CorruptStoreError",
     "Correction",
+    "EmptyPart",
     "Exit",
     "FinalResult",
     "FusionStage",

@@ -2,7 +2,7 @@
 
 Field names match ``../shared/parity/*/expected.json`` wherever the two
 overlap, so a trace can be diffed against the reference directly. The
-schema (``TRACE_SCHEMA_VERSION`` 2):
+schema (``TRACE_SCHEMA_VERSION`` 3):
 
 * ``id`` (batch only), ``schema_version``, ``query``, ``params`` {limit,
   source, content_type, source_match, sessions}, ``variant``
@@ -44,22 +44,31 @@ schema (``TRACE_SCHEMA_VERSION`` 2):
   ``corrected``), ``trigger`` why it ran (``shadow``, ``fusion-empty``,
   ``pool-empty``, ``all-removed``) or null; ``reason`` is both in words;
 * ``layer``, ``final`` [{source, title, content_type, rank, session_id,
-  rowid, boost}], ``empty_reason``, ``timings_ms`` {stage id: ms}, in
-  execution order.
+  rowid, boost}], ``empty_reason`` (why ``final`` is empty, in words, or
+  null), ``empty`` (new in version 3: the same as data, ``[]`` when there
+  are results: ``[{"code", ...facts}]``, one object per part in order, the
+  codes and facts of :mod:`engine.empty_reasons`, e.g. ``{"code":
+  "no-match", "retrievers": ["porter", "trigram"], "variant_retrievers":
+  "both", "source": null, "source_match": "like", "content_type": null}``,
+  ``{"code": "pool-empty", "pool_size": 0}``, ``{"code": "fuzzy",
+  "fuzzy_code": "no-correction"}`` (``fuzzy_code`` is ``fuzzy.reason_code``);
+  lists of names are arrays), ``timings_ms`` {stage id: ms}, in execution
+  order.
 
 ``rank`` in ``final`` is minus the fused score (reference meaning), never the boost.
 
 Version history: 2 added ``candidates``, ``fuzzy.candidates``,
-``fuzzy.reason_code`` and ``fuzzy.trigger``.
+``fuzzy.reason_code`` and ``fuzzy.trigger``; 3 added ``empty``.
 """
 
 from __future__ import annotations
 
+from .empty_reasons import EmptyPart
 from .model import Candidate, Run, Trace
 from .paths import path_to_dict
 
 #: Version of the JSON trace's shape; bumped on any change a reader may notice.
-TRACE_SCHEMA_VERSION = 2
+TRACE_SCHEMA_VERSION = 3
 
 
 def _st(c: Candidate) -> dict:
@@ -137,6 +146,15 @@ def run_to_dict(run: Run) -> dict:
     return out
 
 
+def empty_part_to_dict(part: EmptyPart) -> dict:
+    """``{"code": ..., **facts}`` for one part of ``Trace.empty`` (a tuple
+    of names becomes a list)."""
+    out: dict = {"code": part.code}
+    for name, value in part.facts:
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
 def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict:
     """The whole trace as JSON-ready dicts and lists (see the module docstring)."""
     p = trace.params
@@ -204,6 +222,7 @@ def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict:
         for r in trace.final
     ]
     out["empty_reason"] = trace.empty_reason
+    out["empty"] = [empty_part_to_dict(part) for part in trace.empty]
     timings: dict[str, float] = {}
     for name, ms in trace.timings_ms:
         timings[name] = timings.get(name, 0.0) + ms

@@ -15,7 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .empty_reasons import EmptyPart, empty_sentence
 from .fuzzy_reasons import reason_sentence
+from .words import filter_words
 
 ContentType = Literal["code", "prose"]
 SourceMatch = Literal["like", "exact"]
@@ -171,15 +173,8 @@ class SearchParams:
     def filter_text(self) -> str:
         """The SQL filters both retrievers apply, in words (``""`` when none):
         ``source LIKE '%docs%'``, ``source = 'a.md'``, ``content_type = 'code'``,
-        joined by `` and ``."""
-        parts = []
-        if self.source:
-            parts.append(
-                f"source = '{self.source}'" if self.source_match == "exact" else f"source LIKE '%{self.source}%'"
-            )
-        if self.content_type:
-            parts.append(f"content_type = '{self.content_type}'")
-        return " and ".join(parts)
+        joined by `` and `` (:func:`engine.words.filter_words`)."""
+        return filter_words(self.source, self.source_match, self.content_type)
 
 
 @dataclass(frozen=True)
@@ -751,7 +746,9 @@ class Trace:
         fuzzy: the fallback stage.
         layer: ``"rrf"``, ``"rrf-fuzzy"`` or ``"none"``.
         final: the answer.
-        empty_reason: when ``final`` is empty, why, in words.
+        empty: when ``final`` is empty, why, as data: the parts of
+            :mod:`engine.empty_reasons` (codes and facts), in order; ``()``
+            when there are results. :attr:`empty_reason` words them.
         timings_ms: stage name → elapsed milliseconds, in pipeline order.
     """
 
@@ -763,8 +760,15 @@ class Trace:
     fuzzy: FuzzyStage
     layer: str
     final: tuple[FinalResult, ...]
-    empty_reason: str | None
+    empty: tuple[EmptyPart, ...]
     timings_ms: tuple[tuple[str, float], ...]
+
+    @property
+    def empty_reason(self) -> str | None:
+        """When ``final`` is empty, why, in words (the parts of :attr:`empty`
+        worded by :func:`engine.empty_reasons.empty_sentence`, joined by
+        ``"; "``); ``None`` when there are results."""
+        return empty_sentence(self.empty, self.fuzzy)
 
     @property
     def answering_run(self) -> Run | None:

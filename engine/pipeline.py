@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Callable
 
 from . import sql
+from .empty_reasons import EmptyPart
 from .fuzzy import correct_word_cached
 from .model import FinalResult, FuzzyStage, RefreshReport, Run, SearchParams, Trace
 from .paths import run_paths
@@ -192,84 +193,82 @@ def _fuzzy(
     )
 
 
-#: At most this many session ids are listed when an allowed id is unknown.
+#: At most this many of the store's session ids an ``unknown-sessions`` part
+#: names (:mod:`engine.empty_reasons`).
 _SESSIONS_LISTED = 8
 
 
-def _quoted(ids: list[str]) -> str:
-    return ", ".join(f"'{s}'" for s in ids)
-
-
-def _missing_sessions(first: Run, store_sessions: Callable[[], list[str]]) -> str:
+def _missing_sessions(first: Run, store_sessions: Callable[[], list[str]]) -> list[EmptyPart]:
     """Why the session filter removed everything, when an allowed id is the
-    culprit: ids no removed candidate has, and (one store query, only on
-    this rare path) ids no chunk in the store has at all."""
+    culprit: ids no chunk in the store has at all (``unknown-sessions``; one
+    store query, only on this rare path) and ids only candidates outside the
+    pool have (``sessions-not-pooled``). ``[]`` when every allowed id was
+    seen on a removed candidate."""
     flt = first.filter
     seen = {c.session_id for c in flt.removed}
     absent = [s for s in dict.fromkeys(flt.allow_set or ()) if s not in seen]
     if not absent:
-        return ""
+        return []
     known = store_sessions()
     unknown = [s for s in absent if s not in known]
     parts = []
     if unknown:
         named = sorted(s for s in known if s)
-        listed = named[:_SESSIONS_LISTED]
-        more = len(named) - len(listed)
-        names = ", ".join(listed) + (f", … ({more} more)" if more > 0 else "") if listed else "none"
-        noun = "session" if len(unknown) == 1 else "sessions"
-        parts.append(f"no chunk in this store has {noun} {_quoted(unknown)} (sessions: {names})")
+        parts.append(
+            EmptyPart.of(
+                "unknown-sessions",
+                sessions=tuple(unknown),
+                store_sessions=tuple(named[:_SESSIONS_LISTED]),
+                store_session_count=len(named),
+            )
+        )
     matched_elsewhere = [s for s in absent if s in known]
     if matched_elsewhere:
-        parts.append(f"no pooled candidate has session {_quoted(matched_elsewhere)}")
-    return "; ".join(parts)
+        parts.append(EmptyPart.of("sessions-not-pooled", sessions=tuple(matched_elsewhere)))
+    return parts
 
 
-def _empty_reason(
+def _empty_parts(
     params: SearchParams, first: Run, fuzzy: FuzzyStage, store_sessions: Callable[[], list[str]] = lambda: []
-) -> str:
+) -> tuple[EmptyPart, ...]:
+    """Why a search with layer ``none`` returned nothing, as the parts of
+    :mod:`engine.empty_reasons`: at most one about the first pass (with the
+    session parts after ``filter-removed-all``), then one about the typo
+    fallback; ``(unexplained,)`` when none applies."""
     if not params.query.strip():
-        return "empty query: nothing to search for"
-    parts = []
-    filters = f" with {params.filter_text}" if params.filter_text else ""
+        return (EmptyPart.of("empty-query"),)
+    parts: list[EmptyPart] = []
     if not first.fusion.candidates and first.porter.fts_limit == 0:
-        parts.append("the retrievers fetch 0 rows (fts_limit 0)")
+        parts.append(EmptyPart.of("fts-limit-0"))
     elif not first.fusion.candidates:
-        if first.porter.error or first.trigram.error:
-            parts.append("a retriever failed: " + (first.porter.error or first.trigram.error or ""))
+        failed = first.porter if first.porter.error else first.trigram if first.trigram.error else None
+        if failed is not None:
+            parts.append(EmptyPart.of("retriever-error", retriever=failed.name, error=failed.error))
         else:
-            searched = [name for name in RETRIEVERS if runs_retriever(params, name)]
-            where = (
-                "either index"
-                if len(searched) == 2
-                else f"the {searched[0]} index ({params.variant.retrievers} only)"
-                if searched
-                else "any index"
+            parts.append(
+                EmptyPart.of(
+                    "no-match",
+                    retrievers=tuple(name for name in RETRIEVERS if runs_retriever(params, name)),
+                    variant_retrievers=params.variant.retrievers,
+                    source=params.source,
+                    source_match=params.source_match,
+                    content_type=params.content_type,
+                )
             )
-            parts.append(f"no match in {where}{filters}")
     elif not first.pool.kept and params.limit != 0:
-        parts.append(f"the candidate pool is empty (pool size {first.pool.pool_size}): fusion handed nothing on")
+        parts.append(EmptyPart.of("pool-empty", pool_size=first.pool.pool_size))
     elif first.filter.allow_set is not None and not first.filter.kept:
-        n = len(first.filter.removed)
-        parts.append(
-            "the only pooled candidate was removed by the session filter"
-            if n == 1
-            else f"all {n} pooled candidates were removed by the session filter"
-        )
-        missing = _missing_sessions(first, store_sessions)
-        if missing:
-            parts.append(missing)
+        parts.append(EmptyPart.of("filter-removed-all", removed=len(first.filter.removed)))
+        parts += _missing_sessions(first, store_sessions)
     elif params.limit == 0:
-        parts.append("limit is 0")
-    if not fuzzy.ran:
-        parts.append(fuzzy.reason)
-    elif fuzzy.rerun is None:
-        parts.append("fuzzy found no correction" if fuzzy.words else "fuzzy had no word to correct")
+        parts.append(EmptyPart.of("limit-0", layer="none"))
+    if not fuzzy.ran or fuzzy.rerun is None:
+        parts.append(EmptyPart.of("fuzzy", fuzzy_code=fuzzy.code))
     elif not fuzzy.rerun.filter.kept:
-        parts.append(f"the corrected query {fuzzy.corrected_query!r} matched nothing that passed the filters")
+        parts.append(EmptyPart.of("fuzzy", fuzzy_code=fuzzy.code, corrected_query=fuzzy.corrected_query))
     elif params.limit == 0:
-        parts.append("limit is 0")
-    return "; ".join(parts) or "no results"
+        parts.append(EmptyPart.of("limit-0", layer="none"))
+    return tuple(parts) or (EmptyPart.of("unexplained"),)
 
 
 def search(
@@ -356,9 +355,9 @@ def _search(
             with store.using(conn) as c:
                 return [sid for sid, _ in store.session_counts(c)]
 
-        empty_reason = _empty_reason(params, first, fuzzy, store_sessions)
+        empty = _empty_parts(params, first, fuzzy, store_sessions)
     elif not final:
-        empty_reason = "limit is 0: the pipeline ran but the trim keeps nothing"
+        empty = (EmptyPart.of("limit-0", layer=layer),)
     else:
-        empty_reason = None
-    return Trace(params, pool_size, fts_limit, refresh, first, fuzzy, layer, final, empty_reason, tuple(timings))
+        empty = ()
+    return Trace(params, pool_size, fts_limit, refresh, first, fuzzy, layer, final, empty, tuple(timings))

@@ -18,3 +18,16 @@ def abbreviate(text: str, width: int = SUMMARY_TEXT_MAX) -> str:
 def plural(n: int, word: str) -> str:
     """``"1 hit"`` / ``"3 hits"``: ``n`` and ``word``, with an ``s`` unless ``n`` is 1."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def filter_words(source: str | None, source_match: str, content_type: str | None) -> str:
+    """The SQL filters both retrievers apply, in words (``""`` when none):
+    ``source LIKE '%docs%'`` (``source_match`` ``"like"``) or ``source =
+    'a.md'`` (``"exact"``), ``content_type = 'code'``, joined by `` and ``.
+    An empty or ``None`` source or content type is no filter."""
+    parts = []
+    if source:
+        parts.append(f"source = '{source}'" if source_match == "exact" else f"source LIKE '%{source}%'")
+    if content_type:
+        parts.append(f"content_type = '{content_type}'")
+    return " and ".join(parts)
