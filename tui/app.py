@@ -556,7 +556,8 @@ class RankscopeApp(App[None]):
             browser.update_params(**event.changes)
 
     def on_pin_chunk(self, event: PinChunk) -> None:
-        """The why-not finder pinned a chunk: the browser follows it."""
+        """The why-not finder or the rank flow pinned a chunk (or unpinned
+        it): the browser follows it."""
         browser = self.browser
         if browser is not None:
             browser.pin(event.rowid)

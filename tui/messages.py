@@ -320,14 +320,15 @@ class ApplyParams(Message):
 
 
 class PinChunk(Message):
-    """Pin chunk ``rowid`` in the browser (from the why-not finder): the line
-    under the query box then follows its fate (``BrowserScreen.pin``).
+    """Pin chunk ``rowid`` in the browser (from the why-not finder or the
+    rank flow): the line under the query box then follows its fate
+    (``BrowserScreen.pin``).
 
     Attributes:
-        rowid: the chunk's row id in the browser's store.
+        rowid: the chunk's row id in the browser's store; ``None`` unpins.
     """
 
-    def __init__(self, rowid: int) -> None:
+    def __init__(self, rowid: int | None) -> None:
         self.rowid = rowid
         super().__init__()
 

@@ -5,8 +5,9 @@ conditions."""
 from __future__ import annotations
 
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
-from engine import SearchParams
+from engine import SearchParams, Store
 from tui.screens.flow import FlowScreen
 
 from .conftest import (
@@ -21,6 +22,7 @@ from .conftest import (
     wait_for,
     wait_screen,
 )
+from .test_wording import screen_lines
 
 NARROW, WIDE = (80, 24), (120, 40)
 
@@ -185,3 +187,131 @@ async def test_stems_beside_the_sanitised_query():
         await search_for(pilot, "caching hooks")
         sanitised = plain(app.browser.query_one("#sanitised"))
         assert "caching → cach" in sanitised and "hooks → hook" in sanitised
+
+
+# ── the layout at 80x24 and 120x40, pinning from the flow ────────────────
+#
+# The scenes of the newcomer trial, on the sample corpus the trial browsed.
+
+
+def sample_app(sample_db, **kwargs):
+    return build_app(store=Store.open_readonly(sample_db), store_label="sample", **kwargs)
+
+
+def visible(app, text: str) -> bool:
+    """Whether ``text`` is drawn on one row of the screen as the terminal gets it."""
+    return any(text in line for line in screen_lines(app))
+
+
+def title_cell(screen: FlowScreen, rowid: int, table: int = 0) -> str:
+    n = next(i for i, row in enumerate(screen.flows[table].rows) if row.rowid == rowid)
+    return cells(screen, table)[n][1]
+
+
+def fills_the_width(screen: FlowScreen, table: int = 0) -> bool:
+    """The table is exactly as wide as the room it has: no empty columns at
+    its right, and nothing to scroll sideways to."""
+    t = screen.query_one(f"#flow-table-{table}", DataTable)
+    return t.virtual_size.width == t.scrollable_content_region.width
+
+
+async def test_at_80x24_the_fate_line_and_the_key_hints_stay_in_view(sample_db):
+    """Trial: at 80x24 "retention" then F5 showed only "row 33 retention ·
+    config/broker.json" of the selected row; its fate, text and the key
+    hints were cut off."""
+    app = sample_app(sample_db)
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "retention")
+        assert screen.compact
+        for text in (
+            "row 33 retention · config/broker.json",
+            "#1 in the answer",
+            "Porter #1 → Trigram #1",  # the path: the first line of the scrolling text
+            "p pin/unpin · Esc/F5 close",
+        ):
+            assert visible(app, text), text
+        table = screen.query_one("#flow-table-0", DataTable)
+        assert table.size.height < table.row_count + 1  # the table scrolls its rows to make room
+        await press(pilot, "down", "down", "down")
+        await rendered(pilot)
+        assert visible(app, "row 153 Backup and restore > Snapshots")
+        assert visible(app, "left at Candidate pool: beyond the pool (fused #4, pool 3)")
+        assert visible(app, "Esc/F5 close")
+        # the last row scrolls into view, its fate still shown
+        last = screen.flows[0].rows[-1]
+        table.move_cursor(row=table.row_count - 1)
+        await rendered(pilot)
+        assert visible(app, f"row {last.rowid} ") and visible(app, "left at Fusion (RRF): ")
+        assert any(line.lstrip("█ ").startswith(f"{last.rowid}  ") for line in screen_lines(app))
+        assert visible(app, "Esc/F5 close")
+
+
+async def test_at_80x24_both_passes_and_the_fate_fit():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "cahce")
+        assert len(screen.flows) == 2
+        for text in (
+            "fuzzy re-run 'cache' (the answer)",
+            "first pass 'cahce' (not the answer)",
+            "(no candidate)",  # the first pass's only row, in the width its title column has
+            "row 17 cache > dir",
+            "#1 in the answer (after typo correction)",
+            "Esc/F5 close",
+        ):
+            assert visible(app, text), text
+        assert fills_the_width(screen, 0)
+
+
+async def test_the_title_column_takes_the_width_the_other_columns_leave(sample_db):
+    """Trial: at 120x40 rows 56, 60, 57 and 61 all read "ferryctl comm … >
+    Example" with about 12 empty columns on the right."""
+    app = sample_app(sample_db)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_flow(pilot, "example")
+        assert not screen.compact and fills_the_width(screen)
+        titles = {rowid: title_cell(screen, rowid) for rowid in (56, 60, 57, 61)}
+        assert all(t.endswith(" > Example") for t in titles.values()), titles  # the middle cut
+        assert titles[60] == titles[61] and titles[56] == titles[57]  # merged rows: the same title
+        assert "consume" in titles[60] and "publish" in titles[56], titles
+    app = sample_app(sample_db)
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "retention")
+        assert screen.compact and fills_the_width(screen)
+        assert title_cell(screen, 68).endswith(" > retention")
+        width = screen.query_one("#flow-table-0", DataTable).columns[ColumnKey("title")].width
+        assert width > 16  # the compact title was a fixed 16 cells
+
+
+async def test_p_pins_the_highlighted_row_in_the_browser_and_marks_it_at_once():
+    app = build_app(params=SearchParams("", limit=5))
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "example")
+        browser = app.browser
+        await press(pilot, "down")
+        row = screen.highlighted()
+        assert row is not None and row.rowid == screen.flows[0].rows[1].rowid
+        await press(pilot, "p")
+        # marked by the key's own handling, before the browser has done anything
+        assert cells(screen)[1][0] == f"▸{row.rowid}"
+        detail = plain(screen.query_one("#flow-detail"))
+        assert f"▸ row {row.rowid} " in detail and "· pinned" in detail
+        await processed(pilot)
+        assert browser.pinned_rowid == row.rowid
+        # another row: the mark moves
+        await press(pilot, "down", "p")
+        other = screen.flows[0].rows[2].rowid
+        assert cells(screen)[1][0] == str(row.rowid) and cells(screen)[2][0] == f"▸{other}"
+        await processed(pilot)
+        assert browser.pinned_rowid == other
+        # p on the pinned row unpins it
+        await press(pilot, "p")
+        assert not any(c[0].startswith("▸") for c in cells(screen))
+        assert "pinned" not in plain(screen.query_one("#flow-detail"))
+        await processed(pilot)
+        assert browser.pinned_rowid is None
+        # pin again and close: the browser's pinned line follows it
+        await press(pilot, "p", "escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, FlowScreen), what="the flow to close")
+        await settle(pilot)
+        await wait_for(pilot, lambda: f"pinned row {other}" in plain(browser.query_one("#pinned-line")))
