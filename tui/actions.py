@@ -381,6 +381,38 @@ ACTIONS: tuple[Action, ...] = (
         target="widget",
     ),
     Action(
+        "flow-grade",
+        "grade",
+        tuple(
+            Key(
+                str(n),
+                str(n),
+                owner="flow",
+                action=f"grade({n})",
+                id=f"flow.grade{n}",
+                tooltip=f"Grade the highlighted row's chunk {n} ({word}) for this query",
+            )
+            for n, word in ((0, "not relevant"), (1, "marginally relevant"), (2, "relevant"), (3, "highly relevant"))
+        )
+        + (
+            Key(
+                "x",
+                "x",
+                owner="flow",
+                action="grade(-1)",
+                id="flow.ungrade",
+                label="Ungrade",
+                footer=False,
+                tooltip="Remove the highlighted row's chunk's grade for this query",
+            ),
+        ),
+        "Grade",
+        "Grade the highlighted row's chunk for this query (x removes its grade)",
+        "in the rank flow: grade the highlighted row's chunk (0-3; x removes the grade); the browser follows it",
+        target="widget",
+        group=GRADE_GROUP,
+    ),
+    Action(
         "export-trace",
         "export_trace",
         (Key("f6", "F6"),),

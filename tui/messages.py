@@ -423,3 +423,43 @@ class PinFinished(Message):
         self.outcome = outcome
         self.error = error
         super().__init__()
+
+
+class GradeChunk(Request):
+    """Grade chunk ``rowid`` for the browser's query (from the rank flow),
+    through the browser's own grading: the browser follows the chunk (its
+    journey shows it) and grades it as its grade keys do
+    (``BrowserScreen.action_grade``: judgments saved, badges and metrics
+    refreshed). Answered with :class:`ChunkGraded`.
+
+    Attributes:
+        trace: the search the requester shows; refused (with a notice) when
+            the browser shows another one by now.
+        pass_name: the pass of the row graded (``"first"`` or ``"fuzzy"``),
+            where the chunk is looked up.
+        rowid: the chunk's row id.
+        grade: 0-3, or -1 to remove the grade.
+    """
+
+    def __init__(self, requester: MessagePump, trace: Trace, pass_name: str, rowid: int, grade: int) -> None:
+        super().__init__(requester)
+        self.trace = trace
+        self.pass_name = pass_name
+        self.rowid = rowid
+        self.grade = grade
+
+
+class ChunkGraded(Message):
+    """The answer to :class:`GradeChunk`: chunk ``rowid``'s grade for the
+    query as recorded now (unchanged when grading failed: the browser has
+    said why).
+
+    Attributes:
+        rowid: the chunk's row id.
+        grade: its grade 0-3, or ``None`` (not graded).
+    """
+
+    def __init__(self, rowid: int, grade: int | None) -> None:
+        self.rowid = rowid
+        self.grade = grade
+        super().__init__()

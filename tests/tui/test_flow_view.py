@@ -4,6 +4,8 @@ conditions."""
 
 from __future__ import annotations
 
+import shutil
+
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
@@ -12,6 +14,7 @@ from tui.screens.flow import FlowScreen
 
 from .conftest import (
     build_app,
+    notifications,
     plain,
     press,
     processed,
@@ -315,3 +318,62 @@ async def test_p_pins_the_highlighted_row_in_the_browser_and_marks_it_at_once():
         await wait_for(pilot, lambda: not isinstance(app.screen, FlowScreen), what="the flow to close")
         await settle(pilot)
         await wait_for(pilot, lambda: f"pinned row {other}" in plain(browser.query_one("#pinned-line")))
+
+
+async def test_grade_keys_grade_the_highlighted_row_through_the_browser(sample_db, tmp_path):
+    """0-3 and x in the flow: the browser grades the chunk with its own grade
+    code (judgments saved, badges refreshed, its journey follows it), and the
+    flow shows the badge and the grade line."""
+    db = tmp_path / "sample.db"
+    shutil.copy(sample_db, db)
+    app = sample_app(db)
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "retention")
+        browser = app.browser
+        await press(pilot, "down")
+        row = screen.highlighted()
+        assert row is not None and row.rowid == 68
+        await press(pilot, "3")
+        await wait_for(pilot, lambda: screen.grades.get(68) == 3, what="the flow to hear the grade")
+        assert title_cell(screen, 68).startswith("★3 ") and title_cell(screen, 33).startswith("   ")
+        assert title_cell(screen, 68).endswith(" > retention")
+        await rendered(pilot)
+        assert visible(app, "graded 3 highly relevant for this query")
+        assert visible(app, "Esc/F5 close")  # the grade line took its row from the table
+        await settle(pilot)
+        assert browser.judged is not None and browser.judged.grades == {68: 3}
+        assert browser.selected_chunk() is not None and browser.selected_chunk().rowid == 68
+        assert browser.state.judgments.for_query("retention")  # saved
+        # x removes it; the badges go
+        await press(pilot, "x")
+        await wait_for(pilot, lambda: 68 not in screen.grades, what="the grade to go")
+        assert not title_cell(screen, 68).startswith(("★", " "))  # no grade left: no badge column
+        await settle(pilot)
+        assert browser.judged.grades == {}
+        # a row merged into another key is graded as its own chunk
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, FlowScreen), what="the flow to close")
+        screen = await open_flow(pilot, "example")
+        merged = next(n for n, r in enumerate(screen.flows[0].rows) if r.rowid == 61)
+        screen.query_one("#flow-table-0", DataTable).move_cursor(row=merged)
+        await press(pilot, "1")
+        await wait_for(pilot, lambda: screen.grades.get(61) == 1, what="row 61's grade")
+        assert 60 not in screen.grades
+
+
+async def test_grading_a_chunk_no_retriever_returned_says_why_not():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "deploy runner")
+        app.browser.pin(17)  # "cache > dir": no query term in it; the flow shows it as a last row
+        await settle(pilot)
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        table = screen.query_one("#flow-table-0", DataTable)
+        table.move_cursor(row=table.row_count - 1)
+        await processed(pilot)
+        await press(pilot, "2")
+        await processed(pilot)
+        assert any("no retriever returned row 17" in str(n.message) for n in notifications(app))
+        assert screen.grades == {}
+        assert app.browser.judged is None or not app.browser.judged.grades

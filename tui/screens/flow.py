@@ -17,7 +17,11 @@ scrolls its own rows), so at 80x24 the fate line and the key hints show.
 
 ``p`` pins the highlighted row's chunk in the browser (again: unpins it),
 as the why-not finder does (:class:`tui.messages.PinChunk`); its row is
-marked ``▸`` at once. Esc or F5 closes the view.
+marked ``▸`` at once. ``0``-``3`` grade the chunk for the query and ``x``
+removes its grade, through the browser's own grading
+(:class:`tui.messages.GradeChunk`: the browser follows the chunk); the badge
+shows the grade the browser recorded. Keys come from :mod:`tui.actions`
+(owner ``"flow"``). Esc or F5 closes the view.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from ..flowtext import (
     middle_cut,
 )
 from ..judging import BADGE_CELLS, badge, grade_words
-from ..messages import PinChunk
+from ..messages import ChunkGraded, GradeChunk, PinChunk
 from ..widgets.preview import spans_text
 
 _CLOSE = Binding.Group("Close ", compact=True)
@@ -78,8 +82,9 @@ SCROLLBAR_COLUMNS = 2
 NO_CANDIDATE = "(no candidate entered this pass)"
 #: The same where the title column is narrower.
 NO_CANDIDATE_SHORT = "(no candidate)"
-#: The key line under the text.
-HINTS = "↑↓ rows · ←→ scroll · Tab next table · p pin/unpin · Esc/F5 close"
+#: The key line under the text (``←→ scroll`` joins it when a table scrolls sideways).
+HINTS = "↑↓ rows · Tab next table · p pin/unpin · 0-3 grade, x ungrade · Esc/F5 close"
+SIDEWAYS_HINT = "←→ scroll · "
 
 
 def rowid_width(flow: Flow) -> int:
@@ -153,7 +158,8 @@ class FlowScreen(ModalScreen[None]):
         super().__init__()
         self.trace = trace
         self.pinned = pinned
-        self.grades: Mapping[int, int] = grades or {}
+        #: A copy: grading from the flow updates it (:class:`~tui.messages.ChunkGraded`).
+        self.grades: dict[int, int] = dict(grades or {})
         self.flows: tuple[Flow, ...] = trace_flows(trace, [absent] if absent is not None else [])
         self._rows: dict[str, list[FlowRow]] = {}
         self.compact = False
@@ -231,6 +237,9 @@ class FlowScreen(ModalScreen[None]):
         budget = self.app.size.height - CHROME_ROWS - fixed - DETAIL_MIN_ROWS
         needs = [1 + max(len(f.rows), 1) for f in self.flows]
         heights = table_heights([min(n, TABLE_MAX_ROWS) + bar for n, bar in zip(needs, sideways)], budget)
+        self.query_one("#flow-hints", Static).update(
+            HINTS.replace("Tab", SIDEWAYS_HINT + "Tab") if any(sideways) else HINTS
+        )
         for i, flow in enumerate(self.flows):
             table = self.query_one(f"#flow-table-{i}", DataTable)
             scrolls = heights[i] - sideways[i] < needs[i]
@@ -356,6 +365,30 @@ class FlowScreen(ModalScreen[None]):
         self._remark(self.pinned)
         if self._shown is not None:
             self._show(*self._shown)
+
+    def action_grade(self, grade: int) -> None:
+        """0-3: grade the highlighted row's chunk for this query (-1, x:
+        remove its grade), through the browser's grading
+        (:class:`~tui.messages.GradeChunk`); its badge follows the answer."""
+        row = self.highlighted()
+        if row is None or not row.entered:
+            what = "no candidate entered this pass" if row is None else f"no retriever returned row {row.rowid}"
+            self.app.notify(f"Nothing to grade here: {what}.", severity="warning")
+            return
+        focused = self.focused
+        index = int(focused.id.rpartition("-")[2]) if isinstance(focused, DataTable) and focused.id else 0
+        self.app.post_message(GradeChunk(self, self.trace, self.flows[index].pass_name, row.rowid, grade))
+
+    @on(ChunkGraded)
+    def _chunk_graded(self, event: ChunkGraded) -> None:
+        if self.grades.get(event.rowid) == event.grade:
+            return
+        if event.grade is None:
+            self.grades.pop(event.rowid, None)
+        else:
+            self.grades[event.rowid] = event.grade
+        self._shapes.clear()  # badges take room in the title column: fill again
+        self._layout()
 
     def action_close(self) -> None:
         """Close the flow view."""
