@@ -377,3 +377,18 @@ async def test_grading_a_chunk_no_retriever_returned_says_why_not():
         assert any("no retriever returned row 17" in str(n.message) for n in notifications(app))
         assert screen.grades == {}
         assert app.browser.judged is None or not app.browser.judged.grades
+
+
+async def test_a_resize_lays_the_flow_out_again(sample_db):
+    app = sample_app(sample_db)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_flow(pilot, "retention")
+        assert not screen.compact and fills_the_width(screen)
+        await press(pilot, "down")
+        await pilot.resize_terminal(*NARROW)
+        await wait_for(pilot, lambda: screen.compact, what="the compact cells")
+        await rendered(pilot)
+        assert fills_the_width(screen)
+        assert screen.highlighted() is not None and screen.highlighted().rowid == 68  # the cursor row kept
+        for text in ("row 68 ", "#2 in the answer", "Esc/F5 close"):
+            assert visible(app, text), text
