@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from engine import SearchParams, Store
-from tui.screens.flow import FlowScreen
+from tui.screens.flow import HINTS, FlowScreen
 
 from .conftest import (
     build_app,
@@ -230,7 +230,7 @@ async def test_at_80x24_the_fate_line_and_the_key_hints_stay_in_view(sample_db):
             "row 33 retention · config/broker.json",
             "#1 in the answer",
             "Porter #1 → Trigram #1",  # the path: the first line of the scrolling text
-            "p pin/unpin · Esc/F5 close",
+            HINTS,  # the whole key line
         ):
             assert visible(app, text), text
         table = screen.query_one("#flow-table-0", DataTable)
