@@ -7,8 +7,8 @@ and the command-palette entry. Everything else is derived from this table:
 - key bindings: :func:`bindings` gives ``RankscopeApp.BINDINGS`` (owner
   ``"app"``), ``BrowserScreen.BINDINGS`` (``"browser"``),
   ``QueryInput.BINDINGS`` (``"query"``), and the action keys of the agent
-  view (``"agent"``), the saved cases list (``"cases"``) and the why-not
-  finder (``"why"``), in table order;
+  view (``"agent"``), the saved cases list (``"cases"``), the why-not
+  finder (``"why"``) and the rank flow (``"flow"``), in table order;
 - the palette's action entries (:func:`palette_rows`, used by
   :mod:`tui.commands`); the help line starts with the key (``F2: ...``);
 - the F1 key list (:func:`help_keys`, used by :mod:`tui.screens.help`);
@@ -33,12 +33,12 @@ from textual.binding import Binding, BindingType
 from engine import stages
 
 #: Who binds a key: the app, the browser screen, the query input, the agent
-#: view, the saved cases list, the why-not finder (bindings generated from this table); Textual
+#: view, the saved cases list, the why-not finder, the rank flow (bindings generated from this table); Textual
 #: itself (ctrl+p, ctrl+q, Enter in an input) or every dialog and lab screen
 #: on its own (Esc): F1 lists those only.
-Owner = Literal["app", "browser", "query", "agent", "cases", "why", "textual", "screens"]
+Owner = Literal["app", "browser", "query", "agent", "cases", "why", "flow", "textual", "screens"]
 #: The owners whose bindings :func:`bindings` generates.
-BINDING_OWNERS: tuple[Owner, ...] = ("app", "browser", "query", "agent", "cases", "why")
+BINDING_OWNERS: tuple[Owner, ...] = ("app", "browser", "query", "agent", "cases", "why", "flow")
 #: What an action needs before it can run: nothing, an open browser, a chunk
 #: selected in the browser (the journey's subject) or files the folder's
 #: indexing skipped. The palette offers a row only when its need is met.
@@ -370,6 +370,47 @@ ACTIONS: tuple[Action, ...] = (
         footer=False,
         needs="browser",
         browser_key=True,
+    ),
+    Action(
+        "flow-pin",
+        "pin",
+        (Key("p", "p", owner="flow", id="flow.pin", scope="in the rank flow"),),
+        "Pin",
+        "Pin the highlighted row's chunk in the browser (again: unpin); the line under the query follows its fate",
+        "in the rank flow: pin the highlighted row's chunk (again: unpin); ▸ marks its row",
+        target="widget",
+    ),
+    Action(
+        "flow-grade",
+        "grade",
+        tuple(
+            Key(
+                str(n),
+                str(n),
+                owner="flow",
+                action=f"grade({n})",
+                id=f"flow.grade{n}",
+                tooltip=f"Grade the highlighted row's chunk {n} ({word}) for this query",
+            )
+            for n, word in ((0, "not relevant"), (1, "marginally relevant"), (2, "relevant"), (3, "highly relevant"))
+        )
+        + (
+            Key(
+                "x",
+                "x",
+                owner="flow",
+                action="grade(-1)",
+                id="flow.ungrade",
+                label="Ungrade",
+                footer=False,
+                tooltip="Remove the highlighted row's chunk's grade for this query",
+            ),
+        ),
+        "Grade",
+        "Grade the highlighted row's chunk for this query (x removes its grade)",
+        "in the rank flow: grade the highlighted row's chunk (0-3; x removes the grade); the browser follows it",
+        target="widget",
+        group=GRADE_GROUP,
     ),
     Action(
         "export-trace",

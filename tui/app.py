@@ -43,6 +43,7 @@ from .messages import (
     AgentLogLoaded,
     AgentViewFinished,
     ApplyParams,
+    ChunkGraded,
     ChunkMatches,
     ChunksLoaded,
     CompareFinished,
@@ -51,6 +52,7 @@ from .messages import (
     DoctorFinished,
     ExplainChunk,
     FindChunks,
+    GradeChunk,
     IndexFolder,
     LoadAgentLog,
     LoadChunks,
@@ -556,10 +558,45 @@ class RankscopeApp(App[None]):
             browser.update_params(**event.changes)
 
     def on_pin_chunk(self, event: PinChunk) -> None:
-        """The why-not finder pinned a chunk: the browser follows it."""
+        """The why-not finder or the rank flow pinned a chunk (or unpinned
+        it): the browser follows it."""
         browser = self.browser
         if browser is not None:
             browser.pin(event.rowid)
+
+    def on_grade_chunk(self, event: GradeChunk) -> None:
+        """The rank flow grades a chunk: the browser follows it and grades it
+        with its own grade code; the flow is told the grade now recorded."""
+        from engine import StoreError
+        from engine.chunkids import chunk_ids
+
+        from .subject import row_subject
+
+        browser = self.browser
+        if browser is None or browser.trace is not event.trace:
+            self.notify_plain("The browser shows another search now: grade there.", severity="warning")
+            return
+        trace = event.trace
+        run = trace.first if event.pass_name == "first" else trace.fuzzy.rerun
+        subject = row_subject(run, event.rowid, "Rank flow") if run is not None else None
+        if subject is None:
+            self.notify_plain(
+                f"Row {event.rowid} is not among this search's candidates: nothing to grade here.",
+                severity="warning",
+            )
+            return
+        browser.pick(subject)
+        browser.action_grade(event.grade)
+        recorded: int | None = None
+        if browser.state is not None:
+            try:
+                with browser.store.thread_connection() as conn:
+                    cid = chunk_ids(browser.store, conn).by_rowid.get(event.rowid)
+            except StoreError:  # the grading itself has said what went wrong
+                cid = None
+            if cid is not None:
+                recorded = browser.state.judgments.for_query(trace.params.query).get(cid)
+        event.requester.post_message(ChunkGraded(event.rowid, recorded))
 
     def on_run_search(self, event: RunSearch) -> None:
         self.run_search(event.store, event.params, event.seq, event.requester)

@@ -320,14 +320,15 @@ class ApplyParams(Message):
 
 
 class PinChunk(Message):
-    """Pin chunk ``rowid`` in the browser (from the why-not finder): the line
-    under the query box then follows its fate (``BrowserScreen.pin``).
+    """Pin chunk ``rowid`` in the browser (from the why-not finder or the
+    rank flow): the line under the query box then follows its fate
+    (``BrowserScreen.pin``).
 
     Attributes:
-        rowid: the chunk's row id in the browser's store.
+        rowid: the chunk's row id in the browser's store; ``None`` unpins.
     """
 
-    def __init__(self, rowid: int) -> None:
+    def __init__(self, rowid: int | None) -> None:
         self.rowid = rowid
         super().__init__()
 
@@ -421,4 +422,44 @@ class PinFinished(Message):
         self.seq = seq
         self.outcome = outcome
         self.error = error
+        super().__init__()
+
+
+class GradeChunk(Request):
+    """Grade chunk ``rowid`` for the browser's query (from the rank flow),
+    through the browser's own grading: the browser follows the chunk (its
+    journey shows it) and grades it as its grade keys do
+    (``BrowserScreen.action_grade``: judgments saved, badges and metrics
+    refreshed). Answered with :class:`ChunkGraded`.
+
+    Attributes:
+        trace: the search the requester shows; refused (with a notice) when
+            the browser shows another one by now.
+        pass_name: the pass of the row graded (``"first"`` or ``"fuzzy"``),
+            where the chunk is looked up.
+        rowid: the chunk's row id.
+        grade: 0-3, or -1 to remove the grade.
+    """
+
+    def __init__(self, requester: MessagePump, trace: Trace, pass_name: str, rowid: int, grade: int) -> None:
+        super().__init__(requester)
+        self.trace = trace
+        self.pass_name = pass_name
+        self.rowid = rowid
+        self.grade = grade
+
+
+class ChunkGraded(Message):
+    """The answer to :class:`GradeChunk`: chunk ``rowid``'s grade for the
+    query as recorded now (unchanged when grading failed: the browser has
+    said why).
+
+    Attributes:
+        rowid: the chunk's row id.
+        grade: its grade 0-3, or ``None`` (not graded).
+    """
+
+    def __init__(self, rowid: int, grade: int | None) -> None:
+        self.rowid = rowid
+        self.grade = grade
         super().__init__()

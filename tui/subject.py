@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.diff import JourneyStep, journey
-from engine.model import Candidate, Hit, Trace
+from engine.model import Candidate, FusionStage, Hit, RetrieverRun, Run, Trace
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,25 @@ class Subject:
     def journey(self, trace: Trace) -> list[JourneyStep]:
         """Its position at every stage of ``trace`` (see :func:`engine.diff.journey`)."""
         return journey(trace, self.key, self.rowid if self.by_row else None)
+
+
+def row_subject(run: Run, rowid: int, origin: str) -> Subject | None:
+    """Chunk ``rowid`` of one pass as a :class:`Subject`: its fused
+    candidate (followed by its key) when it is one, else its retriever row
+    (followed by the row: a row merged into another one's key); ``None``
+    when no retriever of the pass returned it."""
+    fusion = run.record("fusion")
+    if isinstance(fusion, FusionStage):
+        for c in fusion.candidates:
+            if c.rowid == rowid:
+                return Subject.from_candidate(c, origin)
+    for retriever in ("porter", "trigram"):
+        rec = run.record(retriever)
+        if isinstance(rec, RetrieverRun):
+            for h in rec.hits:
+                if h.rowid == rowid:
+                    return Subject.from_hit(h, origin)
+    return None
 
 
 def exit_step(steps: list[JourneyStep]) -> JourneyStep | None:

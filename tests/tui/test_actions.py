@@ -23,6 +23,7 @@ from tui.screens.browser import BrowserScreen
 from tui.screens.cases import CasesScreen
 from tui.screens.compare import CompareScreen
 from tui.screens.doctor import DoctorScreen
+from tui.screens.flow import FlowScreen
 from tui.screens.help import HelpScreen, help_renderable
 from tui.screens.history import HistorySearchScreen
 from tui.screens.params import ParamsScreen
@@ -42,6 +43,7 @@ OWNERS = {
     "agent": AgentViewScreen,
     "cases": CasesScreen,
     "why": WhyScreen,
+    "flow": FlowScreen,
 }
 #: The screens that bind Esc themselves (owner "screens").
 CLOSING_SCREENS = (
@@ -57,6 +59,7 @@ CLOSING_SCREENS = (
     AgentLogScreen,
     HistorySearchScreen,
     CasesScreen,
+    FlowScreen,
 )
 #: A dialog's own moves between its widgets, which stay on the dialog (binding ids).
 DIALOG_MOVES = {"why.list"}

@@ -27,12 +27,13 @@ from dataclasses import dataclass
 import pytest
 from rich.cells import cell_len
 from rich.color import Color, ColorSystem
-from textual.widgets import Select
+from textual.widgets import DataTable, OptionList, Select
 
 from engine import SearchParams
 from tui.screens.agent import AgentViewScreen
 from tui.screens.compare import CompareScreen
 from tui.screens.doctor import DoctorScreen
+from tui.screens.flow import FlowScreen
 from tui.screens.help import HelpScreen
 from tui.screens.params import ParamsScreen
 from tui.screens.sessions import SessionsScreen
@@ -269,3 +270,119 @@ async def test_compare_bad_news_is_at_least_as_visible_as_good_news(no_color, mo
             assert c.bold and not good.bold, (c, good)
             assert c.contrast >= TEXT_MIN, c
             assert c.contrast >= good.contrast or not no_color, (c, good)
+
+
+# ─── the selected row stands out, with NO_COLOR too ──────────────────────
+#
+# With NO_COLOR the block cursor's navy and grey become greys next to the
+# panel's own, so a selected row differed from the rest by bold alone (and
+# titles are bold anyway). With NO_COLOR tables draw their cursor row in
+# reverse video and lists underline their highlighted option (Textual drops
+# reverse from an option list's styles); with colour the theme's cursor stays.
+
+#: Least contrast between a table's cursor row background and the other rows' with NO_COLOR.
+SELECTION_MIN = 3.0
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run of text as drawn: its row, reverse video and underline, and
+    its background (reverse video resolved)."""
+
+    y: int
+    text: str
+    reverse: bool
+    underline: bool
+    bg: tuple[int, int, int]
+
+
+def runs_in(app, widget) -> list[Run]:
+    """The runs of text (not blank) drawn in ``widget``'s content region."""
+    region = widget.content_region
+    out = []
+    for y, line in enumerate(screen_strips(app)):
+        x = 0
+        for text, style, control in (segment for strip in line for segment in strip):
+            if control:
+                continue
+            if style is not None and text.strip() and region.contains(x, y):
+                bg = style.color if style.reverse else style.bgcolor
+                assert bg is not None, f"{text!r} at {x},{y} has no colour"
+                out.append(Run(y, text, bool(style.reverse), bool(style.underline), on_256_colours(bg)))
+            x += cell_len(text)
+    return out
+
+
+def cursor_lines(table: DataTable) -> set[int]:
+    """The screen rows a table's cursor row takes."""
+    top = table.content_region.y + table.header_height - round(table.scroll_y)
+    rows = table.ordered_rows
+    start = top + sum(r.height for r in rows[: table.cursor_row])
+    return set(range(start, start + rows[table.cursor_row].height))
+
+
+def highlighted_line(options: OptionList) -> set[int]:
+    """The screen row of an option list's highlighted option (one-line options)."""
+    assert options.highlighted is not None
+    return {options.content_region.y + options.highlighted - round(options.scroll_y)}
+
+
+def check_selection(app, widget, selected: set[int], where: str) -> None:
+    """With NO_COLOR, the ``selected`` lines of ``widget``, and no other, are
+    marked: a table's in reverse video, their background :data:`SELECTION_MIN`
+    from the other rows'; a list's underlined. With colour nothing is
+    reversed or underlined (the theme's cursor)."""
+    runs = runs_in(app, widget)
+    on = [r for r in runs if r.y in selected]
+    off = [r for r in runs if r.y not in selected]
+    assert on and off, (where, selected, runs)
+    if not app.no_color:
+        assert not any(r.reverse or r.underline for r in runs), (where, [r for r in runs if r.reverse or r.underline])
+        return
+    mark = "reverse" if isinstance(widget, DataTable) else "underline"
+    assert all(getattr(r, mark) for r in on), (where, mark, [r.text for r in on if not getattr(r, mark)])
+    assert not any(getattr(r, mark) for r in off), (where, mark, [r.text for r in off if getattr(r, mark)])
+    if mark == "reverse":
+        for a in on:
+            for b in off:
+                assert contrast_ratio(a.bg, b.bg) >= SELECTION_MIN, (where, a, b)
+
+
+@pytest.mark.parametrize("no_color", [False, True], ids=["256-colours", "NO_COLOR"])
+async def test_the_selected_row_stands_out(no_color, monkeypatch):
+    """The results table (focused and not), the rank flow's table and the
+    why-not? matches (focused and not): with NO_COLOR the selected row is
+    marked by more than bold."""
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    app = build_app(params=SearchParams("", limit=5))
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.no_color == no_color
+        await search_for(pilot, "example")
+        table = app.browser.results.table
+        await press(pilot, "down", "down")
+        await wait_for(pilot, lambda: app.focused is table and table.cursor_row == 1)
+        await rendered(pilot)
+        check_selection(app, table, cursor_lines(table), "results, focused")
+        await press(pilot, "ctrl+l")
+        await rendered(pilot)
+        check_selection(app, table, cursor_lines(table), "results, the query focused")
+        await press(pilot, "f5")
+        flow = await wait_screen(pilot, FlowScreen, focused=False)
+        await press(pilot, "down", "down")
+        await rendered(pilot)
+        flow_table = flow.query_one("#flow-table-0", DataTable)
+        check_selection(app, flow_table, cursor_lines(flow_table), "rank flow")
+        await press(pilot, "escape", "f8")
+        why = await wait_screen(pilot, WhyScreen)
+        await settle_lab(pilot)
+        await press(pilot, "down", "down")
+        options = why.query_one("#why-list", OptionList)
+        await wait_for(pilot, lambda: app.focused is options and options.highlighted == 1)
+        await rendered(pilot)
+        check_selection(app, options, highlighted_line(options), "why not? matches, focused")
+        why.query_one("#why-find").focus()
+        await rendered(pilot)
+        check_selection(app, options, highlighted_line(options), "why not? matches, the finder focused")

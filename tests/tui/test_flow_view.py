@@ -4,13 +4,17 @@ conditions."""
 
 from __future__ import annotations
 
-from textual.widgets import DataTable
+import shutil
 
-from engine import SearchParams
-from tui.screens.flow import FlowScreen
+from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
+
+from engine import SearchParams, Store
+from tui.screens.flow import HINTS, FlowScreen
 
 from .conftest import (
     build_app,
+    notifications,
     plain,
     press,
     processed,
@@ -21,6 +25,7 @@ from .conftest import (
     wait_for,
     wait_screen,
 )
+from .test_wording import screen_lines
 
 NARROW, WIDE = (80, 24), (120, 40)
 
@@ -185,3 +190,205 @@ async def test_stems_beside_the_sanitised_query():
         await search_for(pilot, "caching hooks")
         sanitised = plain(app.browser.query_one("#sanitised"))
         assert "caching → cach" in sanitised and "hooks → hook" in sanitised
+
+
+# ── the layout at 80x24 and 120x40, pinning from the flow ────────────────
+#
+# The scenes of the newcomer trial, on the sample corpus the trial browsed.
+
+
+def sample_app(sample_db, **kwargs):
+    return build_app(store=Store.open_readonly(sample_db), store_label="sample", **kwargs)
+
+
+def visible(app, text: str) -> bool:
+    """Whether ``text`` is drawn on one row of the screen as the terminal gets it."""
+    return any(text in line for line in screen_lines(app))
+
+
+def title_cell(screen: FlowScreen, rowid: int, table: int = 0) -> str:
+    n = next(i for i, row in enumerate(screen.flows[table].rows) if row.rowid == rowid)
+    return cells(screen, table)[n][1]
+
+
+def fills_the_width(screen: FlowScreen, table: int = 0) -> bool:
+    """The table is exactly as wide as the room it has: no empty columns at
+    its right, and nothing to scroll sideways to."""
+    t = screen.query_one(f"#flow-table-{table}", DataTable)
+    return t.virtual_size.width == t.scrollable_content_region.width
+
+
+async def test_at_80x24_the_fate_line_and_the_key_hints_stay_in_view(sample_db):
+    """Trial: at 80x24 "retention" then F5 showed only "row 33 retention ·
+    config/broker.json" of the selected row; its fate, text and the key
+    hints were cut off."""
+    app = sample_app(sample_db)
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "retention")
+        assert screen.compact
+        for text in (
+            "row 33 retention · config/broker.json",
+            "#1 in the answer",
+            "Porter #1 → Trigram #1",  # the path: the first line of the scrolling text
+            HINTS,  # the whole key line
+        ):
+            assert visible(app, text), text
+        table = screen.query_one("#flow-table-0", DataTable)
+        assert table.size.height < table.row_count + 1  # the table scrolls its rows to make room
+        await press(pilot, "down", "down", "down")
+        await rendered(pilot)
+        assert visible(app, "row 153 Backup and restore > Snapshots")
+        assert visible(app, "left at Candidate pool: beyond the pool (fused #4, pool 3)")
+        assert visible(app, "Esc/F5 close")
+        # the last row scrolls into view, its fate still shown
+        last = screen.flows[0].rows[-1]
+        table.move_cursor(row=table.row_count - 1)
+        await rendered(pilot)
+        assert visible(app, f"row {last.rowid} ") and visible(app, "left at Fusion (RRF): ")
+        assert any(line.lstrip("█ ").startswith(f"{last.rowid}  ") for line in screen_lines(app))
+        assert visible(app, "Esc/F5 close")
+
+
+async def test_at_80x24_both_passes_and_the_fate_fit():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "cahce")
+        assert len(screen.flows) == 2
+        for text in (
+            "fuzzy re-run 'cache' (the answer)",
+            "first pass 'cahce' (not the answer)",
+            "(no candidate)",  # the first pass's only row, in the width its title column has
+            "row 17 cache > dir",
+            "#1 in the answer (after typo correction)",
+            "Esc/F5 close",
+        ):
+            assert visible(app, text), text
+        assert fills_the_width(screen, 0)
+
+
+async def test_the_title_column_takes_the_width_the_other_columns_leave(sample_db):
+    """Trial: at 120x40 rows 56, 60, 57 and 61 all read "ferryctl comm … >
+    Example" with about 12 empty columns on the right."""
+    app = sample_app(sample_db)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_flow(pilot, "example")
+        assert not screen.compact and fills_the_width(screen)
+        titles = {rowid: title_cell(screen, rowid) for rowid in (56, 60, 57, 61)}
+        assert all(t.endswith(" > Example") for t in titles.values()), titles  # the middle cut
+        assert titles[60] == titles[61] and titles[56] == titles[57]  # merged rows: the same title
+        assert "consume" in titles[60] and "publish" in titles[56], titles
+    app = sample_app(sample_db)
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "retention")
+        assert screen.compact and fills_the_width(screen)
+        assert title_cell(screen, 68).endswith(" > retention")
+        width = screen.query_one("#flow-table-0", DataTable).columns[ColumnKey("title")].width
+        assert width > 16  # the compact title was a fixed 16 cells
+
+
+async def test_p_pins_the_highlighted_row_in_the_browser_and_marks_it_at_once():
+    app = build_app(params=SearchParams("", limit=5))
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "example")
+        browser = app.browser
+        await press(pilot, "down")
+        row = screen.highlighted()
+        assert row is not None and row.rowid == screen.flows[0].rows[1].rowid
+        await press(pilot, "p")
+        # marked by the key's own handling, before the browser has done anything
+        assert cells(screen)[1][0] == f"▸{row.rowid}"
+        detail = plain(screen.query_one("#flow-detail"))
+        assert f"▸ row {row.rowid} " in detail and "· pinned" in detail
+        await processed(pilot)
+        assert browser.pinned_rowid == row.rowid
+        # another row: the mark moves
+        await press(pilot, "down", "p")
+        other = screen.flows[0].rows[2].rowid
+        assert cells(screen)[1][0] == str(row.rowid) and cells(screen)[2][0] == f"▸{other}"
+        await processed(pilot)
+        assert browser.pinned_rowid == other
+        # p on the pinned row unpins it
+        await press(pilot, "p")
+        assert not any(c[0].startswith("▸") for c in cells(screen))
+        assert "pinned" not in plain(screen.query_one("#flow-detail"))
+        await processed(pilot)
+        assert browser.pinned_rowid is None
+        # pin again and close: the browser's pinned line follows it
+        await press(pilot, "p", "escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, FlowScreen), what="the flow to close")
+        await settle(pilot)
+        await wait_for(pilot, lambda: f"pinned row {other}" in plain(browser.query_one("#pinned-line")))
+
+
+async def test_grade_keys_grade_the_highlighted_row_through_the_browser(sample_db, tmp_path):
+    """0-3 and x in the flow: the browser grades the chunk with its own grade
+    code (judgments saved, badges refreshed, its journey follows it), and the
+    flow shows the badge and the grade line."""
+    db = tmp_path / "sample.db"
+    shutil.copy(sample_db, db)
+    app = sample_app(db)
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "retention")
+        browser = app.browser
+        await press(pilot, "down")
+        row = screen.highlighted()
+        assert row is not None and row.rowid == 68
+        await press(pilot, "3")
+        await wait_for(pilot, lambda: screen.grades.get(68) == 3, what="the flow to hear the grade")
+        assert title_cell(screen, 68).startswith("★3 ") and title_cell(screen, 33).startswith("   ")
+        assert title_cell(screen, 68).endswith(" > retention")
+        await rendered(pilot)
+        assert visible(app, "graded 3 highly relevant for this query")
+        assert visible(app, "Esc/F5 close")  # the grade line took its row from the table
+        await settle(pilot)
+        assert browser.judged is not None and browser.judged.grades == {68: 3}
+        assert browser.selected_chunk() is not None and browser.selected_chunk().rowid == 68
+        assert browser.state.judgments.for_query("retention")  # saved
+        # x removes it; the badges go
+        await press(pilot, "x")
+        await wait_for(pilot, lambda: 68 not in screen.grades, what="the grade to go")
+        assert not title_cell(screen, 68).startswith(("★", " "))  # no grade left: no badge column
+        await settle(pilot)
+        assert browser.judged.grades == {}
+        # a row merged into another key is graded as its own chunk
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, FlowScreen), what="the flow to close")
+        screen = await open_flow(pilot, "example")
+        merged = next(n for n, r in enumerate(screen.flows[0].rows) if r.rowid == 61)
+        screen.query_one("#flow-table-0", DataTable).move_cursor(row=merged)
+        await press(pilot, "1")
+        await wait_for(pilot, lambda: screen.grades.get(61) == 1, what="row 61's grade")
+        assert 60 not in screen.grades
+
+
+async def test_grading_a_chunk_no_retriever_returned_says_why_not():
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "deploy runner")
+        app.browser.pin(17)  # "cache > dir": no query term in it; the flow shows it as a last row
+        await settle(pilot)
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        table = screen.query_one("#flow-table-0", DataTable)
+        table.move_cursor(row=table.row_count - 1)
+        await processed(pilot)
+        await press(pilot, "2")
+        await processed(pilot)
+        assert any("no retriever returned row 17" in str(n.message) for n in notifications(app))
+        assert screen.grades == {}
+        assert app.browser.judged is None or not app.browser.judged.grades
+
+
+async def test_a_resize_lays_the_flow_out_again(sample_db):
+    app = sample_app(sample_db)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_flow(pilot, "retention")
+        assert not screen.compact and fills_the_width(screen)
+        await press(pilot, "down")
+        await pilot.resize_terminal(*NARROW)
+        await wait_for(pilot, lambda: screen.compact, what="the compact cells")
+        await rendered(pilot)
+        assert fills_the_width(screen)
+        assert screen.highlighted() is not None and screen.highlighted().rowid == 68  # the cursor row kept
+        for text in ("row 68 ", "#2 in the answer", "Esc/F5 close"):
+            assert visible(app, text), text
