@@ -128,3 +128,13 @@ def test_why_json_reports_would_return_with(db):
     assert e["would_return_with"] is None and e["counterfactual"]["reason"] == "no-term"
     r = invoke("why", "zebra", "--db", db, "--rowid", "5", "--session", "mine")
     assert "Would return it: allowing session 'other' would return it at #1 (proven by re-running)" in r.output
+
+
+def test_a_chunk_pinned_twice_is_followed_once(db):
+    """``--pin 5 --pin 5`` (or its row id and its key) prints the pinned line
+    once and lists the chunk once in the JSON."""
+    r = invoke("search", "zebra", "--db", db, "--session", "mine", "--pin", "5", "--pin", "5", "--pin", "top.md::Zebra")
+    assert r.exit_code == 0, r.output
+    assert r.output.count("pinned row 5 Zebra") == 1
+    d = json.loads(invoke("search", "zebra", "--db", db, "--json", "--pin", "3", "--pin", "guide.md::Example").output)
+    assert [p["rowid"] for p in d["pinned"]] == [3, 4]

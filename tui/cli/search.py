@@ -240,7 +240,9 @@ def search_cmd(
 
 def _pins(store: Store, trace, specs: list[str]) -> list:
     """The :class:`tui.pinning.PinOutcome` of every ``--pin`` (a key shared
-    by several chunks pins each), in the order given."""
+    by several chunks pins each), in the order given, each chunk once (a
+    chunk pinned twice, by the same spec or by its row id and its key, is
+    followed once)."""
     if not specs:
         return []
     from engine.runcache import RunCache
@@ -249,13 +251,17 @@ def _pins(store: Store, trace, specs: list[str]) -> list:
     from ..pinning import pin_outcome, resolve_pin
 
     out = []
+    seen: set[int] = set()
     runs = RunCache(store)
-    for spec in specs:
+    for spec in dict.fromkeys(specs):
         try:
             chunks = resolve_pin(store, spec)
         except (ValueError, ChunkNotFoundError) as exc:
             fail(f"--pin: {exc}")
-        out += [pin_outcome(store, trace, c.rowid, runs=runs) for c in chunks]
+        for c in chunks:
+            if c.rowid not in seen:
+                seen.add(c.rowid)
+                out.append(pin_outcome(store, trace, c.rowid, runs=runs))
     return out
 
 
