@@ -289,9 +289,12 @@ def snapshot_save(
     )
 
 
-def snapshot_renderable(result: SnapshotCheck) -> Group:
-    """The readable diff: per changed query, its layer change and per stage
-    what moved (old → new position), entered (at) and left (was)."""
+def snapshot_lines(result: SnapshotCheck) -> list[Text]:
+    """The readable diff, one :class:`~rich.text.Text` per output line: per
+    changed query, its layer change and per stage what moved (old → new
+    position), entered (at) and left (was). Print each with
+    ``soft_wrap=True``: a line is never wrapped, so a CI log can be grepped
+    line by line for a chunk id."""
     scope = "every stage" if result.stages is None else "stages " + ", ".join(result.stages)
     note = (
         [
@@ -305,22 +308,22 @@ def snapshot_renderable(result: SnapshotCheck) -> Group:
         else []
     )
     if result.ok:
-        return Group(Text(f"unchanged: {result.checked} queries, {scope}", style="green"), *note)
+        return [Text(f"unchanged: {result.checked} queries, {scope}", style="green"), *note]
     n = len(result.changed)
-    parts: list = [Text(f"changed: {n} of {result.checked} queries ({scope})", style="bold red"), *note]
+    lines: list[Text] = [Text(f"changed: {n} of {result.checked} queries ({scope})", style="bold red"), *note]
     for q in result.changed:
-        parts.append(plain(f"query {q.id} ({clip(q.query, 60)!r})", style="bold"))
+        lines.append(plain(f"query {q.id} ({clip(q.query, 60)!r})", style="bold"))
         if q.layer_old != q.layer_new:
-            parts.append(plain(f"  layer: {q.layer_old} → {q.layer_new}", style="yellow"))
+            lines.append(plain(f"  layer: {q.layer_old} → {q.layer_new}", style="yellow"))
         for s in q.stages:
-            parts.append(plain(f"  {s.stage}:", style="cyan"))
+            lines.append(plain(f"  {s.stage}:", style="cyan"))
             for cid, old, new in s.moved:
-                parts.append(plain(f"    moved   {old} → {new}  {cid}"))
+                lines.append(plain(f"    moved   {old} → {new}  {cid}"))
             for cid, new in s.entered:
-                parts.append(plain(f"    entered at {new}  {cid}", style="green"))
+                lines.append(plain(f"    entered at {new}  {cid}", style="green"))
             for cid, old in s.left:
-                parts.append(plain(f"    left (was {old})  {cid}", style="red"))
-    return Group(*parts)
+                lines.append(plain(f"    left (was {old})  {cid}", style="red"))
+    return lines
 
 
 @snapshot_app.command("check")
@@ -356,7 +359,8 @@ def snapshot_check(
     if as_json:
         write_json(result.to_dict())
     else:
-        console.print(snapshot_renderable(result))
+        for text in snapshot_lines(result):
+            console.print(text, soft_wrap=True)
     if not result.ok:
         raise typer.Exit(1)
 
