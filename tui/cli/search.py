@@ -278,7 +278,8 @@ def _print_pins(pins: list) -> None:
 def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
     """``--flow``: the flow of the answering pass (and the other pass when
     the fuzzy fallback re-ran), with rows for pinned chunks no retriever
-    returned; ``--json`` the same rows."""
+    returned, and why nothing answered when nothing did; ``--json`` the
+    same rows."""
     from engine.flow import trace_flows
 
     flows = trace_flows(trace, [p.absent for p in pins if p.absent is not None])
@@ -304,6 +305,16 @@ def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
         console.print(flow_table(f, width, compact=compact, pinned={p.chunk.rowid for p in pins}))
     if compact:
         console.print(LEGEND, markup=False, highlight=False, style="dim")
+    if not trace.final:  # why nothing answered, as `rankscope search` says it
+        from ..render import REASON_SHOWN
+        from ..fmt import clip
+
+        console.print(
+            safe.line(f"No results: {clip(trace.empty_reason or '', REASON_SHOWN)}"),
+            markup=False,
+            highlight=False,
+            style="bold",
+        )
     _print_pins(pins)
 
 
