@@ -277,7 +277,6 @@ def titles_hint(label: str, titles: list[str], typed: str) -> str:
     )
 
 
-
 def _fmt(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".") if x else "0"
 
