@@ -25,7 +25,7 @@ QRELS = REPO / "docs" / "demo-qrels.json"
 
 
 def invoke(*args, width: int = 80):
-    r = runner.invoke(app, [str(a) for a in args], terminal_width=width)
+    r = runner.invoke(app, [str(a) for a in args], terminal_width=width, env={"COLUMNS": str(width)})
     assert r.exit_code == 0, r.output
     assert "Traceback" not in r.output
     return r.output
@@ -150,3 +150,21 @@ def test_fit_tables_keeps_styles_and_sections():
     assert lines[first + 1].strip() == "" and lines[first + 2].split() == ["total", "1"]  # the section's rule
     with pytest.raises(ValueError):
         fit_tables("T", cols, [["only one cell"]], 80)
+
+
+@pytest.mark.parametrize("width", [80, 140])
+def test_compare_one_query_keeps_numbers_and_file_names_whole(db, width):
+    """``compare QUERY`` at 80 columns stacks the source under the title
+    (file names whole) so the rrf and boost columns keep every digit."""
+    args = ("compare", "replicaton quorom", "--db", db, "--b", "pool=10,rerank=before-trim,rrf_k=10")
+    out = invoke(*args, width=width)
+    check_fits(out, width)
+    data = json.loads(invoke(*args, "--json"))
+    for row in data["rows"]:
+        line = cells_of_rows(out, str(row["position_a"] or "—"))
+        for key, digits in (("score_a", 4), ("score_b", 4), ("boost_a", 3), ("boost_b", 3)):
+            if row[key] is not None:
+                assert f"{row[key]:.{digits}f}" in out, (key, row, out)
+        assert re.search(rf"[\s/]{re.escape(row['source'].rsplit('/', 1)[-1])}\s", out), (row["source"], out)
+        assert line
+    assert "…" not in out

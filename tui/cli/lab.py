@@ -90,7 +90,7 @@ def comparison_renderable(cmp: Comparison, store_path: str | None = None) -> Gro
     browser's compare screen shows too: :func:`tui.describe.describe_comparison`),
     with a warning per run whose retriever failed (``store_path`` goes into
     its check command)."""
-    return to_rich(describe_comparison(cmp, store_path).as_description())
+    return to_rich(describe_comparison(cmp, store_path).as_description(), fit=True)
 
 
 def set_comparison_renderable(sc: SetComparison) -> Group:
@@ -286,7 +286,7 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
     """A :class:`~engine.doctor.DoctorReport` (the description the browser's
     doctor screen shows too: :func:`tui.describe.describe_report`); each
     table shows at most ``examples`` rows."""
-    return to_rich(describe_report(report), max_rows=examples)
+    return to_rich(describe_report(report), max_rows=examples, fit=True)
 
 
 def doctor_cmd(
