@@ -162,6 +162,9 @@ class Flow:
         stages: the column stage ids (full ids), in execution order, ending
             with ``final`` (``fuzzy:final``).
         rows: sorted as the module docstring says.
+        layer: the search's layer (``rrf``, ``rrf-fuzzy``, ``none``: no
+            pass answered), from :func:`trace_flows`; ``""`` for a flow
+            made by :func:`run_flow` alone.
     """
 
     pass_name: str
@@ -170,6 +173,7 @@ class Flow:
     shadow: bool
     stages: tuple[str, ...]
     rows: tuple[FlowRow, ...]
+    layer: str = ""
 
     def row(self, rowid: int) -> FlowRow | None:
         """The row of chunk ``rowid``, or ``None``."""
@@ -296,9 +300,16 @@ def _absent_row(a: Absent, cols: tuple[str, ...], ran: set[str]) -> FlowRow:
 
 
 def run_flow(
-    run: Run, params: "SearchParams", *, answering: bool, shadow: bool = False, absent: Iterable[Absent] = ()
+    run: Run,
+    params: "SearchParams",
+    *,
+    answering: bool,
+    shadow: bool = False,
+    absent: Iterable[Absent] = (),
+    layer: str = "",
 ) -> Flow:
-    """The flow of one pass (``absent``: extra rows for chunks that never entered it).
+    """The flow of one pass (``absent``: extra rows for chunks that never
+    entered it; ``layer``: the search's layer, see :attr:`Flow.layer`).
 
     Raises:
         ValueError: an ``absent`` chunk that a retriever of this pass did return.
@@ -316,7 +327,7 @@ def run_flow(
     def sort_key(r: FlowRow) -> tuple:
         return (r.final is None, r.final or 0, -r.reached, r.fused is None, r.fused or 0, order[r.rowid])
 
-    return Flow(run.pass_name, run.query, answering, shadow, cols, tuple(sorted(rows, key=sort_key)))
+    return Flow(run.pass_name, run.query, answering, shadow, cols, tuple(sorted(rows, key=sort_key)), layer)
 
 
 def trace_flows(trace: Trace, absent: Sequence[Absent] = ()) -> tuple[Flow, ...]:
@@ -341,6 +352,7 @@ def trace_flows(trace: Trace, absent: Sequence[Absent] = ()) -> tuple[Flow, ...]
                 answering=run is trace.answering_run,
                 shadow=run is rerun and trace.fuzzy.shadow,
                 absent=mine,
+                layer=trace.layer,
             )
         )
     return tuple(out)

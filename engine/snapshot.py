@@ -172,14 +172,19 @@ class SnapshotCheck:
 
 
 def parse_stage_list(spec: str | None) -> tuple[str, ...] | None:
-    """``"final,rerank"`` → ``("final", "rerank")`` (``None``/empty = all).
+    """``"final,rerank"`` → ``("final", "rerank")``; ``None`` (no list
+    given) = every stage.
 
     Raises:
-        ValueError: an unknown stage id (the message lists the known ones).
+        ValueError: an empty list (``""``, ``","``: it would silently mean
+            every stage), or an unknown stage id (the message lists the
+            known ones).
     """
-    if spec is None or not spec.strip():
+    if spec is None:
         return None
     names = tuple(dict.fromkeys(s.strip() for s in spec.split(",") if s.strip()))
+    if not names:
+        raise ValueError("no stage given; e.g. final or final,rerank (leave the list out to compare every stage)")
     bad = [s for s in names if s not in RANKED_IDS]
     if bad:
         raise ValueError(f"unknown stage {', '.join(map(repr, bad))}; stages are {', '.join(RANKED_IDS)}")

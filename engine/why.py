@@ -185,8 +185,9 @@ def find_chunks(
 
     Raises:
         ValueError: neither or both of ``key`` and ``rowid`` given.
-        ChunkNotFoundError: nothing matches; for a key the message lists a
-            few titles of the closest source.
+        ChunkNotFoundError: nothing matches; for a key the message lists
+            titles of the closest source (:func:`titles_hint`: the ones
+            closest to the title typed, and how many more).
     """
     if (key is None) == (rowid is None):
         raise ValueError("name exactly one chunk: give key='source::title' or rowid=N")
@@ -229,20 +230,51 @@ def find_chunks(
         if not labels:
             source = key.split("::", 1)[0]
             raise ChunkNotFoundError(f"no chunk has key {key!r}: no source is labelled {source!r}")
-        titles = [
-            sql.decode(r[0])
-            for r in c.execute(
-                f"SELECT DISTINCT {sql.text('chunks.title')} FROM chunks JOIN sources ON sources.id = chunks.source_id "
-                "WHERE sources.label = ? ORDER BY chunks.rowid LIMIT 6",
-                (labels[-1],),
-            ).fetchall()
-        ]
-        raise ChunkNotFoundError(
-            f"no chunk has key {key!r}; source {labels[-1]!r} has titles: " + "; ".join(repr(t) for t in titles)
+        label = labels[-1]
+        titles = list(
+            dict.fromkeys(
+                sql.decode(r[0])
+                for r in c.execute(
+                    f"SELECT {sql.text('chunks.title')} FROM chunks JOIN sources ON sources.id = chunks.source_id "
+                    "WHERE sources.label = ? ORDER BY chunks.rowid",
+                    (label,),
+                ).fetchall()
+            )
         )
+        raise ChunkNotFoundError(f"no chunk has key {key!r}; " + titles_hint(label, titles, key[len(label) + 2 :]))
 
 
 # ─── helpers ─────────────────────────────────────────────────────────────
+
+#: Titles named in the hint of an unknown ``source::title`` key (the rest are counted).
+TITLES_SHOWN = 6
+
+
+def titles_hint(label: str, titles: list[str], typed: str) -> str:
+    """The hint after an unknown key: the source's distinct ``titles``
+    (rowid order), all of them when there are at most :data:`TITLES_SHOWN`,
+    else the :data:`TITLES_SHOWN` closest to the ``typed`` title (rapidfuzz
+    ``WRatio`` on lower-cased alphanumerics; ties in rowid order) and how
+    many more there are::
+
+        source 'a.md' has titles: 'Intro'; 'Usage'
+        source 'b.json' has 13 titles; the 6 closest to 'nope': 'node'; ...; and 7 more
+    """
+    if len(titles) <= TITLES_SHOWN:
+        return f"source {label!r} has titles: " + "; ".join(repr(t) for t in titles)
+    if typed.strip():
+        from rapidfuzz import fuzz, utils
+
+        scores = [fuzz.WRatio(typed, t, processor=utils.default_process) for t in titles]
+        order = sorted(range(len(titles)), key=lambda i: (-scores[i], i))
+        shown, which = [titles[i] for i in order[:TITLES_SHOWN]], f"the {TITLES_SHOWN} closest to {typed!r}"
+    else:
+        shown, which = titles[:TITLES_SHOWN], f"the first {TITLES_SHOWN}"
+    return (
+        f"source {label!r} has {len(titles)} titles; {which}: "
+        + "; ".join(repr(t) for t in shown)
+        + f"; and {len(titles) - len(shown)} more"
+    )
 
 
 def _fmt(x: float) -> str:

@@ -228,6 +228,39 @@ def test_snapshot_check_fails_with_a_readable_diff_after_a_corpus_change(tmp_pat
     assert all(set(q["stages"]) <= {"final"} for q in doc["changed"])
 
 
+def test_snapshot_diff_lines_are_never_wrapped(tmp_path):
+    """At 80 columns (CliRunner's width, output redirected) a diff line with
+    a long chunk id is printed whole, so a CI log greps line by line."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS, corpus)
+    store, snap = tmp_path / "s.db", tmp_path / "snap.json"
+    assert invoke("index", corpus, "--db", store).exit_code == 0
+    assert invoke("snapshot", "save", QUERIES, "--db", store, "-o", snap).exit_code == 0
+    long_title = "What a throttled producer sees and feels when the broker pushes back hard"
+    page = corpus / "docs" / "backpressure.md"
+    page.write_text(page.read_text("utf-8") + f"\n## {long_title}\nthrottled throttling producer\n", "utf-8")
+    assert invoke("index", corpus, "--db", store).exit_code == 0
+    r = runner.invoke(app, ["snapshot", "check", str(snap), "--db", str(store)], terminal_width=80)
+    assert r.exit_code == 1, r.output
+    lines = r.output.splitlines()
+    chunk_id = f"docs/backpressure.md::Backpressure > {long_title}"
+    assert any(line.startswith("    entered at ") and line.endswith(f"  {chunk_id}") for line in lines), r.output
+    assert max(len(line) for line in lines) > 80
+    # every line is a header, a query, a stage or a whole diff line: none is a wrapped tail
+    for line in lines:
+        assert line.startswith(("changed: ", "query ", "  ")), line
+        if line.startswith("    "):
+            assert line.lstrip().startswith(("moved ", "entered at ", "left (was ")) and "::" in line, line
+
+
+def test_an_empty_stage_list_is_an_error(db, tmp_path):
+    snap = tmp_path / "snap.json"
+    assert invoke("snapshot", "save", QUERIES, "--db", db, "-o", snap).exit_code == 0
+    for empty in ("", " ", ","):
+        message = error_of(invoke("snapshot", "check", snap, "--db", db, "--stages", empty))
+        assert message.startswith("--stages: no stage given; e.g. final"), message
+
+
 def test_a_snapshot_from_before_fuzzy_final_is_checked_on_what_it_recorded(db, tmp_path):
     snap = tmp_path / "snap.json"
     assert invoke("snapshot", "save", QUERIES, "--db", db, "-o", snap).exit_code == 0

@@ -72,6 +72,28 @@ def test_fuzzy_rerun_shows_both_passes(db):
     assert "fuzzy re-run 'zebra' (the answer)" in r.output and "~Fused" in r.output
 
 
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_search_nothing_answered_says_so_whole(db, width):
+    """``kafka`` matches nothing and fuzzy finds no correction (layer none):
+    the title says there is no answer (not "not the answer"), the empty
+    table says so in full, and why nothing answered follows."""
+    r = invoke("search", "kafka", "--db", db, "--flow", width=width)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert "first pass 'kafka' (no answer: nothing was returned)" in lines[1]
+    assert "not the answer" not in r.output
+    assert any(line.strip() == "(no candidate entered this pass)" for line in lines), r.output
+    assert "No results: no match in either index" in r.output
+
+
+def test_a_fuzzy_answer_keeps_the_empty_first_pass_whole(db):
+    r = invoke("search", "zebar", "--db", db, "--flow", width=80)
+    assert r.exit_code == 0, r.output
+    assert "fuzzy re-run 'zebra' (the answer)" in r.output and "first pass 'zebar' (not the answer)" in r.output
+    assert any(line.strip() == "(no candidate entered this pass)" for line in r.output.splitlines()), r.output
+    assert "No results" not in r.output
+
+
 def test_pin_a_session_removal(db):
     r = invoke("search", "zebra", "--db", db, "--session", "mine", "--pin", "top.md::Zebra")
     assert r.exit_code == 0, r.output
@@ -128,3 +150,13 @@ def test_why_json_reports_would_return_with(db):
     assert e["would_return_with"] is None and e["counterfactual"]["reason"] == "no-term"
     r = invoke("why", "zebra", "--db", db, "--rowid", "5", "--session", "mine")
     assert "Would return it: allowing session 'other' would return it at #1 (proven by re-running)" in r.output
+
+
+def test_a_chunk_pinned_twice_is_followed_once(db):
+    """``--pin 5 --pin 5`` (or its row id and its key) prints the pinned line
+    once and lists the chunk once in the JSON."""
+    r = invoke("search", "zebra", "--db", db, "--session", "mine", "--pin", "5", "--pin", "5", "--pin", "top.md::Zebra")
+    assert r.exit_code == 0, r.output
+    assert r.output.count("pinned row 5 Zebra") == 1
+    d = json.loads(invoke("search", "zebra", "--db", db, "--json", "--pin", "3", "--pin", "guide.md::Example").output)
+    assert [p["rowid"] for p in d["pinned"]] == [3, 4]

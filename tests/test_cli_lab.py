@@ -232,3 +232,15 @@ def test_doctor_shows_counts_that_disagree(tmp_path):
     assert "Counts that disagree with the rows stored" in r.output
     row = next(line for line in r.output.splitlines() if "chunk_count" in line)
     assert row.split() == ["1", "a.md", "chunk_count", "5", "2"]
+
+
+def test_why_unknown_title_hints_the_closest_titles_and_counts_the_rest(sample_db):
+    """``config/broker.json`` has 13 titles: the hint names the 6 closest to
+    the title typed (the real one among them) and says how many more."""
+    msg = error_of(invoke("why", "retention", "--db", sample_db, "--chunk", "config/broker.json::adminport"))
+    assert "source 'config/broker.json' has 13 titles; the 6 closest to 'adminport': 'listen > adminPort';" in msg
+    assert msg.endswith("; and 7 more")
+    msg = error_of(invoke("why", "retention", "--db", sample_db, "--chunk", "config/broker.json::retension"))
+    assert "closest to 'retension': 'retention';" in msg
+    msg = error_of(invoke("why", "retention", "--db", sample_db, "--chunk", "config/broker.json::"))
+    assert "has 13 titles; the first 6: 'node'; " in msg and msg.endswith("; and 7 more")

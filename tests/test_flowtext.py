@@ -60,6 +60,13 @@ def test_a_flow_table_reads_without_colour(store):
     assert flow_title(flow) == "first pass 'widget' (the answer)"
 
 
+def test_titles_when_no_pass_answered(store):
+    index_collide(store)
+    [nothing] = trace_flows(search(store, SearchParams("qqqxyzzy", limit=3)))
+    assert nothing.layer == "none" and not nothing.rows
+    assert flow_title(nothing) == "first pass 'qqqxyzzy' (no answer: nothing was returned)"
+
+
 def test_movement_of_results(store):
     index_zebra(store)
     [flow] = trace_flows(search(store, SearchParams("zebra crossing", limit=2)))

@@ -18,6 +18,7 @@ without colour (``NO_COLOR``) it is at least as visible as the good news.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table as RichTable
@@ -78,12 +79,15 @@ class Column:
         numeric: right-aligned, never wraps.
         wide: free text (titles, keys, paths) that may fold or be cut.
         detail: extra numbers a narrow screen may leave out.
+        path: a source label: wraps at its slashes, never inside a name
+            (with ``to_rich(fit=True)``; :class:`tui.render.PathText`).
     """
 
     name: str
     numeric: bool = False
     wide: bool = False
     detail: bool = False
+    path: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,16 +137,30 @@ def table_heading(tb: Table, shown: int) -> Text:
     return heading
 
 
-def table_renderable(tb: Table, max_rows: int | None = None, details: bool = True) -> Group:
+#: Widest a wide column gets (cells).
+WIDE_MAX = 56
+#: Narrowest a wide column is squeezed to by :func:`table_renderable` with ``fit`` (cells).
+WIDE_MIN = 10
+
+
+def table_renderable(tb: Table, max_rows: int | None = None, details: bool = True, fit: bool = False) -> Group:
     """The heading over a Rich table of at most ``max_rows`` rows (all when
-    ``None``); ``details`` false leaves the detail columns out."""
+    ``None``); ``details`` false leaves the detail columns out. ``fit``
+    lays the table out for the width it is printed at (the CLI): the wide
+    columns share what the others leave, a ``path`` column at least its
+    longest name (so no name is cut), the others at least
+    :data:`WIDE_MIN`; without it Rich shares the room."""
     columns = [c for c in tb.columns if details or not c.detail]
     keep = [i for i, c in enumerate(tb.columns) if details or not c.detail]
     rows = tb.rows if max_rows is None else tb.rows[:max_rows]
+    if fit:
+        from .render import ByWidth
+
+        return Group(table_heading(tb, len(rows)), ByWidth(lambda width: _fitted(columns, keep, rows, width)))
     t = RichTable(expand=False, box=None, header_style="bold underline", pad_edge=False)
     for c in columns:
         if c.wide:
-            t.add_column(c.name, overflow="fold", ratio=1, max_width=56)
+            t.add_column(c.name, overflow="fold", ratio=1, max_width=WIDE_MAX)
         else:
             t.add_column(c.name, no_wrap=True, justify="right" if c.numeric else "left")
     for row in rows:
@@ -150,12 +168,86 @@ def table_renderable(tb: Table, max_rows: int | None = None, details: bool = Tru
     return Group(table_heading(tb, len(rows)), t)
 
 
-def to_rich(desc: Description, max_rows: int | None = None, details: bool = True) -> Group:
-    """Every block of ``desc`` as Rich renderables (tables cut to ``max_rows``)."""
+def _fitted(columns: list[Column], keep: list[int], rows: tuple, width: int) -> RichTable:
+    """:func:`table_renderable`'s table with explicit widths for ``width``
+    cells: numbers whole; when the wide columns do not fit side by side
+    they are stacked in one (``title / source``), and when even that does
+    not fit the detail columns are left out."""
+    from rich.cells import cell_len
+
+    from .render import PathText
+
+    def cell(j: int, ln: Line) -> Any:
+        text = line_text(ln)
+        return PathText(text.plain, str(text.spans[0].style) if text.spans else "") if columns[j].path else text
+
+    cells: list[list[Any]] = [[cell(j, row[i]) for j, i in enumerate(keep)] for row in rows]
+
+    def plain_of(cell: object) -> str:
+        return cell.text if isinstance(cell, PathText) else cell.plain  # type: ignore[attr-defined]
+
+    def floor_of(j: int) -> int:
+        head = cell_len(columns[j].name)
+        if columns[j].path:
+            return max([head] + [r[j].narrowest for r in cells])
+        return min(want[j], max(head, WIDE_MIN))
+
+    natural = [max([cell_len(c.name)] + [cell_len(plain_of(r[j])) for r in cells]) for j, c in enumerate(columns)]
+    want = [min(n, WIDE_MAX) for n in natural]
+    wide = [j for j, c in enumerate(columns) if c.wide]
+
+    def room_for(shown: list[int], n_columns: int) -> int:
+        gaps = 2 * (n_columns - 1)  # no box, one space of padding either side, none at the edges
+        return width - gaps - sum(natural[j] for j in shown if not columns[j].wide)
+
+    shown = list(range(len(columns)))
+    for stacked, details in ((False, True), (True, True), (True, False)):
+        shown = [j for j in range(len(columns)) if details or not columns[j].detail]
+        n_columns = len(shown) - (len(wide) - 1 if stacked and wide else 0)
+        room = room_for(shown, n_columns)
+        floors = [max(floor_of(j) for j in wide)] if stacked and wide else [floor_of(j) for j in wide]
+        if room >= sum(floors):
+            break
+    t = RichTable(expand=False, box=None, header_style="bold underline", pad_edge=False)
+    if stacked and len(wide) > 1:
+        first = wide[0]
+        t_width = max(floors[0], min(room, max(want[j] for j in wide)))
+        for j in shown:
+            if j == first:
+                t.add_column(" / ".join(columns[w].name for w in wide), overflow="fold", width=t_width)
+            elif j not in wide:
+                c = columns[j]
+                t.add_column(c.name, no_wrap=True, justify="right" if c.numeric else "left")
+        for r in cells:
+            stack = Group(*[r[w] if not isinstance(r[w], PathText) else PathText(r[w].text, "dim") for w in wide])
+            t.add_row(*[stack if j == first else r[j] for j in shown if j == first or j not in wide])
+        return t
+    widths = dict(zip(wide, floors))
+    spare = room - sum(floors)
+    # water-filling: the columns that need least are satisfied first, the rest share what is left
+    needy = sorted((want[j] - widths[j], j) for j in wide if want[j] > widths[j])
+    for k, (extra, j) in enumerate(needy):
+        give = min(extra, max(spare, 0) // (len(needy) - k))
+        widths[j] += give
+        spare -= give
+    for j in shown:
+        c = columns[j]
+        if c.wide:
+            t.add_column(c.name, overflow="fold", width=widths[j])
+        else:
+            t.add_column(c.name, no_wrap=True, justify="right" if c.numeric else "left")
+    for r in cells:
+        t.add_row(*[r[j] for j in shown])
+    return t
+
+
+def to_rich(desc: Description, max_rows: int | None = None, details: bool = True, fit: bool = False) -> Group:
+    """Every block of ``desc`` as Rich renderables (tables cut to
+    ``max_rows``; ``fit``: see :func:`table_renderable`)."""
     parts: list = []
     for block in desc.blocks:
         if isinstance(block, Table):
-            parts.append(table_renderable(block, max_rows, details))
+            parts.append(table_renderable(block, max_rows, details, fit))
         else:
             parts.append(line_text(block))
     return Group(*parts)
@@ -256,7 +348,7 @@ COMPARE_COLUMNS = (
     Column("move"),
     Column("row", numeric=True),
     Column("title", wide=True),
-    Column("source", wide=True),
+    Column("source", wide=True, path=True),
     Column("rrf A", numeric=True, detail=True),
     Column("rrf B", numeric=True, detail=True),
     Column("boost A", numeric=True, detail=True),

@@ -179,11 +179,25 @@ def counterfactual_text(cf: Counterfactual) -> str:
     return counterfactual_sentence(cf)
 
 
+#: The role :func:`flow_title` gives a pass when no pass answered.
+NO_ANSWER = "no answer: nothing was returned"
+
+
 def flow_title(flow: Flow) -> str:
-    """``first pass "cache" (the answer)``, ``fuzzy re-run "zebra" (the
-    answer)``, ``fuzzy re-run "zebra" (shadow: not the answer)``."""
+    """``first pass 'cache' (the answer)``, ``fuzzy re-run 'zebra' (the
+    answer)``, ``fuzzy re-run 'zebra' (shadow: not the answer)``,
+    ``first pass 'cahce' (not the answer)`` (the re-run answered) or, when
+    no pass answered (layer ``none``), ``first pass 'kafka' (no answer:
+    nothing was returned)``."""
     name = "first pass" if flow.pass_name == "first" else "fuzzy re-run"
-    role = "the answer" if flow.answering else "shadow: not the answer" if flow.shadow else "not the answer"
+    if flow.answering:
+        role = "the answer"
+    elif flow.shadow:
+        role = "shadow: not the answer"
+    elif flow.layer == "none":
+        role = NO_ANSWER
+    else:
+        role = "not the answer"
     return f"{name} {flow.query!r} ({role})"
 
 
@@ -191,6 +205,8 @@ def flow_title(flow: Flow) -> str:
 
 #: Styles by cell meaning; the text alone says it (NO_COLOR drops these).
 CELL_STYLES = {"up": "green", "down": "red", "same": "", "left": "bold yellow", "absent": "dim", "not-run": "dim"}
+#: Printed under the headers of a flow without rows.
+NO_CANDIDATE = "(no candidate entered this pass)"
 #: Narrowest title column.
 MIN_TITLE = 12
 
@@ -265,8 +281,9 @@ def flow_table(
             Text(middle_cut(safe.line(row.title), title_w), style="bold" if mark else ""),
             *cells,
         )
-    if not flow.rows:
-        t.add_row("", Text("(no candidate entered this pass)", style="italic"), *[""] * len(flow.stages))
+    if not flow.rows:  # under the headers, whole (a cell of the narrow title column would cut it)
+        t.caption = Text(NO_CANDIDATE, style="italic")
+        t.caption_justify = "left"
     return t
 
 

@@ -81,40 +81,70 @@ def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
     return text
 
 
-def final_table(trace: Trace) -> Table:
-    """The answer: position, title, source, type, layer, RRF score, boost."""
+def final_table(trace: Trace) -> "ByWidth":
+    """The answer: position, title, source, type, session, RRF score, boost,
+    laid out for the width it is printed at (:func:`_final_table`)."""
+    return ByWidth(lambda width: _final_table(trace, width))
+
+
+#: Widest the results table's title and source columns get (cells).
+TITLE_MAX, SOURCE_MAX = 48, 32
+#: Narrowest title column of the results table (cells).
+TITLE_MIN = 12
+
+
+def _final_table(trace: Trace, width: int) -> Table:
+    """The results table in ``width`` cells: the position, the type, the
+    session id and the numbers are never cut or wrapped; the source wraps
+    at its slashes (its column is at least its longest name: no name is
+    cut) and the title (folded at spaces) takes what is left."""
     t = Table(
         title=plain(f"Results for {query_label(trace.params.query)} (layer {trace.layer})"),
         title_justify="left",
         expand=False,
     )
-    t.add_column("#", justify="right")
-    t.add_column("title", overflow="fold", max_width=48)
-    t.add_column("source", max_width=32)
-    t.add_column("type")
-    t.add_column("session")
-    t.add_column("rrf", justify="right")
-    t.add_column("boost", justify="right")
-    for r in trace.final:
-        c = r.candidate
-        t.add_row(
+    rows = [
+        (
             str(r.position),
-            plain(c.title),
-            PathText(c.source),
-            plain(c.content_type),
-            plain(c.session_id or "—"),
-            f"{c.score:.5f}",
+            plain(r.candidate.title),
+            PathText(r.candidate.source),
+            plain(r.candidate.content_type),
+            plain(r.candidate.session_id or "—"),
+            f"{r.candidate.score:.5f}",
             "—" if r.boost is None else f"{r.boost:.3f}",
         )
+        for r in trace.final
+    ]
+    heads = ("#", "title", "source", "type", "session", "rrf", "boost")
+    fixed = [
+        max([cell_len(heads[i])] + [cell_len(str(getattr(row[i], "plain", row[i]))) for row in rows])
+        for i in (0, 3, 4, 5, 6)
+    ]
+    room = width - (3 * len(heads) + 1) - sum(fixed)  # the heavy box: a rule and a space either side of each cell
+    title_nat = min(TITLE_MAX, max([cell_len(heads[1])] + [cell_len(row[1].plain) for row in rows]))
+    source_nat = min(SOURCE_MAX, max([cell_len(heads[2])] + [cell_len(row[2].text) for row in rows]))
+    names = max([cell_len(heads[2])] + [row[2].narrowest for row in rows])
+    source_w = min(source_nat, max(names, room - title_nat, room // 2))
+    title_w = max(TITLE_MIN, min(title_nat, room - source_w))
+    source_w = max(names, min(source_nat, room - title_w))
+    t.add_column("#", justify="right", no_wrap=True)
+    t.add_column("title", overflow="fold", width=title_w)
+    t.add_column("source", width=source_w)
+    t.add_column("type", no_wrap=True)
+    t.add_column("session", no_wrap=True)
+    t.add_column("rrf", justify="right", no_wrap=True)
+    t.add_column("boost", justify="right", no_wrap=True)
+    for row in rows:
+        t.add_row(*row)
     return t
 
 
 def stages_table(trace: Trace) -> Table:
     """One row per stage: name, what it did, time."""
     t = Table(title="Stages", title_justify="left", expand=False)
-    t.add_column("stage")
+    t.add_column("stage", no_wrap=True)
     t.add_column("what happened", overflow="fold", max_width=90)
-    t.add_column("ms", justify="right")
+    t.add_column("ms", justify="right", no_wrap=True)
     for s in stage_summaries(trace):
         t.add_row(
             plain(s.title if not in_rerun(s.stage) else f"↳ {s.title}"),

@@ -333,6 +333,9 @@ def test_bad_snapshots(data, message):
 
 def test_stage_list():
     assert parse_stage_list("final, rerank,final") == ("final", "rerank")
-    assert parse_stage_list(None) is None and parse_stage_list(" ") is None
+    assert parse_stage_list(None) is None
+    for empty in ("", " ", ", ,"):
+        with pytest.raises(ValueError, match="no stage given"):
+            parse_stage_list(empty)
     with pytest.raises(ValueError, match="unknown stage 'answer'"):
         parse_stage_list("answer")

@@ -299,7 +299,7 @@ def agent_log_cmd(
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col, kw in (
-        ("#", {"justify": "right"}),
+        ("#", {"justify": "right", "no_wrap": True}),
         ("UTC", {"no_wrap": True}),
         ("session", {"no_wrap": True}),
         ("queries", {"overflow": "fold", "ratio": 3}),
@@ -308,7 +308,7 @@ def agent_log_cmd(
     ):  # answer: the recorded call #N, – when not recorded
         table.add_column(col, **kw)
     if replays:
-        table.add_column("replay", overflow="fold")
+        table.add_column("replay", no_wrap=True)  # an outcome code: same, differs, not recorded
     for i, c in enumerate(calls):
         qs = _queries_of(c.params)
         count = answer_count(c.answer)

@@ -110,10 +110,13 @@ def os_error_text(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
-def error_exit(message: str) -> NoReturn:
-    """Print ``rankscope: error: message`` (one line, terminal-safe) and exit 2."""
+def error_exit(message: str, hint: Optional[str] = None, code: int = 2) -> NoReturn:
+    """Print ``rankscope: error: message`` (one line, terminal-safe), then
+    ``hint`` on a line of its own when given, and exit with ``code`` (2)."""
     err_console.print(f"rankscope: error: {safe.line(message)}", markup=False, highlight=False, soft_wrap=True)
-    raise SystemExit(2)
+    if hint:
+        err_console.print(safe.line(hint), markup=False, highlight=False, soft_wrap=True)
+    raise SystemExit(code)
 
 
 def unwrap(text: Optional[str]) -> Optional[str]:

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich import box
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from engine.compare import variant_spec
@@ -39,6 +37,7 @@ from engine.stages import RANKED_IDS
 from .. import safe
 from ..fmt import clip, json_text
 from ..render import plain
+from ..tablefit import Cell, Col, Fitted
 from .base import search_db_option, console, fail, open_store, write_json
 from .lab import SPEC_HELP, variant_option
 from ..outfile import write_text_file
@@ -85,71 +84,74 @@ def _pair(va: Optional[float], vb: Optional[float]) -> Text:
     return Text(f"{_fmt(va)} → {_fmt(vb)}", style=style)
 
 
-def _stage_table(a: SetEval, b: Optional[SetEval]) -> Table:
+def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
     n = len(a.queries)
     title = f"Mean over {n} judged {'query' if n == 1 else 'queries'}, per stage" + (
         " (A → B)" if b is not None else ""
     )
-    t = Table(title=title, title_justify="left", expand=False, box=box.SIMPLE_HEAD)
-    t.add_column("stage", no_wrap=True, min_width=13)
-    for m in a.measures:
-        t.add_column(m, justify="right", no_wrap=True)
+    cols = [Col("stage", "key")] + [Col(m, justify="right") for m in a.measures]
     stages = [s for s in RANKED_IDS if s in a.stages or (b is not None and s in b.stages)]
+    rows: list[list[Cell]] = []
     for s in stages:
-        row: list = [s]
+        row: list[Cell] = [s]
         for m in a.measures:
             va = a.means.get(s, {}).get(m)
             row.append(_fmt(va) if b is None else _pair(va, b.means.get(s, {}).get(m)))
-        t.add_row(*row)
-    return t
+        rows.append(row)
+    return Fitted(title, cols, rows)
 
 
-def _query_table(a: SetEval, b: Optional[SetEval]) -> Table:
+def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
+    """Per query: its id (never cut), its text (A alone: the room left,
+    wrapped at spaces), its layer and each measure's final value."""
     title = "Per query, final stage" + (" (A → B)" if b is not None else "")
-    t = Table(title=title, title_justify="left", expand=False, box=box.SIMPLE_HEAD)
-    t.add_column("id", no_wrap=True, max_width=24, overflow="ellipsis")
+    cols = [Col("id", "key")]
     if b is None:  # with A → B cells there is no room for it; the id names the query
-        t.add_column("query", overflow="fold", min_width=8, max_width=32)
-    t.add_column("layer", no_wrap=True)
-    for m in a.measures:
-        t.add_column(m, justify="right", no_wrap=True)
+        cols.append(Col("query", "free", min_width=8, max_width=32))
+    cols.append(Col("layer"))
+    cols += [Col(m, justify="right") for m in a.measures]
     b_by_id = {q.id: q for q in b.queries} if b is not None else {}
+    rows: list[list[Cell]] = []
     for q in a.queries:
         layer = q.layer
-        cells: list = []
+        cells: list[Cell] = []
         for m in a.measures:
             va = q.value("final", m)
             cells.append(_fmt(va) if b is None else _pair(va, b_by_id[q.id].value("final", m)))
         if b is not None and b_by_id[q.id].layer != q.layer:
             layer = f"{q.layer}→{b_by_id[q.id].layer}"
-        head = [plain(q.id)] + ([plain(clip(q.query, 60))] if b is None else [])
-        t.add_row(*head, layer, *cells)
-    return t
+        head: list[Cell] = [plain(q.id)]
+        if b is None:
+            head.append(plain(clip(q.query, 60)))
+        rows.append([*head, layer, *cells])
+    return Fitted(title, cols, rows)
 
 
-def _comparison_table(cmp: EvalComparison) -> Table:
-    t = Table(
-        title=plain(f"A {variant_spec(cmp.a.variant)}  vs  B {variant_spec(cmp.b.variant)}, stage {cmp.stage}"),
-        title_justify="left",
-        expand=False,
-        box=box.SIMPLE_HEAD,
-    )
-    for col in ("measure", "A", "B", "Δ", "better", "worse", "tied", "p (t)", "p (W)"):
-        t.add_column(col, justify="left" if col == "measure" else "right", no_wrap=True)
+def _comparison_table(cmp: EvalComparison) -> Fitted:
+    cols = [Col("measure", "key")] + [
+        Col(c, justify="right") for c in ("A", "B", "Δ", "better", "worse", "tied", "p (t)", "p (W)")
+    ]
+    rows: list[list[Cell]] = []
     for m in cmp.measures:
         style = "" if abs(m.delta) < 1e-12 else ("green" if m.delta > 0 else "red")
-        t.add_row(
-            m.measure,
-            _fmt(m.mean_a),
-            _fmt(m.mean_b),
-            Text(f"{m.delta:+.3f}", style=style),
-            str(m.improved),
-            str(m.worsened),
-            str(m.tied),
-            _p(m.p_ttest),
-            _p(m.p_wilcoxon),
+        rows.append(
+            [
+                m.measure,
+                _fmt(m.mean_a),
+                _fmt(m.mean_b),
+                Text(f"{m.delta:+.3f}", style=style),
+                str(m.improved),
+                str(m.worsened),
+                str(m.tied),
+                _p(m.p_ttest),
+                _p(m.p_wilcoxon),
+            ]
         )
-    return t
+    return Fitted(
+        plain(f"A {variant_spec(cmp.a.variant)}  vs  B {variant_spec(cmp.b.variant)}, stage {cmp.stage}"),
+        cols,
+        rows,
+    )
 
 
 def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None) -> Group:
@@ -289,9 +291,12 @@ def snapshot_save(
     )
 
 
-def snapshot_renderable(result: SnapshotCheck) -> Group:
-    """The readable diff: per changed query, its layer change and per stage
-    what moved (old → new position), entered (at) and left (was)."""
+def snapshot_lines(result: SnapshotCheck) -> list[Text]:
+    """The readable diff, one :class:`~rich.text.Text` per output line: per
+    changed query, its layer change and per stage what moved (old → new
+    position), entered (at) and left (was). Print each with
+    ``soft_wrap=True``: a line is never wrapped, so a CI log can be grepped
+    line by line for a chunk id."""
     scope = "every stage" if result.stages is None else "stages " + ", ".join(result.stages)
     note = (
         [
@@ -305,22 +310,22 @@ def snapshot_renderable(result: SnapshotCheck) -> Group:
         else []
     )
     if result.ok:
-        return Group(Text(f"unchanged: {result.checked} queries, {scope}", style="green"), *note)
+        return [Text(f"unchanged: {result.checked} queries, {scope}", style="green"), *note]
     n = len(result.changed)
-    parts: list = [Text(f"changed: {n} of {result.checked} queries ({scope})", style="bold red"), *note]
+    lines: list[Text] = [Text(f"changed: {n} of {result.checked} queries ({scope})", style="bold red"), *note]
     for q in result.changed:
-        parts.append(plain(f"query {q.id} ({clip(q.query, 60)!r})", style="bold"))
+        lines.append(plain(f"query {q.id} ({clip(q.query, 60)!r})", style="bold"))
         if q.layer_old != q.layer_new:
-            parts.append(plain(f"  layer: {q.layer_old} → {q.layer_new}", style="yellow"))
+            lines.append(plain(f"  layer: {q.layer_old} → {q.layer_new}", style="yellow"))
         for s in q.stages:
-            parts.append(plain(f"  {s.stage}:", style="cyan"))
+            lines.append(plain(f"  {s.stage}:", style="cyan"))
             for cid, old, new in s.moved:
-                parts.append(plain(f"    moved   {old} → {new}  {cid}"))
+                lines.append(plain(f"    moved   {old} → {new}  {cid}"))
             for cid, new in s.entered:
-                parts.append(plain(f"    entered at {new}  {cid}", style="green"))
+                lines.append(plain(f"    entered at {new}  {cid}", style="green"))
             for cid, old in s.left:
-                parts.append(plain(f"    left (was {old})  {cid}", style="red"))
-    return Group(*parts)
+                lines.append(plain(f"    left (was {old})  {cid}", style="red"))
+    return lines
 
 
 @snapshot_app.command("check")
@@ -356,7 +361,8 @@ def snapshot_check(
     if as_json:
         write_json(result.to_dict())
     else:
-        console.print(snapshot_renderable(result))
+        for text in snapshot_lines(result):
+            console.print(text, soft_wrap=True)
     if not result.ok:
         raise typer.Exit(1)
 

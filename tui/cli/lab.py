@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich import box
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from engine.compare import (
@@ -61,6 +59,7 @@ from .base import (
 from ..describe import counts_line, describe_comparison, describe_explanation, describe_report, line_text, to_rich
 from ..fmt import clip
 from ..render import plain
+from ..tablefit import Cell, Col, Fitted
 from .search import load_queries
 
 SPEC_HELP = (
@@ -91,53 +90,56 @@ def comparison_renderable(cmp: Comparison, store_path: str | None = None) -> Gro
     browser's compare screen shows too: :func:`tui.describe.describe_comparison`),
     with a warning per run whose retriever failed (``store_path`` goes into
     its check command)."""
-    return to_rich(describe_comparison(cmp, store_path).as_description())
+    return to_rich(describe_comparison(cmp, store_path).as_description(), fit=True)
 
 
 def set_comparison_renderable(sc: SetComparison) -> Group:
     """Rich rendering of a :class:`~engine.compare.SetComparison`: one row
-    per query, a totals row, the mean overlap."""
-    t = Table(
-        title=plain(f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}"),
-        title_justify="left",
-        expand=False,
-        box=box.SIMPLE_HEAD,
-    )
-    for col in ("id", "query", "layer A→B", "A", "B", "↑", "↓", "=", "gone", "new", "overlap"):
-        if col in ("id", "query"):
-            t.add_column(col, overflow="fold", max_width=32 if col == "query" else 24)
-        else:
-            t.add_column(col, justify="left" if col == "layer A→B" else "right", no_wrap=True)
+    per query, a totals row, the mean overlap (ids and numbers never cut:
+    :mod:`tui.tablefit`)."""
+    cols = [Col("id", "key"), Col("query", "free", min_width=8, max_width=32), Col("layer A→B")] + [
+        Col(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap")
+    ]
+    rows: list[list[Cell]] = []
     for q in sc.queries:
         c = q.counts
         layer = q.layer_a if q.layer_a == q.layer_b else f"{q.layer_a}→{q.layer_b}"
-        t.add_row(
-            plain(q.id),
-            plain(clip(q.query, 60)),
-            Text(layer, style="" if q.layer_a == q.layer_b else "yellow"),
-            str(q.size_a),
-            str(q.size_b),
+        rows.append(
+            [
+                plain(q.id),
+                plain(clip(q.query, 60)),
+                Text(layer, style="" if q.layer_a == q.layer_b else "yellow"),
+                str(q.size_a),
+                str(q.size_b),
+                str(c.improved),
+                str(c.worsened),
+                str(c.unchanged),
+                str(c.only_in_a),
+                str(c.only_in_b),
+                Text(f"{q.overlap:.2f}", style="" if q.overlap == 1 else "yellow"),
+            ]
+        )
+    c = sc.totals
+    rows.append(
+        [
+            "total",
+            f"{len(sc.queries)} queries",
+            f"{sc.layer_changes} differ",
+            "",
+            "",
             str(c.improved),
             str(c.worsened),
             str(c.unchanged),
             str(c.only_in_a),
             str(c.only_in_b),
-            Text(f"{q.overlap:.2f}", style="" if q.overlap == 1 else "yellow"),
-        )
-    c = sc.totals
-    t.add_section()
-    t.add_row(
-        "total",
-        f"{len(sc.queries)} queries",
-        f"{sc.layer_changes} differ",
-        "",
-        "",
-        str(c.improved),
-        str(c.worsened),
-        str(c.unchanged),
-        str(c.only_in_a),
-        str(c.only_in_b),
-        _opt(sc.mean_overlap, "{:.2f}"),
+            _opt(sc.mean_overlap, "{:.2f}"),
+        ]
+    )
+    t = Fitted(
+        plain(f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}"),
+        cols,
+        rows,
+        sections=[len(rows) - 1],
     )
     summary = Text(
         f"{sc.changed_queries} of {len(sc.queries)} queries changed ({sc.layer_changes} changed layer); "
@@ -284,7 +286,7 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
     """A :class:`~engine.doctor.DoctorReport` (the description the browser's
     doctor screen shows too: :func:`tui.describe.describe_report`); each
     table shows at most ``examples`` rows."""
-    return to_rich(describe_report(report), max_rows=examples)
+    return to_rich(describe_report(report), max_rows=examples, fit=True)
 
 
 def doctor_cmd(

@@ -7,7 +7,11 @@ indexes a folder first. Every subcommand is registered here, explicitly, from
 ``python -m tui`` run exactly what ``rankscope`` runs.
 
 Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
-never a traceback: :func:`main` turns :class:`CliError`, any
+never a traceback: :func:`main` runs the Typer application with
+``standalone_mode=False`` so that Click's usage errors (a bad option value, an
+unknown or missing option, an option without its value) come back to it and
+are printed the same way, with one hint line (:func:`usage_error_exit`); and it
+turns :class:`CliError`, any
 :class:`~engine.StoreError` (a damaged store is a
 :class:`~engine.CorruptStoreError`), a stray SQLite error (``engine.sql.Error``) and
 ``OSError`` into that line.
@@ -18,9 +22,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, NoReturn, Optional
 
 import typer
+from typer.exceptions import TyperException
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from engine import StoreError, sql
@@ -41,12 +46,17 @@ APP_HELP = (
 
 
 class RankscopeGroup(TyperGroup):
-    """The command group, with two help fixes made in one place:
+    """The command group, with help fixes made in one place:
 
     * options show plain metavars: a flag shows none (Typer prints
       ``<bool>``), a repeatable option its element type (not ``<list[str]>``);
     * an unknown option that is really a query beginning with ``-``
-      (``rankscope search --save-dev``) gets a hint to put it after ``--``.
+      (``rankscope search --save-dev``) gets a hint to put it after ``--``;
+    * extra arguments after a query (``rankscope search replicaton quorom``)
+      get a hint to quote it;
+    * a usage error Click's parser raised without a context (an option
+      without its value) is given the subcommand's path for its hint line
+      (:func:`usage_hint`).
     """
 
     def get_params(self, ctx: Any) -> Any:
@@ -57,7 +67,21 @@ class RankscopeGroup(TyperGroup):
             return super().invoke(ctx)
         except Exception as exc:  # Typer vendors Click: its NoSuchOption class is private
             sub = getattr(exc, "ctx", None)
+            if (
+                sub is None
+                and isinstance(exc, TyperException)
+                and ctx.invoked_subcommand
+                and not hasattr(exc, "command_path")  # the innermost group names it
+            ):
+                # Click's parser raises "option X requires an argument" without a context: name the
+                # subcommand for the hint line (usage_hint)
+                exc.command_path = f"{ctx.command_path} {ctx.invoked_subcommand}"  # type: ignore[attr-defined]
             name = sub.command.name if sub is not None else None
+            message = getattr(exc, "message", "")
+            if name in QUERY_COMMANDS and isinstance(message, str) and message.startswith("Got unexpected extra"):
+                # `rankscope search replicaton quorom`: a query of several words is one argument
+                exc.message = f"{message}. {SPLIT_QUERY_HINT} (rankscope {name} 'several words' --db DB)"  # type: ignore[attr-defined]
+                raise
             option = getattr(exc, "option_name", None)
             if type(exc).__name__ != "NoSuchOption" or name not in QUERY_COMMANDS or not option:
                 raise
@@ -76,6 +100,8 @@ class RankscopeCommand(TyperCommand):
 
 #: Subcommands whose first argument is a query text.
 QUERY_COMMANDS = ("search", "compare", "why")
+#: Why a query of several words unquoted is an error.
+SPLIT_QUERY_HINT = "A query of several words goes in quotes"
 #: How to search for a text that begins with ``-`` (help texts and errors).
 DASH_QUERY_HINT = "A query that begins with '-' goes after '--'"
 
@@ -200,6 +226,44 @@ def browse(path: Optional[str], stores: bool = False, qrels: Optional[Path] = No
     launch_browser(path, stores=stores, qrels=qrels)
 
 
+def usage_hint(exc: Exception) -> Optional[str]:
+    """The hint under a usage error: where the options (or, for a group,
+    the subcommands) are listed, e.g. ``(rankscope search --help shows the
+    options)``; ``None`` when the error names no command."""
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:  # set by RankscopeGroup.invoke when Click's parser gave no context
+        path = getattr(exc, "command_path", None)
+        return f"({path} --help shows the options)" if path else None
+    what = "subcommands" if isinstance(ctx.command, TyperGroup) else "options"
+    return f"({ctx.command_path} --help shows the {what})"
+
+
+def usage_message(exc: TyperException) -> str:
+    """Click's message for ``exc``, as the rest of a ``rankscope: error:``
+    line: no final full stop, a lower-case first word, and the value given
+    where Typer's type check leaves it out (``invalid value for '--limit':
+    'abc' should be a valid integer``, not ``Input should be``)."""
+    message = exc.format_message().rstrip(".")
+    errors = getattr(exc.__cause__, "errors", None)  # pydantic's ValidationError behind a bad value
+    if callable(errors) and ": Input should" in message:
+        found = errors()
+        if found and "input" in found[0]:
+            message = message.replace(": Input should", f": {found[0]['input']!r} should", 1)
+    return message[:1].lower() + message[1:] if message[1:2].islower() else message
+
+
+def usage_error_exit(exc: TyperException) -> NoReturn:
+    """Print one of Click's errors the house way and exit with its status
+    (2 for a usage error): ``rankscope: error: <message>`` and the
+    :func:`usage_hint` line, instead of Click's usage block and boxed panel.
+    A group called without a subcommand has printed its help already (Click
+    builds the help into that error): nothing more is printed."""
+    code = getattr(exc, "exit_code", 2)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # private class in Typer's vendored Click
+        raise SystemExit(code)
+    error_exit(usage_message(exc), usage_hint(exc), code)
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Console-script entry point."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -216,7 +280,14 @@ def main(argv: Optional[List[str]] = None) -> None:
                 )
             browse(rest[0] if rest else None, stores=stores, qrels=qrels)
             return
-        app(args=args, prog_name="rankscope", standalone_mode=True)
+        status = app(args=args, prog_name="rankscope", standalone_mode=False)
+        # as Click's standalone mode does: always exit, with typer.Exit(n)'s n (snapshot check's 1,
+        # --help's 0) or 0 after a command that returned
+        raise SystemExit(status if isinstance(status, int) else 0)
+    except TyperException as exc:  # Click's errors: Typer vendors Click, whose classes derive from this
+        usage_error_exit(exc)
+    except typer.Abort:
+        raise SystemExit(1) from None
     except (CliError, StoreError) as exc:
         error_exit(str(exc))
     except sql.Error as exc:  # last resort: the engine names the store in a StoreError

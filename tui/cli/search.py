@@ -240,7 +240,9 @@ def search_cmd(
 
 def _pins(store: Store, trace, specs: list[str]) -> list:
     """The :class:`tui.pinning.PinOutcome` of every ``--pin`` (a key shared
-    by several chunks pins each), in the order given."""
+    by several chunks pins each), in the order given, each chunk once (a
+    chunk pinned twice, by the same spec or by its row id and its key, is
+    followed once)."""
     if not specs:
         return []
     from engine.runcache import RunCache
@@ -249,13 +251,17 @@ def _pins(store: Store, trace, specs: list[str]) -> list:
     from ..pinning import pin_outcome, resolve_pin
 
     out = []
+    seen: set[int] = set()
     runs = RunCache(store)
-    for spec in specs:
+    for spec in dict.fromkeys(specs):
         try:
             chunks = resolve_pin(store, spec)
         except (ValueError, ChunkNotFoundError) as exc:
             fail(f"--pin: {exc}")
-        out += [pin_outcome(store, trace, c.rowid, runs=runs) for c in chunks]
+        for c in chunks:
+            if c.rowid not in seen:
+                seen.add(c.rowid)
+                out.append(pin_outcome(store, trace, c.rowid, runs=runs))
     return out
 
 
@@ -272,7 +278,8 @@ def _print_pins(pins: list) -> None:
 def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
     """``--flow``: the flow of the answering pass (and the other pass when
     the fuzzy fallback re-ran), with rows for pinned chunks no retriever
-    returned; ``--json`` the same rows."""
+    returned, and why nothing answered when nothing did; ``--json`` the
+    same rows."""
     from engine.flow import trace_flows
 
     flows = trace_flows(trace, [p.absent for p in pins if p.absent is not None])
@@ -298,6 +305,16 @@ def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
         console.print(flow_table(f, width, compact=compact, pinned={p.chunk.rowid for p in pins}))
     if compact:
         console.print(LEGEND, markup=False, highlight=False, style="dim")
+    if not trace.final:  # why nothing answered, as `rankscope search` says it
+        from ..render import REASON_SHOWN
+        from ..fmt import clip
+
+        console.print(
+            safe.line(f"No results: {clip(trace.empty_reason or '', REASON_SHOWN)}"),
+            markup=False,
+            highlight=False,
+            style="bold",
+        )
     _print_pins(pins)
 
 

@@ -140,10 +140,10 @@ def _store_table(members: list) -> Table:
     for col, kw in (
         ("store", {"no_wrap": True, "min_width": 19}),
         ("size", {"justify": "right", "no_wrap": True}),
-        ("sources", {"justify": "right"}),
-        ("chunks", {"justify": "right"}),
-        ("code", {"justify": "right"}),
-        ("sessions", {"justify": "right"}),
+        ("sources", {"justify": "right", "no_wrap": True}),
+        ("chunks", {"justify": "right", "no_wrap": True}),
+        ("code", {"justify": "right", "no_wrap": True}),
+        ("sessions", {"justify": "right", "no_wrap": True}),
         ("last indexed (UTC)", {"no_wrap": True}),
         ("FTS", {"no_wrap": True}),
         ("session DB", {"no_wrap": True}),
@@ -213,8 +213,8 @@ def sessions_cmd(
         return
     console.print(safe.line(f"sessions in {db}"), markup=False, highlight=False)
     table = Table()
-    table.add_column("session id", overflow="fold")
-    table.add_column("chunks", justify="right")
+    table.add_column("session id", no_wrap=True)  # an id: never cut or wrapped
+    table.add_column("chunks", justify="right", no_wrap=True)
     for session, n in counts:
         table.add_row(plain(session) if session else Text("(unattributed)", style="dim"), str(n))
     console.print(table)

@@ -1,0 +1,170 @@
+"""At 80 columns (output redirected: CliRunner's terminal is 80 wide, as
+Rich assumes for a file or a pipe) no number, query id, stage id or layer is
+cut (``0.6…``, ``porter-stemmi…``) or wrapped, and free text wraps at word
+boundaries only (``partition-ke`` / ``y example`` was Rich's folding).
+Tables too wide for the terminal are split (:mod:`tui.tablefit`)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+from typer.testing import CliRunner
+
+from tui.cli import app
+from tui.tablefit import Col, fit_tables
+
+from .conftest import REPO, SAMPLE_CORPUS
+
+runner = CliRunner()
+QUERIES = REPO / "docs" / "demo-queries.json"
+QRELS = REPO / "docs" / "demo-qrels.json"
+
+
+def invoke(*args, width: int = 80):
+    r = runner.invoke(app, [str(a) for a in args], terminal_width=width, env={"COLUMNS": str(width)})
+    assert r.exit_code == 0, r.output
+    assert "Traceback" not in r.output
+    return r.output
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("width") / "sample.db"
+    runner.invoke(app, ["index", str(SAMPLE_CORPUS), "--db", str(path)])
+    return path
+
+
+def fmt(value) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def pair(a, b) -> str:
+    return fmt(a) if a is not None and b is not None and abs(a - b) < 1e-12 else f"{fmt(a)} → {fmt(b)}"
+
+
+def cells_of_rows(output: str, key: str) -> str:
+    """Every table line whose first cell is ``key``, joined (a split table
+    has one such line per part)."""
+    return " | ".join(line for line in output.splitlines() if line.split()[:1] == [key])
+
+
+def check_fits(output: str, width: int = 80) -> None:
+    assert max(len(line) for line in output.splitlines()) <= width, output
+
+
+@pytest.mark.parametrize("variant", ["pool=10,rerank=before-trim", "fts_limit=0"])
+def test_eval_ab_at_80_columns_cuts_no_number_id_or_layer(db, variant):
+    out = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS, "--b", variant)
+    check_fits(out)
+    data = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS, "--b", variant, "--json"))
+    a_stages, b_stages = data["stages"], data["comparison"]["stages"]
+    for stage in a_stages:
+        row = cells_of_rows(out, stage)
+        for m in data["measures"]:
+            assert pair(a_stages[stage][m], b_stages.get(stage, {}).get(m)) in row, (stage, m, row)
+    b_queries = {q["id"]: q for q in data["comparison"]["queries"]}
+    for q in data["queries"]:
+        row = cells_of_rows(out, q["id"])  # the whole id starts the row
+        assert row, (q["id"], out)
+        for m in data["measures"]:
+            a, b = q["stages"]["final"][m], b_queries[q["id"]]["stages"]["final"][m]
+            assert pair(a, b) in row, (q["id"], m, row)
+    fuzzy = cells_of_rows(out, "fuzzy")
+    assert re.search(r"\brrf-fuzzy(→\S+)?\s", fuzzy), fuzzy  # the layer whole
+    assert "…" not in out.split("Per query", 1)[1].split("A query whose", 1)[0]
+
+
+def test_eval_query_texts_wrap_at_word_boundaries(db):
+    out = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS)
+    check_fits(out)
+    assert not re.search(r"partition-ke\s", out) and "y example" not in out
+    data = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS, "--json"))
+    for q in data["queries"]:
+        row = cells_of_rows(out, q["id"])
+        assert all(fmt(q["stages"]["final"][m]) in row for m in data["measures"]), (q["id"], row)
+
+
+def test_compare_set_at_80_columns_keeps_ids_whole(db):
+    out = invoke("compare", "--queries", QUERIES, "--db", db, "--b", "pool=10,rerank=before-trim")
+    check_fits(out)
+    data = json.loads(
+        invoke("compare", "--queries", QUERIES, "--db", db, "--b", "pool=10,rerank=before-trim", "--json")
+    )
+    for q in data["queries"]:
+        row = cells_of_rows(out, q["id"])
+        assert row, (q["id"], out)
+        assert f"{q['overlap']:.2f}" in row
+
+
+def test_search_at_80_columns_keeps_file_names_and_numbers_whole(db):
+    args = ("search", "replication quorum acknowledgement", "--db", db, "--limit", "5")
+    args += ("--session", "sess-docs", "--session", "sess-ops")  # the session column takes room
+    out = invoke(*args)
+    check_fits(out)
+    trace = json.loads(invoke(*args, "--json"))
+    text = out.split("\nStages", 1)[0].replace("│", " ")  # the results table
+    for r in trace["final"]:
+        name = r["source"].rsplit("/", 1)[-1]
+        assert re.search(rf"[\s/]{re.escape(name)}\s", text), (name, out)
+        assert f"{r['boost']:.3f}" in text
+    assert "getting-started.md" in text
+
+
+@pytest.mark.parametrize("width", [44, 60, 80, 100, 140])
+def test_fit_tables_never_cuts_keys_or_values(width):
+    """A table of ids and numbers at any width: every cell whole, each
+    part as wide as the width allows (one key column and one value column
+    always fit at these widths), the free text left out or wrapped at spaces."""
+    cols = [Col("id", "key"), Col("text", "free", min_width=8)] + [Col(f"m{i}", justify="right") for i in range(6)]
+    rows = [
+        [f"query-{n}-with-a-long-id", "several words of free text, partition-key example"]
+        + [f"0.{n}{i}7 → 0.{i}{n}1" for i in range(6)]
+        for n in range(4)
+    ]
+    console = Console(width=width, record=True, color_system=None)
+    for part in fit_tables("Title", cols, rows, width):
+        console.print(part)
+    out = console.export_text()
+    assert max(len(line) for line in out.splitlines()) <= width
+    for row in rows:
+        found = cells_of_rows(out, row[0])
+        for cell in row[2:]:
+            assert cell in found, (cell, out)
+    assert "partition-ke " not in out
+    parts = out.count("Title")
+    assert parts >= 1 and (width < 140 or parts == 1)
+
+
+def test_fit_tables_keeps_styles_and_sections():
+    cols = [Col("id", "key"), Col("n", justify="right")]
+    rows = [["a", Text("1", style="red")], ["total", "1"]]
+    console = Console(width=80, record=True, color_system=None)
+    for part in fit_tables("T", cols, rows, 80, sections=[1]):
+        console.print(part)
+    lines = console.export_text().splitlines()
+    first = next(i for i, x in enumerate(lines) if x.split()[:1] == ["a"])
+    assert lines[first + 1].strip() == "" and lines[first + 2].split() == ["total", "1"]  # the section's rule
+    with pytest.raises(ValueError):
+        fit_tables("T", cols, [["only one cell"]], 80)
+
+
+@pytest.mark.parametrize("width", [80, 140])
+def test_compare_one_query_keeps_numbers_and_file_names_whole(db, width):
+    """``compare QUERY`` at 80 columns stacks the source under the title
+    (file names whole) so the rrf and boost columns keep every digit."""
+    args = ("compare", "replicaton quorom", "--db", db, "--b", "pool=10,rerank=before-trim,rrf_k=10")
+    out = invoke(*args, width=width)
+    check_fits(out, width)
+    data = json.loads(invoke(*args, "--json"))
+    for row in data["rows"]:
+        line = cells_of_rows(out, str(row["position_a"] or "—"))
+        for key, digits in (("score_a", 4), ("score_b", 4), ("boost_a", 3), ("boost_b", 3)):
+            if row[key] is not None:
+                assert f"{row[key]:.{digits}f}" in out, (key, row, out)
+        assert re.search(rf"[\s/]{re.escape(row['source'].rsplit('/', 1)[-1])}\s", out), (row["source"], out)
+        assert line
+    assert "…" not in out
