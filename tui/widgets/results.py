@@ -80,6 +80,14 @@ def failure_explanation(error: BaseException) -> Text:
     return t
 
 
+class ResultsNote(Static):
+    """The welcome text, or why there are no results. It takes focus (↓ from
+    the query box lands here before the first search), so keys typed next
+    reach the browser, not the query."""
+
+    can_focus = True
+
+
 class ResultsPane(Vertical):
     """The final results as a table (position, fused → final movement, row
     id, title cut in the middle keeping its last heading, source, content
@@ -111,7 +119,7 @@ class ResultsPane(Vertical):
         table: DataTable = DataTable(id="results-table", cursor_type="row", zebra_stripes=False)
         table.display = False
         yield table
-        yield Static(id="results-empty")
+        yield ResultsNote(id="results-empty")
 
     @property
     def table(self) -> DataTable:
@@ -119,9 +127,9 @@ class ResultsPane(Vertical):
         return self.query_one("#results-table", DataTable)
 
     @property
-    def message(self) -> Static:
+    def message(self) -> ResultsNote:
         """The empty-state / welcome text."""
-        return self.query_one("#results-empty", Static)
+        return self.query_one("#results-empty", ResultsNote)
 
     def show_welcome(self, text: Text) -> None:
         """Show the start-up text (nothing searched yet)."""
