@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from rich.cells import cell_len
 
-from engine import SearchParams, Store, index_corpus
+from engine import Store, index_corpus
 from tui.widgets.pinned_line import PinnedParts, first_line, pinned_text
 from tui.widgets.query_box import QueryParts, cut_query, fit_queries
 

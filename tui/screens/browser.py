@@ -637,7 +637,8 @@ class BrowserScreen(Screen):
 
         subject = self.selected_chunk()
         if subject is None or self.state is None or self.trace is None:
-            self.app.notify("Select a chunk first (results, stages or journey).", severity="warning")
+            first = "Search, then select a chunk" if self.trace is None else "Select a chunk first"
+            self.app.notify(f"{first} (results, stages or journey) to grade it.", severity="warning")
             return
         query = self.trace.params.query
         try:
