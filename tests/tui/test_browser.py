@@ -370,6 +370,13 @@ async def test_down_then_a_digit_before_the_first_search_leaves_the_query_alone(
         await pilot.resize_terminal(120, 40)
         await press(pilot, "ctrl+l", "down")
         await wait_for(pilot, lambda: app.focused is browser.results.message, what="the welcome text focused")
+        # results replace the focused text: the focus goes to the table (and back when none are left)
+        browser.open_search(SearchParams("cache"))
+        await settle(pilot)
+        assert app.focused is browser.results.table
+        browser.open_search(SearchParams("deployment"))  # no results
+        await settle(pilot)
+        assert app.focused is browser.results.message and not browser.results.table.display
 
 
 async def test_everything_filtered_by_session_says_so():
