@@ -21,7 +21,7 @@ from textual.widgets import Input, Static
 from engine.model import Trace
 
 from .. import safe
-from ..actions import bindings
+from ..actions import bindings, key_shown
 from ..fmt import ELLIPSIS, middle_cut
 
 #: Pause after the last keystroke before searching (seconds).
@@ -226,7 +226,8 @@ class QueryBox(Vertical):
     def compose(self) -> ComposeResult:
         yield QueryInput(
             self._value,
-            placeholder="Search… (Enter searches now · F1 help · ctrl+p commands)",
+            placeholder=f"Search… ({key_shown('search-now')} searches now · {key_shown('help')} help · "
+            f"{key_shown('command-palette')} commands)",
             id="query",
             max_length=10_000,
         )
