@@ -109,24 +109,26 @@ class Qrels:
 
     def set_grade(self, qid: str, chunk_id: str, grade: int | None, query: str | None = None) -> None:
         """Judge ``chunk_id`` for ``qid`` (``None`` removes the judgment);
-        ``query`` records the query text.
+        ``query`` records the query text (not when there was nothing to
+        remove: removing a judgment that does not exist changes nothing).
 
         Raises:
             QrelsError: a grade outside 0-3, or an empty id.
         """
         if not qid or not chunk_id:
             raise QrelsError(f"query id and chunk id must not be empty; got {qid!r}, {chunk_id!r}")
-        if query is not None:
-            self.queries[qid] = query
         if grade is None:
             docs = self.judgments.get(qid)
-            if docs is not None:
-                docs.pop(chunk_id, None)
-                if not docs:
-                    del self.judgments[qid]
-            return
-        _check_grade(grade, f"judgment {qid} / {chunk_id}")
-        self.judgments.setdefault(qid, {})[chunk_id] = grade
+            if docs is None or chunk_id not in docs:
+                return
+            del docs[chunk_id]
+            if not docs:
+                del self.judgments[qid]
+        else:
+            _check_grade(grade, f"judgment {qid} / {chunk_id}")
+            self.judgments.setdefault(qid, {})[chunk_id] = grade
+        if query is not None:
+            self.queries[qid] = query
 
     def qid_for_text(self, query: str) -> str | None:
         """The id whose recorded query text is ``query``, or ``None``."""
@@ -264,14 +266,21 @@ def write_qrels(qrels: Qrels, path: str | os.PathLike[str], form: str | None = N
         ValueError: an unknown ``form``.
     """
     p = Path(path)
-    form = form or ("json" if is_json_name(p) else "trec")
+    write_text_atomic(p, qrels_text(qrels, form or ("json" if is_json_name(p) else "trec")))
+
+
+def qrels_text(qrels: Qrels, form: str) -> str:
+    """``qrels`` as the text of a qrels file: ``form`` ``"json"`` (with the
+    query texts) or ``"trec"`` (``qid 0 docid grade`` lines).
+
+    Raises:
+        ValueError: an unknown ``form``.
+    """
     if form == "json":
-        text = json.dumps(qrels.to_json(), ensure_ascii=False, indent=2) + "\n"
-    elif form == "trec":
-        text = qrels.to_trec()
-    else:
-        raise ValueError(f"form must be 'json' or 'trec'; got {form!r}")
-    write_text_atomic(p, text)
+        return json.dumps(qrels.to_json(), ensure_ascii=False, indent=2) + "\n"
+    if form == "trec":
+        return qrels.to_trec()
+    raise ValueError(f"form must be 'json' or 'trec'; got {form!r}")
 
 
 def default_qrels_path(store_path: str | os.PathLike[str] | None) -> Path | None:

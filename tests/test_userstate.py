@@ -8,7 +8,16 @@ import pytest
 
 from engine import SearchParams
 from engine.model import Variant
-from tui.userstate import HISTORY_MAX, Case, CaseBook, HistoryCursor, Judgments, QueryHistory, query_slug
+from tui.userstate import (
+    HISTORY_MAX,
+    Case,
+    CaseBook,
+    HistoryCursor,
+    Judgments,
+    QueryHistory,
+    free_export_path,
+    query_slug,
+)
 
 
 def test_history_dedupes_caps_and_persists(tmp_path):
@@ -64,6 +73,34 @@ def test_judgments_ids_follow_query_texts(tmp_path):
     assert query_slug("  ") == "query"
     with pytest.raises(ValueError, match="type a query first"):
         j.grade(" ", "a::b", 1)
+
+
+def test_removing_a_grade_that_is_not_there_writes_nothing(tmp_path):
+    path = tmp_path / "q.json"
+    j = Judgments(path)
+    assert j.grade("kafka broker", "a::b", None) is None
+    assert not path.exists() and j.qid_for("kafka broker") is None
+    assert j.grade("write quorum", "a::b", 2) == "write-quorum"
+    before = path.read_bytes()
+    assert j.grade("write quorum", "c::d", None) is None  # another chunk of a judged query
+    assert path.read_bytes() == before
+    assert j.grade("write quorum", "a::b", None) == "write-quorum"
+    assert Judgments(path).for_query("write quorum") == {}
+
+
+def test_an_export_is_new_files_at_the_next_free_name(tmp_path):
+    book = CaseBook(None)
+    book.cases.append(Case.from_search("q", SearchParams("q"), None, {"a::b": 1}))
+    assert free_export_path(tmp_path, "cases.json") == tmp_path / "cases.json"
+    (tmp_path / "cases.qrels.json").write_text("kept")
+    assert free_export_path(tmp_path, "cases.json") == tmp_path / "cases-2.json"
+    with pytest.raises(FileExistsError):
+        book.export(tmp_path / "cases.json")  # its qrels name is taken: nothing written
+    assert not (tmp_path / "cases.json").exists() and (tmp_path / "cases.qrels.json").read_text() == "kept"
+    queries, qrels = book.export(free_export_path(tmp_path, "cases.json"))
+    assert (queries.name, qrels.name) == ("cases-2.json", "cases-2.qrels.json")
+    with pytest.raises(FileExistsError):
+        book.export(queries)
 
 
 def test_case_entry_and_export(tmp_path):

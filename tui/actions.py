@@ -603,10 +603,10 @@ ACTIONS: tuple[Action, ...] = (
         "save_case",
         (),
         "Save case",
-        "Save the query, parameters, selected chunk and its judgments as a case",
-        "save this case: the query, parameters, selected chunk and its judgments",
+        "Save the query, parameters, pinned chunk (p; else the selected one) and the judgments as a case",
+        "save this case: the query, parameters, pinned chunk (p; else the selected one) and the judgments",
         palette="Save this case",
-        palette_help="The query, parameters, selected chunk and its judgments",
+        palette_help="The query, parameters, pinned chunk (p; else the selected one) and the judgments",
         target="browser",
         footer=False,
         needs="browser",
@@ -617,9 +617,9 @@ ACTIONS: tuple[Action, ...] = (
         (),
         "Cases",
         "The saved cases; Enter reopens one",
-        "saved cases: Enter reopens one (its query, parameters and pinned chunk)",
+        "saved cases: Enter reopens one (its query and parameters; its chunk pinned and selected)",
         palette="Saved cases…",
-        palette_help="Reopen a saved case; e exports them as queries.json",
+        palette_help="Reopen a saved case; e exports them as queries.json (never over an existing file)",
         target="browser",
         footer=False,
         needs="browser",
@@ -629,8 +629,9 @@ ACTIONS: tuple[Action, ...] = (
         "export",
         (Key("e", "e", owner="cases", id="cases.export"),),
         "Export",
-        "Write every case as queries.json and its judgments as qrels into the current folder",
-        "in saved cases: export every case as queries.json, its judgments as qrels, into the current folder",
+        "Write every case as queries.json and its judgments as qrels into the current folder (new files only)",
+        "in saved cases: export every case as queries.json, its judgments as qrels, into the current folder "
+        "(new files: rankscope-cases-2.json ... when the name is taken)",
         target="widget",
     ),
     Action(
@@ -745,3 +746,34 @@ def palette_rows() -> tuple[Action, ...]:
 def help_keys() -> tuple[tuple[str, str], ...]:
     """The F1 key list: (key column, text), one per row, in table order."""
     return tuple((a.keys_shown, a.help) for a in ACTIONS)
+
+
+def key_shown(action_id: str) -> str:
+    """How F1 names the primary key of the action ``action_id`` (``"s"``,
+    ``"F1"``, ``"↓"``), for text that tells which key to press.
+
+    Raises:
+        KeyError: no such action, or it has no key.
+    """
+    row = ACTION_BY_ID[action_id]
+    if not row.keys:
+        raise KeyError(f"action {action_id!r} has no key")
+    return row.keys[0].shown
+
+
+def keys_shown(action_id: str) -> str:
+    """The keys of ``action_id`` as a range when they are consecutive
+    digits (``"0-3"`` for the grades), else joined by ``/``.
+
+    Raises:
+        KeyError: no such action, or it has no key.
+    """
+    row = ACTION_BY_ID[action_id]
+    shown = list(dict.fromkeys(k.shown for k in row.keys))
+    if not shown:
+        raise KeyError(f"action {action_id!r} has no key")
+    if len(shown) > 2 and all(k.isdigit() for k in shown):
+        digits = [int(k) for k in shown]
+        if digits == list(range(digits[0], digits[0] + len(digits))):
+            return f"{shown[0]}-{shown[-1]}"
+    return "/".join(shown)

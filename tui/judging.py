@@ -15,6 +15,7 @@ from engine.evaluation import evaluate_trace, parse_measures
 from engine.model import Trace
 from engine.qrels import GRADE_NAMES
 from engine.stages import RANKED_IDS
+from engine.words import plural
 from engine.store import Store
 
 #: Measures of the browser's table (short enough for a narrow pane).
@@ -82,9 +83,9 @@ def metrics_lines(judging: QueryJudging, width: int) -> list[Text]:
         return []
     measures = list(next(iter(judging.metrics.values())).keys())
     n = sum(1 for g in judging.grades.values() if g > 0)
-    head = Text(f"Judged: {len(judging.grades)} chunks ({n} relevant)", style="bold")
+    head = Text(f"Judged: {plural(len(judging.grades), 'chunk')} ({n} relevant)", style="bold")
     if judging.missing:
-        head.append(f" · {len(judging.missing)} judged chunk(s) not in this store", style="dim")
+        head.append(f" · {plural(len(judging.missing), 'judged chunk')} not in this store", style="dim")
     lines = [head]
     col = 8
     stage_w = 14

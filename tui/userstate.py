@@ -11,7 +11,9 @@ until something new is saved, so nothing is lost by just browsing.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,17 +200,24 @@ class Judgments:
         qid = self.qid_for(query)
         return self.qrels.for_query(qid) if qid is not None else {}
 
-    def grade(self, query: str, chunk_id: str, grade: int | None) -> str:
+    def grade(self, query: str, chunk_id: str, grade: int | None) -> str | None:
         """Judge ``chunk_id`` for ``query`` (``None`` clears) and save.
-        Returns the query id.
+        Returns the query id, or ``None`` when clearing a chunk ``query``
+        has no grade for (nothing changes and nothing is written).
 
         Raises:
             ValueError: a blank query or a grade outside 0-3.
             OSError: the file cannot be written.
         """
-        qid = self.qid_for(query, create=True)
-        if qid is None:
+        if not query.strip():
             raise ValueError("type a query first: judgments belong to a query")
+        if grade is None:
+            qid = self.qid_for(query)
+            if qid is None or self.qrels.grade(qid, chunk_id) is None:
+                return None
+        else:
+            qid = self.qid_for(query, create=True)
+        assert qid is not None
         self.qrels.set_grade(qid, chunk_id, grade, query=query)
         self.save()
         return qid
@@ -232,7 +241,9 @@ class Case:
         id: the case's query id (the id its judgments use).
         query, limit, source, source_match, content_type, sessions: the search.
         variant: the variant spec (``reference`` for the reference pipeline).
-        pinned: the chunk id the journey followed, or ``None``.
+        pinned: the case's chunk id: the chunk pinned with p when it was
+            saved, else the selected one (``None``: neither). Reopening the
+            case pins and selects it.
         judgments: ``{chunk id: grade}`` when saved.
         saved_at: ISO 8601 UTC time of saving.
     """
@@ -348,18 +359,48 @@ class CaseBook:
 
     def export(self, path: Path) -> tuple[Path, Path]:
         """Write the cases as a ``queries.json`` file at ``path`` and their
-        judgments as qrels (JSON form) beside it (``<stem>.qrels.json``), so
+        judgments as qrels (JSON form) beside it (:func:`qrels_beside`), so
         ``rankscope eval PATH --qrels <stem>.qrels.json`` runs them. Returns
-        both paths.
+        both paths. Never overwrites: both are new files
+        (:func:`tui.outfile.write_text_file`).
 
         Raises:
+            FileExistsError: either name is taken (by anything, a dangling
+                symbolic link included); nothing is left written.
             OSError: a file cannot be written.
         """
-        write_text_atomic(path, _dump([c.query_entry() for c in self.cases]))
+        from engine.qrels import qrels_text
+
+        from .outfile import write_text_file
+
+        qrels_path = qrels_beside(path)
+        if os.path.lexists(qrels_path):
+            raise FileExistsError(errno.EEXIST, "File exists", str(qrels_path))
         qrels = Qrels({c.id: c.judgments for c in self.cases if c.judgments}, {c.id: c.query for c in self.cases})
-        qrels_path = path.with_name(path.stem + ".qrels.json")
-        write_qrels(qrels, qrels_path)
+        write_text_file(path, _dump([c.query_entry() for c in self.cases]))
+        try:
+            write_text_file(qrels_path, qrels_text(qrels, "json"))
+        except OSError:
+            path.unlink(missing_ok=True)  # the pair or nothing (the queries file is ours: just written)
+            raise
         return path, qrels_path
+
+
+def qrels_beside(path: Path) -> Path:
+    """The judgments file an export at ``path`` writes: ``<stem>.qrels.json`` beside it."""
+    return path.with_name(path.stem + ".qrels.json")
+
+
+def free_export_path(folder: Path, name: str) -> Path:
+    """``folder/name`` (``rankscope-cases.json``), or ``<stem>-2.json``,
+    ``-3`` ... : the first whose export pair (it and :func:`qrels_beside`)
+    are both free names (not even a dangling symbolic link)."""
+    stem, suffix = Path(name).stem, Path(name).suffix
+    path, n = folder / name, 2
+    while os.path.lexists(path) or os.path.lexists(qrels_beside(path)):
+        path = folder / f"{stem}-{n}{suffix}"
+        n += 1
+    return path
 
 
 @dataclass

@@ -252,6 +252,8 @@ def test_qrels_editing():
     assert q.grade("rerank", "a::b") == 2 and q.qid_for_text("write quorum") == "rerank"
     q.set_grade("rerank", "a::b", None)
     assert not q.judged("rerank") and q.count() == 0
+    q.set_grade("other", "a::b", None, query="kafka broker")  # nothing to remove: nothing recorded
+    assert "other" not in q.queries and "other" not in q.judgments
     with pytest.raises(QrelsError, match="grade must be 0, 1, 2 or 3"):
         q.set_grade("rerank", "a::b", 4)
 

@@ -22,6 +22,7 @@ from .conftest import (
     plain,
     press,
     processed,
+    query_input,
     run_command,
     search_for,
     send_keys,
@@ -293,13 +294,89 @@ async def test_empty_result_says_why():
         assert not app.browser.results.table.display
 
 
-async def test_empty_query_says_why():
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "120x40"])
+async def test_an_emptied_query_box_shows_the_welcome_text_again(size):
     app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await search_for(pilot, "cache")
-        await search_for(pilot, "")
-        assert app.browser.trace.params.query == ""
-        assert "Empty query" in plain(app.browser.results.message)
+        browser = app.browser
+        if browser.narrow:
+            await press(pilot, "down", "s")  # the stages shown: the welcome text brings the results back
+            await wait_for(pilot, lambda: browser.pane == "stages")
+        shown = browser.trace
+        # clearing the box as you type (no Enter) is enough
+        await press(pilot, "ctrl+l", "backspace")
+        await wait_for(pilot, lambda: browser.trace is None, what="the search to be dropped")
+        await settle(pilot)
+        assert str(browser.results.message.render()) == browser.welcome_text().plain
+        assert browser.results.message.display and not browser.results.table.display
+        assert browser.pane == "results" and browser.results.border_subtitle == ""
+        assert plain(browser.query_one("#sanitised")).strip() == "porter — · trigram —"
+        assert browser.inspector.trace is None and browser.journey.subject is None
+        # the search that was still on its way when the box was cleared is dropped
+        browser.post_message(SearchFinished(browser._seq - 1, shown))
+        await processed(pilot)
+        assert browser.trace is None
+        # Enter on the empty box (or on spaces) does not search either
+        await search_for(pilot, "   ")
+        assert browser.trace is None and "Type a query" in plain(browser.results.message)
+        # and the next query searches as before
+        await search_for(pilot, "cache")
+        assert browser.trace.params.query == "cache" and browser.results.table.display
+
+
+async def test_the_welcome_text_names_the_keys_of_the_action_table(monkeypatch):
+    """The pane, grade and pin keys of the start text come from tui.actions
+    (once "Stages (2) … Journey (3)", when 2 and 3 had become grades)."""
+    import dataclasses
+
+    from tui import actions
+
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await wait_for(pilot, lambda: app.browser is not None and app.browser.is_mounted)
+        text = " ".join(plain(app.browser.results.message).split())
+        assert "↓ leaves the query box" in text
+        assert "Then s shows what every step of the pipeline did (Stages), j follows the selected chunk" in text
+        assert "r comes back to the results; 0-3 grade the selected chunk, p pins it." in text
+        assert "(2)" not in text and "(3)" not in text
+        for row in ("help", "command-palette", "lab-compare", "lab-why", "lab-doctor"):
+            assert f"{actions.key_shown(row)} " in text
+        # generated: another key in the table is another key in the text
+        row = actions.ACTION_BY_ID["pane.stages"]
+        moved = dataclasses.replace(row, keys=(dataclasses.replace(row.keys[0], shown="S"),))
+        monkeypatch.setitem(actions.ACTION_BY_ID, "pane.stages", moved)
+        assert "Then S shows what every step" in app.browser.welcome_text().plain
+
+
+async def test_down_then_a_digit_before_the_first_search_leaves_the_query_alone():
+    """60x18, fresh start: ↓ leaves the query box for the welcome text, so a
+    digit typed next is a grade key (nothing to grade yet), not a search."""
+    app = build_app()
+    async with app.run_test(size=(60, 18)) as pilot:
+        await wait_for(pilot, lambda: query_input(app) is not None and app.focused is query_input(app))
+        browser = app.browser
+        await press(pilot, "down")
+        await wait_for(pilot, lambda: app.focused is browser.results.message, what="the welcome text focused")
+        await press(pilot, "2")
+        await wait_for(
+            pilot,
+            lambda: any("Search, then select a chunk" in n.message for n in notifications(app)),
+            what="the nothing-to-grade notice",
+        )
+        await settle(pilot)
+        assert browser.query_box.value == "" and browser.trace is None and browser._seq == 0
+        # on a wide screen too
+        await pilot.resize_terminal(120, 40)
+        await press(pilot, "ctrl+l", "down")
+        await wait_for(pilot, lambda: app.focused is browser.results.message, what="the welcome text focused")
+        # results replace the focused text: the focus goes to the table (and back when none are left)
+        browser.open_search(SearchParams("cache"))
+        await settle(pilot)
+        assert app.focused is browser.results.table
+        browser.open_search(SearchParams("deployment"))  # no results
+        await settle(pilot)
+        assert app.focused is browser.results.message and not browser.results.table.display
 
 
 async def test_everything_filtered_by_session_says_so():

@@ -19,7 +19,18 @@ from tui.screens.flow import FlowScreen
 from tui.screens.history import HistorySearchScreen
 
 from ..conftest import SAMPLE_CORPUS
-from .conftest import build_app, notifications, press, run_command, search_for, settle, wait_for, wait_screen
+from .conftest import (
+    build_app,
+    notifications,
+    plain,
+    press,
+    processed,
+    run_command,
+    search_for,
+    settle,
+    wait_for,
+    wait_screen,
+)
 
 
 @pytest.fixture
@@ -91,6 +102,11 @@ async def test_grading_in_every_pane_with_metrics(db):
         assert {"0", "1", "2", "3", "x"} <= footer_keys
         await press(pilot, "3")
         await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, what="grades")
+        # the query id is named as such, beside the query (an id such as "rerank" reads like a stage)
+        assert (
+            notifications(app)[-1].message
+            == f"{top.title} · graded 3 highly relevant for query 'write quorum' (id write-quorum)"
+        )
         qrels = read_qrels(default_qrels_path(db))
         assert qrels.judgments == {"write-quorum": {key: 3}}
         assert qrels.queries == {"write-quorum": "write quorum"}
@@ -103,7 +119,7 @@ async def test_grading_in_every_pane_with_metrics(db):
         assert browser.journey.border_subtitle == "graded 3 highly relevant"
         # the per-stage metrics table opens the inspector
         head = [browser.inspector.get_option_at_index(i).prompt.plain for i in range(10)]
-        assert head[0].startswith("Judged: 1 chunks (1 relevant)")
+        assert head[0].startswith("Judged: 1 chunk (1 relevant)")
         assert "nDCG@10" in head[1] and head[2].split()[0] == "porter"
         assert browser.judged.metrics["final"]["RR"] == 1.0
         # in the journey pane the digits grade the chunk it follows
@@ -115,6 +131,7 @@ async def test_grading_in_every_pane_with_metrics(db):
         await press(pilot, "x")
         await wait_for(pilot, lambda: browser.judged is not None and not browser.judged.grades, what="grade removed")
         assert not read_qrels(default_qrels_path(db)).judgments
+        assert notifications(app)[-1].message.endswith("· grade removed for query 'write quorum' (id write-quorum)")
         # in the stage inspector: the highlighted candidate
         await press(pilot, "s")
         await wait_for(pilot, lambda: browser.focused is browser.inspector)
@@ -189,7 +206,10 @@ async def test_saved_cases_reopen_and_export(db, tmp_path, monkeypatch):
             what="the pinned chunk",
         )
         assert browser.params.limit == 5 and browser.query_box.value == "write quorum"
-        assert browser.journey.subject.origin == "Saved case"
+        # reopened, the case's chunk is pinned (the line follows it) and selected (the cursor is on it)
+        assert browser.pinned_rowid == second.rowid
+        await wait_for(pilot, lambda: f"pinned row {second.rowid} " in plain(browser.pinned_line), what="pinned line")
+        assert browser.results.table.cursor_row == 1
 
 
 async def test_judgments_go_to_the_qrels_option_file(db, tmp_path):
@@ -216,3 +236,100 @@ async def test_an_unreadable_qrels_file_is_never_overwritten(db, tmp_path):
             what="the 'not saved' notification",
         )
     assert target.read_text() == "this is not qrels\n"
+
+
+async def test_x_on_an_ungraded_chunk_writes_nothing(db):
+    app = app_for(db)
+    path = default_qrels_path(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await search_for(pilot, "kafka broker")
+        browser = app.browser
+        await press(pilot, "down", "x")
+        top = browser.trace.final[0].candidate
+        await wait_for(pilot, lambda: any(n.title == "Not graded" for n in notifications(app)), what="the notice")
+        assert notifications(app)[-1].message == (
+            f"{top.title} · not graded for query 'kafka broker': no grade to remove"
+        )
+        assert not path.exists()  # no file with an empty entry for the query
+        # with other judgments in the file, it is left as it was, byte for byte
+        await press(pilot, "down", "1")  # the second result graded
+        await wait_for(pilot, lambda: path.exists(), what="the judgments file")
+        before = path.read_bytes()
+        await press(pilot, "up", "x")  # the first result: not graded
+        await wait_for(pilot, lambda: sum(n.title == "Not graded" for n in notifications(app)) == 2)
+        await settle(pilot)
+        assert path.read_bytes() == before
+        assert read_qrels(path).judgments == {"kafka-broker": {browser.trace.final[1].candidate.key: 1}}
+
+
+async def test_a_case_pins_the_p_pinned_chunk_and_reopening_follows_it(db, tmp_path, monkeypatch):
+    """The p pin, not the selected chunk, is the case's chunk; reopened (from
+    another pin), the case's chunk is pinned and selected, and on a narrow
+    screen r then j keep the journey on it."""
+    monkeypatch.chdir(tmp_path)
+    app = app_for(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await search_for(pilot, "write quorum")
+        browser = app.browser
+        third = browser.trace.final[2].candidate
+        await press(pilot, "down", "down", "down")  # the third result
+        await wait_for(pilot, lambda: browser.selected_chunk().rowid == third.rowid)
+        await press(pilot, "p")
+        await press(pilot, "up", "up")  # the first result selected, the third one pinned
+        await wait_for(pilot, lambda: browser.selected_chunk().rowid == browser.trace.final[0].candidate.rowid)
+        await run_command(pilot, "Save this case")
+        await wait_for(pilot, lambda: store_file(db, "cases.json").exists(), what="the saved case")
+        [case] = json.loads(store_file(db, "cases.json").read_text())["cases"]
+        assert case["pinned"] == third.key
+        # another query, another pin
+        await search_for(pilot, "retention")
+        await press(pilot, "down")
+        await wait_for(pilot, lambda: browser.selected_chunk() is not None)
+        await press(pilot, "p")
+        other = browser.pinned_rowid
+        assert other != third.rowid
+        await run_command(pilot, "Saved cases")
+        await wait_screen(pilot, CasesScreen)
+        await press(pilot, "enter")
+        await settle(pilot)
+        await wait_for(pilot, lambda: browser.pinned_rowid == third.rowid, what="the case's chunk pinned")
+        line = browser.pinned_line
+        await wait_for(pilot, lambda: f"pinned row {third.rowid} " in plain(line), what="the pinned line")
+        assert f"row {other} " not in plain(line)
+        assert browser.journey.subject.rowid == third.rowid
+        assert browser.results.table.cursor_row == 2
+        # narrow: the results, then the journey: still the case's chunk
+        await press(pilot, "r")
+        await wait_for(pilot, lambda: app.focused is browser.results.table)
+        await press(pilot, "j")
+        await wait_for(pilot, lambda: app.focused is browser.journey)
+        await processed(pilot)
+        assert browser.journey.subject.rowid == third.rowid
+
+
+async def test_exporting_cases_never_overwrites(db, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rankscope-cases.json").write_text("mine\n")
+    (tmp_path / "rankscope-cases-2.qrels.json").write_text("mine too\n")
+    (tmp_path / "rankscope-cases-3.json").symlink_to(tmp_path / "nowhere")  # a dangling link is a taken name
+    app = app_for(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await search_for(pilot, "write quorum")
+        await run_command(pilot, "Save this case")
+        await wait_for(pilot, lambda: store_file(db, "cases.json").exists(), what="the saved case")
+        await run_command(pilot, "Saved cases")
+        await wait_screen(pilot, CasesScreen)
+        await press(pilot, "e")
+        await wait_for(pilot, lambda: any(n.title.startswith("Exported") for n in notifications(app)))
+        note = notifications(app)[-1]
+        queries, qrels = tmp_path / "rankscope-cases-4.json", tmp_path / "rankscope-cases-4.qrels.json"
+        assert note.title == "Exported 1 case"
+        assert f"wrote {queries} and {qrels}" in note.message
+        assert json.loads(queries.read_text()) == [{"id": "write-quorum", "query": "write quorum"}]
+        assert read_qrels(qrels).queries == {"write-quorum": "write quorum"}
+        assert (tmp_path / "rankscope-cases.json").read_text() == "mine\n"
+        assert (tmp_path / "rankscope-cases-2.qrels.json").read_text() == "mine too\n"
+        assert not (tmp_path / "nowhere").exists()
+        await press(pilot, "e")  # again: the next pair
+        await wait_for(pilot, lambda: (tmp_path / "rankscope-cases-5.qrels.json").exists(), what="the next pair")
+        assert (tmp_path / "rankscope-cases-5.json").exists()

@@ -17,22 +17,22 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static, Tab, Tabs
+from textual.widgets import Footer, Tab, Tabs
 from textual.worker import get_current_worker
 
 from engine import SearchParams, Store, stages
 from engine.model import Trace
 
 from .. import safe
-from ..actions import bindings
+from ..actions import bindings, key_shown, keys_shown
 from ..cache import SkipList
 from ..facts import describe_problem
-from ..flowtext import PIN_MARK
 from ..messages import ParamsChanged, PinFinished, RunPin, RunSearch, SearchFailed, SearchFinished
 from ..render import retriever_warning
 from ..subject import Subject
 from ..widgets.inspector import StageInspector
 from ..widgets.params_bar import ParamsBar
+from ..widgets.pinned_line import PinnedLine, PinnedParts
 from ..widgets.preview import JourneyPane
 from ..widgets.query_box import QueryBox
 from ..widgets.results import ResultsPane
@@ -41,6 +41,8 @@ if TYPE_CHECKING:  # imported where used (a lazy import keeps start-up fast)
     from ..userstate import HistoryCursor, StoreState
 
 PANES = ("results", "stages", "journey")
+#: Characters of the query a notification quotes (:func:`tui.fmt.query_label`).
+QUERY_SHOWN = 40
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ class BrowserScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield QueryBox(self.params.query, cursor_blink=self.cursor_blink, id="query-box")
-        yield Static(id="pinned-line")
+        yield PinnedLine(id="pinned-line")
         yield ParamsBar(self.store_label, id="params-bar")
         yield PaneTabs(
             Tab("r Results", id="tab-results"),
@@ -138,7 +140,6 @@ class BrowserScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#pinned-line", Static).display = False
         self.load_user_state()
         self.add_class("pane-results")
         self.params_bar.show(self.params)
@@ -197,20 +198,37 @@ class BrowserScreen(Screen):
                 t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
         skipped = overview.skipped
         if skipped.skipped:
-            t.append(f"{skipped.summary()} when indexing: ctrl+p 'Skipped files' lists them.\n", style="bold")
-        t.append("\nType a query: results appear as you type (Enter searches at once).\n")
-        t.append("Stages (2) shows what every step of the pipeline did; Journey (3) follows one chunk.\n")
+            t.append(
+                f"{skipped.summary()} when indexing: {key_shown('command-palette')} 'Skipped files' lists them.\n",
+                style="bold",
+            )
+        down, enter = key_shown("leave-query"), key_shown("search-now")
+        t.append(
+            f"\nType a query: results appear as you type ({enter} searches at once); {down} leaves the query box.\n"
+        )
+        t.append(
+            f"Then {key_shown('pane.stages')} shows what every step of the pipeline did (Stages), "
+            f"{key_shown('pane.journey')} follows the selected chunk (Journey), "
+            f"{key_shown('pane.results')} comes back to the results; {keys_shown('judge-grade')} grade the "
+            f"selected chunk, {key_shown('pin')} pins it.\n"
+        )
         suggestions = overview.suggestions
         if suggestions:
             t.append("Try: ", style="italic")
             t.append(" · ".join(suggestions) + "\n", style="bold")
         else:
             t.append(
-                "Try a plain word, a typo of one (fuzzy correction), or F3 to filter by session.\n", style="italic"
+                "Try a plain word, a typo of one (fuzzy correction), or "
+                f"{key_shown('choose-sessions')} to filter by session.\n",
+                style="italic",
             )
-        t.append("F1 explains each stage · ctrl+p lists every command.\n", style="dim")
         t.append(
-            "What-if lab: F7 compares two pipeline variants · F8 asks why a chunk is missing · F9 diagnoses the store.",
+            f"{key_shown('help')} explains each stage · {key_shown('command-palette')} lists every command.\n",
+            style="dim",
+        )
+        t.append(
+            f"What-if lab: {key_shown('lab-compare')} compares two pipeline variants · "
+            f"{key_shown('lab-why')} asks why a chunk is missing · {key_shown('lab-doctor')} diagnoses the store.",
             style="dim",
         )
         return t
@@ -237,7 +255,7 @@ class BrowserScreen(Screen):
     def pane_widget(self, name: str):
         """The focus target of a pane."""
         if name == "results":
-            return self.results.table if self.results.table.display else self.results
+            return self.results.table if self.results.table.display else self.results.message
         return self.inspector if name == "stages" else self.journey
 
     def action_show_pane(self, name: str) -> None:
@@ -330,13 +348,33 @@ class BrowserScreen(Screen):
 
     def request_search(self, force: bool = False) -> None:
         """Search with the current parameters (skipped when they equal the
-        last request, unless ``force``)."""
+        last request, unless ``force``). A blank query is not searched: the
+        welcome text shows again (:meth:`show_welcome`)."""
         if not force and self.params == self._requested:
             return
         self._requested = self.params
         self._seq += 1
+        if not self.params.query.strip():
+            self.show_welcome()
+            return
         self.results.border_subtitle = "searching…"
         self.app.post_message(RunSearch(self, self.store, self.params, self._seq))
+
+    def show_welcome(self) -> None:
+        """Back to the start: the welcome text in the results (the results
+        pane shown), the other panes' hints, no sanitised queries; a search
+        still running is dropped when it finishes."""
+        self._shown_seq = self._seq
+        self._last_failure = self._last_warning = None
+        self.trace = None
+        self.judged = None
+        self.query_box.show_queries(None)
+        self.results.show_welcome(self.welcome_text())
+        self.inspector.show_placeholder()
+        self.journey.clear()
+        self.set_pane("results")
+        self.follow_pin()
+        self.refresh_bindings()
 
     @on(SearchFinished)
     def _finished(self, event: SearchFinished) -> None:
@@ -388,14 +426,15 @@ class BrowserScreen(Screen):
             self.journey.show(Subject.from_candidate(trace.final[0].candidate, stages.title("final")), trace)
         else:
             self.journey.clear(f"No results: {trace.empty_reason}. Pick any candidate in Stages to see where it left.")
-        self._apply_pin(trace)
+        self._apply_case(trace)
         self.refresh_judging()
         self.follow_pin()
         self.refresh_bindings()  # ↓ goes to the stages when the results list is hidden
 
-    def stems_words(self, query: str) -> str:
-        """``throttling → throttl``: the Porter query's words whose tokens
-        differ, from the store's own tokenizer (read once) run in memory."""
+    def stems_words(self, query: str) -> tuple[str, ...]:
+        """``("throttling → throttl", ...)``: the Porter query's words whose
+        tokens differ, one string per word, from the store's own tokenizer
+        (read once) run in memory."""
         from engine.query import porter_words
         from engine.terms import Stems, tokenize, tokenizer_of
 
@@ -403,15 +442,16 @@ class BrowserScreen(Screen):
 
         words = porter_words(query)
         if not words:
-            return ""
+            return ()
         try:
             if getattr(self, "_tokenizer", None) is None:
                 with self.store.thread_connection() as conn:
                     self._tokenizer = tokenizer_of(self.store, conn)
             tokens = tokenize(words, self._tokenizer)
         except Exception:  # a tokenizer SQLite does not have: show no stems rather than fail the search
-            return ""
-        return stems_words(tuple(Stems(w, t) for w, t in zip(words, tokens)))
+            return ()
+        found = (stems_words((Stems(w, t),)) for w, t in zip(words, tokens))
+        return tuple(f for f in found if f)
 
     # ── the pinned chunk ───────────────────────────────────────────────
 
@@ -429,49 +469,55 @@ class BrowserScreen(Screen):
         self.pin_outcome = None
         self.follow_pin()
 
+    @property
+    def pinned_line(self) -> PinnedLine:
+        """The pinned chunk's line under the query box."""
+        return self.query_one(PinnedLine)
+
     def follow_pin(self) -> None:
         """Show the pinned chunk's fate in the current search at once (read
         off the rank flow when a retriever returned it) and ask a worker for
         the rest (a chunk no retriever returned, and the smallest change that
         returns it); a newer search cancels it. Typing is never held up."""
-        line = self.query_one("#pinned-line", Static)
-        if self.pinned_rowid is None:
-            line.display = False
+        line = self.pinned_line
+        rowid = self.pinned_rowid
+        if rowid is None:
+            line.show(None)
             return
-        line.display = True
         if self.trace is None:
-            line.update(Text(f"{PIN_MARK} pinned row {self.pinned_rowid}: search to see its fate", style="bold"))
+            line.show(PinnedParts(rowid, "search to see its fate"))
             return
         from engine.flow import row_fate, trace_flows
 
         from ..flowtext import fate_text
 
-        fate = row_fate(trace_flows(self.trace), self.pinned_rowid)
-        first = f"{PIN_MARK} pinned row {self.pinned_rowid}: " + (fate_text(fate) if fate is not None else "…")
-        line.update(
-            Text(first, style="bold") + Text("\n  finding the smallest change that returns it…", style="italic")
+        fate = row_fate(trace_flows(self.trace), rowid)
+        title = next((c.title for c in self._all_candidates(self.trace) if c.rowid == rowid), None)
+        line.show(
+            PinnedParts(
+                rowid,
+                fate_text(fate) if fate is not None else "…",
+                title,
+                "finding the smallest change that returns it…",
+                "italic",
+            )
         )
         self._pin_seq += 1
-        self.app.post_message(RunPin(self, self.store, self.trace, self.pinned_rowid, self._pin_seq))
+        self.app.post_message(RunPin(self, self.store, self.trace, rowid, self._pin_seq))
 
     @on(PinFinished)
     def _pin_finished(self, event: PinFinished) -> None:
-        if event.seq != self._pin_seq:
+        if event.seq != self._pin_seq or self.pinned_rowid is None:
             return  # stale: a newer search or pin is on its way
-        line = self.query_one("#pinned-line", Static)
         if event.outcome is None:
-            line.update(
-                Text(f"{PIN_MARK} pinned row {self.pinned_rowid}: {safe.line(event.error or '')}", style="bold")
-            )
+            self.pinned_line.show(PinnedParts(self.pinned_rowid, event.error or ""))
             return
+        from ..flowtext import fate_text
         from ..pinning import pin_lines
 
-        self.pin_outcome = event.outcome
-        first, second = pin_lines(event.outcome)
-        text = Text(f"{PIN_MARK} {first}", style="bold")
-        if second:
-            text.append("\n  " + second)
-        line.update(text)
+        outcome = self.pin_outcome = event.outcome
+        _, second = pin_lines(outcome)
+        self.pinned_line.show(PinnedParts(outcome.chunk.rowid, fate_text(outcome.fate), outcome.chunk.title, second))
 
     # ── picking ────────────────────────────────────────────────────────
 
@@ -584,12 +630,15 @@ class BrowserScreen(Screen):
 
     def action_grade(self, grade: int) -> None:
         """Grade the selected chunk ``grade`` (0-3; -1 removes the grade) for
-        the current query, save the judgments and refresh the badges and metrics."""
+        the current query, save the judgments and refresh the badges and
+        metrics. Removing a grade the chunk does not have only says so
+        (nothing is written)."""
         from engine.chunkids import chunk_ids
 
         subject = self.selected_chunk()
         if subject is None or self.state is None or self.trace is None:
-            self.app.notify("Select a chunk first (results, stages or journey).", severity="warning")
+            first = "Search, then select a chunk" if self.trace is None else "Select a chunk first"
+            self.app.notify(f"{first} (results, stages or journey) to grade it.", severity="warning")
             return
         query = self.trace.params.query
         try:
@@ -602,10 +651,25 @@ class BrowserScreen(Screen):
         except (OSError, ValueError) as exc:
             self._save_failed("Judgment", exc)
             return
+        from ..fmt import query_label
         from ..judging import grade_words
 
+        label = query_label(query, QUERY_SHOWN)
+        if qid is None:
+            self.app.notify(
+                safe.line(f"{subject.title} · not graded for query {label}: no grade to remove"),
+                title="Not graded",
+                timeout=4,
+                markup=False,
+            )
+            return
         words = "grade removed" if grade < 0 else f"graded {grade_words(grade)}"
-        self.app.notify(safe.line(f"{subject.title} · {words} for {qid}"), title="Judged", timeout=4, markup=False)
+        self.app.notify(
+            safe.line(f"{subject.title} · {words} for query {label} (id {qid})"),
+            title="Judged",
+            timeout=4,
+            markup=False,
+        )
         self.refresh_judging()
 
     def refresh_judging(self) -> None:
@@ -651,8 +715,17 @@ class BrowserScreen(Screen):
 
     # cases
 
+    def case_chunk(self) -> int | None:
+        """The row id a saved case pins: the chunk pinned with p, else the
+        selected one (``None`` when neither)."""
+        if self.pinned_rowid is not None:
+            return self.pinned_rowid
+        subject = self.selected_chunk()
+        return None if subject is None else subject.rowid
+
     def action_save_case(self) -> None:
-        """Save the current query, parameters, pinned chunk and judgments as a case."""
+        """Save the current query, parameters, pinned chunk (:meth:`case_chunk`)
+        and judgments as a case."""
         from engine.chunkids import chunk_ids
 
         from ..userstate import Case
@@ -664,10 +737,10 @@ class BrowserScreen(Screen):
         judgments = self.state.judgments
         qid = judgments.qid_for(params.query, create=True) or "query"
         pinned = None
-        subject = self.selected_chunk()
-        if subject is not None:
+        rowid = self.case_chunk()
+        if rowid is not None:
             with self.store.thread_connection() as conn:
-                pinned = chunk_ids(self.store, conn).by_rowid.get(subject.rowid)
+                pinned = chunk_ids(self.store, conn).by_rowid.get(rowid)
         case = Case.from_search(qid, params, pinned, judgments.qrels.for_query(qid))
         try:
             if params.query not in judgments.qrels.queries.values():
@@ -696,8 +769,8 @@ class BrowserScreen(Screen):
             self.app.push_screen(CasesScreen(self.state.cases), callback=self.reopen_case)
 
     def reopen_case(self, case) -> None:
-        """Search a saved case again: its query and parameters; the journey
-        follows its pinned chunk once the search is shown."""
+        """Search a saved case again: its query and parameters; once the
+        search is shown its chunk is pinned and selected (:meth:`_apply_case`)."""
         if case is None:
             return
         try:
@@ -705,31 +778,38 @@ class BrowserScreen(Screen):
         except ValueError as exc:
             self.app.notify(safe.line(str(exc)), title="Cannot reopen the case", severity="error", markup=False)
             return
-        self._pin = case.pinned
+        self._case_chunk = case.pinned
         self.params = params
         self.query_box.set_query(params.query)
         self.params_bar.show(params)
         self.request_search(force=True)
 
-    def _apply_pin(self, trace: Trace) -> None:
-        """After a reopened case's search: the journey follows its pinned chunk."""
-        pinned = getattr(self, "_pin", None)
-        if pinned is None:
+    def _apply_case(self, trace: Trace) -> None:
+        """After a reopened case's search: its chunk is the pinned chunk (the
+        pinned line follows it) and the selected one (the journey follows it,
+        and the results cursor is on it when it is a result)."""
+        chunk_id = getattr(self, "_case_chunk", None)
+        if chunk_id is None:
             return
-        self._pin = None
+        self._case_chunk = None
         from engine.chunkids import chunk_ids
 
         with self.store.thread_connection() as conn:
-            rowid = chunk_ids(self.store, conn).by_id.get(pinned)
-        candidate = next((c for c in self._all_candidates(trace) if c.rowid == rowid), None)
-        if candidate is not None:
-            self.pick(Subject.from_candidate(candidate, "Saved case"))
-        else:
+            rowid = chunk_ids(self.store, conn).by_id.get(chunk_id)
+        if rowid is None:
             self.app.notify(
-                safe.line(f"The pinned chunk {pinned} is not among this search's candidates."),
+                safe.line(f"The case's pinned chunk {chunk_id} is no longer in this store."),
                 severity="warning",
                 markup=False,
             )
+            return
+        self.pinned_rowid, self.pin_outcome = rowid, None  # show_trace follows the pin next
+        position = next((i for i, r in enumerate(trace.final) if r.candidate.rowid == rowid), None)
+        if position is not None:
+            self.results.table.move_cursor(row=position, animate=False)
+        candidate = next((c for c in self._all_candidates(trace) if c.rowid == rowid), None)
+        if candidate is not None:
+            self.pick(Subject.from_candidate(candidate, "Saved case"))
 
     @staticmethod
     def _all_candidates(trace: Trace):

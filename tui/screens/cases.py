@@ -1,7 +1,8 @@
 """Saved cases (palette "Saved cases…"): a query with its parameters, a
-pinned chunk and its judgments. Enter reopens one in the browser; ``e``
-exports every case as a ``queries.json`` file (and its judgments as
-``.qrels.json``) into the current folder; ``delete`` removes one.
+pinned chunk and its judgments. Enter reopens one in the browser (its
+chunk pinned and selected); ``e`` exports every case as a ``queries.json``
+file (and its judgments as ``.qrels.json``) into new files in the current
+folder; ``delete`` removes one.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from engine.words import plural
+
 from .. import safe
 from ..actions import bindings
-from ..userstate import Case, CaseBook
+from ..userstate import Case, CaseBook, free_export_path
 
 _CLOSE = Binding.Group("Close ", compact=True)
-#: File name of an export (in the current folder).
+#: File name of an export (in the current folder; ``rankscope-cases-2.json`` ... when taken).
 EXPORT_NAME = "rankscope-cases.json"
 
 
@@ -117,24 +120,43 @@ class CasesScreen(ModalScreen[Case | None]):
             self.dismiss(case)
 
     def action_export(self) -> Path | None:
-        """Export every case; the notification names both files."""
+        """Export every case into new files in the folder (the current one):
+        ``rankscope-cases.json`` and ``rankscope-cases.qrels.json``, or the
+        next free pair (``rankscope-cases-2.json`` ...); never over an
+        existing file. The notification names both paths written."""
         if not self.book.cases:
             self.app.notify("No saved case to export.", severity="warning")
             return None
-        path = (self.folder or Path.cwd()) / EXPORT_NAME
-        try:
-            queries, qrels = self.book.export(path)
-        except OSError as exc:
+        folder = self.folder or Path.cwd()
+        for _ in range(100):  # a name taken meanwhile moves on to the next one
+            path = free_export_path(folder, EXPORT_NAME)
+            try:
+                queries, qrels = self.book.export(path)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                self.app.notify(
+                    safe.line(f"Cannot write {path}: {exc.strerror or exc}"),
+                    title="Export failed",
+                    severity="error",
+                    markup=False,
+                )
+                return None
+            break
+        else:
             self.app.notify(
-                safe.line(f"Cannot write {path}: {exc.strerror or exc}"),
+                safe.line(f"Cannot write {path}: every name is taken"),
                 title="Export failed",
                 severity="error",
                 markup=False,
             )
             return None
         self.app.notify(
-            safe.line(f"{queries} and {qrels.name}: rankscope eval {queries.name} --db STORE --qrels {qrels.name}"),
-            title=f"Exported {len(self.book.cases)} cases",
+            safe.line(
+                f"wrote {queries.absolute()} and {qrels.absolute()} · "
+                f"rankscope eval {queries.name} --db STORE --qrels {qrels.name}"
+            ),
+            title=f"Exported {plural(len(self.book.cases), 'case')}",
             markup=False,
             timeout=10,
         )

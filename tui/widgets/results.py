@@ -80,6 +80,14 @@ def failure_explanation(error: BaseException) -> Text:
     return t
 
 
+class ResultsNote(Static):
+    """The welcome text, or why there are no results. It takes focus (↓ from
+    the query box lands here before the first search), so keys typed next
+    reach the browser, not the query."""
+
+    can_focus = True
+
+
 class ResultsPane(Vertical):
     """The final results as a table (position, fused → final movement, row
     id, title cut in the middle keeping its last heading, source, content
@@ -111,7 +119,7 @@ class ResultsPane(Vertical):
         table: DataTable = DataTable(id="results-table", cursor_type="row", zebra_stripes=False)
         table.display = False
         yield table
-        yield Static(id="results-empty")
+        yield ResultsNote(id="results-empty")
 
     @property
     def table(self) -> DataTable:
@@ -119,17 +127,32 @@ class ResultsPane(Vertical):
         return self.query_one("#results-table", DataTable)
 
     @property
-    def message(self) -> Static:
+    def message(self) -> ResultsNote:
         """The empty-state / welcome text."""
-        return self.query_one("#results-empty", Static)
+        return self.query_one("#results-empty", ResultsNote)
+
+    def _show_note(self) -> None:
+        """The note instead of the table; the focus moves along when the table had it."""
+        had_focus = self.table.has_focus
+        self.table.display = False
+        self.message.display = True
+        if had_focus:
+            self.screen.set_focus(self.message)
+
+    def _show_table(self) -> None:
+        """The table instead of the note; the focus moves along when the note had it."""
+        had_focus = self.message.has_focus
+        self.message.display = False
+        self.table.display = True
+        if had_focus:
+            self.screen.set_focus(self.table)
 
     def show_welcome(self, text: Text) -> None:
         """Show the start-up text (nothing searched yet)."""
         self.trace = None
         self.border_subtitle = ""
-        self.table.display = False
         self.message.update(text)
-        self.message.display = True
+        self._show_note()
 
     def show_trace(self, trace: Trace) -> None:
         """Show the final results of ``trace`` (or why there are none)."""
@@ -137,9 +160,8 @@ class ResultsPane(Vertical):
         n = len(trace.final)
         self.border_subtitle = f"{n} result{'s' if n != 1 else ''} · layer {trace.layer}"
         if not trace.final:
-            self.table.display = False
             self.message.update(empty_explanation(trace))
-            self.message.display = True
+            self._show_note()
             return
         from engine.flow import trace_flows
 
@@ -147,17 +169,15 @@ class ResultsPane(Vertical):
 
         answering = trace_flows(trace)[0]
         self.moves = {r.rowid: movement(r) for r in answering.rows if r.final is not None}
-        self.message.display = False
-        self.table.display = True
+        self._show_table()
         self._fill(keep_cursor=False)
 
     def show_failure(self, error: BaseException) -> None:
         """Say that the search failed, and why (no results are shown)."""
         self.trace = None
         self.border_subtitle = "search failed"
-        self.table.display = False
         self.message.update(failure_explanation(error))
-        self.message.display = True
+        self._show_note()
 
     def _layout(self) -> tuple[bool, int, int]:
         """``(wide, title width, source width)`` for the current pane width."""

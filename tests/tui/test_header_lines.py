@@ -1,0 +1,204 @@
+"""The two lines under the query box: the sanitised Porter/trigram queries
+with the stems, and the pinned chunk's line. Both fit their width: the
+queries always both show (the stems go first, then each query is cut in the
+middle), the pinned line keeps the fate (the title is cut in the middle),
+and every cut shows "…". Pure layout functions, then Pilot on the sample
+corpus at the sizes a newcomer trial found them cut."""
+
+from __future__ import annotations
+
+import pytest
+from rich.cells import cell_len
+
+from engine import Store, index_corpus
+from tui.widgets.pinned_line import PinnedParts, first_line, pinned_text
+from tui.widgets.query_box import QueryParts, cut_query, fit_queries
+
+from ..conftest import SAMPLE_CORPUS
+from .conftest import build_app, plain, screen_strips, search_for, settle, wait_for
+
+FIVE = '"throttled" OR "producers" OR "partition" OR "replication" OR "quorum"'
+STEMS = ("throttled → throttl", "producers → produc", "partition → partit", "replication → replic")
+
+
+def lines_of(text) -> list[str]:
+    return text.plain.split("\n")
+
+
+# ── the layout functions ─────────────────────────────────────────────────
+
+
+def test_cut_query_keeps_whole_terms_from_both_ends():
+    assert cut_query(FIVE, 200) == FIVE
+    assert cut_query(FIVE, 43) == '"throttled" OR "producers" OR … OR "quorum"'
+    assert cut_query(FIVE, 42) == '"throttled" OR … OR "quorum"'
+    assert cut_query(FIVE, 30) == '"throttled" OR … OR "quorum"'
+    assert cut_query(FIVE, 16) == '"throttled" OR …'
+    short = cut_query(FIVE, 8)  # not one term fits: its first and last characters
+    assert short.startswith('"th') and short.endswith('m"') and "…" in short and cell_len(short) <= 8
+    assert cut_query('"a" "bb" "ccc" "dddd"', 14) == '"a" … "dddd"'  # the AND form: spaces between terms
+
+
+def test_queries_that_fit_are_left_whole():
+    parts = QueryParts('"write" OR "quorum"', '"write" OR "quorum"')
+    assert lines_of(fit_queries(parts, 78)) == ['porter "write" OR "quorum" · trigram "write" OR "quorum"']
+
+
+@pytest.mark.parametrize("width", [116, 78, 58, 40, 24])
+def test_both_queries_always_show_and_every_cut_is_marked(width):
+    parts = QueryParts(FIVE, FIVE, STEMS)
+    lines = lines_of(fit_queries(parts, width))
+    text = " ".join(lines)
+    assert len(lines) <= 2 and all(cell_len(line) <= width for line in lines), lines
+    assert "porter " in text and " · trigram " in text
+    assert text.count('"throttled"') == 2 or text.count('"thr') == 2  # both queries, each cut in the middle
+    if text.replace("\n", " ") != f"porter {FIVE} ({', '.join(STEMS)}) · trigram {FIVE}":
+        assert "…" in text
+
+
+def test_the_stems_go_before_the_queries_are_cut():
+    parts = QueryParts(FIVE, FIVE, STEMS)
+    text = " ".join(lines_of(fit_queries(parts, 116)))
+    assert text.count(FIVE) == 2  # both queries whole
+    assert "throttled → throttl" in text and "…)" in text  # the stem list ends with the cut mark
+    narrower = " ".join(lines_of(fit_queries(parts, 78)))
+    assert "(…)" in narrower and "→" not in narrower  # every stem gone, marked
+    assert narrower.count('"quorum"') == 2  # each query keeps its last term
+
+
+def test_too_narrow_even_for_the_shortest_queries_cuts_the_end():
+    lines = lines_of(fit_queries(QueryParts(FIVE, FIVE, STEMS), 10))
+    assert len(lines) == 2 and lines[-1].endswith("…") and all(cell_len(line) <= 10 for line in lines)
+
+
+def test_the_pinned_title_is_cut_in_the_middle_so_the_fate_fits():
+    parts = PinnedParts(
+        57,
+        "left at Fusion (RRF): merged into row 56 (same source::title)",
+        "ferryctl command reference > ferryctl publish > Example",
+        "fusion key rowid would return it at #3",
+    )
+    whole = first_line(parts, 200)
+    assert whole == (
+        "▸ pinned row 57 ferryctl command reference > ferryctl publish > Example: "
+        "left at Fusion (RRF): merged into row 56 (same source::title)"
+    )
+    line = first_line(parts, 116)
+    assert cell_len(line) == 116 and line.endswith(": left at Fusion (RRF): merged into row 56 (same source::title)")
+    assert line.startswith("▸ pinned row 57 ferryc … > ferryctl publish > Example: ")  # the last headings stay
+    text = lines_of(pinned_text(parts, 116))
+    assert text == [line, "  fusion key rowid would return it at #3"]
+
+
+def test_the_pinned_line_cuts_its_end_only_when_no_title_cut_is_enough():
+    parts = PinnedParts(139, "left at Trim: cut by the trim (#2 > limit 1)", "Design decisions > Refuse writes")
+    line = first_line(parts, 70)
+    # the last heading alone is too long: its end stays
+    assert line == "▸ pinned row 139 …writes: left at Trim: cut by the trim (#2 > limit 1)"
+    narrow = lines_of(pinned_text(parts, 40))
+    assert narrow[0].startswith("▸ pinned row 139 …: left at Trim") and narrow[0].endswith("…")
+    assert cell_len(narrow[0]) == 40
+    long_second = lines_of(pinned_text(PinnedParts(1, "#1 in the answer", "T", "x" * 80), 40))
+    assert long_second[1] == "  " + "x" * 37 + "…"
+
+
+# ── in the browser ──────────────────────────────────────────────────────
+
+
+@pytest.fixture
+def sample(tmp_path):
+    path = tmp_path / "sample.db"
+    with Store.create(path) as s:
+        index_corpus(s, SAMPLE_CORPUS)
+    return path
+
+
+def screen_lines(app) -> list[str]:
+    """The screen's text, row by row, as the terminal receives it."""
+    return ["".join(seg.text for strip in line for seg in strip if not seg.control) for line in screen_strips(app)]
+
+
+def drawn(app, widget) -> list[str]:
+    """The rows of the screen ``widget`` covers, inside its padding."""
+    region = widget.content_region
+    rows = screen_lines(app)[region.y : region.bottom]
+    return [row[region.x : region.right].rstrip() for row in rows]
+
+
+@pytest.mark.parametrize(
+    "size, query, last",
+    [
+        ((80, 24), "throttled producers partition replication quorum", '"quorum"'),
+        ((120, 40), "publish partition-key example throttled producer", '"producer"'),
+    ],
+    ids=["80x24", "120x40"],
+)
+async def test_the_sanitised_queries_fit_and_both_show(sample, size, query, last):
+    app = build_app(store=Store.open_readonly(sample), store_label="sample")
+    async with app.run_test(size=size) as pilot:
+        await search_for(pilot, query)
+        line = app.browser.query_one("#sanitised")
+        rows = drawn(app, line)
+        assert len(rows) == 2 and rows == plain(line).rstrip("\n").split("\n")
+        text = " ".join(rows)
+        porter, _, trigram = text.partition(" · trigram ")
+        assert porter.startswith("porter ") and trigram, text
+        assert porter.split(" (")[0].endswith(last) and trigram.endswith(last)  # each query's end is there
+        assert "…" in text  # something was cut, and it says so
+
+
+async def test_the_sanitised_queries_follow_a_resize(sample):
+    app = build_app(store=Store.open_readonly(sample), store_label="sample")
+    async with app.run_test(size=(120, 40)) as pilot:
+        query = "throttled producers partition replication quorum"
+        await search_for(pilot, query)
+        line = app.browser.query_one("#sanitised")
+        five = '"throttled" OR "producers" OR "partition" OR "replication" OR "quorum"'
+        assert plain(line).replace("\n", " ").count(five) == 2  # at 120 columns both queries are whole
+        await pilot.resize_terminal(60, 18)
+        await wait_for(pilot, lambda: " OR … OR " in plain(line), what="the line refitted to 60 columns")
+        await settle(pilot)
+        rows = drawn(app, line)
+        assert len(rows) == 2 and " · trigram " in " ".join(rows)
+
+
+async def test_the_pinned_line_keeps_the_fate_at_120_columns(sample):
+    app = build_app(store=Store.open_readonly(sample), store_label="sample")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await search_for(pilot, "publish partition-key example throttled producer")
+        browser = app.browser
+        browser.pin(57)
+        await settle(pilot)
+        line = browser.pinned_line
+        await wait_for(pilot, lambda: "would return it" in plain(line), what="the counterfactual")
+        await settle(pilot)
+        first, second = drawn(app, line)
+        assert first.startswith("▸ pinned row 57 ferryc")
+        assert first.endswith("> Example: left at Fusion (RRF): merged into row 56 (same source::title)")
+        assert "…" in first  # the title's middle
+        assert second == "  fusion key rowid would return it at #3"
+
+
+async def test_the_pinned_line_at_60x18(sample):
+    app = build_app(store=Store.open_readonly(sample), store_label="sample")
+    async with app.run_test(size=(60, 18)) as pilot:
+        await search_for(pilot, "replication quorum write")
+        browser = app.browser
+        browser.pin(139)
+        await settle(pilot)
+        line = browser.pinned_line
+        await wait_for(pilot, lambda: "in the answer" in plain(line), what="the fate")
+        await settle(pilot)
+        [first] = drawn(app, line)  # returned: no counterfactual
+        # the title is cut (its last heading alone is too long: its end stays); the fate is whole
+        assert first.startswith("▸ pinned row 139 …") and first.endswith("the write quorum: #3 in the answer")
+        assert cell_len(first) == line.content_region.width  # the title takes the room left, no more
+        # a fate too long for 58 cells even without the title: the title is "…", the end is cut
+        browser.update_params(limit=2)
+        await settle(pilot)
+        await wait_for(pilot, lambda: "would return it" in plain(line), what="the counterfactual")
+        await settle(pilot)
+        first, second = drawn(app, line)
+        assert first.startswith("▸ pinned row 139 …: left at Candidate pool: beyond the") and first.endswith("…")
+        assert cell_len(first) == line.content_region.width
+        assert second == "  limit 3 would return it at #3"
