@@ -741,7 +741,7 @@ class RankscopeApp(App[None]):
                 browser.overview = dataclasses.replace(
                     browser.overview, session_counts=tuple(counts), sessions_pending=False
                 )
-                if browser.results.trace is None:
+                if browser.results.welcome_shown:  # not over a failed search's message
                     browser.results.show_welcome(browser.welcome_text())
 
         self.call_from_thread(keep)

@@ -10,7 +10,7 @@ import tui.app as app_module
 from tui import facts
 from tui.facts import read_facts
 
-from .conftest import build_app, plain, stages_store, wait_for
+from .conftest import build_app, plain, processed, stages_store, wait_for
 
 WIDE = (120, 40)
 
@@ -66,3 +66,26 @@ async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
         assert [s for s, _ in app.session_counts if s] == ["sess-A", "sess-B", "sess-C"]
         welcome = plain(app.browser.results.message)
         assert "3 sessions." in welcome and "being counted" not in welcome
+
+
+async def test_the_session_count_never_replaces_a_failed_search(monkeypatch):
+    monkeypatch.setattr(facts, "EXACT_FACTS_MAX_CHUNKS", 10)
+    release = threading.Event()
+    real = app_module.read_sessions
+
+    def slow(store, conn=None):
+        release.wait(10)
+        return real(store, conn)
+
+    monkeypatch.setattr(app_module, "read_sessions", slow)
+    app = build_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_for(pilot, lambda: app.browser is not None and app.sessions_pending, what="the pending count")
+        results = app.browser.results
+        results.show_failure(RuntimeError("disk I/O error"))
+        assert not results.welcome_shown
+        failed = plain(results.message)
+        release.set()
+        await wait_for(pilot, lambda: not app.sessions_pending, what="the session count")
+        await processed(pilot)
+        assert plain(results.message) == failed and results.border_subtitle == "search failed"

@@ -147,9 +147,13 @@ class ResultsPane(Vertical):
         if had_focus:
             self.screen.set_focus(self.table)
 
+    #: The note shows the welcome text (not a search's failure or empty answer).
+    welcome_shown = False
+
     def show_welcome(self, text: Text) -> None:
         """Show the start-up text (nothing searched yet)."""
         self.trace = None
+        self.welcome_shown = True
         self.border_subtitle = ""
         self.message.update(text)
         self._show_note()
@@ -157,6 +161,7 @@ class ResultsPane(Vertical):
     def show_trace(self, trace: Trace) -> None:
         """Show the final results of ``trace`` (or why there are none)."""
         self.trace = trace
+        self.welcome_shown = False
         n = len(trace.final)
         self.border_subtitle = f"{n} result{'s' if n != 1 else ''} · layer {trace.layer}"
         if not trace.final:
@@ -175,6 +180,7 @@ class ResultsPane(Vertical):
     def show_failure(self, error: BaseException) -> None:
         """Say that the search failed, and why (no results are shown)."""
         self.trace = None
+        self.welcome_shown = False
         self.border_subtitle = "search failed"
         self.message.update(failure_explanation(error))
         self._show_note()
