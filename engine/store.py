@@ -464,32 +464,66 @@ MMAP_BYTES = 512 * 2**20
 #: 1,437 chunks (5 MiB) −14% p50, at 10,059 chunks (31 MiB) −14% p50 and
 #: −23% mean; smaller statements take well under a millisecond.
 PARALLEL_MIN_BYTES = 4 * 2**20
-#: The second retriever goes to another thread only while the machine's
-#: one-minute load average is below its core count minus this: on a saturated
-#: machine handing a statement over costs 0.5-2 ms and gains nothing
-#: (measured at load 5 on 2 cores).
-PARALLEL_LOAD_MARGIN = 0.5
-#: How long one reading of the load average is used (seconds).
-_LOAD_TTL_S = 1.0
-_load_seen: tuple[float, bool] = (-1e9, False)
+#: The second retriever goes to another thread only while other processes
+#: leave a core free: their CPU use, averaged since the last reading, below
+#: the core count minus this many cores. On a saturated machine handing a
+#: statement over costs 0.5-2 ms and gains nothing (measured at load 5 on 2
+#: cores). This process's own threads do not count: a search's second
+#: retriever must not switch the next search's off.
+PARALLEL_OTHERS_MARGIN = 1.0
+#: CPU use is read at most this often (seconds); between readings the last
+#: answer stands.
+_CPU_TTL_S = 1.0
+#: The last reading: (monotonic time, system busy CPU seconds or None, this
+#: process's CPU seconds, the answer); time -inf before the first.
+_cpu_seen: tuple[float, float | None, float, bool] = (float("-inf"), None, 0.0, True)
+
+
+def _system_busy_seconds() -> float | None:
+    """CPU seconds all cores have spent busy since boot (``/proc/stat``:
+    user + nice + system + irq + softirq + steal; idle and iowait are not
+    busy), or ``None`` where ``/proc/stat`` cannot be read (not Linux)."""
+    try:
+        with open("/proc/stat", "rb") as fh:
+            fields = fh.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != b"cpu" or len(fields) < 5:
+        return None
+    ticks = [int(x) for x in fields[1:9]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def core_free() -> bool:
-    """True when this machine has at least two cores and, by its one-minute
-    load average (``os.getloadavg``, read at most once a second), one of them
-    is free: load < cores - :data:`PARALLEL_LOAD_MARGIN`. False where the
-    load average cannot be read."""
-    global _load_seen
+    """True when this machine has at least two cores and other processes
+    leave one of them free: the CPU seconds the whole machine was busy
+    (:func:`_system_busy_seconds`) minus this process's own
+    (``time.process_time``, every thread), per second since the previous
+    reading, is below ``cores -`` :data:`PARALLEL_OTHERS_MARGIN`. Read at
+    most once a second (:data:`_CPU_TTL_S`); the first reading says True.
+    Where ``/proc/stat`` is missing, the one-minute load average stands in
+    (``os.getloadavg() < cores - 0.5``; False when that is missing too)."""
+    global _cpu_seen
     now = time.monotonic()
-    seen_at, free = _load_seen
-    if now - seen_at < _LOAD_TTL_S:
+    seen_at, busy_then, own_then, free = _cpu_seen
+    if now - seen_at < _CPU_TTL_S:
         return free
     cores = os.cpu_count() or 1
-    try:
-        free = cores >= 2 and os.getloadavg()[0] < cores - PARALLEL_LOAD_MARGIN
-    except OSError:
+    busy, own = _system_busy_seconds(), time.process_time()
+    if cores < 2:
         free = False
-    _load_seen = (now, free)
+    elif busy is None:
+        try:
+            free = os.getloadavg()[0] < cores - 0.5
+        except OSError:
+            free = False
+    elif busy_then is None:
+        free = True
+    else:
+        others = max(0.0, (busy - busy_then) - (own - own_then)) / max(now - seen_at, 1e-9)
+        free = others < cores - PARALLEL_OTHERS_MARGIN
+    _cpu_seen = (now, busy, own, free)
     return free
 
 

@@ -9,6 +9,8 @@ import threading
 import time
 from functools import lru_cache
 
+import os
+
 import pytest
 
 import engine.runcache as runcache_mod
@@ -170,30 +172,77 @@ def test_auto_runs_them_at_once_only_for_a_large_enough_file_and_a_free_core(tmp
         s.close()
 
 
+class Clock:
+    """Fake readings for core_free: wall time, machine busy seconds, own CPU seconds."""
+
+    def __init__(self, monkeypatch, cores=2, busy: float | None = 100.0):
+        import engine.store as store_mod
+
+        self.now, self.busy, self.own = 1000.0, busy, 5.0
+        monkeypatch.setattr(store_mod, "_cpu_seen", (float("-inf"), None, 0.0, True))
+        monkeypatch.setattr(store_mod.os, "cpu_count", lambda: cores)
+        monkeypatch.setattr(store_mod.time, "monotonic", lambda: self.now)
+        monkeypatch.setattr(store_mod.time, "process_time", lambda: self.own)
+        monkeypatch.setattr(store_mod, "_system_busy_seconds", lambda: self.busy)
+
+    def advance(self, seconds: float, others: float, own: float = 0.0) -> None:
+        """``seconds`` pass; other processes use ``others`` cores, this one ``own``."""
+        self.now += seconds
+        self.own += own * seconds
+        if self.busy is not None:
+            self.busy += (others + own) * seconds
+
+
 @pytest.mark.parametrize(
-    ("cores", "load", "free"), [(2, 0.4, True), (2, 1.6, False), (1, 0.0, False), (4, 3.4, True), (4, 3.5, False)]
+    ("cores", "others", "own", "free"),
+    [
+        (2, 0.0, 0.0, True),
+        (2, 0.6, 0.0, True),
+        (2, 0.0, 1.9, True),  # this process's own two threads do not count
+        (2, 1.2, 0.0, False),
+        (2, 2.0, 0.0, False),
+        (4, 2.5, 1.0, True),
+        (4, 3.1, 0.0, False),
+        (1, 0.0, 0.0, False),
+    ],
 )
-def test_core_free_reads_the_load_average(monkeypatch, cores, load, free):
+def test_core_free_counts_only_other_processes(monkeypatch, cores, others, own, free):
     import engine.store as store_mod
 
-    monkeypatch.setattr(store_mod, "_load_seen", (-1e9, False))
-    monkeypatch.setattr(store_mod.os, "cpu_count", lambda: cores)
-    monkeypatch.setattr(store_mod.os, "getloadavg", lambda: (load, 0.0, 0.0))
+    clock = Clock(monkeypatch, cores)
+    assert store_mod.core_free() is (cores >= 2)  # the first reading: nothing to compare yet
+    clock.advance(2.0, others, own)
     assert store_mod.core_free() is free
-    monkeypatch.setattr(store_mod.os, "getloadavg", lambda: (0.0 if not free else 99.0, 0.0, 0.0))
-    assert store_mod.core_free() is free  # read at most once a second
+    clock.advance(0.5, 0.0 if not free else 2.0 * cores)  # within a second: the last answer stands
+    assert store_mod.core_free() is free
 
 
-def test_core_free_is_false_where_the_load_cannot_be_read(monkeypatch):
+def test_core_free_falls_back_on_the_load_average(monkeypatch):
     import engine.store as store_mod
+
+    Clock(monkeypatch, 2, busy=None)
+    monkeypatch.setattr(store_mod.os, "getloadavg", lambda: (0.4, 0.0, 0.0))
+    assert store_mod.core_free() is True
+    Clock(monkeypatch, 2, busy=None)
+    monkeypatch.setattr(store_mod.os, "getloadavg", lambda: (1.6, 0.0, 0.0))
+    assert store_mod.core_free() is False
 
     def no_load():
         raise OSError("no load average here")
 
-    monkeypatch.setattr(store_mod, "_load_seen", (-1e9, False))
-    monkeypatch.setattr(store_mod.os, "cpu_count", lambda: 2)
+    Clock(monkeypatch, 2, busy=None)
     monkeypatch.setattr(store_mod.os, "getloadavg", no_load)
     assert store_mod.core_free() is False
+
+
+def test_system_busy_seconds_reads_proc_stat():
+    import engine.store as store_mod
+
+    busy = store_mod._system_busy_seconds()
+    if not os.path.exists("/proc/stat"):
+        assert busy is None
+    else:
+        assert busy is not None and busy > 0
 
 
 def test_side_connections_are_reused_and_closed(tmp_path):
