@@ -497,7 +497,14 @@ class RankscopeApp(App[None]):
         absent = browser.pin_outcome.absent if browser.pin_outcome is not None else None
         grades: dict[int, int] = browser.judged.grades if browser.judged is not None else {}
         self.push_screen(
-            FlowScreen(browser.trace, browser.pinned_rowid, absent, grades=grades), callback=self._after_dialog
+            FlowScreen(
+                browser.trace,
+                browser.pinned_rowid,
+                absent,
+                grades=grades,
+                selected=subject.rowid if (subject := browser.selected_chunk()) is not None else None,
+            ),
+            callback=self._after_dialog,
         )
 
     def action_doctor(self) -> None:

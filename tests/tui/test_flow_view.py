@@ -392,3 +392,19 @@ async def test_a_resize_lays_the_flow_out_again(sample_db):
         assert screen.highlighted() is not None and screen.highlighted().rowid == 68  # the cursor row kept
         for text in ("row 68 ", "#2 in the answer", "Esc/F5 close"):
             assert visible(app, text), text
+
+
+async def test_the_flow_opens_on_the_pinned_row():
+    app = build_app(params=SearchParams("", limit=3, sessions=("sess-A",)))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "cache hook")
+        browser = app.browser
+        browser.pin(73)  # filtered #4, cut at limit 3: not the first row
+        await settle(pilot)
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        table = screen.query_one("#flow-table-0", DataTable)
+        await wait_for(pilot, lambda: app.focused is table)
+        assert table.cursor_row > 0
+        assert cells(screen)[table.cursor_row][0] == "▸73"
+        assert "row 73" in plain(screen.query_one("#flow-detail"))

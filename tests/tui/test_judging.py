@@ -25,12 +25,14 @@ from .conftest import (
     plain,
     press,
     processed,
+    rendered,
     run_command,
     search_for,
     settle,
     wait_for,
     wait_screen,
 )
+from .test_wording import screen_lines
 
 
 @pytest.fixture
@@ -333,3 +335,24 @@ async def test_exporting_cases_never_overwrites(db, tmp_path, monkeypatch):
         await press(pilot, "e")  # again: the next pair
         await wait_for(pilot, lambda: (tmp_path / "rankscope-cases-5.qrels.json").exists(), what="the next pair")
         assert (tmp_path / "rankscope-cases-5.json").exists()
+
+
+async def test_grading_in_the_stages_pane_keeps_the_highlighted_row_in_view(db):
+    app = app_for(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await search_for(pilot, "throttling")
+        browser = app.browser
+        ins = browser.inspector
+        await press(pilot, "down", "s")
+        await wait_for(pilot, lambda: browser.focused is ins)
+        await press(pilot, "down", "down", "down")
+        await wait_for(pilot, lambda: ins.highlighted is not None)
+        before = browser.selected_chunk()
+        await press(pilot, "2")
+        await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, what="the grade")
+        await wait_for(pilot, lambda: ins.get_option_at_index(0).prompt.plain.startswith("Judged"), what="metrics")
+        assert browser.selected_chunk() == before
+        first_line = ins.get_option_at_index(ins.highlighted).prompt.plain.splitlines()[0]
+        assert first_line.startswith("★2 ")
+        await rendered(pilot)
+        assert any(first_line.strip()[:30] in line for line in screen_lines(app)), "the graded row is off screen"

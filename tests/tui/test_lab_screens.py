@@ -334,6 +334,22 @@ async def test_why_finder_pins_the_highlighted_match_or_the_explained_chunk():
         await wait_for(pilot, lambda: "pinned row 17" in plain(line), what="the pinned line")
 
 
+async def test_why_opened_on_a_chunk_focuses_the_answer_so_p_pins_it():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await press(pilot, "down", "down")  # query → results, second result
+        second = app.browser.trace.final[1].candidate
+        await wait_for(pilot, lambda: app.browser.journey.subject.key == second.key)
+        await press(pilot, "f8")
+        screen = await wait_screen(pilot, WhyScreen, focused=False)
+        await settle_lab(pilot)
+        assert app.focused is screen.query_one("#why-box")
+        await press(pilot, "p")
+        await wait_for(pilot, lambda: app.browser.pinned_rowid == second.rowid, what="the explained chunk pinned")
+        assert screen.query_one("#why-find", Input).value == f"row {second.rowid}"  # not typed into
+
+
 async def test_why_not_explains_the_selected_chunk_from_a_pane():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:

@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
+from engine.words import plural
 from engine.compare import params_for_entry
 from engine.corpus import index_paths, load_sessions_map
 from engine.files import InputFileError, load_json_input
@@ -146,7 +147,10 @@ def index(
 def _print_index_report(report, db: Path) -> None:
     """The index summary: totals, then skipped files grouped by reason."""
     console.print(
-        safe.line(f"indexed {len(report.results)} files, {report.chunks} chunks, {report.bytes} bytes into {db}")
+        safe.line(
+            f"indexed {plural(len(report.results), 'file')}, {plural(report.chunks, 'chunk')}, "
+            f"{plural(report.bytes, 'byte')} into {db}"
+        )
         + (f"; {len(report.unchanged)} unchanged" if report.unchanged else "")
         + (f"; {len(report.removed)} removed" if report.removed else ""),
         markup=False,

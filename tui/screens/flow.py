@@ -135,6 +135,8 @@ class FlowScreen(ModalScreen[None]):
         pinned: the pinned chunk's row id (its row is marked), or ``None``.
         absent: a flow row for the pinned chunk when no retriever returned
             it (:class:`engine.flow.Absent`), or ``None``.
+        selected: the chunk selected in the browser (row id): the cursor
+            starts on the pinned chunk's row, else on this one, else on the first.
         grades: the current query's judgments, row id → grade 0-3: a graded
             chunk's title starts with its badge (``★3``), as in every pane.
     """
@@ -153,11 +155,20 @@ class FlowScreen(ModalScreen[None]):
     ]
 
     def __init__(
-        self, trace: Trace, pinned: int | None = None, absent=None, *, grades: Mapping[int, int] | None = None
+        self,
+        trace: Trace,
+        pinned: int | None = None,
+        absent=None,
+        *,
+        grades: Mapping[int, int] | None = None,
+        selected: int | None = None,
     ) -> None:
         super().__init__()
         self.trace = trace
         self.pinned = pinned
+        #: The row the cursor starts on: the pinned chunk, else ``selected`` (the chunk
+        #: selected in the browser), else the first row.
+        self.start_rowid = pinned if pinned is not None else selected
         #: A copy: grading from the flow updates it (:class:`~tui.messages.ChunkGraded`).
         self.grades: dict[int, int] = dict(grades or {})
         self.flows: tuple[Flow, ...] = trace_flows(trace, [absent] if absent is not None else [])
@@ -188,8 +199,18 @@ class FlowScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self._layout()
-        self.query_one("#flow-table-0", DataTable).focus()
-        if self.flows[0].rows:
+        table, index, row = 0, 0, None
+        for i, flow in enumerate(self.flows):
+            n = next((n for n, r in enumerate(flow.rows) if r.rowid == self.start_rowid), None)
+            if n is not None:
+                table, index, row = i, n, flow.rows[n]
+                break
+        focus = self.query_one(f"#flow-table-{table}", DataTable)
+        focus.focus()
+        if row is not None:
+            focus.move_cursor(row=index)
+            self._show(table, row)
+        elif self.flows[0].rows:
             self._show(0, self.flows[0].rows[0])
         else:
             self.query_one("#flow-detail", Static).update("No candidate entered this pass.")

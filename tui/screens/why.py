@@ -232,7 +232,9 @@ class WhyScreen(Screen[None]):
                     style="italic",
                 )
             )
-        self.query_one("#why-find", Input).focus()
+        # opened on a chunk (from a pane or a comparison): the answer has the focus, so p pins
+        # that chunk at once; Tab or shift+Tab reach the finder
+        (self.query_one("#why-box") if self.rowid is not None else self.query_one("#why-find", Input)).focus()
         self.app.post_message(LoadChunks(self))
 
     def _show_title(self) -> None:

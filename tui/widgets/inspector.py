@@ -419,6 +419,12 @@ class StageInspector(OptionList):
         if self.trace is None:
             return
         old = self.highlighted
+        # the highlighted row by what it shows (its stage and chunk), not by index: lines
+        # above it (the metrics table) may come or go
+        old_key = None
+        if old is not None and old < len(self._stages):
+            subject = self._subjects.get(f"c{old}")
+            old_key = (self._stages[old], subject) if subject is not None else None
         self._width = self._content_width()
         options: list[Option | None] = []
         self._subjects = {}
@@ -434,7 +440,20 @@ class StageInspector(OptionList):
             else:
                 options.append(Option(line.text, disabled=True))
         self.set_options(options)
-        if keep_highlight and old is not None and old < self.option_count:
+        same = None
+        if keep_highlight and old_key is not None:
+            same = next(
+                (
+                    i
+                    for i, stage in enumerate(self._stages)
+                    if stage == old_key[0] and self._subjects.get(f"c{i}") == old_key[1]
+                ),
+                None,
+            )
+        if same is not None:
+            self.highlighted = same
+            self.scroll_to_highlight()
+        elif keep_highlight and old is not None and old < self.option_count:
             self.highlighted = old
         else:
             self.highlighted = None
