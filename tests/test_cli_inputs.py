@@ -302,7 +302,7 @@ def test_folder_nested_1000_deep(deep_folder, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["index", str(root), "--db", str(tmp_path / "deep.db")])
     assert exc.value.code in (0, None)
-    assert "indexed 1 files" in capsys.readouterr().out
+    assert "indexed 1 file," in capsys.readouterr().out
 
 
 def test_gitignore_under_a_deep_folder(tmp_path):

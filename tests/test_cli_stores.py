@@ -288,7 +288,7 @@ def test_index_updates_its_own_store(project, tmp_path):
     (project / "more.md").write_text("# More\ntext\n")
     r = runner.invoke(app, ["index", str(project), "--db", str(db)])
     assert r.exit_code == 0, r.output
-    assert "indexed 1 files" in r.output
+    assert "indexed 1 file," in r.output
 
 
 def test_index_interrupt_exits_130(project, tmp_path, monkeypatch):
