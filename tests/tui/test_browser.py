@@ -30,6 +30,7 @@ from .conftest import (
     type_text,
     wait_for,
     wait_screen,
+    rendered,
 )
 
 WIDE = (120, 40)
@@ -639,3 +640,17 @@ async def test_params_dialog_source_exact_and_content_type():
         )
         bar = plain(app.browser.params_bar)
         assert "docs/configuration.md (exact)" in bar and "type prose" in bar
+
+
+@pytest.mark.parametrize("size", [(60, 18), (80, 24)], ids=["60x18", "80x24"])
+async def test_a_narrow_results_pane_keeps_every_number_whole(size):
+    """The title gives way (cut in the middle); rrf and boost stay whole on screen."""
+    from .test_wording import screen_lines
+
+    app = build_app()
+    async with app.run_test(size=size) as pilot:
+        await search_for(pilot, "consumer lag")
+        await rendered(pilot)
+        text = "\n".join(screen_lines(app))
+        for r in app.browser.trace.final:
+            assert f"{r.candidate.score:.4f}" in text and f"{r.boost:.3f}" in text, r.candidate.title

@@ -190,7 +190,8 @@ class ResultsPane(Vertical):
         width = self.scrollable_content_region.width or self.size.width or 80
         wide = width >= WIDE_MIN
         fixed, cols = (FIXED, COLUMNS) if wide else (COMPACT_FIXED, COMPACT_COLUMNS)
-        room = max(width - sum(fixed.values()) - 2 * len(cols) - 2, 20)  # cell padding, scrollbar
+        # cell padding, scrollbar; a narrow pane gives the title what is left, so the numbers stay whole
+        room = max(width - sum(fixed.values()) - 2 * len(cols) - 2, 8)
         if not wide:
             return False, room, room
         longest = (
