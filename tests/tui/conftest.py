@@ -433,3 +433,17 @@ def screen_strips(app) -> list:
     hygiene test allows it here and nowhere else)."""
     update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     return list(update.strips)
+
+
+def screen_lines(app) -> list[str]:
+    """The screen's text, row by row, as the terminal receives it
+    (:func:`screen_strips` without the control segments); each row is as wide
+    as the screen."""
+    from rich.cells import cell_len
+
+    rows = []
+    for line in screen_strips(app):
+        text = "".join(seg.text for strip in line for seg in strip if not seg.control)
+        assert cell_len(text) == app.size.width
+        rows.append(text)
+    return rows

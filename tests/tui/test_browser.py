@@ -17,6 +17,7 @@ from tui.screens.params import ParamsScreen
 from tui.screens.sessions import SessionsScreen
 
 from .conftest import (
+    screen_lines,
     build_app,
     notifications,
     plain,
@@ -645,8 +646,6 @@ async def test_params_dialog_source_exact_and_content_type():
 @pytest.mark.parametrize("size", [(60, 18), (80, 24)], ids=["60x18", "80x24"])
 async def test_a_narrow_results_pane_keeps_every_number_whole(size):
     """The title gives way (cut in the middle); rrf and boost stay whole on screen."""
-    from .test_wording import screen_lines
-
     app = build_app()
     async with app.run_test(size=size) as pilot:
         await search_for(pilot, "consumer lag")

@@ -13,6 +13,7 @@ from engine import SearchParams, Store
 from tui.screens.flow import HINTS, FlowScreen
 
 from .conftest import (
+    screen_lines,
     build_app,
     notifications,
     plain,
@@ -25,7 +26,6 @@ from .conftest import (
     wait_for,
     wait_screen,
 )
-from .test_wording import screen_lines
 
 NARROW, WIDE = (80, 24), (120, 40)
 

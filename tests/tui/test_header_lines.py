@@ -15,7 +15,7 @@ from tui.widgets.pinned_line import PinnedParts, first_line, pinned_text
 from tui.widgets.query_box import QueryParts, cut_query, fit_queries
 
 from ..conftest import SAMPLE_CORPUS
-from .conftest import build_app, plain, screen_strips, search_for, settle, wait_for
+from .conftest import build_app, plain, screen_lines, search_for, settle, wait_for
 
 FIVE = '"throttled" OR "producers" OR "partition" OR "replication" OR "quorum"'
 STEMS = ("throttled → throttl", "producers → produc", "partition → partit", "replication → replic")
@@ -111,11 +111,6 @@ def sample(tmp_path):
     with Store.create(path) as s:
         index_corpus(s, SAMPLE_CORPUS)
     return path
-
-
-def screen_lines(app) -> list[str]:
-    """The screen's text, row by row, as the terminal receives it."""
-    return ["".join(seg.text for strip in line for seg in strip if not seg.control) for line in screen_strips(app)]
 
 
 def drawn(app, widget) -> list[str]:

@@ -20,6 +20,7 @@ from tui.screens.history import HistorySearchScreen
 
 from ..conftest import SAMPLE_CORPUS
 from .conftest import (
+    screen_lines,
     build_app,
     notifications,
     plain,
@@ -32,7 +33,6 @@ from .conftest import (
     wait_for,
     wait_screen,
 )
-from .test_wording import screen_lines
 
 
 @pytest.fixture

@@ -6,25 +6,14 @@ the screen draws, at 80x24 and 120x40 (the footer also at 60x18)."""
 from __future__ import annotations
 
 import pytest
-from rich.cells import cell_len
 
 from tui.screens.why import WhyScreen
 
-from .conftest import build_app, plain, press, rendered, screen_strips, search_for, settle, wait_screen
+from .conftest import build_app, plain, press, rendered, screen_lines, search_for, settle, wait_screen
 from .test_lab_screens import settle_lab
 
 SIZES = [(80, 24), (120, 40)]
 IDS = ["80x24", "120x40"]
-
-
-def screen_lines(app) -> list[str]:
-    """The screen's text, row by row, as the terminal receives it."""
-    rows = []
-    for line in screen_strips(app):
-        text = "".join(seg.text for strip in line for seg in strip if not seg.control)
-        assert cell_len(text) == app.size.width
-        rows.append(text)
-    return rows
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
