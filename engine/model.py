@@ -229,6 +229,15 @@ class RetrieverRun:
         cached: the run was served from the store's run cache (computed by
             an earlier search of the same store data version with the same
             sanitised query, row limit and filters; see :mod:`engine.cache`).
+        ranked_by: how the rows were ranked: ``"fts5"`` (FTS5 scored every
+            match) or ``"top-k"`` (:mod:`engine.topk` scored only the rows
+            that could reach the limit; same rows, order and bm25 bits).
+        ranking: facts of that choice, ``((name, value), ...)``: for
+            ``top-k`` ``phrase_rows`` (rows each phrase matches, query
+            order), ``ranked_phrases`` (0-based indexes of the phrases FTS5
+            ranked), ``rows_read`` and ``texts_tokenized``; for ``fts5``
+            after a declined attempt, ``declined`` (a
+            :class:`engine.topk.Declined` code); else empty.
     """
 
     name: str
@@ -239,6 +248,12 @@ class RetrieverRun:
     error: str | None = None
     elapsed_ms: float = 0.0
     cached: bool = False
+    ranked_by: str = "fts5"
+    ranking: tuple[tuple[str, object], ...] = ()
+
+    def ranking_fact(self, name: str, default: object = None) -> object:
+        """The value of fact ``name`` in :attr:`ranking`, or ``default``."""
+        return next((v for k, v in self.ranking if k == name), default)
 
 
 @dataclass(frozen=True)

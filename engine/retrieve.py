@@ -30,7 +30,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
-from . import sql
+from . import sql, topk
 from .model import Exit, Hit, RetrieverRun, SearchParams
 from .query import sanitize_porter, sanitize_trigram
 from .stage_api import PassContext, StageHooks
@@ -153,6 +153,18 @@ def retrieve(
     sanitized = sanitize_porter(query, "OR") if retriever == "porter" else sanitize_trigram(query, "OR")
     if not sanitized:
         return RetrieverRun(retriever, "", fts_limit, (), skipped="query has no word of 3+ characters")
+    if not source and not content_type and fts_limit > 0:
+        start = time.perf_counter()
+        try:
+            return _retrieve_top_k(conn, schema, retriever, sanitized, fts_limit, start)
+        except topk.Declined as declined:
+            ranking: tuple[tuple[str, object], ...] = (("declined", declined.code),)
+        except sql.Error as exc:
+            if not is_query_error(exc):
+                raise
+            ranking = (("declined", "error"),)  # FTS5's own statement below records the error
+    else:
+        ranking = ()
     statement, names = build_sql(retriever, schema, source, source_match, content_type)
     values = {
         "match": sanitized,
@@ -189,7 +201,61 @@ def retrieve(
         )
         for i, r in enumerate(rows)
     )
-    return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start))
+    return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start), ranking=ranking)
+
+
+def _retrieve_top_k(
+    conn: sql.Connection, schema: SchemaInfo, retriever: str, sanitized: str, fts_limit: int, start: float
+) -> RetrieverRun:
+    """The run through :func:`engine.topk.top_k` (no filters): its rows, with
+    the columns :func:`build_sql`'s statement selects read by rowid.
+
+    Raises:
+        engine.topk.Declined: top-k cannot answer exactly; run FTS5's ranking.
+        engine.sql.Error: as :func:`retrieve`.
+    """
+    t = TABLES[retriever]
+    outcome = topk.top_k(conn, t, sanitized, fts_limit)
+    x = sql.text
+    session = schema.session_column(t)
+    wanted = [r.rowid for r in outcome.rows]
+    details = {
+        int(r[0]): r
+        for r in conn.execute(
+            f"SELECT {t}.rowid, {x(t + '.title')}, {x(t + '.content')}, {t}.content_type, {x('sources.label')}, "
+            f"{x(session)} FROM {t} JOIN sources ON sources.id = {t}.source_id "
+            f"WHERE {t}.rowid IN ({','.join('?' * len(wanted))})",
+            wanted,
+        )
+    }
+    if len(details) != len(wanted):
+        raise topk.Declined("no-source")  # a row whose source is gone: the join drops it, FTS5's order decides
+    dec = sql.decode
+    hits = []
+    for i, row in enumerate(outcome.rows):
+        r = details[row.rowid]
+        hits.append(
+            Hit(
+                rank=i + 1,
+                rowid=row.rowid,
+                source=dec(r[4]),
+                title=dec(r[1]) if r[1] is not None else "",
+                content=dec(r[2]) if r[2] is not None else "",
+                content_type=r[3] if r[3] is not None else "prose",
+                session_id=dec(r[5]) if r[5] is not None else "",
+                bm25=row.bm25,
+                highlighted=dec(row.highlighted) if r[2] is not None else "",
+            )
+        )
+    facts: tuple[tuple[str, object], ...] = (
+        ("phrase_rows", tuple(outcome.phrases)),
+        ("ranked_phrases", tuple(outcome.rare)),
+        ("rows_read", outcome.walked),
+        ("texts_tokenized", outcome.tokenized),
+    )
+    return RetrieverRun(
+        retriever, sanitized, fts_limit, tuple(hits), elapsed_ms=elapsed_ms(start), ranked_by="top-k", ranking=facts
+    )
 
 
 def fts_limit_for(params: SearchParams, pool_size: int) -> int:
