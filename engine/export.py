@@ -12,7 +12,13 @@ schema (``TRACE_SCHEMA_VERSION`` 3):
   was found and how old it is, :class:`~engine.model.RefreshReport`);
 * the first pass: ``porter_query``, ``trigram_query``, ``porter`` / ``trigram``
   [{rank, rowid, source, title, bm25, content_type, session_id}],
-  ``retriever_errors`` {retriever: message}, ``fused`` [{source, title,
+  ``retriever_errors`` {retriever: message}, ``ranking`` (new in version
+  4) {retriever: {by, ...facts}}: ``by`` is ``"fts5"`` or ``"top-k"``
+  (:attr:`~engine.model.RetrieverRun.ranked_by`; the rows are the same
+  either way), the facts those of
+  :attr:`~engine.model.RetrieverRun.ranking` (``phrase_rows``,
+  ``ranked_phrases``, ``rows_read``, ``texts_tokenized``, or
+  ``declined``), ``fused`` [{source, title,
   score, porter_rank, trigram_rank, key_collision, rowid, merged_rowids,
   contributions[{retriever, rank, rowid, value}]}], ``pool`` [{source,
   title, score}], ``filtered`` [{source, title, session_id}], ``removed``
@@ -58,7 +64,8 @@ schema (``TRACE_SCHEMA_VERSION`` 3):
 ``rank`` in ``final`` is minus the fused score (reference meaning), never the boost.
 
 Version history: 2 added ``candidates``, ``fuzzy.candidates``,
-``fuzzy.reason_code`` and ``fuzzy.trigger``; 3 added ``empty``.
+``fuzzy.reason_code`` and ``fuzzy.trigger``; 3 added ``empty``; 4 added
+``ranking``.
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ from .model import Candidate, Run, Trace
 from .paths import path_to_dict
 
 #: Version of the JSON trace's shape; bumped on any change a reader may notice.
-TRACE_SCHEMA_VERSION = 3
+TRACE_SCHEMA_VERSION = 4
 
 
 def _st(c: Candidate) -> dict:
@@ -98,6 +105,11 @@ def run_to_dict(run: Run) -> dict:
         "porter": hits(run.porter),
         "trigram": hits(run.trigram),
         "retriever_errors": {r.name: r.error for r in (run.porter, run.trigram) if r.error},
+        "ranking": {
+            r.name: {"by": r.ranked_by, **{k: list(v) if isinstance(v, tuple) else v for k, v in r.ranking}}
+            for r in (run.porter, run.trigram)
+            if not r.skipped
+        },
         "fused": [
             {
                 **_st(c),

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from . import sql, topk
@@ -135,8 +137,17 @@ def retrieve(
     source: str | None = None,
     source_match: str = "like",
     content_type: str | None = None,
+    *,
+    beside: Callable[[sql.Connection], AbstractContextManager[sql.Connection | None]] | None = None,
 ) -> RetrieverRun:
     """Run one retriever for the raw ``query``.
+
+    Without filters, on a large table, :func:`engine.topk.top_k` ranks first
+    (``ranked_by="top-k"``); when it declines, FTS5's own statement runs
+    (``ranking`` then holds the code), in two halves at once
+    (:func:`_in_halves`) when it ranks many matches and ``beside`` (e.g.
+    :meth:`~engine.store.Store.parallel_reader`) gives a second connection
+    on ``conn``'s snapshot. The rows are the same every way.
 
     The query is sanitised here (Porter or trigram rules). An empty trigram
     query skips the run. An SQLite error of the query (which sanitising
@@ -153,18 +164,19 @@ def retrieve(
     sanitized = sanitize_porter(query, "OR") if retriever == "porter" else sanitize_trigram(query, "OR")
     if not sanitized:
         return RetrieverRun(retriever, "", fts_limit, (), skipped="query has no word of 3+ characters")
+    start = time.perf_counter()
+    ranking: tuple[tuple[str, object], ...] = ()
+    matches = 0
     if not source and not content_type and fts_limit > 0:
-        start = time.perf_counter()
         try:
             return _retrieve_top_k(conn, schema, retriever, sanitized, fts_limit, start)
         except topk.Declined as declined:
-            ranking: tuple[tuple[str, object], ...] = (("declined", declined.code),)
+            ranking = (("declined", declined.code),)
+            matches = sum(declined.phrase_rows)
         except sql.Error as exc:
             if not is_query_error(exc):
                 raise
             ranking = (("declined", "error"),)  # FTS5's own statement below records the error
-    else:
-        ranking = ()
     statement, names = build_sql(retriever, schema, source, source_match, content_type)
     values = {
         "match": sanitized,
@@ -172,9 +184,13 @@ def retrieve(
         "content_type": content_type,
         "limit": fts_limit,
     }
-    start = time.perf_counter()
     try:
-        rows = conn.execute(statement, [values[n] for n in names]).fetchall()
+        if beside is not None and matches >= SPLIT_MIN_MATCHES:
+            rows, split = _in_halves(conn, beside, retriever, statement, [values[n] for n in names])
+            if split:
+                ranking += (("halves", 2),)
+        else:
+            rows = conn.execute(statement, [values[n] for n in names]).fetchall()
     except sql.Error as exc:
         if not is_query_error(exc) and not _shadow_missing(conn, TABLES[retriever]):
             raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
@@ -202,6 +218,59 @@ def retrieve(
         for i, r in enumerate(rows)
     )
     return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start), ranking=ranking)
+
+
+#: An FTS5 ranking of at least this many phrase matches in all (counted by
+#: a declined :func:`engine.topk.top_k`) runs as two halves of the rowid
+#: range at once when a second connection is at hand (:func:`_in_halves`).
+SPLIT_MIN_MATCHES = 30_000
+
+
+def _in_halves(
+    conn: sql.Connection,
+    beside: Callable[[sql.Connection], AbstractContextManager[sql.Connection | None]],
+    retriever: str,
+    statement: str,
+    args: list,
+) -> tuple[list, bool]:
+    """The rows of ``statement`` (:func:`build_sql`'s, ``LIMIT ?`` last in
+    ``args``) ranked as two statements over the lower and upper halves of
+    the rowid range, one on a connection ``beside(conn)`` gives (the same
+    snapshot) in a worker thread, one here, merged by ``(rank, rowid)``.
+
+    FTS5 computes bm25's idf and average length over the whole table
+    whatever the rowid range (``xQueryPhrase``, ``xRowCount``), so each row
+    keeps its bm25 bits, and FTS5 orders ties by rowid: the first ``LIMIT``
+    rows of the merge are the whole statement's. Each half computes the idf
+    again (one pass over each phrase's rows), the price of using a second
+    core for the ranking itself.
+
+    Returns:
+        ``(rows, split)``: ``split`` is False when no second connection was
+        at hand and the statement ran whole here.
+    """
+    t = TABLES[retriever]
+    ends = conn.execute(
+        f"SELECT (SELECT rowid FROM {t} ORDER BY rowid LIMIT 1), (SELECT rowid FROM {t} ORDER BY rowid DESC LIMIT 1)"
+    ).fetchone()
+    if ends[0] is None or ends[0] == ends[1]:
+        return conn.execute(statement, args).fetchall(), False
+    mid = (int(ends[0]) + int(ends[1])) // 2
+    head, _, tail = statement.rpartition(" ORDER BY ")
+    halves = (f"{head} AND {t}.rowid <= ? ORDER BY {tail}", f"{head} AND {t}.rowid > ? ORDER BY {tail}")
+    bound = [*args[:-1], mid, args[-1]]
+    with beside(conn) as reader:
+        if reader is None:
+            return conn.execute(statement, args).fetchall(), False
+        lower: Future = _pool().submit(lambda: reader.execute(halves[0], bound).fetchall())
+        try:
+            upper = conn.execute(halves[1], bound).fetchall()
+        finally:
+            if not lower.cancel():
+                wait([lower])
+        low = conn.execute(halves[0], bound).fetchall() if lower.cancelled() else lower.result()
+    merged = sorted(low + upper, key=lambda r: (r[5], r[0]))
+    return merged[: args[-1]], True
 
 
 def _retrieve_top_k(
@@ -305,6 +374,13 @@ def headline(run: RetrieverRun, params: SearchParams) -> str:
     head = f"{plural(len(run.hits), 'hit')} for {abbreviate(run.query)} (limit {run.fts_limit})"
     if params.filter_text:
         head += f" with {params.filter_text}"
+    if run.ranked_by == "top-k":
+        rows = run.ranking_fact("phrase_rows", ())
+        read = run.ranking_fact("rows_read", 0)
+        assert isinstance(rows, tuple) and isinstance(read, int)
+        head += f"; exact top-k read {read:,} of {sum(rows):,} phrase matches"
+    elif run.ranking_fact("halves"):
+        head += f"; FTS5 ranked it in {run.ranking_fact('halves')} rowid ranges at once"
     return head
 
 

@@ -173,7 +173,8 @@ class RunCache:
                 self.hits += 1
             return replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
         fetch = fts_limit if deepest is None or self.exact else max(fts_limit, 2 * deepest)
-        run = retrieve(conn, schema, retriever, query, fetch, source, source_match, content_type)
+        beside = self.store.parallel_reader if self.store.can_read_in_parallel(conn) else None
+        run = retrieve(conn, schema, retriever, query, fetch, source, source_match, content_type, beside=beside)
         with self._lock:
             self.misses += 1
             self.rows_fetched += len(run.hits)

@@ -78,11 +78,14 @@ MIN_ROWS = 20_000
 #: Below this many phrase matches in all (the sum of the phrases' row
 #: counts), the same.
 MIN_MATCHES = 15_000
+#: Above this many rows wanted, walking and tokenizing costs more than FTS5's
+#: ranking saves: :func:`top_k` declines (``deep-limit``).
+MAX_K = 250
 #: Decline when the rarest phrases needed for ``k`` rows hold more than this
 #: share of all phrase matches (FTS5 would rank nearly as many rows).
-SEED_SHARE_MAX = 0.35
+SEED_SHARE_MAX = 0.6
 #: Decline when the phrases left to rank hold more than this share.
-RARE_SHARE_MAX = 0.5
+RARE_SHARE_MAX = 0.75
 
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
 _OR_QUERY = re.compile(r'^"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*$')
@@ -99,6 +102,7 @@ DECLINED = {
     "no-gain": "the rare phrases match too many rows to save time",
     "weak-bound": "the frequent phrases could still reach the limit",
     "too-few-rows": "fewer matches than rows wanted",
+    "deep-limit": "too many rows wanted",
     "size-mismatch": "a row's tokens differ from its stored count",
     "no-source": "a chosen row has no source row",
     "error": "a statement failed",
@@ -109,9 +113,11 @@ class Declined(Exception):
     """:func:`top_k` cannot answer this query exactly; ``code`` says why
     (:data:`DECLINED`)."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, phrase_rows: tuple[int, ...] = ()) -> None:
         super().__init__(code)
         self.code = code
+        #: Rows each phrase matches (query order), when counted before declining; else ``()``.
+        self.phrase_rows = phrase_rows
 
 
 @dataclass(frozen=True)
@@ -389,6 +395,8 @@ def top_k(
         raise Declined("not-or-query")
     if k < 1:
         raise Declined("too-few-rows")
+    if k > MAX_K:
+        raise Declined("deep-limit")
     if (
         conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (f"{table}_docsize",)).fetchone()
         is None
@@ -406,6 +414,25 @@ def top_k(
         else 0
         for i, t in enumerate(texts)
     ]
+    try:
+        return _ranked(conn, table, texts, phrase_tokens, tok, counts, n_row, n_token, k, min_matches)
+    except Declined as declined:
+        raise Declined(declined.code, tuple(counts)) from None
+
+
+def _ranked(
+    conn: sql.Connection,
+    table: str,
+    texts: list[str],
+    phrase_tokens: list[tuple[str, ...]],
+    tok: apsw.FTS5Tokenizer,
+    counts: list[int],
+    n_row: int,
+    n_token: int,
+    k: int,
+    min_matches: int | None,
+) -> Outcome:
+    """:func:`top_k` once the phrases' row counts are known."""
     total = sum(counts)
     outcome = Outcome([], counts, [])
     if total < (MIN_MATCHES if min_matches is None else min_matches):

@@ -59,11 +59,12 @@ def _read(store):
 
 def _strip_times(d):
     if isinstance(d, dict):
-        # refresh.method / age_ms: how the stale-source answer was found (a scan, then the watch)
+        # refresh.method / age_ms: how the stale-source answer was found (a scan, then the watch);
+        # ranking: how the rows were ranked (a reused run tells how its deeper run was)
         return {
             k: _strip_times(v)
             for k, v in d.items()
-            if k not in ("elapsed_ms", "timings_ms", "total_ms", "method", "age_ms")
+            if k not in ("elapsed_ms", "timings_ms", "total_ms", "method", "age_ms", "ranking")
         }
     if isinstance(d, list):
         return [_strip_times(x) for x in d]

@@ -13,7 +13,7 @@ import pytest
 
 from engine import SearchParams, Store, search, sql, topk, trace_to_dict
 from engine.query import sanitize_porter, sanitize_trigram
-from engine.retrieve import retrieve
+from engine.retrieve import headline, retrieve
 
 COLUMNS = (
     "title, content, source_id UNINDEXED, content_type UNINDEXED, source_category UNINDEXED, "
@@ -183,13 +183,14 @@ def test_varints():
         ('"npm"', "one-phrase"),
         ('"npm" OR "nothere"', "one-phrase"),
         ('"zephyr" OR "nothere" OR "quillwort"', "few-matches"),
+        ('"npm" OR "zephyr"', "deep-limit"),
     ],
 )
 def test_declines_with_a_code(table, forced, match, code, monkeypatch):
     if code == "few-matches":
         monkeypatch.setattr(topk, "MIN_MATCHES", 10**9)
     with pytest.raises(topk.Declined) as info:
-        topk.top_k(table, "chunks", match, 3)
+        topk.top_k(table, "chunks", match, topk.MAX_K + 1 if code == "deep-limit" else 3)
     assert info.value.code == code
     assert code in topk.DECLINED
 
@@ -252,6 +253,18 @@ def test_retrieve_through_top_k_equals_fts5_and_says_so(monkeypatch, forced):
         else:
             assert r.ranked_by == "fts5"
     assert all(r.ranked_by == "fts5" and r.ranking_fact("declined") == "few-matches" for r in plain if not r.skipped)
+
+
+def test_the_stage_headline_and_the_json_trace_say_how_a_run_was_ranked(forced):
+    store = _store(5, 120)
+    trace = search(store, SearchParams(query="npm zephyr install", limit=3))
+    run = trace.first.porter
+    assert run.ranked_by == "top-k"
+    read, rows = run.ranking_fact("rows_read"), run.ranking_fact("phrase_rows")
+    line = headline(run, trace.params)
+    assert line.endswith(f"; exact top-k read {read:,} of {sum(rows):,} phrase matches"), line
+    ranking = trace_to_dict(trace)["ranking"]["porter"]
+    assert ranking["by"] == "top-k" and ranking["rows_read"] == read and ranking["phrase_rows"] == list(rows)
 
 
 def test_filters_keep_fts5s_ranking(forced):
