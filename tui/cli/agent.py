@@ -35,7 +35,7 @@ from engine.agent.schema import SchemaError
 
 from .. import safe
 from ..render import plain
-from .base import search_db_option, console, err_console, fail, open_store
+from .base import search_db_option, console, err_console, fail, open_store, warn_unknown_sessions
 
 _LONE = re.compile("[\ud800-\udfff]")
 
@@ -173,6 +173,7 @@ def ctx_search_cmd(
     arguments = _arguments(queries or [], params_json, limit, source, content_type, sort)
     context = build_context(db, sessions_db, project, allow_session)
     with open_store(db) as store:
+        warn_unknown_sessions(store, allow_session, "--allow-session")
         try:
             trace = ctx_search(store, arguments, context, call_number=call_number)
         except AgentViewError as exc:
