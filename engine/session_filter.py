@@ -11,6 +11,10 @@ table marks the stage ``ends_pass_when_empty``) and the fuzzy fallback may run.
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import dataclass
+from typing import Sequence
+
 from .model import Candidate, Exit, FilterStage, SearchParams
 from .stage_api import PassContext, StageHooks
 
@@ -29,6 +33,54 @@ def session_filter(pool: tuple[Candidate, ...], allow_set: tuple[str, ...] | Non
     for c in pool:
         (kept if c.session_id in allowed else removed).append(c)
     return FilterStage(tuple(allow_set), tuple(kept), tuple(removed))
+
+
+#: How many of the store's session ids :func:`unknown_sessions` names per unknown id.
+CLOSEST_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class UnknownSession:
+    """An allow-set session id that no chunk of the store has (a valid
+    filter that can only let unattributed chunks through, most likely a typo).
+
+    Attributes:
+        session: the id as given.
+        closest: up to :data:`CLOSEST_SHOWN` of the store's session ids,
+            closest first (:func:`unknown_sessions`).
+        store_session_count: how many session ids the store has (the
+            unattributed ``""`` not counted); ``len(closest)`` of them are named.
+    """
+
+    session: str
+    closest: tuple[str, ...]
+    store_session_count: int
+
+
+def unknown_sessions(
+    allow_set: Sequence[str], store_sessions: Sequence[str], shown: int = CLOSEST_SHOWN
+) -> tuple[UnknownSession, ...]:
+    """The ids of ``allow_set`` that are not in ``store_sessions`` (the
+    store's session ids, e.g. from :meth:`engine.Store.session_counts`), in
+    the order given, each once; ``""`` (unattributed, always let through) is
+    never unknown. Each names the ``shown`` store ids closest to it: highest
+    :meth:`difflib.SequenceMatcher.ratio` first (case-sensitive, as the
+    filter compares), equal ratios in id order. ``()`` when every id is known.
+    """
+    known = sorted({s for s in store_sessions if s})
+    present = set(known)
+    out = []
+    for given in dict.fromkeys(allow_set):
+        if not given or given in present:
+            continue
+        matcher = difflib.SequenceMatcher(b=given, autojunk=False)  # b is the one difflib caches
+        scored = []
+        for sid in known:
+            matcher.set_seq1(sid)
+            scored.append((-matcher.ratio(), sid))
+        closest = tuple(sid for _, sid in sorted(scored)[: max(shown, 0)])
+        out.append(UnknownSession(given, closest, len(known)))
+    return tuple(out)
 
 
 # ─── as a pass stage ─────────────────────────────────────────────────────

@@ -376,3 +376,74 @@ def test_search_output_keeps_paths_whole_and_explains_every_fused_row(sample_db,
     assert notes[0].startswith("merged row 121; removed by the session filter")
     assert sum(n.endswith("removed by the session filter (session 'sess-ops')") for n in notes) >= 4
     assert [n for n in notes if n.startswith("in the answer")] == [f"in the answer at #{k}" for k in (1, 2, 3)]
+
+
+# ─── a --session no chunk has ───────────────────────────────────────────
+
+
+def _unknown_session_warning(option: str, session: str, count: int, listed: str) -> str:
+    return (
+        f"rankscope: warning: {option} {session!r}: no chunk in this store has this session id (it lets no chunk "
+        f"through); its {count} sessions, closest first: {listed}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "cache", "--session", "nosuch", "--json"],
+        ["why", "cache", "--rowid", "3", "--session", "nosuch", "--json"],
+        ["compare", "cache", "--b", "key=rowid", "--session", "nosuch", "--json"],
+        ["ctx-search", "cache", "--allow-session", "nosuch", "--json"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_an_unknown_session_is_a_warning_and_the_command_still_runs(db, args):
+    """A session id no chunk has is a valid filter (it lets no chunk
+    through): the command runs, exit 0, and warns on stderr, naming the id
+    and the store's sessions; the answer is the engine's for that filter."""
+    from engine import SearchParams, Store, search
+
+    r = runner.invoke(app, [*args, "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    option = "--allow-session" if args[0] == "ctx-search" else "--session"
+    assert r.stderr == _unknown_session_warning(option, "nosuch", 3, "sess-A, sess-B, sess-C")
+    json.loads(r.stdout)
+    if args[0] == "search":
+        with Store.open_readonly(db) as store:
+            trace = search(store, SearchParams("cache", sessions=("nosuch",)))
+        got = json.loads(r.stdout)
+        assert got["layer"] == trace.layer
+        assert [(f["source"], f["title"]) for f in got["final"]] == [
+            (f.candidate.source, f.candidate.title) for f in trace.final
+        ]
+
+
+def test_known_sessions_and_unattributed_get_no_warning_and_each_unknown_one_line(db):
+    r = runner.invoke(app, ["search", "cache", "--db", str(db), "--session", "sess-A", "--session", "", "--json"])
+    assert r.exit_code == 0 and r.stderr == ""
+    r = runner.invoke(
+        app,
+        ["search", "cache", "--db", str(db), *("--session", "sess-a", "--session", "sess-B", "--session", "sess-a")],
+    )
+    assert r.exit_code == 0 and r.stderr == _unknown_session_warning("--session", "sess-a", 3, "sess-A, sess-B, sess-C")
+
+
+def test_an_unknown_session_names_the_six_closest_of_many(tmp_path):
+    """Nine sessions: the warning names six, closest first (difflib's ratio),
+    and counts the rest."""
+    from engine import Store
+
+    sessions = ["build-2024", "build-2025", "docs", "ops", "ops-night", "review", "release", "test", "zeta"]
+    path = tmp_path / "many.db"
+    with Store.create(path) as store:
+        for i, sid in enumerate(sessions):
+            store.index_text(f"d{i}.md", f"# Doc {i}\nsome words about topic {i}\n", "markdown", session_id=sid)
+    r = runner.invoke(app, ["search", "words", "--db", str(path), "--session", "buidl-2025"])
+    assert r.exit_code == 0, r.output
+    line = r.stderr.splitlines()
+    assert len(line) == 1 and line[0].startswith("rankscope: warning: --session 'buidl-2025': no chunk")
+    listed = line[0].split("closest first: ")[1]
+    names, more = listed.split(" and ")
+    assert names.split(", ")[:2] == ["build-2025", "build-2024"] and len(names.split(", ")) == 6
+    assert more == "3 more" and "its 9 sessions" in line[0]

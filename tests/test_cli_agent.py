@@ -346,3 +346,43 @@ def test_agent_log_project_filter():
 )
 def test_agent_log_bad_input(args, words, capsys):
     assert words in _fail(args, capsys)
+
+
+def test_agent_log_at_80_columns_wraps_free_text_at_spaces_and_keeps_numbers_whole(tmp_path):
+    """The queries and params columns wrap at spaces; a word too long for
+    its column ends in … (never folded mid-word: ``replication-quor`` over
+    ``um...``); the call number, time, session and answer stay whole."""
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "session.db"
+    shutil.copy(SESSION_DB, db)  # a copy: the golden file is never opened for writing
+    long_query = "replication-quorum-acknowledgement-timeout-configuration"
+    params = {
+        "queries": [long_query, "backpressure stall"],
+        "source": "docs/architecture/replication-and-consensus-overview.md",
+        "contentType": "prose",
+        "limit": 5,
+    }
+    data = json.dumps({"tool_name": "mcp__plugin_context-mode_context-mode__ctx_search", "params": params})
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE session_events SET data = ? WHERE id = 38", (data,))
+    conn.close()
+    calls = json.loads(runner.invoke(app, ["agent-log", "--sessions-db", str(db), "--json"]).stdout)
+    assert calls[6]["params"] == params
+    r = runner.invoke(app, ["agent-log", "--sessions-db", str(db)], env={"COLUMNS": "80"}, terminal_width=80)
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("13 ctx_search call(s) in ") and all(len(line) <= 80 for line in lines[1:])
+    cells = [cell for line in lines for cell in line.split("  ") if cell.strip()]
+    words = {w for c in calls for q in c["queries"] for w in q.split()}
+    words |= {w for c in calls for w in json.dumps({k: v for k, v in c["params"].items() if k != "queries"}).split()}
+    for word in words - {"{}"}:
+        whole = any(word in cell.split() for cell in cells)
+        cut = [cell.strip() for cell in cells if cell.strip().endswith("…") and word.startswith(cell.strip()[:-1])]
+        assert whole or cut, (word, r.stdout)
+    assert any(cell.strip() == long_query[: len(cell.strip()) - 1] + "…" for cell in cells), r.stdout
+    for i, c in enumerate(calls):  # each row's first line: number, time, session (8 characters), answer
+        row = next(line for line in lines[1:] if line.split()[:1] == [str(i + 1)])
+        assert row.split()[1:4] == [*c["created_at"][5:].split(), c["session_id"][:8]], row
+        assert row.split()[-1] == f"#{c['throttle_count']}", row

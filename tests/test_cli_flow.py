@@ -36,25 +36,26 @@ def invoke(*args, width=120):
 def test_flow_table_at_120_columns(db):
     r = invoke("search", "zebra widget", "--db", db, "--flow", "--session", "mine", "--limit", "3")
     assert r.exit_code == 0, r.output
-    lines = r.output.splitlines()
+    assert "no chunk in this store has this session id" in r.stderr  # 'mine': nothing indexed from it
+    lines = r.stdout.splitlines()
     assert lines[0].startswith('porter "zebra" OR "widget"')
     head = next(line for line in lines if "Porter" in line)
     assert head.split() == ["row", "title", "Porter", "Trigram", "Fused", "Pool", "Filter", "Trim", "Rerank", "Final"]
-    assert "merged→3" in r.output and "session other" in r.output and "cut @3" in r.output
+    assert "merged→3" in r.stdout and "session other" in r.stdout and "cut @3" in r.stdout
     assert all(len(line) <= 120 for line in lines)
 
 
 def test_flow_table_at_80_columns_is_compact_with_a_legend(db):
     r = invoke("search", "zebra widget", "--db", db, "--flow", "--session", "mine", width=80)
     assert r.exit_code == 0, r.output
-    assert "Filt" in r.output and "→3" in r.output and "✗other" in r.output and "cut@3" in r.output
-    assert "→57 merged into row 57" in r.output  # the legend
-    assert all(len(line) <= 80 for line in r.output.splitlines())
+    assert "Filt" in r.stdout and "→3" in r.stdout and "✗other" in r.stdout and "cut@3" in r.stdout
+    assert "→57 merged into row 57" in r.stdout  # the legend
+    assert all(len(line) <= 80 for line in r.stdout.splitlines())  # stderr: the warning about 'mine'
 
 
 def test_flow_json_has_the_same_rows(db):
     r = invoke("search", "zebra widget", "--db", db, "--flow", "--json", "--session", "mine")
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
     assert d["layer"] == "rrf" and [s["word"] for s in d["stems"]] == ["zebra", "widget"]
     [flow] = d["flows"]
     assert flow["stages"] == ["porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final"]
@@ -142,7 +143,7 @@ def test_pin_errors(db, spec, message):
 
 def test_why_json_reports_would_return_with(db):
     r = invoke("why", "zebra", "--db", db, "--rowid", "5", "--session", "mine", "--json")
-    [e] = json.loads(r.output)["explanations"]
+    [e] = json.loads(r.stdout)["explanations"]
     assert e["reason"] == "session-filter"
     assert e["would_return_with"] == {"param": "allow_session", "value": "other", "position": 1}
     r = invoke("why", "zebra", "--db", db, "--rowid", "3", "--json")

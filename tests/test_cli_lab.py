@@ -93,7 +93,7 @@ def test_compare_with_filters_and_a_variant_a(db):
         "nobody",
         "--json",
     )
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)  # stderr warns that no chunk has session 'nobody'
     assert d["a"]["spec"] == "rerank=off" and d["traces"]["a"]["params"]["sessions"] == ["nobody"]
     assert all(row["source"] != "ops.md" for row in d["rows"])
 
@@ -158,7 +158,7 @@ def test_why_by_key_explains_every_chunk_sharing_it(db):
 
 def test_why_with_filters_and_variant(db):
     r = invoke("why", "zebra", "--db", db, "--chunk", "ops.md::Ops zebra", "--session", "dev", "--json")
-    assert json.loads(r.output)["explanations"][0]["reason"] == "session-filter"
+    assert json.loads(r.stdout)["explanations"][0]["reason"] == "session-filter"  # stderr: no chunk has 'dev'
     r = invoke("why", "zebra", "--db", db, "--chunk", "ops.md::Ops zebra", "--source", "a.md")
     assert "source-filter" in r.output
     r = invoke("why", "widget", "--db", db, "--rowid", "4", "--variant", "key=rowid", "--json")

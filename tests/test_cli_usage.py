@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tui.cli import main
+from tui.cli.main import GROUPS
 
 from .conftest import REPO
 
@@ -56,8 +57,10 @@ def run_main(capsys, args: list[str]) -> tuple[int, str, str]:
         (
             ["snapshot", "bogus"],
             "no such command 'bogus'",
-            "(rankscope snapshot --help shows the subcommands)",
+            "(rankscope snapshot --help shows the subcommands: save, check)",
         ),
+        (["snapshot"], "missing command", "(rankscope snapshot --help shows the subcommands: save, check)"),
+        (["qrels"], "missing command", "(rankscope qrels --help shows the subcommands: convert, path)"),
         (
             ["search", "replicaton", "quorom", "--db", "DB"],
             "got unexpected extra argument(s) (quorom). A query of several words goes in quotes",
@@ -84,6 +87,20 @@ def test_usage_errors_are_one_line_and_a_hint(sample_db, capsys, args, message, 
         assert noise not in err
 
 
+@pytest.mark.parametrize("group", [name for name, _ in GROUPS])
+def test_every_group_without_a_subcommand_is_a_usage_error(capsys, group):
+    """Every subcommand group (not only snapshot): one error line, exit 2,
+    and a hint naming --help and listing the group's subcommands (generated
+    from the group, in its order); no help block printed instead."""
+    names = [info.name for info in dict(GROUPS)[group].registered_commands]
+    code, out, err = run_main(capsys, [group])
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        "rankscope: error: missing command",
+        f"(rankscope {group} --help shows the subcommands: {', '.join(names)})",
+    ]
+
+
 def test_the_query_hint_only_for_commands_that_take_a_query(sample_db, capsys):
     code, _, err = run_main(capsys, ["doctor", "--db", str(sample_db), "--bogus"])
     assert code == 2 and "goes after" not in err
@@ -94,9 +111,9 @@ def test_help_version_and_exit_statuses_are_kept(sample_db, capsys, tmp_path):
     assert code == 0 and "Usage: rankscope search" in out and err == ""
     code, out, _ = run_main(capsys, ["--version"])
     assert code == 0 and out.startswith("rankscope ")
-    # a group without a subcommand prints its help (as before), exit 2
-    code, out, err = run_main(capsys, ["snapshot"])
-    assert code == 2 and "Usage: rankscope snapshot" in out + err and "rankscope: error" not in err
+    # a group's --help is its help, exit 0
+    code, out, err = run_main(capsys, ["snapshot", "--help"])
+    assert code == 0 and "Usage: rankscope snapshot" in out and err == ""
     # a command's own exit status (snapshot check: 1 on a change) comes through
     queries = REPO / "docs" / "demo-queries.json"
     snap = tmp_path / "snap.json"

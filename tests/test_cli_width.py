@@ -168,3 +168,54 @@ def test_compare_one_query_keeps_numbers_and_file_names_whole(db, width):
         assert re.search(rf"[\s/]{re.escape(row['source'].rsplit('/', 1)[-1])}\s", out), (row["source"], out)
         assert line
     assert "…" not in out
+
+
+@pytest.mark.parametrize("width", [40, 50, 64, 80, 120])
+def test_fit_tables_shares_the_room_between_free_columns(width):
+    """Two free columns (the agent log's queries and params): ids and
+    numbers whole; each free column gets at least its longest word when
+    those fit (no word of it cut), else an even cut of the room (the widest
+    words end in …, never folded); too narrow for both, the one with the
+    smaller share is left out and the other gets the room."""
+    cols = [
+        Col("#", "key", justify="right"),
+        Col("session"),
+        Col("queries", "free", min_width=10, share=3),
+        Col("params", "free", min_width=10, share=2),
+        Col("n", justify="right"),
+    ]
+    rows = [
+        ["1", "3f6b9c1e", "backpressure stall | outbound queue", '{"source": "corvid-guide", "limit": 1}', "12"],
+        [
+            "2",
+            "8a2c4e6f",
+            "replication-quorum-acknowledgement-timeout",
+            '{"source": "docs/architecture/overview.md"}',
+            "3",
+        ],
+    ]
+    console = Console(width=width, record=True, color_system=None)
+    for part in fit_tables(None, cols, rows, width):
+        console.print(part)
+    out = console.export_text()
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= width and "continued" not in out
+    header = next(line for line in lines if line.split()[:2] == ["#", "session"]).split()
+    assert header[-1] == "n" and "queries" in header
+    cells = [cell.strip() for line in lines for cell in line.split("  ") if cell.strip()]
+    for row in rows:
+        assert row[0] in cells and row[1] in cells and row[4] in cells
+        for text in row[2:4] if "params" in header else row[2:3]:
+            for word in text.split():
+                whole = any(word in cell.split() for cell in cells)
+                cut = any(c.endswith("…") and word.startswith(c.split()[-1][:-1]) for c in cells)
+                assert whole or cut, (word, out)
+    if width >= 64:
+        assert "params" in header
+        for word in ("backpressure", "outbound", '"corvid-guide",', '{"source":'):  # short enough: never cut
+            assert any(word in cell.split() for cell in cells), (word, out)
+    if width == 120:
+        assert "…" not in out
+    if width == 40:
+        assert "params" not in header  # the smaller share is left out; queries keeps the room
+        assert "backpressure" in cells

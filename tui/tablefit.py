@@ -11,7 +11,10 @@ here instead, from columns of three kinds:
 * ``free``: free text (a query text, a title): gets the room the others
   leave (at most ``max_width``), wraps at spaces, and a word too long for it
   ends in ``…``; left out when less than ``min_width`` cells remain (the key
-  still names the row).
+  still names the row). Several free columns share that room by their
+  ``share`` (a column that wants less gives the rest to the others); when
+  one would get less than its ``min_width``, the one with the smallest share
+  (the rightmost of equals) is left out and the others share again.
 
 When the keys and values together are wider than the console, the value
 columns are split over several tables, each with the keys (``… (continued)``
@@ -47,6 +50,8 @@ class Col:
         justify: ``left`` or ``right`` (numbers).
         min_width: narrowest a ``free`` column is shown at (cells).
         max_width: widest a ``free`` column gets (cells), or ``None``.
+        share: a ``free`` column's weight when several share too little room
+            (1 or more).
     """
 
     header: str
@@ -54,6 +59,7 @@ class Col:
     justify: Literal["left", "right"] = "left"
     min_width: int = 10
     max_width: int | None = None
+    share: int = 1
 
 
 #: Measures tables (never printed to).
@@ -65,13 +71,65 @@ def _cell_width(cell: Cell) -> int:
     return max((cell_len(line) for line in text.splitlines()), default=0)
 
 
+def _longest_word(col: Col, rows: Sequence[Sequence[Cell]], i: int) -> int:
+    """The widest word (text between spaces) of column ``i``, its header included, in cells."""
+    cells = [r[i] for r in rows]
+    texts = [col.header] + [c.plain if isinstance(c, Text) else c for c in cells]
+    return max((cell_len(w) for t in texts for w in t.split()), default=0)
+
+
 def _natural(cols: Sequence[Col], rows: Sequence[Sequence[Cell]]) -> list[int]:
     """Each column's widest cell (its header included), in cells."""
     return [max([cell_len(c.header)] + [_cell_width(r[i]) for r in rows]) for i, c in enumerate(cols)]
 
 
+def _fill(cols: Sequence[Col], base: dict[int, int], want: dict[int, int], room: int) -> dict[int, int]:
+    """``base`` widths plus what is left of ``room`` shared by the columns'
+    ``share``, none above what it wants (``want``): a column that wants less
+    than its part leaves the rest to the others (cells left by the rounding
+    go to the leftmost)."""
+    widths = dict(base)
+    extra = room - sum(widths.values())
+    left = [i for i in want if widths[i] < want[i]]
+    while left and extra > 0:
+        shares = sum(max(cols[i].share, 1) for i in left)
+        fair = {i: extra * max(cols[i].share, 1) // shares for i in left}
+        if not any(fair.values()):
+            fair = {i: 1 if n < extra else 0 for n, i in enumerate(left)}
+        for i in left:
+            add = min(fair[i], want[i] - widths[i])
+            widths[i] += add
+            extra -= add
+        left = [i for i in left if widths[i] < want[i]]
+    return widths
+
+
+def _share_room(cols: Sequence[Col], want: dict[int, int], words: dict[int, int], room: int) -> dict[int, int] | None:
+    """Widths (cells) for the free columns of ``want`` (index → widest it
+    wants) in ``room`` cells: each what it wants when all fit; else first
+    each its longest word (``words``: no word of it is cut) or, when those
+    do not all fit, as much of it as an even cut of the room allows (the
+    columns with shorter words keep them whole, the widest words are cut),
+    then the rest of the room shared by ``share`` (:func:`_fill`). ``None``
+    when a column would get less than its ``min_width`` (or, wanting less,
+    than what it wants)."""
+    floor = {i: min(want[i], words[i]) for i in want}
+    if sum(floor.values()) > room:
+        cap, left, n = 0, max(room, 0), len(floor)
+        for k, f in enumerate(sorted(floor.values())):
+            if f * (n - k) > left:
+                cap = left // (n - k)
+                break
+            left -= f
+        floor = {i: min(f, cap) for i, f in floor.items()}
+    widths = _fill(cols, floor, want, room)
+    if any(widths[i] < min(cols[i].min_width, want[i]) for i in want):
+        return None
+    return widths
+
+
 def fit_tables(
-    title: str | Text,
+    title: str | Text | None,
     cols: Sequence[Col],
     rows: Sequence[Sequence[Cell]],
     width: int,
@@ -82,29 +140,29 @@ def fit_tables(
 ) -> list[RenderableType]:
     """``rows`` under ``cols`` as one table, or several (the value columns
     split between them) when one would be wider than ``width`` cells: a
-    title line, then the table, per part. ``sections``: indices of rows a
-    rule goes above (a totals row). ``table_options`` go to
-    :class:`rich.table.Table` (``pad_edge``, ``header_style``, ...).
+    title line (none for the first part when ``title`` is ``None``: the
+    caller printed its own; ``(continued)`` over the others), then the
+    table, per part. ``sections``: indices of rows a rule goes above (a
+    totals row). ``table_options`` go to :class:`rich.table.Table`
+    (``pad_edge``, ``header_style``, ...).
 
     Raises:
-        ValueError: more than one ``free`` column, or a row whose length is
-            not the number of columns.
+        ValueError: a row whose length is not the number of columns.
     """
-    if sum(c.kind == "free" for c in cols) > 1:
-        raise ValueError("fit_tables takes at most one free column")
     if any(len(r) != len(cols) for r in rows):
         raise ValueError("every row needs one cell per column")
     natural = _natural(cols, rows)
     keys = [i for i, c in enumerate(cols) if c.kind == "key"]
     values = [i for i, c in enumerate(cols) if c.kind == "value"]
-    free = next((i for i, c in enumerate(cols) if c.kind == "free"), None)
+    frees = [i for i, c in enumerate(cols) if c.kind == "free"]
+    longest_word = {i: _longest_word(cols[i], rows, i) for i in frees}
 
-    def build(shown: list[int], free_width: int | None = None) -> Table:
+    def build(shown: list[int], free_widths: dict[int, int] | None = None) -> Table:
         t = Table(box=box, expand=False, **table_options)  # type: ignore[arg-type]
         for i in sorted(shown):
             c = cols[i]
-            if i == free:
-                t.add_column(c.header, justify=c.justify, width=free_width, overflow="ellipsis")
+            if i in frees:
+                t.add_column(c.header, justify=c.justify, width=(free_widths or {}).get(i), overflow="ellipsis")
             else:
                 t.add_column(c.header, justify=c.justify, width=natural[i], no_wrap=True)
         for n, row in enumerate(rows):
@@ -113,8 +171,8 @@ def fit_tables(
             t.add_row(*[row[i] for i in sorted(shown)])
         return t
 
-    def needs(shown: list[int], free_width: int | None = None) -> int:
-        return Measurement.get(_MEASURE, _MEASURE.options, build(shown, free_width)).maximum
+    def needs(shown: list[int], free_widths: dict[int, int] | None = None) -> int:
+        return Measurement.get(_MEASURE, _MEASURE.options, build(shown, free_widths)).maximum
 
     groups: list[list[int]] = []
     current: list[int] = []
@@ -130,20 +188,31 @@ def fit_tables(
         if len(even) == len(groups) and all(needs(keys + g) <= width for g in even):
             groups = even
 
-    head = title if isinstance(title, Text) else Text(title, style="table.title")
+    if title is None:
+        head = None
+        continued = Text("(continued)", style="table.title")
+    else:
+        head = title if isinstance(title, Text) else Text(title, style="table.title")
+        continued = head + Text(" (continued)", style=head.style)
     parts: list[RenderableType] = []
     for n, group in enumerate(groups):
         shown = keys + group
-        free_width = None
-        if free is not None and n == 0:
-            c = cols[free]
-            room = width - needs(shown + [free], 1) + 1  # measured with the free column 1 cell wide
-            want = min(natural[free], c.max_width or natural[free])
-            if room >= min(c.min_width, want):
-                free_width = min(want, room)
-                shown = shown + [free]
-        parts.append(head if n == 0 else head + Text(" (continued)", style=head.style))
-        parts.append(build(shown, free_width))
+        free_widths = None
+        active = list(frees) if n == 0 else []
+        while active:
+            # the room: measured with each free column 1 cell wide
+            room = width - needs(shown + active, dict.fromkeys(active, 1)) + len(active)
+            want = {i: min(natural[i], cols[i].max_width or natural[i]) for i in active}
+            free_widths = _share_room(cols, want, longest_word, room)
+            if free_widths is not None:
+                shown = shown + active
+                break
+            active.remove(min(active, key=lambda i: (cols[i].share, -i)))
+        if n:
+            parts.append(continued)
+        elif head is not None:
+            parts.append(head)
+        parts.append(build(shown, free_widths))
     return parts
 
 
@@ -152,7 +221,9 @@ class Fitted:
     console's, under 80 when output is redirected): pass what
     :func:`fit_tables` takes, less ``width``."""
 
-    def __init__(self, title: str | Text, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], **options: object):
+    def __init__(
+        self, title: str | Text | None, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], **options: object
+    ):
         self.title, self.cols, self.rows, self.options = title, cols, rows, options
 
     def parts(self, width: int) -> list[RenderableType]:

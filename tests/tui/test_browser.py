@@ -351,6 +351,43 @@ async def test_the_welcome_text_names_the_keys_of_the_action_table(monkeypatch):
         assert "Then S shows what every step" in app.browser.welcome_text().plain
 
 
+def _note_rows(app) -> list[str]:
+    """The rows of the box around the results note (the widget that scrolls
+    it) as the screen shows them, the note's padding and the scroll bar left out."""
+    region = app.browser.results.message.parent.scrollable_content_region
+    lines = screen_lines(app)[region.y : region.y + region.height]
+    return [line[region.x : region.x + region.width].strip() for line in lines]
+
+
+async def test_the_whole_welcome_text_can_be_read_with_the_keyboard_at_60x18():
+    """At 60x18 the welcome text is taller than the results pane: ↓ from the
+    query box focuses it, ↓ scrolls it line by line to its last line, Home
+    goes back to the first; every word is shown once, in order."""
+    app = build_app()
+    async with app.run_test(size=(60, 18)) as pilot:
+        await wait_for(pilot, lambda: query_input(app) is not None and app.focused is query_input(app))
+        browser = app.browser
+        box = browser.results.message.parent
+        await rendered(pilot)
+        assert box.virtual_size.height > box.scrollable_content_region.height > 0, "the text fits: nothing to test"
+        await press(pilot, "down")
+        await wait_for(pilot, lambda: app.focused is browser.results.message, what="the welcome text focused")
+        shown = []  # the text's line k is the first row shown at scroll offset k
+        for offset in range(box.max_scroll_y + 1):
+            if offset:
+                await press(pilot, "down")
+                await wait_for(pilot, lambda k=offset: box.scroll_y == k, what=f"the welcome text scrolled to {offset}")
+            await rendered(pilot)
+            rows = _note_rows(app)
+            shown += rows if offset == box.max_scroll_y else rows[:1]
+        assert " ".join(shown).split() == browser.welcome_text().plain.split()
+        assert app.focused is browser.results.message and browser.query_box.value == ""
+        await press(pilot, "home")
+        await wait_for(pilot, lambda: box.scroll_y == 0, what="the welcome text back at its top")
+        await rendered(pilot)
+        assert _note_rows(app)[0] == "rankscope · stages corpus"
+
+
 async def test_down_then_a_digit_before_the_first_search_leaves_the_query_alone():
     """60x18, fresh start: ↓ leaves the query box for the welcome text, so a
     digit typed next is a grade key (nothing to grade yet), not a search."""

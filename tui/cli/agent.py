@@ -15,7 +15,6 @@ from typing import List, Optional
 
 import typer
 from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from engine.agent import (
@@ -34,10 +33,14 @@ from engine.agent.log import Replay, answer_count, load_calls, replay_calls
 from engine.agent.schema import SchemaError
 
 from .. import safe
+from ..fmt import clip
 from ..render import plain
-from .base import search_db_option, console, err_console, fail, open_store
+from ..tablefit import Cell, Col, Fitted
+from .base import search_db_option, console, err_console, fail, open_store, warn_unknown_sessions
 
 _LONE = re.compile("[\ud800-\udfff]")
+#: Characters of a call's raw params shown when they cannot be parsed (the queries column).
+RAW_PARAMS_SHOWN = 80
 
 
 def write_text(text: str) -> None:
@@ -173,6 +176,7 @@ def ctx_search_cmd(
     arguments = _arguments(queries or [], params_json, limit, source, content_type, sort)
     context = build_context(db, sessions_db, project, allow_session)
     with open_store(db) as store:
+        warn_unknown_sessions(store, allow_session, "--allow-session")
         try:
             trace = ctx_search(store, arguments, context, call_number=call_number)
         except AgentViewError as exc:
@@ -297,27 +301,29 @@ def agent_log_cmd(
         where = f" for project {project}" if project else ""
         console.print(safe.line(f"no ctx_search call recorded in {sessions_db}{where}"), markup=False, highlight=False)
         return
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col, kw in (
-        ("#", {"justify": "right", "no_wrap": True}),
-        ("UTC", {"no_wrap": True}),
-        ("session", {"no_wrap": True}),
-        ("queries", {"overflow": "fold", "ratio": 3}),
-        ("params", {"overflow": "fold", "ratio": 2}),
-        ("answer", {"no_wrap": True}),
-    ):  # answer: the recorded call #N, – when not recorded
-        table.add_column(col, **kw)
+    # The call number, time, session and answer (the recorded call #N, – when not recorded) and the replay's
+    # outcome code are never cut or wrapped; the queries and params (free text) share the rest, wrapped at
+    # spaces, a word too long for its column ending in … (tui.tablefit).
+    cols = [
+        Col("#", "key", justify="right"),
+        Col("UTC"),
+        Col("session"),
+        Col("queries", "free", min_width=12, share=3),
+        Col("params", "free", min_width=10, share=2),
+        Col("answer"),
+    ]
     if replays:
-        table.add_column("replay", no_wrap=True)  # an outcome code: same, differs, not recorded
+        cols.append(Col("replay"))  # an outcome code: same, differs, not recorded
+    rows: list[list[Cell]] = []
     for i, c in enumerate(calls):
         qs = _queries_of(c.params)
         count = answer_count(c.answer)
         answer = "–" if c.answer is None else f"#{count}" if count else "yes"
-        row: list[str | Text] = [
+        row: list[Cell] = [
             str(i + 1),
             plain(c.created_at[5:]),
             plain(c.session_id[:8]),
-            plain(" | ".join(qs) if qs is not None else (c.params_raw or "")[:80]),
+            plain(" | ".join(qs) if qs is not None else clip(c.params_raw or "", RAW_PARAMS_SHOWN)),
             plain(_other_params(c.params)),
             Text(answer, style="" if c.answer is not None else "dim"),
         ]
@@ -325,11 +331,11 @@ def agent_log_cmd(
             r = replays[i]
             style = {"same": "green", "differs": "yellow"}.get(r.outcome, "dim")
             row.append(Text(r.outcome.replace("-", " "), style=style))
-        table.add_row(*row)
+        rows.append(row)
     console.print(
         safe.line(f"{len(calls)} ctx_search call(s) in {sessions_db}"), markup=False, highlight=False, soft_wrap=True
     )
-    console.print(table)
+    console.print(Fitted(None, cols, rows, box=box.SIMPLE_HEAD, pad_edge=False))
     if replays:
         for i, r in enumerate(replays):
             if r.outcome == "differs":

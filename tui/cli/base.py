@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from engine import SearchParams, Store, StoreError, Variant
+from engine.session_filter import UnknownSession, unknown_sessions
 
 from .. import safe
 from ..fmt import json_text
@@ -101,6 +102,38 @@ SourceFilter = Annotated[
 SourceExact = Annotated[bool, typer.Option("--source-exact", help="Match --source exactly.")]
 ContentTypeFilter = Annotated[Optional[str], typer.Option("--content-type", help="code or prose.")]
 SessionFilter = Annotated[Optional[List[str]], typer.Option("--session", help="Allow-set session id (repeatable).")]
+
+
+def unknown_session_text(u: UnknownSession, option: str = "--session") -> str:
+    """The warning about one :class:`~engine.session_filter.UnknownSession`
+    (without the ``rankscope: warning:`` prefix): the id, and the store's
+    closest ids with how many more there are."""
+    head = f"{option} {u.session!r}: no chunk in this store has this session id (it lets no chunk through)"
+    if not u.store_session_count:
+        return f"{head}; no chunk in it has a session id"
+    more = u.store_session_count - len(u.closest)
+    listed = ", ".join(u.closest) + (f" and {more} more" if more > 0 else "")
+    noun = "session" if u.store_session_count == 1 else "sessions"
+    return f"{head}; its {u.store_session_count} {noun}, closest first: {listed}"
+
+
+def warn_unknown_sessions(store: Store, sessions: Optional[List[str]], option: str = "--session") -> None:
+    """Print a ``rankscope: warning:`` line on stderr for each session id of
+    ``sessions`` (the ``option`` given) that no chunk of ``store`` has
+    (:func:`engine.session_filter.unknown_sessions`, over
+    :meth:`engine.Store.session_counts`). Nothing is changed: the filter
+    still applies. A store without a session column gets no warning: its
+    filter lets every chunk through (the search's filter stage says so)."""
+    if not sessions or not store.schema.has_session:
+        return
+    known = [sid for sid, _ in store.session_counts()]
+    for u in unknown_sessions(sessions, known):
+        err_console.print(
+            f"rankscope: warning: {safe.line(unknown_session_text(u, option))}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def os_error_text(exc: OSError) -> str:

@@ -258,7 +258,6 @@ def eval_cmd(
 
 snapshot_app = typer.Typer(
     help="Ranking regression snapshots: record every stage's ranked chunk ids, check them later (exit 1 on change).",
-    no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -371,7 +370,6 @@ def snapshot_check(
 
 qrels_app = typer.Typer(
     help="Judgments (qrels): convert between TREC and JSON, find a store's own file.",
-    no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

@@ -54,6 +54,7 @@ from .base import (
     fail,
     make_params,
     open_store,
+    warn_unknown_sessions,
     write_json,
 )
 from ..describe import counts_line, describe_comparison, describe_explanation, describe_report, line_text, to_rich
@@ -206,6 +207,7 @@ def compare_cmd(
     pa = make_params(query, n, source, source_exact, content_type, session, variant=va)
     pb = make_params(query, n, source, source_exact, content_type, session, variant=vb)
     with open_store(db) as store:
+        warn_unknown_sessions(store, session)
         cmp = compare(store, pa, pb)
     if as_json:
         write_json(comparison_to_dict(cmp))
@@ -251,6 +253,7 @@ def why_cmd(
         query, limit, source, source_exact, content_type, session, variant=variant_option(variant, "--variant")
     )
     with open_store(db) as store:
+        warn_unknown_sessions(store, session)
         try:
             trace = search(store, params)
             explanations = why_not(store, params, key=chunk, rowid=rowid, trace=trace)

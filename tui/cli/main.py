@@ -191,7 +191,9 @@ for _name, _fn in COMMANDS:
 for _name, _group in GROUPS:
     for _info in _group.registered_commands:
         _info.cls = RankscopeCommand
-    app.add_typer(_group, name=_name, cls=RankscopeGroup)
+    # no_args_is_help=False: a group given no subcommand is a usage error like any other (Click's "missing
+    # command": one line, exit 2, the hint listing the subcommands), not its help printed as an error
+    app.add_typer(_group, name=_name, cls=RankscopeGroup, no_args_is_help=False)
 
 # ─── browser entry ───────────────────────────────────────────────────────
 
@@ -228,14 +230,18 @@ def browse(path: Optional[str], stores: bool = False, qrels: Optional[Path] = No
 
 def usage_hint(exc: Exception) -> Optional[str]:
     """The hint under a usage error: where the options (or, for a group,
-    the subcommands) are listed, e.g. ``(rankscope search --help shows the
-    options)``; ``None`` when the error names no command."""
+    the subcommands, named) are listed, e.g. ``(rankscope search --help
+    shows the options)``, ``(rankscope snapshot --help shows the
+    subcommands: save, check)``; ``None`` when the error names no command."""
     ctx = getattr(exc, "ctx", None)
     if ctx is None:  # set by RankscopeGroup.invoke when Click's parser gave no context
         path = getattr(exc, "command_path", None)
         return f"({path} --help shows the options)" if path else None
-    what = "subcommands" if isinstance(ctx.command, TyperGroup) else "options"
-    return f"({ctx.command_path} --help shows the {what})"
+    if not isinstance(ctx.command, TyperGroup):
+        return f"({ctx.command_path} --help shows the options)"
+    names = [n for n in ctx.command.list_commands(ctx) if not getattr(ctx.command.get_command(ctx, n), "hidden", False)]
+    listed = f": {', '.join(names)}" if names else ""
+    return f"({ctx.command_path} --help shows the subcommands{listed})"
 
 
 def usage_message(exc: TyperException) -> str:
@@ -256,12 +262,9 @@ def usage_error_exit(exc: TyperException) -> NoReturn:
     """Print one of Click's errors the house way and exit with its status
     (2 for a usage error): ``rankscope: error: <message>`` and the
     :func:`usage_hint` line, instead of Click's usage block and boxed panel.
-    A group called without a subcommand has printed its help already (Click
-    builds the help into that error): nothing more is printed."""
-    code = getattr(exc, "exit_code", 2)
-    if type(exc).__name__ == "NoArgsIsHelpError":  # private class in Typer's vendored Click
-        raise SystemExit(code)
-    error_exit(usage_message(exc), usage_hint(exc), code)
+    A group called without a subcommand is one of them (``missing command``:
+    the groups are registered with ``no_args_is_help=False``)."""
+    error_exit(usage_message(exc), usage_hint(exc), getattr(exc, "exit_code", 2))
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -30,6 +30,7 @@ from .base import (
     fail,
     make_params,
     open_store,
+    warn_unknown_sessions,
     write_json,
 )
 
@@ -221,6 +222,7 @@ def search_cmd(
     """Search a store and show what each pipeline stage did."""
     params = make_params(query, limit, source, source_exact, content_type, session)
     with open_store(db) as store:
+        warn_unknown_sessions(store, session)
         trace = search(store, params)
         pins = _pins(store, trace, pin or [])
         if flow:

@@ -6,7 +6,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -83,9 +83,20 @@ def failure_explanation(error: BaseException) -> Text:
 class ResultsNote(Static):
     """The welcome text, or why there are no results. It takes focus (↓ from
     the query box lands here before the first search), so keys typed next
-    reach the browser, not the query."""
+    reach the browser, not the query; ↑ ↓ PgUp PgDn Home End scroll it
+    (:class:`NoteScroll`) when it is taller than the pane."""
 
     can_focus = True
+
+
+class NoteScroll(VerticalScroll):
+    """Scrolls the :class:`ResultsNote` inside it when the note is taller than
+    the pane (the welcome text at 60x18): its scroll keys (Textual's
+    ``ScrollableContainer`` bindings) act on the keys the focused note does
+    not handle, and pass them on when there is nothing to scroll. Not
+    focusable itself: Tab and ↓ still land on the note."""
+
+    can_focus = False
 
 
 class ResultsPane(Vertical):
@@ -119,7 +130,8 @@ class ResultsPane(Vertical):
         table: DataTable = DataTable(id="results-table", cursor_type="row", zebra_stripes=False)
         table.display = False
         yield table
-        yield ResultsNote(id="results-empty")
+        with NoteScroll(id="results-note"):
+            yield ResultsNote(id="results-empty")
 
     @property
     def table(self) -> DataTable:
@@ -131,18 +143,25 @@ class ResultsPane(Vertical):
         """The empty-state / welcome text."""
         return self.query_one("#results-empty", ResultsNote)
 
+    @property
+    def note_scroll(self) -> NoteScroll:
+        """The scrolling box around :attr:`message`."""
+        return self.query_one("#results-note", NoteScroll)
+
     def _show_note(self) -> None:
-        """The note instead of the table; the focus moves along when the table had it."""
+        """The note instead of the table, scrolled to its top; the focus moves
+        along when the table had it."""
         had_focus = self.table.has_focus
         self.table.display = False
-        self.message.display = True
+        self.message.display = self.note_scroll.display = True
+        self.note_scroll.scroll_home(animate=False, immediate=True)
         if had_focus:
             self.screen.set_focus(self.message)
 
     def _show_table(self) -> None:
         """The table instead of the note; the focus moves along when the note had it."""
         had_focus = self.message.has_focus
-        self.message.display = False
+        self.message.display = self.note_scroll.display = False
         self.table.display = True
         if had_focus:
             self.screen.set_focus(self.table)
