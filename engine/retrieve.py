@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from . import sql, topk
@@ -138,7 +137,7 @@ def retrieve(
     source_match: str = "like",
     content_type: str | None = None,
     *,
-    beside: Callable[[sql.Connection], AbstractContextManager[sql.Connection | None]] | None = None,
+    share: "HalfShare | None" = None,
 ) -> RetrieverRun:
     """Run one retriever for the raw ``query``.
 
@@ -172,7 +171,8 @@ def retrieve(
             return _retrieve_top_k(conn, schema, retriever, sanitized, fts_limit, start)
         except topk.Declined as declined:
             ranking = (("declined", declined.code),)
-            matches = sum(declined.phrase_rows)
+            if declined.phrase_sizes and max(declined.phrase_sizes) <= 1:
+                matches = sum(declined.phrase_rows)  # one-token phrases: an idf pass costs little
         except sql.Error as exc:
             if not is_query_error(exc):
                 raise
@@ -185,10 +185,10 @@ def retrieve(
         "limit": fts_limit,
     }
     try:
-        if beside is not None and matches >= SPLIT_MIN_MATCHES:
-            rows, split = _in_halves(conn, beside, retriever, statement, [values[n] for n in names])
-            if split:
-                ranking += (("halves", 2),)
+        if share is not None and matches >= SPLIT_MIN_MATCHES:
+            rows, helped = _in_halves(conn, share, retriever, statement, [values[n] for n in names])
+            if helped is not None:
+                ranking += (("halves", 2), ("half_helped", helped))
         else:
             rows = conn.execute(statement, [values[n] for n in names]).fetchall()
     except sql.Error as exc:
@@ -221,56 +221,128 @@ def retrieve(
 
 
 #: An FTS5 ranking of at least this many phrase matches in all (counted by
-#: a declined :func:`engine.topk.top_k`) runs as two halves of the rowid
-#: range at once when a second connection is at hand (:func:`_in_halves`).
+#: a declined :func:`engine.topk.top_k`), every phrase one token, runs in two
+#: halves of the rowid range, one offered to the other retriever's thread
+#: (:func:`_in_halves`). Each half repeats bm25's idf pass over every
+#: phrase's rows: cheap for one-token phrases (a doclist read, 3 ms for
+#: 76,000 rows), a phrase match over the whole table for longer ones (a
+#: trigram word), which is why those run whole.
 SPLIT_MIN_MATCHES = 30_000
+
+
+class _Half:
+    """One half of a split FTS5 ranking: a statement that either the
+    retriever that split it or a helper runs, exactly once."""
+
+    def __init__(self, work: Callable[[sql.Connection], list]) -> None:
+        self.work = work
+        self._lock = threading.Lock()
+        self._taken = False
+        self.done = threading.Event()
+        self.rows: list = []
+        self.error: BaseException | None = None
+
+    def claim(self) -> bool:
+        """True for the first caller only: it must then :meth:`run` it."""
+        with self._lock:
+            if self._taken:
+                return False
+            self._taken = True
+            return True
+
+    def run(self, conn: sql.Connection) -> None:
+        try:
+            self.rows = self.work(conn)
+        except BaseException as exc:  # handed to the retriever that split it
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+class HalfShare:
+    """Halves of FTS5 rankings that the two retrievers of one pass offer each
+    other (:func:`retrieve_pair`): a thread whose own run is done runs the
+    other's offered half on its own connection, which reads the same
+    snapshot, instead of sitting idle."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._offered: list[_Half] = []
+
+    def offer(self, half: _Half) -> None:
+        with self._cv:
+            self._offered.append(half)
+            self._cv.notify_all()
+
+    def wake(self) -> None:
+        """Tell a helper waiting in :meth:`help_until` to look again."""
+        with self._cv:
+            self._cv.notify_all()
+
+    def help_until(self, conn: sql.Connection, finished: Callable[[], bool]) -> None:
+        """Run offered halves on ``conn`` until ``finished()`` (checked after
+        each half and on every :meth:`wake`)."""
+        while True:
+            with self._cv:
+                while not self._offered and not finished():
+                    self._cv.wait(0.05)
+                if not self._offered:
+                    return
+                half = self._offered.pop()
+            if half.claim():
+                half.run(conn)
 
 
 def _in_halves(
     conn: sql.Connection,
-    beside: Callable[[sql.Connection], AbstractContextManager[sql.Connection | None]],
+    share: HalfShare,
     retriever: str,
     statement: str,
     args: list,
-) -> tuple[list, bool]:
+) -> tuple[list, bool | None]:
     """The rows of ``statement`` (:func:`build_sql`'s, ``LIMIT ?`` last in
     ``args``) ranked as two statements over the lower and upper halves of
-    the rowid range, one on a connection ``beside(conn)`` gives (the same
-    snapshot) in a worker thread, one here, merged by ``(rank, rowid)``.
+    the rowid range, merged by ``(rank, rowid)``. The lower half is offered
+    on ``share``; this thread runs the upper one, then the lower one too
+    unless a helper took it (then it waits for the helper's rows).
 
     FTS5 computes bm25's idf and average length over the whole table
     whatever the rowid range (``xQueryPhrase``, ``xRowCount``), so each row
     keeps its bm25 bits, and FTS5 orders ties by rowid: the first ``LIMIT``
     rows of the merge are the whole statement's. Each half computes the idf
-    again (one pass over each phrase's rows), the price of using a second
-    core for the ranking itself.
+    again (one more pass over each phrase's rows): the price of letting a
+    second core rank.
 
     Returns:
-        ``(rows, split)``: ``split`` is False when no second connection was
-        at hand and the statement ran whole here.
+        ``(rows, helped)``: ``helped`` says whether a helper ran the lower
+        half; ``None`` when the statement ran whole (a table of one rowid).
+
+    Raises:
+        engine.sql.Error: as :func:`retrieve` (from either half).
     """
     t = TABLES[retriever]
     ends = conn.execute(
         f"SELECT (SELECT rowid FROM {t} ORDER BY rowid LIMIT 1), (SELECT rowid FROM {t} ORDER BY rowid DESC LIMIT 1)"
     ).fetchone()
     if ends[0] is None or ends[0] == ends[1]:
-        return conn.execute(statement, args).fetchall(), False
+        return conn.execute(statement, args).fetchall(), None
     mid = (int(ends[0]) + int(ends[1])) // 2
     head, _, tail = statement.rpartition(" ORDER BY ")
     halves = (f"{head} AND {t}.rowid <= ? ORDER BY {tail}", f"{head} AND {t}.rowid > ? ORDER BY {tail}")
     bound = [*args[:-1], mid, args[-1]]
-    with beside(conn) as reader:
-        if reader is None:
-            return conn.execute(statement, args).fetchall(), False
-        lower: Future = _pool().submit(lambda: reader.execute(halves[0], bound).fetchall())
-        try:
-            upper = conn.execute(halves[1], bound).fetchall()
-        finally:
-            if not lower.cancel():
-                wait([lower])
-        low = conn.execute(halves[0], bound).fetchall() if lower.cancelled() else lower.result()
-    merged = sorted(low + upper, key=lambda r: (r[5], r[0]))
-    return merged[: args[-1]], True
+    lower = _Half(lambda c: c.execute(halves[0], bound).fetchall())
+    share.offer(lower)
+    try:
+        upper = conn.execute(halves[1], bound).fetchall()
+    finally:
+        helped = not lower.claim()
+        if not helped:
+            lower.run(conn)
+        lower.done.wait()
+    if lower.error is not None:
+        raise lower.error
+    merged = sorted(lower.rows + upper, key=lambda r: (r[5], r[0]))
+    return merged[: args[-1]], helped
 
 
 def _retrieve_top_k(
@@ -499,12 +571,26 @@ def retrieve_pair(
         with store.parallel_reader(conn) as reader:
             if reader is not None:
                 reader.read_version = conn.read_version  # same snapshot: the runs it makes are kept too
-                try:
-                    second: Future = _pool().submit(runs.run, reader, store.schema, todo[1], *args)
+                share = HalfShare()
+                first_done = threading.Event()
+
+                def second_then_help() -> RetrieverRun:
                     try:
-                        out[todo[0]] = runs.run(conn, store.schema, todo[0], *args)
+                        return runs.run(reader, store.schema, todo[1], *args, share=share)
                     finally:
+                        share.wake()
+                        share.help_until(reader, first_done.is_set)  # the first's offered halves
+
+                try:
+                    second: Future = _pool().submit(second_then_help)
+                    second.add_done_callback(lambda _: share.wake())
+                    try:
+                        out[todo[0]] = runs.run(conn, store.schema, todo[0], *args, share=share)
+                    finally:
+                        first_done.set()
+                        share.wake()
                         if not second.cancel():
+                            share.help_until(conn, second.done)  # the second's offered halves
                             wait([second])  # the reader goes back to the store only when its statement is done
                     if second.cancelled():
                         # no thread had picked it up by the time the first was done (a short

@@ -53,6 +53,7 @@ from .retrieve import retrieve
 from .store import elapsed_ms
 
 if TYPE_CHECKING:
+    from .retrieve import HalfShare
     from .store import SchemaInfo, Store
 
 
@@ -151,6 +152,8 @@ class RunCache:
         source: str | None = None,
         source_match: str = "like",
         content_type: str | None = None,
+        *,
+        share: "HalfShare | None" = None,
     ) -> RetrieverRun:
         """:func:`engine.retrieve.retrieve` with the same arguments, answered
         from the store's entries when this handle's mode allows.
@@ -173,8 +176,7 @@ class RunCache:
                 self.hits += 1
             return replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
         fetch = fts_limit if deepest is None or self.exact else max(fts_limit, 2 * deepest)
-        beside = self.store.parallel_reader if self.store.can_read_in_parallel(conn) else None
-        run = retrieve(conn, schema, retriever, query, fetch, source, source_match, content_type, beside=beside)
+        run = retrieve(conn, schema, retriever, query, fetch, source, source_match, content_type, share=share)
         with self._lock:
             self.misses += 1
             self.rows_fetched += len(run.hits)

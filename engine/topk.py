@@ -113,11 +113,13 @@ class Declined(Exception):
     """:func:`top_k` cannot answer this query exactly; ``code`` says why
     (:data:`DECLINED`)."""
 
-    def __init__(self, code: str, phrase_rows: tuple[int, ...] = ()) -> None:
+    def __init__(self, code: str, phrase_rows: tuple[int, ...] = (), phrase_sizes: tuple[int, ...] = ()) -> None:
         super().__init__(code)
         self.code = code
         #: Rows each phrase matches (query order), when counted before declining; else ``()``.
         self.phrase_rows = phrase_rows
+        #: Tokens in each phrase (query order), when counted; else ``()``.
+        self.phrase_sizes = phrase_sizes
 
 
 @dataclass(frozen=True)
@@ -417,7 +419,7 @@ def top_k(
     try:
         return _ranked(conn, table, texts, phrase_tokens, tok, counts, n_row, n_token, k, min_matches)
     except Declined as declined:
-        raise Declined(declined.code, tuple(counts)) from None
+        raise Declined(declined.code, tuple(counts), tuple(len(p) for p in phrase_tokens)) from None
 
 
 def _ranked(

@@ -304,9 +304,10 @@ def test_fts5_ranked_statement_returns_the_reference_statements_rows(name):
 
 @pytest.mark.parametrize("name", ["stages", "context7"])
 def test_every_parity_case_answers_the_same_ranked_in_two_halves(name, tmp_path, monkeypatch):
-    """FTS5's ranking split at the middle rowid, the halves run at once on two
-    connections and merged by (bm25, rowid), gives every golden case's trace,
-    bm25 bits included: as on the in-memory store, which runs each statement whole."""
+    """FTS5's ranking split at the middle rowid, one half offered to the other
+    retriever's thread, the halves merged by (bm25, rowid), gives every golden
+    case's trace, bm25 bits included: as on the in-memory store, which runs
+    each statement whole."""
     import engine.retrieve as retrieve_mod
     from engine import topk
 
@@ -317,7 +318,7 @@ def test_every_parity_case_answers_the_same_ranked_in_two_halves(name, tmp_path,
     index_corpus(disk, parity_set(name) / "corpus")
     memory = _memory_store(name)
     queries = json.loads((parity_set(name) / "expected.json").read_text("utf-8"))["queries"]
-    halves = 0
+    halves = helped = 0
     try:
         for q in queries:
             params = case_params(q)
@@ -325,9 +326,70 @@ def test_every_parity_case_answers_the_same_ranked_in_two_halves(name, tmp_path,
             memory.runs.clear()
             got, want = _answer(search(disk, params)), _answer(search(memory, params))
             halves += sum(r.get("halves", 0) == 2 for r in got["ranking"].values())
+            helped += sum(r.get("half_helped", False) for r in got["ranking"].values())
             for d in (got, want, got["fuzzy"], want["fuzzy"]):
                 d.pop("ranking", None)
             assert got == want, q["id"]
     finally:
         disk.close()
     assert halves > len(queries), halves  # most statements ran in halves (filters included)
+    print(f"{halves} statements in halves, {helped} with a half run by the other thread")
+
+
+def _halves_store(tmp_path) -> Store:
+    s = Store.create(tmp_path / "halves.db")
+    index_corpus(s, SAMPLE_CORPUS)
+    return s
+
+
+class _EagerShare:
+    """A share whose helper takes every offered half at once, on ``reader``."""
+
+    def __init__(self, reader):
+        self.reader, self.taken = reader, 0
+
+    def offer(self, half):
+        assert half.claim()
+        self.taken += 1
+        t = threading.Thread(target=half.run, args=(self.reader,))
+        t.start()
+        t.join()
+
+
+@pytest.mark.parametrize("query", ["install deploy", "cache", "hook session cache"])
+def test_a_half_run_by_the_helper_merges_into_the_whole_statements_rows(tmp_path, query):
+    from engine.retrieve import _in_halves, build_sql
+    from engine.query import sanitize_porter
+
+    s = _halves_store(tmp_path)
+    try:
+        statement, _ = build_sql("porter", s.schema, None, "like", None)
+        args = [sanitize_porter(query, "OR"), 7]
+        whole = s.conn.execute(statement, args).fetchall()
+        began = s.begin_read(s.conn)
+        try:
+            with s.parallel_reader(s.conn) as reader:
+                assert reader is not None
+                share = _EagerShare(reader)
+                rows, helped = _in_halves(s.conn, share, "porter", statement, args)
+        finally:
+            s.end_read(s.conn, began)
+        assert helped is True and share.taken == 1
+        assert rows == whole and len(rows) > 1
+    finally:
+        s.close()
+
+
+def test_an_error_in_the_helpers_half_reaches_the_retriever_that_split(tmp_path):
+    from engine.retrieve import _in_halves, build_sql
+
+    s = _halves_store(tmp_path)
+    broken = Store.create(tmp_path / "other.db").conn  # no such rows, and closed below
+    broken.close()
+    try:
+        statement, _ = build_sql("porter", s.schema, None, "like", None)
+        with pytest.raises(Exception) as info:
+            _in_halves(s.conn, _EagerShare(broken), "porter", statement, ['"install"', 5])
+        assert "closed" in str(info.value).lower()
+    finally:
+        s.close()
