@@ -4,7 +4,7 @@ Run it as a script (it is not a test)::
 
     python -m benchmarks.search                   # 1k and 10k chunks (npm docs when installed)
     python -m benchmarks.search --100k --1m       # also 100,000 and 1,000,000 chunks
-    python -m benchmarks.search --1m --sizes 0 --keep /var/tmp/rs-bench   # build once, reuse later
+    python -m benchmarks.search --sizes 1000000 --keep /var/tmp/rs-bench   # 1M only: build once, reuse later
     python -m benchmarks.search --corpus synthetic --sizes 5000 --queries 400 --seed 7
     python -m benchmarks.search --quick           # 2000 chunks, smoke run
 
