@@ -602,6 +602,9 @@ class SizeResult:
     floor_by_category: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     layers: Counter = field(default_factory=Counter)
     refresh_methods: Counter = field(default_factory=Counter)
+    #: How each retriever run that ran SQL was ranked: ``top-k``, ``fts5``
+    #: (with the declined code), ``halves`` (FTS5 in two rowid halves).
+    rankings: Counter = field(default_factory=Counter)
     db_bytes: int = 0
     wal_bytes: int = 0
     peak_rss_mib: float = 0.0
@@ -647,6 +650,16 @@ def quarter_rates(progress: Sequence[tuple[int, float]]) -> list[tuple[int, int,
             out.append((prev_n + 1, n, (n - prev_n) / (t - prev_t) if t > prev_t else float("nan")))
             prev_n, prev_t = n, t
     return out
+
+
+def ranking_label(run) -> str:
+    """``top-k``, ``fts5 in halves`` or ``fts5 (CODE)`` for a retriever run."""
+    if run.ranked_by == "top-k":
+        return "top-k"
+    if run.ranking_fact("halves"):
+        return "fts5 in halves"
+    code = run.ranking_fact("declined")
+    return f"fts5 ({code})" if code else "fts5 (filters)"
 
 
 def _stage_names(stages: dict[str, list[float]]) -> list[str]:
@@ -906,6 +919,10 @@ def run_size(
             method = getattr(trace.refresh, "method", None)
             if method:
                 res.refresh_methods[method] += 1
+            for run in (r for p in (trace.first, trace.fuzzy.rerun) if p for r in (p.porter, p.trigram)):
+                if run.skipped or run.cached:
+                    continue
+                res.rankings[ranking_label(run)] += 1
             res.by_category[q.category].append((ms, trace.layer, q.params.limit))
         res.query_s = time.perf_counter() - t_all
         _clear_run_cache(store)
@@ -955,6 +972,12 @@ def run_size(
         )
         if res.refresh_methods:
             say("  refresh answers: " + ", ".join(f"{m} {n:,}" for m, n in res.refresh_methods.most_common()))
+        if res.rankings:
+            say(
+                "  retriever runs ranked by: "
+                + ", ".join(f"{m} {n:,}" for m, n in res.rankings.most_common())
+                + "  (engine/topk.py; fts5 runs name why top-k declined)"
+            )
         say("per stage  (trace.timings_ms, ms; n = searches in which the stage ran; porter and trigram may overlap)")
         rows = []
         for name in _stage_names(res.stages_ms):
