@@ -452,7 +452,8 @@ def headline(run: RetrieverRun, params: SearchParams) -> str:
         assert isinstance(rows, tuple) and isinstance(read, int)
         head += f"; exact top-k read {read:,} of {sum(rows):,} phrase matches"
     elif run.ranking_fact("halves"):
-        head += f"; FTS5 ranked it in {run.ranking_fact('halves')} rowid ranges at once"
+        how = "one on the other retriever's thread" if run.ranking_fact("half_helped") else "one after the other"
+        head += f"; FTS5 ranked it in {run.ranking_fact('halves')} rowid ranges, {how}"
     return head
 
 

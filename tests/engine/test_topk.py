@@ -284,3 +284,21 @@ def test_a_search_is_the_same_either_way(monkeypatch, forced):
         assert trace_to_dict(g)["final"] == trace_to_dict(w)["final"]
         assert g.first.porter.hits == w.first.porter.hits
         assert g.first.trigram.hits == w.first.trigram.hits
+
+
+@pytest.mark.parametrize(
+    ("ranking", "tail"),
+    [
+        (
+            (("declined", "one-phrase"), ("halves", 2), ("half_helped", True)),
+            "2 rowid ranges, one on the other retriever's thread",
+        ),
+        ((("declined", "one-phrase"), ("halves", 2), ("half_helped", False)), "2 rowid ranges, one after the other"),
+        ((("declined", "few-matches"),), "(limit 10)"),
+    ],
+)
+def test_the_headline_of_an_fts5_run_says_whether_it_ran_in_halves(ranking, tail):
+    from engine.model import RetrieverRun
+
+    run = RetrieverRun("trigram", '"npm"', 10, (), ranking=ranking)
+    assert headline(run, SearchParams(query="npm")).endswith(tail)
