@@ -93,6 +93,10 @@ RARE_SHARE_MAX = 0.75
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
 _OR_QUERY = re.compile(r'^"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*$')
 _TOKENIZE = re.compile(r"tokenize\s*=\s*(['\"])(.*?)\1", re.IGNORECASE | re.DOTALL)
+#: FTS5 options that change what an instance or a row's text is: ``detail``
+#: other than full (no positions: phrases match differently), ``locale``
+#: (per-row tokenizer locale), ``tokendata``, ``contentless_delete``.
+_OPTION = re.compile(r"\b(detail|locale|tokendata|contentless_delete)\s*=\s*['\"]?(\w+)", re.IGNORECASE)
 
 
 #: Why :func:`top_k` leaves a query to FTS5's own ranking.
@@ -100,6 +104,7 @@ DECLINED = {
     "not-or-query": "the MATCH string is not an OR of quoted phrases",
     "no-docsize": "the table keeps no per-row token counts",
     "tokenizer": "the table's tokenizer cannot be loaded here",
+    "table-options": "the table's FTS5 options change how rows match (detail, locale, tokendata)",
     "few-matches": "few matches: FTS5 ranks them quickly",
     "one-phrase": "one phrase matches: no bound to prune with",
     "no-gain": "the rare phrases match too many rows to save time",
@@ -194,7 +199,9 @@ def tokenizer_for(conn: sql.Connection, table: str) -> apsw.FTS5Tokenizer:
     default) as an ``apsw`` callable.
 
     Raises:
-        Declined: ``tokenizer`` when the option cannot be read or loaded.
+        Declined: ``tokenizer`` when the option cannot be read or loaded;
+            ``table-options`` for options that change matching (``detail``
+            other than ``full``, ``locale=1``, ``tokendata=1``, ...).
     """
     cache = conn.__dict__.setdefault("_rankscope_tokenizers", {})
     if table in cache:
@@ -202,6 +209,9 @@ def tokenizer_for(conn: sql.Connection, table: str) -> apsw.FTS5Tokenizer:
     row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
     if row is None:
         raise Declined("tokenizer")
+    for name, value in _OPTION.findall(row[0]):
+        if not (name.lower() == "detail" and value.lower() == "full") and value not in ("0",):
+            raise Declined("table-options")
     m = _TOKENIZE.search(row[0])
     words = m.group(2).split() if m else ["unicode61"]
     if not words or any(not re.fullmatch(r"[A-Za-z0-9_]+", w) for w in words):

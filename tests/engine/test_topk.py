@@ -302,3 +302,27 @@ def test_the_headline_of_an_fts5_run_says_whether_it_ran_in_halves(ranking, tail
 
     run = RetrieverRun("trigram", '"npm"', 10, (), ranking=ranking)
     assert headline(run, SearchParams(query="npm")).endswith(tail)
+
+
+@pytest.mark.parametrize(
+    ("options", "declined"),
+    [
+        ("detail=column", True),
+        ("detail='none'", True),
+        ("detail=full", False),
+        ("locale=1", True),
+        ("locale=0", False),
+    ],
+)
+def test_tables_whose_options_change_matching_are_left_to_fts5(forced, options, declined):
+    conn = sql.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(title, content, {options})")
+    for i in range(40):
+        conn.execute("INSERT INTO t (title, content) VALUES (?, ?)", ("a", "npm zephyr npm" if i % 5 else "npm"))
+    if declined:
+        with pytest.raises(topk.Declined) as info:
+            topk.top_k(conn, "t", '"npm" OR "zephyr"', 3)
+        assert info.value.code == "table-options"
+    else:
+        out = topk.top_k(conn, "t", '"npm" OR "zephyr"', 3)
+        assert [(r.rowid, r.bm25, r.highlighted) for r in out.rows] == _fts5(conn, "t", '"npm" OR "zephyr"', 3)
