@@ -113,7 +113,8 @@ def run_size(target: int, n_queries: int, seed: int, out: TextIO, workdir: str |
             s_ms = (time.perf_counter() - t0) * 1000.0
             res.search_ms.append(s_ms)
             for kind, rowid in _pins(trace, rng, res.chunks).items():
-                store.runs.clear()  # cold: no run or correction from an earlier search
+                store.runs.clear()  # cold: no run, phrase count or correction from an earlier search
+                store.phrase_rows.clear()
                 store.corrections.clear()
                 t0 = time.perf_counter()
                 cold = would_return_with(store, q.params, rowid=rowid, trace=trace)

@@ -706,13 +706,14 @@ def time_floor(store: Store, statements: list[tuple[str, list]]) -> float:
 
 
 def _clear_run_cache(store: Store) -> None:
-    """Forget cached retriever runs, so every timed search pays for its SQL
+    """Forget cached retriever runs and phrase counts, so every timed search pays for its SQL
     (the reference has no such cache; a re-run of the same query would
     otherwise be served from it). Fuzzy corrections stay cached, as the
     reference caches them."""
-    runs = getattr(store, "runs", None)
-    if runs is not None:
-        runs.clear()
+    for cache in ("runs", "phrase_rows"):  # phrase_rows: top-k's phrase counts, part of a run's work
+        held = getattr(store, cache, None)
+        if held is not None:
+            held.clear()
 
 
 def _build_synthetic(store: Store, target: int, seed: int, res: SizeResult) -> Vocabulary:

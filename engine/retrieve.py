@@ -39,6 +39,7 @@ from .store import SchemaInfo, Store, elapsed_ms, is_corruption
 from .words import abbreviate, plural
 
 if TYPE_CHECKING:
+    from .cache import VersionedLRU
     from .runcache import RunCache
 
 TABLES = {"porter": "chunks", "trigram": "chunks_trigram"}
@@ -138,6 +139,7 @@ def retrieve(
     content_type: str | None = None,
     *,
     share: "HalfShare | None" = None,
+    phrase_rows: "VersionedLRU | None" = None,
 ) -> RetrieverRun:
     """Run one retriever for the raw ``query``.
 
@@ -168,7 +170,7 @@ def retrieve(
     matches = 0
     if not source and not content_type and fts_limit > 0:
         try:
-            return _retrieve_top_k(conn, schema, retriever, sanitized, fts_limit, start)
+            return _retrieve_top_k(conn, schema, retriever, sanitized, fts_limit, start, phrase_rows)
         except topk.Declined as declined:
             ranking = (("declined", declined.code),)
             if declined.phrase_sizes and max(declined.phrase_sizes) <= 1:
@@ -346,7 +348,13 @@ def _in_halves(
 
 
 def _retrieve_top_k(
-    conn: sql.Connection, schema: SchemaInfo, retriever: str, sanitized: str, fts_limit: int, start: float
+    conn: sql.Connection,
+    schema: SchemaInfo,
+    retriever: str,
+    sanitized: str,
+    fts_limit: int,
+    start: float,
+    phrase_rows: "VersionedLRU | None" = None,
 ) -> RetrieverRun:
     """The run through :func:`engine.topk.top_k` (no filters): its rows, with
     the columns :func:`build_sql`'s statement selects read by rowid.
@@ -356,7 +364,7 @@ def _retrieve_top_k(
         engine.sql.Error: as :func:`retrieve`.
     """
     t = TABLES[retriever]
-    outcome = topk.top_k(conn, t, sanitized, fts_limit)
+    outcome = topk.top_k(conn, t, sanitized, fts_limit, counts=phrase_rows)
     x = sql.text
     session = schema.session_column(t)
     wanted = [r.rowid for r in outcome.rows]

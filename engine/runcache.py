@@ -176,7 +176,18 @@ class RunCache:
                 self.hits += 1
             return replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
         fetch = fts_limit if deepest is None or self.exact else max(fts_limit, 2 * deepest)
-        run = retrieve(conn, schema, retriever, query, fetch, source, source_match, content_type, share=share)
+        run = retrieve(
+            conn,
+            schema,
+            retriever,
+            query,
+            fetch,
+            source,
+            source_match,
+            content_type,
+            share=share,
+            phrase_rows=getattr(self.store, "phrase_rows", None),
+        )
         with self._lock:
             self.misses += 1
             self.rows_fetched += len(run.hits)

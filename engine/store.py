@@ -530,6 +530,8 @@ def core_free() -> bool:
 #: Retriever runs kept per store (a compare, a why-not and a few variants of
 #: the last searches).
 RUN_CACHE_SIZE = 256
+#: Phrase row counts kept per store (:attr:`Store.phrase_rows`).
+PHRASE_ROWS_CACHE_SIZE = 4096
 #: Fuzzy corrections kept per store (the reference's ``FUZZY_CACHE_SIZE``).
 CORRECTION_CACHE_SIZE = 256
 
@@ -622,6 +624,11 @@ class Store:
         self.runs: RunEntries = RunEntries(RUN_CACHE_SIZE)
         #: Fuzzy corrections by word, per data version (the reference keeps 256).
         self.corrections: VersionedLRU = VersionedLRU(CORRECTION_CACHE_SIZE)
+        #: Rows each FTS5 phrase matches, by ``(table, phrase)``, per data
+        #: version: the counts :func:`engine.topk.top_k` starts from (a
+        #: query typed letter by letter, a fuzzy re-run, a what-if re-run
+        #: share most of their phrases).
+        self.phrase_rows: VersionedLRU = VersionedLRU(PHRASE_ROWS_CACHE_SIZE)
         #: The stale-source answer, kept current between searches.
         self.freshness = Freshness()
         self._side_lock = threading.Lock()

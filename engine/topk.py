@@ -63,6 +63,7 @@ from typing import Any
 import apsw
 
 from . import sql
+from .cache import VersionedLRU
 
 #: FTS5's bm25 constants (``fts5Bm25Function``).
 K1 = 1.2
@@ -381,7 +382,14 @@ def table_totals(conn: sql.Connection, table: str) -> tuple[int, int]:
 
 
 def top_k(
-    conn: sql.Connection, table: str, match: str, k: int, *, min_rows: int | None = None, min_matches: int | None = None
+    conn: sql.Connection,
+    table: str,
+    match: str,
+    k: int,
+    *,
+    min_rows: int | None = None,
+    min_matches: int | None = None,
+    counts: VersionedLRU | None = None,
 ) -> Outcome:
     """The first ``k`` rows of ``SELECT ... WHERE t MATCH match ORDER BY
     bm25(t, 5.0, 1.0), rowid`` with their bm25 and content highlight.
@@ -396,6 +404,10 @@ def top_k(
             :data:`MIN_ROWS`, read at each call).
         min_matches: decline below this many phrase matches in all
             (default :data:`MIN_MATCHES`).
+        counts: a cache of phrase row counts keyed ``(table, phrase)``
+            (:attr:`engine.store.Store.phrase_rows`), read and filled under
+            the data version ``conn``'s read transaction noted
+            (``conn.read_version``; none noted: not used).
 
     Returns:
         An :class:`Outcome` whose ``rows`` are exactly FTS5's first ``k``.
@@ -423,16 +435,26 @@ def top_k(
     tok = tokenizer_for(conn, table)
     phrase_tokens = [tuple(t[2] for t in _tokens(tok, p.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY)) for p in texts]
     # a phrase with no token (``"--"``) matches no row, like a word no row has
-    counts = [
-        int(conn.execute(f'SELECT count(*) FROM "{table}" WHERE "{table}" MATCH ?', (match_phrase(t),)).fetchone()[0])
-        if phrase_tokens[i]
-        else 0
-        for i, t in enumerate(texts)
-    ]
+    version = getattr(conn, "read_version", None) if counts is not None and conn.in_transaction else None
+    rows_of: list[int] = []
+    for i, t in enumerate(texts):
+        n = counts.get(version, (table, t)) if counts is not None else None
+        if n is None:
+            n = 0
+            if phrase_tokens[i]:
+                n = int(
+                    conn.execute(
+                        f'SELECT count(*) FROM "{table}" WHERE "{table}" MATCH ?', (match_phrase(t),)
+                    ).fetchone()[0]
+                )
+            if counts is not None:
+                counts.put(version, (table, t), n)
+        rows_of.append(n)
+    counts_list = rows_of
     try:
-        return _ranked(conn, table, texts, phrase_tokens, tok, counts, n_row, n_token, k, min_matches)
+        return _ranked(conn, table, texts, phrase_tokens, tok, counts_list, n_row, n_token, k, min_matches)
     except Declined as declined:
-        raise Declined(declined.code, tuple(counts), tuple(len(p) for p in phrase_tokens)) from None
+        raise Declined(declined.code, tuple(counts_list), tuple(len(p) for p in phrase_tokens)) from None
 
 
 def _ranked(

@@ -326,3 +326,25 @@ def test_tables_whose_options_change_matching_are_left_to_fts5(forced, options, 
     else:
         out = topk.top_k(conn, "t", '"npm" OR "zephyr"', 3)
         assert [(r.rowid, r.bm25, r.highlighted) for r in out.rows] == _fts5(conn, "t", '"npm" OR "zephyr"', 3)
+
+
+def test_phrase_counts_are_reused_within_a_data_version_and_recounted_after_a_write(tmp_path, forced):
+    store = Store.create(tmp_path / "counts.db")
+    rng = random.Random(12)
+    for i in range(60):
+        store.index_text(f"docs/p{i}.md", f"# npm {i}\n\n{_text(rng, 40)} npm install zephyr\n")
+    cache = store.phrase_rows
+    params = SearchParams(query="npm zephyr", limit=3)
+    search(store, params)
+    first = (cache.hits, cache.misses)
+    assert first[1] >= 2  # each phrase of each retriever counted once
+    store.runs.clear()  # the runs go; the counts stay
+    again = search(store, params)
+    assert again.first.porter.ranked_by == "top-k"
+    assert cache.misses == first[1] and cache.hits > first[0]
+    store.index_text("docs/new.md", "# zephyr\n\nzephyr zephyr npm\n")  # a write: a new data version
+    after = search(store, params)
+    assert cache.misses > first[1]
+    zephyr = after.first.porter.ranking_fact("phrase_rows")[1]
+    assert zephyr == again.first.porter.ranking_fact("phrase_rows")[1] + 1
+    store.close()
