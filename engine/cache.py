@@ -8,11 +8,13 @@ version drops every older one. Callers read the version *before* their read
 transaction takes its snapshot, so an entry stored under version ``v`` was
 computed from a snapshot at least as new as ``v``.
 
-The store keeps two (:attr:`engine.store.Store.runs`, a :class:`RunEntries`,
-and :attr:`engine.store.Store.corrections`): retriever runs, keyed by
+The store keeps three (:attr:`engine.store.Store.runs`, a :class:`RunEntries`,
+:attr:`engine.store.Store.corrections` and
+:attr:`engine.store.Store.phrase_rows`): retriever runs, keyed by
 :func:`engine.runcache.run_key` (retriever, sanitised query, filters) and
 then by row count, read through :class:`engine.runcache.RunCache` handles;
-and fuzzy corrections, keyed by the normalised word. The correction cache
+fuzzy corrections, keyed by the normalised word; and the rows each FTS5
+phrase matches, keyed by ``(table, phrase)`` (:func:`engine.topk.top_k`). The correction cache
 copies the reference's (``ContentStore`` keeps the last 256 corrections in a
 ``Map`` used as an LRU); the reference clears it when a vocabulary word is
 inserted, this one on any write.
