@@ -41,6 +41,15 @@ def command_line(params: SearchParams, db: str | None) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def eval_command(queries: Path, qrels: Path, db: str | None) -> str:
+    """The ``rankscope eval`` command that judges an exported case file on
+    ``db`` (every argument shell-quoted; the two files by name, as they lie in
+    the folder they were written to). An in-memory store has no path:
+    ``<store.db>`` stands in for it."""
+    parts = ["rankscope", "eval", queries.name, "--db", db if db and db != ":memory:" else "<store.db>"]
+    return " ".join(shlex.quote(p) for p in [*parts, "--qrels", qrels.name])
+
+
 def describe_sessions(sessions: tuple[str, ...] | None) -> str:
     """``"off"``, ``"only unattributed"`` or the allowed ids joined by commas."""
     if sessions is None:

@@ -327,6 +327,10 @@ async def test_exporting_cases_never_overwrites(db, tmp_path, monkeypatch):
         queries, qrels = tmp_path / "rankscope-cases-4.json", tmp_path / "rankscope-cases-4.qrels.json"
         assert note.title == "Exported 1 case"
         assert f"wrote {queries} and {qrels}" in note.message
+        # the command judges the export on this very store: its path, not a placeholder
+        assert note.message.endswith(
+            f"rankscope eval rankscope-cases-4.json --db {db} --qrels rankscope-cases-4.qrels.json"
+        )
         assert json.loads(queries.read_text()) == [{"id": "write-quorum", "query": "write quorum"}]
         assert read_qrels(qrels).queries == {"write-quorum": "write quorum"}
         assert (tmp_path / "rankscope-cases.json").read_text() == "mine\n"

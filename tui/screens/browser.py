@@ -766,7 +766,7 @@ class BrowserScreen(Screen):
         from .cases import CasesScreen
 
         if self.state is not None:
-            self.app.push_screen(CasesScreen(self.state.cases), callback=self.reopen_case)
+            self.app.push_screen(CasesScreen(self.state.cases, db=self.store.path), callback=self.reopen_case)
 
     def reopen_case(self, case) -> None:
         """Search a saved case again: its query and parameters; once the

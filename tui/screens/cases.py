@@ -22,6 +22,7 @@ from engine.words import plural
 
 from .. import safe
 from ..actions import bindings
+from ..cmdline import eval_command
 from ..userstate import Case, CaseBook, free_export_path
 
 _CLOSE = Binding.Group("Close ", compact=True)
@@ -75,10 +76,14 @@ class CasesScreen(ModalScreen[Case | None]):
         *bindings("cases"),  # e, Delete (tui.actions)
     ]
 
-    def __init__(self, book: CaseBook, folder: Path | None = None) -> None:
+    def __init__(self, book: CaseBook, folder: Path | None = None, db: str | None = None) -> None:
+        """``folder``: where exports go (default: the current folder); ``db``:
+        the store's path, named in the export notice's ``rankscope eval``
+        command."""
         super().__init__()
         self.book = book
         self.folder = folder
+        self.db = db
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
@@ -152,10 +157,7 @@ class CasesScreen(ModalScreen[Case | None]):
             )
             return None
         self.app.notify(
-            safe.line(
-                f"wrote {queries.absolute()} and {qrels.absolute()} · "
-                f"rankscope eval {queries.name} --db STORE --qrels {qrels.name}"
-            ),
+            safe.line(f"wrote {queries.absolute()} and {qrels.absolute()} · {eval_command(queries, qrels, self.db)}"),
             title=f"Exported {plural(len(self.book.cases), 'case')}",
             markup=False,
             timeout=10,
