@@ -108,6 +108,24 @@ async def test_a_fuzzy_rerun_shows_both_passes_compact_at_80_columns():
         assert "→57 merged into row 57" in plain(screen.query_one("#flow-legend"))
 
 
+async def test_on_a_short_screen_the_rows_come_first_and_the_legend_scrolls():
+    """At 60x18 the legend under the tables would leave them one row each:
+    every row stays in view and the legend ends the scrolling text; at 80x24
+    it stands under the tables."""
+    app = build_app()
+    async with app.run_test(size=(60, 18)) as pilot:
+        screen = await open_flow(pilot, "write quorum")
+        table = screen.query_one("#flow-table-0", DataTable)
+        assert table.row_count >= 3
+        assert table.max_scroll_y == 0  # the header and every row in view
+        assert not screen.query_one("#flow-legend").display
+        assert "legend: 4↑3 position and move" in plain(screen.query_one("#flow-text"))
+    async with build_app().run_test(size=NARROW) as pilot:
+        screen = await open_flow(pilot, "write quorum")
+        assert screen.query_one("#flow-legend").display
+        assert "legend:" not in plain(screen.query_one("#flow-text"))
+
+
 async def test_the_palette_opens_the_rank_flow():
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:

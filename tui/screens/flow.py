@@ -4,7 +4,9 @@ the fuzzy fallback re-ran). Rows and texts come from :mod:`engine.flow` and
 :mod:`tui.flowtext`, the same the CLI's ``rankscope search --flow`` prints.
 
 Narrow screens get the compact cells (short headers, ``4↑3``, ``→57``) with
-the legend under the tables; from 120 columns every column fits in full.
+the legend under the tables, or, on a screen too short for the legend and
+every row (60x18), at the end of the scrolling text; from 120 columns every
+column fits in full.
 Either way the title column gets the width the other columns leave (cut in
 the middle so the last heading stays, :func:`tui.fmt.middle_cut`); only a
 screen too narrow for even the compact table scrolls it sideways.
@@ -74,6 +76,9 @@ CHROME_ROWS = 3
 TABLE_MAX_ROWS = 14
 #: Fewest rows a table shows (its header and one row).
 TABLE_MIN_ROWS = 2
+#: Rows (its header included) a table keeps before the legend gives up its
+#: place under the tables and moves to the end of the scrolling text.
+LEGEND_MIN_TABLE_ROWS = 4
 #: Rows kept for the scrolling text (the row's path and its text) before the tables get theirs.
 DETAIL_MIN_ROWS = 2
 #: Columns a table's vertical scroll bar takes (Textual's default ``scrollbar-size-vertical``).
@@ -178,6 +183,8 @@ class FlowScreen(ModalScreen[None]):
         self._shapes: dict[int, tuple[bool, int]] = {}
         #: The row the text below the tables shows: (flow index, row).
         self._shown: tuple[int, FlowRow] | None = None
+        #: The legend ends the scrolling text (a screen too short for it under the tables).
+        self.legend_inline = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="flow-dialog", classes="dialog"):
@@ -248,16 +255,25 @@ class FlowScreen(ModalScreen[None]):
         changed is filled again (its cursor row kept)."""
         width = self.content_width
         self.compact = compact = not all(fits(f, width) for f in self.flows)
-        legend = self.query_one("#flow-legend", Static)
-        legend.update(LEGEND if compact else "")
-        legend.display = compact
         legend_rows = len(Text(LEGEND).wrap(self.app.console, width)) if compact else 0
         rooms = [title_room(f, width, compact) for f in self.flows]
         sideways = [room < MIN_TITLE for room in rooms]  # a horizontal scroll bar takes a row
-        fixed = 1 + len(self.flows) + legend_rows + self._fate_rows(width) + 1  # titles, legend, fate, hints
+        fixed = 1 + len(self.flows) + self._fate_rows(width) + 1  # titles, fate, hints
         budget = self.app.size.height - CHROME_ROWS - fixed - DETAIL_MIN_ROWS
         needs = [1 + max(len(f.rows), 1) for f in self.flows]
-        heights = table_heights([min(n, TABLE_MAX_ROWS) + bar for n, bar in zip(needs, sideways)], budget)
+        wanted = [min(n, TABLE_MAX_ROWS) + bar for n, bar in zip(needs, sideways)]
+        # the legend stands under the tables unless it would leave a table fewer than
+        # LEGEND_MIN_TABLE_ROWS rows (a short screen): then it ends the scrolling text
+        with_legend = table_heights(wanted, budget - legend_rows)
+        legend_inline = bool(legend_rows) and any(
+            h < min(w, LEGEND_MIN_TABLE_ROWS) for h, w in zip(with_legend, wanted)
+        )
+        legend = self.query_one("#flow-legend", Static)
+        legend.update(LEGEND if compact and not legend_inline else "")
+        legend.display = compact and not legend_inline
+        changed = legend_inline != self.legend_inline
+        self.legend_inline = legend_inline
+        heights = table_heights(wanted, budget - (0 if legend_inline else legend_rows))
         self.query_one("#flow-hints", Static).update(
             HINTS.replace("Tab", SIDEWAYS_HINT + "Tab") if any(sideways) else HINTS
         )
@@ -269,7 +285,9 @@ class FlowScreen(ModalScreen[None]):
                 self._fill(table, flow, i, *shape)
             table.styles.height = heights[i]
         if self._shown is not None:
-            self._show(*self._shown)  # the chunk line is cut to the width
+            self._show(*self._shown)  # the chunk line is cut to the width; the legend may have moved
+        elif changed:
+            self._show_legend_only()
 
     def _fill(self, table: DataTable, flow: Flow, index: int, compact: bool, title_w: int) -> None:
         """(Re)fill ``table`` with ``flow``'s rows, keeping its cursor row."""
@@ -347,7 +365,16 @@ class FlowScreen(ModalScreen[None]):
         if spans is not None:
             t.append("reverse: Porter token match · underline: trigram substring match\n", style="dim")
             t.append_text(spans_text(spans)[:PREVIEW_CHARS])
+        if self.legend_inline:
+            t.append("\n\nlegend: " + LEGEND, style="dim")
         self.query_one("#flow-text", Static).update(t)
+
+    def _show_legend_only(self) -> None:
+        """The scrolling text when no row is shown (a pass without
+        candidates): only the legend, when it has moved there."""
+        self.query_one("#flow-text", Static).update(
+            Text("legend: " + LEGEND, style="dim") if self.legend_inline else ""
+        )
 
     def highlighted(self) -> FlowRow | None:
         """The row under the cursor of the focused table (the first table's
