@@ -24,6 +24,27 @@ def test_runs_on_the_pinned_sqlite_with_fts5_trigram():
         conn.close()
 
 
+def test_memory_statistics_are_off_as_in_better_sqlite3():
+    """engine.sql turns SQLite's memory statistics off on import (their
+    process-wide mutex made the two retriever threads queue); a fresh
+    process that opens a store and searches shows SQLite counting nothing."""
+    import subprocess
+    import sys
+
+    code = (
+        "import apsw\n"
+        "from engine import sql\n"
+        "c = sql.connect(':memory:')\n"
+        "c.execute(\"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')\")\n"
+        "c.execute(\"INSERT INTO t VALUES ('rankscope')\")\n"
+        "c.execute(\"SELECT * FROM t WHERE t MATCH 'scope'\").fetchall()\n"
+        "print(sql.MEMORY_STATISTICS_OFF, apsw.memory_used())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "0"]
+    assert sql.MEMORY_STATISTICS_OFF  # and in this test process
+
+
 def test_every_store_connection_is_the_pinned_one(tmp_path):
     s = Store.create(tmp_path / "s.db")
     s.index_text("a.md", "# A\nalpha", "markdown")
