@@ -1041,7 +1041,7 @@ def run_size(
     res.rss_mib = current_rss_mib()
     say("opening")
     say(
-        f"  open        {res.open_ms:,.1f} cat_ms Store.open_readonly + {res.facts_ms:,.1f} cat_ms reading the browser's facts "
+        f"  open        {res.open_ms:,.1f} ms Store.open_readonly + {res.facts_ms:,.1f} ms reading the browser's facts "
         f"(counts, sessions, labels)"
     )
     say("storage and memory")

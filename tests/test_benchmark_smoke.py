@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import random
 
 from benchmarks.search import CorpusGenerator, Vocabulary, build_queries, run
@@ -33,6 +34,7 @@ def test_benchmark_runs_and_reports_every_section(tmp_path):
         assert section in text, f"missing {section!r} in report"
     for stage in ("refresh", "porter", "trigram", "fusion", "filter"):
         assert f"\n  {stage} " in text
+    assert re.search(r"\n  open +[\d.,]+ ms Store\.open_readonly \+ [\d.,]+ ms reading the browser's facts", text)
 
     (res,) = results
     assert 240 <= res.chunks <= 360, res.chunks  # within ±20% of the target
