@@ -15,9 +15,14 @@ import pytest
 
 import engine.runcache as runcache_mod
 from engine import SearchParams, Store, index_corpus, search, trace_to_dict
+from engine.retrieve import LONGER_RETRIEVER
 
 from ..conftest import SAMPLE_CORPUS, parity_set
 from ..helpers import case_params
+
+#: The retriever run on the calling thread (the longer one) and the one handed to a worker.
+HERE = LONGER_RETRIEVER
+AWAY = "porter" if HERE == "trigram" else "trigram"
 
 
 def _answer(trace) -> dict:
@@ -68,27 +73,28 @@ def test_every_parity_case_answers_the_same_in_parallel(name, tmp_path, spy):
     finally:
         disk.close()
     on_disk = [c for c in spy if c[2] is not memory.conn]
-    trigram = [c for c in on_disk if c[0] == "trigram"]
-    assert trigram and all(c[2] is not main for c in trigram)  # on the second connection, same snapshot
-    assert all(c[2] is main for c in on_disk if c[0] == "porter")
+    away = [c for c in on_disk if c[0] == AWAY]
+    assert away and all(c[2] is not main for c in away)  # on the second connection, same snapshot
+    assert all(c[2] is main for c in on_disk if c[0] == HERE)
 
 
 def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
-    """While porter's statement runs, trigram's runs in a worker thread on
-    the second connection: the two intervals overlap."""
+    """While the longer retriever's statement runs on the calling thread
+    (trigram's), the other's runs in a worker thread on the second
+    connection: the two intervals overlap."""
     s = Store.create(tmp_path / "s.db")
     s.parallel = True
     index_corpus(s, SAMPLE_CORPUS)
     spans: dict[str, tuple[float, float, str]] = {}
     real = runcache_mod.retrieve  # every pipeline statement goes through the run cache
-    trigram_started = threading.Event()
+    away_started = threading.Event()
 
     def slow(conn, schema, name, *args, **kwargs):
         start = time.perf_counter()
-        if name == "porter":
-            trigram_started.wait(10)  # a long statement (GIL released, as SQLite releases it)
+        if name == HERE:
+            away_started.wait(10)  # a long statement (GIL released, as SQLite releases it)
         else:
-            trigram_started.set()
+            away_started.set()
         run = real(conn, schema, name, *args, **kwargs)
         spans[name] = (start, time.perf_counter(), threading.current_thread().name)
         return run
@@ -99,8 +105,9 @@ def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
     finally:
         s.close()
     assert t.final
-    assert spans["trigram"][2].startswith("rankscope-retriever")
-    assert spans["trigram"][0] < spans["porter"][1] and spans["porter"][0] < spans["trigram"][1]
+    assert spans[AWAY][2].startswith("rankscope-retriever")
+    assert spans[HERE][2] == threading.current_thread().name
+    assert spans[AWAY][0] < spans[HERE][1] and spans[HERE][0] < spans[AWAY][1]
 
 
 def test_a_browser_worker_connection_reads_in_parallel_too(sample_db, spy):
@@ -110,8 +117,8 @@ def test_a_browser_worker_connection_reads_in_parallel_too(sample_db, spy):
             t = search(s, SearchParams("install deploy"), conn=conn)
         assert t.final
     used = {c[0]: c[2] for c in spy}
-    assert used["porter"] is conn and used["trigram"] is not conn
-    assert used["trigram"].uri_flags == conn.uri_flags  # the second connection opened like the worker's
+    assert used[HERE] is conn and used[AWAY] is not conn
+    assert used[AWAY].uri_flags == conn.uri_flags  # the second connection opened like the worker's
 
 
 def test_each_run_is_timed_on_its_own(sample_db):
@@ -162,7 +169,7 @@ def test_auto_runs_them_at_once_only_for_a_large_enough_file_and_a_free_core(tmp
         s.runs.clear()
         monkeypatch.setattr(store_mod, "PARALLEL_MIN_BYTES", 1)
         search(s, SearchParams("install deploy"))
-        assert {c[0]: c[2] is s.conn for c in spy} == {"porter": True, "trigram": False}  # auto: a "large" file
+        assert {c[0]: c[2] is s.conn for c in spy} == {HERE: True, AWAY: False}  # auto: a "large" file
         spy.clear()
         s.runs.clear()
         monkeypatch.setattr(store_mod, "core_free", lambda: False)
@@ -393,3 +400,73 @@ def test_an_error_in_the_helpers_half_reaches_the_retriever_that_split(tmp_path)
         assert "closed" in str(info.value).lower()
     finally:
         s.close()
+
+
+def test_the_caller_takes_the_workers_run_without_waiting_for_its_thread(tmp_path, monkeypatch):
+    """Once the worker's statement is done the search goes on: it does not
+    wait for the worker's thread to wake and return (the worker is held in
+    its helping loop here until the search has returned)."""
+    from engine.retrieve import HalfShare
+
+    s = Store.create(tmp_path / "s.db")
+    s.parallel = True
+    index_corpus(s, SAMPLE_CORPUS)
+    expected = _answer(search(s, SearchParams("install deploy")))
+    s.runs.clear()
+    release, held = threading.Event(), threading.Event()
+    still_held = []
+    real = HalfShare.help_until
+
+    def hold_the_worker(self, conn, finished):
+        if threading.current_thread().name.startswith("rankscope-retriever"):
+            still_held.append(True)
+            held.set()
+            release.wait(10)
+            still_held[-1] = False
+        return real(self, conn, finished)
+
+    monkeypatch.setattr(HalfShare, "help_until", hold_the_worker)
+    try:
+        t = search(s, SearchParams("install deploy"))
+        assert held.is_set() and still_held == [True]  # returned while the worker was still held
+        assert _answer(t) == expected
+    finally:
+        release.set()
+        s.close()
+
+
+def test_closing_a_share_waits_for_a_half_a_helper_runs_and_ends_its_helping():
+    from engine.retrieve import HalfShare, _Half
+
+    share = HalfShare()
+    started, go, order = threading.Event(), threading.Event(), []
+
+    def work(conn):
+        started.set()
+        go.wait(30)
+        order.append("half done")
+        return [conn]
+
+    half = _Half(work)
+    share.offer(half)
+    helper = threading.Thread(target=share.help_until, args=("reader", lambda: False))
+    helper.start()
+    assert started.wait(30)
+
+    def close():
+        share.close()
+        order.append("closed")
+
+    closer = threading.Thread(target=close)
+    closer.start()
+    assert closer.is_alive()  # the half is still running: close cannot have returned
+    go.set()
+    closer.join(30)
+    helper.join(30)
+    assert order == ["half done", "closed"] and half.rows == ["reader"]
+    assert not helper.is_alive()  # finished() never said so: close ended the helping
+
+    late = _Half(lambda conn: [conn])
+    share.offer(late)
+    share.help_until("reader", lambda: False)  # returns at once, runs nothing
+    assert late.claim()  # nobody took it
