@@ -462,7 +462,7 @@ MMAP_BYTES = 512 * 2**20
 #: a core is free (:attr:`Store.parallel`): about 1,000 chunks of prose.
 #: Measured on the 2-core machine, idle, npm docs, with SQLite's memory
 #: statistics off (docs/performance.md): at 1,437 chunks (5 MiB) −14% p50
-#: against one after the other, at 10,059 chunks (31 MiB) −8% p50 and −13%
+#: against one after the other, at 10,059 chunks (31 MiB) −8% p50 and −14%
 #: p95; smaller statements take well under a millisecond.
 PARALLEL_MIN_BYTES = 4 * 2**20
 #: The second retriever goes to another thread only while other processes
