@@ -35,25 +35,50 @@ def _read_lines(path: Path) -> list[str]:
         return []
 
 
-def gitignore_matcher(root: Path) -> Callable[[str], bool]:
+class GitIgnore:
+    """The predicate :func:`gitignore_matcher` returns: call it with a label.
+
+    :meth:`rule_files` names the rule files it has consulted so far (a walk
+    that asked about every entry it visited has consulted every rule file
+    that can matter: git never reads one inside an ignored folder).
+    """
+
+    def __init__(self, root: Path, ignored: Callable[[str], bool], consulted: Callable[[], list[Path]]) -> None:
+        self.root = root
+        self._ignored = ignored
+        self._consulted = consulted
+
+    def __call__(self, label: str) -> bool:
+        return self._ignored(label)
+
+    def rule_files(self) -> list[Path]:
+        """The ``.gitignore`` paths (and ``.git/info/exclude``) looked at so
+        far, existing or not, in the order first read."""
+        return self._consulted()
+
+
+def gitignore_matcher(root: Path) -> GitIgnore:
     """A predicate ``ignored(label) -> bool`` for the folder ``root``.
 
     Args:
         root: the folder being indexed; labels are relative to it.
 
     Returns:
-        A function of a label (``"docs/a.md"``, or ``"build/"`` for a
-        directory) that is ``True`` when git would ignore it. Rule files are
-        read lazily, once each; results are cached.
+        A :class:`GitIgnore`: called with a label (``"docs/a.md"``, or
+        ``"build/"`` for a directory) it is ``True`` when git would ignore
+        it. Rule files are read lazily, once each; results are cached.
     """
     root = Path(root)
+    consulted: list[Path] = []
 
     @lru_cache(maxsize=None)
     def spec_for(rel_dir: str) -> GitIgnoreSpec | None:
         folder = root / rel_dir if rel_dir else root
+        consulted.append(folder / GITIGNORE)
         lines = _read_lines(folder / GITIGNORE)
         if not rel_dir:
             # Lowest priority at the top level: the repository's own excludes.
+            consulted.append(root / ".git" / "info" / "exclude")
             lines = _read_lines(root / ".git" / "info" / "exclude") + lines
         lines = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
         return GitIgnoreSpec.from_lines(lines) if lines else None
@@ -101,4 +126,4 @@ def gitignore_matcher(root: Path) -> Callable[[str], bool]:
             return True
         return parts[0] == ".git" or verdict(parts, False)
 
-    return ignored
+    return GitIgnore(root, ignored, lambda: list(consulted))

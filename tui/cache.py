@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from engine import Store, StoreError
+from engine.walk import gitignore_matcher
 from engine.corpus import (
     DEFAULT_MAX_FILE_BYTES,
     SESSIONS_FILE,
@@ -43,7 +44,7 @@ from engine.corpus import (
 from .fmt import human_bytes
 
 #: Bumped when the cache layout or the indexing rules change.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: .gitignore rules applied (format 1 stores indexed ignored files)
 
 
 def cache_dir() -> Path:
@@ -80,17 +81,24 @@ def cache_entry(folder: str | os.PathLike[str], root: Path | None = None) -> Cac
 
 
 def corpus_files(folder: Path) -> list[tuple[str, Path]]:
-    """The ``(label, path)`` pairs indexing would read, in indexing order."""
-    return collect_files(folder)
+    """The ``(label, path)`` pairs indexing would read, in indexing order
+    (``.gitignore`` rules applied, as ``rankscope index`` applies them)."""
+    return collect_files(folder, gitignore_matcher(folder))
 
 
 def fingerprint(folder: str | os.PathLike[str]) -> str:
-    """SHA-256 over ``(label, size, mtime_ns)`` of every indexed file and the
-    sessions map; any added, removed, resized or touched file changes it."""
+    """SHA-256 over ``(label, size, mtime_ns)`` of every indexed file, the
+    sessions map and the ``.gitignore`` files that decide what is indexed;
+    any added, removed, resized or touched one changes it."""
     root = Path(folder)
     items = []
     extra = [(SESSIONS_FILE, root / SESSIONS_FILE)] if (root / SESSIONS_FILE).is_file() else []
-    for label, path in corpus_files(root) + extra:
+    rules = gitignore_matcher(root)
+    files = collect_files(root, rules)
+    # Every rule file the walk consulted decides what is indexed: editing,
+    # adding or removing one changes the fingerprint too.
+    extra += [(p.relative_to(root).as_posix(), p) for p in rules.rule_files() if p.is_file()]
+    for label, path in files + extra:
         try:
             st = path.stat()
         except OSError:
@@ -231,7 +239,7 @@ def build_cache(
 
     store = Store.create(tmp)
     try:
-        report = index_paths(store, [folder], sessions=sessions, progress=tick)
+        report = index_paths(store, [folder], sessions=sessions, progress=tick, ignore_factory=gitignore_matcher)
     except BaseException:
         store.close()
         _remove(tmp)

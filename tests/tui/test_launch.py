@@ -93,6 +93,44 @@ def test_build_then_reuse_then_rebuild(tmp_path):
     store.close()
 
 
+def test_the_browser_indexes_a_folder_with_its_gitignore_rules_as_rankscope_index_does(tmp_path):
+    """A file a .gitignore excludes (a secret, build output) is not indexed
+    into the browser's cache either, the same files as ``rankscope index``;
+    editing a .gitignore, or adding one in a folder, rebuilds the cache."""
+    from engine import index_paths
+    from engine.walk import gitignore_matcher
+
+    corpus = tmp_path / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "a.md").write_text("# A\nhello quorum world\n")
+    (corpus / "secret.md").write_text("# S\nsecret quorum\n")
+    (corpus / "sub" / "u.md").write_text("# U\nunder quorum\n")
+    (corpus / "sub" / "build.log").write_text("build quorum\n")
+    (corpus / ".gitignore").write_text("secret.md\n")
+    (corpus / "sub" / ".gitignore").write_text("*.log\n")
+    entry = cache_entry(corpus, root=tmp_path / "cache")
+    store = build_cache(entry)
+    labels = sorted(row["label"] for row in store.sources())
+    store.close()
+    assert labels == ["a.md", "sub/u.md"]
+    cli = Store.create(tmp_path / "cli.db")
+    index_paths(cli, [corpus], ignore_factory=gitignore_matcher)  # what `rankscope index` runs
+    assert sorted(row["label"] for row in cli.sources()) == labels
+    cli.close()
+    assert load_cached(entry) is not None
+    (corpus / "sub" / ".gitignore").write_text("# nothing ignored here\n")
+    assert load_cached(entry) is None  # an edited rule file: rebuild
+    store = build_cache(entry)
+    assert sorted(row["label"] for row in store.sources()) == ["a.md", "sub/build.log", "sub/u.md"]
+    store.close()
+    (corpus / "sub" / "deeper").mkdir()
+    (corpus / "sub" / "deeper" / "d.md").write_text("# D\ndeep\n")
+    store = build_cache(entry)
+    store.close()
+    (corpus / "sub" / "deeper" / ".gitignore").write_text("d.md\n")
+    assert load_cached(entry) is None  # a new rule file: rebuild
+
+
 def test_cancelled_build_leaves_no_cache(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
