@@ -107,6 +107,9 @@ def test_every_command_has_help():
         ["compare", "quorum", "--b", "key=rowid"],
         ["batch", "QUERIES"],
         ["compare", "--queries", "QUERIES", "--b", "key=rowid"],
+        ["ctx-search", "quorum"],
+        ["ctx-search", "quorum", "--json"],
+        ["ctx-search", "quorum", "--sort", "timeline"],
     ],
     ids=lambda a: " ".join(a),
 )

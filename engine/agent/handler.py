@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 
 from .. import sql
 from ..jsstr import utf16_len, utf16_slice
@@ -50,6 +51,8 @@ from .sessiondb import EventRow, SessionDb
 from .snippet import SnippetTrace, extract_snippet
 from .throttle import DEFAULT_KEY, FloodGuard, ThrottleConfig, ThrottleDecision, ThrottlePosition
 from .timeline import TimelineRow, event_rows, merge_timeline, now_iso
+
+_T = TypeVar("_T")
 
 #: ``MAX_TOTAL``: result blocks beyond this many UTF-16 units skip later queries.
 MAX_TOTAL = 40 * 1024
@@ -354,8 +357,24 @@ class RefreshMemory:
         return len(fresh), bool(trace.refresh.stale)
 
 
-def _empty_store(store: Store, conn: sql.Connection) -> bool:
-    return conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
+def _read(store: Store, conn: sql.Connection | None, read: Callable[[sql.Connection], _T]) -> _T:
+    """``read(c)`` through :meth:`~engine.store.Store.reading`, as searches
+    read: retried while a writer breaks it, and a damaged store raises
+    :class:`~engine.store.CorruptStoreError` naming it.
+
+    Raises:
+        StoreError: the store cannot be read (the message names its path).
+    """
+
+    def work(c: sql.Connection | None) -> _T:
+        with store.using(c) as cc:
+            return read(cc)
+
+    return store.reading(work, conn)
+
+
+def _empty_store(c: sql.Connection) -> bool:
+    return c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
 
 
 def _search_params(
@@ -443,27 +462,26 @@ def ctx_search(
             ("rejected by the input schema before the throttle: not counted",),
         )
     notes = list(params.coercions)
-    with store.using(conn) as c:
-        if params.sort != "timeline" and _empty_store(store, c):
-            return AgentTrace(
-                arguments,
-                params,
-                (),
-                "empty-index",
-                False,
-                None,
-                params.limit,
-                None,
-                no_scope,
-                (),
-                0,
-                False,
-                "",
-                "",
-                EMPTY_INDEX_TEXT,
-                True,
-                tuple(notes + ["the store holds no chunk: not counted"]),
-            )
+    if params.sort != "timeline" and _read(store, conn, _empty_store):
+        return AgentTrace(
+            arguments,
+            params,
+            (),
+            "empty-index",
+            False,
+            None,
+            params.limit,
+            None,
+            no_scope,
+            (),
+            0,
+            False,
+            "",
+            "",
+            EMPTY_INDEX_TEXT,
+            True,
+            tuple(notes + ["the store holds no chunk: not counted"]),
+        )
     queries = query_list(params)
     if not queries:
         why = "queries is an empty array" if params.queries == () else "no queries parameter"
@@ -636,8 +654,8 @@ def _run_queries(store, ctx, params, queries, limit, scope, session_db, memory, 
         trace = search(store, sp, conn)
         refresh_count, sim = memory.count(trace)
         simulated = simulated or sim
-        with store.using(conn) as c:
-            stamps = chunk_timestamps(store, c, [f.candidate.rowid for f in trace.final])
+        rowids = [f.candidate.rowid for f in trace.final]
+        stamps = _read(store, conn, lambda c, rowids=rowids: chunk_timestamps(store, c, rowids))
         timeline = None
         events: tuple[EventRow, ...] = ()
         if params.sort == "timeline":
