@@ -379,3 +379,23 @@ def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith(f"rankscope: error: {damaged_db} is damaged") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("qrels", [None, str(QRELS_TREC)], ids=["default judgments", "--qrels"])
+def test_eval_on_a_file_that_is_no_store_says_so_before_looking_for_judgments(tmp_path, capsys, qrels):
+    """An SQLite file without the store's tables: the same error as every
+    other command gives, not "no judgments for …" (which sent the user
+    looking for a qrels file)."""
+    from engine import sql
+
+    other = tmp_path / "other.db"
+    conn = sql.connect(str(other))
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps([{"id": "rerank", "query": "quorum"}]))
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", str(queries), "--db", str(other), *(["--qrels", qrels] if qrels else [])])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rankscope: error: {other} is not a context-mode content store"), err

@@ -227,17 +227,17 @@ def eval_cmd(
     except ValueError as exc:
         fail(f"--measures: {exc}")
     entries = load_queries(queries)
-    judgments, qrels_path = load_qrels_option(qrels, db)
-    ids_in_file = [str(e.get("id", i + 1)) for i, e in enumerate(entries)]
-    if not any(judgments.judged(q) for q in ids_in_file):
-        known = ", ".join(list(judgments.judgments)[:5]) or "none"
-        fail(
-            f"none of the {len(entries)} queries of {queries} has judgments in {qrels_path} "
-            f"(query ids: {', '.join(ids_in_file[:5])}{', …' if len(ids_in_file) > 5 else ''}; judged ids: {known})"
-        )
     from engine.chunkids import chunk_ids
 
-    with open_store(db) as store:
+    with open_store(db) as store:  # first: a file that is no store says so, before its judgments are looked for
+        judgments, qrels_path = load_qrels_option(qrels, db)
+        ids_in_file = [str(e.get("id", i + 1)) for i, e in enumerate(entries)]
+        if not any(judgments.judged(q) for q in ids_in_file):
+            known = ", ".join(list(judgments.judgments)[:5]) or "none"
+            fail(
+                f"none of the {len(entries)} queries of {queries} has judgments in {qrels_path} "
+                f"(query ids: {', '.join(ids_in_file[:5])}{', …' if len(ids_in_file) > 5 else ''}; judged ids: {known})"
+            )
         try:
             traces_a = run_entries(store, entries, va)
             traces_b = run_entries(store, entries, vb) if vb is not None else None
