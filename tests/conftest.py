@@ -45,6 +45,15 @@ AGENT_VIEW = GOLDEN / "agent-view"
 SESSION_DB = FIXTURES / "session-1.0.169.db"
 
 
+@pytest.fixture(autouse=True)
+def _user_folders(tmp_path, monkeypatch):
+    """Every test, the CLI and engine ones too, keeps rankscope's cache
+    (folder indexes) and data folder (history, cases, judgments) in its own
+    temporary folder: never the real user's."""
+    monkeypatch.setenv("RANKSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RANKSCOPE_DATA_DIR", str(tmp_path / "data"))
+
+
 def parity_set(name: str) -> Path:
     """The folder of parity set ``name``; skips the calling test, saying why,
     when it is a not-vendored set and ``../shared/`` does not hold it."""

@@ -395,12 +395,6 @@ async def run_command(pilot, typed: str) -> None:
     await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette), what="the palette to close")
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    """Never touch the real user cache."""
-    monkeypatch.setenv("RANKSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-
-
 @pytest.fixture
 def corpus() -> Path:
     """Path of the parity corpus (vendored: never skipped)."""
@@ -417,12 +411,6 @@ def plain(widget) -> str:
     console = Console(width=200, file=io.StringIO(), record=True, color_system=None)
     console.print(widget.content)
     return console.export_text()
-
-
-@pytest.fixture(autouse=True)
-def _data_dir(tmp_path, monkeypatch):
-    """Never touch the real user data folder (history, cases, judgments)."""
-    monkeypatch.setenv("RANKSCOPE_DATA_DIR", str(tmp_path / "data"))
 
 
 def screen_strips(app) -> list:
