@@ -690,3 +690,28 @@ async def test_a_narrow_results_pane_keeps_every_number_whole(size):
         text = "\n".join(screen_lines(app))
         for r in app.browser.trace.final:
             assert f"{r.candidate.score:.4f}" in text and f"{r.boost:.3f}" in text, r.candidate.title
+
+
+async def test_a_paste_longer_than_a_query_may_be_is_refused_with_a_warning():
+    """Textual's Input drops a paste past its max_length without a word; the
+    query box says why nothing was pasted. A paste that fits is pasted."""
+    from textual import events
+
+    from engine.model import MAX_QUERY_CHARS
+
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "quorum")
+        await press(pilot, "ctrl+l")  # the query box, its text selected: a paste replaces it
+        box = query_input(app)
+        box.post_message(events.Paste("x" * MAX_QUERY_CHARS))
+        await wait_for(pilot, lambda: box.value == "x" * MAX_QUERY_CHARS, what="the paste that fits")
+        box.post_message(events.Paste("y"))  # one character too many
+        await wait_for(pilot, lambda: any(n.title == "Paste too long" for n in notifications(app)))
+        (warning,) = [n for n in notifications(app) if n.title == "Paste too long"]
+        assert warning.severity == "warning"
+        assert warning.message == (
+            f"The query would be {MAX_QUERY_CHARS + 1:,} characters; a query holds at most {MAX_QUERY_CHARS:,}. "
+            "Nothing was pasted."
+        )
+        assert box.value == "x" * MAX_QUERY_CHARS

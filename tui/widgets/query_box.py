@@ -12,13 +12,14 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 from textual import on
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
-from engine.model import Trace
+from engine.model import MAX_QUERY_CHARS, Trace
 
 from .. import safe
 from ..actions import bindings, key_shown
@@ -201,6 +202,27 @@ class QueryInput(Input):
 
     BINDINGS = bindings("query")
 
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste that would make the query longer than a query may be
+        (:data:`engine.model.MAX_QUERY_CHARS`) is refused with a warning
+        naming both lengths, instead of being dropped without a word (the
+        input's ``max_length``). Only the first line is pasted, as
+        :class:`~textual.widgets.Input` pastes."""
+        if not event.text:
+            return
+        line = event.text.splitlines()[0] if event.text.splitlines() else ""
+        start, end = sorted(self.selection)
+        length = len(self.value) - (end - start) + len(line)
+        if length > MAX_QUERY_CHARS:
+            event.prevent_default()
+            event.stop()
+            self.notify(
+                f"The query would be {length:,} characters; a query holds at most {MAX_QUERY_CHARS:,}. "
+                "Nothing was pasted.",
+                title="Paste too long",
+                severity="warning",
+            )
+
 
 class QueryBox(Vertical):
     """An :class:`~textual.widgets.Input` plus the sanitised FTS5 queries.
@@ -229,7 +251,7 @@ class QueryBox(Vertical):
             placeholder=f"Search… ({key_shown('search-now')} searches now · {key_shown('help')} help · "
             f"{key_shown('command-palette')} commands)",
             id="query",
-            max_length=10_000,
+            max_length=MAX_QUERY_CHARS,
         )
         yield SanitisedLine(id="sanitised")
 
