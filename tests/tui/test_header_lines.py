@@ -96,10 +96,30 @@ def test_the_pinned_line_cuts_its_end_only_when_no_title_cut_is_enough():
     # the last heading alone is too long: its end stays
     assert line == "▸ pinned row 139 …writes: left at Trim: cut by the trim (#2 > limit 1)"
     narrow = lines_of(pinned_text(parts, 40))
-    assert narrow[0].startswith("▸ pinned row 139 …: left at Trim") and narrow[0].endswith("…")
-    assert cell_len(narrow[0]) == 40
+    assert narrow[0] == "▸ pinned row 139 …: left at Trim: cut …"  # between words, within 40 cells
     long_second = lines_of(pinned_text(PinnedParts(1, "#1 in the answer", "T", "x" * 80), 40))
     assert long_second[1] == "  " + "x" * 37 + "…"
+
+
+def test_the_pinned_lines_end_is_cut_between_words_never_inside_a_number():
+    """A cut inside a word misleads most in a number: "rank 19" cut to
+    "rank 1…". The cut goes back to the space before the word, unless that
+    would drop more than half of what fits (one long word is cut inside)."""
+    fate = "left at Retrieve: not retrieved: it matches at bm25 rank 19, beyond the 10 rows fetched"
+    parts = PinnedParts(69, fate)
+    for width in range(30, 110):
+        (first,) = lines_of(pinned_text(parts, width))
+        assert cell_len(first) <= width
+        if first.endswith("…"):
+            kept = first[: -len("…")][len("▸ pinned row 69: ") :]
+            assert fate.startswith(kept), (width, first)
+            assert kept.endswith(" ") or fate[len(kept)] == " ", (width, first)  # between words
+            assert "rank 1…" not in first
+    assert (
+        lines_of(pinned_text(parts, 76))[0]
+        == "▸ pinned row 69: left at Retrieve: not retrieved: it matches at bm25 rank …"
+    )
+    assert lines_of(pinned_text(PinnedParts(1, "#1 in the answer", "T", "x" * 80), 40))[1] == "  " + "x" * 37 + "…"
 
 
 # ── in the browser ──────────────────────────────────────────────────────
@@ -194,6 +214,6 @@ async def test_the_pinned_line_at_60x18(sample):
         await wait_for(pilot, lambda: "would return it" in plain(line), what="the counterfactual")
         await settle(pilot)
         first, second = drawn(app, line)
-        assert first.startswith("▸ pinned row 139 …: left at Candidate pool: beyond the") and first.endswith("…")
-        assert cell_len(first) == line.content_region.width
+        assert first.startswith("▸ pinned row 139 …: left at Candidate pool: beyond the") and first.endswith(" …")
+        assert line.content_region.width // 2 <= cell_len(first) <= line.content_region.width  # cut between words
         assert second == "  limit 3 would return it at #3"

@@ -37,11 +37,20 @@ class PinnedParts:
 
 
 def end_cut(text: Text, width: int) -> Text:
-    """``text`` itself when it fits in ``width`` cells, else its start and ``…``."""
+    """``text`` itself when it fits in ``width`` cells, else its start and
+    ``…``, cut between words: a cut inside a word (a number above all:
+    ``rank 19`` read as ``rank 1…``) goes back to the space before it, unless
+    that would drop more than half of what fits."""
     if text.cell_len <= width:
         return text
+    keep = max(width - 1, 0)
     cut = text.copy()
-    cut.truncate(max(width - 1, 0))
+    cut.truncate(keep)
+    plain = cut.plain
+    if len(plain) < len(text.plain) and not text.plain[len(plain)].isspace():
+        space = plain.rfind(" ")
+        if space >= keep // 2 and space < len(plain) - 1:  # (right_crop(0) would empty it)
+            cut.right_crop(len(plain) - space - 1)
     cut.append(ELLIPSIS)
     return cut
 
