@@ -209,3 +209,18 @@ def test_chunk_with_windows_marks_cut_and_unseen_text():
     stripped = text.plain.replace("⟦", "").replace("⟧", "").replace("⚠", "")
     assert stripped == result.content.replace("\r", "")
     assert json.dumps(result.snippet.slices)  # offsets are plain ints
+
+
+def test_the_chunk_views_title_says_in_words_how_the_snippet_was_cut():
+    """The snippet's codes (mode, source_of_positions) become words: the
+    title read "whole, positions from none"."""
+    from engine.agent.snippet import SnippetTrace
+    from tui.screens.agent import snippet_how
+
+    def how(mode: str, source: str) -> str:
+        return snippet_how(SnippetTrace("", 0, mode, source))
+
+    assert how("whole", "none") == "whole content (it fits)"
+    assert how("windows", "highlight") == "windows around FTS5's highlight marks"
+    assert how("windows", "indexOf") == "windows around the query's words (indexOf: no highlight mark)"
+    assert how("prefix", "none") == "the first 1500 units (no match position found)"

@@ -53,8 +53,9 @@ async def test_session_boxes_read_x_or_blank_and_the_filter_hint_follows_the_swi
         assert plain(state).startswith("off: every session passes")
         await press(pilot, "space")  # allow the first session: the filter turns on
         await settle(pilot)
-        await wait_for(pilot, lambda: line_text(boxes, 0).startswith("[x] ✓ allowed"))
-        assert line_text(boxes, 1).startswith("[ ] ")
+        await wait_for(pilot, lambda: line_text(boxes, 0).startswith("[x] sess-"))
+        assert line_text(boxes, 0).rstrip().endswith("chunks)  ✓ allowed")
+        assert line_text(boxes, 1).startswith("[ ] sess-") and "allowed" not in line_text(boxes, 1)
         assert dialog.query_one("#filter-on", Switch).value
         assert plain(state).startswith("on: only the allowed sessions pass")
         dialog.query_one("#filter-on", Switch).value = False

@@ -35,6 +35,7 @@ from textual.widgets.option_list import Option
 from engine import SearchParams, stages
 from engine.agent import AgentContext, AgentTrace, ResultView, SessionDb, SessionDbError, ThrottleConfig
 from engine.agent.jsvalue import js_json
+from engine.agent.snippet import SNIPPET_MAX, SnippetTrace
 from engine.jsstr import utf16_units
 
 from .. import safe
@@ -238,6 +239,26 @@ def summary_text(trace: AgentTrace, request: AgentRequest) -> Text:
     return t
 
 
+#: How the snippet's windows were placed, by ``SnippetTrace.source_of_positions``.
+_POSITIONS = {
+    "highlight": "windows around FTS5's highlight marks",
+    "indexOf": "windows around the query's words (indexOf: no highlight mark)",
+}
+
+
+def snippet_how(s: SnippetTrace) -> str:
+    """How ctx_search cut the chunk for the agent, in words, from the
+    snippet's codes (``mode``, ``source_of_positions``): ``whole content``
+    (it fits), ``windows around FTS5's highlight marks``, ``windows around
+    the query's words (indexOf: …)``, or ``the first 1500 units (no match
+    position found)`` (:data:`engine.agent.snippet.SNIPPET_MAX` units)."""
+    if s.mode == "whole":
+        return "whole content (it fits)"
+    if s.mode == "prefix":
+        return f"the first {SNIPPET_MAX} units (no match position found)"
+    return _POSITIONS.get(s.source_of_positions, f"windows ({s.source_of_positions})")
+
+
 def answer_renderable(trace: AgentTrace) -> Text:
     """The exact answer text, safe for the terminal (lone surrogates as U+FFFD)."""
     text = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in trace.text)
@@ -410,10 +431,7 @@ class AgentViewScreen(Screen[None]):
             return
         _, _, result = self._results[index]
         s = result.snippet
-        box.border_title = (
-            f"{safe.line(result.title)[:50]} · {s.mode}, positions from {s.source_of_positions}"
-            f"{' (indexOf fallback)' if s.fallback_ran else ''} · a: answer text"
-        )
+        box.border_title = f"{safe.line(result.title)[:50]} · {snippet_how(s)} · a: answer text"
         static.update(chunk_with_windows(result))
 
     @on(OptionList.OptionHighlighted, "#agent-results")

@@ -24,10 +24,13 @@ _CLOSE = Binding.Group("Close ", compact=True)
 
 
 def session_prompt(session: str, chunks: int, allowed: bool) -> Text:
-    """One session line; "✓ allowed" says it in words, not only in colour."""
-    t = Text("✓ allowed  " if allowed else "·          ", style="bold" if allowed else "dim")
-    t.append(safe.line(session), style="bold" if allowed else "")
+    """One session line: the id first (the ids line up under the boxes),
+    its chunk count, and "✓ allowed" when allowed: in words, not only in
+    colour (the box's ``[x]`` says it too)."""
+    t = Text(safe.line(session), style="bold" if allowed else "")
     t.append(f"  ({chunks} chunk{'s' if chunks != 1 else ''})", style="dim")
+    if allowed:
+        t.append("  ✓ allowed", style="bold")
     return t
 
 
