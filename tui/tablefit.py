@@ -10,16 +10,20 @@ here instead, from columns of three kinds:
 * ``value``: a number or a short code (a layer): never cut or wrapped;
 * ``free``: free text (a query text, a title): gets the room the others
   leave (at most ``max_width``), wraps at spaces, and a word too long for it
-  ends in ``…``; left out when less than ``min_width`` cells remain (the key
-  still names the row). Several free columns share that room by their
-  ``share`` (a column that wants less gives the rest to the others); when
-  one would get less than its ``min_width``, the one with the smallest share
-  (the rightmost of equals) is left out and the others share again.
+  ends in ``…``. Several free columns share that room by their ``share``
+  (a column that wants less gives the rest to the others); when one would
+  get less than its ``min_width``, the one with the smallest share (the
+  rightmost of equals) is left out and the others share again. Free text
+  is shown in the first part of a split table only.
 
 When the keys and values together are wider than the console, the value
 columns are split over several tables, each with the keys (``… (continued)``
-in the title). Widths are terminal cells (Rich's ``cell_len``); the table's
-borders and padding are measured by Rich itself. Rich only, no Textual.
+in the title). When no free column has its ``min_width`` beside the first
+part's values, fewer values go in the first part (the rest in the next
+parts): free text is left out altogether only when even the keys and one
+value column leave less than that (the key still names the row). Widths
+are terminal cells (Rich's ``cell_len``); the table's borders and padding
+are measured by Rich itself. Rich only, no Textual.
 """
 
 from __future__ import annotations
@@ -174,19 +178,52 @@ def fit_tables(
     def needs(shown: list[int], free_widths: dict[int, int] | None = None) -> int:
         return Measurement.get(_MEASURE, _MEASURE.options, build(shown, free_widths)).maximum
 
-    groups: list[list[int]] = []
-    current: list[int] = []
-    for v in values:
-        if current and needs(keys + current + [v]) > width:
-            groups.append(current)
-            current = []
-        current.append(v)
-    groups.append(current)
+    want = {i: min(natural[i], cols[i].max_width or natural[i]) for i in frees}
+
+    def grouped(vals: list[int]) -> list[list[int]]:
+        """``vals`` in parts that each fit beside the keys (at least one a part)."""
+        groups: list[list[int]] = []
+        current: list[int] = []
+        for v in vals:
+            if current and needs(keys + current + [v]) > width:
+                groups.append(current)
+                current = []
+            current.append(v)
+        return groups + [current] if current or not groups else groups
+
+    def free_layout(group: list[int]) -> tuple[list[int], dict[int, int] | None]:
+        """The free columns shown beside ``keys + group`` and their widths:
+        all that get their ``min_width``, leaving out the smallest share
+        (the rightmost of equals) until they do; ``[]`` when none does."""
+        active = list(frees)
+        while active:
+            # the room: measured with each free column 1 cell wide
+            room = width - needs(keys + group + active, dict.fromkeys(active, 1)) + len(active)
+            widths = _share_room(cols, {i: want[i] for i in active}, longest_word, room)
+            if widths is not None:
+                return active, widths
+            active.remove(min(active, key=lambda i: (cols[i].share, -i)))
+        return [], None
+
+    groups = grouped(values)
+    first = free_layout(groups[0])
+    if frees and not first[0]:
+        # No free text fits beside the first part's values: fewer values
+        # there (the rest go on in the next parts) when that makes room, so
+        # that free text is left out only when even one value column leaves
+        # too little for it.
+        for k in range(len(groups[0]) - 1, 0, -1):
+            layout = free_layout(values[:k])
+            if layout[0]:
+                groups, first = [values[:k]] + grouped(values[k:]), layout
+                break
     if len(groups) > 1:  # as many parts, with the columns shared out evenly when that fits too
         size = -(-len(values) // len(groups))
         even = [values[i : i + size] for i in range(0, len(values), size)]
-        if len(even) == len(groups) and all(needs(keys + g) <= width for g in even):
-            groups = even
+        if len(even) == len(groups) and all(needs(keys + g) <= width for g in even[1:]):
+            layout = free_layout(even[0])
+            if needs(keys + even[0]) <= width and len(layout[0]) >= len(first[0]):
+                groups, first = even, layout
 
     if title is None:
         head = None
@@ -196,18 +233,9 @@ def fit_tables(
         continued = head + Text(" (continued)", style=head.style)
     parts: list[RenderableType] = []
     for n, group in enumerate(groups):
-        shown = keys + group
-        free_widths = None
-        active = list(frees) if n == 0 else []
-        while active:
-            # the room: measured with each free column 1 cell wide
-            room = width - needs(shown + active, dict.fromkeys(active, 1)) + len(active)
-            want = {i: min(natural[i], cols[i].max_width or natural[i]) for i in active}
-            free_widths = _share_room(cols, want, longest_word, room)
-            if free_widths is not None:
-                shown = shown + active
-                break
-            active.remove(min(active, key=lambda i: (cols[i].share, -i)))
+        shown, free_widths = keys + group, None
+        if n == 0 and first[0]:
+            shown, free_widths = shown + first[0], first[1]
         if n:
             parts.append(continued)
         elif head is not None:
