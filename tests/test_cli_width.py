@@ -75,7 +75,10 @@ def test_eval_ab_at_80_columns_cuts_no_number_id_or_layer(db, variant):
             assert pair(a, b) in row, (q["id"], m, row)
     fuzzy = cells_of_rows(out, "fuzzy")
     assert re.search(r"\brrf-fuzzy(→\S+)?\s", fuzzy), fuzzy  # the layer whole
-    assert "…" not in out.split("Per query", 1)[1].split("A query whose", 1)[0]
+    per_query = out.split("Per query", 1)[1].split("A query whose", 1)[0]
+    words = {w for e in json.loads(QUERIES.read_text()) for w in e["query"].split()}
+    for cut in (c for c in per_query.split() if "…" in c):  # only a query's word (free text) may be cut
+        assert cut.endswith("…") and any(w.startswith(cut[:-1]) for w in words), (cut, out)
 
 
 def test_eval_query_texts_wrap_at_word_boundaries(db):
@@ -86,6 +89,30 @@ def test_eval_query_texts_wrap_at_word_boundaries(db):
     for q in data["queries"]:
         row = cells_of_rows(out, q["id"])
         assert all(fmt(q["stages"]["final"][m]) in row for m in data["measures"]), (q["id"], row)
+
+
+@pytest.mark.parametrize("width", [80, 150])
+def test_eval_ab_per_query_table_shows_the_query_texts(db, width):
+    """With ``--b`` the per-query table had no query column at any width
+    (plain ``eval`` has one): it is free text like any other, shown where
+    there is room and wrapped at spaces, the numbers whole."""
+    out = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS, "--b", "key=rowid", width=width)
+    check_fits(out, width)
+    per_query = out.split("Per query", 1)[1].split("A query whose", 1)[0]
+    header = next(line for line in per_query.splitlines() if line.split()[:1] == ["id"])
+    assert header.split()[:2] == ["id", "query"], out
+    data = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS, "--b", "key=rowid", "--json"))
+    texts = {e["id"]: e["query"] for e in json.loads(QUERIES.read_text())}
+    b_queries = {q["id"]: q for q in data["comparison"]["queries"]}
+    for q in data["queries"]:
+        row = cells_of_rows(per_query, q["id"])
+        assert words_of(row, texts[q["id"]].split()[0]), (q["id"], out)
+        for m in data["measures"]:
+            assert pair(q["stages"]["final"][m], b_queries[q["id"]]["stages"]["final"][m]) in row, (q["id"], m)
+    if width == 150:
+        assert "continued" not in per_query and "…" not in per_query
+        for q in data["queries"]:
+            assert words_of(cells_of_rows(per_query, q["id"]), texts[q["id"]]), (q["id"], out)
 
 
 def test_compare_set_at_80_columns_keeps_ids_whole(db):
