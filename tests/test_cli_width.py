@@ -166,6 +166,46 @@ def test_search_at_80_columns_keeps_file_names_and_numbers_whole(db):
     assert "getting-started.md" in text
 
 
+def row_lines(text: str) -> dict[str, list[str]]:
+    """A table's lines by their first cell, as their cells' words (box rules
+    dropped; a split table has one such line per part)."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        words = re.sub(r"[│┃]", " ", line).split()
+        if words:
+            out.setdefault(words[0], []).extend(words)
+    return out
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+@pytest.mark.parametrize("limit", ["3", "10000"])
+def test_search_tables_keep_positions_session_ids_and_numbers_whole(db, width, limit):
+    """``search quorum`` at 80 columns (piped) cut the boost to ``0.3…``
+    (its header to ``boo…``) whenever a ``sess-build`` row widened the
+    session column, and with ``--limit 10000`` the session id itself
+    (``sess-bui…``); at 60 the position column went, and the fusion table
+    wrapped its scores (``0.0`` / ``327`` / ``9``) and headers."""
+    args = ("search", "quorum", "--db", db, "--limit", limit)
+    out = invoke(*args, width=width)
+    check_fits(out, width)
+    trace = json.loads(invoke(*args, "--json"))
+    results, rest = out.split("\nStages", 1)
+    stages, fusion = rest.split("Fusion (RRF): top 10", 1)
+    assert {"#", "type", "session", "rrf", "boost"} <= {w for line in results.splitlines() for w in line.split()}
+    rows = row_lines(results)
+    for n, r in enumerate(trace["final"], 1):
+        row = rows[str(n)]
+        for cell in (r["content_type"], r["session_id"] or "—", f"{-r['rank']:.5f}", f"{r['boost']:.3f}"):
+            assert cell in row, (n, cell, row, out)
+    assert "ms" in stages.split()
+    assert {"porter", "trigram", "score"} <= set(fusion.split())
+    rows = row_lines(fusion)
+    for n, c in enumerate(trace["fused"][:10], 1):
+        row = rows[str(n)]
+        for cell in (str(c["porter_rank"] or "—"), str(c["trigram_rank"] or "—"), f"{c['score']:.5f}"):
+            assert cell in row, (n, cell, row, out)
+
+
 @pytest.mark.parametrize("width", [44, 60, 80, 100, 140])
 def test_fit_tables_never_cuts_keys_or_values(width):
     """A table of ids and numbers at any width: every cell whole, each

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal, Protocol, Sequence
 
 from rich import box as rich_box
 from rich.box import Box
@@ -40,8 +40,62 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-#: A cell: plain text or styled Rich text (one line or several).
-Cell = str | Text
+
+class Shaped(Protocol):
+    """A cell that lays itself out (a path that wraps at its slashes:
+    :class:`tui.render.PathText`; a :class:`Stack`): a Rich renderable that
+    says its text and its narrowest width."""
+
+    @property
+    def plain(self) -> str:
+        """Its text, a line per ``\\n`` (its natural width is the widest line)."""
+        ...
+
+    @property
+    def narrowest(self) -> int:
+        """Its widest piece that is never broken (cells): a free column
+        gets that much when it can, as it gets a text's longest word."""
+        ...
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult: ...
+
+
+#: A cell: plain text, styled Rich text (one line or several) or a :class:`Shaped` cell.
+Cell = str | Text | Shaped
+
+
+def _plain(cell: Cell) -> str:
+    return cell if isinstance(cell, str) else cell.plain
+
+
+def _narrowest(cell: Cell) -> int:
+    """A cell's widest unbreakable piece: a text's longest word (text between spaces)."""
+    if isinstance(cell, (str, Text)):
+        return max((cell_len(w) for w in _plain(cell).split()), default=0)
+    return cell.narrowest
+
+
+class Stack:
+    """Cells one under the other in one cell (a title over its source, for a
+    narrow table): the widest line's width, at narrowest its widest part's
+    narrowest; each part wraps on its own."""
+
+    def __init__(self, *cells: Cell) -> None:
+        self.cells = cells
+
+    @property
+    def plain(self) -> str:
+        return "\n".join(_plain(c) for c in self.cells)
+
+    @property
+    def narrowest(self) -> int:
+        return max((_narrowest(c) for c in self.cells), default=0)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, Group(*self.cells))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.cells
 
 
 @dataclass(frozen=True)
@@ -71,15 +125,13 @@ _MEASURE = Console(file=io.StringIO(), width=100_000, color_system=None)
 
 
 def _cell_width(cell: Cell) -> int:
-    text = cell.plain if isinstance(cell, Text) else cell
-    return max((cell_len(line) for line in text.splitlines()), default=0)
+    return max((cell_len(line) for line in _plain(cell).splitlines()), default=0)
 
 
 def _longest_word(col: Col, rows: Sequence[Sequence[Cell]], i: int) -> int:
-    """The widest word (text between spaces) of column ``i``, its header included, in cells."""
-    cells = [r[i] for r in rows]
-    texts = [col.header] + [c.plain if isinstance(c, Text) else c for c in cells]
-    return max((cell_len(w) for t in texts for w in t.split()), default=0)
+    """The widest word (text between spaces; a :class:`Shaped` cell's
+    narrowest piece) of column ``i``, its header included, in cells."""
+    return max([_narrowest(col.header)] + [_narrowest(r[i]) for r in rows])
 
 
 def _natural(cols: Sequence[Col], rows: Sequence[Sequence[Cell]]) -> list[int]:
@@ -153,6 +205,19 @@ def fit_tables(
     Raises:
         ValueError: a row whose length is not the number of columns.
     """
+    return _fit(title, cols, rows, width, box, sections, table_options)[0]
+
+
+def _fit(
+    title: str | Text | None,
+    cols: Sequence[Col],
+    rows: Sequence[Sequence[Cell]],
+    width: int,
+    box: Box | None,
+    sections: Sequence[int],
+    table_options: dict[str, object],
+) -> tuple[list[RenderableType], bool]:
+    """:func:`fit_tables`' parts, and whether they are one table with every column."""
     if any(len(r) != len(cols) for r in rows):
         raise ValueError("every row needs one cell per column")
     natural = _natural(cols, rows)
@@ -241,22 +306,36 @@ def fit_tables(
         elif head is not None:
             parts.append(head)
         parts.append(build(shown, free_widths))
-    return parts
+    return parts, len(groups) == 1 and len(first[0]) == len(frees)
 
 
 class Fitted:
     """:func:`fit_tables` for the width the renderable is printed at (the
     console's, under 80 when output is redirected): pass what
-    :func:`fit_tables` takes, less ``width``."""
+    :func:`fit_tables` takes, less ``width``. ``instead``: what to print
+    when this table does not fit whole (one table, every column shown):
+    the same rows with fewer columns (a title stacked over its source)."""
 
     def __init__(
-        self, title: str | Text | None, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], **options: object
+        self,
+        title: str | Text | None,
+        cols: Sequence[Col],
+        rows: Sequence[Sequence[Cell]],
+        *,
+        instead: "Fitted | None" = None,
+        **options: object,
     ):
-        self.title, self.cols, self.rows, self.options = title, cols, rows, options
+        self.title, self.cols, self.rows, self.instead, self.options = title, cols, rows, instead, options
 
     def parts(self, width: int) -> list[RenderableType]:
         """The title lines and tables for ``width`` cells."""
-        return fit_tables(self.title, self.cols, self.rows, width, **self.options)  # type: ignore[arg-type]
+        options = dict(self.options)
+        box = options.pop("box", rich_box.SIMPLE_HEAD)
+        sections = options.pop("sections", ())
+        parts, whole = _fit(self.title, self.cols, self.rows, width, box, sections, options)  # type: ignore[arg-type]
+        if not whole and self.instead is not None:
+            return self.instead.parts(width)
+        return parts
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, Group(*self.parts(options.max_width)))
