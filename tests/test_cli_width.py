@@ -206,6 +206,31 @@ def test_search_tables_keep_positions_session_ids_and_numbers_whole(db, width, l
             assert cell in row, (n, cell, row, out)
 
 
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
+def test_flow_keeps_session_ids_and_positions_whole(db, width):
+    """The compact flow cut a session id longer than 8 (``✗ses…uild``), and
+    under 80 columns the table was cropped at the terminal's edge (the
+    rerank and final columns lost): session ids stay whole, and a flow too
+    wide is split into parts that repeat the row id."""
+    from tui.flowtext import move_text
+
+    args = ("search", "retention", "--db", db, "--session", "sess-docs", "--flow", "--pin", "33")
+    out = invoke(*args, width=width)
+    check_fits(out, width)
+    [flow] = json.loads(invoke(*args, "--json"))["flows"]
+    rows = row_lines(out.split("\n4↑3 position and move", 1)[0])
+    for row in flow["rows"]:
+        words = rows[("▸" if row["rowid"] == 33 else "") + str(row["rowid"])]
+        for cell in row["cells"]:
+            if cell["state"] == "at":
+                mv = move_text(cell["move"])
+                assert f"{cell['position']}{mv}" in words or f"#{cell['position']}" in words, (row, cell, out)
+            elif cell["state"] == "left" and cell["exit"]["reason"] == "session-filter":
+                sid = cell["exit"]["session_id"]
+                assert f"✗{sid}" in words or sid in words, (row, sid, out)
+    assert "sess-build" in out and "ses…" not in out
+
+
 @pytest.mark.parametrize("width", [44, 60, 80, 100, 140])
 def test_fit_tables_never_cuts_keys_or_values(width):
     """A table of ids and numbers at any width: every cell whole, each
