@@ -75,7 +75,10 @@ def test_eval_ab_at_80_columns_cuts_no_number_id_or_layer(db, variant):
             assert pair(a, b) in row, (q["id"], m, row)
     fuzzy = cells_of_rows(out, "fuzzy")
     assert re.search(r"\brrf-fuzzy(→\S+)?\s", fuzzy), fuzzy  # the layer whole
-    assert "…" not in out.split("Per query", 1)[1].split("A query whose", 1)[0]
+    per_query = out.split("Per query", 1)[1].split("A query whose", 1)[0]
+    words = {w for e in json.loads(QUERIES.read_text()) for w in e["query"].split()}
+    for cut in (c for c in per_query.split() if "…" in c):  # only a query's word (free text) may be cut
+        assert cut.endswith("…") and any(w.startswith(cut[:-1]) for w in words), (cut, out)
 
 
 def test_eval_query_texts_wrap_at_word_boundaries(db):
@@ -86,6 +89,30 @@ def test_eval_query_texts_wrap_at_word_boundaries(db):
     for q in data["queries"]:
         row = cells_of_rows(out, q["id"])
         assert all(fmt(q["stages"]["final"][m]) in row for m in data["measures"]), (q["id"], row)
+
+
+@pytest.mark.parametrize("width", [80, 150])
+def test_eval_ab_per_query_table_shows_the_query_texts(db, width):
+    """With ``--b`` the per-query table had no query column at any width
+    (plain ``eval`` has one): it is free text like any other, shown where
+    there is room and wrapped at spaces, the numbers whole."""
+    out = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS, "--b", "key=rowid", width=width)
+    check_fits(out, width)
+    per_query = out.split("Per query", 1)[1].split("A query whose", 1)[0]
+    header = next(line for line in per_query.splitlines() if line.split()[:1] == ["id"])
+    assert header.split()[:2] == ["id", "query"], out
+    data = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS, "--b", "key=rowid", "--json"))
+    texts = {e["id"]: e["query"] for e in json.loads(QUERIES.read_text())}
+    b_queries = {q["id"]: q for q in data["comparison"]["queries"]}
+    for q in data["queries"]:
+        row = cells_of_rows(per_query, q["id"])
+        assert words_of(row, texts[q["id"]].split()[0]), (q["id"], out)
+        for m in data["measures"]:
+            assert pair(q["stages"]["final"][m], b_queries[q["id"]]["stages"]["final"][m]) in row, (q["id"], m)
+    if width == 150:
+        assert "continued" not in per_query and "…" not in per_query
+        for q in data["queries"]:
+            assert words_of(cells_of_rows(per_query, q["id"]), texts[q["id"]]), (q["id"], out)
 
 
 def test_compare_set_at_80_columns_keeps_ids_whole(db):
@@ -100,6 +127,31 @@ def test_compare_set_at_80_columns_keeps_ids_whole(db):
         assert f"{q['overlap']:.2f}" in row
 
 
+def words_of(row: str, text: str) -> bool:
+    """Whether every word of ``text`` is in ``row`` whole, or cut with ``…``."""
+    cells = row.split()
+    return all(w in cells or any(c.endswith("…") and w.startswith(c[:-1]) for c in cells) for w in text.split())
+
+
+@pytest.mark.parametrize("width", [70, 75, 80, 87, 88, 100])
+def test_compare_set_keeps_the_query_column_when_a_split_makes_room(db, width):
+    """At 75-87 columns the numbers fitted one table and the query column
+    was left out (the total row lost "10 queries"), while at 70 the split
+    table had room for it: a free column is left out only when even a
+    part with one value column has no room for it."""
+    args = ("compare", "--queries", QUERIES, "--db", db, "--b", "key=rowid")
+    out = invoke(*args, width=width)
+    check_fits(out, width)
+    header = next(line for line in out.splitlines() if line.split()[:1] == ["id"])
+    assert header.split()[:2] == ["id", "query"], out
+    data = json.loads(invoke(*args, "--json"))
+    for q in data["queries"]:
+        row = cells_of_rows(out, q["id"])
+        assert words_of(row, q["query"].split()[0]), (q["id"], out)
+        assert f"{q['overlap']:.2f}" in row.split(), (q["id"], out)
+    assert cells_of_rows(out, "total").split()[:2] == ["total", "10"], out
+
+
 def test_search_at_80_columns_keeps_file_names_and_numbers_whole(db):
     args = ("search", "replication quorum acknowledgement", "--db", db, "--limit", "5")
     args += ("--session", "sess-docs", "--session", "sess-ops")  # the session column takes room
@@ -112,6 +164,71 @@ def test_search_at_80_columns_keeps_file_names_and_numbers_whole(db):
         assert re.search(rf"[\s/]{re.escape(name)}\s", text), (name, out)
         assert f"{r['boost']:.3f}" in text
     assert "getting-started.md" in text
+
+
+def row_lines(text: str) -> dict[str, list[str]]:
+    """A table's lines by their first cell, as their cells' words (box rules
+    dropped; a split table has one such line per part)."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        words = re.sub(r"[│┃]", " ", line).split()
+        if words:
+            out.setdefault(words[0], []).extend(words)
+    return out
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+@pytest.mark.parametrize("limit", ["3", "10000"])
+def test_search_tables_keep_positions_session_ids_and_numbers_whole(db, width, limit):
+    """``search quorum`` at 80 columns (piped) cut the boost to ``0.3…``
+    (its header to ``boo…``) whenever a ``sess-build`` row widened the
+    session column, and with ``--limit 10000`` the session id itself
+    (``sess-bui…``); at 60 the position column went, and the fusion table
+    wrapped its scores (``0.0`` / ``327`` / ``9``) and headers."""
+    args = ("search", "quorum", "--db", db, "--limit", limit)
+    out = invoke(*args, width=width)
+    check_fits(out, width)
+    trace = json.loads(invoke(*args, "--json"))
+    results, rest = out.split("\nStages", 1)
+    stages, fusion = rest.split("Fusion (RRF): top 10", 1)
+    assert {"#", "type", "session", "rrf", "boost"} <= {w for line in results.splitlines() for w in line.split()}
+    rows = row_lines(results)
+    for n, r in enumerate(trace["final"], 1):
+        row = rows[str(n)]
+        for cell in (r["content_type"], r["session_id"] or "—", f"{-r['rank']:.5f}", f"{r['boost']:.3f}"):
+            assert cell in row, (n, cell, row, out)
+    assert "ms" in stages.split()
+    assert {"porter", "trigram", "score"} <= set(fusion.split())
+    rows = row_lines(fusion)
+    for n, c in enumerate(trace["fused"][:10], 1):
+        row = rows[str(n)]
+        for cell in (str(c["porter_rank"] or "—"), str(c["trigram_rank"] or "—"), f"{c['score']:.5f}"):
+            assert cell in row, (n, cell, row, out)
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
+def test_flow_keeps_session_ids_and_positions_whole(db, width):
+    """The compact flow cut a session id longer than 8 (``✗ses…uild``), and
+    under 80 columns the table was cropped at the terminal's edge (the
+    rerank and final columns lost): session ids stay whole, and a flow too
+    wide is split into parts that repeat the row id."""
+    from tui.flowtext import move_text
+
+    args = ("search", "retention", "--db", db, "--session", "sess-docs", "--flow", "--pin", "33")
+    out = invoke(*args, width=width)
+    check_fits(out, width)
+    [flow] = json.loads(invoke(*args, "--json"))["flows"]
+    rows = row_lines(out.split("\n4↑3 position and move", 1)[0])
+    for row in flow["rows"]:
+        words = rows[("▸" if row["rowid"] == 33 else "") + str(row["rowid"])]
+        for cell in row["cells"]:
+            if cell["state"] == "at":
+                mv = move_text(cell["move"])
+                assert f"{cell['position']}{mv}" in words or f"#{cell['position']}" in words, (row, cell, out)
+            elif cell["state"] == "left" and cell["exit"]["reason"] == "session-filter":
+                sid = cell["exit"]["session_id"]
+                assert f"✗{sid}" in words or sid in words, (row, sid, out)
+    assert "sess-build" in out and "ses…" not in out
 
 
 @pytest.mark.parametrize("width", [44, 60, 80, 100, 140])
@@ -152,19 +269,23 @@ def test_fit_tables_keeps_styles_and_sections():
         fit_tables("T", cols, [["only one cell"]], 80)
 
 
-@pytest.mark.parametrize("width", [80, 140])
+@pytest.mark.parametrize("width", [50, 60, 80, 140])
 def test_compare_one_query_keeps_numbers_and_file_names_whole(db, width):
     """``compare QUERY`` at 80 columns stacks the source under the title
-    (file names whole) so the rrf and boost columns keep every digit."""
+    (file names whole) so the rrf and boost columns keep every digit;
+    narrower, where it left those columns out, the table is split into
+    parts that repeat the row id."""
     args = ("compare", "replicaton quorom", "--db", db, "--b", "pool=10,rerank=before-trim,rrf_k=10")
     out = invoke(*args, width=width)
     check_fits(out, width)
     data = json.loads(invoke(*args, "--json"))
     for row in data["rows"]:
         line = cells_of_rows(out, str(row["position_a"] or "—"))
+        rowid = str(row["rowid_a"] or row["rowid_b"])
+        words = [w for x in out.splitlines() if rowid in x.split() for w in x.split()]  # its line in every part
         for key, digits in (("score_a", 4), ("score_b", 4), ("boost_a", 3), ("boost_b", 3)):
             if row[key] is not None:
-                assert f"{row[key]:.{digits}f}" in out, (key, row, out)
+                assert f"{row[key]:.{digits}f}" in words, (key, row, out)
         assert re.search(rf"[\s/]{re.escape(row['source'].rsplit('/', 1)[-1])}\s", out), (row["source"], out)
         assert line
     assert "…" not in out

@@ -78,9 +78,12 @@ class Column:
         name: header.
         numeric: right-aligned, never wraps.
         wide: free text (titles, keys, paths) that may fold or be cut.
-        detail: extra numbers a narrow screen may leave out.
+        detail: extra numbers a narrow screen may leave out (the browser;
+            the CLI's ``to_rich(fit=True)`` splits the table instead).
         path: a source label: wraps at its slashes, never inside a name
             (with ``to_rich(fit=True)``; :class:`tui.render.PathText`).
+        key: names the row (a row id): with ``to_rich(fit=True)`` repeated
+            in each part of a table split to fit.
     """
 
     name: str
@@ -88,6 +91,7 @@ class Column:
     wide: bool = False
     detail: bool = False
     path: bool = False
+    key: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,17 +150,13 @@ WIDE_MIN = 10
 def table_renderable(tb: Table, max_rows: int | None = None, details: bool = True, fit: bool = False) -> Group:
     """The heading over a Rich table of at most ``max_rows`` rows (all when
     ``None``); ``details`` false leaves the detail columns out. ``fit``
-    lays the table out for the width it is printed at (the CLI): the wide
-    columns share what the others leave, a ``path`` column at least its
-    longest name (so no name is cut), the others at least
-    :data:`WIDE_MIN`; without it Rich shares the room."""
+    lays the table out for the width it is printed at (the CLI,
+    :func:`_fitted`); without it Rich shares the room."""
     columns = [c for c in tb.columns if details or not c.detail]
     keep = [i for i, c in enumerate(tb.columns) if details or not c.detail]
     rows = tb.rows if max_rows is None else tb.rows[:max_rows]
     if fit:
-        from .render import ByWidth
-
-        return Group(table_heading(tb, len(rows)), ByWidth(lambda width: _fitted(columns, keep, rows, width)))
+        return Group(_fitted(table_heading(tb, len(rows)), columns, keep, rows))
     t = RichTable(expand=False, box=None, header_style="bold underline", pad_edge=False)
     for c in columns:
         if c.wide:
@@ -168,77 +168,57 @@ def table_renderable(tb: Table, max_rows: int | None = None, details: bool = Tru
     return Group(table_heading(tb, len(rows)), t)
 
 
-def _fitted(columns: list[Column], keep: list[int], rows: tuple, width: int) -> RichTable:
-    """:func:`table_renderable`'s table with explicit widths for ``width``
-    cells: numbers whole; when the wide columns do not fit side by side
-    they are stacked in one (``title / source``), and when even that does
-    not fit the detail columns are left out."""
+def _fitted(heading: Text, columns: list[Column], keep: list[int], rows: tuple) -> Any:
+    """:func:`table_renderable`'s table laid out by :mod:`tui.tablefit`:
+    numbers and the key never cut or wrapped; the wide columns share what
+    the others leave, a ``path`` column at least its longest name (so no
+    name is cut), the others at least :data:`WIDE_MIN`, wrapped at spaces.
+    When they do not fit side by side they are stacked in one (``title /
+    source``), and when even that does not fit the table is split into
+    parts that repeat the key column, under ``heading`` (``… (continued)``)."""
     from rich.cells import cell_len
 
     from .render import PathText
+    from .tablefit import Cell, Col, Fitted, Stack
 
-    def cell(j: int, ln: Line) -> Any:
+    def cell(j: int, ln: Line) -> Cell:
         text = line_text(ln)
         return PathText(text.plain, str(text.spans[0].style) if text.spans else "") if columns[j].path else text
 
-    cells: list[list[Any]] = [[cell(j, row[i]) for j, i in enumerate(keep)] for row in rows]
-
-    def plain_of(cell: object) -> str:
-        return cell.text if isinstance(cell, PathText) else cell.plain  # type: ignore[attr-defined]
+    cells: list[list[Cell]] = [[cell(j, row[i]) for j, i in enumerate(keep)] for row in rows]
+    wide = [j for j, c in enumerate(columns) if c.wide]
 
     def floor_of(j: int) -> int:
         head = cell_len(columns[j].name)
         if columns[j].path:
-            return max([head] + [r[j].narrowest for r in cells])
-        return min(want[j], max(head, WIDE_MIN))
+            return max([head] + [r[j].narrowest for r in cells])  # type: ignore[union-attr]
+        return max(head, WIDE_MIN)
 
-    natural = [max([cell_len(c.name)] + [cell_len(plain_of(r[j])) for r in cells]) for j, c in enumerate(columns)]
-    want = [min(n, WIDE_MAX) for n in natural]
-    wide = [j for j, c in enumerate(columns) if c.wide]
-
-    def room_for(shown: list[int], n_columns: int) -> int:
-        gaps = 2 * (n_columns - 1)  # no box, one space of padding either side, none at the edges
-        return width - gaps - sum(natural[j] for j in shown if not columns[j].wide)
-
-    shown = list(range(len(columns)))
-    for stacked, details in ((False, True), (True, True), (True, False)):
-        shown = [j for j in range(len(columns)) if details or not columns[j].detail]
-        n_columns = len(shown) - (len(wide) - 1 if stacked and wide else 0)
-        room = room_for(shown, n_columns)
-        floors = [max(floor_of(j) for j in wide)] if stacked and wide else [floor_of(j) for j in wide]
-        if room >= sum(floors):
-            break
-    t = RichTable(expand=False, box=None, header_style="bold underline", pad_edge=False)
-    if stacked and len(wide) > 1:
-        first = wide[0]
-        t_width = max(floors[0], min(room, max(want[j] for j in wide)))
-        for j in shown:
-            if j == first:
-                t.add_column(" / ".join(columns[w].name for w in wide), overflow="fold", width=t_width)
-            elif j not in wide:
-                c = columns[j]
-                t.add_column(c.name, no_wrap=True, justify="right" if c.numeric else "left")
-        for r in cells:
-            stack = Group(*[r[w] if not isinstance(r[w], PathText) else PathText(r[w].text, "dim") for w in wide])
-            t.add_row(*[stack if j == first else r[j] for j in shown if j == first or j not in wide])
-        return t
-    widths = dict(zip(wide, floors))
-    spare = room - sum(floors)
-    # water-filling: the columns that need least are satisfied first, the rest share what is left
-    needy = sorted((want[j] - widths[j], j) for j in wide if want[j] > widths[j])
-    for k, (extra, j) in enumerate(needy):
-        give = min(extra, max(spare, 0) // (len(needy) - k))
-        widths[j] += give
-        spare -= give
-    for j in shown:
+    def col(j: int) -> Col:
         c = columns[j]
         if c.wide:
-            t.add_column(c.name, overflow="fold", width=widths[j])
-        else:
-            t.add_column(c.name, no_wrap=True, justify="right" if c.numeric else "left")
-    for r in cells:
-        t.add_row(*[r[j] for j in shown])
-    return t
+            return Col(c.name, "free", min_width=floor_of(j), max_width=max(WIDE_MAX, floor_of(j)))
+        return Col(c.name, "key" if c.key else "value", justify="right" if c.numeric else "left")
+
+    options: dict[str, Any] = {"box": None, "header_style": "bold underline", "pad_edge": False}
+    side_by_side = Fitted(heading, [col(j) for j in range(len(columns))], cells, **options)
+    if len(wide) < 2:
+        return side_by_side
+    first = wide[0]
+    shown = [j for j in range(len(columns)) if j == first or j not in wide]
+    floor = max(floor_of(j) for j in wide)
+    stack = Col(" / ".join(columns[w].name for w in wide), "free", min_width=floor, max_width=max(WIDE_MAX, floor))
+
+    def dim(c: Cell) -> Cell:
+        return PathText(c.text, "dim") if isinstance(c, PathText) else c
+
+    def stacked(r: list[Cell]) -> Cell:
+        return Stack(*[dim(r[w]) for w in wide])
+
+    narrow = [[stacked(r) if j == first else r[j] for j in shown] for r in cells]
+    instead = Fitted(heading, [stack if j == first else col(j) for j in shown], narrow, **options)
+    side_by_side.instead = instead
+    return side_by_side
 
 
 def to_rich(desc: Description, max_rows: int | None = None, details: bool = True, fit: bool = False) -> Group:
@@ -346,7 +326,7 @@ COMPARE_COLUMNS = (
     Column("A#", numeric=True),
     Column("B#", numeric=True),
     Column("move"),
-    Column("row", numeric=True),
+    Column("row", numeric=True, key=True),
     Column("title", wide=True),
     Column("source", wide=True, path=True),
     Column("rrf A", numeric=True, detail=True),

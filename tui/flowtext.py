@@ -14,7 +14,9 @@ their own (no colour needed, ``NO_COLOR`` reads the same):
 A *compact* form fits 80 columns (the browser scrolls it, the CLI prints
 it with :data:`LEGEND`): short headers, positions without ``#`` (``4↑3``),
 ``→57`` merged into row 57, ``✗s2`` removed (session s2), ``cut@3``,
-``beyond`` (the pool), ``none`` (not retrieved).
+``beyond`` (the pool), ``none`` (not retrieved). The browser cuts a long
+session id in the middle (``✗ses…uild``); the CLI never cuts one, and
+splits a table too wide for the terminal (:func:`flow_table`).
 
 Also the results list's movement (``4→1 ↑3``), a title cut in the middle
 that keeps its last heading (``ferryctl … > publish > Example``), the
@@ -37,7 +39,8 @@ from engine.stages import base_id, stage
 from .fmt import middle_cut  # one middle cut for the flow, the results and compare
 
 if TYPE_CHECKING:
-    from rich.table import Table
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.measure import Measurement
 
     from engine.terms import Stems
 
@@ -91,14 +94,16 @@ def move_text(move: int | None) -> str:
     return f"↑{move}" if move > 0 else f"↓{-move}" if move < 0 else "="
 
 
-def marker(exit: Exit, compact: bool = False) -> str:
+def marker(exit: Exit, compact: bool = False, whole_ids: bool = False) -> str:
     """Where and why a chunk left, in a word or two: ``merged→57``,
     ``session s2`` (``session ''``: unattributed), ``cut @3``, ``beyond
     pool``, ``not retrieved``; another code: the code itself. Compact:
-    ``→57``, ``✗s2``, ``cut@3``, ``beyond``, ``none``."""
+    ``→57``, ``✗s2``, ``cut@3``, ``beyond``, ``none``, a session id longer
+    than :data:`COMPACT_SESSION` cut in the middle unless ``whole_ids``
+    (the CLI, which never cuts an id)."""
     r = exit.reason
     if compact:
-        return _compact_marker(exit)
+        return _compact_marker(exit, whole_ids)
     if r == "merged":
         return f"merged→{exit.get('into_rowid')}"
     if r == "session-filter":
@@ -113,13 +118,15 @@ def marker(exit: Exit, compact: bool = False) -> str:
     return r
 
 
-def _compact_marker(exit: Exit) -> str:
+def _compact_marker(exit: Exit, whole_ids: bool = False) -> str:
     r = exit.reason
     if r == "merged":
         return f"→{exit.get('into_rowid')}"
     if r == "session-filter":
         sid = str(exit.get("session_id") or "''")
-        if len(sid) > COMPACT_SESSION:  # keep both ends: ids often share a prefix (sess-docs, sess-ops)
+        if (
+            len(sid) > COMPACT_SESSION and not whole_ids
+        ):  # keep both ends: ids often share a prefix (sess-docs, sess-ops)
             sid = sid[:3] + ELLIPSIS + sid[-(COMPACT_SESSION - 4) :]
         return "✗" + sid
     if r == "trimmed":
@@ -131,9 +138,10 @@ def _compact_marker(exit: Exit) -> str:
     return r
 
 
-def cell_text(cell: FlowCell, compact: bool = False) -> str:
+def cell_text(cell: FlowCell, compact: bool = False, whole_ids: bool = False) -> str:
     """One cell: ``#4 ↑3``, ``#7`` (a retriever), a :func:`marker`, ``·``,
-    ``–`` or ``""``; compact: ``4↑3``, ``7``, the compact marker."""
+    ``–`` or ``""``; compact: ``4↑3``, ``7``, the compact marker (session
+    ids whole with ``whole_ids``)."""
     if cell.state == "at":
         mv = move_text(cell.move)
         if compact:
@@ -141,7 +149,7 @@ def cell_text(cell: FlowCell, compact: bool = False) -> str:
         return f"#{cell.position}" + (f" {mv}" if mv else "")
     if cell.state == "left":
         assert cell.exit is not None
-        return marker(cell.exit, compact)
+        return marker(cell.exit, compact, whole_ids)
     if cell.state == "absent":
         return ABSENT
     if cell.state == "not-run":
@@ -243,48 +251,70 @@ def _title_width(flow: Flow, width: int, compact: bool) -> int:
     return width - fixed
 
 
+class MiddleCut:
+    """A title cut in the middle to the width of its cell, never wrapped
+    (:func:`tui.fmt.middle_cut`; a :class:`tui.tablefit.Shaped` cell that
+    can be cut anywhere)."""
+
+    def __init__(self, text: str, style: str = "") -> None:
+        self.text, self.style = text, style
+
+    @property
+    def plain(self) -> str:
+        return self.text
+
+    @property
+    def narrowest(self) -> int:
+        return min(1, cell_len(self.text))
+
+    def __rich_measure__(self, console: "Console", options: "ConsoleOptions") -> "Measurement":
+        from rich.measure import Measurement
+
+        return Measurement(self.narrowest, cell_len(self.text))
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+        from rich.text import Text
+
+        yield Text(middle_cut(self.text, options.max_width), style=self.style, no_wrap=True, end="")
+
+
 def flow_table(
     flow: Flow, width: int = 120, compact: bool | None = None, pinned: "set[int] | frozenset[int]" = frozenset()
-) -> "Table":
-    """The flow as a Rich table in ``width`` cells: the row id (``▸57`` for
-    a ``pinned`` row), the title (cut in the middle to what the stage
-    columns leave, at least :data:`MIN_TITLE`), then a column per stage.
+) -> "RenderableType":
+    """The flow as Rich tables for the CLI (:mod:`tui.tablefit`): the row
+    id (``▸57`` for a ``pinned`` row), the title (cut in the middle to what
+    the stage columns leave, at least :data:`MIN_TITLE`), then a column per
+    stage; its width is the console's (``width`` picks the form).
     ``compact=None`` picks the compact form when the full one does not fit
-    (print :data:`LEGEND` with it)."""
-    from rich.table import Table
+    (print :data:`LEGEND` with it). No cell is cut: session ids stay whole,
+    and a flow too wide even compact is split into parts that repeat the
+    row id (the title in the first)."""
+    from rich.console import Group
     from rich.text import Text
 
     from . import safe
+    from .tablefit import Cell, Col, Fitted
 
     if compact is None:
         compact = not fits(flow, width)
-    widths = flow_widths(flow, compact)
-    longest = max([cell_len("title")] + [cell_len(safe.line(r.title)) for r in flow.rows])
-    title_w = min(longest, max(MIN_TITLE, _title_width(flow, width, compact)))
-    t = Table(
-        title=Text(safe.line(flow_title(flow))),
-        title_justify="left",
-        box=None,
-        expand=False,
-        padding=(0, 1),
-        header_style="bold",
-    )
-    t.add_column("row", justify="right", no_wrap=True, min_width=_rowid_width(flow))
-    t.add_column("title", no_wrap=True, width=title_w)
-    for sid, w in zip(flow.stages, widths):
-        t.add_column(header(sid, compact), no_wrap=True, min_width=w)
+    cols = [Col("row", "key", justify="right"), Col("title", "free", min_width=MIN_TITLE)]
+    cols += [Col(header(sid, compact)) for sid in flow.stages]
+    rows: list[list[Cell]] = []
     for row in flow.rows:
-        cells = [Text(cell_text(c, compact), style=cell_style(c)) for c in row.cells]
         mark = PIN_MARK if row.rowid in pinned else ""
-        t.add_row(
-            Text(mark + str(row.rowid), style="bold" if mark else ""),
-            Text(middle_cut(safe.line(row.title), title_w), style="bold" if mark else ""),
-            *cells,
+        style = "bold" if mark else ""
+        rows.append(
+            [
+                Text(mark + str(row.rowid), style=style),
+                MiddleCut(safe.line(row.title), style),
+                *[Text(cell_text(c, compact, whole_ids=True), style=cell_style(c)) for c in row.cells],
+            ]
         )
-    if not flow.rows:  # under the headers, whole (a cell of the narrow title column would cut it)
-        t.caption = Text(NO_CANDIDATE, style="italic")
-        t.caption_justify = "left"
-    return t
+    table = Fitted(Text(safe.line(flow_title(flow))), cols, rows, box=None, padding=(0, 1), header_style="bold")
+    if flow.rows:
+        return table
+    # under the headers, whole (a cell of the narrow title column would cut it)
+    return Group(table, Text(NO_CANDIDATE, style="italic"))
 
 
 def stems_words(stems: "tuple[Stems, ...]") -> str:

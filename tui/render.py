@@ -7,10 +7,10 @@ import re
 import shlex
 from typing import Callable
 
+from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
-from rich.table import Table
 from rich.text import Text
 
 from engine.diff import stage_summaries
@@ -20,6 +20,7 @@ from engine.stages import RETRIEVERS, in_rerun, title
 
 from . import safe
 from .fmt import clip, query_label
+from .tablefit import Cell, Col, Fitted, Stack
 
 #: Longest empty-result reason printed in full (it can quote a corrected query).
 REASON_SHOWN = 600
@@ -41,6 +42,11 @@ class PathText:
     def __init__(self, path: object, style: str = "") -> None:
         self.text = safe.line(None if path is None else str(path))
         self.style = style
+
+    @property
+    def plain(self) -> str:
+        """Its text (:class:`tui.tablefit.Shaped`)."""
+        return self.text
 
     def _names(self) -> list[str]:
         return re.findall(r"[^/]*/|[^/]+", self.text) or [""]
@@ -81,77 +87,67 @@ def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
     return text
 
 
-def final_table(trace: Trace) -> "ByWidth":
-    """The answer: position, title, source, type, session, RRF score, boost,
-    laid out for the width it is printed at (:func:`_final_table`)."""
-    return ByWidth(lambda width: _final_table(trace, width))
+def final_table(trace: Trace) -> Fitted:
+    """The answer: position, title, source, type, session, RRF score and
+    boost, laid out for the width it is printed at (:mod:`tui.tablefit`):
+    the position, the type, the session id and the numbers are never cut
+    or wrapped; the title wraps at spaces and the source at its slashes
+    (its column is at least its longest name: no name is cut); when the two
+    do not fit side by side the source goes under the title."""
+    title = plain(f"Results for {query_label(trace.params.query)} (layer {trace.layer})", style="table.title")
+    heads = [Col("#", "key", justify="right")]
+    tail = [Col("type"), Col("session"), Col("rrf", justify="right"), Col("boost", justify="right")]
+    names = max([cell_len("source")] + [PathText(r.candidate.source).narrowest for r in trace.final])
+    rows: list[list[Cell]] = []
+    stacked: list[list[Cell]] = []
+    for r in trace.final:
+        c = r.candidate
+        values: list[Cell] = [
+            plain(c.content_type),
+            plain(c.session_id or "—"),
+            f"{c.score:.5f}",
+            "—" if r.boost is None else f"{r.boost:.3f}",
+        ]
+        rows.append([str(r.position), plain(c.title), PathText(c.source), *values])
+        stacked.append([str(r.position), Stack(plain(c.title), PathText(c.source, "dim")), *values])
+    side_by_side = [
+        Col("title", "free", min_width=TITLE_MIN, max_width=TITLE_MAX, share=3),
+        Col("source", "free", min_width=names, max_width=max(SOURCE_MAX, names), share=2),
+    ]
+    one = [Col("title / source", "free", min_width=max(TITLE_MIN, names), max_width=max(TITLE_MAX, names))]
+    return Fitted(
+        title,
+        heads + side_by_side + tail,
+        rows,
+        box=box.HEAVY_HEAD,
+        instead=Fitted(title, heads + one + tail, stacked, box=box.HEAVY_HEAD),
+    )
 
 
 #: Widest the results table's title and source columns get (cells).
 TITLE_MAX, SOURCE_MAX = 48, 32
 #: Narrowest title column of the results table (cells).
 TITLE_MIN = 12
+#: Narrowest free-text column of the stage and fusion tables (cells).
+NOTE_MIN = 12
 
 
-def _final_table(trace: Trace, width: int) -> Table:
-    """The results table in ``width`` cells: the position, the type, the
-    session id and the numbers are never cut or wrapped; the source wraps
-    at its slashes (its column is at least its longest name: no name is
-    cut) and the title (folded at spaces) takes what is left."""
-    t = Table(
-        title=plain(f"Results for {query_label(trace.params.query)} (layer {trace.layer})"),
-        title_justify="left",
-        expand=False,
-    )
-    rows = [
-        (
-            str(r.position),
-            plain(r.candidate.title),
-            PathText(r.candidate.source),
-            plain(r.candidate.content_type),
-            plain(r.candidate.session_id or "—"),
-            f"{r.candidate.score:.5f}",
-            "—" if r.boost is None else f"{r.boost:.3f}",
-        )
-        for r in trace.final
+def stages_table(trace: Trace) -> Fitted:
+    """One row per stage: name, what it did (wrapped at spaces), time."""
+    cols = [
+        Col("stage", "key"),
+        Col("what happened", "free", min_width=NOTE_MIN, max_width=90),
+        Col("ms", justify="right"),
     ]
-    heads = ("#", "title", "source", "type", "session", "rrf", "boost")
-    fixed = [
-        max([cell_len(heads[i])] + [cell_len(str(getattr(row[i], "plain", row[i]))) for row in rows])
-        for i in (0, 3, 4, 5, 6)
-    ]
-    room = width - (3 * len(heads) + 1) - sum(fixed)  # the heavy box: a rule and a space either side of each cell
-    title_nat = min(TITLE_MAX, max([cell_len(heads[1])] + [cell_len(row[1].plain) for row in rows]))
-    source_nat = min(SOURCE_MAX, max([cell_len(heads[2])] + [cell_len(row[2].text) for row in rows]))
-    names = max([cell_len(heads[2])] + [row[2].narrowest for row in rows])
-    source_w = min(source_nat, max(names, room - title_nat, room // 2))
-    title_w = max(TITLE_MIN, min(title_nat, room - source_w))
-    source_w = max(names, min(source_nat, room - title_w))
-    t.add_column("#", justify="right", no_wrap=True)
-    t.add_column("title", overflow="fold", width=title_w)
-    t.add_column("source", width=source_w)
-    t.add_column("type", no_wrap=True)
-    t.add_column("session", no_wrap=True)
-    t.add_column("rrf", justify="right", no_wrap=True)
-    t.add_column("boost", justify="right", no_wrap=True)
-    for row in rows:
-        t.add_row(*row)
-    return t
-
-
-def stages_table(trace: Trace) -> Table:
-    """One row per stage: name, what it did, time."""
-    t = Table(title="Stages", title_justify="left", expand=False)
-    t.add_column("stage", no_wrap=True)
-    t.add_column("what happened", overflow="fold", max_width=90)
-    t.add_column("ms", justify="right", no_wrap=True)
-    for s in stage_summaries(trace):
-        t.add_row(
+    rows: list[list[Cell]] = [
+        [
             plain(s.title if not in_rerun(s.stage) else f"↳ {s.title}"),
             plain(s.headline),
             "" if s.elapsed_ms is None else f"{s.elapsed_ms:.2f}",
-        )
-    return t
+        ]
+        for s in stage_summaries(trace)
+    ]
+    return Fitted(plain("Stages", style="table.title"), cols, rows, box=box.HEAVY_HEAD)
 
 
 #: Narrower than this, the fusion table puts each source under its title.
@@ -176,34 +172,25 @@ def fusion_table(trace: Trace, top: int = 10) -> ByWidth:
     """The fused list with each run's rank and contribution, collisions
     flagged, and what became of each candidate (from its path): where it
     left the pass and why, or its place in the answer. Under
-    :data:`FUSION_WIDE` columns each source is printed under its title."""
+    :data:`FUSION_WIDE` columns each source is printed under its title, and
+    when even that does not fit whole, the note under both
+    (:mod:`tui.tablefit`: the ranks and scores are never cut or wrapped)."""
     return ByWidth(lambda width: _fusion_table(trace, top, width))
 
 
-def _fusion_table(trace: Trace, top: int, width: int) -> Table:
+def _fusion_table(trace: Trace, top: int, width: int) -> Fitted:
     run = trace.answering_run or trace.first
     shown = run.fusion.candidates[:top]
-    wide = width >= FUSION_WIDE
-    t = Table(title=f"{title('fusion')}: top {top}", title_justify="left", expand=False)
-    numbers = {"#": len(str(len(shown))), "porter": 6, "trigram": 7, "score": 7}
     # a path is never cut inside a name (it wraps at its slashes): its column
-    # is at least as wide as its longest name; narrow, the note takes the rest
-    names = max((PathText(c.source).narrowest for c in shown), default=1)
-    if wide:
-        widths: dict[str, int | None] = {"title": None, "source": None, "note": None}
-    else:
-        room = width - (3 * (len(numbers) + 2) + 1) - sum(numbers.values())
-        where = min(max(names, room // 2), 44)
-        widths = {"title / source": where, "note": max(room - where, 12)}
-    cols = ("#", "title", "source") if wide else ("#", "title / source")
-    for col in cols + ("porter", "trigram", "score", "note"):
-        t.add_column(
-            col,
-            justify="right" if col in numbers else "left",
-            overflow="fold",
-            max_width={"title": 44, "source": 32}.get(col),
-            width=widths.get(col),
-        )
+    # is at least as wide as its longest name
+    names = max([cell_len("source")] + [PathText(c.source).narrowest for c in shown])
+    heading = plain(f"{title('fusion')}: top {top}", style="table.title")
+    key = [Col("#", "key", justify="right")]
+    numbers = [Col(name, justify="right") for name in ("porter", "trigram", "score")]
+    note = [Col("note", "free", min_width=NOTE_MIN, share=2)]  # the title's half beside it, a third when wide
+    wide: list[list[Cell]] = []
+    narrow: list[list[Cell]] = []
+    narrowest: list[list[Cell]] = []
     for i, c in enumerate(shown, 1):
         notes = []
         if c.merged_rowids:
@@ -213,18 +200,29 @@ def _fusion_table(trace: Trace, top: int, width: int) -> Table:
             notes.append(sentence(path.exit))
         elif path is not None and path.steps and path.steps[-1][1] is not None:
             notes.append(f"in the answer at #{path.steps[-1][1]}")
-        where_cells = (
-            (plain(c.title), PathText(c.source)) if wide else (Group(plain(c.title), PathText(c.source, "dim")),)
+        ranks: list[Cell] = [str(c.porter_rank or "—"), str(c.trigram_rank or "—"), f"{c.score:.5f}"]
+        what = plain("; ".join(notes))
+        wide.append([str(i), plain(c.title), PathText(c.source), *ranks, what])
+        narrow.append([str(i), Stack(plain(c.title), PathText(c.source, "dim")), *ranks, what])
+        narrowest.append(
+            [str(i), Stack(plain(c.title), PathText(c.source, "dim"), plain(what.plain, "italic")), *ranks]
         )
-        t.add_row(
-            str(i),
-            *where_cells,
-            str(c.porter_rank or "—"),
-            str(c.trigram_rank or "—"),
-            f"{c.score:.5f}",
-            plain("; ".join(notes)),
-        )
-    return t
+    stack_min = max(NOTE_MIN, names)
+    stacked = Fitted(
+        heading,
+        key + [Col("title / source / note", "free", min_width=stack_min, max_width=max(44, names))] + numbers,
+        narrowest,
+        box=box.HEAVY_HEAD,
+    )
+    where = [Col("title / source", "free", min_width=stack_min, max_width=max(44, names), share=2)]
+    by_title = Fitted(heading, key + where + numbers + note, narrow, box=box.HEAVY_HEAD, instead=stacked)
+    if width < FUSION_WIDE:
+        return by_title
+    side_by_side = [
+        Col("title", "free", max_width=44, share=3),
+        Col("source", "free", min_width=names, max_width=max(32, names), share=2),
+    ]
+    return Fitted(heading, key + side_by_side + numbers + note, wide, box=box.HEAVY_HEAD, instead=by_title)
 
 
 def retriever_failures(trace: Trace) -> list[tuple[str, str]]:

@@ -102,13 +102,11 @@ def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
 
 
 def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
-    """Per query: its id (never cut), its text (A alone: the room left,
-    wrapped at spaces), its layer and each measure's final value."""
+    """Per query: its id (never cut), its text (the room left, wrapped at
+    spaces; left out when there is none: the id names the query), its
+    layer and each measure's final value (``A → B`` with ``b``)."""
     title = "Per query, final stage" + (" (A → B)" if b is not None else "")
-    cols = [Col("id", "key")]
-    if b is None:  # with A → B cells there is no room for it; the id names the query
-        cols.append(Col("query", "free", min_width=8, max_width=32))
-    cols.append(Col("layer"))
+    cols = [Col("id", "key"), Col("query", "free", min_width=8, max_width=32), Col("layer")]
     cols += [Col(m, justify="right") for m in a.measures]
     b_by_id = {q.id: q for q in b.queries} if b is not None else {}
     rows: list[list[Cell]] = []
@@ -120,10 +118,7 @@ def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
             cells.append(_fmt(va) if b is None else _pair(va, b_by_id[q.id].value("final", m)))
         if b is not None and b_by_id[q.id].layer != q.layer:
             layer = f"{q.layer}→{b_by_id[q.id].layer}"
-        head: list[Cell] = [plain(q.id)]
-        if b is None:
-            head.append(plain(clip(q.query, 60)))
-        rows.append([*head, layer, *cells])
+        rows.append([plain(q.id), plain(clip(q.query, 60)), layer, *cells])
     return Fitted(title, cols, rows)
 
 
