@@ -67,6 +67,7 @@ def test_compare_one_query(db):
     assert "A reference" in r.output and "B rerank=off" in r.output
     assert "↑1" in r.output and "↓1" in r.output
     assert "improved 1 · worsened 1 · unchanged 0 · only in A 0 · only in B 0 · overlap 1.00" in r.output
+    assert "A vs B for 'zebra crossing' (2 chunks)" in r.output  # the count says what it counts
 
 
 def test_compare_one_query_json(db):

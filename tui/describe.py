@@ -104,6 +104,8 @@ class Table:
         columns: the columns.
         rows: every row (front-ends may show the first few and say so).
         more_hint: where to see every row when only the first few are shown.
+        unit: what one row is, for the count (``"chunk"``: ``(4 chunks)``);
+            ``""``: the bare number (the name says what is counted).
     """
 
     name: str
@@ -111,6 +113,7 @@ class Table:
     rows: tuple[tuple[Line, ...], ...]
     gloss: str = ""
     more_hint: str = ""
+    unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,9 @@ def line_text(ln: Line, **kwargs) -> Text:
 
 def table_heading(tb: Table, shown: int) -> Text:
     """``Name (n): gloss; first k shown, hint``."""
-    heading = Text(f"{tb.name} ({len(tb.rows)})", style="bold")
+    n = len(tb.rows)
+    count = f"{n} {tb.unit}{'' if n == 1 else 's'}" if tb.unit else str(n)
+    heading = Text(f"{tb.name} ({count})", style="bold")
     more = f"first {shown} shown" + (f", {tb.more_hint}" if tb.more_hint else "") if shown < len(tb.rows) else ""
     tail = "; ".join(x for x in (tb.gloss, more) if x)
     if tail:
@@ -400,7 +405,7 @@ def describe_comparison(cmp: Comparison, store_path: str | None = None) -> Compa
         )
         for r in cmp.rows
     )
-    table = Table(f"A vs B for {query_label(cmp.params_a.query)}", COMPARE_COLUMNS, rows)
+    table = Table(f"A vs B for {query_label(cmp.params_a.query)}", COMPARE_COLUMNS, rows, unit="chunk")
     empty: tuple[Line, ...] = ()
     if not cmp.rows:
         empty = (line(Span("Neither run returned anything.", "strong")),) + tuple(
