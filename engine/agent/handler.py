@@ -462,12 +462,14 @@ def ctx_search(
             ("rejected by the input schema before the throttle: not counted",),
         )
     notes = list(params.coercions)
-    if params.sort != "timeline" and _read(store, conn, _empty_store):
+
+    def not_counted(outcome: str, text: str, why: str) -> AgentTrace:
+        # answered before the throttle (the call is not counted)
         return AgentTrace(
             arguments,
             params,
             (),
-            "empty-index",
+            outcome,
             False,
             None,
             params.limit,
@@ -478,34 +480,19 @@ def ctx_search(
             False,
             "",
             "",
-            EMPTY_INDEX_TEXT,
+            text,
             True,
-            tuple(notes + ["the store holds no chunk: not counted"]),
+            tuple(notes + [why + ": not counted"]),
         )
+
+    if params.sort != "timeline" and _read(store, conn, _empty_store):
+        return not_counted("empty-index", EMPTY_INDEX_TEXT, "the store holds no chunk")
     queries = query_list(params)
     if not queries:
         why = "queries is an empty array" if params.queries == () else "no queries parameter"
         if "query" in params.stripped:
             why += " ('query' is not in the tool's schema: stripped before the handler)"
-        return AgentTrace(
-            arguments,
-            params,
-            (),
-            "no-queries",
-            False,
-            None,
-            params.limit,
-            None,
-            no_scope,
-            (),
-            0,
-            False,
-            "",
-            "",
-            NO_QUERY_TEXT,
-            True,
-            tuple(notes + [why + ": not counted"]),
-        )
+        return not_counted("no-queries", NO_QUERY_TEXT, why)
 
     session_db: SessionDb | None = None
     try:
