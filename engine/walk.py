@@ -43,8 +43,7 @@ class GitIgnore:
     that can matter: git never reads one inside an ignored folder).
     """
 
-    def __init__(self, root: Path, ignored: Callable[[str], bool], consulted: Callable[[], list[Path]]) -> None:
-        self.root = root
+    def __init__(self, ignored: Callable[[str], bool], consulted: Callable[[], list[Path]]) -> None:
         self._ignored = ignored
         self._consulted = consulted
 
@@ -126,4 +125,4 @@ def gitignore_matcher(root: Path) -> GitIgnore:
             return True
         return parts[0] == ".git" or verdict(parts, False)
 
-    return GitIgnore(root, ignored, lambda: list(consulted))
+    return GitIgnore(ignored, lambda: list(consulted))
