@@ -1,5 +1,5 @@
 """Counterfactual benchmark: how long "which single change would return this
-chunk?" takes (:func:`engine.counterfactual.would_return_with`), beside the
+chunk?" takes (:func:`engine.lab.counterfactual.would_return_with`), beside the
 search it explains.
 
 Run it as a script (it is not a test)::
@@ -40,12 +40,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence, TextIO
 
-from engine import sql
-from engine.counterfactual import would_return_with
-from engine.flow import trace_flows
-from engine.pipeline import search
-from engine.runcache import RunCache
-from engine.store import Store
+from engine.store import sql
+from engine.lab.counterfactual import would_return_with
+from engine.lab.flow import trace_flows
+from engine.pipeline.run import search
+from engine.pipeline.runcache import RunCache
+from engine.store.store import Store
 
 from .search import DEFAULT_SEED, CorpusGenerator, Vocabulary, build_queries, percentile, table
 

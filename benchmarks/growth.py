@@ -9,7 +9,7 @@ Two measurements, each at a size and 4 times that size, printing the
 wall-clock seconds and the ratio (about 4 when linear, about 16 when
 quadratic):
 
-* ``long line``: :func:`engine.chunking.chunk_plain_text` of a single line
+* ``long line``: :func:`engine.store.chunking.chunk_plain_text` of a single line
   of N MB (plain text, byte-capped split into 4,096-byte pieces);
 * ``full re-index``: ``index_paths(..., incremental=False)`` of N small
   markdown files into an on-disk store that already holds them (every file
@@ -41,7 +41,7 @@ def _ratio_line(name: str, small: float, large: float, n_small: str, n_large: st
 
 def long_line_seconds(megabytes: int) -> float:
     """Seconds to chunk one line of ``megabytes`` MB of words."""
-    from engine.chunking import chunk_plain_text
+    from engine.store.chunking import chunk_plain_text
 
     text = ("lorem ipsum dolor sit amet " * (megabytes * 1024 * 1024 // 27 + 1))[: megabytes * 1024 * 1024]
     start = time.perf_counter()

@@ -162,7 +162,7 @@ def find_npm_docs() -> Path | None:
 def load_docs(root: Path) -> list[DocFile]:
     """The markdown files under ``root`` in the order the reference's labelling
     uses (ascending UTF-8 bytes of the relative path), decoded as UTF-8."""
-    from engine.jsstr import decode_utf8_like_node
+    from engine.js.strings import decode_utf8_like_node
 
     files = sorted(
         (p for p in root.rglob("*.md") if p.is_file()),

@@ -38,7 +38,7 @@ For each target size the script
    (``ORDER BY bm25(...)``; sanitised queries, filters and row limit as the
    pipeline uses them) on the same connection, every row fetched; and the
    **own floor**: the same with rankscope's statements (FTS5 orders the
-   matches, :func:`engine.retrieve.build_sql`), so the difference to the
+   matches, :func:`engine.pipeline.stages.retrieve.build_sql`), so the difference to the
    traced search is what the pipeline and its trace add;
    and a **counterfactual**: a what-if re-run of the same query with another
    fusion key, which reuses the cached retriever runs. It reports latency
@@ -46,7 +46,7 @@ For each target size the script
    run concurrently, so their times overlap) and per query category, the
    ratio of the traced search to the floor, and the answering layers;
 3. opens the store read-only as the browser does (``Store.open_readonly`` and
-   ``tui.facts.read_facts``) and reports the time;
+   ``tui.browser.facts.read_facts``) and reports the time;
 4. prints the peak RSS of the process and the size of the database on disk.
 
 :func:`run` is importable for smoke tests.
@@ -71,13 +71,14 @@ from typing import Iterator, Sequence, TextIO
 
 from dataclasses import replace
 
-from engine.model import FUZZY_PREFIX, SearchParams, Variant
-from engine.pipeline import fts_limit_for, pool_size_for, search
-from engine.query import STOPWORDS, sanitize_porter, sanitize_trigram
-from engine.retrieve import build_sql, like_pattern
-from engine.stages import STAGES
-from engine.store import Store
-from tui.facts import read_facts
+from engine.pipeline.trace import FUZZY_PREFIX, SearchParams, Variant
+from engine.pipeline.run import fts_limit_for, pool_size_for, search
+from engine.store.stopwords import STOPWORDS
+from engine.pipeline.query import sanitize_porter, sanitize_trigram
+from engine.pipeline.stages.retrieve import build_sql, like_pattern
+from engine.pipeline.table import STAGES
+from engine.store.store import Store
+from tui.browser.facts import read_facts
 
 from . import npm_docs
 
@@ -502,7 +503,7 @@ def build_queries(vocab: Vocabulary, n: int, seed: int) -> list[BenchQuery]:
 
 # ─── measurement and report ────────────────────────────────────────────────
 
-#: Stage ids in table order (:data:`engine.stages.STAGES`).
+#: Stage ids in table order (:data:`engine.pipeline.table.STAGES`).
 STAGE_ORDER = tuple(s.id for s in STAGES)
 
 
@@ -612,7 +613,7 @@ class SizeResult:
     #: (anonymous, file-backed) RSS after the searches, store still open, MiB.
     rss_split: tuple[float, float] | None = None
     #: Opening the store read-only (``Store.open_readonly``) and reading what
-    #: the browser shows before its first paint (``tui.facts.read_facts``).
+    #: the browser shows before its first paint (``tui.browser.facts.read_facts``).
     open_ms: float = float("nan")
     facts_ms: float = float("nan")
     #: ``(cumulative chunks, cumulative index seconds)`` after each file.
@@ -672,7 +673,7 @@ def _stage_names(stages: dict[str, list[float]]) -> list[str]:
 
 def floor_statements(store: Store, params: SearchParams, reference: bool = True) -> list[tuple[str, list]]:
     """The two raw FTS5 statements of a search's first pass
-    (:func:`engine.retrieve.build_sql`: the reference's own SQL, or with
+    (:func:`engine.pipeline.stages.retrieve.build_sql`: the reference's own SQL, or with
     ``reference=False`` rankscope's) with the sanitised queries, filters and
     row limit the pipeline uses; a trigram query with no word of 3+
     characters is skipped, as the pipeline skips it."""
@@ -977,7 +978,7 @@ def run_size(
             say(
                 "  retriever runs ranked by: "
                 + ", ".join(f"{m} {n:,}" for m, n in res.rankings.most_common())
-                + "  (engine/topk.py; fts5 runs name why top-k declined)"
+                + "  (engine/pipeline/stages/topk.py; fts5 runs name why top-k declined)"
             )
         say("per stage  (trace.timings_ms, ms; n = searches in which the stage ran; porter and trigram may overlap)")
         rows = []
@@ -1161,7 +1162,7 @@ def run(
 
 def sqlite_version() -> str:
     """The SQLite library the engine runs on."""
-    from engine import sql
+    from engine.store import sql
 
     return f"{sql.SQLITE_VERSION} (apsw {sql.APSW_VERSION})"
 

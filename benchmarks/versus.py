@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Sequence, TextIO
 
 from engine import search
-from engine.store import Store
+from engine.store.store import Store
 
 from . import npm_docs
 from .search import (

@@ -8,10 +8,10 @@ Pure Python (no Textual). Public API::
     trace = search(store, SearchParams("install", limit=3))
 """
 
-from .corpus import IndexReport, index_corpus, index_paths, load_sessions_map
-from .empty_reasons import EmptyPart
-from .export import trace_to_dict
-from .model import (
+from engine.store.corpus import IndexReport, index_corpus, index_paths, load_sessions_map
+from engine.pipeline.empty_reasons import EmptyPart
+from engine.pipeline.export import trace_to_dict
+from engine.pipeline.trace import (
     Candidate,
     CandidatePath,
     Correction,
@@ -29,8 +29,8 @@ from .model import (
     Trace,
     Variant,
 )
-from .pipeline import search
-from .store import (
+from engine.pipeline.run import search
+from engine.store.store import (
     CorruptStoreError,
     NotADatabaseError,
     NotOurStoreError,

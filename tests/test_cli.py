@@ -129,7 +129,7 @@ def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
 
 
 def test_main_turns_stray_errors_into_one_line(monkeypatch, capsys):
-    """The last-resort handlers: a StoreError, an SQLite error (engine.sql.Error)
+    """The last-resort handlers: a StoreError, an SQLite error (engine.store.sql.Error)
     or an OSError escaping a command is one line, exit 2."""
     import apsw
 
@@ -225,7 +225,7 @@ def test_bad_query_file_entries(db, tmp_path, capsys, entry, message, command):
 
 def test_readme_lists_the_input_limits():
     """The README's deviations paragraph names the limits SearchParams enforces."""
-    from engine.model import MAX_LIMIT, MAX_QUERY_CHARS
+    from engine.pipeline.trace import MAX_LIMIT, MAX_QUERY_CHARS
 
     from .conftest import REPO
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from engine.qrels import Qrels, default_qrels_path, write_qrels
+from engine.lab.qrels import Qrels, default_qrels_path, write_qrels
 from tui.cli import CliError, app, main
 
 from .conftest import REPO, SAMPLE_CORPUS
@@ -386,7 +386,7 @@ def test_eval_on_a_file_that_is_no_store_says_so_before_looking_for_judgments(tm
     """An SQLite file without the store's tables: the same error as every
     other command gives, not "no judgments for …" (which sent the user
     looking for a qrels file)."""
-    from engine import sql
+    from engine.store import sql
 
     other = tmp_path / "other.db"
     conn = sql.connect(str(other))

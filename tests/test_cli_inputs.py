@@ -19,9 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import SearchParams, Store, index_paths
-from engine.corpus import collect_files, load_sessions_map
-from engine.files import InputFileError, load_json_input, read_input_text
-from engine.walk import gitignore_matcher
+from engine.store.corpus import collect_files, load_sessions_map
+from engine.files.reading import InputFileError, load_json_input, read_input_text
+from engine.store.gitignore import gitignore_matcher
 from tui.cli import app, main
 
 REPO = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tui.cli import app, main
-from tui.outfile import write_text_file
+from engine.files.writing import write_text_file
 
 runner = CliRunner()
 
@@ -156,13 +156,13 @@ async def test_export_never_writes_through_a_dangling_symlink(tmp_path, monkeypa
     """A dangling symlink sits at the export's file name and points outside
     the folder: the export takes the next free name; the target is never
     created."""
-    import tui.app
-    from tui.cmdline import export_path
+    import tui.browser.app
+    from tui.browser.cmdline import export_path
 
     from .tui.conftest import build_app, search_for
 
     now = _dt.datetime(2026, 1, 2, 3, 4, 5)
-    monkeypatch.setattr(tui.app, "export_path", lambda q, folder=None: export_path(q, folder, now))
+    monkeypatch.setattr(tui.browser.app, "export_path", lambda q, folder=None: export_path(q, folder, now))
     folder = tmp_path / "work"
     folder.mkdir()
     outside = tmp_path / "outside"

@@ -1,7 +1,7 @@
 """The CLI's human output never sends store text to the terminal raw.
 
 Titles, labels and session ids come from arbitrary files: control characters
-are shown as control pictures (tui/safe.py) and Rich markup in them is shown
+are shown as control pictures (tui/present/safe.py) and Rich markup in them is shown
 literally. ``--json`` keeps the exact text.
 """
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import Store
-from engine.discovery import store_name_for_project
+from engine.store.discovery import store_name_for_project
 from tui.cli import app, main
 
 from .conftest import LEGACY, MODERN
@@ -81,7 +81,7 @@ def _stores_home(home):
 
 
 def test_stores_fit_80_columns(home, monkeypatch):
-    from tui.fmt import human_bytes
+    from tui.present.fmt import human_bytes
 
     folder, name = _stores_home(home)
     monkeypatch.setenv("COLUMNS", "80")
@@ -102,7 +102,7 @@ def test_stores_fit_80_columns(home, monkeypatch):
 
 
 def test_stores_table_when_wide_uses_the_same_units(home):
-    from tui.fmt import human_bytes
+    from tui.present.fmt import human_bytes
 
     _stores_home(home)
     r = runner.invoke(app, ["stores"])  # COLUMNS=160: the table
@@ -111,7 +111,7 @@ def test_stores_table_when_wide_uses_the_same_units(home):
 
 
 def test_human_bytes_and_pack():
-    from tui.fmt import human_bytes, pack
+    from tui.present.fmt import human_bytes, pack
 
     assert [human_bytes(n) for n in (0, 5, 1023, 1024, 610304, 5 * 1024**2 + 1, 3 * 1024**4)] == [
         "0 B",
@@ -292,7 +292,7 @@ def test_index_updates_its_own_store(project, tmp_path):
 
 
 def test_index_interrupt_exits_130(project, tmp_path, monkeypatch):
-    import engine.corpus as corpus
+    import engine.store.corpus as corpus
 
     real = corpus.index_paths
 
@@ -461,8 +461,8 @@ def test_unreadable_session_db_is_reported(home):
 
 
 def test_store_picker_line_names_the_session_db(home):
-    from engine.discovery import read_store_info
-    from tui.screens.stores import store_line
+    from engine.store.discovery import read_store_info
+    from tui.browser.screens.stores import store_line
 
     from .conftest import SESSION_DB
 

@@ -2,7 +2,7 @@
 Rich assumes for a file or a pipe) no number, query id, stage id or layer is
 cut (``0.6…``, ``porter-stemmi…``) or wrapped, and free text wraps at word
 boundaries only (``partition-ke`` / ``y example`` was Rich's folding).
-Tables too wide for the terminal are split (:mod:`tui.tablefit`)."""
+Tables too wide for the terminal are split (:mod:`tui.present.tablefit`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rich.text import Text
 from typer.testing import CliRunner
 
 from tui.cli import app
-from tui.tablefit import Col, fit_tables
+from tui.present.tablefit import Col, fit_tables
 
 from .conftest import REPO, SAMPLE_CORPUS
 
@@ -212,7 +212,7 @@ def test_flow_keeps_session_ids_and_positions_whole(db, width):
     under 80 columns the table was cropped at the terminal's edge (the
     rerank and final columns lost): session ids stay whole, and a flow too
     wide is split into parts that repeat the row id."""
-    from tui.flowtext import move_text
+    from tui.present.flowtext import move_text
 
     args = ("search", "retention", "--db", db, "--session", "sess-docs", "--flow", "--pin", "33")
     out = invoke(*args, width=width)

@@ -24,7 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import CorruptStoreError, SearchParams, Store, search
-from engine.doctor import check_integrity, diagnose
+from engine.lab.doctor import check_integrity, diagnose
 from tui.cli import app, main
 
 runner = CliRunner()
@@ -162,7 +162,7 @@ def test_doctor_on_corrupt_pages_reports_instead_of_failing(damaged_db):
 
 @pytest.mark.parametrize(
     "kind, retriever", [("chunks_idx", "Porter"), ("chunks_docsize", "Porter"), ("chunks_trigram_idx", "Trigram")]
-)  # stage titles (engine.stages)
+)  # stage titles (engine.pipeline.table)
 def test_a_failing_retriever_is_a_warning_in_the_search_output(stores, kind, retriever):
     path = stores[kind]
     r = runner.invoke(app, ["search", "zebra", "--db", str(path)])
@@ -212,8 +212,8 @@ async def test_the_browser_warns_when_a_retriever_fails(stores):
 def test_every_damaged_store_message_names_the_check(damaged_db, stores):
     """Discovery (``rankscope stores``, the store picker) and the browser's
     own read of a store's counts say how to check a damaged store too."""
-    from engine.discovery import read_store_info
-    from tui.facts import read_facts
+    from engine.store.discovery import read_store_info
+    from tui.browser.facts import read_facts
 
     for path in (damaged_db, stores["chunks_config"]):
         error = read_store_info(path).error

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from engine import Store, index_corpus
-from engine.compare import compare_set
+from engine.lab.compare import compare_set
 
 from .engine.test_sample_corpus import DEMO_QUERIES
 

@@ -1,4 +1,4 @@
-"""Compare, why-not and doctor are described once (tui.describe) and the CLI
+"""Compare, why-not and doctor are described once (tui.present.describe) and the CLI
 and the browser show that one description."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 from rich.console import Console
 
 from engine import SearchParams, Variant
-from engine.compare import compare
-from engine.doctor import diagnose
-from engine.why import why_not
+from engine.lab.compare import compare
+from engine.lab.doctor import diagnose
+from engine.lab.why import why_not
 from tui.cli import lab as cli_lab
-from tui.describe import (
+from tui.present.describe import (
     COMPARE_COLUMNS,
     Description,
     Table,
@@ -20,8 +20,8 @@ from tui.describe import (
     line_text,
     to_rich,
 )
-from tui.screens.doctor import MAX_ROWS, doctor_renderable
-from tui.screens.why import explanations_renderable
+from tui.browser.screens.doctor import MAX_ROWS, doctor_renderable
+from tui.browser.screens.why import explanations_renderable
 
 from .helpers import index_collide, index_zebra
 
@@ -71,7 +71,7 @@ def test_a_damaged_store_is_one_description(damaged_db):
     """A store too damaged to read: the integrity checks, ✗ lines for the
     damage (from the report's data, not its words) and how to rebuild; the
     CLI and the browser show the same."""
-    from engine.doctor import DoctorReport, IntegrityCheck
+    from engine.lab.doctor import DoctorReport, IntegrityCheck
 
     report = DoctorReport.unreadable(
         str(damaged_db),

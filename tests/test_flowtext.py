@@ -1,4 +1,4 @@
-"""The flow's texts (tui.flowtext): cells, markers, movement, middle-cut titles, fate lines."""
+"""The flow's texts (tui.present.flowtext): cells, markers, movement, middle-cut titles, fate lines."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import pytest
 from rich.cells import cell_len
 
 from engine import SearchParams, Store, search
-from engine.counterfactual import would_return_with
-from engine.flow import FlowCell, fate, trace_flows
-from engine.model import Exit
-from tui.flowtext import (
+from engine.lab.counterfactual import would_return_with
+from engine.lab.flow import FlowCell, fate, trace_flows
+from engine.pipeline.trace import Exit
+from tui.present.flowtext import (
     cell_text,
     counterfactual_text,
     fate_text,
@@ -140,7 +140,7 @@ def test_compact_cells():
 def test_the_rich_table_fits_80_columns_compact_and_120_in_full(store):
     from rich.console import Console
 
-    from tui.flowtext import LEGEND, fits, flow_table
+    from tui.present.flowtext import LEGEND, fits, flow_table
 
     index_herd(store)
     index_collide(store)

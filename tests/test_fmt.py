@@ -1,11 +1,11 @@
-"""Formatting helpers shared by the CLI and the browser (tui/fmt.py)."""
+"""Formatting helpers shared by the CLI and the browser (tui/present/fmt.py)."""
 
 from __future__ import annotations
 
 import pytest
 from rich.cells import cell_len
 
-from tui.fmt import middle_cut
+from tui.present.fmt import middle_cut
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """Import hygiene, read from the source (``ast``), not from what happens to
 be loaded: no import cycle among rankscope's own modules (imports inside
-functions count too: a lazy import only hides a cycle), and no engine module
-imports ``textual`` or ``rich``."""
+functions count too: a lazy import only hides a cycle), and loading the engine
+loads neither ``textual`` nor ``rich``. The layers themselves are
+import-linter's contracts in ``pyproject.toml`` (``tests/test_quality.py``)."""
 
 from __future__ import annotations
 
@@ -139,19 +140,6 @@ def test_cycle_finder_finds_a_cycle():
 
 
 ENGINE_MODULES = sorted(n for n in MODULES if n == "engine" or n.startswith("engine."))
-
-
-@pytest.mark.parametrize("module", ENGINE_MODULES)
-def test_engine_module_imports_no_ui_library(module):
-    """The engine is pure Python: no Textual, no Rich (directly, at any depth of the file)."""
-    tree = ast.parse(MODULES[module].read_text("utf-8"))
-    roots = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            roots.add(node.module.split(".")[0])
-    assert not roots & {"textual", "rich"}
 
 
 def test_engine_loads_without_ui_libraries():

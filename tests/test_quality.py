@@ -1,5 +1,5 @@
-"""Quality gates (issue 8 item 5): ruff's lint, ruff's format check and mypy,
-configured in ``pyproject.toml``, run from the repository root and must be
+"""Quality gates (issue 8 item 5): ruff's lint, ruff's format check, mypy and
+import-linter's layer contracts, configured in ``pyproject.toml``, run from the repository root and must be
 clean. Each failure message carries the tool's output and the command to run."""
 
 from __future__ import annotations
@@ -43,3 +43,14 @@ def test_mypy_is_clean():
     _require("mypy")
     r = _run("mypy")
     assert r.returncode == 0, f"`mypy` (files and settings from pyproject.toml) found errors:\n{r.stdout}{r.stderr}"
+
+
+def test_import_contracts_are_kept():
+    """The layers of docs/architecture.md, declared in ``pyproject.toml``
+    (``[tool.importlinter]``): each layer imports only the layers below it,
+    and the engine never imports Textual or Rich."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    if not lint.exists():
+        pytest.fail("import-linter is not installed in this environment: pip install -e '.[test]'")
+    r = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"`lint-imports` found a broken contract:\n{r.stdout}{r.stderr}"

@@ -18,9 +18,9 @@ import pytest
 from aiohttp import WSServerHandshakeError
 from aiohttp.test_utils import TestClient, TestServer
 
-import tui.webserve
+import tui.cli.webserve
 from tui.cli import main
-from tui.webserve import TOKEN_COOKIE, GuardedServer, host_name, is_loopback, same_origin
+from tui.cli.webserve import TOKEN_COOKIE, GuardedServer, host_name, is_loopback, same_origin
 
 QUICK_EXIT = f"{sys.executable} -c pass"
 
@@ -57,7 +57,7 @@ def served(monkeypatch):
     def fake_serve(self):
         calls["server"] = self
 
-    monkeypatch.setattr(tui.webserve.GuardedServer, "serve", fake_serve)
+    monkeypatch.setattr(tui.cli.webserve.GuardedServer, "serve", fake_serve)
     return calls
 
 

@@ -1,4 +1,4 @@
-"""Stage titles live only in the stage table (engine.stages): rename one and
+"""Stage titles live only in the stage table (engine.pipeline.table): rename one and
 every front-end (CLI tables, F1 help, why-not, journey, inspector) follows."""
 
 from __future__ import annotations
@@ -7,16 +7,16 @@ from dataclasses import replace
 
 from rich.console import Console
 
-import engine.stages as stages_mod
+import engine.pipeline.table as stages_mod
 from engine import SearchParams, search
-from engine.diff import journey
-from engine.stages import BY_ID, STAGES, title
-from tui.render import stages_table
-from tui.screens.help import help_renderable
-from tui.describe import stage_words
-from tui.subject import Subject
-from tui.widgets.inspector import stage_lines
-from tui.widgets.preview import journey_renderable, stage_name
+from engine.lab.journey import journey
+from engine.pipeline.table import BY_ID, STAGES, title
+from tui.present.render import stages_table
+from tui.browser.screens.help import help_renderable
+from tui.present.describe import stage_words
+from tui.browser.subject import Subject
+from tui.browser.widgets.inspector import stage_lines
+from tui.browser.widgets.preview import journey_renderable, stage_name
 
 from .helpers import index_herd
 

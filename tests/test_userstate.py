@@ -1,4 +1,4 @@
-"""Per-store history, cases and judgments (tui/userstate.py), without the browser."""
+"""Per-store history, cases and judgments (tui/browser/userstate.py), without the browser."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from engine import SearchParams
-from engine.model import Variant
-from tui.userstate import (
+from engine.pipeline.trace import Variant
+from tui.browser.userstate import (
     HISTORY_MAX,
     Case,
     CaseBook,

@@ -20,12 +20,12 @@ Shape (offsets and lengths in UTF-16 code units, positions 1-based)::
 the 1500-unit budget; ``[[0, length]]`` for a whole chunk, ``[[0, 1500]]``
 for a prefix); ``planned_windows`` are the merged windows before the budget.
 Text values may hold lone surrogates; write them with :func:`js_json`-style
-escaping (``tui.fmt.json_text`` does).
+escaping (``tui.present.fmt.json_text`` does).
 """
 
 from __future__ import annotations
 
-from ..export import trace_to_dict
+from engine.pipeline.export import trace_to_dict
 from .handler import AgentTrace, QueryTrace, ResultView
 
 

@@ -40,11 +40,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
-from .. import sql
-from ..jsstr import utf16_len, utf16_slice
-from ..model import SearchParams, Trace, Variant
-from ..pipeline import search
-from ..store import Store
+from engine.store import sql
+from engine.js.strings import utf16_len, utf16_slice
+from engine.pipeline.trace import SearchParams, Trace, Variant
+from engine.pipeline.run import search
+from engine.store.store import Store
 from .jsvalue import js_number_text
 from .schema import SchemaError, SchemaIssue, ToolParams, parse_arguments, query_list
 from .sessiondb import EventRow, SessionDb
@@ -358,9 +358,9 @@ class RefreshMemory:
 
 
 def _read(store: Store, conn: sql.Connection | None, read: Callable[[sql.Connection], _T]) -> _T:
-    """``read(c)`` through :meth:`~engine.store.Store.reading`, as searches
+    """``read(c)`` through :meth:`~engine.store.store.Store.reading`, as searches
     read: retried while a writer breaks it, and a damaged store raises
-    :class:`~engine.store.CorruptStoreError` naming it.
+    :class:`~engine.store.store.CorruptStoreError` naming it.
 
     Raises:
         StoreError: the store cannot be read (the message names its path).

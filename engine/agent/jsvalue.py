@@ -16,9 +16,9 @@ import json
 import math
 import re
 
-from ..chunking import _js_string_of as js_to_string  # String(value): one implementation
-from ..chunking import js_number as js_number_text  # noqa: F401  # re-exported: String(number), exact for large integers
-from ..jsstr import JS_WS
+from engine.store.chunking import _js_string_of as js_to_string  # String(value): one implementation
+from engine.store.chunking import js_number as js_number_text  # noqa: F401  # re-exported: String(number), exact for large integers
+from engine.js.strings import JS_WS
 
 _TRIM = re.compile(f"^[{JS_WS}]+|[{JS_WS}]+$")
 _DECIMAL = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|Infinity)")

@@ -22,7 +22,7 @@ import datetime as _dt
 import re
 from dataclasses import dataclass
 
-from ..store import Store
+from engine.store.store import Store
 from .handler import AgentContext, AgentTrace, AgentViewError, RefreshMemory, ctx_search
 from .sessiondb import RecordedCall, SessionDb
 from .throttle import FloodGuard, ThrottleConfig, ThrottlePosition

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from ..store import Store
+from engine.store.store import Store
 from .handler import AgentContext, AgentTrace, RefreshMemory, ctx_search
 from .throttle import FloodGuard
 

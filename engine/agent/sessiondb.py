@@ -27,9 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from .. import sql
-from ..discovery import CTX_SEARCH_CALL_WHERE, normalise_project_dir, session_db_counts, session_dbs_for_store
-from ..store import StoreError, _readonly_flags
+from engine.store import sql
+from engine.store.discovery import (
+    CTX_SEARCH_CALL_WHERE,
+    normalise_project_dir,
+    session_db_counts,
+    session_dbs_for_store,
+)
+from engine.store.store import StoreError, _readonly_flags
 
 #: Tables a file must have to be read as a session DB.
 REQUIRED_TABLES = ("session_events", "session_meta")
@@ -89,7 +94,7 @@ class RecordedCall:
 
 def session_db_for_store(store_path: str | os.PathLike[str]) -> list[Path]:
     """The session DBs paired with a content store (see
-    :func:`engine.discovery.session_dbs_for_store`)."""
+    :func:`engine.store.discovery.session_dbs_for_store`)."""
     return session_dbs_for_store(store_path)
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..jsstr import js_split_ws, js_to_lower, utf16_len, utf16_units
+from engine.js.strings import js_split_ws, js_to_lower, utf16_len, utf16_units
 
 #: ``extractSnippet``'s ``maxLen`` as ``ctx_search`` calls it (UTF-16 units).
 SNIPPET_MAX = 1500

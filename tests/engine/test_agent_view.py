@@ -35,12 +35,12 @@ from pathlib import Path
 
 import pytest
 
-import engine.store as store_module
+import engine.store.store as store_module
 from engine import Store
 from engine.agent import AgentContext, AgentSession, ThrottleConfig, ctx_search, extract_snippet
 from engine.agent.schema import SchemaError, parse_arguments
 from engine.agent.snippet import marker_spans
-from engine.store import APPLICATION_ID
+from engine.store.store import APPLICATION_ID
 
 from ..conftest import AGENT_VIEW, SESSION_DB
 
@@ -106,7 +106,7 @@ def _logical_content(db: Path) -> list[tuple]:
 
 
 class _Clock:
-    """``engine.store._now_iso`` for a refresh: the recorded timestamp of the
+    """``engine.store.store._now_iso`` for a refresh: the recorded timestamp of the
     label being re-indexed (so headers show the recorded refresh minute)."""
 
     def __init__(self, stamps: dict[str, str]):

@@ -1,4 +1,4 @@
-"""Retriever-run and fuzzy-correction caches (engine/cache.py): re-runs that
+"""Retriever-run and fuzzy-correction caches (engine/store/cache.py): re-runs that
 share a run are served from the cache, and no cache ever serves an answer
 from before a write, whoever made it."""
 
@@ -11,7 +11,7 @@ import apsw
 import pytest
 
 from engine import SearchParams, Store, Variant, search, trace_to_dict
-from engine.cache import VersionedLRU
+from engine.store.cache import VersionedLRU
 
 from ..conftest import MODERN
 

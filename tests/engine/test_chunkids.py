@@ -1,4 +1,4 @@
-"""Stable chunk ids (engine/chunkids.py): rules, caching, TREC tokens, and
+"""Stable chunk ids (engine/store/chunkids.py): rules, caching, TREC tokens, and
 ids that survive re-indexing while row ids change."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, strategies as st
 from typer.testing import CliRunner
 
 from engine import Store
-from engine.chunkids import assign_chunk_ids, chunk_ids, from_trec_token, store_version, trec_token
+from engine.store.chunkids import assign_chunk_ids, chunk_ids, from_trec_token, store_version, trec_token
 from tui.cli import app
 
 from ..conftest import SAMPLE_CORPUS

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engine import SearchParams, Variant
-from engine.compare import (
+from engine.lab.compare import (
     CompareCounts,
     compare,
     compare_set,
@@ -239,7 +239,7 @@ def test_lab_modules_stay_textual_free():
     import sys
 
     code = (
-        "import sys, engine.compare, engine.why, engine.doctor; "
+        "import sys, engine.lab.compare, engine.lab.why, engine.lab.doctor; "
         "sys.exit('textual' in sys.modules or 'tui' in sys.modules)"
     )
     assert (
@@ -254,7 +254,7 @@ def test_lab_modules_stay_textual_free():
 
 
 def test_every_shipped_query_file_parses():
-    from engine.compare import params_for_entry
+    from engine.lab.compare import params_for_entry
 
     from ..conftest import PARITY_SETS, REPO
 
@@ -287,7 +287,7 @@ def test_every_shipped_query_file_parses():
     ],
 )
 def test_bad_entries_are_rejected(entry, message):
-    from engine.compare import params_for_entry
+    from engine.lab.compare import params_for_entry
 
     with pytest.raises(ValueError) as exc:
         params_for_entry(entry, Variant(), 0)
@@ -295,7 +295,7 @@ def test_bad_entries_are_rejected(entry, message):
 
 
 def test_entry_fields_and_defaults():
-    from engine.compare import params_for_entry
+    from engine.lab.compare import params_for_entry
 
     p = params_for_entry(
         {

@@ -36,9 +36,10 @@ import sys
 
 import pytest
 
-from engine import SearchParams, Store, StoreError, search, sql
-from engine.doctor import diagnose
-from engine.why import why_not
+from engine import SearchParams, Store, StoreError, search
+from engine.store import sql
+from engine.lab.doctor import diagnose
+from engine.lab.why import why_not
 
 from ..conftest import MODERN, REPO
 
@@ -297,7 +298,7 @@ def test_a_failure_that_goes_away_is_retried_and_a_stable_one_is_damage(tmp_path
     error of another kind is not retried."""
     import apsw
 
-    from engine.store import CorruptStoreError
+    from engine.store.store import CorruptStoreError
 
     db = tmp_path / "c.db"
     shutil.copy2(MODERN, db)
@@ -337,9 +338,9 @@ def test_why_not_and_doctor_retry_a_read_a_writer_broke(tmp_path, monkeypatch):
     files is reported as damage."""
     import apsw
 
-    import engine.doctor as doctor_mod
-    import engine.why as why_mod
-    from engine.store import CorruptStoreError
+    import engine.lab.doctor as doctor_mod
+    import engine.lab.why as why_mod
+    from engine.store.store import CorruptStoreError
 
     db = tmp_path / "c.db"
     shutil.copy2(MODERN, db)

@@ -1,4 +1,4 @@
-"""The counterfactual (engine.counterfactual): the smallest single change that
+"""The counterfactual (engine.lab.counterfactual): the smallest single change that
 returns a chunk, proven by re-running; one test per kind of change, the
 outcomes without a change, and a property: the answer is confirmed by a plain
 search and every closer change, re-run without any cache, does not return it."""
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import SearchParams, Variant, search
-from engine.counterfactual import (
+from engine.lab.counterfactual import (
     NO_CHANGE_REASONS,
     PARAMS,
     _candidates,
@@ -21,9 +21,9 @@ from engine.counterfactual import (
     sentence,
     would_return_with,
 )
-from engine.flow import trace_flows
-from engine.runcache import RunCache
-from engine.why import ChunkNotFoundError, find_chunks
+from engine.lab.flow import trace_flows
+from engine.pipeline.runcache import RunCache
+from engine.lab.why import ChunkNotFoundError, find_chunks
 
 from ..helpers import index_collide, index_herd, index_zebra
 from .test_properties import SESSIONS, WORDS, corpus_store

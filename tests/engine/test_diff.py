@@ -1,7 +1,7 @@
 """Stage summaries and candidate journeys."""
 
 from engine import SearchParams, search
-from engine.diff import journey, stage_summaries
+from engine.lab.journey import journey, stage_summaries
 
 
 def _collide(store):

@@ -9,7 +9,7 @@ import sqlite3
 
 
 from engine import Store
-from engine.discovery import (
+from engine.store.discovery import (
     CLIENTS,
     StoreInfo,
     content_dirs,

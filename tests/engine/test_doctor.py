@@ -9,8 +9,8 @@ import time
 import pytest
 
 from engine import Store
-from engine.doctor import diagnose
-from engine.store import vocabulary_words
+from engine.lab.doctor import diagnose
+from engine.store.store import vocabulary_words
 
 from ..conftest import FIXTURES
 

@@ -1,4 +1,4 @@
-"""Why a search returned nothing, as data (``Trace.empty``, engine/empty_reasons.py).
+"""Why a search returned nothing, as data (``Trace.empty``, engine/pipeline/empty_reasons.py).
 
 One test per code builds the situation and asserts the code and its facts
 (not the words); the words are asserted by the older tests (test_diff,
@@ -14,8 +14,8 @@ import sqlite3
 import pytest
 
 from engine import EmptyPart, FuzzyStage, SearchParams, Store, Variant, search, trace_to_dict
-from engine.empty_reasons import EMPTY_CODES, empty_sentence, part_sentence
-from engine.fuzzy_reasons import FUZZY_CODES
+from engine.pipeline.empty_reasons import EMPTY_CODES, empty_sentence, part_sentence
+from engine.pipeline.stages.fuzzy_reasons import FUZZY_CODES
 
 
 def _parts(trace) -> list[tuple[str, dict]]:

@@ -1,5 +1,5 @@
-"""Metrics at every stage (engine/evaluation.py), qrels files (engine/qrels.py)
-and ranking snapshots (engine/snapshot.py)."""
+"""Metrics at every stage (engine/lab/evaluation.py), qrels files (engine/lab/qrels.py)
+and ranking snapshots (engine/lab/snapshot.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import re
 import pytest
 
 from engine import SearchParams, Store, Variant, search
-from engine.chunkids import chunk_ids
-from engine.evaluation import (
+from engine.store.chunkids import chunk_ids
+from engine.lab.evaluation import (
     compare_evals,
     compare_measure,
     eval_to_dict,
@@ -22,9 +22,9 @@ from engine.evaluation import (
     ranked_ids,
     trec_run_lines,
 )
-from engine.qrels import Qrels, QrelsError, default_qrels_path, read_qrels, write_qrels
-from engine.snapshot import check_snapshot, diff_lists, parse_stage_list, take_snapshot, validate_snapshot
-from engine.stages import RANKED_IDS, ranked_lists, stage_lists
+from engine.lab.qrels import Qrels, QrelsError, default_qrels_path, read_qrels, write_qrels
+from engine.lab.snapshot import check_snapshot, diff_lists, parse_stage_list, take_snapshot, validate_snapshot
+from engine.pipeline.table import RANKED_IDS, ranked_lists, stage_lists
 
 from ..conftest import REPO, SAMPLE_CORPUS
 from ..helpers import index_collide, index_zebra

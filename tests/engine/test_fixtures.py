@@ -18,7 +18,7 @@ from functools import lru_cache
 import pytest
 
 from engine import SearchParams, Store, search
-from engine.discovery import count_mismatches, read_store_info
+from engine.store.discovery import count_mismatches, read_store_info
 
 from ..conftest import FIXTURES
 from ..helpers import case_params

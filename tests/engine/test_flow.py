@@ -1,4 +1,4 @@
-"""The rank flow (engine.flow): one row per candidate, a cell per stage with
+"""The rank flow (engine.lab.flow): one row per candidate, a cell per stage with
 its position and movement, the exit marker where it left; the flow's fate of
 every candidate is where why-not says it left."""
 
@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import SearchParams, Variant, search
-from engine.flow import STATES, Absent, Flow, absent_of, row_fate, run_flow, trace_flows
-from engine.model import Exit
-from engine.why import why_not
+from engine.lab.flow import STATES, Absent, Flow, absent_of, row_fate, run_flow, trace_flows
+from engine.pipeline.trace import Exit
+from engine.lab.why import why_not
 
 from ..helpers import case_params, index_collide, index_herd, index_zebra
 from .test_parity import _store, parity_cases
@@ -244,7 +244,7 @@ def test_every_flow_row_leaves_where_why_not_says(query, limit, sessions, varian
 
 
 def test_fate_reads_the_flows_or_asks_why_not(zebra):
-    from engine.flow import fate
+    from engine.lab.flow import fate
 
     params = SearchParams("zebra crossing", limit=1)
     trace = search(zebra, params)

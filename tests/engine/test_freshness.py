@@ -1,4 +1,4 @@
-"""The stale-source answer without a per-search file scan (engine/freshness.py).
+"""The stale-source answer without a per-search file scan (engine/store/freshness.py).
 
 Every case edits files between searches of one open store and searches
 right away: the answer must be the reference's (a writable store re-indexes
@@ -15,8 +15,8 @@ import time
 import pytest
 
 from engine import SearchParams, Store, search
-from engine import freshness as fr
-from engine.freshness import check_all, load_sources
+from engine.store import freshness as fr
+from engine.store.freshness import check_all, load_sources
 
 
 def _future(path, seconds: float = 5.0) -> None:

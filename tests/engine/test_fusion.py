@@ -1,7 +1,7 @@
 """Reciprocal rank fusion: scores written as formulas, ties, collisions."""
 
-from engine.fusion import fuse
-from engine.model import Hit, RetrieverRun
+from engine.pipeline.stages.fusion import fuse
+from engine.pipeline.trace import Hit, RetrieverRun
 
 
 def hit(rank, rowid, source, title):

@@ -3,7 +3,7 @@
 import pytest
 
 from engine import SearchParams, search
-from engine.fuzzy import correct_word, max_edit_distance
+from engine.pipeline.stages.fuzzy import correct_word, max_edit_distance
 
 
 @pytest.mark.parametrize(("n", "d"), [(3, 1), (4, 1), (5, 2), (12, 2), (13, 3)])

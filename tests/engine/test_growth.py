@@ -11,11 +11,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine.chunking as chunking
+import engine.store.chunking as chunking
 from engine import Store
-from engine.chunking import WHITESPACE_BREAK_RATIO, chunk_plain_text
-from engine.jsstr import utf8_len, utf16_len
-from engine.store import _delete_label_rows
+from engine.store.chunking import WHITESPACE_BREAK_RATIO, chunk_plain_text
+from engine.js.strings import utf8_len, utf16_len
+from engine.store.store import _delete_label_rows
 
 
 def _reference_split(lines: list[str], title: str, max_chunk_bytes: int) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ def test_engine_never_imports_textual():
         "s = Store.create(':memory:')\n"
         "s.index_text('a.md', '# A\\nhello world', 'markdown')\n"
         "search(s, SearchParams('hello'))\n"
-        "import engine.diff, engine.export, engine.corpus\n"
+        "import engine.lab.journey, engine.pipeline.export, engine.store.corpus\n"
         "bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"
         "assert not bad, bad\n"
         "print('clean')\n"
@@ -34,7 +34,7 @@ STOPWORDS_SHA256 = "8fb611be88a28c42b3c9b8c7f0ee2070182b36a952e41751505a0a7f2e9c
 def test_stopwords_are_the_reference_list():
     import hashlib
 
-    from engine.query import STOPWORDS
+    from engine.store.stopwords import STOPWORDS
 
     assert len(STOPWORDS) == 102
     digest = hashlib.sha256("".join(w + "\n" for w in sorted(STOPWORDS)).encode("utf-8")).hexdigest()
@@ -42,7 +42,7 @@ def test_stopwords_are_the_reference_list():
 
 
 def test_stopwords_match_shared_list():
-    from engine.query import STOPWORDS
+    from engine.store.stopwords import STOPWORDS
 
     from ..conftest import SHARED
 

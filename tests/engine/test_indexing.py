@@ -6,11 +6,11 @@ import os
 
 import pytest
 
-import engine.store as store_module
+import engine.store.store as store_module
 from engine import SearchParams, Store, search
-from engine.corpus import TRACK_TABLE, IndexInterrupted, index_paths
-from engine.discovery import count_mismatches
-from engine.walk import gitignore_matcher
+from engine.store.corpus import TRACK_TABLE, IndexInterrupted, index_paths
+from engine.store.discovery import count_mismatches
+from engine.store.gitignore import gitignore_matcher
 
 
 def _tree(root, files: dict[str, str | bytes]) -> None:
@@ -62,7 +62,7 @@ def test_skips_are_counted_and_the_run_goes_on(folder, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *a, **kw)
 
-    import engine.corpus as corpus
+    import engine.store.corpus as corpus
 
     monkeypatch.setattr(corpus, "open", flaky_open, raising=False)
     store = Store.create(":memory:")
@@ -148,7 +148,7 @@ def test_newly_ignored_or_unindexable_files_are_removed(folder):
 
 
 def test_unreadable_file_keeps_previous_content(folder, monkeypatch):
-    import engine.corpus as corpus
+    import engine.store.corpus as corpus
 
     store = Store.create(":memory:")
     index_paths(store, [folder], incremental=True)

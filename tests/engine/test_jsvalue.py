@@ -1,4 +1,4 @@
-"""JavaScript's ``String(value)`` has one implementation (engine.chunking),
+"""JavaScript's ``String(value)`` has one implementation (engine.store.chunking),
 which the ctx_search layer uses too: large integers print exactly as Node
 prints them (the agent layer's own copy printed 123456789012345683968)."""
 

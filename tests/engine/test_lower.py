@@ -15,8 +15,8 @@ from itertools import pairwise
 
 import pytest
 
-from engine._lower_table import CASE_IGNORABLE, CASED, LOWER
-from engine.jsstr import js_to_lower
+from engine.js._lower_table import CASE_IGNORABLE, CASED, LOWER
+from engine.js.strings import js_to_lower
 
 
 def test_u_a7cb_rams_horn_lowers_to_u_0264():

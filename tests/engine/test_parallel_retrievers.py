@@ -1,5 +1,5 @@
 """Porter and trigram run at once on two connections of a file store
-(engine/retrieve.py ``retrieve_pair``): same answers as one after the other,
+(engine/pipeline/stages/retrieve.py ``retrieve_pair``): same answers as one after the other,
 stage by stage, each run timed on its own, and one snapshot for both."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import os
 
 import pytest
 
-import engine.runcache as runcache_mod
+import engine.pipeline.runcache as runcache_mod
 from engine import SearchParams, Store, index_corpus, search, trace_to_dict
-from engine.retrieve import LONGER_RETRIEVER
+from engine.pipeline.stages.retrieve import LONGER_RETRIEVER
 
 from ..conftest import SAMPLE_CORPUS, parity_set
 from ..helpers import case_params
@@ -157,7 +157,7 @@ def test_in_memory_stores_run_one_after_the_other(spy):
 
 
 def test_auto_runs_them_at_once_only_for_a_large_enough_file_and_a_free_core(tmp_path, spy, monkeypatch):
-    import engine.store as store_mod
+    import engine.store.store as store_mod
 
     s = Store.create(tmp_path / "s.db")
     index_corpus(s, SAMPLE_CORPUS)
@@ -183,7 +183,7 @@ class Clock:
     """Fake readings for core_free: wall time, machine busy seconds, own CPU seconds."""
 
     def __init__(self, monkeypatch, cores=2, busy: float | None = 100.0):
-        import engine.store as store_mod
+        import engine.store.store as store_mod
 
         self.now, self.busy, self.own = 1000.0, busy, 5.0
         monkeypatch.setattr(store_mod, "_cpu_seen", (float("-inf"), None, 0.0, True))
@@ -214,7 +214,7 @@ class Clock:
     ],
 )
 def test_core_free_counts_only_other_processes(monkeypatch, cores, others, own, free):
-    import engine.store as store_mod
+    import engine.store.store as store_mod
 
     clock = Clock(monkeypatch, cores)
     assert store_mod.core_free() is (cores >= 2)  # the first reading: nothing to compare yet
@@ -225,7 +225,7 @@ def test_core_free_counts_only_other_processes(monkeypatch, cores, others, own, 
 
 
 def test_core_free_falls_back_on_the_load_average(monkeypatch):
-    import engine.store as store_mod
+    import engine.store.store as store_mod
 
     Clock(monkeypatch, 2, busy=None)
     monkeypatch.setattr(store_mod.os, "getloadavg", lambda: (0.4, 0.0, 0.0))
@@ -243,7 +243,7 @@ def test_core_free_falls_back_on_the_load_average(monkeypatch):
 
 
 def test_system_busy_seconds_reads_proc_stat():
-    import engine.store as store_mod
+    import engine.store.store as store_mod
 
     busy = store_mod._system_busy_seconds()
     if not os.path.exists("/proc/stat"):
@@ -268,7 +268,7 @@ def test_side_connections_are_reused_and_closed(tmp_path):
 
 
 def _rows(conn, schema, retriever, match, fts_limit, source, source_match, content_type, reference):
-    from engine.retrieve import build_sql, like_pattern
+    from engine.pipeline.stages.retrieve import build_sql, like_pattern
 
     statement, names = build_sql(retriever, schema, source, source_match, content_type, reference=reference)
     values = {
@@ -285,7 +285,7 @@ def test_fts5_ranked_statement_returns_the_reference_statements_rows(name):
     """Every golden query, both retrievers, at the pipeline's row limit and at
     a large one (ties included): rowids, bm25 values, titles, contents and
     highlights equal (==) to the reference's ORDER BY bm25() statement."""
-    from engine.query import sanitize_porter, sanitize_trigram
+    from engine.pipeline.query import sanitize_porter, sanitize_trigram
 
     s = _memory_store(name)
     queries = json.loads((parity_set(name) / "expected.json").read_text("utf-8"))["queries"]
@@ -315,8 +315,8 @@ def test_every_parity_case_answers_the_same_ranked_in_two_halves(name, tmp_path,
     retriever's thread, the halves merged by (bm25, rowid), gives every golden
     case's trace, bm25 bits included: as on the in-memory store, which runs
     each statement whole."""
-    import engine.retrieve as retrieve_mod
-    from engine import topk
+    import engine.pipeline.stages.retrieve as retrieve_mod
+    from engine.pipeline.stages import topk
 
     monkeypatch.setattr(retrieve_mod, "SPLIT_MIN_MATCHES", 0)  # split every statement
     monkeypatch.setattr(topk, "MIN_ROWS", 10**9)  # FTS5 ranks every run
@@ -365,8 +365,8 @@ class _EagerShare:
 
 @pytest.mark.parametrize("query", ["install deploy", "cache", "hook session cache"])
 def test_a_half_run_by_the_helper_merges_into_the_whole_statements_rows(tmp_path, query):
-    from engine.retrieve import _in_halves, build_sql
-    from engine.query import sanitize_porter
+    from engine.pipeline.stages.retrieve import _in_halves, build_sql
+    from engine.pipeline.query import sanitize_porter
 
     s = _halves_store(tmp_path)
     try:
@@ -388,7 +388,7 @@ def test_a_half_run_by_the_helper_merges_into_the_whole_statements_rows(tmp_path
 
 
 def test_an_error_in_the_helpers_half_reaches_the_retriever_that_split(tmp_path):
-    from engine.retrieve import _in_halves, build_sql
+    from engine.pipeline.stages.retrieve import _in_halves, build_sql
 
     s = _halves_store(tmp_path)
     broken = Store.create(tmp_path / "other.db").conn  # no such rows, and closed below
@@ -406,7 +406,7 @@ def test_the_caller_takes_the_workers_run_without_waiting_for_its_thread(tmp_pat
     """Once the worker's statement is done the search goes on: it does not
     wait for the worker's thread to wake and return (the worker is held in
     its helping loop here until the search has returned)."""
-    from engine.retrieve import HalfShare
+    from engine.pipeline.stages.retrieve import HalfShare
 
     s = Store.create(tmp_path / "s.db")
     s.parallel = True
@@ -436,7 +436,7 @@ def test_the_caller_takes_the_workers_run_without_waiting_for_its_thread(tmp_pat
 
 
 def test_closing_a_share_waits_for_a_half_a_helper_runs_and_ends_its_helping():
-    from engine.retrieve import HalfShare, _Half
+    from engine.pipeline.stages.retrieve import HalfShare, _Half
 
     share = HalfShare()
     started, go, order = threading.Event(), threading.Event(), []

@@ -19,7 +19,8 @@ from functools import lru_cache
 
 import pytest
 
-from engine import Store, index_corpus, search, topk, trace_to_dict
+from engine import Store, index_corpus, search, trace_to_dict
+from engine.pipeline.stages import topk
 
 from ..conftest import NOT_VENDORED, PARITY_SETS, parity_set
 from ..helpers import case_params
@@ -77,7 +78,7 @@ def test_parity_set_complete(set_name):
     assert len(_expected(set_name)["queries"]) == QUERY_COUNTS[set_name]
 
 
-#: Runs :mod:`engine.topk` answered in the forced cases, per set.
+#: Runs :mod:`engine.pipeline.stages.topk` answered in the forced cases, per set.
 _TOP_K_RUNS: dict[str, int] = {}
 
 
@@ -129,7 +130,7 @@ def _compare_run(got: dict, exp: dict, where: str) -> list[str]:
 @pytest.fixture(params=["fts5", "top-k"])
 def ranking(request, monkeypatch):
     """Each case twice: as searches run (top-k only on large tables), and
-    with :mod:`engine.topk` tried on every run whatever the table's size and
+    with :mod:`engine.pipeline.stages.topk` tried on every run whatever the table's size and
     whatever it would save."""
     if request.param == "top-k":
         monkeypatch.setattr(topk, "MIN_ROWS", 0)

@@ -1,4 +1,4 @@
-"""Every candidate's path (engine.paths): consistent with the stage lists on
+"""Every candidate's path (engine.pipeline.paths): consistent with the stage lists on
 every golden case, and the right reason code and numbers for each way out."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import json
 import pytest
 
 from engine import SearchParams, Variant, search, trace_to_dict
-from engine.diff import journey
-from engine.export import TRACE_SCHEMA_VERSION
-from engine.model import Exit, Run, Trace
-from engine.paths import REASONS, data_names, run_paths, sentence
-from engine.stages import STAGES, ranked, stage, stage_lists
-from engine.why import why_not
+from engine.lab.journey import journey
+from engine.pipeline.export import TRACE_SCHEMA_VERSION
+from engine.pipeline.trace import Exit, Run, Trace
+from engine.pipeline.paths import REASONS, data_names, run_paths, sentence
+from engine.pipeline.table import STAGES, ranked, stage, stage_lists
+from engine.lab.why import why_not
 
 from ..helpers import case_params, index_collide, index_herd, index_zebra
 from .test_parity import SETS, _store, parity_cases
@@ -24,7 +24,7 @@ def runs_of(trace: Trace) -> list[Run]:
 
 
 def check_paths(trace: Trace) -> None:
-    """The rules of engine.paths, against the stage lists themselves."""
+    """The rules of engine.pipeline.paths, against the stage lists themselves."""
     lists = stage_lists(trace)
     for run in runs_of(trace):
         retrieved = {h.rowid for sid in run.order if stage(sid).kind == "retriever" for h in ranked(run, sid)}

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import SearchParams, Store, Variant, index_corpus, search
-from engine.query import sanitize_porter, sanitize_trigram
+from engine.pipeline.query import sanitize_porter, sanitize_trigram
 
 from ..conftest import PARITY
 
@@ -155,8 +155,8 @@ def test_path_exit_is_where_why_not_says_the_chunk_left(query, limit, sessions, 
     """For every candidate that entered a pass, why-not names the stage and
     reason of its path's exit (of the deeper pass, when it entered both), or
     says it was returned when its path reaches the answer."""
-    from engine.stages import depth
-    from engine.why import why_not
+    from engine.pipeline.table import depth
+    from engine.lab.why import why_not
 
     store = corpus_store()
     params = SearchParams(query, limit=limit, sessions=sessions, variant=variant)

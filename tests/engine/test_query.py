@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.query import fuzzy_words, rerank_terms, sanitize_porter, sanitize_trigram
+from engine.pipeline.query import fuzzy_words, rerank_terms, sanitize_porter, sanitize_trigram
 
 
 @pytest.mark.parametrize(

@@ -26,8 +26,8 @@ import time
 import pytest
 
 from engine import ReadOnlyStoreError, SearchParams, Store, search
-from engine.corpus import index_paths
-from engine.discovery import count_mismatches
+from engine.store.corpus import index_paths
+from engine.store.discovery import count_mismatches
 
 from ..conftest import FIXTURES, REPO
 
@@ -36,7 +36,7 @@ FIXTURE = FIXTURES / "context-mode-1.0.169.db"
 WRITER = r"""
 import os, sys, time
 sys.path.insert(0, sys.argv[1])
-from engine.store import Store
+from engine.store.store import Store
 
 path, stop_file = sys.argv[2], sys.argv[3]
 store = Store.create(path)

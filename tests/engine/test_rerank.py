@@ -2,8 +2,8 @@
 
 import pytest
 
-from engine.model import Candidate
-from engine.rerank import count_adjacent_pairs, find_all_positions, min_span, rerank
+from engine.pipeline.trace import Candidate
+from engine.pipeline.stages.rerank import count_adjacent_pairs, find_all_positions, min_span, rerank
 
 
 def cand(title, content, ctype="prose", score=0.01, rowid=1):
@@ -91,7 +91,7 @@ def test_unicode_17_rerank_case_fails_with_python_lower(store, monkeypatch):
     figures the reference disagreed with."""
     import unicodedata
 
-    import engine.rerank as rerank_module
+    import engine.pipeline.stages.rerank as rerank_module
     from engine import SearchParams, search
 
     if unicodedata.unidata_version >= "16":

@@ -1,4 +1,4 @@
-"""The run cache (engine.runcache): a run fetched deeper answers a shallower
+"""The run cache (engine.pipeline.runcache): a run fetched deeper answers a shallower
 row count with exactly the rows the real statement returns; searches through
 the cache equal searches without it; a write drops the entries."""
 
@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 
 from engine import SearchParams, Store, Variant, search, trace_to_dict
-from engine.query import porter_words
-from engine.retrieve import retrieve
-from engine.runcache import RunCache
+from engine.pipeline.query import porter_words
+from engine.pipeline.stages.retrieve import retrieve
+from engine.pipeline.runcache import RunCache
 
 from ..helpers import case_params
 from .test_parity import SETS, _store, parity_cases

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from engine import SearchParams, Store, index_corpus, search
-from engine.corpus import SESSIONS_FILE, collect_files
+from engine.store.corpus import SESSIONS_FILE, collect_files
 
 from ..conftest import REPO, SAMPLE_CORPUS
 

@@ -1,9 +1,9 @@
-"""engine.session_filter.unknown_sessions: the allow-set ids no chunk has,
+"""engine.pipeline.stages.session_filter.unknown_sessions: the allow-set ids no chunk has,
 each with the store's closest ids (the data of the CLI's warning)."""
 
 from __future__ import annotations
 
-from engine.session_filter import CLOSEST_SHOWN, UnknownSession, unknown_sessions
+from engine.pipeline.stages.session_filter import CLOSEST_SHOWN, UnknownSession, unknown_sessions
 
 
 def test_only_ids_the_store_lacks_in_the_order_given_each_once():

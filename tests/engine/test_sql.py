@@ -1,12 +1,13 @@
-"""The pinned SQLite (engine/sql.py): its version, FTS5's trigram tokenizer,
+"""The pinned SQLite (engine/store/sql.py): its version, FTS5's trigram tokenizer,
 and the sqlite3-like surface the engine relies on."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine import SearchParams, Store, search, sql
-from engine.store import CorruptStoreError, StoreError, sqlite_store_error
+from engine import SearchParams, Store, search
+from engine.store import sql
+from engine.store.store import CorruptStoreError, StoreError, sqlite_store_error
 
 
 def test_runs_on_the_pinned_sqlite_with_fts5_trigram():
@@ -25,7 +26,7 @@ def test_runs_on_the_pinned_sqlite_with_fts5_trigram():
 
 
 def test_memory_statistics_are_off_as_in_better_sqlite3():
-    """engine.sql turns SQLite's memory statistics off on import (their
+    """engine.store.sql turns SQLite's memory statistics off on import (their
     process-wide mutex made the two retriever threads queue); a fresh
     process that opens a store and searches shows SQLite counting nothing."""
     import subprocess

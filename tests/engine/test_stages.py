@@ -1,4 +1,4 @@
-"""The stage table (engine.stages): the shared ids, the pass plan, the ranked
+"""The stage table (engine.pipeline.table): the shared ids, the pass plan, the ranked
 lists, and consumers that take names and order from it alone."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from engine import SearchParams, Variant, search, trace_to_dict
-from engine.diff import stage_summaries
-from engine.pipeline import pass_plan
-from engine.stages import (
+from engine.lab.journey import stage_summaries
+from engine.pipeline.run import pass_plan
+from engine.pipeline.table import (
     BY_ID,
     PASS_STAGES,
     RANKED_IDS,

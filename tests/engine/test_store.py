@@ -10,11 +10,18 @@ import time
 
 import pytest
 
-from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreError, StoreNotFoundError, search, sql
-from engine.corpus import index_paths
-from engine.doctor import diagnose
-from engine.store import APPLICATION_ID, CorruptStoreError, NotOurStoreError, ReadOnlyStoreError, read_application_id
-from engine.why import why_not
+from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreError, StoreNotFoundError, search
+from engine.store import sql
+from engine.store.corpus import index_paths
+from engine.lab.doctor import diagnose
+from engine.store.store import (
+    APPLICATION_ID,
+    CorruptStoreError,
+    NotOurStoreError,
+    ReadOnlyStoreError,
+    read_application_id,
+)
+from engine.lab.why import why_not
 
 from ..conftest import LEGACY, MODERN
 
@@ -185,7 +192,7 @@ def test_foreign_databases_are_never_written(tmp_path, kind, opener):
 def test_damaged_store_raises_corrupt_store_error(damaged_db):
     """Every read of a store with damaged pages raises CorruptStoreError
     (a StoreError naming the path and SQLite's words), never a bare
-    SQLite error (engine.sql.Error)."""
+    SQLite error (engine.store.sql.Error)."""
     calls = {
         "search": lambda s: search(s, SearchParams("quorum")),
         "search-sessions": lambda s: search(s, SearchParams("quorum", sessions=("sess-docs",))),
@@ -208,12 +215,12 @@ def test_damaged_store_raises_corrupt_store_error(damaged_db):
 
 
 def test_fts_query_errors_are_still_recorded_on_the_run(store):
-    from engine.retrieve import retrieve
+    from engine.pipeline.stages.retrieve import retrieve
 
     store.index_text("a.md", "# A\nalpha", "markdown")
     run = retrieve(store.conn, store.schema, "porter", "alpha", 10)
     assert run.error is None and run.hits
-    from engine.retrieve import is_query_error
+    from engine.pipeline.stages.retrieve import is_query_error
 
     try:
         store.conn.execute("SELECT * FROM chunks WHERE chunks MATCH 'alpha AND'").fetchall()

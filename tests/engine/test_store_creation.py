@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine import Store
-from engine.store import APPLICATION_ID, StoreError
+from engine.store.store import APPLICATION_ID, StoreError
 from tui.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,9 +41,9 @@ def test_second_index_run_arriving_mid_creation(tmp_path, corpus, monkeypatch, c
     builds under a temporary name, B creates the store itself, and A then
     uses B's store: both succeed."""
     db = tmp_path / "s.db"
-    import engine.sql
+    import engine.store.sql
 
-    real_connect = engine.sql.connect
+    real_connect = engine.store.sql.connect
     state = {"nested": False, "b_code": None, "b_saw_store": None}
 
     def connect(target, *args, **kwargs):
@@ -56,7 +56,7 @@ def test_second_index_run_arriving_mid_creation(tmp_path, corpus, monkeypatch, c
             state["b_saw_store"] = db.exists()
         return conn
 
-    monkeypatch.setattr(engine.sql, "connect", connect)
+    monkeypatch.setattr(engine.store.sql, "connect", connect)
     with pytest.raises(SystemExit) as exc:
         main(["index", str(corpus), "--db", str(db)])
     monkeypatch.undo()
@@ -144,7 +144,7 @@ def test_full_disk_during_creation_leaves_nothing(tmp_path, corpus, blocks):
 def test_a_half_created_store_of_ours_is_resumed(tmp_path, corpus, tables):
     """A store an older version left half-made (marked as ours, some tables
     missing) is completed by the next ``index`` instead of refused."""
-    from engine.store import SCHEMA_SQL
+    from engine.store.store import SCHEMA_SQL
 
     db = tmp_path / "s.db"
     conn = sqlite3.connect(db)
@@ -163,9 +163,9 @@ def test_a_half_created_store_of_ours_is_resumed(tmp_path, corpus, tables):
 def test_creation_failure_is_a_store_error_and_cleans_up(tmp_path, monkeypatch):
     """An SQLite failure while building (here: the schema) names the path;
     the temporary file is removed and nothing is left at the path."""
-    import engine.store
+    import engine.store.store
 
-    monkeypatch.setattr(engine.store, "SCHEMA_SQL", "CREATE TABLE sources (x); CREATE TABLE sources (y);")
+    monkeypatch.setattr(engine.store.store, "SCHEMA_SQL", "CREATE TABLE sources (x); CREATE TABLE sources (y);")
     with pytest.raises(StoreError, match="s.db"):
         Store.create(tmp_path / "s.db")
     assert list(tmp_path.iterdir()) == []

@@ -1,12 +1,13 @@
-"""Which words matched (engine.terms): Porter stems from SQLite's tokenizer,
+"""Which words matched (engine.lab.terms): Porter stems from SQLite's tokenizer,
 and a chunk's Porter and trigram match spans from FTS5's highlight()."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine import Store, sql
-from engine.terms import (
+from engine import Store
+from engine.store import sql
+from engine.lab.terms import (
     DEFAULT_TOKENIZER,
     MatchSpans,
     Stems,

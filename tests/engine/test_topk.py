@@ -1,4 +1,4 @@
-"""engine.topk: the exact top-k ranking returns FTS5's own first k rows,
+"""engine.pipeline.stages.topk: the exact top-k ranking returns FTS5's own first k rows,
 bm25 bit for bit and highlight byte for byte, on tables built to stress it
 (a word in most rows, ties from repeated rows, title hits, repeated and
 overlapping instances, multi-token phrases, diacritics, case), and declines
@@ -11,9 +11,11 @@ import random
 import apsw
 import pytest
 
-from engine import SearchParams, Store, search, sql, topk, trace_to_dict
-from engine.query import sanitize_porter, sanitize_trigram
-from engine.retrieve import headline, retrieve
+from engine import SearchParams, Store, search, trace_to_dict
+from engine.store import sql
+from engine.pipeline.stages import topk
+from engine.pipeline.query import sanitize_porter, sanitize_trigram
+from engine.pipeline.stages.retrieve import headline, retrieve
 
 COLUMNS = (
     "title, content, source_id UNINDEXED, content_type UNINDEXED, source_category UNINDEXED, "
@@ -298,7 +300,7 @@ def test_a_search_is_the_same_either_way(monkeypatch, forced):
     ],
 )
 def test_the_headline_of_an_fts5_run_says_whether_it_ran_in_halves(ranking, tail):
-    from engine.model import RetrieverRun
+    from engine.pipeline.trace import RetrieverRun
 
     run = RetrieverRun("trigram", '"npm"', 10, (), ranking=ranking)
     assert headline(run, SearchParams(query="npm")).endswith(tail)

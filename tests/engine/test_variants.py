@@ -1,4 +1,4 @@
-"""Each :class:`~engine.model.Variant` field, on a tiny corpus built to show it.
+"""Each :class:`~engine.pipeline.trace.Variant` field, on a tiny corpus built to show it.
 
 Scores are written as the RRF formula ``1/(k + rank)``, summed in the
 reference order (Porter run first, then trigram, each by rank), so floats
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from engine import SearchParams, Variant, search, trace_to_dict
-from engine.compare import parse_variant
+from engine.lab.compare import parse_variant
 
 from ..helpers import index_collide, index_herd, index_zebra
 

@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from engine.corpus import Skip, collect_files
-from engine.walk import gitignore_matcher
+from engine.store.corpus import Skip, collect_files
+from engine.store.gitignore import gitignore_matcher
 
 
 def _tree(root, files: dict[str, str]) -> None:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engine import SearchParams, Variant, search
-from engine.why import REASONS, ChunkNotFoundError, distinctive_words, find_chunks, why_not
+from engine.lab.why import REASONS, ChunkNotFoundError, distinctive_words, find_chunks, why_not
 
 from ..helpers import index_collide, index_herd, index_zebra
 
@@ -301,7 +301,7 @@ def test_skipped_retriever_beats_the_rerun_no_term(store):
     """A chunk only the skipped retriever matches is blamed on the variant,
     not on the fuzzy re-run's corrected terms."""
     from engine import SearchParams, Variant
-    from engine.why import why_not
+    from engine.lab.why import why_not
 
     store.index_text("a.md", "# Keys\nmaxInflightBatches = 4\n# Flight\nin-flight messages", "markdown")
     params = SearchParams("inflight", variant=Variant(retrievers="porter"))

@@ -42,7 +42,8 @@ def stages_store():
     """A fresh in-memory store holding the parity corpus: a byte copy (SQLite's
     backup) of one indexed once per session, so each test gets its own store
     without indexing the corpus again."""
-    from engine import Store, index_corpus, sql
+    from engine import Store, index_corpus
+    from engine.store import sql
 
     if not _TEMPLATE:
         template = Store.create(":memory:")
@@ -87,7 +88,7 @@ def damaged_store(path: Path, tables: tuple[str, ...], keep_first: bool = False)
 def build_app(**kwargs):
     """The browser on the parity corpus, deterministic (no timings, no blink),
     its notifications recorded (:func:`notifications`)."""
-    from tui.app import make_app
+    from tui.browser.app import make_app
 
     store = kwargs.pop("store", None) or stages_store()
     kwargs.setdefault("store_label", "stages corpus")

@@ -1,4 +1,4 @@
-"""One action table (tui.actions) feeds the key bindings, the command palette
+"""One action table (tui.browser.actions) feeds the key bindings, the command palette
 and the F1 key list: every action shows up in each with the same key, and no
 binding is written by hand beside it."""
 
@@ -12,26 +12,26 @@ from textual import actions as textual_actions
 from textual.app import App
 from textual.widgets import Input
 
-from engine.corpus import Skip
-from tui.actions import ACTIONS, BINDING_OWNERS, PALETTE_KEY, Action, bindings, help_keys, palette_rows
-from tui.app import RankscopeApp
-from tui.cache import SkipList
-from tui.commands import RankscopeCommands
-from tui.screens.agent import AgentViewScreen
-from tui.screens.agent_log import AgentLogScreen
-from tui.screens.browser import BrowserScreen
-from tui.screens.cases import CasesScreen
-from tui.screens.compare import CompareScreen
-from tui.screens.doctor import DoctorScreen
-from tui.screens.flow import FlowScreen
-from tui.screens.help import HelpScreen, help_renderable
-from tui.screens.history import HistorySearchScreen
-from tui.screens.params import ParamsScreen
-from tui.screens.sessions import SessionsScreen
-from tui.screens.skipped import SkippedScreen
-from tui.screens.stores import StorePickerScreen
-from tui.screens.why import WhyScreen
-from tui.widgets.query_box import QueryInput
+from engine.store.corpus import Skip
+from tui.browser.actions import ACTIONS, BINDING_OWNERS, PALETTE_KEY, Action, bindings, help_keys, palette_rows
+from tui.browser.app import RankscopeApp
+from tui.browser.corpus_cache import SkipList
+from tui.browser.palette import RankscopeCommands
+from tui.browser.screens.agent import AgentViewScreen
+from tui.browser.screens.agent_log import AgentLogScreen
+from tui.browser.screens.browser import BrowserScreen
+from tui.browser.screens.cases import CasesScreen
+from tui.browser.screens.compare import CompareScreen
+from tui.browser.screens.doctor import DoctorScreen
+from tui.browser.screens.flow import FlowScreen
+from tui.browser.screens.help import HelpScreen, help_renderable
+from tui.browser.screens.history import HistorySearchScreen
+from tui.browser.screens.params import ParamsScreen
+from tui.browser.screens.sessions import SessionsScreen
+from tui.browser.screens.skipped import SkippedScreen
+from tui.browser.screens.stores import StorePickerScreen
+from tui.browser.screens.why import WhyScreen
+from tui.browser.widgets.query_box import QueryInput
 
 from .conftest import build_app, plain, press, processed, search_for, wait_screen
 

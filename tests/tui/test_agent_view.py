@@ -9,9 +9,9 @@ from textual.widgets import OptionList, Static
 
 from engine import SearchParams, Store
 from engine.agent import AgentContext, ctx_search
-from tui.app import make_app
-from tui.screens.agent import AgentViewScreen, chunk_with_windows
-from tui.screens.agent_log import AgentLogScreen
+from tui.browser.app import make_app
+from tui.browser.screens.agent import AgentViewScreen, chunk_with_windows
+from tui.browser.screens.agent_log import AgentLogScreen
 
 from ..conftest import AGENT_VIEW, SESSION_DB
 from .conftest import (
@@ -215,7 +215,7 @@ def test_the_chunk_views_title_says_in_words_how_the_snippet_was_cut():
     """The snippet's codes (mode, source_of_positions) become words: the
     title read "whole, positions from none"."""
     from engine.agent.snippet import SnippetTrace
-    from tui.screens.agent import snippet_how
+    from tui.browser.screens.agent import snippet_how
 
     def how(mode: str, source: str) -> str:
         return snippet_how(SnippetTrace("", 0, mode, source))

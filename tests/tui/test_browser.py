@@ -9,12 +9,12 @@ import pytest
 from textual.widgets import DataTable, Input
 
 from engine import SearchParams
-from engine.model import Trace
-from tui.messages import SearchFinished
-from tui.screens.browser import BrowserScreen
-from tui.screens.help import HelpScreen
-from tui.screens.params import ParamsScreen
-from tui.screens.sessions import SessionsScreen
+from engine.pipeline.trace import Trace
+from tui.browser.messages import SearchFinished
+from tui.browser.screens.browser import BrowserScreen
+from tui.browser.screens.help import HelpScreen
+from tui.browser.screens.params import ParamsScreen
+from tui.browser.screens.sessions import SessionsScreen
 
 from .conftest import (
     screen_lines,
@@ -328,11 +328,11 @@ async def test_an_emptied_query_box_shows_the_welcome_text_again(size):
 
 
 async def test_the_welcome_text_names_the_keys_of_the_action_table(monkeypatch):
-    """The pane, grade and pin keys of the start text come from tui.actions
+    """The pane, grade and pin keys of the start text come from tui.browser.actions
     (once "Stages (2) … Journey (3)", when 2 and 3 had become grades)."""
     import dataclasses
 
-    from tui import actions
+    from tui.browser import actions
 
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
@@ -557,11 +557,11 @@ async def test_bindings_have_ids_and_tooltips(size):
     app = build_app()
     async with app.run_test(size=size) as pilot:
         await wait_screen(pilot, BrowserScreen)
-        from tui.app import RankscopeApp
-        from tui.screens.loading import LoadingScreen
-        from tui.screens.skipped import SkippedScreen
-        from tui.screens.stores import StorePickerScreen
-        from tui.widgets.query_box import QueryInput
+        from tui.browser.app import RankscopeApp
+        from tui.browser.screens.loading import LoadingScreen
+        from tui.browser.screens.skipped import SkippedScreen
+        from tui.browser.screens.stores import StorePickerScreen
+        from tui.browser.widgets.query_box import QueryInput
 
         for cls in (
             RankscopeApp,
@@ -697,7 +697,7 @@ async def test_a_paste_longer_than_a_query_may_be_is_refused_with_a_warning():
     query box says why nothing was pasted. A paste that fits is pasted."""
     from textual import events
 
-    from engine.model import MAX_QUERY_CHARS
+    from engine.pipeline.trace import MAX_QUERY_CHARS
 
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:

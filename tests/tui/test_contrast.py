@@ -30,14 +30,14 @@ from rich.color import Color, ColorSystem
 from textual.widgets import DataTable, OptionList, Select
 
 from engine import SearchParams
-from tui.screens.agent import AgentViewScreen
-from tui.screens.compare import CompareScreen
-from tui.screens.doctor import DoctorScreen
-from tui.screens.flow import FlowScreen
-from tui.screens.help import HelpScreen
-from tui.screens.params import ParamsScreen
-from tui.screens.sessions import SessionsScreen
-from tui.screens.why import WhyScreen
+from tui.browser.screens.agent import AgentViewScreen
+from tui.browser.screens.compare import CompareScreen
+from tui.browser.screens.doctor import DoctorScreen
+from tui.browser.screens.flow import FlowScreen
+from tui.browser.screens.help import HelpScreen
+from tui.browser.screens.params import ParamsScreen
+from tui.browser.screens.sessions import SessionsScreen
+from tui.browser.screens.why import WhyScreen
 
 from .conftest import build_app, press, rendered, screen_strips, search_for, settle, wait_for, wait_screen
 from .test_lab_screens import settle_lab
@@ -219,7 +219,7 @@ def test_bad_news_roles_are_bold_and_never_dim():
     not bolder."""
     from rich.style import Style
 
-    from tui.describe import ROLES
+    from tui.present.describe import ROLES
 
     for bad in ("bad", "down", "gone"):
         style = Style.parse(ROLES[bad])

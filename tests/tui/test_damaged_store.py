@@ -12,7 +12,7 @@ import pytest
 
 from engine import Store
 from tui.cli import CliError, main
-from tui.launch import app_arguments
+from tui.cli.launch import app_arguments
 
 from .conftest import (
     build_app,
@@ -64,7 +64,7 @@ def test_launch_opens_a_store_whose_counts_read_fine(index_damaged):
 
 
 def test_a_damaged_cache_is_rebuilt(corpus, tmp_path):
-    from tui.cache import build_cache, cache_entry, load_cached
+    from tui.browser.corpus_cache import build_cache, cache_entry, load_cached
 
     entry = cache_entry(corpus, root=tmp_path / "cache")
     build_cache(entry).close()
@@ -99,9 +99,9 @@ async def test_a_failing_search_is_explained_and_the_app_keeps_running(index_dam
         assert browser.query_box.value == "caches" and "Search failed" in plain(browser.results.message)
         assert len([n for n in notifications(app) if n.severity == "error"]) == 1
         # the lab screens report their failures too, and the app stays up
-        from tui.screens.compare import CompareScreen
-        from tui.screens.doctor import DoctorScreen
-        from tui.screens.why import WhyScreen
+        from tui.browser.screens.compare import CompareScreen
+        from tui.browser.screens.doctor import DoctorScreen
+        from tui.browser.screens.why import WhyScreen
 
         for key, cls in (("f7", CompareScreen), ("f8", WhyScreen), ("f9", DoctorScreen)):
             await press(pilot, key)
@@ -129,14 +129,14 @@ async def test_a_store_whose_counts_cannot_be_read_still_opens_in_the_app(counts
 
 
 def _picker_app(infos):
-    from tui.app import make_app
+    from tui.browser.app import make_app
 
     return record_notifications(make_app(store_finder=lambda: infos, show_timings=False, cursor_blink=False))
 
 
 async def _wait_for_the_list(pilot):
     """Wait until the store picker lists what it found."""
-    from tui.screens.stores import StorePickerScreen
+    from tui.browser.screens.stores import StorePickerScreen
 
     app = pilot.app
     await wait_screen(pilot, StorePickerScreen)
@@ -145,7 +145,7 @@ async def _wait_for_the_list(pilot):
 
 
 async def test_the_picker_refuses_a_store_marked_unreadable(counts_damaged):
-    from tui.screens.stores import StorePickerScreen
+    from tui.browser.screens.stores import StorePickerScreen
 
     info = SimpleNamespace(
         path=counts_damaged,
@@ -169,7 +169,7 @@ async def test_the_picker_refuses_a_store_marked_unreadable(counts_damaged):
 
 async def test_the_picker_refuses_a_damaged_store_not_yet_marked(counts_damaged):
     """Discovery found it readable, but it is damaged now: still refused."""
-    from tui.screens.stores import StorePickerScreen
+    from tui.browser.screens.stores import StorePickerScreen
 
     info = SimpleNamespace(path=counts_damaged, size_bytes=1, sources=1, chunks=1, schema=None, error=None)
     app = _picker_app([info])

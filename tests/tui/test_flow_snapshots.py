@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine import SearchParams
-from tui.screens.flow import FlowScreen
+from tui.browser.screens.flow import FlowScreen
 
 from .conftest import build_app, plain, press, rendered, search_for, settle, wait_for, wait_screen
 

@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from engine import SearchParams, Store
-from tui.screens.flow import HINTS, FlowScreen
+from tui.browser.screens.flow import HINTS, FlowScreen
 
 from .conftest import (
     screen_lines,

@@ -11,8 +11,8 @@ import pytest
 from rich.cells import cell_len
 
 from engine import Store, index_corpus
-from tui.widgets.pinned_line import PinnedParts, first_line, pinned_text
-from tui.widgets.query_box import QueryParts, cut_query, fit_queries
+from tui.browser.widgets.pinned_line import PinnedParts, first_line, pinned_text
+from tui.browser.widgets.query_box import QueryParts, cut_query, fit_queries
 
 from ..conftest import SAMPLE_CORPUS
 from .conftest import build_app, plain, screen_lines, search_for, settle, wait_for

@@ -8,15 +8,15 @@ import json
 import pytest
 
 from engine import Store, index_corpus
-from engine.compare import params_for_entry
-from engine.model import Variant
-from engine.qrels import default_qrels_path, read_qrels
-from engine.userdata import store_file
+from engine.lab.compare import params_for_entry
+from engine.pipeline.trace import Variant
+from engine.lab.qrels import default_qrels_path, read_qrels
+from engine.store.userdata import store_file
 from textual.widgets import DataTable, Static
 
-from tui.screens.cases import CasesScreen
-from tui.screens.flow import FlowScreen
-from tui.screens.history import HistorySearchScreen
+from tui.browser.screens.cases import CasesScreen
+from tui.browser.screens.flow import FlowScreen
+from tui.browser.screens.history import HistorySearchScreen
 
 from ..conftest import SAMPLE_CORPUS
 from .conftest import (

@@ -11,11 +11,11 @@ import pytest
 from textual.widgets import DataTable, Input, OptionList, Select
 
 from engine import SearchParams
-from engine.model import Variant
-from tui.describe import marker_label
-from tui.screens.compare import CompareScreen, counts_text, variant_from_form
-from tui.screens.doctor import DoctorScreen
-from tui.screens.why import ChunkEntry, WhyScreen, match_chunks
+from engine.pipeline.trace import Variant
+from tui.present.describe import marker_label
+from tui.browser.screens.compare import CompareScreen, counts_text, variant_from_form
+from tui.browser.screens.doctor import DoctorScreen
+from tui.browser.screens.why import ChunkEntry, WhyScreen, match_chunks
 
 from .conftest import (
     build_app,
@@ -246,7 +246,7 @@ async def test_compare_failure_becomes_a_notification():
 
 
 def test_marker_labels_and_counts_are_words():
-    from engine.compare import ChunkComparison, CompareCounts
+    from engine.lab.compare import ChunkComparison, CompareCounts
 
     def row(a, b, marker):
         return ChunkComparison(1, 1, "s", "t", "prose", a, b, marker)
@@ -422,8 +422,8 @@ def test_doctor_renderable_shows_every_kind_of_finding():
     from rich.console import Console
 
     from engine import Store
-    from engine.doctor import diagnose
-    from tui.screens.doctor import doctor_renderable
+    from engine.lab.doctor import diagnose
+    from tui.browser.screens.doctor import doctor_renderable
 
     store = Store.create(":memory:")
     store.index_text("a.md", "# A\ntext\n# A\nagain\n# Untitled\nx\n", "markdown")

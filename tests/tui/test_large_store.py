@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import threading
 
-import tui.app as app_module
-from tui import facts
-from tui.facts import read_facts
+import tui.browser.app as app_module
+from tui.browser import facts
+from tui.browser.facts import read_facts
 
 from .conftest import build_app, plain, processed, stages_store, wait_for
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from engine import SearchParams, Store
-from tui.cache import build_cache, cache_entry, fingerprint, load_cached
+from tui.browser.corpus_cache import build_cache, cache_entry, fingerprint, load_cached
 from tui.cli import CliError, main
-from tui.cmdline import command_line, describe_params, export_path
-from tui.launch import SAMPLE_CORPUS, app_arguments
+from tui.browser.cmdline import command_line, describe_params, export_path
+from tui.cli.launch import SAMPLE_CORPUS, app_arguments
 
 from .conftest import (
     notifications,
@@ -35,7 +35,7 @@ INDEXING_TIMEOUT = 60.0
 
 def picker_has_options(app) -> bool:
     """The store picker is on top and lists the stores it found."""
-    from tui.screens.stores import StorePickerScreen
+    from tui.browser.screens.stores import StorePickerScreen
 
     screen = app.screen
     return (
@@ -98,7 +98,7 @@ def test_the_browser_indexes_a_folder_with_its_gitignore_rules_as_rankscope_inde
     into the browser's cache either, the same files as ``rankscope index``;
     editing a .gitignore, or adding one in a folder, rebuilds the cache."""
     from engine import index_paths
-    from engine.walk import gitignore_matcher
+    from engine.store.gitignore import gitignore_matcher
 
     corpus = tmp_path / "corpus"
     (corpus / "sub").mkdir(parents=True)
@@ -158,10 +158,10 @@ def test_no_path_means_the_sample_corpus():
 
 def test_missing_sample_corpus_is_one_clear_line_and_status_2(tmp_path, monkeypatch, capsys):
     """A non-editable ``pip install .`` has no sample_corpus/ beside the code."""
-    import tui.launch
-    from tui.launch import launch_browser
+    import tui.cli.launch
+    from tui.cli.launch import launch_browser
 
-    monkeypatch.setattr(tui.launch, "SAMPLE_CORPUS", tmp_path / "site-packages" / "sample_corpus")
+    monkeypatch.setattr(tui.cli.launch, "SAMPLE_CORPUS", tmp_path / "site-packages" / "sample_corpus")
     expected = (
         "the sample corpus is not installed; install with `pip install -e .` from a clone, or run `rankscope PATH`"
     )
@@ -226,7 +226,7 @@ def test_stores_without_discovery_module_notifies(monkeypatch, corpus):
     real_import = builtins.__import__
 
     def fake_import(name, *args, **kwargs):
-        if name == "engine.discovery":
+        if name == "engine.store.discovery":
             raise ImportError("no discovery")
         return real_import(name, *args, **kwargs)
 
@@ -239,8 +239,8 @@ def test_stores_without_discovery_module_notifies(monkeypatch, corpus):
 
 
 async def test_loading_screen_indexes_then_browses(corpus):
-    from tui.app import make_app
-    from tui.screens.browser import BrowserScreen
+    from tui.browser.app import make_app
+    from tui.browser.screens.browser import BrowserScreen
 
     args = app_arguments(str(corpus))
     app = make_app(**args, show_timings=False, cursor_blink=False)
@@ -255,9 +255,9 @@ async def test_loading_screen_indexes_then_browses(corpus):
 
 
 async def test_loading_failure_is_reported(tmp_path):
-    from tui.app import make_app
-    from tui.cache import CacheEntry
-    from tui.screens.loading import LoadingScreen
+    from tui.browser.app import make_app
+    from tui.browser.corpus_cache import CacheEntry
+    from tui.browser.screens.loading import LoadingScreen
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -283,8 +283,8 @@ async def test_loading_failure_is_reported(tmp_path):
 async def test_store_picker_opens_the_chosen_store(tmp_path):
     from types import SimpleNamespace
 
-    from tui.app import make_app
-    from tui.screens.browser import BrowserScreen
+    from tui.browser.app import make_app
+    from tui.browser.screens.browser import BrowserScreen
 
     db = tmp_path / "found.db"
     s = Store.create(db)
@@ -387,7 +387,7 @@ def test_serve_command_and_bad_path(tmp_path, capsys):
 def test_serve_binds_loopback_by_default(monkeypatch):
     calls = {}
 
-    import tui.webserve
+    import tui.cli.webserve
 
     def fake_serve(self):
         calls.update(
@@ -399,7 +399,7 @@ def test_serve_binds_loopback_by_default(monkeypatch):
             served=True,
         )
 
-    monkeypatch.setattr(tui.webserve.GuardedServer, "serve", fake_serve)
+    monkeypatch.setattr(tui.cli.webserve.GuardedServer, "serve", fake_serve)
     with pytest.raises(SystemExit) as exc:
         main(["serve", "--port", "8123"])
     assert exc.value.code == 0
@@ -412,7 +412,7 @@ def test_serve_binds_loopback_by_default(monkeypatch):
 
 def test_engine_and_plain_helpers_import_no_textual():
     code = (
-        "import sys, engine, engine.diff, tui.cache, tui.cmdline, tui.subject, tui.render\n"
+        "import sys, engine, engine.lab.journey, tui.browser.corpus_cache, tui.browser.cmdline, tui.browser.subject, tui.present.render\n"
         "assert 'textual' not in sys.modules, sorted(m for m in sys.modules if m.startswith('textual'))"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
@@ -423,9 +423,9 @@ async def test_palette_opens_the_store_picker_from_the_browser(tmp_path):
     the store being browsed; Enter replaces it with the picked one."""
     from types import SimpleNamespace
 
-    from tui.app import make_app
-    from tui.screens.browser import BrowserScreen
-    from tui.screens.stores import StorePickerScreen
+    from tui.browser.app import make_app
+    from tui.browser.screens.browser import BrowserScreen
+    from tui.browser.screens.stores import StorePickerScreen
 
     first = Store.create(":memory:")
     first.index_text("a", "# Alpha\nalpha words")
@@ -463,9 +463,9 @@ async def test_store_picker_with_no_stores_says_where_it_looked(home, size):
     the same lines as ``rankscope stores``, on screen at both sizes."""
     from typer.testing import CliRunner
 
-    from tui.app import make_app
+    from tui.browser.app import make_app
     from tui.cli import app as cli
-    from tui.screens.stores import StorePickerScreen
+    from tui.browser.screens.stores import StorePickerScreen
 
     out = CliRunner().invoke(cli, ["stores"], env={"COLUMNS": "200"}).output
     assert out.startswith("No context-mode content stores found. Looked in:")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tui.screens.help import HelpScreen
-from tui.screens.params import ParamsScreen
-from tui.screens.sessions import SessionsScreen
+from tui.browser.screens.help import HelpScreen
+from tui.browser.screens.params import ParamsScreen
+from tui.browser.screens.sessions import SessionsScreen
 
 from .conftest import build_app, press, processed, rendered, search_for, send_keys, settle, wait_for, wait_screen
 

@@ -1,6 +1,6 @@
 """Terminal-safe text."""
 
-from tui import safe
+from tui.present import safe
 
 
 def test_line_makes_every_control_visible():

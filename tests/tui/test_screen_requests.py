@@ -12,15 +12,15 @@ import pytest
 from textual.app import App
 from textual.message import Message
 
-import tui.messages
-from tui.app import RankscopeApp
-from tui.screens.browser import BrowserScreen
-from tui.screens.why import WhyScreen
+import tui.browser.messages
+from tui.browser.app import RankscopeApp
+from tui.browser.screens.browser import BrowserScreen
+from tui.browser.screens.why import WhyScreen
 
 from .conftest import build_app, press, search_for, wait_for, wait_screen
 
-SCREENS = Path(tui.messages.__file__).parent / "screens"
-WIDGETS = Path(tui.messages.__file__).parent / "widgets"
+SCREENS = Path(tui.browser.messages.__file__).parent / "screens"
+WIDGETS = Path(tui.browser.messages.__file__).parent / "widgets"
 SOURCES = sorted(SCREENS.glob("*.py")) + sorted(WIDGETS.glob("*.py"))
 NARROW = (80, 24)
 
@@ -104,16 +104,18 @@ def test_every_request_a_screen_posts_is_handled_by_the_app():
         "OpenRecordedCall",
     } <= set(posted)
     for name, where in posted.items():
-        cls = getattr(tui.messages, name, None)
-        assert isinstance(cls, type) and issubclass(cls, Message), f"{name} ({where}) is not a tui.messages message"
+        cls = getattr(tui.browser.messages, name, None)
+        assert isinstance(cls, type) and issubclass(cls, Message), (
+            f"{name} ({where}) is not a tui.browser.messages message"
+        )
         assert callable(getattr(RankscopeApp, cls.handler_name, None)), f"{name} ({where}): no {cls.handler_name}"
 
 
 def test_every_request_class_has_a_handler():
     requests = [
         c
-        for c in vars(tui.messages).values()
-        if isinstance(c, type) and issubclass(c, tui.messages.Request) and c is not tui.messages.Request
+        for c in vars(tui.browser.messages).values()
+        if isinstance(c, type) and issubclass(c, tui.browser.messages.Request) and c is not tui.browser.messages.Request
     ]
     assert requests
     for cls in requests:

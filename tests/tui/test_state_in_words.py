@@ -9,8 +9,8 @@ from pathlib import Path
 
 from textual.widgets import Footer, Label, SelectionList, Switch
 
-from tui.screens.params import ParamsScreen
-from tui.screens.sessions import SessionsScreen
+from tui.browser.screens.params import ParamsScreen
+from tui.browser.screens.sessions import SessionsScreen
 
 from .conftest import (
     build_app,
@@ -77,8 +77,8 @@ async def test_the_exact_switch_hint_follows_the_switch():
 
 
 async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
-    from tui.app import make_app
-    from tui.cache import CacheEntry
+    from tui.browser.app import make_app
+    from tui.browser.corpus_cache import CacheEntry
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -95,8 +95,8 @@ async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
 
 
 async def test_the_store_picker_footer_offers_ctrl_q():
-    from tui.app import make_app
-    from tui.screens.stores import StorePickerScreen
+    from tui.browser.app import make_app
+    from tui.browser.screens.stores import StorePickerScreen
 
     app = make_app(store_finder=lambda: [], show_timings=False, cursor_blink=False)
     async with app.run_test(size=NARROW) as pilot:
@@ -116,16 +116,16 @@ def _folder_with_skips(tmp_path: Path) -> Path:
 
 async def _browse(app, pilot) -> None:
     """Wait until indexing is done and the browser is on top."""
-    from tui.screens.browser import BrowserScreen
+    from tui.browser.screens.browser import BrowserScreen
 
     await wait_screen(pilot, BrowserScreen, timeout=60)
     await settle(pilot)
 
 
 async def test_indexing_from_the_browser_says_which_files_were_skipped(tmp_path):
-    from tui.app import make_app
-    from tui.launch import app_arguments
-    from tui.screens.skipped import SkippedScreen
+    from tui.browser.app import make_app
+    from tui.cli.launch import app_arguments
+    from tui.browser.screens.skipped import SkippedScreen
 
     folder = _folder_with_skips(tmp_path)
     args = app_arguments(str(folder))

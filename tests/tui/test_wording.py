@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.screens.why import WhyScreen
+from tui.browser.screens.why import WhyScreen
 
 from .conftest import build_app, plain, press, rendered, screen_lines, search_for, settle, wait_screen
 from .test_lab_screens import settle_lab

@@ -32,10 +32,10 @@ from engine.agent.jsvalue import js_json
 from engine.agent.log import Replay, answer_count, load_calls, replay_calls
 from engine.agent.schema import SchemaError
 
-from .. import safe
-from ..fmt import clip
-from ..render import plain
-from ..tablefit import Cell, Col, Fitted
+from tui.present import safe
+from tui.present.fmt import clip
+from tui.present.render import plain
+from tui.present.tablefit import Cell, Col, Fitted
 from .base import search_db_option, console, err_console, fail, open_store, warn_unknown_sessions
 
 _LONE = re.compile("[\ud800-\udfff]")
@@ -303,7 +303,7 @@ def agent_log_cmd(
         return
     # The call number, time, session and answer (the recorded call #N, – when not recorded) and the replay's
     # outcome code are never cut or wrapped; the queries and params (free text) share the rest, wrapped at
-    # spaces, a word too long for its column ending in … (tui.tablefit).
+    # spaces, a word too long for its column ending in … (tui.present.tablefit).
     cols = [
         Col("#", "key", justify="right"),
         Col("UTC"),

@@ -15,10 +15,10 @@ import typer
 from rich.console import Console
 
 from engine import SearchParams, Store, StoreError, Variant
-from engine.session_filter import UnknownSession, unknown_sessions
+from engine.pipeline.stages.session_filter import UnknownSession, unknown_sessions
 
-from .. import safe
-from ..fmt import json_text
+from tui.present import safe
+from tui.present.fmt import json_text
 
 console = Console()
 err_console = Console(stderr=True)
@@ -105,7 +105,7 @@ SessionFilter = Annotated[Optional[List[str]], typer.Option("--session", help="A
 
 
 def unknown_session_text(u: UnknownSession, option: str = "--session") -> str:
-    """The warning about one :class:`~engine.session_filter.UnknownSession`
+    """The warning about one :class:`~engine.pipeline.stages.session_filter.UnknownSession`
     (without the ``rankscope: warning:`` prefix): the id, and the store's
     closest ids with how many more there are."""
     head = f"{option} {u.session!r}: no chunk in this store has this session id (it lets no chunk through)"
@@ -120,7 +120,7 @@ def unknown_session_text(u: UnknownSession, option: str = "--session") -> str:
 def warn_unknown_sessions(store: Store, sessions: Optional[List[str]], option: str = "--session") -> None:
     """Print a ``rankscope: warning:`` line on stderr for each session id of
     ``sessions`` (the ``option`` given) that no chunk of ``store`` has
-    (:func:`engine.session_filter.unknown_sessions`, over
+    (:func:`engine.pipeline.stages.session_filter.unknown_sessions`, over
     :meth:`engine.Store.session_counts`). Nothing is changed: the filter
     still applies. A store without a session column gets no warning: its
     filter lets every chunk through (the search's filter stage says so)."""

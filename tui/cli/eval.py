@@ -7,7 +7,7 @@
 
 Plain functions (and the ``snapshot``/``qrels`` Typer groups);
 :mod:`tui.cli.main` registers them. Rich only, never Textual. The numbers
-come from :mod:`engine.evaluation` (ir-measures, trec_eval's definitions).
+come from :mod:`engine.lab.evaluation` (ir-measures, trec_eval's definitions).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import typer
 from rich.console import Group
 from rich.text import Text
 
-from engine.compare import variant_spec
-from engine.evaluation import (
+from engine.lab.compare import variant_spec
+from engine.lab.evaluation import (
     EvalComparison,
     SetEval,
     compare_evals,
@@ -30,17 +30,17 @@ from engine.evaluation import (
     parse_measures,
     run_entries,
 )
-from engine.qrels import Qrels, QrelsError, default_qrels_path, read_qrels, write_qrels
-from engine.snapshot import SnapshotCheck, check_snapshot, parse_stage_list, take_snapshot, validate_snapshot
-from engine.stages import RANKED_IDS
+from engine.lab.qrels import Qrels, QrelsError, default_qrels_path, read_qrels, write_qrels
+from engine.lab.snapshot import SnapshotCheck, check_snapshot, parse_stage_list, take_snapshot, validate_snapshot
+from engine.pipeline.table import RANKED_IDS
 
-from .. import safe
-from ..fmt import clip, json_text
-from ..render import plain
-from ..tablefit import Cell, Col, Fitted
+from tui.present import safe
+from tui.present.fmt import clip, json_text
+from tui.present.render import plain
+from tui.present.tablefit import Cell, Col, Fitted
 from .base import search_db_option, console, fail, open_store, write_json
 from .lab import SPEC_HELP, variant_option
-from ..outfile import write_text_file
+from engine.files.writing import write_text_file
 from .search import check_output_file, load_queries
 
 # ─── shared ──────────────────────────────────────────────────────────────
@@ -48,7 +48,7 @@ from .search import check_output_file, load_queries
 
 def load_qrels_option(qrels: Optional[Path], db: Path) -> tuple[Qrels, Path]:
     """The judgments of ``--qrels`` or, without it, the store's default file
-    (see :func:`engine.qrels.default_qrels_path`). Errors become CliError."""
+    (see :func:`engine.lab.qrels.default_qrels_path`). Errors become CliError."""
     path = qrels if qrels is not None else default_qrels_path(db)
     assert path is not None
     try:
@@ -222,7 +222,7 @@ def eval_cmd(
     except ValueError as exc:
         fail(f"--measures: {exc}")
     entries = load_queries(queries)
-    from engine.chunkids import chunk_ids
+    from engine.store.chunkids import chunk_ids
 
     with open_store(db) as store:  # first: a file that is no store says so, before its judgments are looked for
         judgments, qrels_path = load_qrels_option(qrels, db)

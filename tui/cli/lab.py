@@ -1,7 +1,7 @@
 """What-if lab subcommands: ``compare``, ``why`` and ``doctor``.
 
 Plain functions, registered in :data:`tui.cli.main.COMMANDS`; each renders
-the description of :mod:`tui.describe` (the browser's compare, why and doctor
+the description of :mod:`tui.present.describe` (the browser's compare, why and doctor
 screens show the same one). Rich only, never Textual.
 
 * ``rankscope compare QUERY --db DB --b SPEC [--a SPEC] [filters] [--json]``
@@ -10,7 +10,7 @@ screens show the same one). Rich only, never Textual.
 * ``rankscope doctor --db DB [--json] [--examples N]``
 
 A variant SPEC is ``key=value`` pairs joined by commas (see
-:func:`engine.compare.parse_variant`), or ``reference``.
+:func:`engine.lab.compare.parse_variant`), or ``reference``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import typer
 from rich.console import Group
 from rich.text import Text
 
-from engine.compare import (
+from engine.lab.compare import (
     SPEC_KEYS,
     Comparison,
     SetComparison,
@@ -33,14 +33,14 @@ from engine.compare import (
     set_comparison_to_dict,
     variant_spec,
 )
-from engine.doctor import DoctorReport, check_integrity, diagnose
-from engine.model import Variant
-from engine.store import CorruptStoreError, Store, StoreError
-from engine.counterfactual import sentence as counterfactual_sentence
-from engine.counterfactual import would_return_with
-from engine.pipeline import search
-from engine.runcache import RunCache
-from engine.why import ChunkNotFoundError, Explanation, why_not
+from engine.lab.doctor import DoctorReport, check_integrity, diagnose
+from engine.pipeline.trace import Variant
+from engine.store.store import CorruptStoreError, Store, StoreError
+from engine.lab.counterfactual import sentence as counterfactual_sentence
+from engine.lab.counterfactual import would_return_with
+from engine.pipeline.run import search
+from engine.pipeline.runcache import RunCache
+from engine.lab.why import ChunkNotFoundError, Explanation, why_not
 
 from .base import (
     ContentTypeFilter,
@@ -57,10 +57,17 @@ from .base import (
     warn_unknown_sessions,
     write_json,
 )
-from ..describe import counts_line, describe_comparison, describe_explanation, describe_report, line_text, to_rich
-from ..fmt import clip
-from ..render import plain
-from ..tablefit import Cell, Col, Fitted
+from tui.present.describe import (
+    counts_line,
+    describe_comparison,
+    describe_explanation,
+    describe_report,
+    line_text,
+    to_rich,
+)
+from tui.present.fmt import clip
+from tui.present.render import plain
+from tui.present.tablefit import Cell, Col, Fitted
 from .search import load_queries
 
 SPEC_HELP = (
@@ -87,17 +94,17 @@ def _opt(value: Optional[float], fmt: str = "{:.5f}") -> str:
 
 
 def comparison_renderable(cmp: Comparison, store_path: str | None = None) -> Group:
-    """One :class:`~engine.compare.Comparison` (the description the
-    browser's compare screen shows too: :func:`tui.describe.describe_comparison`),
+    """One :class:`~engine.lab.compare.Comparison` (the description the
+    browser's compare screen shows too: :func:`tui.present.describe.describe_comparison`),
     with a warning per run whose retriever failed (``store_path`` goes into
     its check command)."""
     return to_rich(describe_comparison(cmp, store_path).as_description(), fit=True)
 
 
 def set_comparison_renderable(sc: SetComparison) -> Group:
-    """Rich rendering of a :class:`~engine.compare.SetComparison`: one row
+    """Rich rendering of a :class:`~engine.lab.compare.SetComparison`: one row
     per query, a totals row, the mean overlap (ids and numbers never cut:
-    :mod:`tui.tablefit`)."""
+    :mod:`tui.present.tablefit`)."""
     cols = [Col("id", "key"), Col("query", "free", min_width=8, max_width=32), Col("layer A→B")] + [
         Col(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap")
     ]
@@ -222,8 +229,8 @@ ROWID_MIN, ROWID_MAX = -(2**63), 2**63 - 1
 
 
 def explanation_renderable(e: Explanation) -> Group:
-    """One :class:`~engine.why.Explanation` (the description the browser's
-    why screen shows too: :func:`tui.describe.describe_explanation`)."""
+    """One :class:`~engine.lab.why.Explanation` (the description the browser's
+    why screen shows too: :func:`tui.present.describe.describe_explanation`)."""
     return to_rich(describe_explanation(e))
 
 
@@ -286,8 +293,8 @@ def why_cmd(
 
 
 def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
-    """A :class:`~engine.doctor.DoctorReport` (the description the browser's
-    doctor screen shows too: :func:`tui.describe.describe_report`); each
+    """A :class:`~engine.lab.doctor.DoctorReport` (the description the browser's
+    doctor screen shows too: :func:`tui.present.describe.describe_report`); each
     table shows at most ``examples`` rows."""
     return to_rich(describe_report(report), max_rows=examples, fit=True)
 

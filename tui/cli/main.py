@@ -13,7 +13,7 @@ unknown or missing option, an option without its value) come back to it and
 are printed the same way, with one hint line (:func:`usage_error_exit`); and it
 turns :class:`CliError`, any
 :class:`~engine.StoreError` (a damaged store is a
-:class:`~engine.CorruptStoreError`), a stray SQLite error (``engine.sql.Error``) and
+:class:`~engine.CorruptStoreError`), a stray SQLite error (``engine.store.sql.Error``) and
 ``OSError`` into that line.
 """
 
@@ -28,7 +28,8 @@ import typer
 from typer.exceptions import TyperException
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from engine import StoreError, sql
+from engine import StoreError
+from engine.store import sql
 
 from . import agent, lab, search, serve, stores
 from . import eval as eval_cli
@@ -223,7 +224,7 @@ def browse(path: Optional[str], stores: bool = False, qrels: Optional[Path] = No
         fail(f"no such file or folder: {path} (give a .db store or a folder to index)")
     if qrels is not None and qrels.is_dir():
         fail(f"--qrels {qrels} is a folder; give a file (it is created when you grade)")
-    from ..launch import launch_browser
+    from tui.cli.launch import launch_browser
 
     launch_browser(path, stores=stores, qrels=qrels)
 

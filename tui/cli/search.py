@@ -9,15 +9,15 @@ from typing import List, Optional
 import typer
 
 from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
-from engine.words import plural
-from engine.compare import params_for_entry
-from engine.corpus import index_paths, load_sessions_map
-from engine.files import InputFileError, load_json_input
-from engine.model import undecodable
+from engine.pipeline.words import plural
+from engine.lab.compare import params_for_entry
+from engine.store.corpus import index_paths, load_sessions_map
+from engine.files.reading import InputFileError, load_json_input
+from engine.js.strings import undecodable
 
-from .. import safe
-from ..outfile import OutputRefused, check_output, write_text_file
-from ..fmt import json_text
+from tui.present import safe
+from engine.files.writing import OutputRefused, check_output, write_text_file
+from tui.present.fmt import json_text
 from .base import (
     ContentTypeFilter,
     Limit,
@@ -73,7 +73,7 @@ def index(
         fail(f"no such file or folder: {', '.join(missing)}")
     if max_file_bytes < 0:
         fail(f"--max-file-bytes must be 0 or more; got {max_file_bytes}")
-    from engine.discovery import context_mode_store_reason
+    from engine.store.discovery import context_mode_store_reason
 
     owner = context_mode_store_reason(db)
     if owner:
@@ -87,7 +87,7 @@ def index(
         store = Store.create(db)
     except StoreError as exc:
         fail(str(exc))
-    from engine.walk import gitignore_matcher
+    from engine.store.gitignore import gitignore_matcher
 
     ignore_factory = None if no_gitignore else gitignore_matcher
     stats = {"files": 0, "bytes": 0}
@@ -216,7 +216,9 @@ def search_cmd(
         help="Follow a chunk: its fate, and the smallest single change that would return it (found by re-running; repeatable).",
     ),
     as_json: bool = typer.Option(
-        False, "--json", help="Print the whole trace as JSON (schema: engine/export.py); with --flow the flow rows."
+        False,
+        "--json",
+        help="Print the whole trace as JSON (schema: engine/pipeline/export.py); with --flow the flow rows.",
     ),
 ) -> None:
     """Search a store and show what each pipeline stage did."""
@@ -226,7 +228,7 @@ def search_cmd(
         trace = search(store, params)
         pins = _pins(store, trace, pin or [])
         if flow:
-            from engine.terms import porter_stems
+            from engine.lab.terms import porter_stems
 
             stems = porter_stems(store, params.query)
     if flow:
@@ -238,23 +240,23 @@ def search_cmd(
             data["pinned"] = [p.to_dict() for p in pins]
         write_json(data)
         return
-    from ..render import trace_renderable
+    from tui.present.render import trace_renderable
 
     console.print(trace_renderable(trace, str(db)))
     _print_pins(pins)
 
 
 def _pins(store: Store, trace, specs: list[str]) -> list:
-    """The :class:`tui.pinning.PinOutcome` of every ``--pin`` (a key shared
+    """The :class:`tui.present.pinning.PinOutcome` of every ``--pin`` (a key shared
     by several chunks pins each), in the order given, each chunk once (a
     chunk pinned twice, by the same spec or by its row id and its key, is
     followed once)."""
     if not specs:
         return []
-    from engine.runcache import RunCache
-    from engine.why import ChunkNotFoundError
+    from engine.pipeline.runcache import RunCache
+    from engine.lab.why import ChunkNotFoundError
 
-    from ..pinning import pin_outcome, resolve_pin
+    from tui.present.pinning import pin_outcome, resolve_pin
 
     out = []
     seen: set[int] = set()
@@ -272,7 +274,7 @@ def _pins(store: Store, trace, specs: list[str]) -> list:
 
 
 def _print_pins(pins: list) -> None:
-    from ..pinning import pin_lines
+    from tui.present.pinning import pin_lines
 
     for p in pins:
         first, second = pin_lines(p)
@@ -286,7 +288,7 @@ def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
     the fuzzy fallback re-ran), with rows for pinned chunks no retriever
     returned, and why nothing answered when nothing did; ``--json`` the
     same rows."""
-    from engine.flow import trace_flows
+    from engine.lab.flow import trace_flows
 
     flows = trace_flows(trace, [p.absent for p in pins if p.absent is not None])
     if as_json:
@@ -300,7 +302,7 @@ def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
             }
         )
         return
-    from ..flowtext import LEGEND, fits, flow_table, stems_text
+    from tui.present.flowtext import LEGEND, fits, flow_table, stems_text
 
     width = console.width
     compact = any(not fits(f, width) for f in flows)
@@ -312,8 +314,8 @@ def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
     if compact:
         console.print(LEGEND, markup=False, highlight=False, style="dim")
     if not trace.final:  # why nothing answered, as `rankscope search` says it
-        from ..render import REASON_SHOWN
-        from ..fmt import clip
+        from tui.present.render import REASON_SHOWN
+        from tui.present.fmt import clip
 
         console.print(
             safe.line(f"No results: {clip(trace.empty_reason or '', REASON_SHOWN)}"),
@@ -330,7 +332,7 @@ def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
 def load_queries(path: Path) -> list[dict]:
     """Read a query file (format of ``../shared/parity/*/queries.json``):
     a regular file only (never a FIFO or a device), size and nesting bounded
-    (:func:`engine.files.load_json_input`).
+    (:func:`engine.files.reading.load_json_input`).
 
     Raises:
         CliError: unreadable, not a regular file, too large or too deep, not
@@ -347,7 +349,7 @@ def load_queries(path: Path) -> list[dict]:
 
 def params_from_entry(entry: dict, index: int) -> SearchParams:
     """SearchParams from one query-file entry (defaults: limit 3, like; see
-    :func:`engine.compare.params_for_entry`), turning ValueError into CliError."""
+    :func:`engine.lab.compare.params_for_entry`), turning ValueError into CliError."""
     try:
         return params_for_entry(entry, Variant(), index)
     except ValueError as exc:
@@ -385,7 +387,7 @@ def batch(
         check_output_file(out, "--out", db=db, force=force)
     if trec_run is not None:
         check_output_file(trec_run, "--trec-run", db=db, force=force)
-        from engine.stages import RANKED_IDS
+        from engine.pipeline.table import RANKED_IDS
 
         if stage not in RANKED_IDS:
             fail(f"--stage: unknown stage {stage!r}; stages are {', '.join(RANKED_IDS)}")
@@ -393,7 +395,7 @@ def batch(
         fail("--stage applies to --trec-run; give --trec-run FILE")
     entries = load_queries(queries)
     params = [params_from_entry(e, i) for i, e in enumerate(entries)]
-    from ..render import retriever_failures
+    from tui.present.render import retriever_failures
 
     with open_store(db) as store:
         results = [(e.get("id", str(i + 1)), search(store, p)) for i, (e, p) in enumerate(zip(entries, params))]
@@ -429,9 +431,9 @@ def batch(
 
 
 def _write_trec_run(store: Store, results: list, path: Path, stage: str, force: bool) -> None:
-    """Write the TREC run of ``stage`` (see :func:`engine.evaluation.trec_run_text`)."""
-    from engine.chunkids import chunk_ids
-    from engine.evaluation import trec_run_text
+    """Write the TREC run of ``stage`` (see :func:`engine.lab.evaluation.trec_run_text`)."""
+    from engine.store.chunkids import chunk_ids
+    from engine.lab.evaluation import trec_run_text
 
     text, lines = trec_run_text(results, chunk_ids(store), stage)
     try:
@@ -451,7 +453,7 @@ def _write_trec_run(store: Store, results: list, path: Path, stage: str, force: 
 def check_output_file(path: Path, option: str, db: Optional[Path] = None, force: bool = False) -> None:
     """Fail early (before any work) when ``path`` must not be written: a
     folder, a missing folder, the store ``db`` or any SQLite database, or an
-    existing file without ``force`` (:func:`tui.outfile.check_output`)."""
+    existing file without ``force`` (:func:`engine.files.writing.check_output`)."""
     try:
         check_output(path, option, db=db, force=force)
     except OutputRefused as exc:

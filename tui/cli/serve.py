@@ -4,7 +4,7 @@ Each browser tab starts its own ``rankscope [PATH]`` process. The server
 binds to loopback (127.0.0.1) unless ``--host`` says otherwise; binding
 beyond loopback needs ``--public``, prints a warning, and requires a random
 token in the URL. Websockets are accepted only from the served page's own
-origin (:mod:`tui.webserve`).
+origin (:mod:`tui.cli.webserve`).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def serve(
         fail(f"no such file or folder: {path}")
     if not 0 < port < 65536:
         fail(f"port must be between 1 and 65535; got {port}")
-    from ..webserve import LOOPBACK_NAMES, GuardedServer, is_loopback
+    from tui.cli.webserve import LOOPBACK_NAMES, GuardedServer, is_loopback
 
     loopback = is_loopback(host)
     if not loopback and not public:

@@ -16,12 +16,12 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from engine.discovery import content_dirs, find_stores
+from engine.store.discovery import content_dirs, find_stores
 
-from .. import safe
+from tui.present import safe
 from .base import console, open_store, write_json
-from ..fmt import human_bytes, looked_in, pack, session_db_summary, short_path
-from ..render import plain
+from tui.present.fmt import human_bytes, looked_in, pack, session_db_summary, short_path
+from tui.present.render import plain
 
 
 def _schema_short(schema: Optional[str]) -> str:

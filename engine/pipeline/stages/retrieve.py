@@ -1,0 +1,655 @@
+"""The two FTS5 retrievers (reference ``search`` and ``searchTrigram`` in OR mode).
+
+Each runs ``MATCH`` with its sanitised query, joined to ``sources`` for the
+label, ordered by ``bm25(table, 5.0, 1.0)`` ascending (title weight 5,
+content weight 1; FTS5 ranks are negative), limited to the candidate count,
+and returns ``highlight(table, 1, char(2), char(3))`` of the content. FTS5
+itself orders the matches (:func:`build_sql`), so only the rows returned are
+joined and highlighted.
+Optional filters run in SQL: source label (``LIKE '%label%'`` with ``\\``,
+``%`` and ``_`` escaped, ``ESCAPE '\\'``; or ``=`` in exact mode) and content
+type. All values are bound parameters.
+
+As pass stages (``porter`` and ``trigram`` in :mod:`engine.pipeline.table`) they are
+the pass's parallel entries: :data:`PORTER_HOOKS` and :data:`TRIGRAM_HOOKS`.
+A chunk neither returns leaves at the ``retrieve`` stage; the codes for it
+(:data:`RETRIEVE_SENTENCES`) are decided by :mod:`engine.lab.why`, which looks
+further (uncapped runs, filters), except ``not-retrieved``, which says only
+that no retriever returned it.
+
+:func:`retrieve_pair` runs both for one pass of the pipeline: runs computed
+before at the same store data version come from the store's run cache, and
+the two statements run at once on two connections that see the same
+snapshot (SQLite releases the GIL while it works), each timed on its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from engine.store import sql
+from engine.pipeline.stages import topk
+from engine.pipeline.trace import Exit, Hit, RetrieverRun, SearchParams
+from engine.pipeline.query import sanitize_porter, sanitize_trigram
+from engine.pipeline.hooks import PassContext, StageHooks
+from engine.store.store import SchemaInfo, Store, elapsed_ms, is_corruption
+from engine.pipeline.words import abbreviate, plural
+
+if TYPE_CHECKING:
+    from engine.store.cache import VersionedLRU
+    from engine.pipeline.runcache import RunCache
+
+TABLES = {"porter": "chunks", "trigram": "chunks_trigram"}
+
+
+def is_query_error(exc: BaseException) -> bool:
+    """True for an error of the query itself (an FTS5 syntax error, SQLite's
+    generic ``SQLITE_ERROR``), which a run records; False for a store that
+    cannot be read (damaged, locked, I/O), which is raised."""
+    if is_corruption(exc):
+        return False
+    code = sql.primary_code(exc)
+    return code is None or code == 1
+
+
+def _shadow_missing(conn: sql.Connection, table: str) -> bool:
+    """True when one of FTS5's shadow tables of ``table`` is missing: the
+    damage is then this retriever's alone (the other one still answers, and
+    the run records the error; ``rankscope doctor`` reports it). SQLite 3.54
+    reports a missing shadow table as ``SQLITE_CORRUPT`` (3.40 said ``SQL
+    logic error``), so the code alone no longer tells it from damaged pages."""
+    from engine.store.store import FTS_SHADOWS
+
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sql.Error:
+        return False
+    return table in names and any(f"{table}_{x}" not in names for x in FTS_SHADOWS)
+
+
+def like_pattern(source: str) -> str:
+    """``%source%`` with LIKE metacharacters escaped (backslash first)."""
+    escaped = source.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def build_sql(
+    retriever: str,
+    schema: SchemaInfo,
+    source: str | None,
+    source_match: str,
+    content_type: str | None,
+    *,
+    reference: bool = False,
+) -> tuple[str, list[str]]:
+    """SQL for one retriever and the names of its parameters in order.
+
+    ``reference=True`` gives the reference's own statement: ``bm25(t, 5.0,
+    1.0) AS rank ... ORDER BY rank`` sorts every matching row in SQLite's
+    sorter, so each one is joined to ``sources`` and carries its title,
+    content and ``highlight()`` into the sort. The default asks FTS5 to rank
+    with the same function (``t.rank MATCH 'bm25(5.0, 1.0)'``, ``ORDER BY
+    t.rank``): FTS5 scores every match and sorts them itself, and SQLite
+    joins, filters and highlights rows in that order only until ``LIMIT``
+    rows passed. Same rows, same order (ties in rowid order in both), same
+    values; at 100,000 chunks about a third less time (docs/performance.md).
+
+    Returns:
+        ``(sql, param_names)`` where names are drawn from ``match``,
+        ``source``, ``content_type``, ``limit``.
+
+    Raises:
+        ValueError: unknown retriever name.
+    """
+    if retriever not in TABLES:
+        raise ValueError(f"retriever must be 'porter' or 'trigram'; got {retriever!r}")
+    t = TABLES[retriever]
+    session = schema.session_column(t)
+    where = [f"{t} MATCH ?"] if reference else [f"{t} MATCH ?", f"{t}.rank MATCH 'bm25(5.0, 1.0)'"]
+    names = ["match"]
+    if source:
+        where.append("sources.label = ?" if source_match == "exact" else "sources.label LIKE ? ESCAPE '\\'")
+        names.append("source")
+    if content_type:
+        where.append(f"{t}.content_type = ?")
+        names.append("content_type")
+    names.append("limit")
+    x = sql.text
+    rank, order = (f"bm25({t}, 5.0, 1.0)", "rank") if reference else (f"{t}.rank", f"{t}.rank")
+    statement = (
+        f"SELECT {t}.rowid, {x(t + '.title')}, {x(t + '.content')}, {t}.content_type, {x('sources.label')}, "
+        f"{rank} AS rank, {x(f'highlight({t}, 1, char(2), char(3))')} AS highlighted, {x(session)} "
+        f"FROM {t} JOIN sources ON sources.id = {t}.source_id "
+        f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
+    )
+    return statement, names
+
+
+def retrieve(
+    conn: sql.Connection,
+    schema: SchemaInfo,
+    retriever: str,
+    query: str,
+    fts_limit: int,
+    source: str | None = None,
+    source_match: str = "like",
+    content_type: str | None = None,
+    *,
+    share: "HalfShare | None" = None,
+    phrase_rows: "VersionedLRU | None" = None,
+) -> RetrieverRun:
+    """Run one retriever for the raw ``query``.
+
+    Without filters, on a large table, :func:`engine.pipeline.stages.topk.top_k` ranks first
+    (``ranked_by="top-k"``); when it declines, FTS5's own statement runs
+    (``ranking`` then holds the code), in two halves at once
+    (:func:`_in_halves`) when it ranks many matches and ``beside`` (e.g.
+    :meth:`~engine.store.store.Store.parallel_reader`) gives a second connection
+    on ``conn``'s snapshot. The rows are the same every way.
+
+    The query is sanitised here (Porter or trigram rules). An empty trigram
+    query skips the run. An SQLite error of the query (which sanitising
+    should make impossible) is caught and recorded in ``error``; the run is
+    then empty.
+
+    Returns:
+        A :class:`RetrieverRun` with 1-based ranks.
+
+    Raises:
+        engine.store.sql.Error: the store itself cannot be read (damaged
+            pages, locked, I/O error): see :func:`is_query_error`.
+    """
+    sanitized = sanitize_porter(query, "OR") if retriever == "porter" else sanitize_trigram(query, "OR")
+    if not sanitized:
+        return RetrieverRun(retriever, "", fts_limit, (), skipped="query has no word of 3+ characters")
+    start = time.perf_counter()
+    ranking: tuple[tuple[str, object], ...] = ()
+    matches = 0
+    if not source and not content_type and fts_limit > 0:
+        try:
+            return _retrieve_top_k(conn, schema, retriever, sanitized, fts_limit, start, phrase_rows)
+        except topk.Declined as declined:
+            ranking = (("declined", declined.code),)
+            if declined.phrase_sizes and max(declined.phrase_sizes) <= 1:
+                matches = sum(declined.phrase_rows)  # one-token phrases: an idf pass costs little
+        except sql.Error as exc:
+            if not is_query_error(exc):
+                raise
+            ranking = (("declined", "error"),)  # FTS5's own statement below records the error
+    statement, names = build_sql(retriever, schema, source, source_match, content_type)
+    values = {
+        "match": sanitized,
+        "source": source if source_match == "exact" else like_pattern(source or ""),
+        "content_type": content_type,
+        "limit": fts_limit,
+    }
+    try:
+        if share is not None and matches >= SPLIT_MIN_MATCHES:
+            rows, helped = _in_halves(conn, share, retriever, statement, [values[n] for n in names])
+            if helped is not None:
+                ranking += (("halves", 2), ("half_helped", helped))
+        else:
+            rows = conn.execute(statement, [values[n] for n in names]).fetchall()
+    except sql.Error as exc:
+        if not is_query_error(exc) and not _shadow_missing(conn, TABLES[retriever]):
+            raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
+        return RetrieverRun(
+            retriever,
+            sanitized,
+            fts_limit,
+            (),
+            error=f"{type(exc).__name__}: {exc}",
+            elapsed_ms=elapsed_ms(start),
+        )
+    dec = sql.decode
+    hits = tuple(
+        Hit(
+            rank=i + 1,
+            rowid=int(r[0]),
+            source=dec(r[4]),
+            title=dec(r[1]) if r[1] is not None else "",
+            content=dec(r[2]) if r[2] is not None else "",
+            content_type=r[3] if r[3] is not None else "prose",
+            session_id=dec(r[7]) if r[7] is not None else "",
+            bm25=float(r[5]),
+            highlighted=dec(r[6]) if r[6] is not None else "",
+        )
+        for i, r in enumerate(rows)
+    )
+    return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start), ranking=ranking)
+
+
+#: An FTS5 ranking of at least this many phrase matches in all (counted by
+#: a declined :func:`engine.pipeline.stages.topk.top_k`), every phrase one token, runs in two
+#: halves of the rowid range, one offered to the other retriever's thread
+#: (:func:`_in_halves`). Each half repeats bm25's idf pass over every
+#: phrase's rows: cheap for one-token phrases (a doclist read, 3 ms for
+#: 76,000 rows), a phrase match over the whole table for longer ones (a
+#: trigram word), which is why those run whole.
+SPLIT_MIN_MATCHES = 30_000
+
+
+class _Half:
+    """One half of a split FTS5 ranking: a statement that either the
+    retriever that split it or a helper runs, exactly once."""
+
+    def __init__(self, work: Callable[[sql.Connection], list]) -> None:
+        self.work = work
+        self._lock = threading.Lock()
+        self._taken = False
+        self.done = threading.Event()
+        self.rows: list = []
+        self.error: BaseException | None = None
+
+    def claim(self) -> bool:
+        """True for the first caller only: it must then :meth:`run` it."""
+        with self._lock:
+            if self._taken:
+                return False
+            self._taken = True
+            return True
+
+    def run(self, conn: sql.Connection) -> None:
+        try:
+            self.rows = self.work(conn)
+        except BaseException as exc:  # handed to the retriever that split it
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+class HalfShare:
+    """Halves of FTS5 rankings that the two retrievers of one pass offer each
+    other (:func:`retrieve_pair`): a thread whose own run is done runs the
+    other's offered half on its own connection, which reads the same
+    snapshot, instead of sitting idle."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._offered: list[_Half] = []
+        self._closed = False
+        self._helping = 0  # helpers between taking a half and finishing it
+
+    def offer(self, half: _Half) -> None:
+        with self._cv:
+            self._offered.append(half)
+            self._cv.notify_all()
+
+    def wake(self) -> None:
+        """Tell a helper waiting in :meth:`help_until` to look again."""
+        with self._cv:
+            self._cv.notify_all()
+
+    def help_until(self, conn: sql.Connection, finished: Callable[[], bool]) -> None:
+        """Run offered halves on ``conn`` until ``finished()`` (checked after
+        each half and on every :meth:`wake`) or :meth:`close`."""
+        while True:
+            with self._cv:
+                while not self._offered and not self._closed and not finished():
+                    self._cv.wait(0.05)
+                if self._closed or not self._offered:
+                    return
+                half = self._offered.pop()
+                self._helping += 1
+            try:
+                if half.claim():
+                    half.run(conn)
+            finally:
+                with self._cv:
+                    self._helping -= 1
+                    self._cv.notify_all()
+
+    def close(self) -> None:
+        """End the sharing: once this returns no helper runs a half (it
+        waits for one a helper is running), and :meth:`help_until` returns
+        without touching its connection again, so that connection may go
+        back to the store while the helper's thread is still waking."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+            while self._helping:
+                self._cv.wait()
+
+
+def _in_halves(
+    conn: sql.Connection,
+    share: HalfShare,
+    retriever: str,
+    statement: str,
+    args: list,
+) -> tuple[list, bool | None]:
+    """The rows of ``statement`` (:func:`build_sql`'s, ``LIMIT ?`` last in
+    ``args``) ranked as two statements over the lower and upper halves of
+    the rowid range, merged by ``(rank, rowid)``. The lower half is offered
+    on ``share``; this thread runs the upper one, then the lower one too
+    unless a helper took it (then it waits for the helper's rows).
+
+    FTS5 computes bm25's idf and average length over the whole table
+    whatever the rowid range (``xQueryPhrase``, ``xRowCount``), so each row
+    keeps its bm25 bits, and FTS5 orders ties by rowid: the first ``LIMIT``
+    rows of the merge are the whole statement's. Each half computes the idf
+    again (one more pass over each phrase's rows): the price of letting a
+    second core rank.
+
+    Returns:
+        ``(rows, helped)``: ``helped`` says whether a helper ran the lower
+        half; ``None`` when the statement ran whole (a table of one rowid).
+
+    Raises:
+        engine.store.sql.Error: as :func:`retrieve` (from either half).
+    """
+    t = TABLES[retriever]
+    ends = conn.execute(
+        f"SELECT (SELECT rowid FROM {t} ORDER BY rowid LIMIT 1), (SELECT rowid FROM {t} ORDER BY rowid DESC LIMIT 1)"
+    ).fetchone()
+    if ends[0] is None or ends[0] == ends[1]:
+        return conn.execute(statement, args).fetchall(), None
+    mid = (int(ends[0]) + int(ends[1])) // 2
+    head, _, tail = statement.rpartition(" ORDER BY ")
+    halves = (f"{head} AND {t}.rowid <= ? ORDER BY {tail}", f"{head} AND {t}.rowid > ? ORDER BY {tail}")
+    bound = [*args[:-1], mid, args[-1]]
+    lower = _Half(lambda c: c.execute(halves[0], bound).fetchall())
+    share.offer(lower)
+    try:
+        upper = conn.execute(halves[1], bound).fetchall()
+    finally:
+        helped = not lower.claim()
+        if not helped:
+            lower.run(conn)
+        lower.done.wait()
+    if lower.error is not None:
+        raise lower.error
+    merged = sorted(lower.rows + upper, key=lambda r: (r[5], r[0]))
+    return merged[: args[-1]], helped
+
+
+def _retrieve_top_k(
+    conn: sql.Connection,
+    schema: SchemaInfo,
+    retriever: str,
+    sanitized: str,
+    fts_limit: int,
+    start: float,
+    phrase_rows: "VersionedLRU | None" = None,
+) -> RetrieverRun:
+    """The run through :func:`engine.pipeline.stages.topk.top_k` (no filters): its rows, with
+    the columns :func:`build_sql`'s statement selects read by rowid.
+
+    Raises:
+        engine.pipeline.stages.topk.Declined: top-k cannot answer exactly; run FTS5's ranking.
+        engine.store.sql.Error: as :func:`retrieve`.
+    """
+    t = TABLES[retriever]
+    outcome = topk.top_k(conn, t, sanitized, fts_limit, counts=phrase_rows)
+    x = sql.text
+    session = schema.session_column(t)
+    wanted = [r.rowid for r in outcome.rows]
+    details = {
+        int(r[0]): r
+        for r in conn.execute(
+            f"SELECT {t}.rowid, {x(t + '.title')}, {x(t + '.content')}, {t}.content_type, {x('sources.label')}, "
+            f"{x(session)} FROM {t} JOIN sources ON sources.id = {t}.source_id "
+            f"WHERE {t}.rowid IN ({','.join('?' * len(wanted))})",
+            wanted,
+        )
+    }
+    if len(details) != len(wanted):
+        raise topk.Declined("no-source")  # a row whose source is gone: the join drops it, FTS5's order decides
+    dec = sql.decode
+    hits = []
+    for i, row in enumerate(outcome.rows):
+        r = details[row.rowid]
+        hits.append(
+            Hit(
+                rank=i + 1,
+                rowid=row.rowid,
+                source=dec(r[4]),
+                title=dec(r[1]) if r[1] is not None else "",
+                content=dec(r[2]) if r[2] is not None else "",
+                content_type=r[3] if r[3] is not None else "prose",
+                session_id=dec(r[5]) if r[5] is not None else "",
+                bm25=row.bm25,
+                highlighted=dec(row.highlighted) if r[2] is not None else "",
+            )
+        )
+    facts: tuple[tuple[str, object], ...] = (
+        ("phrase_rows", tuple(outcome.phrases)),
+        ("ranked_phrases", tuple(outcome.rare)),
+        ("rows_read", outcome.walked),
+        ("texts_tokenized", outcome.tokenized),
+    )
+    return RetrieverRun(
+        retriever, sanitized, fts_limit, tuple(hits), elapsed_ms=elapsed_ms(start), ranked_by="top-k", ranking=facts
+    )
+
+
+def fts_limit_for(params: SearchParams, pool_size: int) -> int:
+    """Rows per retriever: ``max(2 * pool_size, 10)`` (or the variant's override)."""
+    v = params.variant
+    return v.fts_limit if v.fts_limit is not None else max(pool_size * 2, 10)
+
+
+# ─── as pass stages ──────────────────────────────────────────────────────
+
+
+def runs_retriever(params: SearchParams, name: str) -> bool:
+    """True when the variant runs retriever ``name`` (``retrievers`` is
+    ``both`` or that name); a retriever it leaves out gives a skipped run."""
+    return params.variant.retrievers in ("both", name)
+
+
+def _step(name: str):
+    def step(ctx: PassContext, items: tuple) -> RetrieverRun:
+        """Run retriever ``name`` for ``ctx.query`` (a skipped run when the
+        variant leaves it out): the run :func:`retrieve_pair` made for this
+        pass (``ctx.prefetched``), else through the run cache ``ctx.runs``,
+        else the statement itself."""
+        p = ctx.params
+        if not runs_retriever(p, name):
+            return RetrieverRun(name, "", ctx.fts_limit, (), skipped=f"variant: {p.variant.retrievers} retriever only")
+        if name in ctx.prefetched:
+            return ctx.prefetched[name]
+        run = ctx.runs.run if ctx.runs is not None else retrieve
+        return run(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match, p.content_type)
+
+    return step
+
+
+def ranked(run: RetrieverRun) -> tuple[Hit, ...]:
+    """The run's rows in bm25 order."""
+    return run.hits
+
+
+def headline(run: RetrieverRun, params: SearchParams) -> str:
+    """``12 hits for "cache" (limit 20) with source LIKE '%docs%'``, or why it
+    was skipped / failed."""
+    if run.skipped:
+        return f"skipped: {run.skipped}"
+    if run.error:
+        return f"error: {run.error}"
+    head = f"{plural(len(run.hits), 'hit')} for {abbreviate(run.query)} (limit {run.fts_limit})"
+    if params.filter_text:
+        head += f" with {params.filter_text}"
+    if run.ranked_by == "top-k":
+        rows = run.ranking_fact("phrase_rows", ())
+        read = run.ranking_fact("rows_read", 0)
+        assert isinstance(rows, tuple) and isinstance(read, int)
+        head += f"; exact top-k read {read:,} of {sum(rows):,} phrase matches"
+    elif run.ranking_fact("halves"):
+        how = "one on the other retriever's thread" if run.ranking_fact("half_helped") else "one after the other"
+        head += f"; FTS5 ranked it in {run.ranking_fact('halves')} rowid ranges, {how}"
+    return head
+
+
+PORTER_HOOKS = StageHooks(step=_step("porter"), ranked=ranked, headline=headline)
+TRIGRAM_HOOKS = StageHooks(step=_step("trigram"), ranked=ranked, headline=headline)
+
+
+# ─── exits at the retrieve stage (a chunk no retriever returned) ─────────
+
+
+def _source_filter(e: Exit) -> str:
+    mode = "equal to" if e.get("source_match") == "exact" else "containing"
+    return f"excluded by the source filter (labels {mode} {e.get('filter')!r})"
+
+
+def _content_type_filter(e: Exit) -> str:
+    return f"excluded by the content-type filter (only {e.get('filter')} chunks)"
+
+
+def _no_term(e: Exit) -> str:
+    return "not retrieved: no query term is indexed in it"
+
+
+def _retriever_skipped(e: Exit) -> str:
+    return "not retrieved: only a retriever the variant skipped would match it"
+
+
+def _beyond_fts_limit(e: Exit) -> str:
+    return f"not retrieved: it matches at bm25 rank {e.get('rank')}, beyond the {e.get('fts_limit')} rows fetched"
+
+
+def _not_retrieved(e: Exit) -> str:
+    return "not retrieved: neither retriever returned it"
+
+
+#: Codes of the ``retrieve`` stage and their sentences.
+RETRIEVE_SENTENCES = {
+    "source-filter": _source_filter,
+    "content-type-filter": _content_type_filter,
+    "no-term": _no_term,
+    "retriever-skipped": _retriever_skipped,
+    "beyond-fts-limit": _beyond_fts_limit,
+    "not-retrieved": _not_retrieved,
+}
+#: The names in each code's exit data.
+RETRIEVE_DATA = {
+    "source-filter": ("source", "filter", "source_match"),
+    "content-type-filter": ("content_type", "filter"),
+    "no-term": ("porter_terms", "trigram_terms"),
+    "retriever-skipped": ("retrievers",),
+    "beyond-fts-limit": ("rank", "fts_limit"),
+    "not-retrieved": (),
+}
+
+
+# ─── both retrievers of a pass ──────────────────────────────────────────────
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+#: Threads that run a search's second retriever (several searches may run at once).
+POOL_THREADS = 4
+#: The retriever whose statement usually takes longer: when both run at
+#: once it runs on the calling thread and the other goes to a worker, so
+#: the caller is rarely left waiting for a thread to finish and wake it.
+#: npm docs, 80 queries × 3 rounds, per-stage p50: trigram 1.5 ms against
+#: porter 0.70 ms at 1,437 chunks, 12.8 against 5.5 ms at 100,590; with
+#: porter on the calling thread a 1,437-chunk search waited a median
+#: 0.1 ms after the trigram statement ended (docs/performance.md).
+LONGER_RETRIEVER = "trigram"
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="rankscope-retriever")
+        return _POOL
+
+
+def retrieve_pair(
+    store: Store,
+    conn: sql.Connection,
+    names: tuple[str, ...] | list[str],
+    query: str,
+    fts_limit: int,
+    source: str | None = None,
+    source_match: str = "like",
+    content_type: str | None = None,
+    *,
+    runs: "RunCache",
+) -> dict[str, RetrieverRun]:
+    """Run the retrievers ``names`` (``"porter"``, ``"trigram"``) for ``query``.
+
+    * A run the store's run cache holds for this data version (the one
+      ``conn``'s :meth:`~engine.store.store.Store.begin_read` noted) is answered
+      by the handle ``runs`` (:class:`engine.pipeline.runcache.RunCache`;
+      ``cached=True``, ``elapsed_ms`` is then the lookup's time).
+    * When both must run and ``conn`` is a file store's read transaction,
+      the second is handed to a worker thread, on another connection of the
+      store whose snapshot is the same as ``conn``'s
+      (:meth:`~engine.store.store.Store.parallel_reader`), while the first runs
+      here (the first is :data:`LONGER_RETRIEVER`, so the caller seldom
+      waits for the worker: it takes the worker's run as soon as its
+      statement is done, without waiting for the thread to return); if no
+      worker has started it by the time the first is done (a short
+      statement, a busy machine), it runs here too, on that connection,
+      rather than waiting for a thread to wake. Otherwise both
+      run one after the other on ``conn``. Each run's ``elapsed_ms`` is its
+      own statement's time.
+
+    Returns:
+        ``{name: RetrieverRun}`` for every name given.
+
+    Raises:
+        engine.store.sql.Error: the store cannot be read (as :func:`retrieve`).
+    """
+    args = (query, fts_limit, source, source_match, content_type)
+    out: dict[str, RetrieverRun] = {}
+    todo: list[str] = []
+    for name in names:
+        hit = runs.lookup(conn, name, *args)
+        if hit is None:
+            todo.append(name)
+        else:
+            out[name] = hit
+    if len(todo) == 2 and store.can_read_in_parallel(conn):
+        todo.sort(key=lambda name: name != LONGER_RETRIEVER)
+        with store.parallel_reader(conn) as reader:
+            if reader is not None:
+                reader.read_version = conn.read_version  # same snapshot: the runs it makes are kept too
+                share = HalfShare()
+                first_done = threading.Event()
+                second_ran = threading.Event()
+                second_out: list = [None, None]  # [run, error]
+
+                def second_then_help() -> None:
+                    try:
+                        second_out[0] = runs.run(reader, store.schema, todo[1], *args, share=share)
+                    except BaseException as exc:  # raised in the caller's thread below
+                        second_out[1] = exc
+                    finally:
+                        second_ran.set()
+                        share.wake()
+                    share.help_until(reader, first_done.is_set)  # the first's offered halves
+
+                try:
+                    second: Future = _pool().submit(second_then_help)
+                    try:
+                        out[todo[0]] = runs.run(conn, store.schema, todo[0], *args, share=share)
+                    finally:
+                        first_done.set()
+                        share.wake()
+                        started = not second.cancel()
+                        if started:
+                            share.help_until(conn, second_ran.is_set)  # the second's offered halves
+                            second_ran.wait()  # its statement is done...
+                        share.close()  # ...and no half runs on the reader: it may go back to the store
+                    if not started:
+                        # no thread had picked it up by the time the first was done (a short
+                        # statement, a busy machine): run it here, on the same snapshot
+                        out[todo[1]] = runs.run(reader, store.schema, todo[1], *args)
+                    elif second_out[1] is not None:
+                        raise second_out[1]
+                    else:
+                        out[todo[1]] = second_out[0]
+                finally:
+                    reader.read_version = None
+                todo = []
+    for name in todo:
+        out[name] = runs.run(conn, store.schema, name, *args)
+    return out

@@ -1,0 +1,575 @@
+"""Exact top-k bm25 over an FTS5 table without scoring every match.
+
+FTS5 answers ``MATCH q ORDER BY rank LIMIT k`` by scoring *every* row that
+matches ``q`` (about 1 µs a row with ``bm25``): for a query with a word in
+three chunks of four (``npm`` in the npm docs) that is most of the table,
+whatever ``k``. This module returns the same ``k`` rows, in the same order,
+with the same ``bm25`` values bit for bit, and the same
+``highlight(t, 1, char(2), char(3))``, while scoring only rows that could
+reach the top ``k`` (the MaxScore idea: Turtle and Flood, "Query evaluation:
+strategies and optimizations", IP&M 31(6), 1995).
+
+The formula is FTS5's own (``fts5Bm25Function`` in SQLite's
+``ext/fts5/fts5_aux.c``), evaluated with the same double operations in the
+same order, so a Python float gives the same bits::
+
+    idf(i)  = log((N - n(i) + 0.5) / (n(i) + 0.5)), or 1e-6 when <= 0
+    f(i, r) = sum over phrase i's instances in row r of the column's weight
+    score   = sum over phrases i in query order of
+              idf(i) * (f(i, r) * (k1 + 1.0)) / (f(i, r) + k1 * (1 - b + b * D(r) / avgdl))
+    bm25    = -1.0 * score          (k1 = 1.2, b = 0.75)
+
+``N`` is the table's row count and ``avgdl`` its total token count over its
+row count (FTS5's averages record, ``%_data`` id 1); ``n(i)`` the number of
+rows phrase ``i`` matches (``count(*)`` of a ``MATCH`` on the phrase alone,
+what ``xQueryPhrase`` counts); ``D(r)`` the row's token count in all columns
+(its ``%_docsize`` record). Phrase instances are found by tokenizing the
+row's text with the table's own tokenizer (SQLite's C tokenizer, through
+``apsw``) and matching each phrase's tokens at consecutive positions, as
+FTS5's ``detail=full`` index does.
+
+The bound: a phrase adds less than ``idf(i) * (k1 + 1)`` to any row's score
+(``f (k1+1) / (f + k1 L) < k1 + 1`` for ``L > 0``). With the query's phrases
+split into rare ones ``R`` and frequent ones ``F``:
+
+1. Every row's score is below ``S_R(r) + U_F``, where ``S_R`` is FTS5's own
+   bm25 for the query of ``R`` alone and ``U_F`` the sum of ``F``'s bounds;
+   a row matching only ``F`` phrases scores below ``U_F``.
+2. FTS5 ranks the rows of ``R`` (few) by ``S_R``; walking them in that order,
+   each row's exact score is computed here, and the walk stops at the first
+   row whose ``S_R + U_F`` cannot reach the k-th exact score found.
+3. When the k-th score is above ``U_F``, no row outside the walk can enter:
+   the answer is exact. Otherwise (too few rows, or a bound too weak)
+   :func:`top_k` returns ``None`` and the caller runs FTS5's own ranking.
+
+Scores are compared with a margin (:data:`MARGIN`) far above the rounding of
+a sum of a few doubles, so rounding can only make the walk longer, never
+drop a row. Ties keep FTS5's order: ascending rowid.
+
+Only a plain ``OR`` of double-quoted phrases (what :mod:`engine.pipeline.query`
+writes) on a table with a ``%_docsize`` table and a tokenizer ``apsw`` can
+load qualifies; anything else returns ``None`` with a reason code
+(:class:`Declined`), and the caller falls back.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from engine.store import sql
+from engine.store.cache import VersionedLRU
+
+#: FTS5's bm25 constants (``fts5Bm25Function``).
+K1 = 1.2
+B = 0.75
+#: Column weights of every retriever statement: ``bm25(t, 5.0, 1.0)`` (title, content).
+WEIGHTS = (5.0, 1.0)
+#: Slack on every bound comparison (scores are sums of a few terms below ~40;
+#: their rounding error is below 1e-13).
+MARGIN = 1e-9
+#: Below this many rows in the table, FTS5's own ranking is cheap enough
+#: (about 1 µs a match) and counting each phrase's rows first would cost a
+#: visible share: :func:`top_k` declines before counting anything. (npm
+#: docs, 80 queries: at 1,437 chunks top-k made searches slower, at 10,059
+#: it cut the p50 by 30%.)
+MIN_ROWS = 5_000
+#: Below this many phrase matches in all (the sum of the phrases' row
+#: counts), the same.
+MIN_MATCHES = 4_000
+#: Above this many rows wanted, walking and tokenizing costs more than FTS5's
+#: ranking saves: :func:`top_k` declines (``deep-limit``).
+MAX_K = 250
+#: Decline when the rarest phrases needed for ``k`` rows hold more than this
+#: share of all phrase matches (FTS5 would rank nearly as many rows).
+SEED_SHARE_MAX = 0.6
+#: Decline when the phrases left to rank hold more than this share.
+RARE_SHARE_MAX = 0.75
+
+_PHRASE = re.compile(r'"((?:[^"]|"")*)"')
+_OR_QUERY = re.compile(r'^"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*$')
+_TOKENIZE = re.compile(r"tokenize\s*=\s*(['\"])(.*?)\1", re.IGNORECASE | re.DOTALL)
+#: FTS5 options that change what an instance or a row's text is: ``detail``
+#: other than full (no positions: phrases match differently), ``locale``
+#: (per-row tokenizer locale), ``tokendata``, ``contentless_delete``.
+_OPTION = re.compile(r"\b(detail|locale|tokendata|contentless_delete)\s*=\s*['\"]?(\w+)", re.IGNORECASE)
+
+
+#: Why :func:`top_k` leaves a query to FTS5's own ranking.
+DECLINED = {
+    "not-or-query": "the MATCH string is not an OR of quoted phrases",
+    "no-docsize": "the table keeps no per-row token counts",
+    "tokenizer": "the table's tokenizer cannot be loaded here",
+    "table-options": "the table's FTS5 options change how rows match (detail, locale, tokendata)",
+    "few-matches": "few matches: FTS5 ranks them quickly",
+    "one-phrase": "one phrase matches: no bound to prune with",
+    "no-gain": "the rare phrases match too many rows to save time",
+    "weak-bound": "the frequent phrases could still reach the limit",
+    "too-few-rows": "fewer matches than rows wanted",
+    "deep-limit": "too many rows wanted",
+    "size-mismatch": "a row's tokens differ from its stored count",
+    "no-source": "a chosen row has no source row",
+    "error": "a statement failed",
+}
+
+
+class Declined(Exception):
+    """:func:`top_k` cannot answer this query exactly; ``code`` says why
+    (:data:`DECLINED`)."""
+
+    def __init__(self, code: str, phrase_rows: tuple[int, ...] = (), phrase_sizes: tuple[int, ...] = ()) -> None:
+        super().__init__(code)
+        self.code = code
+        #: Rows each phrase matches (query order), when counted before declining; else ``()``.
+        self.phrase_rows = phrase_rows
+        #: Tokens in each phrase (query order), when counted; else ``()``.
+        self.phrase_sizes = phrase_sizes
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the answer.
+
+    Attributes:
+        rowid: the FTS5 rowid.
+        bm25: ``bm25(t, 5.0, 1.0)`` as FTS5 computes it (negative; lower is better).
+        highlighted: ``highlight(t, 1, char(2), char(3))`` as UTF-8 bytes.
+    """
+
+    rowid: int
+    bm25: float
+    highlighted: bytes
+
+
+@dataclass
+class Outcome:
+    """What :func:`top_k` did, for the trace and the benchmarks.
+
+    Attributes:
+        rows: the answer, bm25 ascending then rowid ascending.
+        phrases: the phrases' row counts ``n(i)``, in query order.
+        rare: indexes (0-based, query order) of the phrases FTS5 ranked (``R``).
+        walked: rows whose exact score was needed (read and checked).
+        tokenized: distinct texts tokenized (rows with the same title and
+            content share one).
+    """
+
+    rows: list[Row]
+    phrases: list[int]
+    rare: list[int]
+    walked: int = 0
+    tokenized: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def varints(blob: bytes) -> list[int]:
+    """SQLite varints (big-endian 7-bit groups; the 9th byte carries 8 bits)
+    read one after another from ``blob``."""
+    out: list[int] = []
+    i, n = 0, len(blob)
+    while i < n:
+        v = 0
+        for j in range(9):
+            c = blob[i]
+            i += 1
+            if j == 8:
+                v = (v << 8) | c
+                break
+            v = (v << 7) | (c & 0x7F)
+            if c < 0x80:
+                break
+        out.append(v)
+    return out
+
+
+def phrases_of(match: str) -> list[str] | None:
+    """The phrase texts of ``"a" OR "b" ...`` (``""`` unescaped to ``"``),
+    or ``None`` when ``match`` is anything else."""
+    if not _OR_QUERY.match(match):
+        return None
+    return [m.group(1).replace('""', '"') for m in _PHRASE.finditer(match)]
+
+
+def tokenizer_for(conn: sql.Connection, table: str) -> apsw.FTS5Tokenizer:
+    """The table's tokenizer (its ``tokenize=`` option; unicode61 by
+    default) as an ``apsw`` callable.
+
+    Raises:
+        Declined: ``tokenizer`` when the option cannot be read or loaded;
+            ``table-options`` for options that change matching (``detail``
+            other than ``full``, ``locale=1``, ``tokendata=1``, ...).
+    """
+    cache = conn.__dict__.setdefault("_rankscope_tokenizers", {})
+    if table in cache:
+        return cache[table]
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    if row is None:
+        raise Declined("tokenizer")
+    for name, value in _OPTION.findall(row[0]):
+        if not (name.lower() == "detail" and value.lower() == "full") and value not in ("0",):
+            raise Declined("table-options")
+    m = _TOKENIZE.search(row[0])
+    words = m.group(2).split() if m else ["unicode61"]
+    if not words or any(not re.fullmatch(r"[A-Za-z0-9_]+", w) for w in words):
+        raise Declined("tokenizer")
+    try:
+        tok = conn.fts5_tokenizer(words[0], words[1:])
+    except apsw.Error:
+        raise Declined("tokenizer") from None
+    cache[table] = tok
+    return tok
+
+
+def _tokens(tok: apsw.FTS5Tokenizer, text: bytes, mode: int) -> list[Any]:
+    """``[(start, end, token), ...]``: byte offsets into ``text`` (UTF-8) and
+    the token, colocated tokens left out; ``mode`` is an ``FTS5_TOKENIZE_*``."""
+    return list(tok(text, mode, None, include_offsets=True, include_colocated=False))
+
+
+class _Scorer:
+    """Exact bm25 of a row from its text (see the module docstring)."""
+
+    def __init__(self, tok: apsw.FTS5Tokenizer, phrase_tokens: list[tuple[str, ...]], idf: list[float], avgdl: float):
+        self.tok = tok
+        self.phrase_tokens = phrase_tokens
+        self.idf = idf
+        self.avgdl = avgdl
+        self.memo: dict[tuple[bytes, bytes], tuple[float, list[list[int]]]] = {}
+
+    def score(self, title: bytes, content: bytes, docsize: int | None) -> tuple[float, list[list[int]]]:
+        """``(score, starts)``: the score (positive, higher is better) and,
+        per phrase, the 0-based token positions where it starts in the
+        content column (for the highlight).
+
+        Raises:
+            Declined: ``size-mismatch`` when the tokens counted here are not
+                the row's ``%_docsize`` (a store tokenized differently).
+        """
+        key = (title, content)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        title_toks = [t[2] for t in _tokens(self.tok, title, apsw.FTS5_TOKENIZE_DOCUMENT)] if title else []
+        content_toks = [t[2] for t in _tokens(self.tok, content, apsw.FTS5_TOKENIZE_DOCUMENT)] if content else []
+        size = len(title_toks) + len(content_toks)
+        if docsize is not None and size != docsize:
+            raise Declined("size-mismatch")
+        d = float(size)
+        starts: list[list[int]] = []
+        score = 0.0
+        for i, phrase in enumerate(self.phrase_tokens):
+            n_title = _count(title_toks, phrase, None)
+            found: list[int] = []
+            _count(content_toks, phrase, found)
+            freq = 0.0
+            # FTS5 adds each instance's column weight in turn: small integers, exact in a double
+            freq += WEIGHTS[0] * n_title
+            freq += WEIGHTS[1] * len(found)
+            score += self.idf[i] * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * d / self.avgdl)))
+            starts.append(found)
+        out = (score, starts)
+        self.memo[key] = out
+        return out
+
+
+def _count(tokens: list[str], phrase: tuple[str, ...], found: list[int] | None) -> int:
+    """Instances of ``phrase`` (consecutive tokens) in ``tokens``; their
+    start positions go into ``found`` when given."""
+    if not phrase:
+        return 0
+    first = phrase[0]
+    n = len(phrase)
+    count = 0
+    start = 0
+    try:
+        while True:
+            p = tokens.index(first, start)
+            if n == 1 or tuple(tokens[p : p + n]) == phrase:
+                count += 1
+                if found is not None:
+                    found.append(p)
+            start = p + 1
+    except ValueError:
+        return count
+
+
+def highlight(
+    tok: apsw.FTS5Tokenizer,
+    text: bytes,
+    instances: list[tuple[int, int]],
+    open_: bytes = b"\x02",
+    close: bytes = b"\x03",
+) -> bytes:
+    """FTS5's ``highlight()`` of one column (``fts5HighlightFunction`` and
+    ``fts5CInstIterNext`` in ``fts5_aux.c``).
+
+    Args:
+        tok: the table's tokenizer.
+        text: the column's text, UTF-8 bytes.
+        instances: ``(start, size)`` of every phrase instance in the column
+            (token positions, 0-based; ``size`` in tokens), in FTS5's
+            instance order (position, then phrase).
+        open_, close: the markers.
+
+    Returns:
+        The text with each run of overlapping instances wrapped in markers.
+    """
+    it = iter(instances)
+    state = {"start": -1, "end": -1}
+    pending: list[tuple[int, int] | None] = [None]
+
+    def next_range() -> None:
+        state["start"] = state["end"] = -1
+        while True:
+            inst = pending[0] if pending[0] is not None else next(it, None)
+            pending[0] = None
+            if inst is None:
+                return
+            io, size = inst
+            i_end = io - 1 + size
+            if state["start"] < 0:
+                state["start"], state["end"] = io, i_end
+            elif io <= state["end"]:
+                if i_end > state["end"]:
+                    state["end"] = i_end
+            else:
+                pending[0] = inst
+                return
+
+    next_range()
+    out: list[bytes] = []
+    off = 0
+    is_open = False
+    for pos, (s_off, e_off, *_rest) in enumerate(_tokens(tok, text, apsw.FTS5_TOKENIZE_DOCUMENT)):
+        if is_open and (pos <= state["start"] or state["start"] < 0) and s_off > off:
+            out.append(close)
+            is_open = False
+        if pos == state["start"] and not is_open:
+            out.append(text[off:s_off])
+            out.append(open_)
+            off = s_off
+            is_open = True
+        if pos == state["end"]:
+            if not is_open:  # only with a range (snippet), never here
+                out.append(open_)
+                is_open = True
+            out.append(text[off:e_off])
+            off = e_off
+            next_range()
+    if is_open:
+        out.append(close)
+    out.append(text[off:])
+    return b"".join(out)
+
+
+def table_totals(conn: sql.Connection, table: str) -> tuple[int, int]:
+    """``(N, total tokens)`` from FTS5's averages record (``%_data`` id 1):
+    what ``xRowCount`` and ``xColumnTotalSize(-1)`` return.
+
+    Raises:
+        Declined: ``no-docsize`` when the record is missing.
+    """
+    row = conn.execute(f'SELECT block FROM "{table}_data" WHERE id = 1').fetchone()
+    if row is None or not row[0]:
+        raise Declined("no-docsize")
+    values = varints(bytes(row[0]))
+    return values[0], sum(values[1:])
+
+
+def top_k(
+    conn: sql.Connection,
+    table: str,
+    match: str,
+    k: int,
+    *,
+    min_rows: int | None = None,
+    min_matches: int | None = None,
+    counts: VersionedLRU | None = None,
+) -> Outcome:
+    """The first ``k`` rows of ``SELECT ... WHERE t MATCH match ORDER BY
+    bm25(t, 5.0, 1.0), rowid`` with their bm25 and content highlight.
+
+    Args:
+        conn: a connection inside a read transaction (all statements must
+            see one snapshot).
+        table: the FTS5 table (``chunks`` or ``chunks_trigram``).
+        match: an OR of double-quoted phrases.
+        k: rows wanted (>= 1).
+        min_rows: decline when the table has fewer rows (default
+            :data:`MIN_ROWS`, read at each call).
+        min_matches: decline below this many phrase matches in all
+            (default :data:`MIN_MATCHES`).
+        counts: a cache of phrase row counts keyed ``(table, phrase)``
+            (:attr:`engine.store.store.Store.phrase_rows`), read and filled under
+            the data version ``conn``'s read transaction noted
+            (``conn.read_version``; none noted: not used).
+
+    Returns:
+        An :class:`Outcome` whose ``rows`` are exactly FTS5's first ``k``.
+
+    Raises:
+        Declined: the query or table does not qualify, the bound would save
+            too little, or it did not settle the answer; the caller then runs
+            FTS5's own ranking.
+    """
+    texts = phrases_of(match)
+    if texts is None:
+        raise Declined("not-or-query")
+    if k < 1:
+        raise Declined("too-few-rows")
+    if k > MAX_K:
+        raise Declined("deep-limit")
+    if (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (f"{table}_docsize",)).fetchone()
+        is None
+    ):
+        raise Declined("no-docsize")
+    n_row, n_token = table_totals(conn, table)
+    if n_row < max(MIN_ROWS if min_rows is None else min_rows, 1):
+        raise Declined("few-matches")
+    tok = tokenizer_for(conn, table)
+    phrase_tokens = [tuple(t[2] for t in _tokens(tok, p.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY)) for p in texts]
+    # a phrase with no token (``"--"``) matches no row, like a word no row has
+    version = getattr(conn, "read_version", None) if counts is not None and conn.in_transaction else None
+    rows_of: list[int] = []
+    for i, t in enumerate(texts):
+        n = counts.get(version, (table, t)) if counts is not None else None
+        if n is None:
+            n = 0
+            if phrase_tokens[i]:
+                n = int(
+                    conn.execute(
+                        f'SELECT count(*) FROM "{table}" WHERE "{table}" MATCH ?', (match_phrase(t),)
+                    ).fetchone()[0]
+                )
+            if counts is not None:
+                counts.put(version, (table, t), n)
+        rows_of.append(n)
+    counts_list = rows_of
+    try:
+        return _ranked(conn, table, texts, phrase_tokens, tok, counts_list, n_row, n_token, k, min_matches)
+    except Declined as declined:
+        raise Declined(declined.code, tuple(counts_list), tuple(len(p) for p in phrase_tokens)) from None
+
+
+def _ranked(
+    conn: sql.Connection,
+    table: str,
+    texts: list[str],
+    phrase_tokens: list[tuple[str, ...]],
+    tok: apsw.FTS5Tokenizer,
+    counts: list[int],
+    n_row: int,
+    n_token: int,
+    k: int,
+    min_matches: int | None,
+) -> Outcome:
+    """:func:`top_k` once the phrases' row counts are known."""
+    total = sum(counts)
+    outcome = Outcome([], counts, [])
+    if total < (MIN_MATCHES if min_matches is None else min_matches):
+        raise Declined("few-matches")
+    # a phrase no row matches adds +0.0 to every score: it takes no part below
+    live = sorted((i for i in range(len(texts)) if counts[i]), key=lambda i: counts[i])  # rarest first
+    if len(live) < 2:
+        raise Declined("one-phrase")
+    seed: list[int] = []
+    for i in live:
+        seed.append(i)
+        if sum(counts[j] for j in seed) >= k:
+            break
+    if sum(counts[j] for j in seed) > SEED_SHARE_MAX * total:
+        raise Declined("no-gain")
+    avgdl = n_token / n_row
+    idf = []
+    for n_hit in counts:
+        v = math.log((n_row - n_hit + 0.5) / (n_hit + 0.5))
+        idf.append(v if v > 0.0 else 1e-6)
+    bound = [v * (K1 + 1.0) for v in idf]
+    scorer = _Scorer(tok, phrase_tokens, idf, avgdl)
+    best: list[tuple[float, int, bytes, bytes]] = []  # (-score, rowid, title, content), best first
+    seen: set[int] = set()
+
+    def take(rowid: int, title: bytes | None, content: bytes | None, size_blob: bytes | None) -> None:
+        title = title or b""
+        content = content or b""
+        outcome.walked += 1
+        if rowid in seen:
+            return
+        seen.add(rowid)
+        key = (title, content)
+        if key not in scorer.memo:
+            outcome.tokenized += 1
+        size = sum(varints(bytes(size_blob))) if size_blob is not None and key not in scorer.memo else None
+        score, _ = scorer.score(title, content, size)
+        entry = (-score, rowid, title, content)
+        if len(best) < k or entry < best[-1]:
+            bisect.insort(best, entry)
+            if len(best) > k:
+                best.pop()
+
+    def ranked(subset: list[int]):
+        q = " OR ".join(match_phrase(texts[i]) for i in subset)
+        t = f'"{table}"'
+        return conn.execute(
+            f"SELECT {t}.rowid, {t}.rank, CAST(title AS BLOB), CAST(content AS BLOB), "
+            f'(SELECT sz FROM "{table}_docsize" WHERE id = {t}.rowid) '
+            f"FROM {t} WHERE {t} MATCH ? AND {t}.rank MATCH 'bm25(5.0, 1.0)' ORDER BY {t}.rank",
+            (q,),
+        )
+
+    # 1. a first threshold: the k-th exact score among the rarest phrases' best rows
+    cursor = iter(ranked(seed))
+    last_partial = math.inf
+    for row in cursor:
+        take(row[0], row[2], row[3], row[4])
+        last_partial = -float(row[1])
+        if len(best) >= k:
+            break
+    if len(best) < k:
+        raise Declined("too-few-rows")
+    theta0 = -best[-1][0]
+    # 2. the frequent phrases: most frequent first, while their bounds stay below it
+    frequent: list[int] = []
+    u_f = 0.0
+    for i in reversed(live):
+        if i in seed or u_f + bound[i] + MARGIN >= theta0:
+            break
+        frequent.append(i)
+        u_f += bound[i]
+    rare = [i for i in range(len(texts)) if counts[i] and i not in frequent]
+    outcome.rare = rare
+    if not frequent:
+        raise Declined("weak-bound")
+    if sum(counts[i] for i in rare) > RARE_SHARE_MAX * total:
+        raise Declined("no-gain")
+    # 3. walk the rare phrases' rows in FTS5's order of their partial score
+    if sorted(rare) != sorted(seed):
+        cursor = iter(ranked(rare))
+        last_partial = math.inf
+    theta = -best[-1][0]
+    if last_partial + u_f + MARGIN >= theta:
+        for row in cursor:
+            partial = -float(row[1])
+            if partial + u_f + MARGIN < theta:
+                break
+            take(row[0], row[2], row[3], row[4])
+            theta = -best[-1][0]
+    if theta <= u_f + MARGIN:
+        raise Declined("weak-bound")
+    for neg, rowid, title, content in best:
+        _, starts = scorer.score(title, content, None)
+        inst = sorted((p, i) for i, ps in enumerate(starts) for p in ps)
+        hl = highlight(tok, content, [(p, len(phrase_tokens[i])) for p, i in inst]) if content else b""
+        outcome.rows.append(Row(rowid, -1.0 * -neg, hl))
+    return outcome
+
+
+def match_phrase(text: str) -> str:
+    """``text`` as one double-quoted FTS5 phrase."""
+    return '"' + text.replace('"', '""') + '"'

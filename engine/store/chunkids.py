@@ -1,0 +1,190 @@
+"""Stable chunk ids: a document id for judgments that survives re-indexing.
+
+Row ids change every time a source is indexed again (the reference deletes a
+label's rows and inserts them anew), so qrels, TREC runs and snapshots name a
+chunk by its **chunk id** instead:
+
+* ``SOURCE::TITLE`` for the first chunk (lowest row id) of a source with that
+  title: the reference fusion key, so most ids read like the keys shown
+  everywhere else;
+* ``SOURCE::TITLE#2``, ``SOURCE::TITLE#3``, ... for later chunks of the same
+  source with the same title, numbered in row-id order within the source.
+
+Re-indexing unchanged content gives the same chunks in the same order, hence
+the same ids; editing one file only moves ids inside that file. ``SOURCE`` is
+the source label (``""`` for an orphan chunk whose source row is missing).
+In the rare case where ``KEY#n`` is itself the plain key of another chunk of
+the store, the later chunk takes the next free number (``KEY#n+1``, ...):
+ids are unique within a store.
+
+In TREC files (whitespace-separated) a chunk id is written with
+:func:`trec_token`: ``%``, whitespace and non-printable characters are
+percent-encoded as UTF-8 (``docs/a.md::Guide > Example`` becomes
+``docs/a.md::Guide%20>%20Example``); :func:`from_trec_token` reverses it.
+
+:func:`chunk_ids` computes the ids of a whole store with one query and caches
+them per store and data version (see :func:`store_version`). Pure Python.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Mapping
+from urllib.parse import unquote
+
+from engine.store import sql
+from engine.store.store import Store, sqlite_errors
+
+#: Separator between a key and the occurrence number of a later chunk.
+OCCURRENCE_MARK = "#"
+
+
+def assign_chunk_ids(rows: list[tuple[int, str | None, str]]) -> dict[int, str]:
+    """Chunk ids for ``(rowid, source label, title)`` rows.
+
+    Args:
+        rows: every chunk of a store, in any order (they are sorted by rowid).
+            A ``None`` label (orphan chunk) counts as ``""``.
+
+    Returns:
+        ``{rowid: chunk id}`` following the rules in the module docstring.
+    """
+    ordered = sorted(rows, key=lambda r: r[0])
+    plain: dict[str, int] = {}
+    later: list[tuple[int, str]] = []
+    for rowid, label, title in ordered:
+        key = f"{label or ''}::{title}"
+        if key in plain:
+            later.append((rowid, key))
+        else:
+            plain[key] = rowid
+    ids = {rowid: key for key, rowid in plain.items()}
+    taken = set(plain)
+    count: dict[str, int] = {}
+    for rowid, key in later:
+        n = count.get(key, 1) + 1
+        while f"{key}{OCCURRENCE_MARK}{n}" in taken:
+            n += 1
+        count[key] = n
+        cid = f"{key}{OCCURRENCE_MARK}{n}"
+        taken.add(cid)
+        ids[rowid] = cid
+    return ids
+
+
+@dataclass(frozen=True)
+class ChunkIds:
+    """The chunk ids of one store at one data version.
+
+    Attributes:
+        version: the :func:`store_version` they were computed at.
+        by_rowid: ``{rowid: chunk id}``.
+        by_id: ``{chunk id: rowid}`` (the inverse).
+    """
+
+    version: tuple
+    by_rowid: Mapping[int, str]
+    by_id: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.by_id:
+            object.__setattr__(self, "by_id", {cid: rowid for rowid, cid in self.by_rowid.items()})
+
+    def id_of(self, rowid: int) -> str:
+        """The chunk id of ``rowid``.
+
+        Raises:
+            KeyError: no chunk has that row id (in this version of the store).
+        """
+        return self.by_rowid[rowid]
+
+    def rowid_of(self, chunk_id: str) -> int | None:
+        """The row id of ``chunk_id``, or ``None`` when no chunk has it."""
+        return self.by_id.get(chunk_id)
+
+    def __len__(self) -> int:
+        return len(self.by_rowid)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self.by_id
+
+
+_VERSION_SQL = (
+    "SELECT (SELECT COALESCE(MAX(id), 0) FROM sources), (SELECT COUNT(*) FROM sources), "
+    "(SELECT COALESCE(SUM(chunk_count), 0) FROM sources), "
+    "(SELECT rowid FROM chunks ORDER BY rowid DESC LIMIT 1)"
+)
+_IDS_SQL = (  # text through sql.text: a title may hold invalid UTF-8 (read as U+FFFD, as V8 does)
+    f"SELECT chunks.rowid, {sql.text('sources.label')}, {sql.text('chunks.title')} FROM chunks "
+    "LEFT JOIN sources ON sources.id = chunks.source_id"
+)
+
+_cache: "weakref.WeakKeyDictionary[Store, ChunkIds]" = weakref.WeakKeyDictionary()
+_cache_lock = threading.Lock()
+
+
+def store_version(store: Store, conn: sql.Connection | None = None) -> tuple:
+    """A cheap fingerprint of a store's content (one small query):
+    ``(max sources.id, source rows, summed chunk_count, largest chunk rowid)``.
+
+    Every write of rankscope and of context-mode replaces a label's source row
+    (a new ``AUTOINCREMENT`` id) or deletes one, and a new chunk gets a row id
+    above the largest, so any indexing changes the tuple.
+
+    Raises:
+        StoreError: the store cannot be read (:class:`CorruptStoreError` when damaged).
+    """
+    with sqlite_errors(store.path), store.using(conn) as c:
+        return tuple(c.execute(_VERSION_SQL).fetchone())
+
+
+def chunk_ids(store: Store, conn: sql.Connection | None = None) -> ChunkIds:
+    """The chunk ids of every chunk of ``store`` (one query over ``chunks``
+    joined to ``sources``), cached per store until :func:`store_version`
+    changes. Thread-safe; ``conn`` is a connection from ``store.connect()``
+    when called from another thread.
+
+    Raises:
+        StoreError: the store cannot be read (:class:`CorruptStoreError` when damaged).
+    """
+    version = store_version(store, conn)
+    with _cache_lock:
+        hit = _cache.get(store)
+    if hit is not None and hit.version == version:
+        return hit
+    with sqlite_errors(store.path), store.using(conn) as c:
+        rows = c.execute(_IDS_SQL).fetchall()
+    ids = ChunkIds(version, assign_chunk_ids([(int(r), sql.decode(lbl), sql.decode(t)) for r, lbl, t in rows]))
+    with _cache_lock:
+        _cache[store] = ids
+    return ids
+
+
+# ─── TREC tokens ─────────────────────────────────────────────────────────
+
+
+def _needs_escape(ch: str) -> bool:
+    return ch == "%" or ch.isspace() or not ch.isprintable()
+
+
+def trec_token(text: str) -> str:
+    """``text`` as one whitespace-free TREC field: ``%``, whitespace and
+    non-printable characters percent-encoded (UTF-8 bytes, upper-case hex);
+    everything else kept (chunk ids always contain ``::``, so they are never
+    empty)."""
+    if not any(_needs_escape(ch) for ch in text):
+        return text
+    out = []
+    for ch in text:
+        if _needs_escape(ch):
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def from_trec_token(token: str) -> str:
+    """Inverse of :func:`trec_token` (percent-decoding, UTF-8)."""
+    return unquote(token) if "%" in token else token

@@ -1,0 +1,475 @@
+"""The agent view (F12): the stage after Final (``agent`` in
+:data:`engine.pipeline.table.STAGES`). What a coding agent receives from
+context-mode's ``ctx_search`` tool for the current query and parameters
+(:func:`engine.agent.ctx_search`): the per-query limit ("the agent gets 2 of
+your 3"), each result's snippet windows marked on its chunk, a flag when a
+returned chunk's matched terms lie outside its snippet, and the exact text.
+
+Keys (rows of :mod:`tui.browser.actions`): ``p`` runs it as the Claude Code plugin
+does (the allow-set from the store's session DB), ``+`` / ``-`` move the
+call's place in the throttle window, ``a`` switches between the selected
+chunk and the whole answer, ``l`` opens the agent log.
+
+The screen asks the app for answers with :class:`~tui.browser.messages.RunAgentView`
+(run in a thread worker); the session DB and throttle settings are given
+when it is built.
+
+The pure helpers (:func:`summary_text`, :func:`result_label`,
+:func:`chunk_with_windows`, :func:`answer_renderable`) are what the tests
+look at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from engine import SearchParams
+from engine.pipeline import table as stages
+from engine.agent import AgentContext, AgentTrace, ResultView, SessionDb, SessionDbError, ThrottleConfig
+from engine.agent.jsvalue import js_json
+from engine.agent.snippet import SNIPPET_MAX, SnippetTrace
+from engine.js.strings import utf16_units
+
+from tui.present import safe
+from tui.browser.actions import bindings
+from tui.browser.messages import AgentViewFinished, ParamsChanged, RunAgentView
+
+_CLOSE = Binding.Group("Close ", compact=True)
+#: Largest call number the +/- keys reach (the block is at 8 by default).
+MAX_CALL = 20
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """What the agent view answers.
+
+    Attributes:
+        arguments: the tool's arguments object.
+        context: the server settings (plugin mode or not).
+        call_number: the call's count in its throttle window.
+        browser_limit: the limit the browser asked for (``None`` when the
+            arguments are a recorded call's own).
+        notes: how the arguments were derived from the browser's parameters.
+    """
+
+    arguments: dict
+    context: AgentContext
+    call_number: int = 1
+    browser_limit: int | None = None
+    notes: tuple[str, ...] = ()
+
+
+def plugin_project_dir(session_db: str | None) -> str | None:
+    """Plugin mode's project directory: the one project of the session DB's
+    events (``None`` when there is no session DB, it cannot be read, or its
+    events name several projects)."""
+    if not session_db:
+        return None
+    try:
+        with SessionDb(session_db) as db:
+            dirs = db.project_dirs()
+    except SessionDbError:
+        return None
+    return dirs[0] if len(dirs) == 1 else None
+
+
+def arguments_from_params(params: SearchParams) -> tuple[dict, tuple[str, ...]]:
+    """The ``ctx_search`` arguments for the browser's search, and what could
+    not be carried over (ctx_search has no exact source match, no variants)."""
+    args: dict = {"queries": [params.query], "limit": params.limit}
+    notes: list[str] = []
+    if params.source:
+        args["source"] = params.source
+        if params.source_match == "exact":
+            notes.append("ctx_search matches the source filter as a substring (LIKE), not exactly")
+    if params.content_type:
+        args["contentType"] = params.content_type
+    if not params.variant.is_reference:
+        notes.append(f"ctx_search runs the reference pipeline, not the variant {params.variant.describe()}")
+    return args, tuple(notes)
+
+
+def _utf16_index(content: str) -> list[int]:
+    """``index[u]`` = the Python index of UTF-16 offset ``u`` (a unit inside a
+    surrogate pair maps to its character); one entry past the end."""
+    index: list[int] = []
+    for i, ch in enumerate(content):
+        index.append(i)
+        if ch > "\uffff":
+            index.append(i)
+    index.append(len(content))
+    return index
+
+
+def chunk_with_windows(result: ResultView) -> Text:
+    """The whole chunk with what the agent saw marked.
+
+    Shown ranges sit between ``⟦`` and ``⟧`` in normal text; what was cut
+    away is dim; matched terms are bold underlined, and a match the agent
+    never saw is also red and preceded by ``⚠``. Control characters are made
+    visible (CR dropped), one segment at a time so offsets stay aligned."""
+    content = result.content
+    idx = _utf16_index(content)
+    n = result.snippet.content_units
+    shown = list(result.snippet.shown)
+    unseen = set(result.snippet.unseen_matches)
+    # boundaries in UTF-16 units
+    cuts = {0, n}
+    for a, b in shown:
+        cuts.update((a, b))
+    for a, b in result.snippet.marker_spans:
+        cuts.update((a, b))
+    cuts_sorted = sorted(c for c in cuts if 0 <= c <= n)
+    out = Text()
+    starts = {a for a, _ in shown}
+    ends = {b for _, b in shown}
+    for lo, hi in zip(cuts_sorted, cuts_sorted[1:]):
+        if lo in starts:
+            out.append("⟦", style="bold")
+        inside = any(a <= lo and hi <= b for a, b in shown)
+        match = next(((a, b) for a, b in result.snippet.marker_spans if a <= lo and hi <= b), None)
+        style = "" if inside else "dim"
+        if match is not None:
+            if match in unseen:
+                if lo == match[0]:
+                    out.append("⚠", style="bold red")
+                style = "bold underline red"
+            else:
+                style = "bold underline"
+        out.append(safe.block(content[idx[lo] : idx[hi]]), style=style)
+        if hi in ends:
+            out.append("⟧", style="bold")
+    return out
+
+
+def result_label(query_position: int, query: str, result: ResultView) -> Text:
+    """One result line: query, place, label › title, how it was cut, flags."""
+    s = result.snippet
+    t = Text(f"Q{query_position} ", style="bold")
+    t.append(f"{result.position}. ")
+    t.append(safe.line(result.source), style="bold")
+    t.append(" › " + safe.line(result.title))
+    if s.mode == "whole":
+        how = f"whole chunk ({s.content_units} units)"
+    elif s.mode == "prefix":
+        how = f"first {min(1500, s.content_units)} of {s.content_units} units"
+    else:
+        shown = sum(b - a for a, b in s.slices)
+        how = (
+            f"{len(s.slices)} window{'s' if len(s.slices) != 1 else ''} from {s.source_of_positions}, "
+            f"{shown} of {s.content_units} units"
+        )
+    t.append(f"\n   {how}", style="dim")
+    if result.matched_outside_snippet:
+        k = len(s.unseen_matches)
+        t.append(f"  ⚠ {k} matched term{'s' if k != 1 else ''} outside the snippet", style="bold yellow")
+    if result.no_match_in_text:
+        t.append("  ⚠ no query term in its text (a title match): the agent sees only the start", style="bold yellow")
+    if result.origin != "current-session":
+        t.append(f"  ({result.origin})", style="italic")
+    return t
+
+
+def summary_text(trace: AgentTrace, request: AgentRequest) -> Text:
+    """The call in a few lines: arguments, throttle, scope, the limit gap,
+    the 40 KiB cap, refresh, flags."""
+    t = Text("ctx_search(", style="bold")
+    t.append(safe.line(js_json(request.arguments)))
+    t.append(")", style="bold")
+    th = trace.throttle
+    if th is not None:
+        t.append(f" · call #{th.count} of its window", style="dim")
+    t.append("\n")
+    scope = trace.scope
+    if request.context.plugin_mode:
+        t.append("as the plugin sees it: ", style="bold")
+        t.append(safe.line(scope.reason) + "\n")
+    elif scope.mode == "hand-picked":
+        t.append(f"session allow-set (F3): {len(scope.allow_set or ())} session(s)\n")
+    else:
+        t.append("plain mode: no session scope (p: as the plugin sees it)\n", style="dim")
+    if trace.outcome != "answered":
+        why = {
+            "schema-error": "the arguments fail the tool's schema",
+            "empty-index": "the store is empty",
+            "no-queries": "no query",
+            "blocked": "BLOCKED by the throttle",
+        }[trace.outcome]
+        t.append(f"isError: {why}; nothing was searched.\n", style="bold red")
+        for issue in trace.issues:
+            t.append(f"  {safe.line(issue.describe())}\n")
+        return t
+    wanted = request.browser_limit
+    got = trace.effective_limit
+    if wanted is not None and got is not None and got < wanted:
+        t.append(f"the agent gets {got} of your {wanted}", style="bold yellow")
+        t.append(
+            f" per query ({'soft-capped after call #3' if th is not None and th.soft_capped else 'ctx_search caps the limit at 2'})\n"
+        )
+    elif got is not None:
+        t.append(f"{got} result{'s' if got != 1 else ''} per query\n")
+    capped = [q for q in trace.queries if q.capped]
+    if capped:
+        t.append(
+            f"{len(capped)} quer{'ies' if len(capped) != 1 else 'y'} skipped by the 40 KiB cap\n", style="bold yellow"
+        )
+    if trace.refresh_line:
+        t.append(
+            safe.line(trace.refresh_line.strip())
+            + ("  (simulated: read-only store)" if trace.refresh_simulated else "")
+            + "\n",
+            style="italic",
+        )
+    flagged = [r for q in trace.queries for r in q.results if r.matched_outside_snippet or r.no_match_in_text]
+    if flagged:
+        t.append(
+            f"⚠ {len(flagged)} returned chunk(s) whose matching passage the agent did not see in full\n",
+            style="bold yellow",
+        )
+    for note in request.notes + trace.notes:
+        t.append(f"note: {safe.line(note)}\n", style="dim")
+    return t
+
+
+#: How the snippet's windows were placed, by ``SnippetTrace.source_of_positions``.
+_POSITIONS = {
+    "highlight": "windows around FTS5's highlight marks",
+    "indexOf": "windows around the query's words (indexOf: no highlight mark)",
+}
+
+
+def snippet_how(s: SnippetTrace) -> str:
+    """How ctx_search cut the chunk for the agent, in words, from the
+    snippet's codes (``mode``, ``source_of_positions``): ``whole content``
+    (it fits), ``windows around FTS5's highlight marks``, ``windows around
+    the query's words (indexOf: …)``, or ``the first 1500 units (no match
+    position found)`` (:data:`engine.agent.snippet.SNIPPET_MAX` units)."""
+    if s.mode == "whole":
+        return "whole content (it fits)"
+    if s.mode == "prefix":
+        return f"the first {SNIPPET_MAX} units (no match position found)"
+    return _POSITIONS.get(s.source_of_positions, f"windows ({s.source_of_positions})")
+
+
+def answer_renderable(trace: AgentTrace) -> Text:
+    """The exact answer text, safe for the terminal (lone surrogates as U+FFFD)."""
+    text = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in trace.text)
+    return Text(safe.block(text))
+
+
+class AgentViewScreen(Screen[None]):
+    """What the agent receives for the browser's search (or a recorded call)."""
+
+    BINDINGS = [
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="agent.close",
+            tooltip="Close the agent view; focus returns where it was",
+        ),
+        # p, + -, a, l (tui.browser.actions); the app's agent-view key closes it again
+        *bindings("agent"),
+    ]
+
+    def __init__(
+        self,
+        params: SearchParams,
+        request: AgentRequest | None = None,
+        *,
+        session_db: str | None = None,
+        throttle: ThrottleConfig | None = None,
+    ) -> None:
+        """``params``: the browser's search; ``request``: a recorded call's own
+        request (the agent log), or ``None`` to follow the browser;
+        ``session_db``: the store's paired session DB (plugin scope), or
+        ``None``; ``throttle``: the throttle thresholds (default: the
+        server's)."""
+        super().__init__()
+        self.params = params
+        self.session_db = session_db
+        self.throttle = throttle
+        #: A recorded call's own request (the agent log), else ``None``: follow the browser.
+        self.fixed = request
+        self.request: AgentRequest | None = None
+        self.call_number = request.call_number if request is not None else 1
+        self.plugin = bool(request and request.context.plugin_mode)
+        self.trace: AgentTrace | None = None
+        self.show_answer = False
+        self._seq = 0
+        self._shown_seq = 0
+        self._results: list[tuple[int, str, ResultView]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            Text(f"{stages.title('agent')} · what ctx_search gives the agent (context-mode 1.0.169)", style="bold"),
+            id="agent-title",
+            classes="lab-title",
+        )
+        yield Static(Text("asking…", style="italic"), id="agent-summary")
+        yield OptionList(id="agent-results")
+        with VerticalScroll(id="agent-box"):
+            yield Static(Text(""), id="agent-text")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#agent-results", OptionList).border_title = "Results the agent got"
+        box = self.query_one("#agent-box", VerticalScroll)
+        box.border_subtitle = "⟦ ⟧ shown to the agent · dim: cut away · ⚠ matched but not shown"
+        self.query_one("#agent-results", OptionList).focus()
+        self.run()
+
+    # ── asking ──────────────────────────────────────────────────────────
+
+    def build_request(self) -> AgentRequest:
+        """The request for the browser's current parameters (or the recorded call)."""
+        if self.fixed is not None:
+            return AgentRequest(
+                self.fixed.arguments,
+                self._agent_context(),
+                self.call_number,
+                self.fixed.browser_limit,
+                self.fixed.notes,
+            )
+        args, notes = arguments_from_params(self.params)
+        return AgentRequest(args, self._agent_context(), self.call_number, self.params.limit, notes)
+
+    def _agent_context(self) -> AgentContext:
+        throttle = self.throttle if self.throttle is not None else ThrottleConfig()
+        if self.plugin:
+            project = None
+            if self.fixed is not None and self.fixed.context.plugin_mode:
+                project = self.fixed.context.plugin_project
+            project = project or plugin_project_dir(self.session_db)
+            session_db = self.session_db
+            if self.fixed is not None and self.fixed.context.session_db:
+                session_db = self.fixed.context.session_db
+            return AgentContext(plugin_project=project, session_db=session_db, throttle=throttle)
+        if self.fixed is None and self.params.sessions is not None:
+            return AgentContext(allow_sessions=tuple(self.params.sessions), throttle=throttle)
+        return AgentContext(throttle=throttle)
+
+    def run(self) -> None:
+        self.request = self.build_request()
+        self._seq += 1
+        self.query_one("#agent-box", VerticalScroll).border_title = "asking…"
+        self.app.post_message(RunAgentView(self, self.request, self._seq))
+
+    @on(ParamsChanged)
+    def _params_changed(self, event: ParamsChanged) -> None:
+        self.params = event.params
+        if self.fixed is None:
+            self.run()
+
+    @on(AgentViewFinished)
+    def _finished(self, event: AgentViewFinished) -> None:
+        if event.seq < self._seq:
+            return
+        self._shown_seq = event.seq
+        if event.trace is None:
+            self.trace = None
+            self.query_one("#agent-summary", Static).update(
+                Text(f"rankscope cannot reproduce this call: {safe.line(event.error or '')}", style="bold")
+            )
+            self.query_one("#agent-results", OptionList).clear_options()
+            self.query_one("#agent-text", Static).update(Text(""))
+            return
+        self.show(event.trace)
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """The agent view failed (the app has notified): say so in place."""
+        if group == "agent":
+            self._shown_seq = self._seq
+            self.query_one("#agent-summary", Static).update(Text(f"Failed: {safe.line(str(error))}", style="bold"))
+
+    # ── showing ─────────────────────────────────────────────────────────
+
+    def show(self, trace: AgentTrace) -> None:
+        """Show ``trace``: summary, result list, and the first result's chunk."""
+        self.trace = trace
+        assert self.request is not None
+        self.query_one("#agent-summary", Static).update(summary_text(trace, self.request))
+        options = self.query_one("#agent-results", OptionList)
+        self._results = [(q.position, q.query, r) for q in trace.queries for r in q.results]
+        entries = [Option(result_label(p, q, r), id=str(i)) for i, (p, q, r) in enumerate(self._results)]
+        for q in trace.queries:
+            if q.status != "results":
+                entries.append(
+                    Option(
+                        Text(
+                            f"Q{q.position} {safe.line(q.query)!r}: "
+                            + ("no results" if q.status == "no-results" else "(output cap reached)"),
+                            style="dim",
+                        ),
+                        disabled=True,
+                    )
+                )
+        options.set_options(entries)
+        options.display = bool(entries)
+        if self._results:
+            options.highlighted = 0
+        self.show_answer = self.show_answer or not self._results
+        self._show_detail(0 if self._results else None)
+
+    def _show_detail(self, index: int | None) -> None:
+        box = self.query_one("#agent-box", VerticalScroll)
+        static = self.query_one("#agent-text", Static)
+        if self.trace is None:
+            return
+        if self.show_answer or index is None:
+            box.border_title = f"The answer text ({len(utf16_units(self.trace.text))} UTF-16 units; a: chunk view)"
+            static.update(answer_renderable(self.trace))
+            return
+        _, _, result = self._results[index]
+        s = result.snippet
+        box.border_title = f"{safe.line(result.title)[:50]} · {snippet_how(s)} · a: answer text"
+        static.update(chunk_with_windows(result))
+
+    @on(OptionList.OptionHighlighted, "#agent-results")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_id is not None:
+            self.show_answer = False
+            self._show_detail(int(event.option_id))
+
+    # ── actions ─────────────────────────────────────────────────────────
+
+    def action_toggle_plugin(self) -> None:
+        """Run as the Claude Code plugin does (the session DB's allow-set), or not."""
+        if not self.plugin and not self.session_db and not (self.fixed is not None and self.fixed.context.session_db):
+            self.app.notify(
+                "No session DB is paired with this store (context-mode keeps it in ../sessions/ under "
+                "the same name): the plugin scope is not available.",
+                title="Plugin scope",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self.plugin = not self.plugin
+        self.run()
+
+    def action_call(self, delta: int) -> None:
+        """Move the call within its throttle window."""
+        n = max(1, min(MAX_CALL, self.call_number + delta))
+        if n != self.call_number:
+            self.call_number = n
+            self.run()
+
+    def action_toggle_answer(self) -> None:
+        """Switch between the selected chunk and the answer text."""
+        self.show_answer = not self.show_answer
+        options = self.query_one("#agent-results", OptionList)
+        self._show_detail(options.highlighted if self._results and options.highlighted is not None else None)
+
+    def action_close(self) -> None:
+        """Close the agent view."""
+        self.dismiss(None)

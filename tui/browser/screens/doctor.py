@@ -1,0 +1,82 @@
+"""Store diagnostics (``rankscope doctor`` in the browser): what in the open
+store will surprise a search: damage (integrity checks), fusion-key collisions, oversized chunks,
+Untitled titles, wrong source counts, orphan chunks, the vocabulary and stale
+file-backed sources (:func:`engine.lab.doctor.diagnose`, read-only)."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from engine.lab.doctor import DoctorReport
+
+from tui.present import safe
+from tui.present.describe import describe_report, to_rich
+from tui.browser.messages import Diagnose, DoctorFinished
+
+_CLOSE = Binding.Group("Close ", compact=True)
+
+#: Rows shown per table (``rankscope doctor --json`` lists them all).
+MAX_ROWS = 100
+
+
+def doctor_renderable(report: DoctorReport, label: str = "") -> Group:
+    """The report as ``rankscope doctor`` prints it
+    (:func:`tui.present.describe.describe_report`), at most ``MAX_ROWS`` rows per table."""
+    return to_rich(describe_report(report, label), max_rows=MAX_ROWS)
+
+
+class DoctorScreen(Screen[None]):
+    """The store diagnosis, on a screen of its own."""
+
+    BINDINGS = [
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="doctor.close",
+            tooltip="Close the diagnosis; focus returns where it was",
+        ),
+        Binding("f9", "close", "Close", group=_CLOSE, id="doctor.toggle", tooltip="Close the diagnosis"),
+    ]
+
+    def __init__(self, label: str = "") -> None:
+        super().__init__()
+        self.label = label
+        self.report: DoctorReport | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("Store diagnostics (doctor)", style="bold"), id="doctor-title", classes="lab-title")
+        with VerticalScroll(id="doctor-box"):
+            yield Static(Text("diagnosing…", style="italic"), id="doctor-text")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        box = self.query_one("#doctor-box", VerticalScroll)
+        box.border_title = "Report"
+        box.border_subtitle = "read-only · ↑↓ PgUp PgDn scroll"
+        box.focus()
+        self.app.post_message(Diagnose(self))
+
+    @on(DoctorFinished)
+    def _finished(self, event: DoctorFinished) -> None:
+        self.report = event.report
+        self.query_one("#doctor-text", Static).update(doctor_renderable(event.report, self.label))
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """The diagnosis failed (the app has notified): say so in place."""
+        if group == "doctor":
+            self.query_one("#doctor-text", Static).update(
+                Text(f"Diagnosis failed: {safe.line(str(error))}", style="bold")
+            )
+
+    def action_close(self) -> None:
+        """Close the diagnosis."""
+        self.dismiss(None)

@@ -1,0 +1,396 @@
+""" "Why is chunk X missing?": pick any chunk of the store with a fuzzy finder
+(by title or source, or a row id) and see where it left the pipeline for the
+browser's query, with the reason code and the numbers
+(:func:`engine.lab.why.why_not`).
+
+The screen asks the app for the chunk list (:class:`~tui.browser.messages.LoadChunks`:
+read once per store in a thread worker and kept on the app), for matches
+(:class:`~tui.browser.messages.FindChunks`: ``rapidfuzz.process.extract`` over
+``source::title``) and for explanations (:class:`~tui.browser.messages.ExplainChunk`),
+all run in thread workers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from rich.console import Group
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from engine import SearchParams
+from engine.lab.compare import variant_spec
+from engine.pipeline.trace import Trace
+from engine.lab.why import Explanation
+
+from tui.present import safe
+from tui.browser.actions import bindings
+from tui.browser.cmdline import append_params
+from tui.present.describe import describe_explanations, to_rich
+from tui.browser.messages import (
+    ChunkMatches,
+    ChunksLoaded,
+    ExplainChunk,
+    FindChunks,
+    LoadChunks,
+    ParamsChanged,
+    PinChunk,
+    WhyFinished,
+)
+
+_CLOSE = Binding.Group("Close ", compact=True)
+
+#: Most matches listed by the finder.
+MAX_MATCHES = 50
+#: Entries whose mean per-word score (rapidfuzz partial_ratio, 0-100) is below this are dropped.
+SCORE_CUTOFF = 75
+_ROWID = re.compile(r"^\s*(?:row\s*|#)?(\d{1,18})\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ChunkEntry:
+    """One chunk as the finder lists it.
+
+    Attributes:
+        rowid, source, title, content_type, session_id: the chunk
+            (``source`` is ``""`` for an orphan chunk).
+    """
+
+    rowid: int
+    source: str
+    title: str
+    content_type: str
+    session_id: str
+
+    @property
+    def key(self) -> str:
+        """``source::title`` (what the finder matches)."""
+        return f"{self.source}::{self.title}"
+
+
+def chunk_entries(rows: list[dict]) -> list[ChunkEntry]:
+    """Finder entries from :meth:`engine.Store.iter_chunks` rows (content dropped)."""
+    return [
+        ChunkEntry(
+            int(r["rowid"]), r["source"] or "", r["title"] or "", r["content_type"] or "prose", r["session_id"] or ""
+        )
+        for r in rows
+    ]
+
+
+def finder_keys(entries: list[ChunkEntry]) -> list[str]:
+    """The text the finder matches for each entry: ``source::title``,
+    lower-cased with punctuation as spaces (rapidfuzz ``default_process``)."""
+    from rapidfuzz import utils
+
+    return [utils.default_process(e.key) for e in entries]
+
+
+def match_chunks(
+    text: str, entries: list[ChunkEntry], keys: list[str] | None = None, limit: int = MAX_MATCHES
+) -> list[ChunkEntry]:
+    """The entries best matching ``text`` over ``source::title``, best first.
+
+    Case and punctuation are ignored. Each word of ``text`` is matched on its
+    own (rapidfuzz ``partial_ratio``, so a word may sit anywhere and carry a
+    typo); an entry scores the mean over the words and needs at least
+    ``SCORE_CUTOFF``. Ties go to the closer whole match (``WRatio``), then to
+    the lower row id. A row id (``46``, ``#46``, ``row 46``) puts that chunk
+    first. Empty text lists the first ``limit`` chunks in row id order.
+
+    Args:
+        keys: :func:`finder_keys` of ``entries`` (computed when omitted).
+    """
+    if not text.strip():
+        return entries[:limit]
+    from rapidfuzz import fuzz, process, utils
+
+    keys = keys if keys is not None else finder_keys(entries)
+    query = utils.default_process(text)
+    words = query.split()
+    out: list[ChunkEntry] = []
+    m = _ROWID.match(text)
+    if m:
+        rowid = int(m.group(1))
+        out = [e for e in entries if e.rowid == rowid]
+    if words:
+        total: dict[int, float] = {}
+        for word in words:
+            for _, score, i in process.extract(
+                word, keys, scorer=fuzz.partial_ratio, processor=None, limit=None, score_cutoff=SCORE_CUTOFF * 0.8
+            ):
+                total[i] = total.get(i, 0.0) + score
+        good = [(s / len(words), i) for i, s in total.items() if s / len(words) >= SCORE_CUTOFF]
+        good.sort(key=lambda x: (-x[0], x[1]))
+        best = good[: max(limit * 4, 200)]
+        ranked = sorted(best, key=lambda x: (-round(x[0]), -fuzz.WRatio(query, keys[x[1]]), x[1]))
+        out += [entries[i] for _, i in ranked]
+    seen: set[int] = set()
+    unique = []
+    for e in out:
+        if e.rowid not in seen:
+            seen.add(e.rowid)
+            unique.append(e)
+    return unique[:limit]
+
+
+def entry_prompt(e: ChunkEntry, width: int = 200) -> Text:
+    """One finder line: ``row  46  title · source`` (one line, ellipsis)."""
+    t = Text(f"row {e.rowid:>4}  ", style="dim", no_wrap=True, overflow="ellipsis")
+    t.append(safe.line(e.title) or "(no title)", style="bold")
+    t.append(" · " + safe.line(e.source or "(no source row)"), style="dim")
+    if e.session_id:
+        t.append(f" · {safe.line(e.session_id)}", style="dim italic")
+    t.truncate(max(width, 20), overflow="ellipsis")
+    return t
+
+
+def explanations_renderable(explanations: list[Explanation]) -> Group:
+    """Every explanation, as ``rankscope why`` prints them
+    (:func:`tui.present.describe.describe_explanations`)."""
+    return to_rich(describe_explanations(explanations))
+
+
+class WhyScreen(Screen[None]):
+    """Find a chunk and see where (and why) it left the pipeline."""
+
+    BINDINGS = [
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=_CLOSE,
+            id="why.close",
+            tooltip="Close; focus returns where it was (or to the comparison)",
+        ),
+        Binding("f8", "close", "Close", group=_CLOSE, id="why.toggle", tooltip="Close this screen"),
+        Binding(
+            "down",
+            "to_list",
+            "Matches",
+            key_display="↓",
+            id="why.list",
+            show=False,
+            tooltip="Move from the finder to the matching chunks",
+        ),
+        *bindings("why"),  # p: pin (tui.browser.actions)
+    ]
+
+    def __init__(
+        self, params: SearchParams, *, rowid: int | None = None, trace: Trace | None = None, cursor_blink: bool = True
+    ) -> None:
+        super().__init__()
+        self.params = params
+        self.cursor_blink = cursor_blink
+        self.rowid = rowid
+        self.trace = trace if trace is not None and trace.params == params else None
+        self.entries: list[ChunkEntry] | None = None
+        self.matches: list[ChunkEntry] = []
+        self.explanations: list[Explanation] = []
+        self._seq = 0
+        self._shown_seq = 0
+        self._find_seq = 0
+        self._find_shown = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="why-title", classes="lab-title")
+        yield Input(
+            f"row {self.rowid}" if self.rowid is not None else "",
+            id="why-find",
+            compact=True,
+            placeholder="Find a chunk: part of its title or source, or a row id",
+            tooltip="Fuzzy match over source::title; Enter explains the highlighted match",
+        )
+        yield OptionList(id="why-list")
+        with VerticalScroll(id="why-box"):
+            yield Static(id="why-text")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        for field in self.query(Input):
+            field.cursor_blink = self.cursor_blink
+        self._show_title()
+        box = self.query_one("#why-box")
+        box.border_title = "Why?"
+        self.query_one("#why-list", OptionList).set_options(
+            [Option(Text("loading the chunk list…", style="italic"), disabled=True)]
+        )
+        if self.rowid is not None:
+            self.explain(self.rowid)
+        else:
+            self._text(
+                Text(
+                    "Type part of a chunk's title or source, pick it (↓ then Enter), and see where it "
+                    "left the pipeline for this query, with the numbers.",
+                    style="italic",
+                )
+            )
+        # opened on a chunk (from a pane or a comparison): the answer has the focus, so p pins
+        # that chunk at once; Tab or shift+Tab reach the finder
+        (self.query_one("#why-box") if self.rowid is not None else self.query_one("#why-find", Input)).focus()
+        self.app.post_message(LoadChunks(self))
+
+    def _show_title(self) -> None:
+        p = self.params
+        t = Text("Why not? ", style="bold")
+        t.append(f"{safe.line(p.query)!r}" if p.query else "(empty query)")
+        append_params(t, p)
+        t.append(" · variant ", style="dim")
+        t.append(variant_spec(p.variant), style="bold" if not p.variant.is_reference else "dim")
+        self.query_one("#why-title", Static).update(t)
+
+    def _text(self, content) -> None:
+        self.query_one("#why-text", Static).update(content)
+
+    # ── the finder ─────────────────────────────────────────────────────
+
+    @on(ChunksLoaded)
+    def _loaded(self, event: ChunksLoaded) -> None:
+        self._set_entries(event.chunks)
+
+    def _set_entries(self, entries: list[ChunkEntry]) -> None:
+        self.entries = entries
+        self.find(self.query_one("#why-find", Input).value)
+
+    def find(self, text: str) -> None:
+        """List the chunks matching ``text`` (in a thread worker)."""
+        if self.entries is None:
+            return
+        self._find_seq += 1
+        self.app.post_message(FindChunks(self, text, self._find_seq))
+
+    @on(Input.Changed, "#why-find")
+    def _find_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.find(event.value)
+
+    @on(ChunkMatches)
+    def _matches(self, event: ChunkMatches) -> None:
+        if event.seq <= self._find_shown:
+            return
+        self._find_shown = event.seq
+        self.matches = event.matches
+        options = self.query_one("#why-list", OptionList)
+        total = len(self.entries or ())
+        typed = self.query_one("#why-find", Input).value.strip()
+        options.border_title = (
+            f"{len(event.matches)} match{'es' if len(event.matches) != 1 else ''} of {total} chunks"
+            if typed
+            else f"{total} chunks"
+        )
+        width = max((options.scrollable_content_region.width or options.size.width or 78) - 1, 20)
+        if not event.matches:
+            options.set_options([Option(Text("no chunk matches", style="italic"), disabled=True)])
+            return
+        options.set_options([Option(entry_prompt(e, width), id=str(i)) for i, e in enumerate(event.matches)])
+        options.highlighted = 0
+
+    def action_to_list(self) -> None:
+        """Down in the finder: move into the matches."""
+        options = self.query_one("#why-list", OptionList)
+        if self.matches:
+            options.focus()
+
+    @on(Input.Submitted, "#why-find")
+    def _find_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        options = self.query_one("#why-list", OptionList)
+        if self.matches:
+            i = options.highlighted or 0
+            self.explain(self.matches[min(i, len(self.matches) - 1)].rowid)
+
+    @on(OptionList.OptionSelected, "#why-list")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option_id is not None:
+            self.explain(self.matches[int(event.option_id)].rowid)
+
+    # ── explaining ─────────────────────────────────────────────────────
+
+    def explain(self, rowid: int) -> None:
+        """Explain chunk ``rowid`` for the current parameters (thread worker)."""
+        self.rowid = rowid
+        self._seq += 1
+        self.query_one("#why-box").border_subtitle = f"row {rowid} · explaining…"
+        self.app.post_message(ExplainChunk(self, self.params, rowid, self._seq, self.trace))
+
+    @on(WhyFinished)
+    def _explained(self, event: WhyFinished) -> None:
+        if event.seq <= self._shown_seq:
+            return
+        self._shown_seq = event.seq
+        box = self.query_one("#why-box", VerticalScroll)
+        if event.error:
+            self.explanations = []
+            box.border_subtitle = ""
+            self._text(Text(safe.line(event.error), style="bold"))
+            return
+        self.explanations = event.explanations
+        box.border_subtitle = f"row {self.rowid}" if self.rowid is not None else ""
+        self._text(explanations_renderable(event.explanations))
+        box.scroll_home(animate=False)
+
+    @on(ParamsChanged)
+    def _params_changed(self, event: ParamsChanged) -> None:
+        self.params = replace(event.params, variant=self.params.variant)
+        self.trace = None
+        self._show_title()
+        if self.rowid is not None:
+            self.explain(self.rowid)
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """A worker of this screen failed (the app has notified): say so in place."""
+        if group == "why":
+            self.query_one("#why-box").border_subtitle = "failed"
+            self._text(Text(f"Could not explain: {safe.line(str(error))}", style="bold"))
+        elif group in ("chunks", "find"):
+            self.query_one("#why-list", OptionList).set_options(
+                [Option(Text(f"chunk list unavailable: {safe.line(str(error))}", style="italic"), disabled=True)]
+            )
+
+    def pin_target(self) -> int | None:
+        """The chunk p pins: the highlighted match while the list has focus,
+        the explained chunk while the answer has it, ``None`` in the finder
+        (there p is text)."""
+        focused = self.focused
+        options = self.query_one("#why-list", OptionList)
+        if focused is options and self.matches:
+            i = options.highlighted
+            return self.matches[i].rowid if i is not None and i < len(self.matches) else None
+        if focused is not None and focused.id == "why-box":
+            return self.rowid
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "pin":
+            return self.pin_target() is not None or None  # shown dimmed while the finder has focus
+        return True
+
+    def on_descendant_focus(self) -> None:
+        self.refresh_bindings()
+
+    def action_pin(self) -> None:
+        """p on a match or on the answer: pin that chunk in the browser."""
+        rowid = self.pin_target()
+        if rowid is None:
+            return
+        self.app.post_message(PinChunk(rowid))
+        entry = next((e for e in self.entries or () if e.rowid == rowid), None)
+        what = f"{entry.title} · {entry.source}" if entry is not None else f"row {rowid}"
+        self.app.notify(
+            safe.line(f"Pinned {what}: the line under the query follows its fate."),
+            title="Pinned",
+            timeout=4,
+            markup=False,
+        )
+
+    def action_close(self) -> None:
+        """Close the screen."""
+        self.dismiss(None)

@@ -1,0 +1,440 @@
+"""What the browser keeps per store between runs: query history, saved cases
+and judgments. No Textual here.
+
+Files live in the store's data folder (:mod:`engine.store.userdata`):
+``history.json``, ``cases.json`` and ``qrels.json`` (or the ``--qrels`` file).
+An in-memory store keeps them in memory only. A file that cannot be read is
+reported once (``problem``) and treated as empty; it is not overwritten
+until something new is saved, so nothing is lost by just browsing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import errno
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.lab.compare import ENTRY_KEYS, variant_spec
+from engine.pipeline.trace import SearchParams
+from engine.lab.qrels import Qrels, QrelsError, read_qrels, write_qrels
+from engine.store.userdata import (
+    CASES_FILE,
+    HISTORY_FILE,
+    read_json_file,
+    remember_store,
+    store_file,
+    write_text_atomic,
+)
+
+#: Queries kept in the history (oldest dropped first).
+HISTORY_MAX = 1000
+
+
+def _refuse_if_unreadable(path: Path | None, problem: str | None) -> None:
+    """Never write over a file that could not be read: it may hold work."""
+    if problem is not None:
+        raise ValueError(f"not saved: {path} could not be read ({problem}); fix or move it first")
+
+
+def _dump(data: object) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+class QueryHistory:
+    """Queries searched in this store, oldest first, each once (a repeat
+    moves to the end).
+
+    Attributes:
+        path: the ``history.json`` file, or ``None`` (memory only).
+        entries: the queries, oldest first.
+        problem: why the file could not be read, or ``None``.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: list[str] = []
+        self.problem: str | None = None
+        if path is not None:
+            try:
+                data = read_json_file(path, "query history")
+            except ValueError as exc:
+                self.problem = str(exc)
+                data = None
+            if isinstance(data, dict) and isinstance(data.get("queries"), list):
+                self.entries = [q for q in data["queries"] if isinstance(q, str) and q.strip()][-HISTORY_MAX:]
+
+    def add(self, query: str) -> bool:
+        """Record ``query`` (blank ones are ignored) and save. Returns
+        whether the history changed.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        if not query.strip() or (self.entries and self.entries[-1] == query):
+            return False
+        if query in self.entries:
+            self.entries.remove(query)
+        self.entries.append(query)
+        del self.entries[:-HISTORY_MAX]
+        self.save()
+        return True
+
+    def save(self) -> None:
+        """Write the file (nothing for a memory-only history).
+
+        Raises:
+            ValueError: the file could not be read at start (it is kept as is).
+        """
+        _refuse_if_unreadable(self.path, self.problem)
+        if self.path is not None:
+            write_text_atomic(self.path, _dump({"version": 1, "queries": self.entries}))
+
+    def search(self, text: str, limit: int = 200) -> list[str]:
+        """fzf-style: queries matching ``text`` (every character in order,
+        case-insensitive), best first (rapidfuzz ``WRatio``, newer first on
+        ties); all of them, newest first, for an empty ``text``."""
+        newest = list(reversed(self.entries))
+        if not text.strip():
+            return newest[:limit]
+        needle = text.lower()
+
+        def subsequence(q: str) -> bool:
+            it = iter(q.lower())
+            return all(ch in it for ch in needle)
+
+        from rapidfuzz import fuzz
+
+        found = [q for q in newest if subsequence(q)]
+        found.sort(key=lambda q: -fuzz.WRatio(text, q))  # stable: newer first on ties
+        return found[:limit]
+
+
+class HistoryCursor:
+    """Up/Down through a :class:`QueryHistory` from the query box, like a
+    shell: Up goes to older entries, Down to newer ones and finally back to
+    the text that was being typed."""
+
+    def __init__(self) -> None:
+        self.index: int | None = None  # position in entries while browsing
+        self.draft = ""
+
+    @property
+    def browsing(self) -> bool:
+        return self.index is not None
+
+    def older(self, history: QueryHistory, current: str) -> str | None:
+        """The entry before the current one, skipping one equal to
+        ``current`` (the box's text); ``None`` at the oldest."""
+        if not history.entries:
+            return None
+        if self.index is None:
+            self.draft = current
+            self.index = len(history.entries)
+        while self.index > 0:
+            self.index -= 1
+            if history.entries[self.index] != current:  # skip what the box already shows
+                return history.entries[self.index]
+        return None
+
+    def newer(self, history: QueryHistory) -> str | None:
+        """The entry after the current one, the draft after the newest, or
+        ``None`` when not browsing."""
+        if self.index is None:
+            return None
+        self.index += 1
+        if self.index >= len(history.entries):
+            self.index = None
+            return self.draft
+        return history.entries[self.index]
+
+    def reset(self) -> None:
+        self.index = None
+
+
+def query_slug(query: str) -> str:
+    """A readable query id for ``query``: lower-case words joined by ``-``
+    (at most 40 characters; ``query`` when nothing is left)."""
+    slug = re.sub(r"[^\w]+", "-", query.lower()).strip("-")[:40].strip("-")
+    return slug or "query"
+
+
+class Judgments:
+    """The browser's judgments: a :class:`~engine.lab.qrels.Qrels` saved to the
+    store's ``qrels.json`` (or ``--qrels`` file) after every change.
+
+    Attributes:
+        path: where they are saved, or ``None`` (memory only).
+        qrels: the judgments.
+        problem: why the file could not be read, or ``None``.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.problem: str | None = None
+        self.qrels = Qrels()
+        if path is not None:
+            try:
+                self.qrels = read_qrels(path)
+            except FileNotFoundError:
+                pass
+            except QrelsError as exc:
+                self.problem = str(exc)
+
+    def qid_for(self, query: str, create: bool = False) -> str | None:
+        """The query id judgments of ``query`` use: the id whose recorded text
+        is ``query``, else (with ``create``) a new :func:`query_slug`
+        (``-2``, ``-3`` ... when taken); ``None`` for a blank query or, without
+        ``create``, an unknown one."""
+        if not query.strip():
+            return None
+        qid = self.qrels.qid_for_text(query)
+        if qid is not None or not create:
+            return qid
+        base = query_slug(query)
+        qid, n = base, 1
+        while qid in self.qrels.queries or qid in self.qrels.judgments:
+            n += 1
+            qid = f"{base}-{n}"
+        return qid
+
+    def for_query(self, query: str) -> dict[str, int]:
+        """``{chunk id: grade}`` of ``query`` (empty when unjudged)."""
+        qid = self.qid_for(query)
+        return self.qrels.for_query(qid) if qid is not None else {}
+
+    def grade(self, query: str, chunk_id: str, grade: int | None) -> str | None:
+        """Judge ``chunk_id`` for ``query`` (``None`` clears) and save.
+        Returns the query id, or ``None`` when clearing a chunk ``query``
+        has no grade for (nothing changes and nothing is written).
+
+        Raises:
+            ValueError: a blank query or a grade outside 0-3.
+            OSError: the file cannot be written.
+        """
+        if not query.strip():
+            raise ValueError("type a query first: judgments belong to a query")
+        if grade is None:
+            qid = self.qid_for(query)
+            if qid is None or self.qrels.grade(qid, chunk_id) is None:
+                return None
+        else:
+            qid = self.qid_for(query, create=True)
+        assert qid is not None
+        self.qrels.set_grade(qid, chunk_id, grade, query=query)
+        self.save()
+        return qid
+
+    def save(self) -> None:
+        """Write the file (nothing when memory only).
+
+        Raises:
+            ValueError: the file could not be read at start (it is kept as is).
+        """
+        _refuse_if_unreadable(self.path, self.problem)
+        if self.path is not None:
+            write_qrels(self.qrels, self.path)
+
+
+@dataclass
+class Case:
+    """A saved case: a query, its parameters, a pinned chunk and its judgments.
+
+    Attributes:
+        id: the case's query id (the id its judgments use).
+        query, limit, source, source_match, content_type, sessions: the search.
+        variant: the variant spec (``reference`` for the reference pipeline).
+        pinned: the case's chunk id: the chunk pinned with p when it was
+            saved, else the selected one (``None``: neither). Reopening the
+            case pins and selects it.
+        judgments: ``{chunk id: grade}`` when saved.
+        saved_at: ISO 8601 UTC time of saving.
+    """
+
+    id: str
+    query: str
+    limit: int = 3
+    source: str | None = None
+    source_match: str = "like"
+    content_type: str | None = None
+    sessions: list[str] | None = None
+    variant: str = "reference"
+    pinned: str | None = None
+    judgments: dict[str, int] = field(default_factory=dict)
+    saved_at: str = ""
+
+    @classmethod
+    def from_search(cls, qid: str, params: SearchParams, pinned: str | None, judgments: dict[str, int]) -> "Case":
+        now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return cls(
+            qid,
+            params.query,
+            params.limit,
+            params.source,
+            params.source_match,
+            params.content_type,
+            list(params.sessions) if params.sessions is not None else None,
+            variant_spec(params.variant),
+            pinned,
+            dict(judgments),
+            now,
+        )
+
+    def params(self) -> SearchParams:
+        """The :class:`SearchParams` to reopen it with.
+
+        Raises:
+            ValueError: a field no longer valid (the message names it).
+        """
+        from engine.lab.compare import parse_variant
+
+        return SearchParams(
+            self.query,
+            self.limit,
+            self.source,
+            self.source_match,
+            self.content_type,
+            tuple(self.sessions) if self.sessions is not None else None,
+            parse_variant(self.variant),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def query_entry(self) -> dict[str, Any]:
+        """The case as a ``queries.json`` entry (what ``rankscope batch`` and
+        ``eval`` read): ``id``, ``query`` and the parameters that differ from
+        the defaults."""
+        entry: dict[str, Any] = {"id": self.id, "query": self.query}
+        if self.limit != 3:
+            entry["limit"] = self.limit
+        for key in ("source", "content_type", "sessions"):
+            if getattr(self, key) is not None:
+                entry[key] = getattr(self, key)
+        if self.source_match != "like":
+            entry["source_match"] = self.source_match
+        assert set(entry) <= set(ENTRY_KEYS)
+        return entry
+
+
+class CaseBook:
+    """The saved cases of a store (``cases.json``), in saving order; saving a
+    case with the id of an earlier one replaces it."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.cases: list[Case] = []
+        self.problem: str | None = None
+        if path is None:
+            return
+        try:
+            data = read_json_file(path, "saved cases")
+        except ValueError as exc:
+            self.problem = str(exc)
+            return
+        known = set(Case.__dataclass_fields__)
+        for item in (data or {}).get("cases", []) if isinstance(data, dict) else []:
+            if isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(item.get("query"), str):
+                try:
+                    self.cases.append(Case(**{k: v for k, v in item.items() if k in known}))
+                except TypeError:
+                    continue
+
+    def save_case(self, case: Case) -> None:
+        """Add (or replace by id) ``case`` and write the file.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        self.cases = [c for c in self.cases if c.id != case.id] + [case]
+        self.save()
+
+    def remove(self, case_id: str) -> None:
+        """Delete a case by id and write the file."""
+        self.cases = [c for c in self.cases if c.id != case_id]
+        self.save()
+
+    def save(self) -> None:
+        """Write the file. Raises ValueError when it could not be read at start."""
+        _refuse_if_unreadable(self.path, self.problem)
+        if self.path is not None:
+            write_text_atomic(self.path, _dump({"version": 1, "cases": [c.to_dict() for c in self.cases]}))
+
+    def export(self, path: Path) -> tuple[Path, Path]:
+        """Write the cases as a ``queries.json`` file at ``path`` and their
+        judgments as qrels (JSON form) beside it (:func:`qrels_beside`), so
+        ``rankscope eval PATH --qrels <stem>.qrels.json`` runs them. Returns
+        both paths. Never overwrites: both are new files
+        (:func:`engine.files.writing.write_text_file`).
+
+        Raises:
+            FileExistsError: either name is taken (by anything, a dangling
+                symbolic link included); nothing is left written.
+            OSError: a file cannot be written.
+        """
+        from engine.lab.qrels import qrels_text
+
+        from engine.files.writing import write_text_file
+
+        qrels_path = qrels_beside(path)
+        if os.path.lexists(qrels_path):
+            raise FileExistsError(errno.EEXIST, "File exists", str(qrels_path))
+        qrels = Qrels({c.id: c.judgments for c in self.cases if c.judgments}, {c.id: c.query for c in self.cases})
+        write_text_file(path, _dump([c.query_entry() for c in self.cases]))
+        try:
+            write_text_file(qrels_path, qrels_text(qrels, "json"))
+        except OSError:
+            path.unlink(missing_ok=True)  # the pair or nothing (the queries file is ours: just written)
+            raise
+        return path, qrels_path
+
+
+def qrels_beside(path: Path) -> Path:
+    """The judgments file an export at ``path`` writes: ``<stem>.qrels.json`` beside it."""
+    return path.with_name(path.stem + ".qrels.json")
+
+
+def free_export_path(folder: Path, name: str) -> Path:
+    """``folder/name`` (``rankscope-cases.json``), or ``<stem>-2.json``,
+    ``-3`` ... : the first whose export pair (it and :func:`qrels_beside`)
+    are both free names (not even a dangling symbolic link)."""
+    stem, suffix = Path(name).stem, Path(name).suffix
+    path, n = folder / name, 2
+    while os.path.lexists(path) or os.path.lexists(qrels_beside(path)):
+        path = folder / f"{stem}-{n}{suffix}"
+        n += 1
+    return path
+
+
+@dataclass
+class StoreState:
+    """History, cases and judgments of one store, loaded together."""
+
+    history: QueryHistory
+    cases: CaseBook
+    judgments: Judgments
+
+    @classmethod
+    def load(cls, store_path: str | None, qrels_path: Path | None = None) -> "StoreState":
+        """Read the store's files (missing ones are empty). ``qrels_path``
+        overrides the store's own ``qrels.json`` (``rankscope PATH --qrels FILE``)."""
+        from engine.lab.qrels import default_qrels_path
+
+        if store_path is not None and store_path != ":memory:":
+            try:
+                remember_store(store_path)
+            except OSError:
+                pass  # the note is for people; failing to write it changes nothing
+        return cls(
+            QueryHistory(store_file(store_path, HISTORY_FILE)),
+            CaseBook(store_file(store_path, CASES_FILE)),
+            Judgments(qrels_path if qrels_path is not None else default_qrels_path(store_path)),
+        )
+
+    def problems(self) -> list[str]:
+        """Files that could not be read (each is left as it is until saved over)."""
+        return [p for p in (self.history.problem, self.cases.problem, self.judgments.problem) if p]

@@ -1,0 +1,117 @@
+"""``rankscope [PATH] [--stores]``: decide what to browse and start the app.
+
+* no PATH: the bundled ``sample_corpus/`` folder;
+* a folder: indexed into the cache (loading screen with a progress bar) unless
+  an up-to-date cached store exists, which opens at once;
+* a file: opened read-only as a content store (``Store.open_readonly``);
+  refused when even its counts cannot be read (a damaged file);
+* ``--stores``: a picker over :func:`engine.store.discovery.find_stores` (when that
+  module exists).
+
+Bad paths raise :class:`tui.cli.base.CliError` (one line, exit status 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import tui
+
+from engine import Store, StoreError
+from engine.store.corpus import SESSIONS_FILE, load_sessions_map
+
+from tui.browser.corpus_cache import CacheEntry, cache_entry, cached_skips, load_cached
+from tui.cli.base import CliError
+from tui.browser.facts import read_facts
+
+#: The corpus opened when no PATH is given.
+SAMPLE_CORPUS = Path(tui.__file__).resolve().parent.parent / "sample_corpus"
+#: Said when there is no PATH and no sample corpus (a non-editable ``pip install .`` leaves it out).
+SAMPLE_MISSING = (
+    "the sample corpus is not installed; install with `pip install -e .` from a clone, or run `rankscope PATH`"
+)
+#: Queries that show one stage each on the sample corpus (README, "Ten queries to try").
+SAMPLE_QUERIES = ("throttling", "inflight", "write quorum", "replicaton quorom", "tombstone replicaton", "kafka")
+
+
+def _finder(project_dir: str | None) -> Callable[[], list[Any]] | None:
+    try:
+        from engine.store.discovery import StoreFinder
+    except ImportError:
+        return None
+    return StoreFinder(project_dir)
+
+
+def _folder_source(folder: Path) -> dict:
+    """``make_app`` arguments for a corpus folder: a cached store or an index job."""
+    if (folder / SESSIONS_FILE).is_file():
+        try:
+            load_sessions_map(folder / SESSIONS_FILE)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+    entry: CacheEntry = cache_entry(folder)
+    try:
+        entry.db_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create the cache folder {entry.db_path.parent}: {exc.strerror or exc}") from exc
+    store = load_cached(entry)
+    if store is not None:
+        return {"store": store, "store_label": folder.name, "skipped": cached_skips(entry)}
+    return {"index_job": entry, "store_label": folder.name}
+
+
+def app_arguments(path: str | None, stores: bool = False) -> dict:
+    """The keyword arguments of :func:`tui.browser.app.make_app` for ``rankscope [PATH] [--stores]``.
+
+    Raises:
+        CliError: the path does not exist, is not a content store, or the
+            cache cannot be created.
+    """
+    notice = None
+    if stores:
+        finder = _finder(path)
+        if finder is not None:
+            return {"store_finder": finder, "store_label": "discovered stores"}
+        notice = "store discovery not available"
+    if path is None:
+        if not SAMPLE_CORPUS.is_dir():
+            raise CliError(SAMPLE_MISSING)
+        args = _folder_source(SAMPLE_CORPUS)
+        args["suggestions"] = SAMPLE_QUERIES
+    else:
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise CliError(f"no such file or folder: {path}")
+        if p.is_dir():
+            args = _folder_source(p.resolve())
+        else:
+            try:
+                store = Store.open_readonly(p)
+            except StoreError as exc:
+                raise CliError(str(exc)) from exc
+            try:
+                read_facts(store)  # a store damaged where its counts live cannot be browsed at all
+            except StoreError as exc:
+                store.close()
+                raise CliError(str(exc)) from exc
+            args = {"store": store, "store_label": p.name}
+    if notice:
+        args["notice"] = notice
+    return args
+
+
+def launch_browser(path: str | None, stores: bool = False, qrels: Path | None = None) -> None:
+    """Open the browser on ``path`` (see the module docstring) and run it
+    until the user quits; ``qrels`` is the judgments file to grade into
+    (``--qrels``; default: the store's own file in the user's data folder).
+
+    Raises:
+        CliError: for a bad path (the CLI prints it and exits with status 2).
+    """
+    from tui.browser.app import make_app
+
+    app = make_app(**app_arguments(path, stores), qrels_path=qrels)
+    app.run()
+    if app.return_code:
+        raise SystemExit(app.return_code)
