@@ -9,6 +9,7 @@ from engine import SearchParams, Store, search
 from engine.lab.counterfactual import would_return_with
 from engine.lab.flow import FlowCell, fate, trace_flows
 from engine.pipeline.trace import Exit
+from tui.present.cut import middle_cut
 from tui.present.flowtext import (
     cell_text,
     counterfactual_text,
@@ -16,7 +17,6 @@ from tui.present.flowtext import (
     flow_title,
     header,
     marker,
-    middle_cut,
     move_text,
     movement,
     row_texts,
