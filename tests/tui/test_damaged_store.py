@@ -115,7 +115,7 @@ async def test_a_failing_search_is_explained_and_the_app_keeps_running(index_dam
 
 
 async def test_a_store_whose_counts_cannot_be_read_still_opens_in_the_app(counts_damaged):
-    """make_app given such a store directly (the launcher refuses it): the
+    """The app given such a store directly (the launcher refuses it): the
     start screen says so instead of crashing."""
     store = Store.open_readonly(counts_damaged)
     app = build_app(store=store)

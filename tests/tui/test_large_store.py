@@ -1,6 +1,6 @@
-"""A large store opens without reading every chunk on the UI thread: the
-browser paints with the counts the sources table records, and the sessions
-(which need every chunk read) are counted in a worker and shown when ready."""
+"""A large store opens without reading every chunk first: the browser's
+worker reads the counts the sources table records and shows them, then
+counts the sessions (which need every chunk read) and shows them when ready."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -82,7 +82,7 @@ class Description:
 # ─── the one converter ───────────────────────────────────────────────────
 
 
-def line_text(ln: Line, **kwargs) -> Text:
+def line_text(ln: Line, **kwargs: Any) -> Text:
     """One :data:`Line` as Rich text (every span made safe for a terminal)."""
     t = Text(**kwargs)
     for s in ln:
@@ -182,7 +182,7 @@ def _fitted(heading: Text, columns: list[Column], keep: list[int], rows: Sequenc
 def to_rich(desc: Description, max_rows: int | None = None, details: bool = True, fit: bool = False) -> Group:
     """Every block of ``desc`` as Rich renderables (tables cut to
     ``max_rows``; ``fit``: see :func:`table_renderable`)."""
-    parts: list = []
+    parts: list[RenderableType] = []
     for block in desc.blocks:
         if isinstance(block, Table):
             parts.append(table_renderable(block, max_rows, details, fit))
@@ -433,7 +433,12 @@ def describe_report(report: DoctorReport, label: str = "") -> Description:
     def table(name: str, gloss: str, columns: tuple[Column, ...], rows: list[tuple[Any, ...]]) -> None:
         blocks.extend([(), Table(name, columns, tuple(tuple(line(str(x)) for x in r) for r in rows), gloss, hint)])
 
-    n, w = (lambda name: Column(name, justify="right")), (lambda name: Column(name, "free"))
+    def n(name: str) -> Column:
+        return Column(name, justify="right")
+
+    def w(name: str) -> Column:
+        return Column(name, "free")
+
     if report.collisions:
         table(
             "Fusion-key collisions",

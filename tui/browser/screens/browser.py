@@ -124,13 +124,19 @@ class BrowserScreen(WorkScreen[None]):
     class Searched(Message):
         """A search finished. ``seq``: the request's number (an older one
         than shown is dropped); ``stems``: the Porter words whose tokens
-        differ (``throttling → throttl``); ``ids``: the store's chunk ids at
-        the time, ``None`` when they could not be read."""
+        differ (``throttling → throttl``)."""
 
         seq: int
         trace: Trace
         stems: tuple[str, ...] = ()
-        ids: ChunkIds | None = None
+
+    @dataclass
+    class IdsRead(Message):
+        """The store's chunk ids as search ``seq`` found the store (``None``:
+        they could not be read), for grading and cases."""
+
+        seq: int
+        ids: ChunkIds | None
 
     @dataclass
     class SearchFailed(Message):
@@ -188,7 +194,8 @@ class BrowserScreen(WorkScreen[None]):
         self.params = options.params
         self.options = options
         self.trace: Trace | None = None
-        #: The chunk ids of the store as the shown search found them (grading, cases).
+        #: The chunk ids of the store as the shown search found them (grading,
+        #: cases); ``None`` until they are read, just after the search.
         self.ids: ChunkIds | None = None
         #: The store's chunk list for the why-not finder (read once, by the first finder).
         self.chunk_list = ChunkList()
@@ -520,9 +527,11 @@ class BrowserScreen(WorkScreen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="search")
     def _search(self, params: SearchParams, seq: int) -> None:
-        """Run the pipeline on a connection of this thread, then read the
-        query's stems and the store's chunk ids on it; post :class:`Searched`
-        (or :class:`SearchFailed`). A cancelled search posts nothing."""
+        """Run the pipeline on a connection of this thread and read the
+        query's stems on it; post :class:`Searched` (or :class:`SearchFailed`),
+        then read the store's chunk ids and post :class:`IdsRead` (a large
+        store's first reading never holds up the results). A cancelled
+        search posts nothing."""
         from engine.lab.terms import porter_stems
         from engine.store.chunkids import chunk_ids
 
@@ -541,6 +550,9 @@ class BrowserScreen(WorkScreen[None]):
                     stems = tuple(w for s in porter_stems(store, params.query, conn) if (w := stems_words((s,))))
                 except Exception:  # a tokenizer SQLite does not have: show no stems rather than fail the search
                     stems = ()
+                if worker.is_cancelled:
+                    return
+                self.post_message(self.Searched(seq, trace, stems))
                 try:
                     ids: ChunkIds | None = chunk_ids(store, conn)
                 except Exception:  # grading then says the chunk ids cannot be read
@@ -549,8 +561,7 @@ class BrowserScreen(WorkScreen[None]):
             if not worker.is_cancelled:
                 self.post_message(self.SearchFailed(seq, exc))
             return
-        if not worker.is_cancelled:
-            self.post_message(self.Searched(seq, trace, stems, ids))
+        self.post_message(self.IdsRead(seq, ids))
 
     def show_welcome(self) -> None:
         """Back to the start: the welcome text in the results (the results
@@ -574,8 +585,14 @@ class BrowserScreen(WorkScreen[None]):
             return  # stale: a newer search is already on screen
         self._shown_seq = event.seq
         self._last_failure = None
-        self.ids = event.ids
         self.show_trace(event.trace, event.stems)
+
+    @on(IdsRead)
+    def _ids_read(self, event: IdsRead) -> None:
+        if event.seq != self._shown_seq or self.trace is None:
+            return  # another search is on screen (its own ids are on their way)
+        self.ids = event.ids
+        self._apply_case(self.trace)
 
     @on(SearchFailed)
     def _failed(self, event: SearchFailed) -> None:
@@ -605,6 +622,7 @@ class BrowserScreen(WorkScreen[None]):
         results pane and in a notification (not repeated while the same
         failure recurs as you type)."""
         self.trace = trace
+        self.ids = None  # read just after the search (IdsRead)
         self.query_box.show_queries(trace, stems)
         self.results.show_trace(trace)
         warning = retriever_warning(trace, self.store.path)
@@ -620,7 +638,6 @@ class BrowserScreen(WorkScreen[None]):
             self.journey.show(Subject.from_candidate(trace.final[0].candidate, stages.title("final")), trace)
         else:
             self.journey.clear(f"No results: {trace.empty_reason}. Pick any candidate in Stages to see where it left.")
-        self._apply_case(trace)
         self.refresh_judging()
         self.follow_pin()
         self.refresh_bindings()  # ↓ goes to the stages when the results list is hidden
@@ -832,7 +849,7 @@ class BrowserScreen(WorkScreen[None]):
             ValueError: the chunk ids could not be read, or the row is gone.
         """
         if self.ids is None:
-            raise ValueError("the store's chunk ids could not be read; search again")
+            raise ValueError("the store's chunk ids are not read (yet); search again")
         cid = self.ids.by_rowid.get(rowid)
         if cid is None:
             raise ValueError(f"row {rowid} is no longer in the store; search again")
@@ -906,16 +923,16 @@ class BrowserScreen(WorkScreen[None]):
 
             self._show_judging(self.trace, QueryJudging(qid))
             return
-        self._judge(self.trace, qid, judgments)
+        self._judge(self.trace, qid, judgments, self.ids)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="judging")
-    def _judge(self, trace: Trace, qid: str | None, judgments: dict[str, int]) -> None:
+    def _judge(self, trace: Trace, qid: str | None, judgments: dict[str, int], ids: ChunkIds | None) -> None:
         """The query's grades and per-stage metrics; posts :class:`Judged`."""
         from tui.browser.judging import judge_trace
 
         worker = get_current_worker()
         with self.store.thread_connection() as conn:
-            judged = judge_trace(self.store, trace, qid, judgments, conn, self.ids)
+            judged = judge_trace(self.store, trace, qid, judgments, conn, ids)
         if not worker.is_cancelled:
             self.post_message(self.Judged(trace, judged))
 
@@ -959,10 +976,13 @@ class BrowserScreen(WorkScreen[None]):
         if self.state is None or self.trace is None or not self.trace.params.query.strip():
             self.notify("Search for something first: a case is a query.", severity="warning")
             return
+        rowid = self.case_chunk()
+        if rowid is not None and self.ids is None:
+            self._save_failed("Case", ValueError("the store's chunk ids are not read (yet); search again"))
+            return
         params = self.trace.params
         judgments = self.state.judgments
         qid = judgments.qid_for(params.query, create=True) or "query"
-        rowid = self.case_chunk()
         pinned = self.ids.by_rowid.get(rowid) if rowid is not None and self.ids is not None else None
         case = Case.from_search(qid, params, pinned, judgments.qrels.for_query(qid))
         try:
@@ -993,7 +1013,8 @@ class BrowserScreen(WorkScreen[None]):
 
     def reopen_case(self, case: Case | None) -> None:
         """Search a saved case again: its query and parameters; once the
-        search is shown its chunk is pinned and selected (:meth:`_apply_case`)."""
+        search is shown (and the chunk ids read) its chunk is pinned and
+        selected (:meth:`_apply_case`)."""
         if case is None:
             return
         try:
@@ -1023,7 +1044,7 @@ class BrowserScreen(WorkScreen[None]):
                 markup=False,
             )
             return
-        self.pinned_rowid, self.pin_outcome = rowid, None  # show_trace follows the pin next
+        self.pin(rowid)
         position = next((i for i, r in enumerate(trace.final) if r.candidate.rowid == rowid), None)
         if position is not None:
             self.results.table.move_cursor(row=position, animate=False)
