@@ -35,7 +35,8 @@ from typing import Mapping
 from urllib.parse import unquote
 
 from engine.store import sql
-from engine.store.store import Store, sqlite_errors
+from engine.store.errors import sqlite_errors
+from engine.store.store import Store
 
 #: Separator between a key and the occurrence number of a later chunk.
 OCCURRENCE_MARK = "#"

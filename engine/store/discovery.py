@@ -44,7 +44,8 @@ from typing import Callable, Mapping
 from engine.store import sql
 from engine.store.consistency import CountMismatch, count_mismatches, read_snapshot, source_count_mismatches  # noqa: F401
 from engine.js.strings import decode_utf8_like_node, js_to_lower
-from engine.store.store import Store, StoreError, is_corruption, sqlite_store_error
+from engine.store.errors import StoreError, is_corruption, sqlite_store_error
+from engine.store.store import Store
 
 _HASH_NAME = re.compile(r"^[0-9a-f]{16}\.db$")
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]")
@@ -376,11 +377,11 @@ def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, s
     ``mode=ro``, ``immutable=1`` without a ``-wal``), or ``(None, why)``."""
     from urllib.parse import quote
 
-    from engine.store.store import _readonly_flags
+    from engine.store.opening import readonly_flags
 
     p = os.fspath(path)
     try:
-        conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", read_only=True, uri=True)
+        conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{readonly_flags(p)}", read_only=True, uri=True)
     except sql.Error as exc:
         return None, f"cannot open {p}: {exc}"
     try:
@@ -457,13 +458,13 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
     return StoreInfo(
         p,
         size,
-        stats["sources"],
-        stats["chunks"],
-        stats["code_chunks"],
-        stats["last_indexed_at"],
+        stats.sources,
+        stats.chunks,
+        stats.code_chunks,
+        stats.last_indexed_at,
         store.schema.generation,
         None,
-        vocabulary=stats["vocabulary"],
+        vocabulary=stats.vocabulary,
         sessions=sessions,
         **base,
     )
