@@ -85,7 +85,7 @@ class ChunkIds:
         by_id: ``{chunk id: rowid}`` (the inverse).
     """
 
-    version: tuple
+    version: tuple[int | None, ...]
     by_rowid: Mapping[int, str]
     by_id: Mapping[str, int] = field(default_factory=dict)
 
@@ -126,7 +126,7 @@ _cache: "weakref.WeakKeyDictionary[Store, ChunkIds]" = weakref.WeakKeyDictionary
 _cache_lock = threading.Lock()
 
 
-def store_version(store: Store, conn: sql.Connection | None = None) -> tuple:
+def store_version(store: Store, conn: sql.Connection | None = None) -> tuple[int | None, ...]:
     """A cheap fingerprint of a store's content (one small query):
     ``(max sources.id, source rows, summed chunk_count, largest chunk rowid)``.
 

@@ -37,7 +37,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 # The store consistency check lives in engine.store.consistency (shared with
 # engine.lab.doctor); CountMismatch and count_mismatches are re-exported here.
@@ -328,7 +328,7 @@ class StoreInfo:
         """A ``-wal`` file exists: context-mode may be writing right now."""
         return os.path.exists(self.path + "-wal")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of every field."""
         return asdict(self)
 
@@ -361,7 +361,7 @@ CTX_SEARCH_CALL_WHERE = (
 )
 
 
-def session_db_counts(conn: sql.Connection) -> dict:
+def session_db_counts(conn: sql.Connection) -> dict[str, int]:
     """``{"sessions", "events", "ctx_search_calls"}`` of a session DB
     connection (sessions: distinct ids in the events or ``session_meta``
     rows, whichever is more)."""
@@ -372,7 +372,7 @@ def session_db_counts(conn: sql.Connection) -> dict:
     return {"sessions": max(sessions, meta), "events": events, "ctx_search_calls": calls}
 
 
-def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, str | None]:
+def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict[str, int] | None, str | None]:
     """``(counts, None)`` for a session DB opened read-only (never written:
     ``mode=ro``, ``immutable=1`` without a ``-wal``), or ``(None, why)``."""
     from urllib.parse import quote
@@ -396,7 +396,7 @@ def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, s
         conn.close()
 
 
-def _session_fields(store_path: str) -> dict:
+def _session_fields(store_path: str) -> dict[str, Any]:
     paired = session_dbs_for_store(store_path)
     if not paired:
         return {}

@@ -8,16 +8,18 @@ methods that call them turn it into a :class:`~engine.store.errors.StoreError`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.store import sql
 from engine.store.schema import SESSION_OR_EMPTY, SchemaInfo
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkRow:
+class ChunkRow(NamedTuple):
     """One chunk of the ``chunks`` table (the Porter table; ``chunks_trigram``
-    holds the same rows under the same rowids).
+    holds the same rows under the same rowids). A ``NamedTuple`` rather than a
+    frozen dataclass: :func:`iter_chunks` builds one per chunk of the store
+    (the browser's finder reads them all), and as frozen dataclasses that read
+    took 60% longer (measured at 10,059 chunks, content left out).
 
     Attributes:
         rowid: the chunk's rowid in both FTS tables.

@@ -140,7 +140,8 @@ def test_a_commit_between_the_two_snapshots_falls_back_to_one_connection(tmp_pat
         s.runs.clear()
         spy.clear()
         versions = iter(range(1_000_000))
-        monkeypatch.setattr(s.connections, "data_version", lambda: ("file", 0, next(versions)))  # every read: "someone committed"
+        # every read: "someone committed"
+        monkeypatch.setattr(s.connections, "data_version", lambda: ("file", 0, next(versions)))
         t = search(s, SearchParams("install deploy"))
         assert _answer(t) == expected
         assert {c[1] for c in spy} == {threading.current_thread().name}  # both on the search's own connection
