@@ -87,11 +87,7 @@ class Store:
     @classmethod
     def create(cls, path: str | os.PathLike[str] = ":memory:") -> Store:
         """Create a writable store at ``path`` (or open one rankscope created
-        earlier); ``":memory:"`` for a scratch store (:func:`engine.store.opening.create`).
-
-        Raises:
-            NotADatabaseError, NotOurStoreError, SchemaError, StoreError.
-        """
+        earlier); ``":memory:"`` for a scratch store (:func:`engine.store.opening.create`)."""
         p = str(path)
         conn, schema = opening.create(p)
         stored = None if p == ":memory:" else p
@@ -100,11 +96,7 @@ class Store:
     @classmethod
     def open_writable(cls, path: str | os.PathLike[str]) -> Store:
         """Open an existing store rankscope created, for writing
-        (:func:`engine.store.opening.open_writable`).
-
-        Raises:
-            StoreNotFoundError, NotADatabaseError, NotOurStoreError, SchemaError, StoreError.
-        """
+        (:func:`engine.store.opening.open_writable`)."""
         p = str(path)
         conn, schema = opening.open_writable(p)
         return cls(p, False, conn, schema, opening.writable_target(p))
@@ -112,11 +104,7 @@ class Store:
     @classmethod
     def open_readonly(cls, path: str | os.PathLike[str]) -> Store:
         """Open any content store without ever writing to it
-        (:func:`engine.store.opening.open_readonly`).
-
-        Raises:
-            StoreNotFoundError, NotADatabaseError, SchemaError, StoreError.
-        """
+        (:func:`engine.store.opening.open_readonly`)."""
         p = str(path)
         conn, schema, target = opening.open_readonly(p)
         return cls(p, True, conn, schema, target)
@@ -170,19 +158,11 @@ class Store:
     def reading(
         self, work: Callable[[sql.Connection | None], T], conn: sql.Connection | None = None, action: str = "read"
     ) -> T:
-        """``work(c)`` retried while a writer disturbs it (:meth:`engine.store.reading.Connections.read`).
-
-        Raises:
-            CorruptStoreError, StoreError: naming the path.
-        """
+        """``work(c)`` retried while a writer disturbs it (:meth:`engine.store.reading.Connections.read`)."""
         return self.connections.read(work, conn, action)
 
     def data_version(self) -> DataVersion:
-        """:meth:`engine.store.reading.Connections.data_version`: changes with any commit.
-
-        Raises:
-            engine.store.sql.Error: the file cannot be read.
-        """
+        """:meth:`engine.store.reading.Connections.data_version`: changes with any commit."""
         return self.connections.data_version()
 
     def begin_read(self, conn: sql.Connection) -> bool:
@@ -202,79 +182,43 @@ class Store:
         connection on ``conn``'s snapshot, or ``None``."""
         return self.connections.parallel_reader(conn)
 
-    # ── rows ───────────────────────────────────────────────────────────
+    # ── rows (:mod:`engine.store.rows`; a failed read raises StoreError naming the path) ──
+
+    def _rows(self, query: Callable[[sql.Connection, SchemaInfo], T], conn: sql.Connection | None) -> T:
+        with sqlite_errors(self.path):
+            return query(conn or self.conn, self.schema)
 
     def chunk(self, rowid: int, conn: sql.Connection | None = None) -> ChunkRow | None:
-        """:func:`engine.store.rows.chunk`: the chunk at ``rowid``, or ``None``.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with sqlite_errors(self.path):
-            return rows.chunk(conn or self.conn, self.schema, rowid)
+        """:func:`engine.store.rows.chunk`: the chunk at ``rowid``, or ``None``."""
+        return self._rows(lambda c, schema: rows.chunk(c, schema, rowid), conn)
 
     def iter_chunks(self, conn: sql.Connection | None = None, *, with_content: bool = True) -> list[ChunkRow]:
-        """:func:`engine.store.rows.iter_chunks`: every chunk in rowid order.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with sqlite_errors(self.path):
-            return rows.iter_chunks(conn or self.conn, self.schema, with_content=with_content)
+        """:func:`engine.store.rows.iter_chunks`: every chunk in rowid order."""
+        return self._rows(lambda c, schema: rows.iter_chunks(c, schema, with_content=with_content), conn)
 
     def sources(self, conn: sql.Connection | None = None) -> list[SourceRow]:
-        """:func:`engine.store.rows.sources`: every source row in id order.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with sqlite_errors(self.path):
-            return rows.sources(conn or self.conn, self.schema)
+        """:func:`engine.store.rows.sources`: every source row in id order."""
+        return self._rows(rows.sources, conn)
 
     def source_labels(self, conn: sql.Connection | None = None) -> list[str]:
-        """:func:`engine.store.rows.source_labels`: every label in id order.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with sqlite_errors(self.path):
-            return rows.source_labels(conn or self.conn)
+        """:func:`engine.store.rows.source_labels`: every label in id order."""
+        return self._rows(lambda c, _: rows.source_labels(c), conn)
 
     def source_hashes(self) -> dict[str, str | None]:
-        """:func:`engine.store.rows.source_hashes`: ``label -> content_hash``, for incremental indexing.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with sqlite_errors(self.path):
-            return rows.source_hashes(self.conn, self.schema)
+        """:func:`engine.store.rows.source_hashes`: ``label -> content_hash``, for incremental indexing."""
+        return self._rows(rows.source_hashes, None)
 
     def session_counts(self, conn: sql.Connection | None = None) -> list[tuple[str, int]]:
-        """:func:`engine.store.rows.session_counts`: ``(session_id, chunks)``, most chunks first.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with sqlite_errors(self.path):
-            return rows.session_counts(conn or self.conn, self.schema)
+        """:func:`engine.store.rows.session_counts`: ``(session_id, chunks)``, most chunks first."""
+        return self._rows(rows.session_counts, conn)
 
     def recorded_stats(self, conn: sql.Connection | None = None) -> StoreCounts:
-        """:func:`engine.store.rows.recorded_counts`: the counts ``sources`` records (fast on any store).
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with sqlite_errors(self.path):
-            return rows.recorded_counts(conn or self.conn, self.schema)
+        """:func:`engine.store.rows.recorded_counts`: the counts ``sources`` records (fast on any store)."""
+        return self._rows(rows.recorded_counts, conn)
 
     def stats(self, conn: sql.Connection | None = None) -> StoreCounts:
-        """:func:`engine.store.rows.counts`: the counts, chunks counted.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with sqlite_errors(self.path):
-            return rows.counts(conn or self.conn, self.schema)
+        """:func:`engine.store.rows.counts`: the counts, chunks counted."""
+        return self._rows(rows.counts, conn)
 
     # ── writing ────────────────────────────────────────────────────────
 
@@ -290,11 +234,7 @@ class Store:
         max_chunk_bytes: int = MAX_CHUNK_BYTES,
         content_hash: str | None = None,
     ) -> IndexResult:
-        """:func:`engine.store.indexing.index_text`: chunk ``text`` and store it under ``label``.
-
-        Raises:
-            ReadOnlyStoreError, ValueError, StoreError.
-        """
+        """:func:`engine.store.indexing.index_text`: chunk ``text`` and store it under ``label``."""
         return indexing.index_text(
             self.connections,
             label,
@@ -308,35 +248,19 @@ class Store:
         )
 
     def delete_label(self, label: str) -> int:
-        """:func:`engine.store.indexing.delete_label`; returns chunks removed.
-
-        Raises:
-            ReadOnlyStoreError, StoreError.
-        """
+        """:func:`engine.store.indexing.delete_label`; returns chunks removed."""
         return indexing.delete_label(self.connections, label)
 
     def stale_sources(
         self, conn: sql.Connection | None = None
     ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
-        """:func:`engine.store.indexing.stale_sources`: ``(stale, errors)``, every file examined now.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
+        """:func:`engine.store.indexing.stale_sources`: ``(stale, errors)``, every file examined now."""
         return indexing.stale_sources(self.connections, self.schema, conn)
 
     def refresh_for_search(self, conn: sql.Connection) -> RefreshReport:
-        """:func:`engine.store.indexing.refresh_for_search`: the refresh stage before a search on ``conn``.
-
-        Raises:
-            StoreError: the store cannot be read or written.
-        """
+        """:func:`engine.store.indexing.refresh_for_search`: the refresh stage before a search on ``conn``."""
         return indexing.refresh_for_search(self.connections, self.schema, self.freshness, conn)
 
     def refresh_stale(self) -> tuple[list[str], list[tuple[str, str]]]:
-        """:func:`engine.store.indexing.refresh_stale`: ``(labels refreshed, errors)``.
-
-        Raises:
-            ReadOnlyStoreError, StoreError.
-        """
+        """:func:`engine.store.indexing.refresh_stale`: ``(labels refreshed, errors)``."""
         return indexing.refresh_stale(self.connections, self.schema)
