@@ -60,6 +60,38 @@ def test_reindexing_a_label_replaces_it(store):
     assert store.sources()[0].chunk_count == 2
 
 
+def test_rows_of_a_foreign_store_with_nulls_and_an_orphan_chunk(tmp_path):
+    """Typed rows read what another writer may leave: a NULL title, content
+    type or session id reads as "", an orphan chunk has source None, a REAL
+    source_id reads as an int; sources and counts come back typed too."""
+    from engine.store.rows import ChunkRow, SourceRow, StoreCounts
+    from engine.store.schema import SCHEMA_SQL
+
+    db = tmp_path / "foreign.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(SCHEMA_SQL)
+    conn.execute(
+        "INSERT INTO sources (id, label, chunk_count, indexed_at) VALUES (1, 'a.md', 1, '2026-01-02 03:04:05')"
+    )
+    for table in ("chunks", "chunks_trigram"):
+        conn.execute(f"INSERT INTO {table} (rowid, title, content, source_id) VALUES (1, NULL, 'alpha', 1.0)")
+        conn.execute(
+            f"INSERT INTO {table} (rowid, title, content, source_id, content_type, session_id) VALUES (2, 'T', 'beta', 9, 'code', 's')"
+        )
+    conn.commit()
+    conn.close()
+    with Store.open_readonly(db) as s:
+        assert s.iter_chunks() == [
+            ChunkRow(1, "a.md", "", "alpha", "", "", 1),
+            ChunkRow(2, None, "T", "beta", "code", "s", 9),
+        ]
+        assert s.iter_chunks(with_content=False)[1].content is None
+        assert s.chunk(1) == ChunkRow(1, "a.md", "", "alpha", "", "", 1) and s.chunk(2) is None  # no source row
+        assert s.sources() == [SourceRow(1, "a.md", 1, 0, "2026-01-02 03:04:05", None, None)]
+        assert s.stats() == StoreCounts(1, 2, 1, 0, "2026-01-02 03:04:05")
+        assert s.recorded_stats() == StoreCounts(1, 1, 0, 0, "2026-01-02 03:04:05")
+
+
 def test_readonly_store_refuses_writes(tmp_path):
     p = tmp_path / "s.db"
     s = Store.create(p)
