@@ -9,7 +9,7 @@ one pane shows at a time under a tab bar (keys r s j, or the tabs).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator
 
 from rich.text import Text
 from textual import on, work
@@ -24,6 +24,7 @@ from engine import SearchParams, Store
 from engine.pipeline import table as stages
 from engine.pipeline.trace import Candidate, Trace
 from engine.store.chunkids import ChunkIds
+from engine.store.rows import StoreCounts
 
 from tui.present import safe
 from tui.browser.actions import bindings, key_shown, keys_shown
@@ -61,7 +62,7 @@ class StoreOverview:
     screen that opened the store read it already.
 
     Attributes:
-        stats: :meth:`engine.Store.stats` (empty when the counts could not be read).
+        stats: :meth:`engine.Store.stats` (``None`` when the counts could not be read).
         session_counts: (session id, chunks) pairs (:meth:`engine.Store.session_counts`).
         source_labels: every source label, in store order.
         problem: why the store's counts could not be read, or ``None``.
@@ -72,7 +73,7 @@ class StoreOverview:
         reading: the counts are still being read (nothing else is known yet).
     """
 
-    stats: Mapping[str, Any] = field(default_factory=dict)
+    stats: StoreCounts | None = None
     session_counts: tuple[tuple[str, int], ...] = ()
     source_labels: tuple[str, ...] = ()
     problem: str | None = None
@@ -85,7 +86,7 @@ class StoreOverview:
         """This overview with the store's ``facts``."""
         return replace(
             self,
-            stats=dict(facts.stats),
+            stats=facts.stats,
             session_counts=tuple(facts.session_counts),
             source_labels=tuple(facts.source_labels),
             problem=None,
@@ -348,13 +349,10 @@ class BrowserScreen(WorkScreen[None]):
             t.append(
                 f"⚠ The store's counts could not be read ({safe.line(problem)}); searches may fail.\n", style="bold"
             )
-        if stats:
-            t.append(
-                f"{stats.get('sources', 0)} sources, {stats.get('chunks', 0)} chunks "
-                f"({stats.get('code_chunks', 0)} code)"
-            )
-            if stats.get("vocabulary") is not None:
-                t.append(f", {stats['vocabulary']} vocabulary words")
+        if stats is not None:
+            t.append(f"{stats.sources} sources, {stats.chunks} chunks ({stats.code_chunks} code)")
+            if stats.vocabulary is not None:
+                t.append(f", {stats.vocabulary} vocabulary words")
             if overview.sessions_pending:
                 t.append(", sessions being counted.\n")
             else:
