@@ -264,9 +264,46 @@ def test_bad_input_is_one_line(args, words, capsys):
     assert words in _fail(args, capsys)
 
 
-def test_fractional_limit_is_a_clear_error(capsys):
-    err = _fail(["ctx-search", "--db", str(STORE), "--params-json", '{"queries": ["relay"], "limit": 1.5}'], capsys)
-    assert "limit 1.5" in err
+@pytest.mark.parametrize(
+    "limit, words",
+    [
+        ("1.5", "--- [current-session"),  # slice(0, 1.5): one result (refused before)
+        ("1e400", "## relay queue stall"),
+        ("-1e400", "No results found."),
+        ("9" * 400, "## relay queue stall"),
+        ('"0x' + "f" * 300 + '"', "## relay queue stall"),
+        ("-" + "9" * 400, "No results found."),
+    ],
+)
+def test_params_json_limits_at_their_edges_are_answered(limit, words, capsys):
+    """Huge and fractional limits answer as the server does (OverflowError
+    tracebacks before; test_agent_edges.py checks the texts byte for byte)."""
+    args = [
+        "ctx-search",
+        "--db",
+        str(STORE),
+        "--params-json",
+        '{"queries": ["relay queue stall"], "limit": ' + limit + "}",
+    ]
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and words in out
+
+
+def test_deep_params_json_is_one_line(capsys):
+    deep = "[" * 50_000 + "]" * 50_000
+    err = _fail(["ctx-search", "--db", str(STORE), "--params-json", deep], capsys)
+    assert "nested more than 64 levels deep" in err
+
+
+@pytest.mark.parametrize("name", ["CONTEXT_MODE_SEARCH_BLOCK_AFTER", "CONTEXT_MODE_SEARCH_WINDOW_MS"])
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "9" * 400, "0x" + "f" * 300, "1_000", "١٢"])
+def test_throttle_variables_at_their_edges(name, value, monkeypatch, capsys):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exc:
+        main(["ctx-search", "--db", str(STORE), "relay"])
+    assert exc.value.code == 0 and "call #1/8 in this window" in capsys.readouterr().out
 
 
 # ─── agent-log ───────────────────────────────────────────────────────────

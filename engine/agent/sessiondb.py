@@ -179,13 +179,17 @@ class SessionDb:
         return tuple(r[0] for r in rows)
 
     def search_events(
-        self, query: str, limit: int, project_dir: str | None, source: str | None = None, before_id: int | None = None
+        self, query: str, limit: float, project_dir: str | None, source: str | None = None, before_id: int | None = None
     ) -> list[EventRow]:
         """``searchEvents(query, limit, projectDir, source)``.
 
         Args:
             project_dir: bound as is (``None`` binds NULL, so only rows with
                 ``project_dir = ''`` match).
+            limit: bound as a double, as Node binds a JavaScript number:
+                SQLite reads a whole one as an integer (a negative one as no
+                limit) and refuses a fraction or an infinity (a
+                :class:`SessionDbError` caused by SQLite's "datatype mismatch").
             source: an exact ``category``, or ``None`` for any.
             before_id: only rows with a smaller id (the DB as it was when a
                 recorded call ran; not a server parameter).
@@ -197,7 +201,7 @@ class SessionDb:
             "WHERE (project_dir = ? OR project_dir = '') "
             "AND (data LIKE '%' || ? || '%' ESCAPE '\\' OR category LIKE '%' || ? || '%' ESCAPE '\\') "
             "AND (? IS NULL OR category = ?) " + extra + "ORDER BY id ASC LIMIT ?",
-            (project_dir, q, q, source, source) + args + (limit,),
+            (project_dir, q, q, source, source) + args + (float(limit),),
         )
         return [EventRow(*r) for r in rows]
 

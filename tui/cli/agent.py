@@ -28,7 +28,8 @@ from engine.agent import (
     session_db_for_store,
 )
 from engine.agent.export import agent_trace_to_dict
-from engine.agent.jsvalue import js_json
+from engine.agent.jsvalue import js_json, js_json_parse
+from engine.js.json import JSONParseError
 from engine.agent.log import Replay, answer_count, load_calls, replay_calls
 from engine.agent.schema import SchemaError
 
@@ -112,9 +113,11 @@ def _arguments(
         if queries or limit is not None or source is not None or content_type is not None or sort is not None:
             fail("--params-json is the whole arguments object; give the queries and options inside it, not as well")
         try:
-            return json.loads(params_json, parse_constant=lambda name: fail(f"--params-json: {name} is not JSON"))
-        except json.JSONDecodeError as exc:
-            fail(f"--params-json is not valid JSON: {exc.msg} at character {exc.pos + 1}")
+            return js_json_parse(params_json)
+        except JSONParseError as exc:
+            if exc.too_deep is not None:
+                fail(f"--params-json is {exc}; an arguments object needs 3 levels")
+            fail(f"--params-json is not valid JSON: {exc}")
     if not queries:
         fail("give at least one QUERY (or the raw arguments with --params-json)")
     args: dict = {"queries": list(queries)}
