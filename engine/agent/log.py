@@ -18,13 +18,12 @@ throttle position, and compares the text with the recorded answer:
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from dataclasses import dataclass
 
 from engine.store.store import Store
 from .handler import AgentContext, AgentTrace, AgentViewError, RefreshMemory, ctx_search
-from .sessiondb import RecordedCall, SessionDb
+from .sessiondb import RecordedCall, SessionDb, SkippedRow, parse_created_at
 from .throttle import FloodGuard, ThrottleConfig, ThrottlePosition
 
 _FOOTER = re.compile(r"(?:^|\n)(?:> Throttle: call|⚠ search call) #(\d+)/")
@@ -165,7 +164,8 @@ def context_for(
 
 
 def _epoch_ms(created_at: str) -> float:
-    stamp = _dt.datetime.strptime(created_at, "%Y-%m-%d %H:%M:%S").replace(tzinfo=_dt.timezone.utc)
+    stamp = parse_created_at(created_at)
+    assert stamp is not None  # SessionDb.ctx_search_calls keeps only rows whose time parses
     return stamp.timestamp() * 1000
 
 
@@ -237,5 +237,14 @@ def replay_calls(
 
 def load_calls(session_db_path: str, project_dir: str | None = None) -> list[RecordedCall]:
     """The recorded calls of a session DB (optionally of one project)."""
+    return load_calls_checked(session_db_path, project_dir)[0]
+
+
+def load_calls_checked(
+    session_db_path: str, project_dir: str | None = None
+) -> tuple[list[RecordedCall], list[SkippedRow]]:
+    """The recorded calls of a session DB, and the malformed rows left out
+    (each a :class:`SkippedRow` naming the row and what is wrong)."""
     with SessionDb(session_db_path) as db:
-        return db.ctx_search_calls(project_dir)
+        calls = db.ctx_search_calls(project_dir)
+        return calls, list(db.skipped)

@@ -96,7 +96,14 @@ class ToolParams:
         if self.queries is not None:
             out["queries"] = list(self.queries)
         if self.limit != DEFAULT_TOOL_LIMIT:
-            out["limit"] = int(self.limit) if self.limit == int(self.limit) else self.limit
+            # ±Infinity has no JSON number: its String() ("Infinity") coerces back to it
+            out["limit"] = (
+                number_to_string(self.limit)
+                if math.isinf(self.limit)
+                else int(self.limit)
+                if self.limit == int(self.limit) and not (self.limit == 0 and math.copysign(1, self.limit) < 0)
+                else self.limit
+            )
         for key, value in (("source", self.source), ("contentType", self.content_type), ("project", self.project)):
             if value is not None:
                 out[key] = value

@@ -136,15 +136,18 @@ def _scalar(v: object) -> str | None:
     raise TypeError(f"cannot serialise {type(v).__name__}")
 
 
-def json_stringify(value: object, indent: int | None = None) -> str:
+def json_stringify(value: object, indent: int | None = None, *, spaced: bool = False) -> str:
     """``JSON.stringify(value, null, indent)`` for JSON-like Python values
-    (``tuple`` as an array; keys must be strings).
+    (``tuple`` as an array; keys must be strings). ``spaced`` puts a space
+    after each ``,`` and ``:`` of the compact form (Python's ``json.dumps``
+    layout, for text meant to wrap at spaces); JavaScript has no such form.
 
     Raises:
         TypeError: a value of another type.
     """
     out: list[str] = []
-    colon = ": " if indent else ":"
+    colon = ": " if indent or spaced else ":"
+    comma = ", " if spaced and not indent else ","
     # a stack of pending pieces: ("v", value, depth) to emit, or ("s", text) to append
     stack: list[tuple[str, object, int]] = [("v", value, 0)]
     while stack:
@@ -170,7 +173,7 @@ def json_stringify(value: object, indent: int | None = None) -> str:
         end = "\n" + " " * (indent * depth) if indent else ""
         pieces: list[tuple[str, object, int]] = []
         for i, (key, child) in enumerate(entries):
-            head = (open_ if i == 0 else ",") + pad
+            head = (open_ if i == 0 else comma) + pad
             if is_dict:
                 head += _quote(str(key)) + colon
             pieces.append(("s", head, 0))

@@ -7,7 +7,6 @@ Stores and session DBs are opened read-only; nothing is written.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -29,8 +28,9 @@ from engine.agent import (
 )
 from engine.agent.export import agent_trace_to_dict
 from engine.agent.jsvalue import js_json, js_json_parse
-from engine.js.json import JSONParseError
-from engine.agent.log import Replay, answer_count, load_calls, replay_calls
+from engine.js.json import JSONParseError, json_stringify
+from engine.agent.log import Replay, answer_count, load_calls_checked, replay_calls
+from engine.agent.sessiondb import SkippedRow
 from engine.agent.schema import SchemaError
 
 from tui.present import safe
@@ -257,11 +257,20 @@ def _call_dict(call, replay: Optional[Replay] = None) -> dict:
     return out
 
 
+def warn_skipped(skipped: List[SkippedRow]) -> None:
+    """One ``rankscope: warning:`` line on stderr per malformed session-DB
+    row left out (``session_events row 12 skipped: data is a BLOB, not text; …``)."""
+    for row in skipped:
+        err_console.print(
+            f"rankscope: warning: {safe.line(row.describe())}", markup=False, highlight=False, soft_wrap=True
+        )
+
+
 def _other_params(params: Optional[dict]) -> str:
     if params is None:
         return "(cut)"
     rest = {k: v for k, v in params.items() if k != "queries"}
-    return json.dumps(rest, ensure_ascii=False) if rest else ""
+    return json_stringify(rest, spaced=True) if rest else ""
 
 
 def agent_log_cmd(
@@ -286,9 +295,10 @@ def agent_log_cmd(
     if db is not None and not replay:
         fail("--db is only used with --replay")
     try:
-        calls = load_calls(str(sessions_db), project)
+        calls, skipped = load_calls_checked(str(sessions_db), project)
     except SessionDbError as exc:
         fail(str(exc))
+    warn_skipped(skipped)
     replays: list[Replay] = []
     if replay:
         assert db is not None  # checked above
