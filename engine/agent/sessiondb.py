@@ -2,8 +2,11 @@
 
 Source: context-mode 1.0.169 ``src/session/db.ts`` (``SessionDB``) and the
 fixture ``shared/fixtures/session-1.0.169.db`` with its ``.md`` (path rules,
-schema, how a ``ctx_search`` call is stored). rankscope never writes to it:
-the file is opened with ``mode=ro`` (``immutable=1`` when no ``-wal`` exists).
+schema, how a ``ctx_search`` call is stored). rankscope never writes to it
+nor creates a file beside it: it is opened with ``mode=ro`` while a writer
+has it open (``-wal`` and ``-shm`` exist), ``immutable=1`` otherwise, and
+through a private copy when a killed writer left a ``-wal`` without ``-shm``
+(the store's read modes, :data:`engine.store.store.READ_MODES`).
 
 * :meth:`SessionDb.session_ids_for_project` is ``getSessionIdsForProject``,
   the plugin-mode allow-set: ``SELECT DISTINCT session_id FROM
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -34,7 +38,7 @@ from engine.store.discovery import (
     session_dbs_for_store,
 )
 from engine.js.json import JSONParseError
-from engine.store.store import StoreError, _readonly_flags
+from engine.store.store import StoreError, _private_copy, _read_mode_for, _readonly_flags
 
 from .jsvalue import js_json_parse
 
@@ -176,14 +180,26 @@ class SessionDb:
         if not os.path.isfile(p):
             raise SessionDbError(f"no session DB at {p}")
         self.path = p
+        #: A private folder holding the copy read (a ``-wal`` without ``-shm``), else ``None``.
+        self._copy_dir: str | None = None
+        target, flags = p, _readonly_flags(p)
+        if _read_mode_for(p) == "copy":
+            # a killed writer left a -wal without -shm: read a private copy with the WAL replayed
+            try:
+                self._copy_dir, target = _private_copy(p)
+            except StoreError as exc:
+                raise SessionDbError(str(exc)) from exc
+            flags = "mode=ro&immutable=1"
         try:
-            self.conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", read_only=True, uri=True)
+            self.conn = sql.connect(f"file:{quote(os.path.abspath(target))}?{flags}", read_only=True, uri=True)
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sql.Error as exc:
+            self._remove_copy()
             raise SessionDbError(f"{p} is not a readable SQLite database: {exc}") from exc
         missing = [t for t in REQUIRED_TABLES if t not in tables]
         if missing:
             self.conn.close()
+            self._remove_copy()
             raise SessionDbError(f"{p} is not a context-mode session DB: missing table(s) {', '.join(missing)}")
         self.has_tool_calls = "tool_calls" in tables
         #: Rows the last :meth:`ctx_search_calls` left out, and why.
@@ -193,6 +209,18 @@ class SessionDb:
 
     def close(self) -> None:
         self.conn.close()
+        self._remove_copy()
+
+    def _remove_copy(self) -> None:
+        if self._copy_dir is not None:
+            shutil.rmtree(self._copy_dir, ignore_errors=True)
+            self._copy_dir = None
+
+    def max_event_id(self) -> int:
+        """The largest ``session_events.id`` (0 for none, or a non-integer id)."""
+        rows = self._q("SELECT MAX(id) FROM session_events")
+        value = rows[0][0] if rows else None
+        return value if isinstance(value, int) else 0
 
     def __enter__(self) -> "SessionDb":
         return self

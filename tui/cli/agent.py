@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import sys
+import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import List, Optional
 
@@ -29,8 +31,9 @@ from engine.agent import (
 from engine.agent.export import agent_trace_to_dict
 from engine.agent.jsvalue import js_json, js_json_parse
 from engine.js.json import JSONParseError, json_stringify
-from engine.agent.log import Replay, answer_count, load_calls_checked, replay_calls
-from engine.agent.sessiondb import SkippedRow
+from engine.agent.follow import POLL_SECONDS, SessionFollower
+from engine.agent.log import Replay, Replayer, answer_count, answer_summary, load_calls_checked, replay_calls
+from engine.agent.sessiondb import RecordedCall, SkippedRow
 from engine.agent.schema import SchemaError
 
 from tui.present import safe
@@ -209,7 +212,7 @@ def _queries_of(params: Optional[dict]) -> Optional[list]:
         return None
     try:
         parsed = parse_arguments(params, plugin_mode=True)
-    except SchemaError:
+    except (SchemaError, AgentViewError):
         return None
     return list(parsed.queries) if parsed.queries is not None else []
 
@@ -282,18 +285,32 @@ def agent_log_cmd(
         False, "--replay", help="Re-run each call with the same params and scope and compare the text."
     ),
     db: Optional[Path] = typer.Option(
-        None, "--db", help="With --replay: the content store the calls searched (read-only)."
+        None, "--db", help="With --replay or --follow: the content store the calls searched (read-only)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON list of the calls (with the replay)."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print a JSON list of the calls (with the replay); with --follow, one object a line."
+    ),
+    follow: bool = typer.Option(
+        False,
+        "--follow",
+        "-f",
+        help="Print each new call as the hooks write it, until Ctrl-C (with --db: whether its replay matches).",
+    ),
 ) -> None:
     """List every ctx_search call recorded in a session DB (time, session, queries, params, whether the answer was
-    recorded); with --replay --db STORE, re-run each and report whether the text equals the recorded answer."""
+    recorded); with --replay --db STORE, re-run each and report whether the text equals the recorded answer; with
+    --follow, print each new call within a second of the hooks writing it."""
     if not sessions_db.is_file():
         fail(f"--sessions-db {sessions_db}: no such file")
+    if follow:
+        if replay:
+            fail("--follow replays each new call when --db is given; --replay is for the calls already recorded")
+        follow_calls(sessions_db, project, db, as_json)
+        return
     if replay and db is None:
         fail("--replay needs --db STORE (the content store the calls searched)")
     if db is not None and not replay:
-        fail("--db is only used with --replay")
+        fail("--db is only used with --replay or --follow")
     try:
         calls, skipped = load_calls_checked(str(sessions_db), project)
     except SessionDbError as exc:
@@ -367,3 +384,91 @@ def agent_log_cmd(
             highlight=False,
             soft_wrap=True,
         )
+
+
+# ─── agent-log --follow ──────────────────────────────────────────────────
+
+
+def _received_words(summary: dict) -> str:
+    """``1 result (sextant 1), 643 B, 0 snippets cut``"""
+    per = ", ".join(f"{safe.line(clip(q['query'], 30))} {q['results']}" for q in summary["queries"])
+    n = summary["results"]
+    return (
+        f"{n} result{'s' if n != 1 else ''}{f' ({per})' if per else ''}, {summary['bytes']} B, "
+        f"{summary['snippets_cut']} snippet{'s' if summary['snippets_cut'] != 1 else ''} cut"
+    )
+
+
+def _throttle_words(summary: dict) -> str:
+    """``#5/8 ⚠ 1/query``, ``#2/8``, ``BLOCKED #9``, or ``–``"""
+    th = summary["throttle"]
+    if th is None:
+        return "–"
+    if th["blocked"]:
+        return f"BLOCKED #{th['count']}"
+    return f"#{th['count']}/{th['block_after']}" + (f" ⚠ {th['per_query']}/query" if th["warning"] else "")
+
+
+def follow_line(call: RecordedCall, summary: Optional[dict], replay: Optional[Replay]) -> str:
+    """One new call in one line: time, session, throttle state, queries, other
+    params, what it received in numbers, and the replay's outcome."""
+    qs = _queries_of(call.params)
+    queries = " | ".join(qs) if qs is not None else clip(call.params_raw or "", RAW_PARAMS_SHOWN)
+    parts = [call.created_at, call.session_id[:8], _throttle_words(summary) if summary else "–", queries]
+    other = _other_params(call.params)
+    if other:
+        parts.append(other)
+    parts.append("→ " + (_received_words(summary) if summary else f"answer not recorded ({call.answer_note})"))
+    if replay is not None:
+        parts.append(
+            "replay: "
+            + replay.outcome.replace("-", " ")
+            + (f" ({replay.difference.kind})" if replay.difference else "")
+        )
+    return safe.line("  ".join(parts))
+
+
+def follow_calls(sessions_db: Path, project: Optional[str], db: Optional[Path], as_json: bool) -> None:
+    """Poll the session DB (:class:`engine.agent.follow.SessionFollower`)
+    until Ctrl-C; print each new call (one JSON object a line with
+    ``as_json``), replayed on ``db`` when given. Notices (the file replaced,
+    unreadable for a moment) and malformed rows go to stderr."""
+    follower = SessionFollower(str(sessions_db), project)
+    seen = 0
+    with ExitStack() as stack:
+        replayer = None
+        if db is not None:
+            store = stack.enter_context(open_store(db))
+            replayer = Replayer(store, str(sessions_db), project, ThrottleConfig.from_env())
+        try:
+            first = follower.poll()
+            for _code, message in first.notices:
+                _note(message)
+            _note(f"following {sessions_db} from event {follower.last_id} (Ctrl-C stops)")
+            while True:
+                time.sleep(POLL_SECONDS)
+                update = follower.poll()
+                for _code, message in update.notices:
+                    _note(message)
+                warn_skipped(list(update.skipped))
+                for call in update.calls:
+                    summary = answer_summary(call.answer, _queries_of(call.params)) if call.answer is not None else None
+                    try:
+                        replayed = replayer.replay(call) if replayer is not None else None
+                    except SessionDbError as exc:  # the session DB moved under the replay: say so, go on
+                        _note(f"call {call.event_id}: cannot replay now ({exc})")
+                        replayed = None
+                    if as_json:
+                        data = _call_dict(call, replayed)
+                        data["received"] = summary
+                        sys.stdout.write(js_json(data) + "\n")
+                    else:
+                        sys.stdout.write(follow_line(call, summary, replayed) + "\n")
+                    sys.stdout.flush()
+                    seen += 1
+        except KeyboardInterrupt:
+            _note(f"stopped following {sessions_db}: {seen} new call(s)")
+
+
+def _note(message: str) -> None:
+    err_console.print(f"rankscope: {safe.line(message)}", markup=False, highlight=False, soft_wrap=True)
