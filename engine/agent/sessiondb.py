@@ -260,6 +260,15 @@ class SessionDb:
         )
         return [r[0] for r in rows if isinstance(r[0], str)]
 
+    def projects_of_session(self, session_id: str) -> list[str]:
+        """The non-empty ``project_dir`` values of a session's events, most used first."""
+        rows = self._q(
+            "SELECT project_dir, COUNT(*) FROM session_events WHERE session_id = ? AND project_dir != '' "
+            "GROUP BY 1 ORDER BY 2 DESC, 1",
+            (session_id,),
+        )
+        return [r[0] for r in rows if isinstance(r[0], str)]
+
     def latest_session_id(self) -> str | None:
         """``getLatestSessionId``: the session with the newest ``started_at``."""
         rows = self._q("SELECT session_id FROM session_meta ORDER BY started_at DESC LIMIT 1")

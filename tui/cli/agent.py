@@ -30,7 +30,11 @@ from engine.agent import (
 )
 from engine.agent.export import agent_trace_to_dict
 from engine.agent.jsvalue import js_json, js_json_parse
+from engine.lab.counterfactual import parse_pin
+from engine.lab.counterfactual import sentence as counterfactual_sentence
+from engine.lab.why import ChunkNotFoundError, find_chunks
 from engine.js.json import JSONParseError, json_stringify
+from engine.agent.advice import should_have_asked
 from engine.agent.follow import POLL_SECONDS, SessionFollower
 from engine.agent.log import Replay, Replayer, answer_count, answer_summary, load_calls_checked, replay_calls
 from engine.agent.sessiondb import RecordedCall, SkippedRow
@@ -164,6 +168,12 @@ def ctx_search_cmd(
     as_json: bool = typer.Option(
         False, "--json", help="Print the traced call as JSON (schema: engine/agent/export.py)."
     ),
+    why: Optional[str] = typer.Option(
+        None,
+        "--why",
+        help="A chunk the agent did not receive (row id or SOURCE::TITLE): the smallest change to the call that "
+        "delivers it, found by re-running the call.",
+    ),
 ) -> None:
     """Print what the agent receives from ctx_search: context-mode 1.0.169's tool layer (throttle, per-query limit,
     snippet windows, 40 KB cap, refresh line, footer) over the traced pipeline.
@@ -183,6 +193,16 @@ def ctx_search_cmd(
     context = build_context(db, sessions_db, project, allow_session)
     with open_store(db) as store:
         warn_unknown_sessions(store, allow_session, "--allow-session")
+        if why is not None:
+            rowids = chunk_rowids(store, why, "--why")
+            try:
+                advices = [
+                    should_have_asked(store, arguments, context, rowid=r, call_number=call_number) for r in rowids
+                ]
+            except AgentViewError as exc:
+                fail(str(exc))
+            write_advice(advices, as_json)
+            return
         try:
             trace = ctx_search(store, arguments, context, call_number=call_number)
         except AgentViewError as exc:
@@ -202,6 +222,45 @@ def ctx_search_cmd(
                 soft_wrap=True,
             )
         raise typer.Exit(1)
+
+
+def chunk_rowids(store, text: str, option: str) -> list[int]:
+    """The row ids a chunk name gives: ``57`` or ``SOURCE::TITLE`` (every
+    chunk sharing the key); a one-line error when it names none."""
+    try:
+        return [c.rowid for c in find_chunks(store, **parse_pin(text))]
+    except (ValueError, ChunkNotFoundError) as exc:
+        fail(f"{option}: {exc}")
+    raise AssertionError("unreachable")
+
+
+def write_advice(advices: list, as_json: bool) -> None:
+    """What the agent should have asked, per chunk: JSON (``{"advice": [...]}``,
+    :meth:`engine.agent.advice.Advice.to_dict`) or one paragraph each."""
+    if as_json:
+        write_js_json({"advice": [a.to_dict() for a in advices]})
+        return
+    for i, a in enumerate(advices):
+        if i:
+            console.print()
+        console.print(safe.line(a.sentence()), markup=False, highlight=False, soft_wrap=True)
+        if a.tried:
+            ok = sum(1 for _, delivered in a.tried if delivered)
+            console.print(
+                safe.line(f"re-ran the call {a.reruns} time(s): {len(a.tried)} change(s) tried, {ok} delivered it"),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+        if a.pipeline_change is not None and a.pipeline_change.change is not None:
+            console.print(
+                safe.line(
+                    f"outside the call's reach: {counterfactual_sentence(a.pipeline_change)} (a pipeline setting)"
+                ),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 # ─── agent-log ───────────────────────────────────────────────────────────
