@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from engine.store.store import StoreError
+from engine.store.errors import StoreError
 from .sessiondb import RecordedCall, SessionDb, SkippedRow
 
 #: Seconds between polls of ``agent-log --follow``: a committed call is seen

@@ -38,7 +38,8 @@ from engine.store.discovery import (
     session_dbs_for_store,
 )
 from engine.js.json import JSONParseError
-from engine.store.store import StoreError, _private_copy, _read_mode_for, _readonly_flags
+from engine.store.errors import StoreError
+from engine.store.opening import private_copy, read_mode_for, readonly_flags
 
 from .jsvalue import js_json_parse
 
@@ -182,11 +183,11 @@ class SessionDb:
         self.path = p
         #: A private folder holding the copy read (a ``-wal`` without ``-shm``), else ``None``.
         self._copy_dir: str | None = None
-        target, flags = p, _readonly_flags(p)
-        if _read_mode_for(p) == "copy":
+        target, flags = p, readonly_flags(p)
+        if read_mode_for(p) == "copy":
             # a killed writer left a -wal without -shm: read a private copy with the WAL replayed
             try:
-                self._copy_dir, target = _private_copy(p)
+                self._copy_dir, target = private_copy(p)
             except StoreError as exc:
                 raise SessionDbError(str(exc)) from exc
             flags = "mode=ro&immutable=1"

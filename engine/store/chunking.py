@@ -284,7 +284,7 @@ def chunk_plain_text(
 _IDENTITY_FIELDS = ("id", "name", "title", "path", "slug", "key", "label")
 
 
-def _identity_field(arr: list) -> str | None:
+def _identity_field(arr: list[object]) -> str | None:
     if not arr or not isinstance(arr[0], dict):
         return None
     first = arr[0]
@@ -303,7 +303,7 @@ def _item_identity(item: object, field: str) -> str:
     return "undefined"
 
 
-def _batch_title(prefix: str, start: int, end: int, batch: list, field: str | None) -> str:
+def _batch_title(prefix: str, start: int, end: int, batch: list[object], field: str | None) -> str:
     sep = f"{prefix} > " if prefix else ""
     if field is None:
         return f"{sep}[{start}]" if start == end else f"{sep}[{start}-{end}]"
@@ -332,7 +332,7 @@ def _walk_json(value: object, path: list[str], out: list[ChunkDraft], cap: int) 
     if isinstance(value, list):
         prefix = title
         field = _identity_field(value)
-        batch: list = []
+        batch: list[object] = []
         start = 0
         for i, item in enumerate(value):
             batch.append(item)
