@@ -225,7 +225,7 @@ def test_bad_query_file_entries(db, tmp_path, capsys, entry, message, command):
 
 def test_readme_lists_the_input_limits():
     """The README's deviations paragraph names the limits SearchParams enforces."""
-    from engine.pipeline.trace import MAX_LIMIT, MAX_QUERY_CHARS
+    from engine.pipeline.params import MAX_LIMIT, MAX_QUERY_CHARS
 
     from .conftest import REPO
 

@@ -42,7 +42,9 @@ from typing import Callable, TypeVar
 
 from engine.store import sql
 from engine.js.strings import utf16_len, utf16_slice
-from engine.pipeline.trace import SearchParams, Trace, Variant
+from engine.pipeline.params import SearchParams
+from engine.pipeline.trace import Trace
+from engine.pipeline.variants import Variant
 from engine.pipeline.run import search
 from engine.store.store import Store
 from .jsvalue import js_number_text
@@ -106,11 +108,6 @@ class AgentContext:
     @property
     def plugin_mode(self) -> bool:
         return self.plugin_project is not None
-
-    @property
-    def server_project_dir(self) -> str | None:
-        """``getProjectDir()``."""
-        return self.plugin_project if self.plugin_mode else self.project_dir
 
 
 @dataclass(frozen=True)
@@ -258,11 +255,6 @@ class AgentTrace:
     text: str
     is_error: bool
     notes: tuple[str, ...] = ()
-
-    @property
-    def error_field(self) -> str | None:
-        """The first wrong parameter of a schema error."""
-        return self.issues[0].field if self.issues else None
 
 
 # ─── pieces ──────────────────────────────────────────────────────────────

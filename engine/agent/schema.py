@@ -86,20 +86,6 @@ class ToolParams:
     stripped: tuple[str, ...] = ()
     coercions: tuple[str, ...] = field(default_factory=tuple)
 
-    def to_arguments(self) -> dict:
-        """A canonical arguments object that parses back to these params."""
-        out: dict = {}
-        if self.queries is not None:
-            out["queries"] = list(self.queries)
-        if self.limit != DEFAULT_TOOL_LIMIT:
-            out["limit"] = int(self.limit) if self.limit == int(self.limit) else self.limit
-        for key, value in (("source", self.source), ("contentType", self.content_type), ("project", self.project)):
-            if value is not None:
-                out[key] = value
-        if self.sort != "relevance":
-            out["sort"] = self.sort
-        return out
-
 
 class SchemaError(ValueError):
     """The arguments fail the tool schema. ``issues`` lists every failure;

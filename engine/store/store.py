@@ -53,7 +53,7 @@ from engine.store import sql
 from engine.store.cache import VersionedLRU
 from engine.store.chunking import MAX_CHUNK_BYTES, ChunkDraft, chunk_json, chunk_markdown, chunk_plain_text
 from engine.store.freshness import Freshness, check_all, load_sources, read_text, sha256_text
-from engine.js.strings import decode_utf8_like_node, js_to_lower, to_storage_bytes, utf16_len
+from engine.js.strings import js_to_lower, to_storage_bytes, utf16_len
 from engine.store.freshness import RefreshReport
 from engine.store.stopwords import STOPWORDS
 
@@ -1443,41 +1443,6 @@ class Store:
                 _rollback(conn)
                 raise
         return IndexResult(label, int(source_id), kind, len(drafts), code, len(to_storage_bytes(text)), added)
-
-    def index_file(
-        self,
-        path: str | os.PathLike[str],
-        label: str | None = None,
-        *,
-        session_id: str = "",
-        kind: str | None = None,
-    ) -> IndexResult:
-        """Read a file and index it; the kind comes from its extension.
-
-        Bytes are decoded as UTF-8 like Node (invalid sequences become
-        U+FFFD). Markdown sources are file-backed (``file_path`` and SHA-256
-        recorded) as in the reference; every kind records its SHA-256, in
-        the same transaction as the chunks.
-
-        Raises:
-            OSError: the file cannot be read.
-            ReadOnlyStoreError: the store is read-only.
-        """
-        self._require_writable()
-        p = Path(path)
-        if not p.is_file():
-            raise OSError(f"refusing to index {p}: not a regular file")
-        text = decode_utf8_like_node(p.read_bytes())
-        k = kind or kind_for_path(p)
-        lbl = label if label is not None else str(p)
-        return self.index_text(
-            lbl,
-            text,
-            k,
-            session_id=session_id,
-            file_path=backing_path(p, k),
-            content_hash=sha256_text(text),
-        )
 
     def delete_label(self, label: str) -> int:
         """Remove a label's chunks and source row in one transaction; returns chunks removed.

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from engine.store.corpus import index_paths
 from engine import Store
 from engine.lab.doctor import diagnose
 from engine.store.store import vocabulary_words
@@ -139,7 +140,7 @@ def test_stale_sources_are_reported_not_refreshed(tmp_path):
     doc.write_text("# Doc\nold text\n", "utf-8")
     db = tmp_path / "s.db"
     with Store.create(db) as s:
-        s.index_file(doc, "doc.md")
+        index_paths(s, [doc])
     doc.write_text("# Doc\nnew text\n", "utf-8")
     future = time.time() + 120
     os.utime(doc, (future, future))

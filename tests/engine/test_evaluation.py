@@ -16,10 +16,11 @@ from engine.lab.evaluation import (
     compare_measure,
     eval_to_dict,
     evaluate_lists,
-    evaluate_set,
     evaluate_trace,
+    evaluate_traces,
     parse_measures,
     ranked_ids,
+    run_entries,
     trec_run_lines,
 )
 from engine.lab.qrels import Qrels, QrelsError, default_qrels_path, read_qrels, write_qrels
@@ -31,6 +32,12 @@ from ..helpers import index_collide, index_zebra
 
 DEMO_QUERIES = json.loads((REPO / "docs" / "demo-queries.json").read_text("utf-8"))
 DEMO_QRELS = REPO / "docs" / "demo-qrels.json"
+
+
+def evaluate_set(store, entries, qrels, measures, variant=Variant()):
+    """What ``rankscope eval`` does: search every entry, then evaluate the traces."""
+    ms = measures if isinstance(measures, tuple) else parse_measures(measures)
+    return evaluate_traces(run_entries(store, entries, variant), qrels, ms, chunk_ids(store), variant)
 
 
 @pytest.fixture(scope="module")

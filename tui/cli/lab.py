@@ -22,19 +22,17 @@ import typer
 from rich.console import Group
 from rich.text import Text
 
+from engine.pipeline.variants import SPEC_KEYS, parse_variant, variant_spec
 from engine.lab.compare import (
-    SPEC_KEYS,
     Comparison,
     SetComparison,
     compare,
     compare_set,
     comparison_to_dict,
-    parse_variant,
     set_comparison_to_dict,
-    variant_spec,
 )
 from engine.lab.doctor import DoctorReport, check_integrity, diagnose
-from engine.pipeline.trace import Variant
+from engine.pipeline.variants import Variant
 from engine.store.store import CorruptStoreError, Store, StoreError
 from engine.lab.counterfactual import sentence as counterfactual_sentence
 from engine.lab.counterfactual import would_return_with

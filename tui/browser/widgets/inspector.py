@@ -25,8 +25,10 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from engine.lab.journey import StageSummary, stage_summaries
-from engine.pipeline.stages.fuzzy_reasons import trigger_sentence
-from engine.pipeline.trace import Candidate, Hit, RetrieverRun, Run, Trace
+from engine.pipeline.candidates import Candidate, Hit
+from engine.pipeline.stages.retrieve import RetrieverRun
+from engine.pipeline.passes import Run
+from engine.pipeline.trace import Trace
 from engine.pipeline.paths import sentence
 from engine.pipeline.table import base_id, in_rerun, ranked, stage, title
 
@@ -294,7 +296,7 @@ class _Builder:
         fz = self.trace.fuzzy
         if not fz.ran:
             return
-        why = fz.reason if fz.shadow else (trigger_sentence(fz) or fz.reason)
+        why = fz.reason if fz.shadow else (fz.trigger_sentence or fz.reason)
         self.note(f"ran because {why}", "fuzzy")
         for c in fz.corrections:
             t = Text("  " + safe.line(c.word), style="bold")
