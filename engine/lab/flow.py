@@ -9,7 +9,7 @@ rerank before the trim, ``rerank=off`` has no rerank column; ids are
 prefixed ``fuzzy:`` in the re-run) and a :class:`FlowRow` per chunk a
 retriever returned in that pass (plus, on request, chunks that never entered
 it: :class:`Absent`). Everything here is read from the paths the pipeline
-computed (:attr:`engine.pipeline.trace.Run.paths`); nothing is re-ranked.
+computed (:attr:`engine.pipeline.passes.Run.paths`); nothing is re-ranked.
 
 A row's cell at each column (:class:`FlowCell`) holds:
 
@@ -23,7 +23,7 @@ A row's cell at each column (:class:`FlowCell`) holds:
   ``"left"`` (it left the pass here: ``exit`` says why), ``"gone"`` (a
   later stage), ``"not-run"`` (the stage did not run in this pass: the
   session filter removed everything);
-* ``exit``: at the ``"left"`` cell, the :class:`~engine.pipeline.trace.Exit` (reason
+* ``exit``: at the ``"left"`` cell, the :class:`~engine.pipeline.candidates.Exit` (reason
   code and data: ``merged`` → ``into_rowid``, ``session-filter`` →
   ``session_id``, ``trimmed`` → ``limit``, ``beyond-pool`` →
   ``pool_size``; a chunk no retriever returned leaves at ``retrieve``,

@@ -59,7 +59,7 @@ class JourneyStep:
         position: 1-based position at that stage, or ``None`` if absent.
         note: what happened to it there, in words (generated from the path).
         exit: set on the step where it left the pass (the path's
-            :class:`~engine.pipeline.trace.Exit`; ``not-retrieved`` when no retriever
+            :class:`~engine.pipeline.candidates.Exit`; ``not-retrieved`` when no retriever
             of that pass returned it); ``None`` elsewhere.
     """
 
@@ -148,7 +148,7 @@ def journey(trace: Trace, key: str, rowid: int | None = None) -> list[JourneySte
     """Where the candidate with fusion ``key`` (or the chunk ``rowid``) stood
     at each stage, ending where it left the pipeline or at its final position.
 
-    Read from the passes' paths (:attr:`engine.pipeline.trace.Run.paths`): the first
+    Read from the passes' paths (:attr:`engine.pipeline.passes.Run.paths`): the first
     pass, then the fuzzy re-run when it answered, then the trace's answer."""
     steps, alive = _run_journey(trace.first, key, rowid)
     answered_first = trace.layer == "rrf"

@@ -158,47 +158,32 @@ def answer_facts(result: FinalResult) -> dict[str, object]:
 
 
 class Asking(Records, Protocol):
-    """What a stage's why-not hook may ask (:mod:`engine.lab.why` answers).
-    ``record`` gives the trace-level records (``fuzzy``, ``refresh``)."""
+    """What a stage's why-not hook may ask (:mod:`engine.lab.why` answers):
+    ``record`` gives the trace-level records (``fuzzy``, ``refresh``);
+    ``pool_size`` and ``fts_limit`` are the search's; ``first`` is the first pass."""
 
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def conn(self) -> sql.Connection: ...
-
-    @property
-    def params(self) -> SearchParams: ...
-
-    @property
-    def pool_size(self) -> int: ...
-
-    @property
-    def fts_limit(self) -> int: ...
-
-    @property
-    def first(self) -> PassView: ...
+    store: Store
+    conn: sql.Connection
+    params: SearchParams
+    pool_size: int
+    fts_limit: int
+    first: PassView
 
     def passes(self) -> tuple[PassView, ...]:
         """The passes a story may come from (no shadow re-run), the answering one first."""
-        ...
 
     def full_ranks(self, query: str, rowid: int) -> dict[str, dict[str, object] | None]:
         """Per retriever: ``{rank, bm25, matches}`` of ``rowid`` in its uncapped
         run for ``query``, ``{"skipped": why}``, or ``None`` (no match)."""
-        ...
 
     def result(self, rowid: int) -> FinalResult | None:
         """The answer's result for chunk ``rowid``, if returned."""
-        ...
 
     def returned_words(self, position: int) -> str:
         """``Returned at #2 of 3 (layer rrf)`` (and the typo correction when the re-run answered)."""
-        ...
 
     def follow(self, chunk: ChunkRef, run: PassView) -> Explanation | None:
         """The story of another chunk in ``run`` (a merge's kept row); ``None`` while following one."""
-        ...
 
 
 @dataclass(frozen=True, kw_only=True)

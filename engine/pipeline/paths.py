@@ -81,7 +81,7 @@ def run_paths(run: Run) -> tuple[CandidatePath, ...]:
     """The path of every chunk a retriever returned in ``run``.
 
     Returns:
-        One :class:`~engine.pipeline.trace.CandidatePath` per row id, deepest first:
+        One :class:`~engine.pipeline.candidates.CandidatePath` per row id, deepest first:
         the final list in order, then those that left at the last stage (by
         their position there), and so on; merged rows last, in the order the
         retrievers returned them (Porter first).

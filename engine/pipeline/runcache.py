@@ -1,40 +1,22 @@
 """The store's retriever-run cache, and the handles searches read it through.
 
-Every retriever run a search makes is kept once per store, in
-:attr:`engine.store.store.Store.runs` (a :class:`engine.store.cache.VersionedLRU` of ``{row count: run}`` per run key), for one store *data
-version* at a time (:meth:`engine.store.store.Store.data_version`: it changes with
-any commit by any connection, in this process or another). A run is valid
-for the version noted when the read transaction it was made in began
-(:meth:`engine.store.store.Store.begin_read` sets ``conn.read_version``); inside a
-transaction the caller opened some other way the version is unknown and
-nothing is read or stored. The first entry stored under a new version drops
-every older one (:class:`engine.store.cache.VersionedLRU`). Typo corrections live
-beside the runs in :attr:`engine.store.store.Store.corrections`
-(:func:`engine.pipeline.stages.fuzzy.correct_word_cached`; 256 words, as the reference).
+Runs are kept per store in :attr:`engine.store.store.Store.runs`, by
+:attr:`~engine.pipeline.stages.retrieve.Request.key` (everything but the row
+count) and then by row count, for one store data version at a time (the one
+``conn``'s read transaction noted: :meth:`engine.store.store.Store.begin_read`;
+outside one nothing is read or stored). Typo corrections live beside them
+(:func:`engine.pipeline.stages.fuzzy.correct_word_cached`). Failed runs are not kept.
 
-A retriever run depends only on its :class:`~engine.pipeline.stages.retrieve.Request`:
-:attr:`~engine.pipeline.stages.retrieve.Request.key` is everything but the
-row count, and each entry holds the runs fetched for that key by row count.
+A :class:`RunCache` is a handle on those entries with a reuse mode and counters:
 
-:class:`RunCache` is a *handle* on those entries (no storage of its own:
-every handle of a store shares them), with a reuse mode and counters:
-
-* ``exact=True`` (what a plain :func:`engine.pipeline.run.search` uses) reuses
-  only a run fetched at the same row count: the answer is then the one the
-  statement gives.
-* ``exact=False`` (a counterfactual's probes, :mod:`engine.lab.counterfactual`)
-  also answers ``LIMIT n`` from a run fetched with ``LIMIT m >= n`` (its
-  first ``n`` rows), and any limit from a run that came back with fewer rows
-  than its limit (it holds every match). This rests on SQLite's ``ORDER BY
-  ... LIMIT`` being a prefix of the full order (ties keep rowid order); it
-  is checked against the real statement on every golden case
-  (``tests/engine/test_runcache.py``), and
-  :func:`engine.lab.counterfactual.would_return_with` confirms such an answer
-  with an exact re-run. A miss after a shallower run fetches ``max(n, 2 ×
-  its limit)`` rows, so a growing scan of row counts costs a logarithmic
-  number of statements.
-
-Runs that failed (an FTS5 syntax error recorded on the run) are not kept.
+* ``exact=True`` (a plain search) reuses only a run of the same row count;
+* ``exact=False`` (a counterfactual's probes) also answers ``LIMIT n`` from
+  a run of ``LIMIT m >= n`` (its first ``n`` rows) or from a run that came
+  back short (it holds every match): SQLite's ``ORDER BY ... LIMIT`` is a
+  prefix of the full order (ties by rowid), checked on every golden case
+  (``tests/engine/test_runcache.py``); the counterfactual confirms such an
+  answer with an exact run. A miss after a shallower run fetches ``max(n,
+  2 × its limit)`` rows, so a growing scan costs a logarithmic number of statements.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What the journey pane is showing: one chunk picked from a stage.
 
-A :class:`Subject` is built from a fused :class:`~engine.pipeline.trace.Candidate`
-(followed by its fusion key) or from a retriever :class:`~engine.pipeline.trace.Hit`
+A :class:`Subject` is built from a fused :class:`~engine.pipeline.candidates.Candidate`
+(followed by its fusion key) or from a retriever :class:`~engine.pipeline.candidates.Hit`
 (followed by its row, so a row swallowed by a key collision shows where it
 was merged). No Textual here.
 """

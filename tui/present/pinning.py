@@ -43,7 +43,7 @@ class PinOutcome:
     counterfactual: Counterfactual | None
     absent: Absent | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """``{"rowid", "source", "title", "fate", "would_return_with",
         "counterfactual"}`` (``would_return_with``: ``{"param", "value",
         "position"}`` or ``null``)."""

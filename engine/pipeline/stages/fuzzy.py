@@ -26,12 +26,12 @@ from rapidfuzz.distance import Levenshtein
 
 from engine.js.strings import js_to_lower, js_trim, utf16_len, utf16_units
 from engine.pipeline.candidates import ChunkRef
-from engine.pipeline.hooks import Asking, Explanation, Reason, Records, RecordStage
+from engine.pipeline.hooks import Asking, Explanation, Records, RecordStage
 from engine.pipeline.params import SearchParams
 from engine.pipeline.passes import Run
 from engine.pipeline.query import fuzzy_words
 from engine.pipeline.stages import session_filter
-from engine.pipeline.stages.retrieve import RETRIEVERS, full_ranks_words
+from engine.pipeline.stages.retrieve import RETRIEVERS, full_ranks_words, not_retrieved
 from engine.pipeline.words import abbreviate, plural
 from engine.store import sql
 from engine.store.store import Store, elapsed_ms
@@ -367,14 +367,12 @@ STAGE = RecordStage(
     headline=_headline,
     elapsed=lambda fz: fz.elapsed_ms if fz.ran else None,
     reasons={
-        "fuzzy-not-attempted": Reason(
+        "fuzzy-not-attempted": not_retrieved(
             lambda e: (
                 f"the corrected query {e.get('corrected_query')!r} would match it, "
                 "but the fuzzy fallback did not run for the answer"
             ),
             ("corrected_query", "first_pass_results", "shadow"),
-            lambda e: "not retrieved",
-            lambda e, cut: "none",
         )
     },
     to_json=_to_json,

@@ -787,9 +787,9 @@ def _source_filter(e: Exit) -> str:
     return f"excluded by the source filter (labels {mode} {e.get('filter')!r})"
 
 
-def _not_retrieved(words: str, data: tuple[str, ...], told: bool = True) -> Reason:
+def not_retrieved(sentence: Callable[[Exit], str], data: tuple[str, ...], told: bool = True) -> Reason:
     """A code of a chunk no retriever returned: ``not retrieved`` in a flow cell (compact ``none``)."""
-    return Reason(lambda e: words, data, lambda e: "not retrieved", lambda e, cut: "none", told)
+    return Reason(sentence, data, lambda e: "not retrieved", lambda e, cut: "none", told)
 
 
 def unretrieved(prefix: str = "") -> Exit:
@@ -807,28 +807,23 @@ RETRIEVE = Stage(
     scope="pass",
     kind="group",
     reasons={
-        "source-filter": Reason(
-            _source_filter, ("source", "filter", "source_match"), lambda e: "not retrieved", lambda e, cut: "none"
+        "source-filter": not_retrieved(_source_filter, ("source", "filter", "source_match")),
+        "content-type-filter": not_retrieved(
+            lambda e: f"excluded by the content-type filter (only {e.get('filter')} chunks)", ("content_type", "filter")
         ),
-        "content-type-filter": Reason(
-            lambda e: f"excluded by the content-type filter (only {e.get('filter')} chunks)",
-            ("content_type", "filter"),
-            lambda e: "not retrieved",
-            lambda e, cut: "none",
+        "no-term": not_retrieved(
+            lambda e: "not retrieved: no query term is indexed in it", ("porter_terms", "trigram_terms")
         ),
-        "no-term": _not_retrieved("not retrieved: no query term is indexed in it", ("porter_terms", "trigram_terms")),
-        "retriever-skipped": _not_retrieved(
-            "not retrieved: only a retriever the variant skipped would match it", ("retrievers",)
+        "retriever-skipped": not_retrieved(
+            lambda e: "not retrieved: only a retriever the variant skipped would match it", ("retrievers",)
         ),
-        "beyond-fts-limit": Reason(
+        "beyond-fts-limit": not_retrieved(
             lambda e: (
                 f"not retrieved: it matches at bm25 rank {e.get('rank')}, beyond the {e.get('fts_limit')} rows fetched"
             ),
             ("rank", "fts_limit"),
-            lambda e: "not retrieved",
-            lambda e, cut: "none",
         ),
-        "not-retrieved": _not_retrieved("not retrieved: neither retriever returned it", (), told=False),
+        "not-retrieved": not_retrieved(lambda e: "not retrieved: neither retriever returned it", (), told=False),
     },
     to_json=_to_json,
     absent=_absent,
@@ -872,27 +867,16 @@ class Runs(Protocol):
 def retrieve_pair(
     store: Store, conn: sql.Connection, requests: tuple[Request, ...] | list[Request], *, runs: Runs
 ) -> dict[str, RetrieverRun]:
-    """Run ``requests`` (one per retriever), by retriever name.
-
-    * A run the store's run cache holds for this data version (the one
-      ``conn``'s :meth:`~engine.store.store.Store.begin_read` noted) is answered
-      by the handle ``runs`` (:class:`engine.pipeline.runcache.RunCache`;
-      ``cached=True``, ``elapsed_ms`` is then the lookup's time).
-    * When both must run and ``conn`` is a file store's read transaction,
-      the second is handed to a worker thread, on another connection of the
-      store whose snapshot is the same as ``conn``'s
-      (:meth:`~engine.store.store.Store.parallel_reader`), while the first runs
-      here (the first is :data:`LONGER_RETRIEVER`, so the caller seldom
-      waits for the worker: it takes the worker's run as soon as its
-      statement is done, without waiting for the thread to return); if no
-      worker has started it by the time the first is done (a short
-      statement, a busy machine), it runs here too, on that connection,
-      rather than waiting for a thread to wake. Otherwise both
-      run one after the other on ``conn``. Each run's ``elapsed_ms`` is its
-      own statement's time.
+    """Run ``requests`` (one per retriever) through ``runs`` (a cached run
+    comes back ``cached=True``). When two must run and ``conn`` is a file
+    store's read transaction, the second runs on a worker thread, on another
+    connection of the same snapshot (:meth:`~engine.store.store.Store.parallel_reader`),
+    while :data:`LONGER_RETRIEVER` runs here; a worker that has not started
+    by then is not waited for (the second runs here too). Each run's
+    ``elapsed_ms`` is its own statement's time.
 
     Returns:
-        ``{name: RetrieverRun}`` for every name given.
+        ``{retriever name: RetrieverRun}``.
 
     Raises:
         engine.store.sql.Error: the store cannot be read (as :func:`retrieve`).

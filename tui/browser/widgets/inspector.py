@@ -4,7 +4,7 @@ keyboard-navigable list.
 Each stage is a header line (from :func:`engine.lab.journey.stage_summaries`, so the
 browser and ``rankscope search`` tell the same story; titles from
 :data:`engine.pipeline.table.STAGES`) followed by its candidates. Where a candidate
-left the pass is read from its path (:attr:`engine.pipeline.trace.Run.paths`); a
+left the pass is read from its path (:attr:`engine.pipeline.passes.Run.paths`); a
 stage without a renderer of its own here gets the generic one (its ranked
 list, then the candidates that left there with their exit in words). Meaning never rests on colour alone: removed candidates are dim,
 struck through *and* say "removed"; cut ones sit below a cut line and say
