@@ -69,9 +69,9 @@ from tui.present.tablefit import Cell, Col, Fitted
 from .search import load_queries
 
 SPEC_HELP = (
-    "Variant spec: comma-separated key=value with keys "
+    "Variant spec: comma-separated key=value, e.g. key=rowid,rrf_k=10 (keys: "
     + ", ".join(SPEC_KEYS)
-    + ", or 'reference'. Example: --b key=rowid,rrf_k=10"
+    + "), or 'reference'."
 )
 
 
