@@ -51,8 +51,8 @@ def test_the_shared_stage_ids_in_pipeline_order():
     assert RANKED_IDS[:8] == ("porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final")
     assert RANKED_IDS[8:] == tuple("fuzzy:" + s for s in RANKED_IDS[:8])
     assert stage("fuzzy:trim") is BY_ID["trim"] and title("fuzzy:pool") == "Candidate pool"
-    with pytest.raises(KeyError, match="unknown stage 'dedupe'"):
-        stage("dedupe")
+    with pytest.raises(KeyError, match="unknown stage 'no-such-stage'"):
+        stage("no-such-stage")
 
 
 def test_the_pass_plan_follows_the_variant():
