@@ -42,11 +42,8 @@ any deeper run is fetched, from a bound (1 + the rows that match with a
 strictly better bm25 under the same filters, one ``COUNT`` each).
 
 Re-runs share one read transaction and the store's run cache, through a
-prefix-reusing :class:`~engine.pipeline.runcache.RunCache` handle (retriever runs
-depend only on the sanitised query, the filters and the row count; the
-corrections only on the word); the runs of the search being explained are
-in it already. A probe's answer that took a prefix of a deeper run is
-confirmed by an exact re-run (a run reused only at its own row count).
+prefix-reusing :class:`~engine.pipeline.runcache.RunCache` handle; an answer
+that took a prefix of a deeper run is confirmed by an exact re-run.
 
 Outcome when no change is found (:data:`NO_CHANGE_REASONS`):
 
@@ -56,8 +53,6 @@ Outcome when no change is found (:data:`NO_CHANGE_REASONS`):
 * ``no-single-change``: every change within the bounds was tried (data:
   ``limit_max``, ``pool_size_max``);
 * ``cancelled``: the caller's ``stop()`` said to stop.
-
-Pure Python; no Textual.
 """
 
 from __future__ import annotations

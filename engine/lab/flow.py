@@ -1,37 +1,21 @@
 """The rank flow: every candidate's position at every stage, as table rows.
 
-One :class:`Flow` per pass shown: the pass that answered (and, when the
-fuzzy fallback re-ran, the other pass beside it). A flow has a column per
-stage in the order the pass ran them (:func:`engine.pipeline.run.pass_plan`:
-``porter``, ``trigram``, ``fusion``, ``pool``, ``filter``, ``trim``,
-``rerank``, then ``final``; the variant ``rerank=before-trim`` puts the
-rerank before the trim, ``rerank=off`` has no rerank column; ids are
-prefixed ``fuzzy:`` in the re-run) and a :class:`FlowRow` per chunk a
-retriever returned in that pass (plus, on request, chunks that never entered
-it: :class:`Absent`). Everything here is read from the paths the pipeline
-computed (:attr:`engine.pipeline.passes.Run.paths`); nothing is re-ranked.
+One :class:`Flow` per pass shown (the answering pass, and the other one
+when the fuzzy fallback re-ran). Its columns are the stages in the order
+the pass ran them (:func:`engine.pipeline.run.pass_plan`, then ``final``;
+``fuzzy:``-prefixed in the re-run); its rows (:class:`FlowRow`) are the
+chunks a retriever returned in the pass, read from the paths (nothing is
+re-ranked), plus on request chunks that never entered it (:class:`Absent`).
 
-A row's cell at each column (:class:`FlowCell`) holds:
+A cell (:class:`FlowCell`) holds the 1-based ``position``; the ``move``
+against the previous stage (positive = up; fusion is compared with the best
+retriever rank, Porter on a tie; retriever cells have none); a ``state``
+(``at``, ``absent``: a retriever that did not return it, ``left``: the
+``exit`` says why, ``gone``: a later stage, ``not-run``); a chunk no
+retriever returned leaves on the first column with why-not's exit.
 
-* ``position``: the 1-based position in that stage's ranked list, or ``None``;
-* ``move``: positions gained against the previous stage (positive = moved
-  up, negative = down, ``0`` = stayed), and ``against``: the stage compared
-  with. The first chain stage (fusion) is compared with the best rank the
-  chunk had in a retriever (Porter on a tie); retriever cells have no move;
-* ``state``: ``"at"`` (has a position), ``"absent"`` (a retriever that did
-  not return it: the retrievers are parallel entries, not a chain),
-  ``"left"`` (it left the pass here: ``exit`` says why), ``"gone"`` (a
-  later stage), ``"not-run"`` (the stage did not run in this pass: the
-  session filter removed everything);
-* ``exit``: at the ``"left"`` cell, the :class:`~engine.pipeline.candidates.Exit` (reason
-  code and data: ``merged`` → ``into_rowid``, ``session-filter`` →
-  ``session_id``, ``trimmed`` → ``limit``, ``beyond-pool`` →
-  ``pool_size``; a chunk no retriever returned leaves at ``retrieve``,
-  shown on the first retriever column, with why-not's code).
-
-Rows are sorted by final position, then by how far they got (chain stages
-with a position), then by fused position, then in the order the retrievers
-returned them. Positions are 1-based throughout. Pure Python; no Textual.
+Rows are sorted by final position, then by how far they got, then by fused
+position, then in the order the retrievers returned them.
 """
 
 from __future__ import annotations
