@@ -22,16 +22,16 @@ from engine.pipeline.stages.rerank import RerankEntry, RerankStage
 from engine.pipeline.stages.retrieve import RetrieverRun
 from engine.pipeline.trace import Trace
 from engine.pipeline.variants import Variant
-from engine.store.store import (
+from engine.store.errors import (
     CorruptStoreError,
     NotADatabaseError,
     NotOurStoreError,
     ReadOnlyStoreError,
     SchemaError,
-    Store,
     StoreError,
     StoreNotFoundError,
 )
+from engine.store.store import Store
 
 __all__ = [
     "Candidate",

@@ -71,7 +71,9 @@ from engine.pipeline.stages.retrieve import RETRIEVERS, TABLES, Request, fts_lim
 from engine.pipeline.trace import Trace
 from engine.pipeline.variants import SETTINGS
 from engine.store import sql
-from engine.store.store import Store, elapsed_ms, sqlite_errors
+from engine.store.clock import elapsed_ms
+from engine.store.errors import sqlite_errors
+from engine.store.store import Store
 
 #: The variant settings whose other choices are tried.
 TRIED = tuple(s for s in SETTINGS if s.tried and s.choices)

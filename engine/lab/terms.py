@@ -9,11 +9,10 @@ Both come from SQLite itself, never from a re-implementation:
   and reads the tokens back through ``fts5vocab`` (``instance``). A word can
   give several tokens (``write-quorum`` → ``write``, ``quorum``) or none
   (punctuation only).
-* :func:`match_spans` asks FTS5's ``highlight()`` on both tables
-  (``chunks`` with the sanitised Porter query, ``chunks_trigram`` with the
-  sanitised trigram query) for one row, and turns the marks into spans: the
-  Porter spans are whole tokens whose stem matched, the trigram spans are
-  substrings (``quorum`` inside ``writeQuorum``).
+* :func:`trace_spans` reads where the query matched a chunk off the
+  trace: each retriever's ``highlight()`` of the row (the Porter spans are
+  whole tokens whose stem matched, the trigram spans substrings: ``quorum``
+  inside ``writeQuorum``).
 
 Offsets are 0-based Python string indexes (Unicode code points) into the
 chunk's content, end exclusive. The user's store is only read; the
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING
 from engine.store import sql
 from engine.pipeline.query import porter_words
 from engine.pipeline.stages.retrieve import RetrieverRun
-from engine.store.store import sqlite_errors
+from engine.store.errors import sqlite_errors
 
 if TYPE_CHECKING:
     from engine.pipeline.trace import Trace

@@ -37,8 +37,9 @@ from engine.pipeline.table import PASS_STAGES, RETRIEVERS
 from engine.pipeline.trace import Trace
 from engine.pipeline.variants import SETTINGS
 from engine.store import sql
+from engine.store.clock import elapsed_ms
 from engine.store.freshness import RefreshReport
-from engine.store.store import Store, elapsed_ms
+from engine.store.store import Store
 
 __all__ = ["fts_limit_for", "pass_plan", "pool_size_for", "run_pass", "search", "variant_skips"]
 

@@ -30,7 +30,9 @@ from engine.pipeline.stages.fuzzy import Correction, correct_word_cached
 from engine.pipeline.stages.retrieve import HalfShare, Request, RetrieverRun, retrieve
 from engine.store import sql
 from engine.store.cache import VersionedLRU
-from engine.store.store import SchemaInfo, Store, elapsed_ms
+from engine.store.clock import elapsed_ms
+from engine.store.schema import SchemaInfo
+from engine.store.store import Store
 
 #: Row counts kept per run key (the smallest go first).
 MAX_LIMITS_PER_KEY = 8

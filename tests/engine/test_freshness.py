@@ -14,8 +14,7 @@ import time
 
 import pytest
 
-from engine.store.corpus import index_paths
-from engine import SearchParams, Store, search
+from engine import SearchParams, Store, index_paths, search
 from engine.store import freshness as fr
 from engine.store.freshness import check_all, load_sources
 
@@ -50,7 +49,8 @@ def docs(tmp_path):
 @pytest.fixture
 def writable(tmp_path, docs):
     s = Store.create(tmp_path / "s.db")
-    index_paths(s, [docs / "guide.md", docs / "other.md"])
+    index_paths(s, [docs / "guide.md"])
+    index_paths(s, [docs / "other.md"])
     yield s
     s.close()
 
@@ -157,7 +157,8 @@ def test_without_watching_large_stores_use_a_background_examination(tmp_path, do
     monkeypatch.setattr(fr, "BACKGROUND_INTERVAL_S", 0.05)
     s = Store.create(tmp_path / "s.db")
     try:
-        index_paths(s, [docs / "guide.md", docs / "other.md"])
+        for name in ("guide.md", "other.md"):
+            index_paths(s, [docs / name])
         r = [search(s, SearchParams("install")).refresh for _ in range(3)]
         assert [x.method for x in r] == ["scan", "scan", "background"]
         assert r[2].age_ms > 0

@@ -34,7 +34,8 @@ from engine.pipeline.stages import session_filter
 from engine.pipeline.stages.retrieve import RETRIEVERS, full_ranks_words, not_retrieved
 from engine.pipeline.words import abbreviate, plural
 from engine.store import sql
-from engine.store.store import Store, elapsed_ms
+from engine.store.clock import elapsed_ms
+from engine.store.store import Store
 
 
 @dataclass(frozen=True)

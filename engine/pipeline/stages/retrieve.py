@@ -35,7 +35,11 @@ from engine.pipeline.query import porter_words, sanitize_porter, sanitize_trigra
 from engine.pipeline.stages import topk
 from engine.pipeline.words import abbreviate, plural
 from engine.store import sql
-from engine.store.store import SchemaInfo, Store, elapsed_ms, is_corruption, vocabulary_words
+from engine.store.clock import elapsed_ms
+from engine.store.errors import is_corruption
+from engine.store.indexing import vocabulary_words
+from engine.store.schema import SchemaInfo
+from engine.store.store import Store
 
 if TYPE_CHECKING:
     from engine.store.cache import VersionedLRU
@@ -132,7 +136,7 @@ def _shadow_missing(conn: sql.Connection, table: str) -> bool:
     the run records the error; ``rankscope doctor`` reports it). SQLite 3.54
     reports a missing shadow table as ``SQLITE_CORRUPT`` (3.40 said ``SQL
     logic error``), so the code alone no longer tells it from damaged pages."""
-    from engine.store.store import FTS_SHADOWS
+    from engine.store.schema import FTS_SHADOWS
 
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
