@@ -225,6 +225,9 @@ class Stage:
     kept: Callable[[Asking, PassView, ChunkRef, int], Explanation | None] | None = None
     absent: Callable[[Asking, ChunkRef, Explanation | None], Explanation | None] | None = None
 
+    # The record hooks, typed ``object`` so the table can hold every stage:
+    # a RecordStage checks the record's class and calls its typed hook.
+
     @property
     def has_record(self) -> bool:
         return False
