@@ -25,7 +25,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from engine import SearchParams
-from engine.lab.compare import variant_spec
+from engine.pipeline.variants import variant_spec
 from engine.pipeline.trace import Trace
 from engine.lab.why import ChunkNotFoundError, Explanation, why_not
 from engine.store.rows import ChunkRow
