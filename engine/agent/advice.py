@@ -43,6 +43,7 @@ from engine.js.strings import js_split_ws, js_to_lower, utf16_len
 from engine.lab.counterfactual import Counterfactual, would_return_with
 from engine.lab.why import ChunkRef, Explanation, find_chunks, why_not
 from engine.pipeline.table import depth
+from engine.store import sql
 from engine.store.stopwords import STOPWORDS
 from engine.store.store import Store
 from .handler import AgentContext, AgentTrace, ctx_search
@@ -304,13 +305,15 @@ def _changes(
     yield from sorted(out, key=lambda c: (c.distance, order[c.kind]))
 
 
-def _furthest(store: Store, trace: AgentTrace, rowid: int) -> tuple[Explanation | None, object]:
+def _furthest(
+    store: Store, trace: AgentTrace, rowid: int, conn: sql.Connection | None = None
+) -> tuple[Explanation | None, object]:
     """The why-not explanation of the query where the chunk got furthest, and its search params."""
     best: tuple[int, Explanation, object] | None = None
     for q in trace.queries:
         if q.search is None:
             continue
-        [e] = why_not(store, q.search.params, rowid=rowid, trace=q.search)
+        [e] = why_not(store, q.search.params, rowid=rowid, trace=q.search, conn=conn)
         d = depth(e.stage.removeprefix("fuzzy:"))
         if best is None or d > best[0]:
             best = (d, e, q.search.params)
@@ -326,6 +329,7 @@ def should_have_asked(
     call_number: int = 1,
     position: ThrottlePosition | None = None,
     stop: Callable[[], bool] | None = None,
+    conn: sql.Connection | None = None,
 ) -> Advice:
     """The smallest change to a ``ctx_search`` call that delivers chunk ``rowid``.
 
@@ -335,14 +339,15 @@ def should_have_asked(
             :func:`~engine.agent.handler.ctx_search`.
         stop: called before each re-run; ``True`` stops (outcome
             ``no-change`` with what was tried so far).
+        conn: a connection from ``store.connect()`` for another thread.
 
     Raises:
         ChunkNotFoundError: no chunk has that row id.
         AgentViewError, StoreError, SessionDbError: as ``ctx_search``.
     """
     ctx = context or AgentContext()
-    [chunk] = find_chunks(store, rowid=rowid)
-    trace = ctx_search(store, arguments, ctx, call_number=call_number, position=position)
+    [chunk] = find_chunks(store, rowid=rowid, conn=conn)
+    trace = ctx_search(store, arguments, ctx, call_number=call_number, position=position, conn=conn)
     reruns = 1
     found = delivery_of(trace, rowid)
     if found is not None:
@@ -361,12 +366,16 @@ def should_have_asked(
     for change in _changes(trace, base, ctx, chunk, projects):
         if stop is not None and stop():
             break
-        rerun = ctx_search(store, change.arguments, change.context, call_number=change.call_number)
+        rerun = ctx_search(store, change.arguments, change.context, call_number=change.call_number, conn=conn)
         reruns += 1
         got = delivery_of(rerun, rowid)
         tried.append((change, got is not None))
         if got is not None:
             return Advice(chunk, "change", got, change, tuple(tried), reruns=reruns)
-    dropped, params = _furthest(store, trace, rowid)
-    cf = would_return_with(store, params, rowid=rowid) if params is not None else None  # type: ignore[arg-type]
+    dropped, params = _furthest(store, trace, rowid, conn)
+    cf = (
+        would_return_with(store, params, rowid=rowid, conn=conn, stop=stop)  # type: ignore[arg-type]
+        if params is not None
+        else None
+    )
     return Advice(chunk, "no-change", None, None, tuple(tried), dropped, cf, reruns)

@@ -22,8 +22,10 @@ import re
 from dataclasses import dataclass
 
 from engine.js.strings import utf8_len, utf16_len
+from engine.store import sql
 from engine.store.store import Store
 from .handler import AgentContext, AgentTrace, AgentViewError, RefreshMemory, ctx_search
+from .schema import SchemaError, parse_arguments
 from .sessiondb import RecordedCall, SessionDb, SkippedRow, parse_created_at
 from .throttle import FloodGuard, ThrottleConfig, ThrottlePosition
 
@@ -44,6 +46,19 @@ def answer_count(text: str | None) -> int | None:
         return int(m.group(1))
     found = _FOOTER.findall(text)
     return int(found[-1]) if found else None
+
+
+def recorded_queries(params: dict[str, object] | None) -> list[str] | None:
+    """The queries of a recorded call's params as the server reads them (the
+    plugin's schema), or ``None`` when the hook cut the params or they fail
+    the schema."""
+    if params is None:
+        return None
+    try:
+        parsed = parse_arguments(params, plugin_mode=True)
+    except (SchemaError, AgentViewError):
+        return None
+    return list(parsed.queries or ())
 
 
 def answer_rows(text: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
@@ -310,8 +325,9 @@ class Replayer:
         self.guard = FloodGuard(self.config)
         self.memory = RefreshMemory()
 
-    def replay(self, call: RecordedCall) -> Replay:
-        """Answer ``call`` again and compare.
+    def replay(self, call: RecordedCall, conn: sql.Connection | None = None) -> Replay:
+        """Answer ``call`` again and compare (``conn``: a connection for this
+        one replay, instead of the one given when it was built).
 
         Raises:
             StoreError / SessionDbError: the store or session DB cannot be read.
@@ -346,7 +362,7 @@ class Replayer:
                 position=position,
                 refresh_memory=self.memory,
                 events_before_id=call.answer_event_id or call.event_id,
-                conn=self.conn,
+                conn=conn if conn is not None else self.conn,
             )
         except AgentViewError as exc:
             return Replay(call, "not-replayable", None, position, how, ctx, reason=str(exc))

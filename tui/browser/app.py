@@ -298,7 +298,9 @@ class RankscopeApp(App[None]):
             return
         browser = self._close_dialogs()
         if browser is not None:
-            screen = AgentViewScreen(browser.store, browser.params, session_db=self.session_db)
+            screen = AgentViewScreen(
+                browser.store, browser.params, session_db=self.session_db, pinned=browser.pinned_rowid
+            )
             self.push_screen(screen, callback=self._after_dialog)
 
     def action_agent_log(self) -> None:

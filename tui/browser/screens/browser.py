@@ -177,6 +177,13 @@ class BrowserScreen(WorkScreen[None]):
         counts: list[tuple[str, int]]
 
     @dataclass
+    class PinChanged(Message):
+        """The pinned chunk changed (``None``: unpinned) while another screen
+        is on top (it is posted to that screen; the agent view follows it)."""
+
+        rowid: int | None
+
+    @dataclass
     class ParamsChanged(Message):
         """The search parameters changed while a lab screen is on top (it is
         posted to that screen, which follows the change)."""
@@ -656,6 +663,8 @@ class BrowserScreen(WorkScreen[None]):
         self.pinned_rowid = rowid
         self.pin_outcome = None
         self.follow_pin()
+        if self.app.screen is not self:
+            self.app.screen.post_message(self.PinChanged(rowid))  # the agent view follows the pin
 
     @property
     def pinned_line(self) -> PinnedLine:
