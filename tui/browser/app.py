@@ -91,6 +91,8 @@ class RankscopeApp(App[None]):
         self.session_db = options.session_db if options.session_db is not None else paired_session_db(options.store)
         #: The what-if lab's last variants (A, B), kept between openings of the compare screen.
         self.compare_variants: tuple[Variant, Variant] = (Variant(), Variant(fusion_key="rowid"))
+        #: The agent view the live agent log opened last for a new call (following on), or ``None``.
+        self._followed_view: AgentViewScreen | None = None
 
     # ── screens ────────────────────────────────────────────────────────
 
@@ -304,7 +306,12 @@ class RankscopeApp(App[None]):
             self.push_screen(screen, callback=self._after_dialog)
 
     def action_agent_log(self) -> None:
-        """Open the agent's recorded searches (the store's session DB)."""
+        """Open the agent's recorded searches (the store's session DB); from
+        an agent view opened from the live agent log, go back to that log."""
+        stack = self.screen_stack
+        if isinstance(self.screen, AgentViewScreen) and len(stack) > 1 and isinstance(stack[-2], AgentLogScreen):
+            self.screen.dismiss(None)
+            return
         browser = self._close_dialogs()
         if browser is not None:
             self.push_screen(AgentLogScreen(browser.store, self.session_db), callback=self._after_dialog)
@@ -313,17 +320,39 @@ class RankscopeApp(App[None]):
         """Open a recorded call (from the agent log)."""
         self.open_recorded_call(event.replay)
 
+    def on_agent_log_screen_call_followed(self, event: AgentLogScreen.CallFollowed) -> None:
+        """A new call arrived in the live agent log with following on: open it
+        on top of the log (replacing the previous followed call's agent view),
+        unless the user is looking at something else (the log lists it)."""
+        top = self.screen
+        browser = self.browser
+        followed = top is self._followed_view and len(self.screen_stack) > 1 and self.screen_stack[-2] is event.log
+        if browser is None or event.replay.call.params is None or (top is not event.log and not followed):
+            return
+        view = self.recorded_call_view(browser, event.replay)
+        self._followed_view = view
+        if followed:
+            self.switch_screen(view)
+        else:
+            self.push_screen(view)
+
     def open_recorded_call(self, replay: Replay) -> None:
-        """Open the recorded call ``replay`` (its call has params): the browser
-        searches its first query with the limit, filters and allow-set the
-        server used, and the agent view answers the call's own arguments at
-        its throttle position."""
+        """Open the recorded call ``replay`` (its call has params) over the
+        browser (:meth:`recorded_call_view`)."""
+        browser = self._close_dialogs()
+        if browser is None or replay.call.params is None:
+            return
+        self.push_screen(self.recorded_call_view(browser, replay), callback=self._after_dialog)
+
+    def recorded_call_view(self, browser: BrowserScreen, replay: Replay) -> AgentViewScreen:
+        """The browser searches the recorded call's first query with the
+        limit, filters and allow-set the server used (the pipeline), and the
+        agent view returned answers the call's own arguments at its throttle
+        position. ``replay.call.params`` is not ``None``."""
         from engine.agent import parse_arguments
 
-        browser = self._close_dialogs()
         call = replay.call
-        if browser is None or call.params is None:
-            return
+        assert call.params is not None
         parsed = parse_arguments(call.params, plugin_mode=True)
         trace = replay.trace
         limit = trace.effective_limit if trace is not None and trace.effective_limit is not None else 2
@@ -347,8 +376,7 @@ class RankscopeApp(App[None]):
             wanted,
             (f"recorded call of {call.created_at} UTC, session {call.session_id[:8]}",),
         )
-        screen = AgentViewScreen(browser.store, params, request, session_db=self.session_db)
-        self.push_screen(screen, callback=self._after_dialog)
+        return AgentViewScreen(browser.store, params, request, session_db=self.session_db)
 
     def action_rank_flow(self) -> None:
         """Open the rank flow of the search shown (F5 closes it again)."""
