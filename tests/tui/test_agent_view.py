@@ -3,7 +3,10 @@ recorded ``shared/agent-view`` stores; every wait is on a condition."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import shutil
 
 from textual.widgets import OptionList, Static
 
@@ -16,6 +19,7 @@ from tui.browser.screens.agent import AgentViewScreen, chunk_with_windows
 from tui.browser.screens.agent_log import AgentLogScreen
 
 from ..conftest import AGENT_VIEW, SESSION_DB
+from ..helpers import append_call
 from .conftest import (
     notifications,
     plain,
@@ -188,6 +192,74 @@ async def test_agent_log_lists_and_opens_a_recorded_call():
             "code",
         )
         assert params.sessions is not None and len(params.sessions) == 3
+
+
+async def test_the_agent_log_follows_the_session_db_live(tmp_path):
+    """Another process appends calls to a copy of the session fixture the way
+    context-mode's hooks do: the open agent log shows each one, the cursor
+    stays put; with follow on, each new call opens its agent view and its
+    first query in the browser; the file replaced is followed from its start."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    db = folder / "5399b2ea68c12e92.db"
+    shutil.copyfile(SESSION_DB, db)
+    app = _app(PLUGIN_STORE, session_db=str(db))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "x")
+        await run_command(pilot, "Agent log")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the agent log"
+        )
+        log = app.screen
+        title = log.query_one("#agent-log-title", Static)
+        options = log.query_one("#agent-log-list", OptionList)
+        assert "● live" in plain(title) and "follow: off" in plain(title)
+        options.highlighted = 6
+        await processed(pilot)
+        assert sorted(os.listdir(folder)) == [db.name]  # read-only: nothing created beside it
+
+        await asyncio.to_thread(append_call, db)
+        await wait_for(pilot, lambda: len(log.replays) == 14, what="the appended call")
+        new = log.replays[13]
+        assert new.call.event_id == 77 and new.call.params == {"queries": ["sextant"], "source": "ops"}
+        assert new.outcome == "same"
+        assert options.option_count == 14 and options.highlighted == 6  # the cursor did not move
+        assert "sextant" in str(options.get_option_at_index(13).prompt)
+        assert "14 call(s)" in plain(log.query_one("#agent-log-status", Static))
+        assert sorted(os.listdir(folder)) == [db.name]
+
+        # follow: each new call opens on top of the log, which keeps following
+        await press(pilot, "f")
+        assert "follow: on" in plain(title)
+        await asyncio.to_thread(append_call, db, 3)
+        await wait_for(pilot, lambda: len(log.replays) == 15 and answered(app), what="the followed call's view")
+        view = agent_screen(app)
+        first = log.replays[14].call
+        assert view.request.arguments == first.params and app.screen_stack[-2] is log
+        assert app.browser.params.query == recorded_first_query(first.params)
+        await asyncio.to_thread(append_call, db)
+        await wait_for(
+            pilot,
+            lambda: len(log.replays) == 16 and agent_screen(app) not in (None, view) and answered(app),
+            what="the next followed call's view",
+        )
+        assert app.screen_stack[-2] is log  # replaced, not stacked
+        assert agent_screen(app).request.arguments == {"queries": ["sextant"], "source": "ops"}
+        assert app.browser.params.query == "sextant"
+
+        # the file replaced by another (a new inode): followed from its start, nothing opened
+        fresh = tmp_path / "fresh.db"
+        shutil.copyfile(SESSION_DB, fresh)
+        os.replace(fresh, db)
+        await wait_for(pilot, lambda: len(log.replays) == 13, what="the replaced file's calls")
+        assert "replaced" in plain(log.query_one("#agent-log-status", Static))
+        await press(pilot, "l")  # from the followed view: back to the live log
+        await wait_for(pilot, lambda: app.screen is log, what="the live log")
+
+
+def recorded_first_query(params) -> str:
+    queries = params.get("queries")
+    return queries[0] if isinstance(queries, list) else params["query"]
 
 
 async def test_agent_log_without_a_session_db():
