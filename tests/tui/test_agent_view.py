@@ -273,6 +273,94 @@ async def test_agent_log_without_a_session_db():
         assert "No session DB is paired" in plain(app.screen.query_one("#agent-log-status", Static))
 
 
+async def _pinned_agent_view(pilot, rowid: int) -> AgentViewScreen:
+    """Search "halyard message" (limit 6), pin chunk ``rowid``, open the agent view, wait for its advice."""
+    app = pilot.app
+    await search_for(pilot, "halyard message")
+    app.browser.pin(rowid)
+    await press(pilot, "f12")
+    await wait_for(
+        pilot, lambda: answered(app) and agent_screen(app).advice is not None, what="the pinned chunk's advice"
+    )
+    return agent_screen(app)
+
+
+async def test_the_agent_view_says_what_the_agent_should_have_asked_for_the_pinned_chunk():
+    """Chunk 18 is the browser's #3 for "halyard message"; the agent gets 2.
+    The agent view names the change to the call that delivers it, and
+    re-running the call with that change does deliver it; pinning a chunk
+    the agent got says where it is, and marks its result."""
+    from engine.agent.advice import delivery_of
+
+    app = _app(PLUGIN_STORE, params=SearchParams("", limit=6))
+    async with app.run_test(size=NARROW) as pilot:
+        view = await _pinned_agent_view(pilot, 18)
+        advice = view.advice
+        assert advice.outcome == "change" and advice.change is not None
+        line = plain(view.query_one("#agent-pinned", Static))
+        assert "▸ pinned 18" in line and "would deliver it: Q1 #1, answer line 3" in line
+        assert f"{advice.reruns} re-runs" in line
+        with Store.open_readonly(PLUGIN_STORE) as store:
+            asked = ctx_search(store, {"queries": ["halyard message"], "limit": 6})
+            proven = ctx_search(store, advice.change.arguments, call_number=advice.change.call_number)
+        assert delivery_of(asked, 18) is None
+        got = delivery_of(proven, 18)
+        assert got is not None and (got.query_position, got.position, got.line) == (1, 1, 3)
+        # the pin moves while the agent view is open: it follows
+        app.browser.pin(126)
+        await wait_for(
+            pilot,
+            lambda: view.pinned == 126 and view.advice is not None and view.advice.outcome == "delivered",
+            what="the new pin's advice",
+        )
+        assert "delivered: Q1 #2, answer line 10" in plain(view.query_one("#agent-pinned", Static))
+        marked = str(view.query_one("#agent-results", OptionList).get_option_at_index(1).prompt)
+        assert marked.startswith("▸ Q1 2.")
+        app.browser.pin(None)
+        await wait_for(pilot, lambda: not view.query_one("#agent-pinned", Static).display, what="no pinned line")
+
+
+def test_the_agent_view_shows_the_waste_in_what_was_delivered():
+    """Two queries of one call deliver chunk 14 twice: the summary says how
+    many bytes repeat and the share of the cap used; the second delivery is
+    marked as a repeat of the first; a snippet showing none of its matches
+    is flagged."""
+    from dataclasses import replace
+
+    from engine.agent.waste import waste
+    from tui.browser.screens.agent import AgentRequest, result_label, summary_text
+
+    arguments = {"queries": ["halyard message", "halyard"], "limit": 2}
+    with Store.open_readonly(PLUGIN_STORE) as store:
+        trace = ctx_search(store, arguments)
+    found = waste(trace)
+    [repeat] = found.repeats
+    assert repeat.rowid == 14 and repeat.deliveries == ((1, 1), (2, 1))
+    summary = summary_text(trace, AgentRequest(arguments, AgentContext()), found).plain
+    assert f"of the 40 KiB cap ({found.cap_units_used:,} of 40,960 units)" in summary
+    assert f"1 chunk delivered again: {repeat.repeated_bytes:,} B repeated (14 ×2)" in summary
+    first, again = trace.queries[0].results[0], trace.queries[1].results[0]
+    assert "repeats" not in result_label(1, "halyard message", first, found).plain
+    assert "↻ repeats Q1 #1" in result_label(2, "halyard", again, found).plain
+    outside = replace(found, matches_outside=((2, 1, 14),))
+    assert "the snippet shows none of its matches" in result_label(2, "halyard", again, outside).plain
+    assert (
+        "1 snippet shows none of the matches"
+        in summary_text(trace, AgentRequest(arguments, AgentContext()), outside).plain
+    )
+
+
+def test_agent_view_with_a_pinned_chunk_snapshot(snap_compare):
+    """80x24: the summary with the cap used, the pinned chunk's advice, the results."""
+
+    async def run_before(pilot) -> None:
+        await _pinned_agent_view(pilot, 18)
+        await processed(pilot)
+
+    app = _app(PLUGIN_STORE, params=SearchParams("", limit=6))
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
+
+
 def test_chunk_with_windows_marks_cut_and_unseen_text():
     with Store.open_readonly(AGENT_VIEW / "store.db") as store:
         trace = ctx_search(store, {"queries": ["heartbeat interval"], "limit": 2}, call_number=3)

@@ -67,7 +67,7 @@ def waste_words(w: Waste) -> list[str]:
     """The waste in one answer, a phrase each: the share of the 40 KB cap
     used (always), the repeated deliveries and their bytes, the snippets
     that show none of their chunk's matches."""
-    out = [f"{w.cap_units_used:,} of {w.cap_units:,} units of the cap ({w.cap_share:.0%})"]
+    out = [f"{w.cap_share:.0%} of the {w.cap_units // 1024} KiB cap ({w.cap_units_used:,} of {w.cap_units:,} units)"]
     if w.repeats:
         n = len(w.repeats)
         out.append(
