@@ -376,9 +376,7 @@ class RankscopeApp(App[None]):
             wanted,
             (f"recorded call of {call.created_at} UTC, session {call.session_id[:8]}",),
         )
-        return AgentViewScreen(
-            browser.store, params, request, session_db=self.session_db, pinned=browser.pinned_rowid
-        )
+        return AgentViewScreen(browser.store, params, request, session_db=self.session_db, pinned=browser.pinned_rowid)
 
     def action_rank_flow(self) -> None:
         """Open the rank flow of the search shown (F5 closes it again)."""

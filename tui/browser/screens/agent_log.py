@@ -16,7 +16,6 @@ New calls are appended to the list without moving its cursor. Enter posts
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ from textual.worker import get_current_worker
 from engine import Store
 from engine.agent.follow import POLL_SECONDS, FollowedCall, LiveUpdate
 from engine.agent.log import Replay, answer_count, recorded_queries
+from engine.js.json import json_stringify
 
 from tui.present import safe
 from tui.browser.actions import bindings
@@ -54,7 +54,7 @@ def call_label(n: int, replay: Replay) -> Text:
     if call.params:
         rest = {k: v for k, v in call.params.items() if k != "queries"}
         if rest:
-            t.append("  " + safe.line(json.dumps(rest, ensure_ascii=False)))
+            t.append("  " + safe.line(json_stringify(rest, spaced=True)))
     count = answer_count(call.answer)
     t.append(
         f"\n    recorded: {'#' + str(count) if count else 'yes'}" if call.answer is not None else "\n    not recorded",
@@ -78,7 +78,7 @@ def call_detail(replay: Replay) -> Text:
     t.append(
         "params: "
         + safe.line(
-            json.dumps(call.params, ensure_ascii=False) if call.params is not None else f"(cut) {call.params_raw or ''}"
+            json_stringify(call.params, spaced=True) if call.params is not None else f"(cut) {call.params_raw or ''}"
         )
         + "\n"
     )
