@@ -252,7 +252,14 @@ async def test_the_agent_log_follows_the_session_db_live(tmp_path):
         shutil.copyfile(SESSION_DB, fresh)
         os.replace(fresh, db)
         await wait_for(pilot, lambda: len(log.replays) == 13, what="the replaced file's calls")
-        assert "replaced" in plain(log.query_one("#agent-log-status", Static))
+        assert any("was replaced: following it from its start" in str(n.message) for n in notifications(app))
+        # gone for a moment: marked, still polling; back: live again, from its start
+        os.remove(db)
+        await wait_for(pilot, lambda: log.live is False, what="the file gone")
+        assert "○ unreadable" in plain(title) and "still following" in plain(log.query_one("#agent-log-status", Static))
+        shutil.copyfile(SESSION_DB, db)
+        await wait_for(pilot, lambda: log.live and "● live" in plain(title), what="the file back")
+        assert len(log.replays) == 13 and "still following" not in plain(log.query_one("#agent-log-status", Static))
         await press(pilot, "l")  # from the followed view: back to the live log
         await wait_for(pilot, lambda: app.screen is log, what="the live log")
 

@@ -115,12 +115,12 @@ def followed_replay(followed: FollowedCall) -> Replay:
 
 def title_text(live: bool | None, follow: bool) -> Text:
     """The title with the live marker: ``● live`` (the last poll read the
-    session DB), ``○ not readable now`` (it did not; still polling), nothing
+    session DB), ``○ unreadable`` (it did not; still polling), nothing
     before the first poll; then whether following opens each new call."""
-    t = Text("Agent log · ctx_search calls in the session DB", style="bold")
+    t = Text("Agent log · the agent's ctx_search calls", style="bold")
     if live is not None:
         t.append("  ")
-        t.append("● live" if live else "○ not readable now", style="bold green" if live else "bold yellow")
+        t.append("● live" if live else "○ unreadable", style="bold green" if live else "bold yellow")
     t.append(" · follow: ")
     t.append("on" if follow else "off (f)", style="bold reverse" if follow else "dim")
     return t
@@ -236,7 +236,12 @@ class AgentLogScreen(WorkScreen[None]):
         update = event.update
         options = self.query_one("#agent-log-list", OptionList)
         for code, message in update.notices:
-            self.notice = "" if code == "readable" else message
+            if code == "unreadable":
+                self.notice = message  # shown until it is readable again
+            else:
+                self.notice = ""
+                if code != "readable":  # replaced or rewritten: the list starts again
+                    self.notify(safe.line(message), title="Agent log", markup=False)
         self.live = not (update.notices and update.notices[-1][0] == "unreadable")
         self.query_one("#agent-log-title", Static).update(title_text(self.live, self.follow))
         if not self.live:
