@@ -184,6 +184,7 @@ async def test_agent_log_lists_and_opens_a_recorded_call():
         assert view.trace.text == replay.call.answer
         assert view.request.arguments == replay.call.params and view.call_number == 3
         assert "the agent gets 2 of your 5" in plain(view.query_one("#agent-summary", Static))
+        assert app.screen_stack[-2] is screen  # on top of the log: Esc returns to it
         params = app.browser.params
         assert (params.query, params.limit, params.source, params.content_type) == (
             "circuitBreakers upstream-eu",

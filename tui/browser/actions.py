@@ -538,10 +538,10 @@ ACTIONS: tuple[Action, ...] = (
         (Key("l", "l", owner="agent", action="app.agent_log", id="agent.log", scope="in the agent view"),),
         "Log",
         "The agent's recorded searches (from the store's session DB)",
-        "agent log: the ctx_search calls recorded in the store's session DB, replayed; Enter opens one "
-        "(from the agent view, or ctrl+p)",
+        "agent log: the ctx_search calls recorded in the store's session DB, replayed, followed live; Enter "
+        "opens one (from the agent view, or ctrl+p)",
         palette="Agent log: the agent's recorded searches…",
-        palette_help="ctx_search calls from the store's session DB, replayed; Enter opens one",
+        palette_help="ctx_search calls from the store's session DB, replayed, followed live; Enter opens one",
         footer=True,
         needs="browser",
     ),

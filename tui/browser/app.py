@@ -337,9 +337,10 @@ class RankscopeApp(App[None]):
             self.push_screen(view)
 
     def open_recorded_call(self, replay: Replay) -> None:
-        """Open the recorded call ``replay`` (its call has params) over the
-        browser (:meth:`recorded_call_view`)."""
-        browser = self._close_dialogs()
+        """Open the recorded call ``replay`` (its call has params)
+        (:meth:`recorded_call_view`): on top of the agent log when it is
+        shown (Esc returns to it, still following), else over the browser."""
+        browser = self.browser if isinstance(self.screen, AgentLogScreen) else self._close_dialogs()
         if browser is None or replay.call.params is None:
             return
         self.push_screen(self.recorded_call_view(browser, replay), callback=self._after_dialog)

@@ -99,7 +99,7 @@ def call_detail(replay: Replay) -> Text:
         t.append("\n" + safe.line(replay.difference.describe()) + "\n", style="bold yellow")
     elif replay.reason:
         t.append("\n" + safe.line(replay.reason) + "\n", style="dim")
-    t.append("\nEnter: open this search in the browser and the agent view.", style="italic")
+    t.append("\nEnter: open this search in the browser and the agent view (Esc comes back here).", style="italic")
     return t
 
 
