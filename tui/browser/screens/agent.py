@@ -3,7 +3,12 @@
 context-mode's ``ctx_search`` tool for the current query and parameters
 (:func:`engine.agent.ctx_search`): the per-query limit ("the agent gets 2 of
 your 3"), each result's snippet windows marked on its chunk, a flag when a
-returned chunk's matched terms lie outside its snippet, and the exact text.
+returned chunk's matched terms lie outside its snippet, the waste in what was
+delivered (:mod:`engine.agent.waste`: the share of the 40 KiB cap used,
+repeated deliveries, snippets showing none of their matches), for the
+browser's pinned chunk what the agent should have asked to get it
+(:mod:`engine.agent.advice`, found by re-running the call in a worker), and
+the exact text.
 
 Keys (rows of :mod:`tui.browser.actions`): ``p`` runs it as the Claude Code plugin
 does (the allow-set from the store's session DB), ``+`` / ``-`` move the
