@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from engine.js.strings import js_split_ws, js_to_lower, utf16_len
 from engine.lab.counterfactual import Counterfactual, would_return_with
 from engine.lab.why import ChunkRef, Explanation, find_chunks, why_not
+from engine.pipeline.params import SearchParams
 from engine.pipeline.table import depth
 from engine.store import sql
 from engine.store.stopwords import STOPWORDS
@@ -83,11 +84,11 @@ class CallChange:
     value: object
     distance: int
     words: str
-    arguments: dict
+    arguments: dict[str, Any]
     context: AgentContext
     call_number: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "field": self.field,
@@ -117,7 +118,7 @@ class Delivery:
     line: int
     offset: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "query_position": self.query_position,
             "query": self.query,
@@ -175,7 +176,7 @@ class Advice:
         stage = f"the pipeline's {drop.stage} stage drops it ({drop.message})" if drop is not None else ""
         return f"{name}: no change to the call returns it; {stage}".rstrip("; ")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         c = self.chunk
         return {
             "rowid": c.rowid,
@@ -219,7 +220,7 @@ def _words(text: str) -> list[str]:
 
 
 def _changes(
-    trace: AgentTrace, arguments: dict, ctx: AgentContext, chunk: ChunkRef, chunk_projects: list[str]
+    trace: AgentTrace, arguments: dict[str, Any], ctx: AgentContext, chunk: ChunkRef, chunk_projects: list[str]
 ) -> Iterator[CallChange]:
     """Every change worth a re-run, least distance first (ties in :data:`KINDS` order)."""
     p: ToolParams = trace.params  # type: ignore[assignment]  # answered calls have params
@@ -307,9 +308,9 @@ def _changes(
 
 def _furthest(
     store: Store, trace: AgentTrace, rowid: int, conn: sql.Connection | None = None
-) -> tuple[Explanation | None, object]:
+) -> tuple[Explanation | None, SearchParams | None]:
     """The why-not explanation of the query where the chunk got furthest, and its search params."""
-    best: tuple[int, Explanation, object] | None = None
+    best: tuple[int, Explanation, SearchParams] | None = None
     for q in trace.queries:
         if q.search is None:
             continue
@@ -373,9 +374,5 @@ def should_have_asked(
         if got is not None:
             return Advice(chunk, "change", got, change, tuple(tried), reruns=reruns)
     dropped, params = _furthest(store, trace, rowid, conn)
-    cf = (
-        would_return_with(store, params, rowid=rowid, conn=conn, stop=stop)  # type: ignore[arg-type]
-        if params is not None
-        else None
-    )
+    cf = would_return_with(store, params, rowid=rowid, conn=conn, stop=stop) if params is not None else None
     return Advice(chunk, "no-change", None, None, tuple(tried), dropped, cf, reruns)

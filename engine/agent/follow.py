@@ -44,6 +44,10 @@ NOTICES = ("replaced", "rewritten", "unreadable", "readable")
 RESTARTS = ("replaced", "rewritten")
 
 
+#: ``(inode, device, size, mtime ns)`` of each file, ``None`` when absent.
+_Signature = tuple[tuple[int, int, int, int] | None, ...]
+
+
 @dataclass(frozen=True)
 class FollowUpdate:
     """What one poll found.
@@ -59,11 +63,11 @@ class FollowUpdate:
     notices: tuple[tuple[str, str], ...] = ()
 
 
-def _signature(path: str) -> tuple:
+def _signature(path: str) -> _Signature:
     """``(inode, device, size, mtime ns)`` of the file and of its ``-wal`` and
     ``-journal`` (``None`` each when absent). ``-shm`` is left out: readers
     touch it."""
-    out: list[object] = []
+    out: list[tuple[int, int, int, int] | None] = []
     for suffix in ("", "-wal", "-journal"):
         try:
             st = os.stat(path + suffix)
@@ -90,7 +94,7 @@ class SessionFollower:
     from_start: bool = False
     #: The largest ``session_events.id`` read.
     last_id: int = 0
-    _signature: tuple | None = None
+    _signature: _Signature | None = None
     _inode: tuple[int, int] | None = None
     _started: bool = False
     _failing: str | None = None
@@ -137,7 +141,7 @@ class SessionFollower:
         self.last_id = 0
         self._seen.clear()
 
-    def _fail(self, why: str, sig: tuple) -> FollowUpdate:
+    def _fail(self, why: str, sig: _Signature) -> FollowUpdate:
         """A poll that could not read: one notice per new reason."""
         self._signature = sig
         if why == self._failing:
