@@ -158,10 +158,6 @@ class RetrieverAnatomy:
         """True when ``bm25 == -1.0 * score`` to the last bit (the row matches)."""
         return self.bm25 is not None and self.bm25 == -1.0 * self.score
 
-    def part_of(self, phrase: str) -> float:
-        """The part of ``phrase`` (0.0 when it is not a phrase of the query)."""
-        return next((p.part for p in self.phrases if p.phrase == phrase), 0.0)
-
     def to_dict(self) -> dict[str, object]:
         """The JSON of ``rankscope explain`` (README): ``rank, bm25, rows,
         avg_tokens, row_tokens, k1, b, weights, phrases``, then ``match`` and
@@ -386,10 +382,12 @@ class PhraseDiff:
     Attributes:
         phrase: the phrase.
         parts: ``(chunk's part, other's part)``.
+        weighted_tf: ``(chunk's, other's)`` weighted frequency (title × 5 + content × 1).
     """
 
     phrase: str
     parts: tuple[float, float]
+    weighted_tf: tuple[float, float] = (0.0, 0.0)
 
     @property
     def difference(self) -> float:
@@ -403,7 +401,7 @@ class RetrieverDiff:
 
     Attributes:
         retriever: ``"porter"`` or ``"trigram"``.
-        ranks, bm25: ``(chunk's, other's)``.
+        ranks, bm25, row_tokens: ``(chunk's, other's)``.
         phrases: every phrase, the largest absolute difference first
             (query order on a tie).
     """
@@ -412,13 +410,24 @@ class RetrieverDiff:
     ranks: tuple[int | None, int | None]
     bm25: tuple[float | None, float | None]
     phrases: tuple[PhraseDiff, ...]
+    row_tokens: tuple[int, int] = (0, 0)
 
     def to_dict(self) -> dict[str, object]:
-        """``{"rank": {"chunk", "vs"}, "bm25": {...}, "phrases": [{"phrase", "part": {...}, "difference"}]}``."""
+        """``{"rank": {"chunk", "vs"}, "bm25": {...}, "row_tokens": {...}, "phrases":
+        [{"phrase", "weighted_tf": {...}, "part": {...}, "difference"}]}``."""
         return {
             "rank": _pair(self.ranks),
             "bm25": _pair(self.bm25),
-            "phrases": [{"phrase": p.phrase, "part": _pair(p.parts), "difference": p.difference} for p in self.phrases],
+            "row_tokens": _pair(self.row_tokens),
+            "phrases": [
+                {
+                    "phrase": p.phrase,
+                    "weighted_tf": _pair(p.weighted_tf),
+                    "part": _pair(p.parts),
+                    "difference": p.difference,
+                }
+                for p in self.phrases
+            ],
         }
 
 
@@ -644,9 +653,18 @@ def decide(run: Run, x: ChunkAnatomy, y: ChunkAnatomy) -> Decision:
 def _retriever_diff(x: ChunkAnatomy, y: ChunkAnatomy, name: str) -> RetrieverDiff:
     ax, ay = x.retriever(name), y.retriever(name)
     assert ax is not None and ay is not None
-    phrases = [PhraseDiff(p.phrase, (p.part, ay.part_of(p.phrase))) for p in ax.phrases]
+    other = {p.phrase: p for p in ay.phrases}
+    phrases = [
+        PhraseDiff(
+            p.phrase,
+            (p.part, other[p.phrase].part if p.phrase in other else 0.0),
+            (p.weighted_tf, other[p.phrase].weighted_tf if p.phrase in other else 0.0),
+        )
+        for p in ax.phrases
+    ]
     order = sorted(range(len(phrases)), key=lambda i: (-abs(phrases[i].difference), i))
-    return RetrieverDiff(name, (ax.rank, ay.rank), (ax.bm25, ay.bm25), tuple(phrases[i] for i in order))
+    ranked_phrases = tuple(phrases[i] for i in order)
+    return RetrieverDiff(name, (ax.rank, ay.rank), (ax.bm25, ay.bm25), ranked_phrases, (ax.row_tokens, ay.row_tokens))
 
 
 def _fused(run: Run, rowid: int) -> FusedSide:

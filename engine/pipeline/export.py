@@ -2,7 +2,7 @@
 
 Field names match ``../shared/parity/*/expected.json`` wherever the two
 overlap, so a trace can be diffed against the reference directly. The
-schema (``TRACE_SCHEMA_VERSION`` 3):
+schema (``TRACE_SCHEMA_VERSION`` 5):
 
 * ``id`` (batch only), ``schema_version``, ``query``, ``params`` {limit,
   source, content_type, source_match, sessions}, ``variant``
@@ -61,11 +61,21 @@ schema (``TRACE_SCHEMA_VERSION`` 3):
   lists of names are arrays), ``timings_ms`` {stage id: ms}, in execution
   order.
 
+* ``anatomy`` (new in version 5): ``null``, or with ``rankscope search
+  --json --explain`` one object per ``final`` chunk, in order: ``{"chunk":
+  {"rowid", "id"}, "retrievers": {"porter"|"trigram": {"rank", "bm25",
+  "rows", "avg_tokens", "row_tokens", "k1", "b", "weights", "phrases",
+  "match", "unsupported"}}, "stages": [{"stage", "position"}]}``, each
+  retriever's bm25 phrase by phrase in the answering pass
+  (:meth:`engine.lab.explain.ChunkAnatomy.to_dict`; the README's "Explain
+  a score" has the schema). The pipeline never computes it: the caller
+  passes it in.
+
 ``rank`` in ``final`` is minus the fused score (reference meaning), never the boost.
 
 Version history: 2 added ``candidates``, ``fuzzy.candidates``,
 ``fuzzy.reason_code`` and ``fuzzy.trigger``; 3 added ``empty``; 4 added
-``ranking``.
+``ranking``; 5 added ``anatomy``.
 """
 
 from __future__ import annotations
@@ -75,7 +85,7 @@ from engine.pipeline.trace import Candidate, Run, Trace
 from engine.pipeline.paths import path_to_dict
 
 #: Version of the JSON trace's shape; bumped on any change a reader may notice.
-TRACE_SCHEMA_VERSION = 4
+TRACE_SCHEMA_VERSION = 5
 
 
 def _st(c: Candidate) -> dict:
@@ -167,8 +177,9 @@ def empty_part_to_dict(part: EmptyPart) -> dict:
     return out
 
 
-def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict:
-    """The whole trace as JSON-ready dicts and lists (see the module docstring)."""
+def trace_to_dict(trace: Trace, query_id: str | None = None, anatomy: list[dict] | None = None) -> dict:
+    """The whole trace as JSON-ready dicts and lists (see the module
+    docstring); ``anatomy`` is the ``anatomy`` key's value (``None``: null)."""
     p = trace.params
     out: dict = {}
     if query_id is not None:
@@ -239,4 +250,5 @@ def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict:
     for name, ms in trace.timings_ms:
         timings[name] = timings.get(name, 0.0) + ms
     out["timings_ms"] = timings
+    out["anatomy"] = anatomy
     return out
