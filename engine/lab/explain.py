@@ -183,7 +183,7 @@ def retriever_anatomy(
     match: str,
     rowid: int,
     rank: int | None = None,
-    counts: "VersionedLRU | None" = None,
+    counts: "VersionedLRU[int] | None" = None,
 ) -> RetrieverAnatomy:
     """The anatomy of row ``rowid``'s bm25 for ``match`` in ``retriever``'s table.
 
@@ -318,7 +318,8 @@ def explain_chunk(store: Store, trace: Trace, rowid: int, *, conn: sql.Connectio
         ChunkNotFoundError: no chunk has that row id.
         CorruptStoreError / StoreError: the store cannot be read.
     """
-    return store.reading(lambda c: _explain_in_read(store, c, trace, [rowid])[0], conn)
+    out: list[ChunkAnatomy] = store.reading(lambda c: _explain_in_read(store, c, trace, [rowid]), conn)
+    return out[0]
 
 
 def explain_chunks(
@@ -331,7 +332,8 @@ def explain_chunks(
         ChunkNotFoundError: no chunk has one of the row ids.
         CorruptStoreError / StoreError: the store cannot be read.
     """
-    return store.reading(lambda c: _explain_in_read(store, c, trace, rowids), conn)
+    out: list[ChunkAnatomy] = store.reading(lambda c: _explain_in_read(store, c, trace, rowids), conn)
+    return out
 
 
 def _explain_in_read(store: Store, conn: sql.Connection, trace: Trace, rowids: list[int]) -> list[ChunkAnatomy]:

@@ -116,7 +116,7 @@ def tokenizer_for(conn: sql.Connection, table: str) -> apsw.FTS5Tokenizer:
             ``table-options`` for options that change matching (``detail``
             other than ``full``, ``locale=1``, ``tokendata=1``, ...).
     """
-    cache = conn.__dict__.setdefault("_rankscope_tokenizers", {})
+    cache: dict[str, apsw.FTS5Tokenizer] = conn.__dict__.setdefault("_rankscope_tokenizers", {})
     if table in cache:
         return cache[table]
     row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
@@ -210,7 +210,7 @@ def phrase_rows(
     table: str,
     texts: list[str],
     phrase_toks: list[tuple[str, ...]],
-    counts: "VersionedLRU | None" = None,
+    counts: "VersionedLRU[int] | None" = None,
 ) -> list[int]:
     """``n(i)`` for each phrase in ``texts`` (query order): the rows it
     matches alone, ``count(*)`` of a ``MATCH`` on it (0 without a query;
