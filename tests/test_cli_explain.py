@@ -142,3 +142,44 @@ def test_search_json_explain_adds_the_anatomy_of_each_result(db):
     text = invoke("search", "zebra crossing", "--db", db, "--explain")
     assert text.exit_code == 0 and text.output.count("to the last bit") == 2 * len(plain["final"])
     assert "not to --flow" in error_of(invoke("search", "zebra", "--db", db, "--flow", "--explain"))
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    from .conftest import SAMPLE_CORPUS
+
+    path = tmp_path_factory.mktemp("explain") / "sample.db"
+    runner.invoke(app, ["index", str(SAMPLE_CORPUS), "--db", str(path)])
+    return str(path)
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+@pytest.mark.parametrize(
+    ("query", "x", "y"),
+    [("consumer lag", 76, 116), ("publish partition-key example", 56, 101), ("acknowledge messages", 74, 75)],
+)
+def test_text_fits_the_width_and_cuts_no_number(sample, width, query, x, y):
+    """Every part, bm25 and position the JSON holds is printed whole, at any width."""
+    for extra in ((), ("--vs-rowid", str(y))):
+        r = runner.invoke(
+            app,
+            ["explain", query, "--db", sample, "--rowid", str(x), *extra],
+            terminal_width=width,
+            env={"COLUMNS": str(width)},
+        )
+        assert r.exit_code == 0, r.output
+        assert max(len(line) for line in r.output.splitlines()) <= width, r.output
+        d = json.loads(invoke("explain", query, "--db", sample, "--rowid", str(x), *extra, "--json").output)
+        words = r.output.split()
+        if not extra:
+            for a in d["retrievers"].values():
+                assert f"{a['bm25']:.6f}" in words or f"{a['bm25']:.6f}," in words, (a["bm25"], r.output)
+                for p in a["phrases"]:
+                    assert f"{p['part']:.6f}" in words, (p, r.output)
+        else:
+            decided = d["vs"]["decided_by"]
+            for diff in decided.get("retrievers", {}).values():
+                for p in diff["phrases"]:
+                    assert f"{p['part']['chunk']:.6f}" in words and f"{p['part']['vs']:.6f}" in words
+            for side in decided.get("fused", {}).values():
+                assert f"{side['score']:.6f}" in words, (side, r.output)
