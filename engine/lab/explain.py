@@ -374,6 +374,41 @@ def _explain(store: Store, conn: sql.Connection, trace: Trace, rowid: int) -> Ch
     )
 
 
+def run_anatomy(run: Run, rowid: int) -> ChunkAnatomy:
+    """Chunk ``rowid`` in ``run`` as the trace alone tells it, without the
+    store: its path, and in each retriever its rank and bm25 from the run
+    (no phrases, no table numbers: ``rows``, ``row_tokens`` 0). Enough for
+    :func:`decide` (a retriever decision then has ranks and bm25 but no
+    phrase parts); ``chunk_id`` is ``""``."""
+    retrievers = []
+    for name in RETRIEVERS:
+        rec = run.record(name)
+        match = getattr(rec, "query", "") if rec is not None and not getattr(rec, "skipped", None) else ""
+        hit = next((h for h in getattr(rec, "hits", ()) if h.rowid == rowid), None)
+        rank, value = (hit.rank, hit.bm25) if hit is not None else (None, None)
+        retrievers.append(RetrieverAnatomy(name, match, rank, value, 0, 0, 0))
+    path = run.path(rowid)
+    steps = path.steps if path is not None else tuple((sid, None) for sid in run_stage_ids(run))
+    source, title = (path.source, path.title) if path is not None else ("", "")
+    exit = path.exit if path is not None else None
+    return ChunkAnatomy(rowid, "", source, title, run.pass_name, run.query, tuple(retrievers), steps, exit)
+
+
+def neighbours(run: Run, rowid: int) -> tuple[Decision | None, Decision | None]:
+    """What holds chunk ``rowid`` at its place in ``run``'s answer: the
+    :class:`Decision` against the chunk just above it and against the one
+    just below (``None`` where there is none, or when ``rowid`` is not in
+    the answer), from the trace alone (:func:`run_anatomy`)."""
+    order = [c.rowid for c in run.results]
+    if rowid not in order:
+        return None, None
+    i = order.index(rowid)
+    me = run_anatomy(run, rowid)
+    above = decide(run, me, run_anatomy(run, order[i - 1])) if i > 0 else None
+    below = decide(run, me, run_anatomy(run, order[i + 1])) if i + 1 < len(order) else None
+    return above, below
+
+
 # ─── X versus Y ──────────────────────────────────────────────────────────
 
 

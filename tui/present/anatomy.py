@@ -11,16 +11,19 @@ to 6 decimals, idf to 4, fused scores to 6, boosts to 4; positions 1-based
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from engine.lab.counterfactual import Counterfactual, change_words
 from engine.lab.counterfactual import sentence as counterfactual_sentence
 from engine.lab.explain import ChunkAnatomy, Decision, FusedSide, RetrieverAnatomy, RetrieverDiff, Versus
 from engine.pipeline.paths import sentence as exit_sentence
-from engine.pipeline.table import base_id, in_rerun, title
+from engine.pipeline.table import base_id, in_rerun
 from engine.pipeline.trace import RerankEntry
 
 from tui.present.describe import Column, Description, Line, Span, Table, line, stage_words
+
+if TYPE_CHECKING:
+    from rich.console import Group
 
 #: Retriever ids → the names shown.
 RETRIEVER_NAMES = {"porter": "Porter", "trigram": "Trigram"}
@@ -298,11 +301,155 @@ def describe_versus(v: Versus) -> Description:
     return Description(tuple(blocks))
 
 
-def decided_words(d: Decision, rowid: int) -> str:
-    """One line for a row's detail: what decided its order against the
-    other chunk (``rerank: boost 1.6618 against 1.5253``)."""
-    if d.above is None:
-        return "no order: neither was retrieved"
-    where = title(d.stage) if base_id(d.stage) != "retrieve" else "the retrievers"
-    mine = "above" if d.above == rowid else "below"
-    return f"{mine} row {d.below if mine == 'above' else d.above}, decided at {where}"
+# ─── short forms: the browser's panes and the rank flow ──────────────────
+
+
+def decision_numbers(d: Decision, mine: int = 0) -> str:
+    """The numbers that decided, the chunk at index ``mine`` of the
+    decision's pairs first: ``Porter #1 against #3``, ``fused 0.032258
+    against 0.032787``, ``boost 1.6618 against 1.5253``, or for a cut the
+    exit in words; ``""`` when there are none."""
+    other = 1 - mine
+    kind = d.kind
+    if kind == "retriever":
+        return ", ".join(
+            f"{RETRIEVER_NAMES.get(r.retriever, r.retriever)} {_pos(r.ranks[mine])} against {_pos(r.ranks[other])}"
+            for r in d.retrievers
+        )
+    if kind == "fusion" and d.fused is not None:
+        a, b = d.fused[mine].score, d.fused[other].score
+        tie = " (equal: first seen first)" if a is not None and a == b else ""
+        return f"fused {_num(a)} against {_num(b)}{tie}"
+    if kind == "rerank" and d.rerank is not None:
+        ea, eb = d.rerank[mine], d.rerank[other]
+        if ea is not None and eb is not None:
+            return f"boost {ea.boost:.4f} against {eb.boost:.4f}"
+    gone = next((e for e in d.exits if e is not None and e.stage == d.stage), None)
+    return exit_sentence(gone) if gone is not None else ""
+
+
+def where_words(d: Decision) -> str:
+    """The deciding stage in words (``Rerank``, ``both retrievers``)."""
+    return "both retrievers" if base_id(d.stage) == "retrieve" else stage_words(d.stage)
+
+
+def position_words(position: int, above: Decision | None, below: Decision | None, rowid: int) -> str:
+    """What holds a chunk at its ``position`` in the answer, from
+    :func:`engine.lab.explain.neighbours` (each decision's first chunk is
+    ``rowid``): ``why #2: under row 106 by Rerank (boost 1.5253 against
+    1.6618) · over row 146 by both retrievers (Porter #1 against #3)``."""
+    parts = []
+    for d, word in ((above, "under"), (below, "over")):
+        if d is None or d.above is None:
+            continue
+        other = d.above if d.above != rowid else d.below
+        numbers = decision_numbers(d, 0)
+        parts.append(f"{word} row {other} by {where_words(d)}" + (f" ({numbers})" if numbers else ""))
+    if not parts:
+        return f"why #{position}: the only result"
+    return f"why #{position}: " + " · ".join(parts)
+
+
+def position_brief(above: Decision | None, below: Decision | None, rowid: int) -> str:
+    """:func:`position_words` without the numbers, the stages by id, for a
+    line that must stay short: ``under row 106 (rerank), over row 146
+    (retrieve)`` (``""``: no neighbour)."""
+    parts = []
+    for d, word in ((above, "under"), (below, "over")):
+        if d is not None and d.above is not None:
+            other = d.above if d.above != rowid else d.below
+            parts.append(f"{word} row {other} ({d.stage})")
+    return ", ".join(parts)
+
+
+def parts_words(r: RetrieverAnatomy) -> str:
+    """A retriever's phrases on one line for the stage inspector:
+    ``write 3.2198 (title 1, content 3) + quorum 3.7396 (title 1, content 1)``."""
+    if r.unsupported is not None:
+        return f"no breakdown ({r.unsupported})"
+    bits = [
+        f"{p.phrase} {p.part:.4f} (title {p.title_hits}, content {p.content_hits})"
+        for p in r.phrases
+        if p.part or p.weighted_tf
+    ]
+    return " + ".join(bits) if bits else "no phrase hits it"
+
+
+#: Cells of the longest bar in the journey's score table.
+BAR_CELLS = 12
+#: The bar's glyphs: the share of a part from title hits, and from content hits.
+TITLE_GLYPH, CONTENT_GLYPH = "█", "▒"
+
+
+def bar(part: float, title_hits: int, weighted_tf: float, longest: float, cells: int = BAR_CELLS) -> str:
+    """A bar of ``part`` against ``longest`` (``cells`` for the longest), the
+    share that came from title hits (``5 × title / tf``) in
+    :data:`TITLE_GLYPH`, the rest in :data:`CONTENT_GLYPH`."""
+    if part <= 0 or longest <= 0:
+        return ""
+    n = max(1, round(cells * part / longest))
+    in_title = round(n * (5.0 * title_hits / weighted_tf)) if weighted_tf else 0
+    return TITLE_GLYPH * in_title + CONTENT_GLYPH * (n - in_title)
+
+
+def score_renderable(a: ChunkAnatomy) -> "Group":
+    """The journey's score section: per retriever its verdict and a row per
+    phrase (title and content hits, the part, a bar showing which phrases
+    carried the score and how much of each part came from the title)."""
+    from rich.console import Group
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from tui.present import safe
+
+    head = Text("Score", style="bold underline")
+    head.append(
+        f" · bm25 phrase by phrase · {TITLE_GLYPH} from title hits (×5), {CONTENT_GLYPH} from content", style="dim"
+    )
+    parts: list[Text | RichTable] = [head]
+    longest = max((p.part for r in a.retrievers for p in r.phrases), default=0.0)
+    for r in a.retrievers:
+        verdict = Text(safe.line(retriever_verdict(r)), style="bold")
+        if r.exact:
+            verdict.append(" (the parts add up to it exactly)", style="dim")
+        parts.append(verdict)
+        if not r.phrases or r.bm25 is None:
+            continue
+        t = RichTable(box=None, show_header=True, header_style="dim", pad_edge=False, expand=False)
+        t.add_column("phrase", overflow="fold", max_width=24)
+        t.add_column("title", justify="right", no_wrap=True)
+        t.add_column("content", justify="right", no_wrap=True)
+        t.add_column("part", justify="right", no_wrap=True)
+        t.add_column("", no_wrap=True)
+        for p in r.phrases:
+            style = "bold" if p.part else "dim"
+            t.add_row(
+                Text(safe.line(p.phrase), style=style),
+                str(p.title_hits),
+                str(p.content_hits),
+                Text(_num(p.part, 4), style=style),
+                bar(p.part, p.title_hits, p.weighted_tf, longest),
+            )
+        parts.append(t)
+    return Group(*parts)
+
+
+def versus_renderable(v: Versus, searching: bool = False) -> "Group":
+    """The journey's "versus" section: what put the two chunks in their
+    order (:func:`decision_lines`) and the change that would flip them
+    (``searching``: still being looked for)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from tui.present.describe import to_rich
+
+    head = Text(f"Versus row {v.other.rowid}", style="bold underline")
+    head.append(" · the chunk marked with v", style="dim")
+    blocks = decision_lines(v).blocks
+    flip = flip_line(v)
+    tail: list[Line | Table] = []
+    if flip is not None:
+        tail = [flip]
+    elif searching and v.decision.above is not None:
+        tail = [line(Span("looking for one change that flips them (re-running the search)…", "dim"))]
+    return Group(head, to_rich(Description(blocks + tuple(tail))))
