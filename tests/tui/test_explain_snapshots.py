@@ -32,6 +32,7 @@ def _to(widget_id: str, versus: bool):
         await settle(pilot)
         journey = browser.journey
         journey.scroll_to_widget(journey.query_one(widget_id), animate=False, top=True)
+        app.clear_notifications()  # "Row 17 marked: …" would cover the pane's corner
         await rendered(pilot)
 
     return run_before

@@ -23,7 +23,7 @@ from engine.pipeline.trace import RerankEntry
 from tui.present.describe import Column, Description, Line, Span, Table, line, stage_words
 
 if TYPE_CHECKING:
-    from rich.console import Group
+    from rich.console import Console, ConsoleOptions, Group, RenderResult
 
 #: Retriever ids → the names shown.
 RETRIEVER_NAMES = {"porter": "Porter", "trigram": "Trigram"}
@@ -377,6 +377,10 @@ def parts_words(r: RetrieverAnatomy) -> str:
 
 #: Cells of the longest bar in the journey's score table.
 BAR_CELLS = 12
+#: Fewest cells of the longest bar (a narrow pane).
+BAR_MIN = 4
+#: Cells a phrase keeps in the journey's score table before it folds, and the most it takes.
+PHRASE_MIN, PHRASE_MAX = 14, 24
 #: The bar's glyphs: the share of a part from title hits, and from content hits.
 TITLE_GLYPH, CONTENT_GLYPH = "█", "▒"
 
@@ -392,12 +396,51 @@ def bar(part: float, title_hits: int, weighted_tf: float, longest: float, cells:
     return TITLE_GLYPH * in_title + CONTENT_GLYPH * (n - in_title)
 
 
+class PhraseBars:
+    """One retriever's phrases as a table whose bars take the width the
+    other columns leave (at most :data:`BAR_CELLS`, at least
+    :data:`BAR_MIN`): the longest part of the chunk gets the whole bar."""
+
+    def __init__(self, r: RetrieverAnatomy, longest: float) -> None:
+        self.r = r
+        self.longest = longest
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+        from rich.cells import cell_len
+        from rich.table import Table as RichTable
+        from rich.text import Text
+
+        from tui.present import safe
+
+        phrases = self.r.phrases
+        widest = max(min(max(cell_len(safe.line(p.phrase)) for p in phrases), PHRASE_MAX), len("phrase"))
+        numbers = len("title") + len("content") + max(len(_num(p.part, 4)) for p in phrases)
+        room = options.max_width - widest - numbers - 8  # the gaps between the five columns (2 cells each)
+        cells = max(BAR_MIN, min(BAR_CELLS, room))
+        t = RichTable(box=None, show_header=True, header_style="dim", pad_edge=False, expand=False)
+        t.add_column("phrase", overflow="fold", min_width=min(widest, PHRASE_MIN), max_width=PHRASE_MAX)
+        t.add_column("title", justify="right", no_wrap=True)
+        t.add_column("content", justify="right", no_wrap=True)
+        t.add_column("part", justify="right", no_wrap=True)
+        t.add_column("", no_wrap=True, width=cells)
+        for p in phrases:
+            style = "bold" if p.part else "dim"
+            t.add_row(
+                Text(safe.line(p.phrase), style=style),
+                str(p.title_hits),
+                str(p.content_hits),
+                Text(_num(p.part, 4), style=style),
+                bar(p.part, p.title_hits, p.weighted_tf, self.longest, cells),
+            )
+        yield t
+
+
 def score_renderable(a: ChunkAnatomy) -> "Group":
     """The journey's score section: per retriever its verdict and a row per
     phrase (title and content hits, the part, a bar showing which phrases
-    carried the score and how much of each part came from the title)."""
+    carried the score and how much of each part came from the title:
+    :class:`PhraseBars`)."""
     from rich.console import Group
-    from rich.table import Table as RichTable
     from rich.text import Text
 
     from tui.present import safe
@@ -406,31 +449,15 @@ def score_renderable(a: ChunkAnatomy) -> "Group":
     head.append(
         f" · bm25 phrase by phrase · {TITLE_GLYPH} from title hits (×5), {CONTENT_GLYPH} from content", style="dim"
     )
-    parts: list[Text | RichTable] = [head]
+    parts: list[Text | PhraseBars] = [head]
     longest = max((p.part for r in a.retrievers for p in r.phrases), default=0.0)
     for r in a.retrievers:
         verdict = Text(safe.line(retriever_verdict(r)), style="bold")
         if r.exact:
             verdict.append(" (the parts add up to it exactly)", style="dim")
         parts.append(verdict)
-        if not r.phrases or r.bm25 is None:
-            continue
-        t = RichTable(box=None, show_header=True, header_style="dim", pad_edge=False, expand=False)
-        t.add_column("phrase", overflow="fold", max_width=24)
-        t.add_column("title", justify="right", no_wrap=True)
-        t.add_column("content", justify="right", no_wrap=True)
-        t.add_column("part", justify="right", no_wrap=True)
-        t.add_column("", no_wrap=True)
-        for p in r.phrases:
-            style = "bold" if p.part else "dim"
-            t.add_row(
-                Text(safe.line(p.phrase), style=style),
-                str(p.title_hits),
-                str(p.content_hits),
-                Text(_num(p.part, 4), style=style),
-                bar(p.part, p.title_hits, p.weighted_tf, longest),
-            )
-        parts.append(t)
+        if r.phrases and r.bm25 is not None:
+            parts.append(PhraseBars(r, longest))
     return Group(*parts)
 
 
