@@ -240,12 +240,9 @@ def _fts5_bm25(conn: sql.Connection, table: str, match: str, rowid: int) -> floa
     """FTS5's own ``bm25(t, 5.0, 1.0)`` of one row, ``None`` when it does not match."""
     if not match:
         return None
-    try:
-        row = conn.execute(
-            f'SELECT bm25("{table}", 5.0, 1.0) FROM "{table}" WHERE "{table}" MATCH ? AND rowid = ?', (match, rowid)
-        ).fetchone()
-    except sql.Error:
-        return None
+    row = conn.execute(
+        f'SELECT bm25("{table}", 5.0, 1.0) FROM "{table}" WHERE "{table}" MATCH ? AND rowid = ?', (match, rowid)
+    ).fetchone()
     return None if row is None else float(row[0])
 
 

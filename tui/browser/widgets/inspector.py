@@ -1,10 +1,6 @@
 """The stage inspector: every pipeline stage of a trace, in order, as one
 keyboard-navigable list.
 
-The selected chunk's retriever rows also carry its score phrase by phrase
-(:func:`tui.present.anatomy.parts_words`), once a worker has computed it
-(:meth:`StageInspector.show_anatomy`).
-
 Each stage is a header line (from :func:`engine.lab.journey.stage_summaries`, so the
 browser and ``rankscope search`` tell the same story; titles from
 :data:`engine.pipeline.table.STAGES`) followed by its candidates. Where a candidate
@@ -13,6 +9,9 @@ stage without a renderer of its own here gets the generic one (its ranked
 list, then the candidates that left there with their exit in words). Meaning never rests on colour alone: removed candidates are dim,
 struck through *and* say "removed"; cut ones sit below a cut line and say
 "cut"; rerank moves carry ↑ ↓ =; key collisions carry ⚠ and the swallowed rows.
+The selected chunk's retriever rows also carry its score phrase by phrase
+(:func:`tui.present.anatomy.parts_words`), once a worker has computed it
+(:meth:`StageInspector.show_anatomy`).
 
 :func:`stage_lines` is pure (Rich only) and is what the tests look at;
 :class:`StageInspector` puts the lines in an :class:`~textual.widgets.OptionList`.
