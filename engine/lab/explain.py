@@ -333,7 +333,7 @@ def explain_chunks(
     return out
 
 
-def _explain_in_read(store: Store, conn: sql.Connection, trace: Trace, rowids: list[int]) -> list[ChunkAnatomy]:
+def _explain_in_read(store: Store, conn: sql.Connection | None, trace: Trace, rowids: list[int]) -> list[ChunkAnatomy]:
     with store.using(conn) as c:
         own = store.begin_read(c)
         try:
