@@ -62,7 +62,10 @@ from engine.pipeline.runcache import RunCache
 from engine.pipeline.stages import bm25
 from engine.pipeline.stages.retrieve import TABLES
 from engine.pipeline.table import RETRIEVERS, base_id, depth, ranked, run_stage_ids, stage
-from engine.pipeline.trace import Candidate, Exit, RerankEntry, Run, Trace
+from engine.pipeline.candidates import Candidate, Exit
+from engine.pipeline.passes import Run
+from engine.pipeline.stages.rerank import RerankEntry
+from engine.pipeline.trace import Trace
 from engine.store import sql
 from engine.store.chunkids import chunk_ids
 from engine.store.store import Store
@@ -360,7 +363,7 @@ def _explain(store: Store, conn: sql.Connection, trace: Trace, rowid: int) -> Ch
     steps = path.steps if path is not None else tuple((sid, None) for sid in run_stage_ids(run))
     return ChunkAnatomy(
         rowid,
-        ids.id_of(rowid) if rowid in ids.by_rowid else f"{ref.source}::{ref.title}",
+        ids.by_rowid[rowid] if rowid in ids.by_rowid else f"{ref.source}::{ref.title}",
         ref.source,
         ref.title,
         run.pass_name,

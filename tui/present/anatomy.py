@@ -18,9 +18,10 @@ from engine.lab.counterfactual import sentence as counterfactual_sentence
 from engine.lab.explain import ChunkAnatomy, Decision, FusedSide, RetrieverAnatomy, RetrieverDiff, Versus
 from engine.pipeline.paths import sentence as exit_sentence
 from engine.pipeline.table import base_id, in_rerun
-from engine.pipeline.trace import RerankEntry
+from engine.pipeline.stages.rerank import RerankEntry
 
-from tui.present.describe import Column, Description, Line, Span, Table, line, stage_words
+from tui.present.describe import Description, Line, Span, line, stage_words
+from tui.present.tablefit import Column, Table
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, Group, RenderResult
@@ -67,13 +68,13 @@ def steps_line(a: ChunkAnatomy) -> Line:
 
 #: Columns of a retriever's anatomy table.
 ANATOMY_COLUMNS = (
-    Column("phrase", wide=True),
-    Column("rows", numeric=True),
-    Column("idf", numeric=True),
-    Column("title", numeric=True),
-    Column("content", numeric=True),
-    Column("tf", numeric=True),
-    Column("part", numeric=True),
+    Column("phrase", kind="free"),
+    Column("rows", justify="right"),
+    Column("idf", justify="right"),
+    Column("title", justify="right"),
+    Column("content", justify="right"),
+    Column("tf", justify="right"),
+    Column("part", justify="right"),
 )
 
 
@@ -115,7 +116,7 @@ def describe_retriever(r: RetrieverAnatomy) -> Description:
         )
         for p in r.phrases
     )
-    blocks: list[Line | Table] = [Table(retriever_verdict(r), ANATOMY_COLUMNS, rows, gloss=gloss, unit="phrase")]
+    blocks: list[Line | Table[Line]] = [Table(retriever_verdict(r), ANATOMY_COLUMNS, rows, gloss=gloss, unit="phrase")]
     if r.bm25 is not None:
         parts = " + ".join(_num(p.part) for p in r.phrases if p.part)
         check = Span(" = FTS5's bm25() to the last bit", "good") if r.exact else Span(" ≠ FTS5's value", "bad")
@@ -132,7 +133,7 @@ FORMULA = (
 
 def describe_anatomy(a: ChunkAnatomy) -> Description:
     """A chunk's head, its positions at every stage, then each retriever's anatomy."""
-    blocks: list[Line | Table] = [*chunk_head(a), line(Span("id ", "dim"), a.chunk_id)]
+    blocks: list[Line | Table[Line]] = [*chunk_head(a), line(Span("id ", "dim"), a.chunk_id)]
     if a.pass_name == "fuzzy":
         blocks.append(line(Span(f"the typo re-run answered: its query {a.query!r}", "em")))
     blocks.append(steps_line(a))
@@ -151,7 +152,7 @@ def _row(rowid: int | None) -> str:
     return "—" if rowid is None else f"row {rowid}"
 
 
-def positions_table(v: Versus) -> Table:
+def positions_table(v: Versus) -> Table[Line]:
     """Both chunks' positions at every stage of the pass."""
     x, y = v.chunk, v.other
     other = dict(y.steps)
@@ -159,18 +160,22 @@ def positions_table(v: Versus) -> Table:
         (line(sid), line(Span(_pos(p), "strong" if p else "dim")), line(Span(_pos(other.get(sid)), "dim")))
         for sid, p in x.steps
     )
-    cols = (Column("stage"), Column(f"row {x.rowid}", numeric=True, key=True), Column(f"row {y.rowid}", numeric=True))
+    cols = (
+        Column("stage", kind="key"),
+        Column(f"row {x.rowid}", justify="right"),
+        Column(f"row {y.rowid}", justify="right"),
+    )
     return Table("Positions", cols, rows, unit="stage")
 
 
-def _diff_table(d: RetrieverDiff, x: int, y: int) -> Table:
+def _diff_table(d: RetrieverDiff, x: int, y: int) -> Table[Line]:
     cols = (
-        Column("phrase", wide=True),
-        Column(f"tf {x}", numeric=True),
-        Column(f"tf {y}", numeric=True),
-        Column(f"part {x}", numeric=True),
-        Column(f"part {y}", numeric=True),
-        Column("difference", numeric=True),
+        Column("phrase", kind="free"),
+        Column(f"tf {x}", justify="right"),
+        Column(f"tf {y}", justify="right"),
+        Column(f"part {x}", justify="right"),
+        Column(f"part {y}", justify="right"),
+        Column("difference", justify="right"),
     )
     rows = tuple(
         (
@@ -199,8 +204,8 @@ def _fused_words(f: FusedSide, rowid: int, k: int | None) -> str:
     return f"row {rowid}{own}: {_num(f.score)} = {terms}"
 
 
-def _rerank_table(entries: tuple[RerankEntry | None, RerankEntry | None], x: int, y: int) -> Table:
-    cols = (Column("part"), Column(f"row {x}", numeric=True), Column(f"row {y}", numeric=True))
+def _rerank_table(entries: tuple[RerankEntry | None, RerankEntry | None], x: int, y: int) -> Table[Line]:
+    cols = (Column("part"), Column(f"row {x}", justify="right"), Column(f"row {y}", justify="right"))
 
     def vals(get: Callable[[RerankEntry], str]) -> tuple[Line, Line]:
         a, b = entries
@@ -231,7 +236,7 @@ def decision_lines(v: Versus) -> Description:
         Span(" · decided at ", "dim"),
         Span(stage_words(d.stage) if base_id(d.stage) != "retrieve" else _retrieve_words(d.stage), "strong"),
     )
-    blocks: list[Line | Table] = [head]
+    blocks: list[Line | Table[Line]] = [head]
     kind = d.kind
     if kind == "retriever":
         for diff in d.retrievers:
@@ -290,7 +295,7 @@ def flip_line(v: Versus) -> Line | None:
 def describe_versus(v: Versus) -> Description:
     """Both chunks' heads, their positions at every stage, what decided
     their order, and the change that would flip it."""
-    blocks: list[Line | Table] = [*chunk_head(v.chunk), line(Span("  versus", "dim")), *chunk_head(v.other), ()]
+    blocks: list[Line | Table[Line]] = [*chunk_head(v.chunk), line(Span("  versus", "dim")), *chunk_head(v.other), ()]
     if v.chunk.pass_name == "fuzzy":
         blocks.append(line(Span(f"the typo re-run answered: its query {v.chunk.query!r}", "em")))
     blocks += [positions_table(v), ()]
@@ -474,7 +479,7 @@ def versus_renderable(v: Versus, searching: bool = False) -> "Group":
     head.append(" · the chunk marked with v", style="dim")
     blocks = decision_lines(v).blocks
     flip = flip_line(v)
-    tail: list[Line | Table] = []
+    tail: list[Line | Table[Line]] = []
     if flip is not None:
         tail = [flip]
     elif searching and v.decision.above is not None:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import apsw
 
@@ -256,7 +256,7 @@ def top_k(
     *,
     min_rows: int | None = None,
     min_matches: int | None = None,
-    counts: VersionedLRU | None = None,
+    counts: VersionedLRU[int] | None = None,
 ) -> Outcome:
     """The first ``k`` rows of ``SELECT ... WHERE t MATCH match ORDER BY
     bm25(t, 5.0, 1.0), rowid`` with their bm25 and content highlight.
@@ -363,7 +363,7 @@ def _ranked(
             if len(best) > k:
                 best.pop()
 
-    def ranked(subset: list[int]):
+    def ranked(subset: list[int]) -> Iterable[Any]:
         q = " OR ".join(bm25.match_phrase(texts[i]) for i in subset)
         t = f'"{table}"'
         return conn.execute(

@@ -4,7 +4,7 @@ keyboard-navigable list.
 Each stage is a header line (from :func:`engine.lab.journey.stage_summaries`, so the
 browser and ``rankscope search`` tell the same story; titles from
 :data:`engine.pipeline.table.STAGES`) followed by its candidates. Where a candidate
-left the pass is read from its path (:attr:`engine.pipeline.trace.Run.paths`); a
+left the pass is read from its path (:attr:`engine.pipeline.passes.Run.paths`); a
 stage without a renderer of its own here gets the generic one (its ranked
 list, then the candidates that left there with their exit in words). Meaning never rests on colour alone: removed candidates are dim,
 struck through *and* say "removed"; cut ones sit below a cut line and say
@@ -29,13 +29,16 @@ from textual.widgets.option_list import Option
 
 from engine.lab.explain import ChunkAnatomy
 from engine.lab.journey import StageSummary, stage_summaries
-from engine.pipeline.stages.fuzzy_reasons import trigger_sentence
-from engine.pipeline.trace import Candidate, Hit, RetrieverRun, Run, Trace
+from engine.pipeline.candidates import Candidate, Hit
+from engine.pipeline.stages.retrieve import RetrieverRun
+from engine.pipeline.passes import Run
+from engine.pipeline.trace import Trace
 from engine.pipeline.paths import sentence
 from engine.pipeline.table import base_id, in_rerun, ranked, stage, title
 
 from tui.present import safe
 from tui.present.anatomy import parts_words
+from tui.present.cut import cut_beside
 from tui.browser.subject import Subject
 
 #: Rows shown per stage before "… N more" (the JSON export has them all).
@@ -76,19 +79,6 @@ def wrap_indented(text: str, width: int, indent: str) -> str:
 
 def _short(x: float) -> str:
     return f"{x:.5f}"
-
-
-def fit(left: Text, right: Text | str, width: int) -> Text:
-    """``left`` truncated with an ellipsis so that ``right`` fits at the right
-    edge of ``width`` cells (``right`` wins when space is short)."""
-    right = Text(right) if isinstance(right, str) else right
-    room = max(width - right.cell_len - 1, 8)
-    left = left.copy()
-    if left.cell_len > room:
-        left.truncate(room, overflow="ellipsis")
-    left.pad_right(max(width - left.cell_len - right.cell_len, 1))
-    left.append_text(right)
-    return left
 
 
 def pad_rights(texts: list[Text]) -> list[Text]:
@@ -132,7 +122,7 @@ class _Builder:
         head = Text("▌", style="bold")
         head.append_text(title)
         right = f"{s.elapsed_ms:.2f} ms" if self.show_timings and s.elapsed_ms is not None else ""
-        self.lines.append(StageLine(fit(head, right, self.width) if right else head, "header", s.stage))
+        self.lines.append(StageLine(cut_beside(head, right, self.width) if right else head, "header", s.stage))
         self.note(s.headline, s.stage, style="italic")
 
     def note(self, text: str | Text, stage: str, style: str = DIM) -> None:
@@ -163,7 +153,7 @@ class _Builder:
         parts = a.retriever(base_id(stage)) if a is not None and a.pass_name == run.pass_name else None
         for h in r.hits[:MAX_ROWS]:
             right = Text(f"bm25 {h.bm25:.3f}", style=DIM)
-            text = fit(_label(_pos(h.rank), h), right, self.width)
+            text = cut_beside(_label(_pos(h.rank), h), right, self.width)
             if parts is not None and h.rowid == parts_rowid(a):
                 # the selected chunk's score, phrase by phrase (computed in a worker: engine.lab.explain)
                 text.append("\n" + wrap_indented("= " + safe.line(parts_words(parts)), self.width, "      "), style=DIM)
@@ -173,7 +163,7 @@ class _Builder:
     def fusion(self, run: Run, stage: str) -> None:
         f = run.fusion
         for i, c in enumerate(f.candidates[:MAX_ROWS], 1):
-            text = fit(_label(_pos(i), c), Text(f"= {_short(c.score)}", style="bold"), self.width)
+            text = cut_beside(_label(_pos(i), c), Text(f"= {_short(c.score)}", style="bold"), self.width)
             parts = []
             for x in c.contributions:
                 name = "porter" if x.retriever == "porter" else "trigram"
@@ -207,7 +197,7 @@ class _Builder:
         origin = title(stage)
         for i, c in enumerate(p.kept[:MAX_ROWS], 1):
             self.row(
-                fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
+                cut_beside(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
                 stage,
                 Subject.from_candidate(c, origin),
             )
@@ -216,7 +206,7 @@ class _Builder:
             self.rule(f"pool size {p.pool_size}: beyond the pool", stage)
             for i, c in enumerate(p.beyond[:MAX_ROWS], p.pool_size + 1):
                 self.row(
-                    fit(_label(_pos(i), c, DIM), Text("beyond pool", style=DIM), self.width),
+                    cut_beside(_label(_pos(i), c, DIM), Text("beyond pool", style=DIM), self.width),
                     stage,
                     Subject.from_candidate(c, origin),
                 )
@@ -240,10 +230,14 @@ class _Builder:
         kept_pos = 0
         for c, gone, right in zip(received, removed, rights):
             if gone:
-                self.row(fit(_label("  ✗ ", c, REMOVED), right, self.width), stage, Subject.from_candidate(c, origin))
+                self.row(
+                    cut_beside(_label("  ✗ ", c, REMOVED), right, self.width), stage, Subject.from_candidate(c, origin)
+                )
             else:
                 kept_pos += 1
-                self.row(fit(_label(_pos(kept_pos), c), right, self.width), stage, Subject.from_candidate(c, origin))
+                self.row(
+                    cut_beside(_label(_pos(kept_pos), c), right, self.width), stage, Subject.from_candidate(c, origin)
+                )
         self.more(len(run.pool.kept) - MAX_ROWS, stage)
 
     def trim(self, run: Run, stage: str) -> None:
@@ -252,7 +246,7 @@ class _Builder:
             return
         for i, c in enumerate(tr.kept[:MAX_ROWS], 1):
             self.row(
-                fit(_label(_pos(i), c), Text("kept", style=DIM), self.width),
+                cut_beside(_label(_pos(i), c), Text("kept", style=DIM), self.width),
                 stage,
                 Subject.from_candidate(c, title(stage)),
             )
@@ -260,7 +254,7 @@ class _Builder:
             self.rule(f"cut at limit {tr.limit}", stage)
             for i, c in enumerate(tr.cut[:MAX_ROWS], tr.limit + 1):
                 self.row(
-                    fit(_label(_pos(i), c, DIM), Text("cut", style="bold"), self.width),
+                    cut_beside(_label(_pos(i), c, DIM), Text("cut", style="bold"), self.width),
                     stage,
                     Subject.from_candidate(c, title(stage)),
                 )
@@ -273,7 +267,7 @@ class _Builder:
         for e in rr.entries[:MAX_ROWS]:
             arrow = "↑" if e.moved > 0 else "↓" if e.moved < 0 else "="
             prefix = f"{e.old_position:>2}→{e.new_position:<2}{arrow} "
-            text = fit(_label(prefix, e.candidate), Text(f"boost {e.boost:.3f}", style="bold"), self.width)
+            text = cut_beside(_label(prefix, e.candidate), Text(f"boost {e.boost:.3f}", style="bold"), self.width)
             terms = len(rr.terms) or 1
             nb = "\u00a0"
             detail = f"title{nb}+{e.title_boost:.3f}{nb}({e.title_hits}/{terms}{nb}terms)"
@@ -294,7 +288,7 @@ class _Builder:
         for i, c in enumerate(items[:MAX_ROWS], 1):
             assert isinstance(c, Candidate)  # only list stages come here; they rank candidates
             self.row(
-                fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
+                cut_beside(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
                 stage,
                 Subject.from_candidate(c, origin),
             )
@@ -306,7 +300,7 @@ class _Builder:
             for p in left[:MAX_ROWS]:
                 c = fused[p.rowid]
                 self.row(
-                    fit(_label("  ✗ ", c, DIM), Text(safe.line(sentence(p.exit)), style="bold"), self.width),  # type: ignore[arg-type]
+                    cut_beside(_label("  ✗ ", c, DIM), Text(safe.line(sentence(p.exit)), style="bold"), self.width),  # type: ignore[arg-type]
                     stage,
                     Subject.from_candidate(c, origin),
                 )
@@ -316,7 +310,7 @@ class _Builder:
         fz = self.trace.fuzzy
         if not fz.ran:
             return
-        why = fz.reason if fz.shadow else (trigger_sentence(fz) or fz.reason)
+        why = fz.reason if fz.shadow else (fz.trigger_sentence or fz.reason)
         self.note(f"ran because {why}", "fuzzy")
         for c in fz.corrections:
             t = Text("  " + safe.line(c.word), style="bold")
@@ -347,7 +341,9 @@ class _Builder:
         for r, right in zip(self.trace.final, rights):
             c = r.candidate
             self.row(
-                fit(_label(_pos(r.position), c), right, self.width), "final", Subject.from_candidate(c, title("final"))
+                cut_beside(_label(_pos(r.position), c), right, self.width),
+                "final",
+                Subject.from_candidate(c, title("final")),
             )
 
     def build(self) -> list[StageLine]:
@@ -404,13 +400,12 @@ class StageInspector(OptionList):
     while the inspector has focus, or chosen with Enter (``chosen=True``).
     """
 
+    @dataclass
     class Picked(Message):
         """A candidate row in the inspector was highlighted or chosen."""
 
-        def __init__(self, subject: Subject, chosen: bool) -> None:
-            self.subject = subject
-            self.chosen = chosen
-            super().__init__()
+        subject: Subject
+        chosen: bool
 
     def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
