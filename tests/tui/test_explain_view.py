@@ -6,17 +6,66 @@ them; the rank flow's detail line names what holds the row at its place."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
+import engine.lab.explain
 from engine import SearchParams
 from engine.lab.explain import decide, explain_chunk, explained_run
 from tui.browser.actions import ACTION_BY_ID, help_keys, palette_rows
 from tui.browser.screens.flow import FlowScreen
 
-from .conftest import build_app, plain, press, processed, search_for, settle, wait_for, wait_screen
+from .conftest import (
+    build_app,
+    plain,
+    press,
+    processed,
+    query_input,
+    search_for,
+    settle,
+    type_text,
+    wait_for,
+    wait_screen,
+)
 
 WIDE = (120, 40)
 NARROW = (80, 24)
+
+
+@pytest.fixture
+def held_scores(monkeypatch):
+    """The score's worker waits in :func:`engine.lab.explain.explain_chunk`
+    until the test sets ``release`` (``entered`` is set once it is there);
+    released at the end whatever happens, so the worker thread ends."""
+    entered, release = threading.Event(), threading.Event()
+    real = engine.lab.explain.explain_chunk
+
+    def held(*args, **kwargs):
+        entered.set()
+        release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine.lab.explain, "explain_chunk", held)
+    yield entered, release
+    release.set()
+
+
+async def search_shown(pilot, text: str) -> None:
+    """Search ``text`` and wait until its trace is shown, and only that (the
+    score's worker may still run: :func:`search_for` waits for every worker)."""
+    app = pilot.app
+    await wait_for(pilot, lambda: query_input(app) is not None, what="the browser's query box")
+    await press(pilot, "ctrl+l")
+    await wait_for(pilot, lambda: app.focused is app.browser.query_box.input)
+    await type_text(pilot, text)
+    await press(pilot, "enter")
+    browser = app.browser
+    await wait_for(
+        pilot,
+        lambda: browser._shown_seq >= browser._seq and browser.trace is not None and browser.trace.params.query == text,
+        what=f"the search for {text!r} shown",
+    )
 
 
 def _score(browser) -> str:
@@ -52,6 +101,46 @@ async def test_the_journey_and_the_inspector_show_the_selected_chunks_score(size
         text = inspector_text(browser)
         porter = want.retriever("porter")
         assert f"= {porter.phrases[0].phrase} {porter.phrases[0].part:.4f} (title" in text
+
+
+async def test_the_score_is_not_on_the_searchs_path(held_scores):
+    """The search is shown, and the browser answers keys, while the score is
+    still being read (in its own worker, after the search); then it comes."""
+    entered, release = held_scores
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_shown(pilot, "cache")
+        browser = app.browser
+        await wait_for(pilot, lambda: entered.is_set(), what="the score's worker")
+        assert browser.trace is not None and browser.trace.final and browser.anatomy is None
+        assert "Score: reading its phrases" in _score(browser)
+        assert browser.trace.first.path(browser.trace.final[0].candidate.rowid) is not None
+        await press(pilot, "down")  # the UI answers meanwhile
+        await wait_for(pilot, lambda: app.focused is browser.results.table)
+        await press(pilot, "s")
+        await wait_for(pilot, lambda: browser.pane == "stages")
+        assert browser.anatomy is None and not release.is_set()
+        release.set()
+        await wait_for(pilot, lambda: browser.anatomy is not None, what="the score once released")
+        assert browser.anatomy.rowid == browser.trace.final[0].candidate.rowid
+
+
+async def test_a_score_read_for_a_search_replaced_by_an_empty_one_is_dropped(held_scores):
+    """A search with no result clears the journey: the score still being
+    read for the previous search's top chunk never shows up there."""
+    entered, release = held_scores
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_shown(pilot, "cache")
+        browser = app.browser
+        await wait_for(pilot, lambda: entered.is_set(), what="the score's worker")
+        await search_shown(pilot, "deployment")  # no result
+        assert not browser.trace.final and browser.journey.subject is None
+        release.set()
+        await settle(pilot)
+        assert browser.anatomy is None
+        assert not browser.query_one("#journey-score").display
+        assert "(the parts add up to it exactly)" not in inspector_text(browser)
 
 
 async def test_a_newer_selection_wins_and_the_score_follows_it():

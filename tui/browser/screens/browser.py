@@ -604,7 +604,7 @@ class BrowserScreen(WorkScreen[None]):
         self.query_box.show_queries(None)
         self.results.show_welcome(self.welcome_text())
         self.inspector.show_placeholder()
-        self.journey.clear()
+        self.clear_journey()
         self.set_pane("results")
         self.follow_pin()
         self.refresh_bindings()
@@ -639,7 +639,7 @@ class BrowserScreen(WorkScreen[None]):
         self.query_box.show_queries(None)
         self.results.show_failure(error)
         self.inspector.show_placeholder("No stages: the search failed (Results says why).")
-        self.journey.clear("No journey: the search failed (Results says why).")
+        self.clear_journey("No journey: the search failed (Results says why).")
         text = describe_problem(error)
         if text != self._last_failure:
             self.notify(safe.line(text), title="Search failed", severity="error", timeout=10, markup=False)
@@ -667,7 +667,7 @@ class BrowserScreen(WorkScreen[None]):
         if trace.final:
             self.follow(Subject.from_candidate(trace.final[0].candidate, stages.title("final")))
         else:
-            self.journey.clear(f"No results: {trace.empty_reason}. Pick any candidate in Stages to see where it left.")
+            self.clear_journey(f"No results: {trace.empty_reason}. Pick any candidate in Stages to see where it left.")
         self.refresh_judging()
         self.follow_pin()
         self.refresh_bindings()  # ↓ goes to the stages when the results list is hidden
@@ -779,6 +779,17 @@ class BrowserScreen(WorkScreen[None]):
         if other is not None:
             self.journey.show_versus(Text(f"Versus row {other}: comparing…", style="dim italic"))
         self._explain(self.trace, subject.rowid, other, self._explain_seq)
+
+    def clear_journey(self, text: str | None = None) -> None:
+        """The journey follows no chunk (``text``: the hint it shows instead);
+        a score still being read is dropped."""
+        self._explain_seq += 1
+        self.anatomy = None
+        self.workers.cancel_group(self, "explain")
+        if text is None:
+            self.journey.clear()
+        else:
+            self.journey.clear(text)
 
     def action_mark_versus(self) -> None:
         """v: mark the selected chunk (v on the marked chunk unmarks it); the
