@@ -49,6 +49,7 @@ from urllib.parse import quote
 
 import regex
 
+from engine.files.reading import file_kind
 from engine.store import sql
 from engine.store.cache import VersionedLRU
 from engine.store.chunking import MAX_CHUNK_BYTES, ChunkDraft, chunk_json, chunk_markdown, chunk_plain_text
@@ -920,7 +921,7 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot read {p}: {exc.strerror or exc}") from exc
         if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer forever
-            raise NotADatabaseError(f"{p} is not a database file (a FIFO, socket or device)")
+            raise NotADatabaseError(f"{p} is {file_kind(mode)}, not a database file")
         try:
             with open(p, "rb") as fh:
                 header = fh.read(16)

@@ -31,6 +31,7 @@ from engine.agent.export import agent_trace_to_dict
 from engine.agent.jsvalue import js_json
 from engine.agent.log import Replay, answer_count, load_calls, replay_calls
 from engine.agent.schema import SchemaError
+from engine.files.reading import InputFileError, parse_json_text, require_regular_file
 
 from tui.present import safe
 from tui.present.fmt import clip
@@ -55,6 +56,15 @@ def write_js_json(data: object) -> None:
     """JSON like ``JSON.stringify(data, null, 2)``: non-ASCII kept, lone
     surrogates escaped (so the output is valid UTF-8)."""
     sys.stdout.write(js_json(data, indent=2) + "\n")
+
+
+def session_db_option(path: Path) -> None:
+    """Fail unless ``--sessions-db`` names a regular file (a FIFO, device or
+    folder is named as what it is; nothing is opened)."""
+    try:
+        require_regular_file(path, "--sessions-db")
+    except InputFileError as exc:
+        fail(str(exc))
 
 
 def _session_db_project(path: Path) -> str:
@@ -89,8 +99,8 @@ def build_context(
         return AgentContext(allow_sessions=tuple(allow_session), throttle=throttle)
     if sessions_db is None and project is None:
         return AgentContext(throttle=throttle)
-    if sessions_db is not None and not sessions_db.is_file():
-        fail(f"--sessions-db {sessions_db}: no such file")
+    if sessions_db is not None:
+        session_db_option(sessions_db)
     if sessions_db is None:
         paired = session_db_for_store(db)
         sessions_db = paired[0] if paired else None
@@ -111,10 +121,10 @@ def _arguments(
     if params_json is not None:
         if queries or limit is not None or source is not None or content_type is not None or sort is not None:
             fail("--params-json is the whole arguments object; give the queries and options inside it, not as well")
-        try:
-            return json.loads(params_json, parse_constant=lambda name: fail(f"--params-json: {name} is not JSON"))
-        except json.JSONDecodeError as exc:
-            fail(f"--params-json is not valid JSON: {exc.msg} at character {exc.pos + 1}")
+        try:  # JSON.parse's numbers (1e400 is Infinity); size and depth bounded
+            return parse_json_text(params_json, "--params-json", strict_numbers=False)
+        except InputFileError as exc:
+            fail(str(exc))
     if not queries:
         fail("give at least one QUERY (or the raw arguments with --params-json)")
     args: dict = {"queries": list(queries)}
@@ -276,8 +286,7 @@ def agent_log_cmd(
 ) -> None:
     """List every ctx_search call recorded in a session DB (time, session, queries, params, whether the answer was
     recorded); with --replay --db STORE, re-run each and report whether the text equals the recorded answer."""
-    if not sessions_db.is_file():
-        fail(f"--sessions-db {sessions_db}: no such file")
+    session_db_option(sessions_db)
     if replay and db is None:
         fail("--replay needs --db STORE (the content store the calls searched)")
     if db is not None and not replay:

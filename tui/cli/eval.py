@@ -12,7 +12,7 @@ come from :mod:`engine.lab.evaluation` (ir-measures, trec_eval's definitions).
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -40,6 +40,7 @@ from tui.present.render import plain
 from tui.present.tablefit import Cell, Col, Fitted
 from .base import search_db_option, console, fail, open_store, write_json
 from .lab import SPEC_HELP, variant_option
+from engine.files.reading import load_json_input
 from engine.files.writing import write_text_file
 from .search import check_output_file, load_queries
 
@@ -337,14 +338,10 @@ def snapshot_check(
         wanted = parse_stage_list(stages)
     except ValueError as exc:
         fail(f"--stages: {exc}")
-    try:
-        data = json.loads(snapshot.read_text("utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(snapshot):
         fail(f"no such snapshot file: {snapshot}")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"cannot read snapshot {snapshot}: {exc}")
     try:
-        validate_snapshot(data, str(snapshot))
+        data = validate_snapshot(load_json_input(snapshot, "snapshot"), str(snapshot))
     except ValueError as exc:
         fail(str(exc))
     with open_store(db) as store:
@@ -386,7 +383,9 @@ def qrels_convert(
         fail(str(exc))
     check_output_file(target, "TARGET", force=force)
     try:
-        write_qrels(q, target)
+        write_qrels(q, target, overwrite=force)
+    except FileExistsError:
+        fail(f"TARGET {target} appeared meanwhile; nothing was written (give another name or --force)")
     except OSError as exc:
         fail(f"cannot write {target}: {exc.strerror or exc}")
     console.print(

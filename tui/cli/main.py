@@ -222,8 +222,13 @@ def browse(path: Optional[str], stores: bool = False, qrels: Optional[Path] = No
     ``qrels`` is the judgments file to grade into (default: the store's own)."""
     if path is not None and not Path(path).exists():
         fail(f"no such file or folder: {path} (give a .db store or a folder to index)")
-    if qrels is not None and qrels.is_dir():
-        fail(f"--qrels {qrels} is a folder; give a file (it is created when you grade)")
+    if qrels is not None and os.path.lexists(qrels):  # a new file is created when you grade
+        from engine.lab.qrels import QrelsError, read_qrels
+
+        try:
+            read_qrels(qrels)  # before the screen is taken: a FIFO, a device or a bad file says so here
+        except QrelsError as exc:
+            fail(f"--qrels: {exc}")
     from tui.cli.launch import launch_browser
 
     launch_browser(path, stores=stores, qrels=qrels)
