@@ -19,6 +19,7 @@ turns :class:`CliError`, any
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -275,6 +276,9 @@ def usage_error_exit(exc: TyperException) -> NoReturn:
 
 def main(argv: Optional[List[str]] = None) -> None:
     """Console-script entry point."""
+    # numpy's OpenBLAS (eval's statistics, on a handful of numbers) starts a thread and a buffer per core when
+    # loaded, and exits the process itself when that memory is refused; one thread is all it needs here.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = list(sys.argv[1:] if argv is None else argv)
     commands = {name for name, _ in COMMANDS} | {name for name, _ in GROUPS}
     try:
@@ -293,22 +297,78 @@ def main(argv: Optional[List[str]] = None) -> None:
         # as Click's standalone mode does: always exit, with typer.Exit(n)'s n (snapshot check's 1,
         # --help's 0) or 0 after a command that returned
         raise SystemExit(status if isinstance(status, int) else 0)
-    except TyperException as exc:  # Click's errors: Typer vendors Click, whose classes derive from this
+    except BaseException as exc:  # noqa: B036 - every outcome goes through the one error path
+        exit_for(exc)
+
+
+#: SQLite's primary result code for a failed allocation (``SQLITE_NOMEM``).
+SQLITE_NOMEM = 7
+#: What the dynamic loader says when it cannot map a library for want of memory (glibc's words).
+DLOPEN_NO_MEMORY = ("failed to map segment from shared object", "cannot map zero-fill pages", "cannot allocate memory")
+#: The line printed when memory ran out, wherever it did.
+OUT_OF_MEMORY = "rankscope: error: out of memory (the command needed more memory than this process may use)\n"
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """True when ``exc`` is, or was raised while handling or because of, a
+    failed allocation: Python's ``MemoryError``, SQLite's ``SQLITE_NOMEM``,
+    an ``OSError`` with ``ENOMEM``, a thread that could not be started (its
+    stack is memory too) or a compiled module the loader could not map
+    (:data:`DLOPEN_NO_MEMORY`: numpy's, when eval first needs it). A
+    library may turn one into its own error (ir-measures reports a provider
+    whose import hit ``MemoryError`` as "not available"): the whole chain of
+    causes and contexts is looked at."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError) or sql.primary_code(current) == SQLITE_NOMEM:
+            return True
+        if isinstance(current, RuntimeError) and "can't start new thread" in str(current):
+            return True
+        if isinstance(current, OSError) and current.errno == errno.ENOMEM:
+            return True
+        if isinstance(current, ImportError) and any(m in str(current) for m in DLOPEN_NO_MEMORY):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def exit_for(exc: BaseException) -> NoReturn:
+    """The CLI's one error path: turn what a command raised into its exit.
+
+    Out of memory, anywhere (:func:`out_of_memory`): the :data:`OUT_OF_MEMORY`
+    line, written with one system call (printing through Rich could need the
+    memory that ran out), exit status 2. Click's errors: :func:`usage_error_exit`.
+    :class:`CliError`, any :class:`~engine.StoreError` and a stray SQLite or
+    ``OSError``: one ``rankscope: error:`` line, exit 2. A reader that left
+    (``| head``): exit 1, silently. Ctrl+C: exit 130. ``SystemExit`` passes.
+    Anything else is a bug and is raised again."""
+    if isinstance(exc, SystemExit):
+        raise exc
+    if out_of_memory(exc):
+        try:
+            os.write(2, OUT_OF_MEMORY.encode("ascii"))
+        except OSError:
+            pass
+        raise SystemExit(2) from None
+    if isinstance(exc, TyperException):  # Click's errors: Typer vendors Click, whose classes derive from this
         usage_error_exit(exc)
-    except typer.Abort:
+    if isinstance(exc, typer.Abort):
         raise SystemExit(1) from None
-    except (CliError, StoreError) as exc:
+    if isinstance(exc, (CliError, StoreError)):
         error_exit(str(exc))
-    except sql.Error as exc:  # last resort: the engine names the store in a StoreError
+    if isinstance(exc, sql.Error):  # last resort: the engine names the store in a StoreError
         error_exit(f"SQLite error: {exc}")
-    except BrokenPipeError:
+    if isinstance(exc, BrokenPipeError):
         # `rankscope ... | head`: the reader left; nothing more to say.
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError):
             pass
         raise SystemExit(1) from None
-    except OSError as exc:  # last resort: an output file, a port, a folder
+    if isinstance(exc, OSError):  # last resort: an output file, a port, a folder
         error_exit(os_error_text(exc))
-    except KeyboardInterrupt:
+    if isinstance(exc, KeyboardInterrupt):
         raise SystemExit(130) from None
+    raise exc
