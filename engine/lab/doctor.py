@@ -37,7 +37,7 @@ from engine.store import sql
 from engine.store.chunking import MAX_CHUNK_BYTES
 from engine.store.consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from engine.lab.journey import plural
-from engine.store.store import FTS_SHADOWS, FTS_TABLES, CorruptStoreError, Store, is_corruption
+from engine.store.store import FTS_TABLES, CorruptStoreError, Store, fts_shadow_tables, is_corruption
 
 #: Titles that carry no heading (besides empty / whitespace-only ones).
 _UNTITLED = re.compile(r"Untitled( \(\d+\))?")
@@ -397,15 +397,17 @@ def _run_checks(copy: sql.Connection) -> tuple[IntegrityCheck, ...]:
         problems = (str(exc),)
     checks.append(IntegrityCheck("sqlite", problems))
     try:
-        names = {r[0] for r in copy.execute("SELECT name FROM sqlite_master")}
+        declared = {r[0]: r[1] for r in copy.execute("SELECT name, sql FROM sqlite_master")}
     except sql.Error as exc:
-        names = set()
+        declared = {}
         checks[0] = IntegrityCheck("sqlite", checks[0].problems + (str(exc),))
     for table in FTS_TABLES:
-        if table not in names:
+        if table not in declared:
             checks.append(IntegrityCheck(f"fts5:{table}", (f"table {table} is missing",)))
             continue
-        missing = [f"shadow table {table}_{x} is missing" for x in FTS_SHADOWS if f"{table}_{x}" not in names]
+        # the shadow tables this table's own options call for (content='', columnsize=0, ... have fewer)
+        expected = fts_shadow_tables(declared[table], table)
+        missing = [f"shadow table {table}_{x} is missing" for x in expected if f"{table}_{x}" not in declared]
         try:
             copy.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
         except sql.Error as exc:

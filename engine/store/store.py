@@ -210,6 +210,36 @@ def fts5_available() -> bool:
 
 #: Shadow tables FTS5 keeps for each table of the reference schema.
 FTS_SHADOWS = ("data", "idx", "content", "docsize", "config")
+_VIRTUAL_MODULE = regex.compile(r"\s*CREATE\s+VIRTUAL\s+TABLE\s.*?\sUSING\s+([A-Za-z0-9_]+)", regex.I | regex.S)
+
+
+def table_module(create_sql: str | None) -> str | None:
+    """The module of a virtual table, lower-cased (``"fts5"``), from its
+    ``CREATE VIRTUAL TABLE`` statement in ``sqlite_master``; ``None`` for an
+    ordinary table (or no statement)."""
+    m = _VIRTUAL_MODULE.match(create_sql or "")
+    return m.group(1).lower() if m else None
+
+
+def fts_shadow_tables(create_sql: str | None, table: str) -> tuple[str, ...]:
+    """The shadow tables (suffixes of :data:`FTS_SHADOWS`) FTS5 keeps for the
+    table ``table`` declared by ``create_sql``: the statement is run in an
+    empty in-memory database and what FTS5 made there is listed, so every
+    option counts as FTS5 counts it (``content=''`` and external content
+    have no ``_content``, ``columnsize=0`` no ``_docsize``). All of
+    :data:`FTS_SHADOWS` when the statement cannot be run there (no
+    statement, a tokenizer this SQLite lacks)."""
+    if create_sql:
+        conn = sql.connect(":memory:")
+        try:
+            conn.execute(create_sql)
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            return tuple(x for x in FTS_SHADOWS if f"{table}_{x}" in names)
+        except sql.Error:
+            pass
+        finally:
+            conn.close()
+    return FTS_SHADOWS
 
 
 @contextmanager
@@ -958,16 +988,26 @@ class Store:
     @staticmethod
     def _inspect(conn: sql.Connection, p: str) -> SchemaInfo:
         try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+            declared = {
+                r[0]: r[1] for r in conn.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('table','view')")
+            }
         except (sql.Error, UnicodeDecodeError) as exc:
             conn.close()
             if _primary_code(exc) in (_READONLY_CODE, _CANTOPEN_CODE) or is_corruption(exc):
                 raise sqlite_store_error(exc, p, "open") from exc
             raise NotADatabaseError(f"{p} is not a readable SQLite database: {exc}") from exc
+        tables = set(declared)
         missing = [t for t in ("sources", "chunks", "chunks_trigram") if t not in tables]
         if missing:
             conn.close()
             raise SchemaError(f"{p} is not a context-mode content store: missing table(s) {', '.join(missing)}")
+        for t in FTS_TABLES:
+            module = table_module(declared[t])
+            if module != "fts5":
+                conn.close()
+                kind = "an ordinary table" if module is None else f"a virtual table of module {module}"
+                raise SchemaError(f"{p} is not a context-mode content store: {t} is {kind}, not an FTS5 table")
+        shadows = {t: fts_shadow_tables(declared[t], t) for t in FTS_TABLES}
         try:
             cols = [r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('chunks')")]
             src_cols = {r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('sources')")}
@@ -975,7 +1015,7 @@ class Store:
             conn.close()
             if not fts5_available():
                 raise SchemaError(f"{p}: cannot read the chunks table ({exc}): this SQLite has no FTS5") from exc
-            missing = [f"{t}_{x}" for t in FTS_TABLES for x in FTS_SHADOWS if f"{t}_{x}" not in tables]
+            missing = [f"{t}_{x}" for t in FTS_TABLES for x in shadows[t] if f"{t}_{x}" not in tables]
             lost = f"; missing: {', '.join(missing)}" if missing else ""
             reason = f"its FTS5 table chunks cannot be opened (SQLite says '{exc}'{lost})"
             raise CorruptStoreError(
@@ -986,7 +1026,7 @@ class Store:
             # SQLite 3.40 refused to read the table's columns without these;
             # 3.54 reads them and fails at the first query instead.
             conn.close()
-            missing = [f"{t}_{x}" for t in FTS_TABLES for x in FTS_SHADOWS if f"{t}_{x}" not in tables]
+            missing = [f"{t}_{x}" for t in FTS_TABLES for x in shadows[t] if f"{t}_{x}" not in tables]
             reason = f"its FTS5 table chunks cannot be opened (missing: {', '.join(missing)})"
             raise CorruptStoreError(
                 f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason, check_command=doctor_command(p)
@@ -995,7 +1035,7 @@ class Store:
         for needed in ("title", "content", "source_id", "content_type"):
             if needed not in visible:
                 conn.close()
-                raise SchemaError(f"{p}: table chunks lacks column {needed!r}")
+                raise SchemaError(f"{p} is not a context-mode content store: table chunks lacks column {needed!r}")
         return SchemaInfo(
             fts_columns=len(visible),
             has_session="session_id" in visible,
