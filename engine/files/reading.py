@@ -220,11 +220,11 @@ def parse_json_text(
     """
     if len(text) > max_chars:
         raise InputFileError(f"{where}: {len(text)} characters is over the {max_chars}-character limit")
-    hooks: dict[str, Callable[[str], Any]] = {"parse_constant": _refuse_constant}
-    if strict_numbers:
-        hooks.update(parse_float=_finite_float, parse_int=_bounded_int)
     try:
-        data = json.loads(text, **hooks)
+        if strict_numbers:
+            data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
+        else:
+            data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise InputFileError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
     except RecursionError:
@@ -275,7 +275,7 @@ def json_shape(extra: str = "forbid") -> Callable[[T], T]:
     when a file is checked). Use as a class decorator."""
 
     def declare(cls: T) -> T:
-        setattr(cls, "__pydantic_config__", {"strict": True, "extra": extra})
+        cls.__pydantic_config__ = {"strict": True, "extra": extra}  # type: ignore[attr-defined]
         return cls
 
     return declare
@@ -327,7 +327,9 @@ def _found(value: object) -> str:
     kind = _JSON_TYPES.get(type(value), type(value).__name__)
     if isinstance(value, (dict, list)) and value:
         return kind
-    shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    shown = (
+        json.dumps(value, ensure_ascii=False) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    )
     return f"{kind} {shown[:40]}{'…' if len(shown) > 40 else ''}"
 
 

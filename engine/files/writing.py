@@ -29,6 +29,7 @@ action ends the process). No Textual here.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import signal
@@ -261,10 +262,13 @@ def write_text_file(path: Path, text: str, overwrite: bool = False, make_folder:
     Raises:
         OutputRefused: ``path`` is refused whatever the options
             (:func:`kind_refusal`: a FIFO, device, folder, database, ...).
-        FileExistsError: ``path`` exists and ``overwrite`` is false.
+        FileExistsError: ``path`` exists (in any form) and ``overwrite`` is
+            false; checked first, so a caller picking a free name moves on.
         OSError: the folder is not writable, the disk is full, ...; the
             temporary file is removed.
     """
+    if not overwrite and os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "File exists", str(path))
     reason = kind_refusal(path)
     if reason is not None:
         raise OutputRefused(f"{path} {reason}")
@@ -293,7 +297,7 @@ def write_text_file(path: Path, text: str, overwrite: bool = False, make_folder:
                 except OSError:
                     # No hard links here (some network or FAT file systems).
                     if os.path.lexists(path):
-                        raise FileExistsError(17, "File exists", str(path)) from None
+                        raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
                     os.replace(tmp, path)
         finally:
             try:

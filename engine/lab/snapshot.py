@@ -215,7 +215,7 @@ def parse_stage_list(spec: str | None) -> tuple[str, ...] | None:
     return names
 
 
-def validate_snapshot(data: object, name: str = "snapshot") -> dict:
+def validate_snapshot(data: object, name: str = "snapshot") -> dict[str, Any]:
     """Check a snapshot document (:class:`SnapshotShape`) and return it.
 
     A check must be able to fail: ``stage_ids``, when present, names at
@@ -232,10 +232,12 @@ def validate_snapshot(data: object, name: str = "snapshot") -> dict:
         raise ValueError(
             f"{name}: unsupported snapshot version {data.get('version')!r} (this rankscope reads {VERSION})"
         )
-    snap: dict = check_shape(data, SnapshotShape, name)
+    snap: dict[str, Any] = check_shape(data, SnapshotShape, name)
     stage_ids = snap.get("stage_ids")
     if stage_ids is not None and not stage_ids:
-        raise ValueError(f"{name}: 'stage_ids' is empty: the snapshot recorded no stage, so a check would compare nothing")
+        raise ValueError(
+            f"{name}: 'stage_ids' is empty: the snapshot recorded no stage, so a check would compare nothing"
+        )
     unknown = [s for s in stage_ids or () if s not in RANKED_IDS]
     if unknown:
         raise ValueError(

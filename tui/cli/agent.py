@@ -11,7 +11,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich import box
@@ -37,7 +37,18 @@ from tui.present import safe
 from tui.present.fmt import clip
 from tui.present.render import plain
 from tui.present.tablefit import Cell, Col, Fitted
-from .base import search_db_option, console, err_console, fail, open_store, warn_unknown_sessions
+from .base import (
+    OPENS_SESSION_DB,
+    OPENS_STORE,
+    TEXT_ARGUMENTS,
+    StorePath,
+    console,
+    err_console,
+    fail,
+    open_store,
+    search_db_option,
+    warn_unknown_sessions,
+)
 
 _LONE = re.compile("[\ud800-\udfff]")
 #: Characters of a call's raw params shown when they cannot be parsed (the queries column).
@@ -45,9 +56,15 @@ RAW_PARAMS_SHOWN = 80
 
 
 def write_text(text: str) -> None:
-    """The answer exactly, as Node would write it: a lone surrogate becomes
-    U+FFFD in UTF-8 (``--json`` keeps it as a ``\\udXXX`` escape)."""
-    sys.stdout.write(_LONE.sub("\ufffd", text))
+    """The answer as Node would write it: a lone surrogate becomes U+FFFD in
+    UTF-8 (``--json`` keeps it as a ``\\udXXX`` escape). Piped or
+    redirected, the bytes are exact; to a terminal, control characters from
+    the store (ESC, BEL, bidirectional controls) are shown as visible
+    symbols (:func:`tui.present.safe.block`), as every command shows them."""
+    text = _LONE.sub("\ufffd", text)
+    if sys.stdout.isatty():
+        text = safe.block(text)
+    sys.stdout.write(text)
     if not text.endswith("\n"):
         sys.stdout.write("\n")
 
@@ -141,20 +158,20 @@ def _arguments(
 
 def ctx_search_cmd(
     queries: List[str] = typer.Argument(None, help="Queries (one ctx_search call with all of them)."),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     limit: Optional[int] = typer.Option(
         None, "--limit", "-n", help="The tool's limit (default 3; the agent gets at most 2)."
     ),
     source: Optional[str] = typer.Option(None, "--source", help="The tool's source filter (partial label match)."),
     content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
     sort: Optional[str] = typer.Option(None, "--sort", help="relevance (default) or timeline."),
-    params_json: Optional[str] = typer.Option(
+    params_json: Annotated[Optional[str], TEXT_ARGUMENTS] = typer.Option(
         None, "--params-json", help='The tool\'s raw arguments object, e.g. \'{"queries": ["a"], "limit": "5"}\'.'
     ),
     call_number: int = typer.Option(
         1, "--call-number", help="The call's count in its 60 s throttle window (1 = first)."
     ),
-    sessions_db: Optional[Path] = typer.Option(
+    sessions_db: Annotated[Optional[Path], OPENS_SESSION_DB] = typer.Option(
         None, "--sessions-db", help="Run as the Claude Code plugin does: the allow-set comes from this session DB."
     ),
     project: Optional[str] = typer.Option(
@@ -272,14 +289,16 @@ def _other_params(params: Optional[dict]) -> str:
 
 
 def agent_log_cmd(
-    sessions_db: Path = typer.Option(..., "--sessions-db", help="context-mode session DB (opened read-only)."),
+    sessions_db: Annotated[Path, OPENS_SESSION_DB] = typer.Option(
+        ..., "--sessions-db", help="context-mode session DB (opened read-only)."
+    ),
     project: Optional[str] = typer.Option(
         None, "--project", help="Only calls of this project directory; also the plugin's project when replaying."
     ),
     replay: bool = typer.Option(
         False, "--replay", help="Re-run each call with the same params and scope and compare the text."
     ),
-    db: Optional[Path] = typer.Option(
+    db: Annotated[Optional[Path], OPENS_STORE] = typer.Option(
         None, "--db", help="With --replay: the content store the calls searched (read-only)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of the calls (with the replay)."),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, List, NoReturn, Optional
 
@@ -34,7 +35,7 @@ from engine.store import sql
 
 from . import agent, lab, search, serve, stores
 from . import eval as eval_cli
-from .base import CliError, error_exit, fail, os_error_text, unwrap
+from .base import OPENS_STORE_OR_FOLDER, READS_QRELS, CliError, FileRole, error_exit, fail, os_error_text, unwrap
 
 #: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
 APP_HELP = (
@@ -196,6 +197,72 @@ for _name, _group in GROUPS:
     # no_args_is_help=False: a group given no subcommand is a usage error like any other (Click's "missing
     # command": one line, exit 2, the hint listing the subcommands), not its help printed as an error
     app.add_typer(_group, name=_name, cls=RankscopeGroup, no_args_is_help=False)
+
+# ─── file parameters ─────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class FileParameter:
+    """A parameter that names a file (or is JSON text), with its declared
+    :class:`~tui.cli.base.FileRole`.
+
+    Attributes:
+        command: the command's words (``("snapshot", "check")``; ``()`` for
+            the browser, ``rankscope [PATH] [--qrels FILE]``).
+        name: the parameter's name in the command's function.
+        flag: its longest option name (``--qrels``), or ``None`` for an argument.
+        role: what the command does with it.
+    """
+
+    command: tuple[str, ...]
+    name: str
+    flag: Optional[str]
+    role: FileRole
+
+
+#: The browser's own file parameters (parsed by :func:`main`, not by Typer).
+BROWSER_FILES = (
+    FileParameter((), "path", None, OPENS_STORE_OR_FOLDER),
+    FileParameter((), "qrels", "--qrels", READS_QRELS),
+)
+
+
+def command_functions() -> tuple[tuple[tuple[str, ...], Callable[..., None]], ...]:
+    """Every command as (its words, its function): :data:`COMMANDS`, then
+    each group's subcommands."""
+    out: list[tuple[tuple[str, ...], Callable[..., None]]] = [((name,), fn) for name, fn in COMMANDS]
+    for group_name, group in GROUPS:
+        for info in group.registered_commands:
+            assert info.name is not None and info.callback is not None  # every subcommand is registered named
+            out.append(((group_name, info.name), info.callback))
+    return tuple(out)
+
+
+def file_parameters() -> tuple[FileParameter, ...]:
+    """Every parameter of every command declared with a
+    :class:`~tui.cli.base.FileRole` (``Annotated[Path, READS_QRELS]``), and
+    :data:`BROWSER_FILES`: what the tests feed FIFOs, devices, folders,
+    deep JSON, BOMs and wrong shapes."""
+    import typing
+
+    from typer.main import get_command
+
+    root = get_command(app)
+    out = list(BROWSER_FILES)
+    for words, fn in command_functions():
+        command: Any = root
+        for word in words:
+            command = command.commands[word]
+        params = {p.name: p for p in command.params}
+        for name, hint in typing.get_type_hints(fn, include_extras=True).items():
+            roles = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, FileRole)]
+            if not roles:
+                continue
+            param = params[name]
+            flag = max(param.opts, key=len) if param.param_type_name == "option" else None
+            out.append(FileParameter(words, name, flag, roles[0]))
+    return tuple(out)
+
 
 # ─── browser entry ───────────────────────────────────────────────────────
 

@@ -4,7 +4,7 @@ run a query file. Plain functions; :mod:`tui.cli.main` registers them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Annotated, List, Optional, Union
 
 import typer
 from typing_extensions import NotRequired, TypedDict
@@ -20,7 +20,14 @@ from tui.present import safe
 from engine.files.writing import OutputRefused, check_distinct, check_output, write_text_file
 from tui.present.fmt import json_text
 from .base import (
+    CREATES_STORE,
+    INDEXES_CORPUS,
+    READS_QUERIES,
+    READS_SESSIONS_MAP,
+    WRITES_TRACES,
+    WRITES_TREC_RUN,
     ContentTypeFilter,
+    StorePath,
     Limit,
     search_db_option,
     SessionFilter,
@@ -39,14 +46,16 @@ from .base import (
 
 
 def index(
-    paths: List[Path] = typer.Argument(
+    paths: Annotated[List[Path], INDEXES_CORPUS] = typer.Argument(
         ..., help="Files and folders to index (folder contents are labelled relative to the folder)."
     ),
-    db: Path = typer.Option(
+    db: Annotated[Path, CREATES_STORE] = typer.Option(
         ..., "--db", help="Store to create or update (rankscope's own; never a context-mode store)."
     ),
     session: str = typer.Option("", "--session", help="Session id recorded on every chunk."),
-    sessions_map: Optional[Path] = typer.Option(None, "--sessions-map", help="JSON object of label → session id."),
+    sessions_map: Annotated[Optional[Path], READS_SESSIONS_MAP] = typer.Option(
+        None, "--sessions-map", help="JSON object of label → session id."
+    ),
     max_file_bytes: int = typer.Option(
         10 * 1024 * 1024, "--max-file-bytes", help="Skip files larger than this (bytes)."
     ),
@@ -201,7 +210,7 @@ def search_cmd(
         ...,
         help="Query text (any characters; FTS5 syntax is neutralised). A query that begins with '-' goes after '--'.",
     ),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     limit: Limit = 3,
     source: SourceFilter = None,
     source_exact: SourceExact = False,
@@ -370,12 +379,12 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
 
 
 def batch(
-    queries: Path = typer.Argument(
+    queries: Annotated[Path, READS_QUERIES] = typer.Argument(
         ...,
         help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error.",
     ),
-    db: Path = search_db_option(),
-    out: Optional[Path] = typer.Option(
+    db: StorePath = search_db_option(),
+    out: Annotated[Optional[Path], WRITES_TRACES] = typer.Option(
         None,
         "--out",
         help="Write the traces to this new file instead of stdout (never a database; an existing file only with --force).",
@@ -383,7 +392,7 @@ def batch(
     force: bool = typer.Option(
         False, "--force", help="Let --out and --trec-run replace an existing file (never a database)."
     ),
-    trec_run: Optional[Path] = typer.Option(
+    trec_run: Annotated[Optional[Path], WRITES_TREC_RUN] = typer.Option(
         None,
         "--trec-run",
         help="Also write a TREC run ('qid Q0 docid rank score tag'; docid = chunk id, score = n - rank + 1) "
