@@ -711,6 +711,12 @@ class Store:
             parent = Path(p).resolve().parent
             if not parent.is_dir():
                 raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
+            try:
+                mode: int | None = os.stat(p).st_mode
+            except OSError:
+                mode = None
+            if mode is not None and not stat.S_ISREG(mode):  # a FIFO, a device, a folder: said as it is
+                raise NotADatabaseError(f"cannot create store {p}: it is {file_kind(mode)}, not a database file")
             fresh = not cls._has_content(p)
             if fresh:
                 cls._check_writable(p, create=True)
