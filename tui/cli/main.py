@@ -365,7 +365,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         # --help's 0) or 0 after a command that returned
         raise SystemExit(status if isinstance(status, int) else 0)
     except BaseException as exc:  # noqa: B036 - every outcome goes through the one error path
-        exit_for(exc)
+        try:
+            exit_for(exc)
+        except MemoryError:  # while saying what went wrong
+            _say_out_of_memory()
 
 
 #: SQLite's primary result code for a failed allocation (``SQLITE_NOMEM``).
@@ -401,6 +404,19 @@ def out_of_memory(exc: BaseException) -> bool:
     return False
 
 
+_OUT_OF_MEMORY_BYTES = OUT_OF_MEMORY.encode("ascii")
+
+
+def _say_out_of_memory() -> NoReturn:
+    """Write :data:`OUT_OF_MEMORY` with one system call (bytes made at import:
+    nothing is allocated) and exit with status 2."""
+    try:
+        os.write(2, _OUT_OF_MEMORY_BYTES)
+    except OSError:
+        pass
+    raise SystemExit(2) from None
+
+
 def exit_for(exc: BaseException) -> NoReturn:
     """The CLI's one error path: turn what a command raised into its exit.
 
@@ -414,11 +430,7 @@ def exit_for(exc: BaseException) -> NoReturn:
     if isinstance(exc, SystemExit):
         raise exc
     if out_of_memory(exc):
-        try:
-            os.write(2, OUT_OF_MEMORY.encode("ascii"))
-        except OSError:
-            pass
-        raise SystemExit(2) from None
+        _say_out_of_memory()
     if isinstance(exc, TyperException):  # Click's errors: Typer vendors Click, whose classes derive from this
         usage_error_exit(exc)
     if isinstance(exc, typer.Abort):
