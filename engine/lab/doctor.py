@@ -37,7 +37,7 @@ from engine.store import sql
 from engine.store.chunking import MAX_CHUNK_BYTES
 from engine.store.consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from engine.lab.journey import plural
-from engine.store.store import FTS_TABLES, CorruptStoreError, Store, fts_shadow_tables, is_corruption
+from engine.store.store import FTS_TABLES, CorruptStoreError, Store, StoreError, fts_shadow_tables, is_corruption
 
 #: Titles that carry no heading (besides empty / whitespace-only ones).
 _UNTITLED = re.compile(r"Untitled( \(\d+\))?")
@@ -349,6 +349,12 @@ def diagnose(
         if not integrity:
             raise
         return DoctorReport.unreadable(store.path, store.schema.generation, exc.reason, checks)
+    except StoreError as exc:
+        # a missing shadow table (chunks_content) fails the first read with "no such table", which SQLite does
+        # not call corruption; the integrity checks found the damage: report it as such
+        if not any(c.damage and not c.ok for c in checks):
+            raise
+        return DoctorReport.unreadable(store.path, store.schema.generation, str(exc), checks)
     return dataclasses.replace(report, integrity=checks)
 
 
