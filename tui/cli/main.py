@@ -10,11 +10,15 @@ Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
 never a traceback: :func:`main` runs the Typer application with
 ``standalone_mode=False`` so that Click's usage errors (a bad option value, an
 unknown or missing option, an option without its value) come back to it and
-are printed the same way, with one hint line (:func:`usage_error_exit`); and it
-turns :class:`CliError`, any
-:class:`~engine.StoreError` (a damaged store is a
-:class:`~engine.CorruptStoreError`), a stray SQLite error (``engine.store.sql.Error``) and
-``OSError`` into that line.
+are printed the same way, with one hint line (:func:`usage_error_exit`); and
+everything a command raises goes through one error path, :func:`exit_for`:
+running out of memory anywhere (:func:`out_of_memory`) is the one
+:data:`OUT_OF_MEMORY` line; :class:`CliError`, any :class:`~engine.StoreError`
+(a damaged store is a :class:`~engine.CorruptStoreError`), a stray SQLite
+error (``engine.store.sql.Error``) and ``OSError`` are that one line.
+
+The commands' file parameters are declared on the parameters themselves
+(:class:`~tui.cli.base.FileRole`); :func:`file_parameters` lists them.
 """
 
 from __future__ import annotations
