@@ -1013,7 +1013,6 @@ class Store:
                 conn.close()
                 kind = "an ordinary table" if module is None else f"a virtual table of module {module}"
                 raise SchemaError(f"{p} is not a context-mode content store: {t} is {kind}, not an FTS5 table")
-        shadows = {t: fts_shadow_tables(declared[t], t) for t in FTS_TABLES}
         try:
             cols = [r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('chunks')")]
             src_cols = {r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('sources')")}
@@ -1021,7 +1020,9 @@ class Store:
             conn.close()
             if not fts5_available():
                 raise SchemaError(f"{p}: cannot read the chunks table ({exc}): this SQLite has no FTS5") from exc
-            missing = [f"{t}_{x}" for t in FTS_TABLES for x in shadows[t] if f"{t}_{x}" not in tables]
+            missing = [
+                f"{t}_{x}" for t in FTS_TABLES for x in fts_shadow_tables(declared[t], t) if f"{t}_{x}" not in tables
+            ]
             lost = f"; missing: {', '.join(missing)}" if missing else ""
             reason = f"its FTS5 table chunks cannot be opened (SQLite says '{exc}'{lost})"
             raise CorruptStoreError(
@@ -1032,7 +1033,9 @@ class Store:
             # SQLite 3.40 refused to read the table's columns without these;
             # 3.54 reads them and fails at the first query instead.
             conn.close()
-            missing = [f"{t}_{x}" for t in FTS_TABLES for x in shadows[t] if f"{t}_{x}" not in tables]
+            missing = [
+                f"{t}_{x}" for t in FTS_TABLES for x in fts_shadow_tables(declared[t], t) if f"{t}_{x}" not in tables
+            ]
             reason = f"its FTS5 table chunks cannot be opened (missing: {', '.join(missing)})"
             raise CorruptStoreError(
                 f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason, check_command=doctor_command(p)

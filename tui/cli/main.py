@@ -430,7 +430,8 @@ def exit_for(exc: BaseException) -> NoReturn:
     :class:`CliError`, any :class:`~engine.StoreError` and a stray SQLite or
     ``OSError``: one ``rankscope: error:`` line, exit 2. A reader that left
     (``| head``): exit 1, silently. Ctrl+C: exit 130. ``SystemExit`` passes.
-    Anything else is a bug and is raised again."""
+    Anything else is a bug and is raised again, unless the process has used
+    up its address space (:func:`at_memory_limit`): then it is out of memory."""
     if isinstance(exc, SystemExit):
         raise exc
     if out_of_memory(exc):
@@ -454,4 +455,31 @@ def exit_for(exc: BaseException) -> NoReturn:
         error_exit(os_error_text(exc))
     if isinstance(exc, KeyboardInterrupt):
         raise SystemExit(130) from None
+    if at_memory_limit():
+        # a compiled module that failed to allocate may report it as anything ("error return without
+        # exception set"): with the address space used up, that is what happened
+        _say_out_of_memory()
     raise exc
+
+
+#: Address space left under ``RLIMIT_AS`` below which a process is out of memory (bytes).
+MEMORY_LIMIT_SLACK = 16 * 1024 * 1024
+
+
+def at_memory_limit() -> bool:
+    """True when the process has an address-space limit (``RLIMIT_AS``) and
+    uses all but :data:`MEMORY_LIMIT_SLACK` of it (``VmSize`` of
+    ``/proc/self/status``; False where either cannot be read)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return False
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024 > soft - MEMORY_LIMIT_SLACK
+    except (ImportError, OSError, ValueError, MemoryError):
+        pass
+    return False
