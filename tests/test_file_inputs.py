@@ -242,10 +242,11 @@ def test_a_bom_on_trec_qrels_keeps_the_first_query_id(world, tmp_path, capsys):
 
 # ── the --params-json text ───────────────────────────────────────────────
 
+#: The text, and what the refusal says (the agent layer parses it as JSON.parse does: engine.js.json).
 TEXT_CASES = {
-    "deep-json": ("[" * 50_000 + "]" * 50_000, "--params-json: JSON nested more than 64 levels deep"),
-    "nan": ('{"queries": ["a"], "limit": NaN}', "--params-json: not JSON (NaN is not JSON)"),
-    "not-json": ("{nope", "--params-json: not JSON (Expecting property name"),
+    "deep-json": ("[" * 50_000 + "]" * 50_000, "--params-json is nested more than 64 levels deep"),
+    "nan": ('{"queries": ["a"], "limit": NaN}', "--params-json is not valid JSON: not JSON: NaN"),
+    "not-json": ("{nope", "--params-json is not valid JSON: Expecting property name"),
 }
 
 

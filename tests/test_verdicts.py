@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from engine.store import sql
-from engine.store.store import SCHEMA_SQL
+from engine.store.schema import SCHEMA_SQL
 
 from .command_lines import make_world
 from .test_file_inputs import assert_refused, run
