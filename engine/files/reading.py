@@ -1,7 +1,8 @@
 """The one input reader: every file rankscope reads goes through here (query
 files, qrels, snapshots, sessions maps, the data folder's ``history.json`` /
-``cases.json`` / ``qrels.json``, the cache's fingerprints), and so do the
-paths of the stores and session DBs it opens and the ``--params-json`` text.
+``cases.json`` / ``qrels.json``, the cache's fingerprints, ``.gitignore``
+files), and so do the paths of the stores and session DBs it opens. (The
+``--params-json`` text is JavaScript's JSON, parsed by :mod:`engine.js.json`.)
 
 A path a user names can be anything: a FIFO (reading blocks until a writer
 appears, possibly forever), a link to ``/dev/zero`` (reads without end), a
@@ -17,9 +18,8 @@ raises ``RecursionError``), JSON of the wrong shape, a UTF-8 BOM. So:
   library opens (SQLite): a store, a session DB.
 * :func:`parse_json_text` parses with the nesting depth bounded
   (:data:`MAX_JSON_DEPTH`) and numbers read strictly (ASCII digits only, as
-  JSON says; ``NaN`` / ``Infinity`` refused, and with ``strict_numbers`` a
-  float must be finite and an integer at most :data:`MAX_INT_DIGITS`
-  digits); :func:`check_shape` validates the result against a declared
+  JSON says; ``NaN`` / ``Infinity`` refused, a float finite, an integer at
+  most :data:`MAX_INT_DIGITS` digits); :func:`check_shape` validates the result against a declared
   shape (a ``TypedDict`` or a type such as ``dict[str, str]``, checked by
   pydantic in strict mode: no coercion, ``true`` is not an integer).
 
@@ -201,17 +201,16 @@ def parse_json_text(
     text: str,
     where: str,
     max_depth: int = MAX_JSON_DEPTH,
-    strict_numbers: bool = True,
     max_chars: int = MAX_INPUT_BYTES,
 ) -> object:
-    """Parse JSON ``text``; ``where`` starts every message (``"cannot read
-    query file q.json"``, ``"--params-json"``).
+    """Parse JSON ``text`` (a file rankscope reads: JavaScript's own JSON,
+    the agent's arguments, is :mod:`engine.js.json`'s); ``where`` starts
+    every message (``"cannot read query file q.json"``).
 
-    Numbers: the digits are ASCII (JSON's grammar; Python's parser agrees);
-    ``NaN``, ``Infinity`` and ``-Infinity`` are refused (not JSON). With
-    ``strict_numbers`` a float must also be finite (``1e400`` is refused,
-    not read as infinity) and an integer at most :data:`MAX_INT_DIGITS`
-    digits long; without it numbers are Python's (``1e400`` is ``inf``).
+    Numbers are read strictly: the digits are ASCII (JSON's grammar; Python's
+    parser agrees); ``NaN``, ``Infinity`` and ``-Infinity`` are refused (not
+    JSON); a float must be finite (``1e400`` is refused, not read as
+    infinity) and an integer at most :data:`MAX_INT_DIGITS` digits long.
 
     Raises:
         InputFileError: longer than ``max_chars``, not JSON, a refused
@@ -221,10 +220,7 @@ def parse_json_text(
     if len(text) > max_chars:
         raise InputFileError(f"{where}: {len(text)} characters is over the {max_chars}-character limit")
     try:
-        if strict_numbers:
-            data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
-        else:
-            data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
         raise InputFileError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
     except RecursionError:
