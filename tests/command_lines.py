@@ -79,7 +79,7 @@ def make_world(
     q = root / f"queries{tag}.json"
     q.write_text(json.dumps(entries), "utf-8")
     with Store.open_readonly(db) as s:
-        first = chunk_ids(s).id_of(1)
+        first = chunk_ids(s).by_rowid[1]
         snapshot = take_snapshot(s, entries)
     qrels = root / f"qrels{tag}.txt"
     qrels.write_text(qrels_text(Qrels({str(e["id"]): {first: 1} for e in entries}), "trec"), "utf-8")

@@ -7,8 +7,10 @@ from rich.cells import cell_len
 
 from engine import SearchParams, Store, search
 from engine.lab.counterfactual import would_return_with
-from engine.lab.flow import FlowCell, fate, trace_flows
-from engine.pipeline.trace import Exit
+from engine.lab.flow import FlowCell, trace_flows
+from engine.lab.why import fate
+from engine.pipeline.candidates import Exit
+from tui.present.cut import middle_cut
 from tui.present.flowtext import (
     cell_text,
     counterfactual_text,
@@ -16,7 +18,6 @@ from tui.present.flowtext import (
     flow_title,
     header,
     marker,
-    middle_cut,
     move_text,
     movement,
     row_texts,

@@ -20,7 +20,7 @@ import typer
 from rich.console import Group
 from rich.text import Text
 
-from engine.lab.compare import variant_spec
+from engine.pipeline.variants import variant_spec
 from engine.lab.evaluation import (
     EvalComparison,
     SetEval,
@@ -35,9 +35,10 @@ from engine.lab.snapshot import SnapshotCheck, check_snapshot, parse_stage_list,
 from engine.pipeline.table import RANKED_IDS
 
 from tui.present import safe
-from tui.present.fmt import clip, json_text
+from tui.present.cut import clip
+from tui.present.fmt import json_text
 from tui.present.render import plain
-from tui.present.tablefit import Cell, Col, Fitted
+from tui.present.tablefit import Cell, Column, Fitted, Table
 from .base import (
     NAMES_STORE,
     READS_QRELS,
@@ -103,7 +104,7 @@ def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
     title = f"Mean over {n} judged {'query' if n == 1 else 'queries'}, per stage" + (
         " (A → B)" if b is not None else ""
     )
-    cols = [Col("stage", "key")] + [Col(m, justify="right") for m in a.measures]
+    cols = [Column("stage", "key")] + [Column(m, justify="right") for m in a.measures]
     stages = [s for s in RANKED_IDS if s in a.stages or (b is not None and s in b.stages)]
     rows: list[list[Cell]] = []
     for s in stages:
@@ -112,7 +113,7 @@ def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
             va = a.means.get(s, {}).get(m)
             row.append(_fmt(va) if b is None else _pair(va, b.means.get(s, {}).get(m)))
         rows.append(row)
-    return Fitted(title, cols, rows)
+    return Fitted(Table(title, cols, rows))
 
 
 def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
@@ -120,8 +121,8 @@ def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
     spaces; left out when there is none: the id names the query), its
     layer and each measure's final value (``A → B`` with ``b``)."""
     title = "Per query, final stage" + (" (A → B)" if b is not None else "")
-    cols = [Col("id", "key"), Col("query", "free", min_width=8, max_width=32), Col("layer")]
-    cols += [Col(m, justify="right") for m in a.measures]
+    cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32), Column("layer")]
+    cols += [Column(m, justify="right") for m in a.measures]
     b_by_id = {q.id: q for q in b.queries} if b is not None else {}
     rows: list[list[Cell]] = []
     for q in a.queries:
@@ -133,12 +134,12 @@ def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
         if b is not None and b_by_id[q.id].layer != q.layer:
             layer = f"{q.layer}→{b_by_id[q.id].layer}"
         rows.append([plain(q.id), plain(clip(q.query, 60)), layer, *cells])
-    return Fitted(title, cols, rows)
+    return Fitted(Table(title, cols, rows))
 
 
 def _comparison_table(cmp: EvalComparison) -> Fitted:
-    cols = [Col("measure", "key")] + [
-        Col(c, justify="right") for c in ("A", "B", "Δ", "better", "worse", "tied", "p (t)", "p (W)")
+    cols = [Column("measure", "key")] + [
+        Column(c, justify="right") for c in ("A", "B", "Δ", "better", "worse", "tied", "p (t)", "p (W)")
     ]
     rows: list[list[Cell]] = []
     for m in cmp.measures:
@@ -157,9 +158,11 @@ def _comparison_table(cmp: EvalComparison) -> Fitted:
             ]
         )
     return Fitted(
-        plain(f"A {variant_spec(cmp.a.variant)}  vs  B {variant_spec(cmp.b.variant)}, stage {cmp.stage}"),
-        cols,
-        rows,
+        Table(
+            plain(f"A {variant_spec(cmp.a.variant)}  vs  B {variant_spec(cmp.b.variant)}, stage {cmp.stage}"),
+            cols,
+            rows,
+        ),
     )
 
 

@@ -22,19 +22,17 @@ import typer
 from rich.console import Group
 from rich.text import Text
 
+from engine.pipeline.variants import SPEC_KEYS, parse_variant, variant_spec
 from engine.lab.compare import (
-    SPEC_KEYS,
     Comparison,
     SetComparison,
     compare,
     compare_set,
     comparison_to_dict,
-    parse_variant,
     set_comparison_to_dict,
-    variant_spec,
 )
 from engine.lab.doctor import DoctorReport, check_integrity, diagnose
-from engine.pipeline.trace import Variant
+from engine.pipeline.variants import Variant
 from engine.store.errors import CorruptStoreError, StoreError
 from engine.store.store import Store
 from engine.lab.counterfactual import sentence as counterfactual_sentence
@@ -68,15 +66,15 @@ from tui.present.describe import (
     line_text,
     to_rich,
 )
-from tui.present.fmt import clip
+from tui.present.cut import clip
 from tui.present.render import plain
-from tui.present.tablefit import Cell, Col, Fitted
+from tui.present.tablefit import Cell, Column, Fitted, Table
 from .search import load_queries
 
 SPEC_HELP = (
-    "Variant spec: comma-separated key=value with keys "
+    "Variant spec: comma-separated key=value, e.g. key=rowid,rrf_k=10 (keys: "
     + ", ".join(SPEC_KEYS)
-    + ", or 'reference'. Example: --b key=rowid,rrf_k=10"
+    + "), or 'reference'."
 )
 
 
@@ -108,8 +106,8 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     """Rich rendering of a :class:`~engine.lab.compare.SetComparison`: one row
     per query, a totals row, the mean overlap (ids and numbers never cut:
     :mod:`tui.present.tablefit`)."""
-    cols = [Col("id", "key"), Col("query", "free", min_width=8, max_width=32), Col("layer A→B")] + [
-        Col(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap")
+    cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32), Column("layer A→B")] + [
+        Column(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap")
     ]
     rows: list[list[Cell]] = []
     for q in sc.queries:
@@ -147,9 +145,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
         ]
     )
     t = Fitted(
-        plain(f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}"),
-        cols,
-        rows,
+        Table(plain(f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}"), cols, rows),
         sections=[len(rows) - 1],
     )
     summary = Text(

@@ -18,10 +18,9 @@ it with :data:`LEGEND`): short headers, positions without ``#`` (``4↑3``),
 session id in the middle (``✗ses…uild``); the CLI never cuts one, and
 splits a table too wide for the terminal (:func:`flow_table`).
 
-Also the results list's movement (``4→1 ↑3``), a title cut in the middle
-that keeps its last heading (``ferryctl … > publish > Example``), the
-pinned chunk's fate line and the counterfactual. No Textual here (Rich
-only measures cell widths).
+Also the results list's movement (``4→1 ↑3``), the pinned chunk's fate
+line and the counterfactual (titles are cut by :mod:`tui.present.cut`). No
+Textual here (Rich only measures cell widths).
 """
 
 from __future__ import annotations
@@ -32,40 +31,20 @@ from rich.cells import cell_len
 
 from engine.lab.counterfactual import Counterfactual
 from engine.lab.counterfactual import sentence as counterfactual_sentence
-from engine.lab.flow import Fate, Flow, FlowCell, FlowRow
-from engine.pipeline.trace import FUZZY_PREFIX, Exit, Trace
+from engine.pipeline.paths import Fate
+from engine.lab.flow import Flow, FlowCell, FlowRow
+from engine.pipeline.candidates import FUZZY_PREFIX, Exit
+from engine.pipeline.trace import Trace
+from engine.pipeline.paths import marker as exit_marker
 from engine.pipeline.paths import sentence as exit_sentence
-from engine.pipeline.table import base_id, stage
-from tui.present.fmt import middle_cut  # one middle cut for the flow, the results and compare
+from engine.pipeline.table import stage
+from tui.present.cut import ELLIPSIS
 
 if TYPE_CHECKING:
-    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
-    from rich.measure import Measurement
+    from rich.console import RenderableType
 
     from engine.lab.terms import Stems
 
-#: Short column headers by stage id (the table's titles are too long for a cell).
-SHORT = {
-    "porter": "Porter",
-    "trigram": "Trigram",
-    "fusion": "Fused",
-    "pool": "Pool",
-    "filter": "Filter",
-    "trim": "Trim",
-    "rerank": "Rerank",
-    "final": "Final",
-}
-#: Compact headers.
-SHORT_COMPACT = {
-    "porter": "Por",
-    "trigram": "Tri",
-    "fusion": "Fus",
-    "pool": "Pool",
-    "filter": "Filt",
-    "trim": "Trim",
-    "rerank": "Rrk",
-    "final": "Fin",
-}
 #: What the compact symbols mean (printed under a compact table).
 LEGEND = (
     "4↑3 position and move · →57 merged into row 57 · ✗s2 removed by the session filter (session s2) · "
@@ -78,12 +57,13 @@ ABSENT = "·"
 #: Marks a pinned chunk's row.
 PIN_MARK = "▸"
 NOT_RUN = "–"
-ELLIPSIS = "…"
 
 
 def header(stage_id: str, compact: bool = False) -> str:
-    """A column header: ``Fused`` (compact ``Fus``); in the fuzzy re-run ``~Fused``."""
-    name = (SHORT_COMPACT if compact else SHORT).get(base_id(stage_id)) or stage(stage_id).title
+    """A column header (the stage's ``short`` or ``compact`` title, else its
+    title): ``Fused`` (compact ``Fus``); in the fuzzy re-run ``~Fused``."""
+    s = stage(stage_id)
+    name = (s.compact if compact else s.short) or s.short or s.title
     return ("~" if stage_id.startswith(FUZZY_PREFIX) else "") + name
 
 
@@ -94,48 +74,19 @@ def move_text(move: int | None) -> str:
     return f"↑{move}" if move > 0 else f"↓{-move}" if move < 0 else "="
 
 
+def _cut_id(sid: str) -> str:
+    """A session id longer than :data:`COMPACT_SESSION`, both ends kept (ids often share a prefix)."""
+    return sid[:3] + ELLIPSIS + sid[-(COMPACT_SESSION - 4) :] if len(sid) > COMPACT_SESSION else sid
+
+
 def marker(exit: Exit, compact: bool = False, whole_ids: bool = False) -> str:
-    """Where and why a chunk left, in a word or two: ``merged→57``,
-    ``session s2`` (``session ''``: unattributed), ``cut @3``, ``beyond
-    pool``, ``not retrieved``; another code: the code itself. Compact:
-    ``→57``, ``✗s2``, ``cut@3``, ``beyond``, ``none``, a session id longer
-    than :data:`COMPACT_SESSION` cut in the middle unless ``whole_ids``
-    (the CLI, which never cuts an id)."""
-    r = exit.reason
-    if compact:
-        return _compact_marker(exit, whole_ids)
-    if r == "merged":
-        return f"merged→{exit.get('into_rowid')}"
-    if r == "session-filter":
-        sid = exit.get("session_id")
-        return f"session {sid}" if sid else "session ''"
-    if r == "trimmed":
-        return f"cut @{exit.get('limit')}"
-    if r == "beyond-pool":
-        return "beyond pool"
-    if base_id(exit.stage) in ("retrieve", "fuzzy"):
-        return "not retrieved"
-    return r
-
-
-def _compact_marker(exit: Exit, whole_ids: bool = False) -> str:
-    r = exit.reason
-    if r == "merged":
-        return f"→{exit.get('into_rowid')}"
-    if r == "session-filter":
-        sid = str(exit.get("session_id") or "''")
-        if (
-            len(sid) > COMPACT_SESSION and not whole_ids
-        ):  # keep both ends: ids often share a prefix (sess-docs, sess-ops)
-            sid = sid[:3] + ELLIPSIS + sid[-(COMPACT_SESSION - 4) :]
-        return "✗" + sid
-    if r == "trimmed":
-        return f"cut@{exit.get('limit')}"
-    if r == "beyond-pool":
-        return "beyond"
-    if base_id(exit.stage) in ("retrieve", "fuzzy"):
-        return "none"
-    return r
+    """Where and why a chunk left, in a word or two, as its stage words it
+    (:func:`engine.pipeline.paths.marker`): ``merged→57``, ``session s2``,
+    ``cut @3``, ``beyond pool``, ``not retrieved``; compact ``→57``,
+    ``✗s2``, ``cut@3``, ``beyond``, ``none``, an id longer than
+    :data:`COMPACT_SESSION` cut in the middle unless ``whole_ids`` (the
+    CLI, which never cuts an id)."""
+    return exit_marker(exit, compact, str if whole_ids else _cut_id)
 
 
 def cell_text(cell: FlowCell, compact: bool = False, whole_ids: bool = False) -> str:
@@ -251,33 +202,6 @@ def _title_width(flow: Flow, width: int, compact: bool) -> int:
     return width - fixed
 
 
-class MiddleCut:
-    """A title cut in the middle to the width of its cell, never wrapped
-    (:func:`tui.present.fmt.middle_cut`; a :class:`tui.present.tablefit.Shaped` cell that
-    can be cut anywhere)."""
-
-    def __init__(self, text: str, style: str = "") -> None:
-        self.text, self.style = text, style
-
-    @property
-    def plain(self) -> str:
-        return self.text
-
-    @property
-    def narrowest(self) -> int:
-        return min(1, cell_len(self.text))
-
-    def __rich_measure__(self, console: "Console", options: "ConsoleOptions") -> "Measurement":
-        from rich.measure import Measurement
-
-        return Measurement(self.narrowest, cell_len(self.text))
-
-    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
-        from rich.text import Text
-
-        yield Text(middle_cut(self.text, options.max_width), style=self.style, no_wrap=True, end="")
-
-
 def flow_table(
     flow: Flow, width: int = 120, compact: bool | None = None, pinned: "set[int] | frozenset[int]" = frozenset()
 ) -> "RenderableType":
@@ -293,12 +217,13 @@ def flow_table(
     from rich.text import Text
 
     from tui.present import safe
-    from tui.present.tablefit import Cell, Col, Fitted
+    from tui.present.cut import MiddleCut
+    from tui.present.tablefit import Cell, Column, Fitted, Table
 
     if compact is None:
         compact = not fits(flow, width)
-    cols = [Col("row", "key", justify="right"), Col("title", "free", min_width=MIN_TITLE)]
-    cols += [Col(header(sid, compact)) for sid in flow.stages]
+    cols = [Column("row", "key", justify="right"), Column("title", "free", min_width=MIN_TITLE)]
+    cols += [Column(header(sid, compact)) for sid in flow.stages]
     rows: list[list[Cell]] = []
     for row in flow.rows:
         mark = PIN_MARK if row.rowid in pinned else ""
@@ -310,7 +235,7 @@ def flow_table(
                 *[Text(cell_text(c, compact, whole_ids=True), style=cell_style(c)) for c in row.cells],
             ]
         )
-    table = Fitted(Text(safe.line(flow_title(flow))), cols, rows, box=None, padding=(0, 1), header_style="bold")
+    table = Fitted(Table(Text(safe.line(flow_title(flow))), cols, rows), box=None, padding=(0, 1), header_style="bold")
     if flow.rows:
         return table
     # under the headers, whole (a cell of the narrow title column would cut it)
