@@ -163,6 +163,42 @@ def test_an_output_is_never_written_over_what_must_not_be(param, kind, world, fr
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []  # no temporary file
 
 
+#: What creating a store at each target says (``index --db``: no --force there).
+CREATE_REFUSALS = {
+    "fifo": "it is a FIFO, not a database file",
+    "pipe-link": "it is a FIFO, not a database file",
+    "char-device": "it is a character device, not a database file",
+    "dev-null-link": "it is a character device, not a database file",
+    "folder": "it is a folder, not a database file",
+    "database": "it is not a rankscope store",
+    "wal": "it is the wal file of the SQLite database",
+    "shm": "it is the shm file of the SQLite database",
+    "journal-to-be": "it is the journal file of the SQLite database",
+    "wal-by-magic": "it is an SQLite write-ahead log",
+}
+CREATES = [p for p in PARAMS if p.role.use == "creates"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("param", CREATES, ids=_id)
+def test_a_store_is_never_created_over_what_must_not_be(param, kind, world, fresh, tmp_path, capsys):
+    """The store a command creates is an output too: never a FIFO, device
+    or folder, another program's database, or another database's
+    ``-wal``/``-shm``/``-journal`` (``index --db other.db-journal`` made a
+    store there, which SQLite would then take for other.db's journal)."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    target, _, _ = make_target(kind, folder)
+    before = state(target)
+    code, out, err = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(target)}))
+    assert_refused(code, err, str(target), CREATE_REFUSALS[kind])
+    assert state(target) == before
+    if kind in ("wal", "shm"):
+        assert rows(folder / "other.db") == [("kept",)]
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
+
+
 @pytest.mark.parametrize("param", [p for p in WRITES if p.flag is not None and p.command == ("batch",)], ids=_id)
 def test_the_store_and_its_side_files_are_refused(param, world, fresh, tmp_path, capsys):
     for suffix in ("", "-wal", "-shm", "-journal"):

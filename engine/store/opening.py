@@ -29,6 +29,7 @@ from typing import Literal, Optional
 from urllib.parse import quote
 
 from engine.files.reading import file_kind
+from engine.files.writing import database_file_role
 from engine.store import schema, sql
 from engine.store.errors import (
     READONLY_CODE,
@@ -394,7 +395,9 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
     left half-created gets its missing tables here.
 
     Raises:
-        NotADatabaseError: ``p`` exists and is not an SQLite file.
+        NotADatabaseError: ``p`` exists and is not an SQLite file, or is
+            another database's ``-wal``/``-shm``/``-journal`` file (existing
+            or not) or an SQLite log (:func:`engine.files.writing.database_file_role`).
         NotOurStoreError: ``p`` is an SQLite database rankscope did not
             create (checked before anything is written).
         SchemaError: an existing DB has a different schema.
@@ -411,6 +414,11 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
             mode = None
         if mode is not None and not stat.S_ISREG(mode):  # a FIFO, a device, a folder: said as it is
             raise NotADatabaseError(f"cannot create store {p}: it is {file_kind(mode)}, not a database file")
+        role = database_file_role(p)
+        if role is not None and role != "an SQLite database":  # another database's -wal/-shm/-journal
+            raise NotADatabaseError(
+                f"cannot create store {p}: it is {role}; rankscope never writes a database's own files"
+            )
         fresh = not has_content(p)
         if fresh:
             check_writable(p, create=True)
