@@ -146,17 +146,62 @@ def test_ctx_search_piped_keeps_the_exact_answer(world, tmp_path):
     assert OSC.encode() in r.stdout and RLO.encode() in r.stdout
 
 
-def test_many_unknown_sessions_are_one_warning_line(world, tmp_path, capsys):
+#: Every command with a session allow-set, and its option.
+SESSION_OPTIONS = [
+    (("search",), [], "--session"),
+    (("compare",), ["--queries", "<drop>", "zebra"], "--session"),
+    (("why",), [], "--session"),
+    (("why",), ["--agent"], "--session"),
+    (("ctx-search",), ["zebra"], "--allow-session"),
+]
+
+
+def _session_argv(words, extra, world, tmp_path) -> list[str]:
+    argv = command_line(words, PARAMS, world, fresh_factory(tmp_path / "fresh"))
+    if extra[:2] == ["--queries", "<drop>"]:  # compare: one query (a query file's entries carry their own)
+        i = argv.index("--queries")
+        del argv[i : i + 2]
+        argv.insert(1, extra[2])
+    else:
+        argv += extra
+    if words == ("ctx-search",):  # a query instead of --params-json
+        i = argv.index("--params-json")
+        del argv[i : i + 2]
+    return argv
+
+
+def test_the_session_options_are_all_listed():
+    """A new command with a session allow-set gets a line in SESSION_OPTIONS."""
+    import inspect
+
+    from tui.cli.main import command_functions
+
+    found = set()
+    for words, fn in command_functions():
+        for name, p in inspect.signature(fn).parameters.items():
+            decls = getattr(p.default, "param_decls", None) or ()
+            if name in ("session", "allow_session") and (
+                "List" in str(p.annotation) or "SessionFilter" in str(p.annotation)
+            ):
+                found.add((words, next(iter(decls), "--session")))
+    assert found == {(w, o) for w, _, o in SESSION_OPTIONS}
+
+
+@pytest.mark.parametrize(
+    "words,extra,option", SESSION_OPTIONS, ids=lambda v: " ".join(v) if isinstance(v, (tuple, list)) else v
+)
+def test_many_unknown_sessions_are_one_warning_line(words, extra, option, world, tmp_path, capsys):
     """The issue's example: 20,000 unknown --session ids printed 20,000 lines."""
     from tui.cli.main import main
 
-    sessions = [a for i in range(20_000) for a in ("--session", f"nosuch-{i}")]
+    argv = _session_argv(words, extra, world, tmp_path)
+    sessions = [a for i in range(20_000) for a in (option, f"nosuch-{i}")]
     with pytest.raises(SystemExit) as exc:
-        main(["search", "zebra", "--db", str(world["store"]), *sessions])
-    assert exc.value.code == 0
+        main([*argv, *sessions])
+    assert exc.value.code in (0, None)
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("rankscope: warning: --session: 20000 of the 20000 session ids"), err
+    assert err.count("\n") == 1 and err.startswith(f"rankscope: warning: {option}: 20000 of the 20000 session ids"), err
     with pytest.raises(SystemExit):
-        main(["search", "zebra", "--db", str(world["store"]), "--session", "nosuch-a", "--session", "nosuch-b"])
+        main([*argv, option, "nosuch-a", option, "nosuch-b"])
     err = capsys.readouterr().err
     assert err.count("\n") == 2  # a few: one line each (with the store's closest ids when it has some)
