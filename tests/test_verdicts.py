@@ -22,7 +22,9 @@ import pytest
 from engine.store import sql
 from engine.store.schema import SCHEMA_SQL
 
-from .command_lines import make_world
+from tui.cli.main import file_parameters
+
+from .command_lines import LONG_RUNNING, command_line, fresh_factory, make_world
 from .test_file_inputs import assert_refused, run
 
 
@@ -132,18 +134,25 @@ FOREIGN = {
 }
 
 
+#: Every parameter naming a content store a command opens (the browser and
+#: serve are left out: they do not end by themselves).
+STORE_OPENERS = [
+    p
+    for p in file_parameters()
+    if p.role.use == "opens" and p.role.form in ("store", "store-or-folder") and p.command not in LONG_RUNNING
+]
+
+
 @pytest.mark.parametrize("name", list(FOREIGN))
-@pytest.mark.parametrize("command", ["doctor", "search", "why"])
-def test_a_foreign_schema_is_not_called_damaged(command, name, tmp_path, capsys):
+@pytest.mark.parametrize("param", STORE_OPENERS, ids=lambda p: " ".join(p.command) + " " + (p.flag or p.name))
+def test_a_foreign_schema_is_not_called_damaged(param, name, world, tmp_path, capsys):
     db = tmp_path / "foreign.db"
     conn = sql.connect(str(db))
     conn.executescript(FOREIGN[name])
     conn.close()
-    argv = {
-        "doctor": ["doctor", "--db", str(db)],
-        "search": ["search", "zebra", "--db", str(db)],
-        "why": ["why", "zebra", "--db", str(db), "--rowid", "1"],
-    }[command]
+    argv = command_line(
+        param.command, list(file_parameters()), world, fresh_factory(tmp_path / "out"), {param.name: str(db)}
+    )
     code, out, err = run(capsys, argv)
     assert_refused(code, err, "is not a context-mode content store")
     assert "damaged" not in err
@@ -196,7 +205,7 @@ WHY = {
 def test_why_says_what_is_true(case, world, tmp_path, capsys):
     statements, rowid, message = WHY[case]
     db = _emptied(world, tmp_path, statements)
-    for extra in ([], ["--json"]):
+    for extra in ([], ["--json"], ["--agent"], ["--agent", "--json"]):
         code, out, err = run(capsys, ["why", "zebra", "--db", str(db), "--rowid", rowid, *extra])
         assert_refused(code, err, message)
         assert "None" not in err
