@@ -220,6 +220,25 @@ def test_a_bom_changes_nothing(param, world, fresh, tmp_path, capsys):
     assert same_output(marked[2].replace(str(bom), str(src))) == same_output(plain[2])
 
 
+@pytest.mark.parametrize(
+    "param", [p for p in READS if p.role.form == "qrels" and p.command not in LONG_RUNNING], ids=_id
+)
+def test_a_bom_on_json_qrels_changes_nothing(param, world, fresh, tmp_path, capsys):
+    """The qrels' other form: a BOM before ``{`` made the JSON file read as
+    TREC lines (a false "4 fields" error)."""
+    from engine.lab.qrels import qrels_text, read_qrels
+
+    src = tmp_path / "qrels.json"
+    src.write_text(qrels_text(read_qrels(world["qrels"]), "json"), "utf-8")
+    bom = tmp_path / "bom-qrels.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    plain = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(src)}))
+    marked = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(bom)}))
+    assert plain[0] == 0, plain[2]
+    assert marked[0] == plain[0], marked[2]
+    assert same_output(marked[1].replace(str(bom), str(src))) == same_output(plain[1])
+
+
 def same_output(text: str) -> str:
     """``text`` without what differs from run to run: times (decimals) and
     the fresh output folders."""
