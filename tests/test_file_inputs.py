@@ -354,6 +354,21 @@ def test_the_data_folders_files_are_read_safely(name, kind, world, tmp_path, mon
         {HISTORY_FILE: state.history.save, CASES_FILE: state.cases.save, QRELS_FILE: state.judgments.save}[name]()
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs and /dev/zero")
+@pytest.mark.parametrize("kind", FILE_CASES)
+def test_eval_reads_the_stores_own_qrels_safely(kind, world, tmp_path, capsys):
+    """``eval`` without ``--qrels`` reads the data folder's ``qrels.json``
+    (the browser's judgments): the same reader, the same refusals."""
+    folder = store_dir(world["store"])
+    assert folder is not None
+    folder.mkdir(parents=True)
+    made, contains = hostile(kind, "qrels", tmp_path)
+    path = folder / QRELS_FILE
+    os.rename(made, path) if not made.is_symlink() else path.symlink_to(os.readlink(made))
+    code, out, err = run(capsys, ["eval", str(world["queries"]), "--db", str(world["store"])])
+    assert_refused(code, err, str(path), *contains)
+
+
 def test_a_wrongly_shaped_case_never_reaches_the_export(world, tmp_path, monkeypatch):
     """The issue's example: ``"judgments": [1, 2]`` in cases.json loaded,
     then the export died in AttributeError."""
