@@ -199,7 +199,9 @@ def test_a_store_is_never_created_over_what_must_not_be(param, kind, world, fres
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
 
 
-@pytest.mark.parametrize("param", [p for p in WRITES if p.flag is not None and p.command == ("batch",)], ids=_id)
+@pytest.mark.parametrize(
+    "param", [p for p in WRITES if any(q.command == p.command and q.flag == "--db" for q in PARAMS)], ids=_id
+)
 def test_the_store_and_its_side_files_are_refused(param, world, fresh, tmp_path, capsys):
     for suffix in ("", "-wal", "-shm", "-journal"):
         target = f"{world['store']}{suffix}"
