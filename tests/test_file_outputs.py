@@ -295,6 +295,40 @@ def test_an_interrupted_write_leaves_nothing(param, how, world, tmp_path):
     assert list(folder.iterdir()) == []  # neither the target nor a temporary file
 
 
+#: Run a command with os.link replaced: the signal arrives when the new
+#: store, built under a temporary name, is about to be put in place.
+INTERRUPTED_CREATE = """
+import os, signal, sys
+how = sys.argv[1]
+def link(src, dst, **kw):
+    os.kill(os.getpid(), getattr(signal, how))
+os.link = link
+from tui.cli.main import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGHUP"])
+@pytest.mark.parametrize("param", CREATES, ids=_id)
+def test_an_interrupted_store_creation_leaves_nothing(param, how, world, tmp_path):
+    folder = tmp_path / "target"
+    folder.mkdir()
+    target = folder / "new.db"
+    argv = command_line(param.command, PARAMS, world, fresh_factory(tmp_path / "fresh"), {param.name: str(target)})
+    r = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_CREATE, how, *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    expected = {"SIGTERM": -signal.SIGTERM, "SIGHUP": -signal.SIGHUP, "SIGINT": 130}[how]
+    assert r.returncode == expected, r.stderr
+    assert "Traceback" not in r.stderr
+    assert list(folder.iterdir()) == []  # neither the store nor its temporary files
+
+
 # ── the writer itself, and the browser's exports ─────────────────────────
 
 

@@ -215,10 +215,12 @@ def _remove_pending_and_die(signum: int, frame: object) -> None:
 
 
 @contextmanager
-def _removed_on_signal(tmp: str) -> Iterator[None]:
+def removed_on_signal(*paths: str) -> Iterator[None]:
     """While the block runs, a SIGTERM/SIGHUP whose action is the default
-    (ending the process) removes ``tmp`` first. Handlers can only be set
-    from the main thread; elsewhere nothing changes."""
+    (ending the process) removes ``paths`` (temporary files) first, then
+    ends the process by the same signal. Handlers can only be set from the
+    main thread; elsewhere nothing changes. (SIGINT is Python's
+    ``KeyboardInterrupt``: the caller's ``finally`` removes them.)"""
     installed: list[tuple[int, object]] = []
     if threading.current_thread() is threading.main_thread():
         for sig in CLEANUP_SIGNALS:
@@ -228,12 +230,12 @@ def _removed_on_signal(tmp: str) -> Iterator[None]:
             except (ValueError, OSError):
                 pass
     with _pending_lock:
-        _pending.add(tmp)
+        _pending.update(paths)
     try:
         yield
     finally:
         with _pending_lock:
-            _pending.discard(tmp)
+            _pending.difference_update(paths)
         for sig, previous in installed:
             signal.signal(sig, previous)  # type: ignore[arg-type]  # what getsignal gave back
 
@@ -277,7 +279,7 @@ def write_text_file(path: Path, text: str, overwrite: bool = False, make_folder:
         folder.mkdir(parents=True, exist_ok=True)
     tmp = str(folder / f".{path.name}.{secrets.token_hex(6)}.tmp")
     mode = _existing_mode(path) if overwrite else None
-    with _removed_on_signal(tmp):
+    with removed_on_signal(tmp):
         # O_EXCL: a fresh file, never through an existing name or symlink.
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
         try:

@@ -29,7 +29,7 @@ from typing import Literal, Optional
 from urllib.parse import quote
 
 from engine.files.reading import file_kind
-from engine.files.writing import database_file_role
+from engine.files.writing import database_file_role, removed_on_signal
 from engine.store import schema, sql
 from engine.store.errors import (
     READONLY_CODE,
@@ -340,13 +340,22 @@ def create_file(p: str) -> None:
     ``p``, which fails if ``p`` appeared meanwhile (another run won the
     race: its store is used; an empty file is replaced). Where hard links
     are not supported the file is renamed into place unless ``p`` exists by
-    then. The temporary files are removed in every case.
+    then. The temporary files are removed in every case (on SIGTERM and
+    SIGHUP too: :func:`engine.files.writing.removed_on_signal`).
 
     Raises:
         StoreError: SQLite could not build the store (disk full, I/O).
     """
     folder, name = os.path.split(os.path.abspath(p))
     tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.creating")
+    leftovers = (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal")
+    with removed_on_signal(*leftovers):
+        _build_and_place(p, tmp, leftovers)
+
+
+def _build_and_place(p: str, tmp: str, leftovers: tuple[str, ...]) -> None:
+    """:func:`create_file`'s work: build the store at ``tmp``, place it at
+    ``p``, remove ``leftovers`` whatever happens."""
     try:
         with sqlite_errors(p, "create"):
             conn = sql.connect(tmp)
@@ -375,7 +384,7 @@ def create_file(p: str) -> None:
     except OSError as exc:
         raise StoreError(f"cannot create store {p}: {exc.strerror or exc}") from exc
     finally:
-        for leftover in (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"):
+        for leftover in leftovers:
             try:
                 os.unlink(leftover)
             except OSError:
