@@ -297,7 +297,10 @@ def test_a_snapshot_from_before_fuzzy_final_is_checked_on_what_it_recorded(db, t
     "content, message",
     [
         ("{}", "is not a rankscope snapshot"),
-        ('{"format": "rankscope-snapshot", "version": 1, "stage_ids": "final", "queries": []}', "'stage_ids' must be"),
+        (
+            '{"format": "rankscope-snapshot", "version": 1, "stage_ids": "final", "queries": []}',
+            "stage_ids must be a list",
+        ),
         ("nope", "cannot read snapshot"),
     ],
 )

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from engine.files.reading import InputFileError, require_regular_file
 from engine.store import sql
 from engine.store.discovery import (
     normalise_project_dir,
@@ -178,8 +179,10 @@ class SessionDb:
 
     def __init__(self, path: str | os.PathLike[str]):
         p = os.fspath(path)
-        if not os.path.isfile(p):
-            raise SessionDbError(f"no session DB at {p}")
+        try:
+            require_regular_file(p, "session DB")  # a FIFO would block SQLite's open forever
+        except InputFileError as exc:
+            raise SessionDbError(str(exc)) from None
         self.path = p
         #: A private folder holding the copy read (a ``-wal`` without ``-shm``), else ``None``.
         self._copy_dir: str | None = None

@@ -133,6 +133,7 @@ def evaluate_lists(
         with no (or an empty) list scores 0 for every measure (trec_eval ``-c``).
     """
     import ir_measures
+    import pytrec_eval  # noqa: F401  # first: ir-measures would report a failed import (MemoryError) as "not available"
 
     judged = {q: dict(d) for q, d in qrels.items() if d}
     names = [str(m) for m in measures]

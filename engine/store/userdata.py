@@ -15,10 +15,12 @@ application data, never next to a context-mode database.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import tempfile
 from pathlib import Path
+from typing import Any
+
+from engine.files.reading import load_json_input
+from engine.files.writing import write_text_file
 
 #: File names inside a store's data folder.
 QRELS_FILE = "qrels.json"
@@ -57,28 +59,6 @@ def store_file(store_path: str | os.PathLike[str] | None, name: str) -> Path | N
     return None if folder is None else folder / name
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same
-    folder and ``os.replace``: a crash leaves the old file or the new one,
-    never half of one. Creates the folder.
-
-    Raises:
-        OSError: the folder or file cannot be written.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def remember_store(store_path: str | os.PathLike[str]) -> None:
     """Write ``store.txt`` (the resolved store path) in the store's data
     folder, creating it. Errors are the caller's (``OSError``)."""
@@ -88,24 +68,19 @@ def remember_store(store_path: str | os.PathLike[str]) -> None:
     note = folder / "store.txt"
     text = str(Path(store_path).resolve()) + "\n"
     if not note.exists():
-        write_text_atomic(note, text)
+        write_text_file(note, text, overwrite=True, make_folder=True)
 
 
-def read_json_file(path: Path, what: str) -> object | None:
-    """The JSON in ``path``, or ``None`` when the file does not exist.
+def read_json_file(path: Path, what: str, shape: Any = None) -> Any:
+    """The JSON in ``path`` (read by :func:`engine.files.reading.load_json_input`:
+    a regular file, size, depth and numbers bounded, validated against
+    ``shape`` when given), or ``None`` when the file does not exist.
 
     Raises:
-        ValueError: the file cannot be read or is not JSON; the message names
-            ``what`` and the path.
+        ValueError: (:class:`~engine.files.reading.InputFileError`) the file
+            cannot be read, is not JSON or has the wrong shape; the message
+            names ``what``, the path and the field.
     """
-    try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data: object = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{what} {path} is not valid JSON: {exc}") from None
-    return data
+    return load_json_input(path, what, shape)

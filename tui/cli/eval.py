@@ -12,9 +12,9 @@ come from :mod:`engine.lab.evaluation` (ir-measures, trec_eval's definitions).
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Group
@@ -39,8 +39,22 @@ from tui.present.cut import clip
 from tui.present.fmt import json_text
 from tui.present.render import plain
 from tui.present.tablefit import Cell, Column, Fitted, Table
-from .base import search_db_option, console, fail, open_store, write_json
+from .base import (
+    NAMES_STORE,
+    READS_QRELS,
+    READS_QUERIES,
+    READS_SNAPSHOT,
+    WRITES_QRELS,
+    WRITES_SNAPSHOT,
+    StorePath,
+    console,
+    fail,
+    open_store,
+    search_db_option,
+    write_json,
+)
 from .lab import SPEC_HELP, variant_option
+from engine.files.reading import load_json_input
 from engine.files.writing import write_text_file
 from .search import check_output_file, load_queries
 
@@ -193,9 +207,11 @@ def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None) -> Group:
 
 
 def eval_cmd(
-    queries: Path = typer.Argument(..., help="Query file (queries.json format: a JSON list of {id, query, ...})."),
-    db: Path = search_db_option(),
-    qrels: Optional[Path] = typer.Option(
+    queries: Annotated[Path, READS_QUERIES] = typer.Argument(
+        ..., help="Query file (queries.json format: a JSON list of {id, query, ...})."
+    ),
+    db: StorePath = search_db_option(),
+    qrels: Annotated[Optional[Path], READS_QRELS] = typer.Option(
         None,
         "--qrels",
         help="Judgments: TREC qrels ('qid 0 docid grade', grades 0-3) or rankscope's JSON form. "
@@ -262,9 +278,9 @@ snapshot_app = typer.Typer(
 
 @snapshot_app.command("save")
 def snapshot_save(
-    queries: Path = typer.Argument(..., help="Query file (queries.json format)."),
-    db: Path = search_db_option(),
-    out: Path = typer.Option(..., "-o", "--out", help="Snapshot file to write (JSON)."),
+    queries: Annotated[Path, READS_QUERIES] = typer.Argument(..., help="Query file (queries.json format)."),
+    db: StorePath = search_db_option(),
+    out: Annotated[Path, WRITES_SNAPSHOT] = typer.Option(..., "-o", "--out", help="Snapshot file to write (JSON)."),
     variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
     force: bool = typer.Option(False, "--force", help="Replace an existing snapshot file (never a database)."),
 ) -> None:
@@ -327,8 +343,10 @@ def snapshot_lines(result: SnapshotCheck) -> list[Text]:
 
 @snapshot_app.command("check")
 def snapshot_check(
-    snapshot: Path = typer.Argument(..., help="A snapshot written by 'rankscope snapshot save'."),
-    db: Path = search_db_option(),
+    snapshot: Annotated[Path, READS_SNAPSHOT] = typer.Argument(
+        ..., help="A snapshot written by 'rankscope snapshot save'."
+    ),
+    db: StorePath = search_db_option(),
     stages: Optional[str] = typer.Option(
         None, "--stages", help="Compare only these stage ids (comma-separated, e.g. final); default every stage."
     ),
@@ -340,14 +358,10 @@ def snapshot_check(
         wanted = parse_stage_list(stages)
     except ValueError as exc:
         fail(f"--stages: {exc}")
-    try:
-        data = json.loads(snapshot.read_text("utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(snapshot):
         fail(f"no such snapshot file: {snapshot}")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"cannot read snapshot {snapshot}: {exc}")
     try:
-        validate_snapshot(data, str(snapshot))
+        data = validate_snapshot(load_json_input(snapshot, "snapshot"), str(snapshot))
     except ValueError as exc:
         fail(str(exc))
     with open_store(db) as store:
@@ -374,8 +388,10 @@ qrels_app = typer.Typer(
 
 @qrels_app.command("convert")
 def qrels_convert(
-    source: Path = typer.Argument(..., help="Qrels to read (TREC or JSON, detected from the content)."),
-    target: Path = typer.Argument(
+    source: Annotated[Path, READS_QRELS] = typer.Argument(
+        ..., help="Qrels to read (TREC or JSON, detected from the content)."
+    ),
+    target: Annotated[Path, WRITES_QRELS] = typer.Argument(
         ..., help="File to write: JSON when it ends in .json, else TREC ('qid 0 docid grade')."
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing TARGET (never a database)."),
@@ -389,7 +405,9 @@ def qrels_convert(
         fail(str(exc))
     check_output_file(target, "TARGET", force=force)
     try:
-        write_qrels(q, target)
+        write_qrels(q, target, overwrite=force)
+    except FileExistsError:
+        fail(f"TARGET {target} appeared meanwhile; nothing was written (give another name or --force)")
     except OSError as exc:
         fail(f"cannot write {target}: {exc.strerror or exc}")
     console.print(
@@ -401,7 +419,7 @@ def qrels_convert(
 
 
 @qrels_app.command("path")
-def qrels_path(db: Path = typer.Option(..., "--db", help="The store (not opened).")) -> None:
+def qrels_path(db: Annotated[Path, NAMES_STORE] = typer.Option(..., "--db", help="The store (not opened).")) -> None:
     """Print where the browser saves this store's judgments (and eval reads them by default)."""
     path = default_qrels_path(db)
     console.print(safe.line(str(path)), markup=False, highlight=False, soft_wrap=True)

@@ -17,7 +17,7 @@ A variant SPEC is ``key=value`` pairs joined by commas (see
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich.console import Group
@@ -45,7 +45,9 @@ from engine.lab.explain import explain_chunk, explain_versus
 from engine.store.chunkids import chunk_ids
 
 from .base import (
+    READS_QUERIES,
     ContentTypeFilter,
+    StorePath,
     Limit,
     OptionalLimit,
     search_db_option,
@@ -161,10 +163,10 @@ def compare_cmd(
     query: Optional[str] = typer.Argument(
         None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."
     ),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
-    queries: Optional[Path] = typer.Option(
+    queries: Annotated[Optional[Path], READS_QUERIES] = typer.Option(
         None, "--queries", help="Compare every query of this file (queries.json format) instead."
     ),
     limit: OptionalLimit = None,
@@ -237,7 +239,7 @@ def explanation_renderable(e: Explanation) -> Group:
 
 def why_cmd(
     query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     chunk: Optional[str] = typer.Option(
         None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."
     ),
@@ -352,7 +354,7 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
 
 
 def doctor_cmd(
-    db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
+    db: StorePath = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     examples: int = typer.Option(5, "--examples", help="Rows shown per list in the human report."),
     quick: bool = typer.Option(

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
+
+from tui.present import safe
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -57,10 +60,21 @@ def query_label(query: str, width: int = QUERY_SHOWN) -> str:
     return f"{query[:width]!r}… ({len(query):,} characters)"
 
 
+#: Characters ``json.dumps(ensure_ascii=False)`` leaves raw that a terminal
+#: acts on: C1 controls (U+009B is a CSI), the bidirectional controls
+#: (:data:`tui.present.safe.BIDI_CONTROLS`: they reorder what follows) and
+#: the line and paragraph separators.
+_JSON_ESCAPED = re.compile("[\u0080-\u009f\u2028\u2029" + "".join(map(chr, safe.BIDI_CONTROLS)) + "]")
+
+
 def json_text(data: object, indent: int | None = 2) -> str:
     """``data`` as JSON (non-ASCII characters kept) with a final newline:
-    what ``--json``, ``batch --out`` and the browser's trace export write."""
-    return json.dumps(data, ensure_ascii=False, indent=indent) + "\n"
+    what ``--json``, ``batch --out`` and the browser's trace export write.
+    C0 controls are escaped by JSON itself; the characters of
+    :data:`_JSON_ESCAPED` are escaped too (``\\u202e``): the same JSON
+    value, and nothing a terminal would act on."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    return _JSON_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def _counted(value: int | None, noun: str) -> str:
