@@ -44,12 +44,14 @@ def test_eval_json_schema(db):
     r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_TREC, "--measures", "nDCG@10,RR,R@10", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert list(doc) == ["measures", "stages", "queries", "comparison"]
+    assert list(doc) == ["measures", "stages", "judged", "queries", "comparison"]
     assert doc["measures"] == ["nDCG@10", "RR", "R@10"] and doc["comparison"] is None
     assert list(doc["stages"])[:8] == ["porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final"]
     assert all(set(v) == {"nDCG@10", "RR", "R@10"} for v in doc["stages"].values())
+    assert list(doc["judged"]) == list(doc["stages"])
+    assert all(set(v) == {"Judged@10", "Judged"} for v in doc["judged"].values())
     assert [q["id"] for q in doc["queries"]] == [e["id"] for e in json.loads(QUERIES.read_text()) if e["id"] != "empty"]
-    assert all(set(q) == {"id", "stages"} for q in doc["queries"])
+    assert all(set(q) == {"id", "stages", "judged"} for q in doc["queries"])
     fuzzy = next(q for q in doc["queries"] if q["id"] == "fuzzy")
     # the first pass found nothing: every first-pass stage scores 0 (and counts in the mean)
     assert fuzzy["stages"]["porter"] == {"nDCG@10": 0.0, "RR": 0.0, "R@10": 0.0}
