@@ -88,14 +88,21 @@ def rbo(a: Sequence[Hashable], b: Sequence[Hashable], p: float = DEFAULT_P) -> f
     return min(1.0, max(0.0, value))
 
 
+def check_k(k: int) -> int:
+    """``k`` when it is an integer >= 1. Raises:
+    ValueError: otherwise (names the value)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"Jaccard depth k must be a positive integer; got {k!r}")
+    return k
+
+
 def jaccard(a: Sequence[Hashable], b: Sequence[Hashable], k: int = DEFAULT_K) -> float:
     """Jaccard@k: shared items over all items of the two top-``k`` lists.
 
     Raises:
         ValueError: ``k`` below 1.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"Jaccard depth k must be a positive integer; got {k!r}")
+    check_k(k)
     x, y = set(_distinct(a)[:k]), set(_distinct(b)[:k])
     union = x | y
     return len(x & y) / len(union) if union else 1.0
