@@ -16,7 +16,8 @@
   is ``retrieve``) one after another: a variant that only changes later stages
   (the fusion, the pool, the rerank, the fuzzy fallback) runs no FTS5
   statement of its own. Only the first variant of a query checks the
-  store's freshness: every variant of a query sees the same data.
+  store's freshness: every variant of a query sees the same data. The traces
+  carry no candidate paths (the evaluation reads the stages' lists only).
 * **Significance** against the reference on each measure at one stage
   (``final`` by default): the paired two-sided t-test
   (``scipy.stats.ttest_rel``) or the Wilcoxon signed-rank test
@@ -260,7 +261,7 @@ def run_variants(
         qid = entry_id(entry, i)
         traces: dict[int, Trace] = {}
         for n, j in enumerate(order):
-            traces[j] = search(store, per_variant[j], runs=runs, refresh=n == 0)
+            traces[j] = search(store, per_variant[j], runs=runs, refresh=n == 0, paths=False)
         for j, (name, _) in enumerate(variants):
             out[name].append((qid, traces[j]))
     return out, RunStats(len(entries) * len(variants), runs.misses, runs.hits, len(groups))
