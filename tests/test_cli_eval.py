@@ -360,7 +360,8 @@ def test_readme_eval_example_is_current(db):
     }
     assert set(rows) == set(doc["stages"])
     for stage, cells in rows.items():
-        assert cells == [f"{doc['stages'][stage][m]:.3f}" for m in doc["measures"]], stage
+        judged = doc["judged"][stage]["Judged@10"]
+        assert cells == [f"{doc['stages'][stage][m]:.3f}" for m in doc["measures"]] + [f"{judged:.2f}"], stage
 
 
 @pytest.mark.parametrize(
@@ -586,3 +587,23 @@ def test_eval_marks_values_on_few_judged_results(db, tmp_path):
     assert "rests on fewer than half judged results" in words and "nDCG@10 for 1 (rerank)" in words
     row = next(line for line in r.output.splitlines() if line.startswith("  rerank "))
     assert "?" in row
+
+
+def test_readme_sweep_example_is_current(db):
+    """The README's 4-value sweep: its final-stage means and Holm-adjusted
+    p-values are what ``rankscope eval --sweep`` computes today."""
+    readme = (REPO / "README.md").read_text("utf-8")
+    block = readme.split("--sweep pool=default,10,20,40 --measures nDCG@10,R@10\n", 1)[1].split("```", 1)[0]
+    args = ["--qrels", QRELS_JSON, "--sweep", "pool=default,10,20,40", "--measures", "nDCG@10,R@10", "--json"]
+    doc = json.loads(invoke("eval", QUERIES, "--db", db, *args).output)
+    means, versus = block.split("Against the reference", 1)
+    finals = {line.split()[1]: line.split()[-3:-1] for line in means.splitlines() if line.startswith("  final ")}
+    assert set(finals) == set(doc["variants"])
+    for name, cells in finals.items():
+        want = [f"{doc['variants'][name]['stages']['final'][m]:.3f}" for m in doc["measures"]]
+        assert [c.rstrip("▲†? ") for c in cells] == want, name
+    rows = [line.split() for line in versus.split("p: two-sided")[0].splitlines() if line.startswith("  pool=")]
+    assert len(rows) == 3 * len(doc["measures"])
+    for row in rows:
+        x = doc["variants"][row[0]]["vs_reference"][row[1]]
+        assert row[-1].rstrip("†") == ("—" if x["p_adjusted"] is None else f"{x['p_adjusted']:.4f}")
