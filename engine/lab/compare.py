@@ -166,6 +166,13 @@ class Comparison:
         """Shared chunks / the longer final list (0..1); 1.0 when both are empty."""
         return overlap_ratio(self.counts.shared, len(self.final_a), len(self.final_b))
 
+    def divergence(self, p: float = DEFAULT_P, k: int = DEFAULT_K) -> Divergence:
+        """RBO and Jaccard@k of B's final list against A's (chunks by row id; :mod:`engine.lab.divergence`).
+
+        Raises:
+            ValueError: a bad ``p`` or ``k``."""
+        return divergence([r.candidate.rowid for r in self.final_a], [r.candidate.rowid for r in self.final_b], p, k)
+
 
 def overlap_ratio(shared: int, len_a: int, len_b: int) -> float:
     """``shared / max(len_a, len_b)``; 1.0 when both lists are empty."""
