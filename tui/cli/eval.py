@@ -53,9 +53,10 @@ from engine.lab.snapshot import SnapshotCheck, check_snapshot, parse_stage_list,
 from engine.pipeline.table import RANKED_IDS
 
 from tui.present import safe
-from tui.present.fmt import clip, json_text
+from tui.present.cut import clip
+from tui.present.fmt import json_text
 from tui.present.render import plain
-from tui.present.tablefit import Cell, Col, Fitted
+from tui.present.tablefit import Cell, Column, Fitted, Table
 from .base import search_db_option, console, fail, open_store, write_json
 from .lab import SPEC_HELP, variant_option
 from engine.files.writing import write_text_file
@@ -134,7 +135,7 @@ def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
         " (A → B)" if b is not None else ""
     )
     jname = a.judged_names[0]
-    cols = [Col("stage", "key")] + [Col(m, justify="right") for m in (*a.measures, jname)]
+    cols = [Column("stage", "key")] + [Column(m, justify="right") for m in (*a.measures, jname)]
     stages = [s for s in RANKED_IDS if s in a.stages or (b is not None and s in b.stages)]
     rows: list[list[Cell]] = []
     for s in stages:
@@ -144,7 +145,7 @@ def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
         ja = a.judged_means.get(s, {}).get(jname)
         row.append(_judged_cell(ja) if b is None else _pair(ja, b.judged_means.get(s, {}).get(jname), 2))
         rows.append(row)
-    return Fitted(title, cols, rows)
+    return Fitted(Table(title, cols, rows))
 
 
 def _div_cells(d: Optional[Divergence]) -> list[Cell]:
@@ -164,11 +165,11 @@ def _query_table(a: SetEval, b: Optional[SetEval], cmp: Optional[EvalComparison]
     if sort == "divergence":
         title += ", most changed first"
     jname = a.judged_names[0]
-    cols = [Col("id", "key"), Col("query", "free", min_width=8, max_width=32), Col("layer")]
-    cols += [Col(m, justify="right") for m in (*a.measures, jname)]
+    cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32), Column("layer")]
+    cols += [Column(m, justify="right") for m in (*a.measures, jname)]
     if div:
         k = next(iter(div.values())).k
-        cols += [Col("RBO", justify="right"), Col(f"J@{k}", justify="right")]
+        cols += [Column("RBO", justify="right"), Column(f"J@{k}", justify="right")]
     b_by_id = {q.id: q for q in b.queries} if b is not None else {}
     order = list(range(len(a.queries)))
     if sort == "divergence" and div:
@@ -192,12 +193,12 @@ def _query_table(a: SetEval, b: Optional[SetEval], cmp: Optional[EvalComparison]
         if div:
             cells += _div_cells(div.get(q.id))
         rows.append([plain(q.id), plain(clip(q.query, 60)), layer, *cells])
-    return Fitted(title, cols, rows)
+    return Fitted(Table(title, cols, rows))
 
 
 def _comparison_table(cmp: EvalComparison) -> Fitted:
-    cols = [Col("measure", "key")] + [
-        Col(c, justify="right") for c in ("A", "B", "Δ", "better", "worse", "tied", "p (t)", "p (W)")
+    cols = [Column("measure", "key")] + [
+        Column(c, justify="right") for c in ("A", "B", "Δ", "better", "worse", "tied", "p (t)", "p (W)")
     ]
     rows: list[list[Cell]] = []
     for m in cmp.measures:
@@ -216,9 +217,11 @@ def _comparison_table(cmp: EvalComparison) -> Fitted:
             ]
         )
     return Fitted(
-        plain(f"A {variant_spec(cmp.a.variant)}  vs  B {variant_spec(cmp.b.variant)}, stage {cmp.stage}"),
-        cols,
-        rows,
+        Table(
+            plain(f"A {variant_spec(cmp.a.variant)}  vs  B {variant_spec(cmp.b.variant)}, stage {cmp.stage}"),
+            cols,
+            rows,
+        ),
     )
 
 
@@ -316,7 +319,9 @@ def sweep_means_table(sw: SweepEval) -> Fitted:
     ref = sw.by_name(sw.reference).eval
     n = len(ref.queries)
     jname = ref.judged_names[0]
-    cols = [Col("stage", "key"), Col("variant", "key")] + [Col(m, justify="right") for m in (*sw.measures, jname)]
+    cols = [Column("stage", "key"), Column("variant", "key")] + [
+        Column(m, justify="right") for m in (*sw.measures, jname)
+    ]
     rows: list[list[Cell]] = []
     sections: list[int] = []
     for stage in sw.stages:
@@ -343,15 +348,15 @@ def sweep_means_table(sw: SweepEval) -> Fitted:
             row.append(_judged_cell(v.eval.judged_means.get(stage, {}).get(jname)))
             rows.append(row)
     title = f"Mean over {n} judged {'query' if n == 1 else 'queries'}, per stage and variant"
-    return Fitted(title, cols, rows, sections=sections)
+    return Fitted(Table(title, cols, rows), sections=sections)
 
 
 def sweep_versus_table(sw: SweepEval) -> Fitted:
     """Each variant against the reference at the tested stage: per measure
     the mean, Δ, queries better / worse / tied, p and Holm's adjusted p."""
     test = "t-test" if sw.test == "t" else "Wilcoxon"
-    cols = [Col("variant", "key"), Col("measure", "key")] + [
-        Col(c, justify="right") for c in ("mean", "Δ", "better", "worse", "tied", f"p ({test})", "p (Holm)")
+    cols = [Column("variant", "key"), Column("measure", "key")] + [
+        Column(c, justify="right") for c in ("mean", "Δ", "better", "worse", "tied", f"p ({test})", "p (Holm)")
     ]
     rows: list[list[Cell]] = []
     sections: list[int] = []
@@ -378,7 +383,9 @@ def sweep_versus_table(sw: SweepEval) -> Fitted:
                     adjusted,
                 ]
             )
-    return Fitted(plain(f"Against the reference {sw.reference}, stage {sw.stage}"), cols, rows, sections=sections)
+    return Fitted(
+        Table(plain(f"Against the reference {sw.reference}, stage {sw.stage}"), cols, rows), sections=sections
+    )
 
 
 def _most_changed(sw: SweepEval) -> Optional[str]:
@@ -395,9 +402,9 @@ def sweep_queries_table(sw: SweepEval, against: str) -> Fitted:
     final value (reference → variant)."""
     v, ref = sw.by_name(against), sw.by_name(sw.reference)
     ref_by_id = {q.id: q for q in ref.eval.queries}
-    cols = [Col("id", "key"), Col("query", "free", min_width=8, max_width=32)]
-    cols += [Col("RBO", justify="right"), Col(f"J@{sw.k}", justify="right")]
-    cols += [Col(m, justify="right") for m in sw.measures]
+    cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32)]
+    cols += [Column("RBO", justify="right"), Column(f"J@{sw.k}", justify="right")]
+    cols += [Column(m, justify="right") for m in sw.measures]
     queries = v.eval.queries
     order = most_changed_first([v.divergence.get(q.id) for q in queries])
     rows: list[list[Cell]] = []
@@ -407,7 +414,7 @@ def sweep_queries_table(sw: SweepEval, against: str) -> Fitted:
         cells = [_pair(r.value(sw.stage, m), q.value(sw.stage, m)) for m in sw.measures]
         rows.append([plain(q.id), plain(clip(q.query, 60)), *_div_cells(v.divergence.get(q.id)), *cells])
     title = plain(f"Per query, most changed first: {sw.reference} → {against}, stage {sw.stage}")
-    return Fitted(title, cols, rows)
+    return Fitted(Table(title, cols, rows))
 
 
 def sweep_renderable(sw: SweepEval, against: Optional[str] = None) -> Group:
@@ -466,11 +473,11 @@ def ungraded_renderable(queue: list[UngradedChunk], depth: int, variants: int, q
     if not queue:
         return Group(plain(f"Nothing to grade: every chunk in the top {depth} of every list has a grade."))
     cols = [
-        Col("query", "key"),
-        Col("chunk", "free", min_width=16),
-        Col("lists", justify="right"),
-        Col("best", justify="right"),
-        Col("stages", "free", min_width=8, max_width=40),
+        Column("query", "key"),
+        Column("chunk", "free", min_width=16),
+        Column("lists", justify="right"),
+        Column("best", justify="right"),
+        Column("stages", "free", min_width=8, max_width=40),
     ]
     rows: list[list[Cell]] = [
         [plain(u.query_id), plain(u.chunk_id), str(u.lists), str(u.best_rank), plain(", ".join(u.stages))]
@@ -480,7 +487,7 @@ def ungraded_renderable(queue: list[UngradedChunk], depth: int, variants: int, q
     queries = len({u.query_id for u in queue})
     title = f"To grade next: {len(queue)} chunks of {queries} queries in the top {depth} of {where}, without a grade"
     return Group(
-        Fitted(title, cols, rows),
+        Fitted(Table(title, cols, rows)),
         plain(
             f"lists: how many ranked lists hold the chunk in their top {depth}; best: its best rank. "
             f"Grades go to {qrels_path} (the browser's 0-3 keys; 'u' steps through this queue).",
