@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from engine.lab.divergence import DEFAULT_K, DEFAULT_P, Divergence, check_k, check_p, divergence, most_changed_first
 from engine.lab.qrels import entry_id
@@ -430,6 +430,7 @@ def compare_set(
     variant_b: Variant | str | None = None,
     p: float = DEFAULT_P,
     k: int = DEFAULT_K,
+    run: Callable[[SearchParams], Trace] | None = None,
 ) -> SetComparison:
     """Compare every query of a query file under ``variant_a`` and ``variant_b``.
 
@@ -441,6 +442,9 @@ def compare_set(
         variant_a / variant_b: a :class:`Variant`, a spec string for
             :func:`engine.pipeline.variants.parse_variant`, or ``None`` for the reference.
         p / k: RBO persistence and Jaccard depth of each query's :class:`Divergence`.
+        run: runs one search (A's, then B's, query by query); ``None``:
+            :func:`engine.pipeline.run.search` on ``store``'s connection. Its
+            exceptions propagate.
 
     Returns:
         A :class:`SetComparison`: per-query counts, overlap and divergence,
@@ -458,7 +462,7 @@ def compare_set(
     out: list[QueryComparison] = []
     totals = CompareCounts()
     for i, (entry, (pa, pb)) in enumerate(zip(items, pairs)):
-        cmp = compare(store, pa, pb)
+        cmp = compare(store, pa, pb) if run is None else compare_traces(run(pa), run(pb))
         qid = entry_id(entry, i) if isinstance(entry, Mapping) else str(i + 1)
         out.append(
             QueryComparison(
