@@ -121,7 +121,10 @@ def grid(base: Variant, axes: Sequence[Axis]) -> list[tuple[str, Variant]]:
     size = math.prod(len(a.values) for a in axes)
     if size > MAX_VARIANTS:
         shape = " × ".join(str(len(a.values)) for a in axes)
-        raise ValueError(f"the sweep has {shape} = {size} variants; at most {MAX_VARIANTS} run at once")
+        raise ValueError(
+            f"the sweep has {shape} = {size} variants; at most {MAX_VARIANTS} run at once "
+            "(fewer values per --sweep, or several sweeps)"
+        )
     out: list[tuple[str, Variant]] = []
     for point in itertools.product(*(a.values for a in axes)):
         changes: dict[str, Any] = {a.setting.name: v for a, v in zip(axes, point)}  # each checked by its row
@@ -193,7 +196,9 @@ def variant_set(base: Variant, axes: Sequence[Axis] = (), named: Sequence[tuple[
     else:
         items.sort(key=lambda nv: nv[0] != ref)
     if len(items) > MAX_VARIANTS:
-        raise ValueError(f"{len(items)} variants; at most {MAX_VARIANTS} run at once")
+        raise ValueError(
+            f"{len(items)} variants; at most {MAX_VARIANTS} run at once (fewer values per --sweep or fewer --variant)"
+        )
     return VariantSet(tuple(items), ref)
 
 

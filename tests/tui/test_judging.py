@@ -413,3 +413,33 @@ async def test_u_steps_through_the_ungraded_queue_and_eval_counts_the_grades(db)
     again = json.loads(runner.invoke(cli, ["eval", str(queries), "--db", str(db), "--ungraded", "--json"]).output)
     left = {u["chunk_id"] for u in again["queue"] if u["query_id"] == "rerank"}
     assert left == set(expected[2:])
+
+
+def test_the_metrics_table_shows_judged_at_10_as_ir_measures_computes_it(db):
+    """The browser's per-stage table ends with Judged@10 (ir-measures' own
+    value for each stage's list) and marks a value resting on fewer than
+    half judged results, with a legend."""
+    import ir_measures
+
+    from engine import SearchParams, search
+    from engine.lab.evaluation import ranked_ids
+    from engine.store.chunkids import chunk_ids
+    from tui.browser.judging import judge_trace, metrics_lines
+
+    with Store.open_readonly(db) as store:
+        trace = search(store, SearchParams("write quorum"))
+        ids = chunk_ids(store)
+        lists = ranked_ids(trace, ids)
+        judgments = {lists["final"][0]: 2}
+        judged = judge_trace(store, trace, "wq", judgments, ids=ids)
+    measure = ir_measures.parse_measure("Judged@10")
+    for stage, ranked in lists.items():
+        run = {"wq": {d: float(len(ranked) - i) for i, d in enumerate(ranked)}}
+        want = ir_measures.calc_aggregate([measure], {"wq": judgments}, run)[measure] if ranked else None
+        assert judged.judged_share(stage) == (None if want is None else pytest.approx(want)), stage
+    lines = [t.plain for t in metrics_lines(judged, 200)]
+    assert lines[1].split()[-1] == "Judged@10"
+    final = next(line.split() for line in lines if line.split()[:1] == ["final"])
+    assert final[-1] == f"{judged.judged_share('final'):.2f}"
+    assert judged.judged_share("final") < 0.5 and any(v.endswith("?") for v in final[1:-1])
+    assert lines[-1].startswith("? rests on fewer than half judged results")
