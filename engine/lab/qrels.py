@@ -331,3 +331,18 @@ def merged(items: Iterable[Qrels]) -> Qrels:
             for doc, grade in docs.items():
                 out.set_grade(qid, doc, grade)
     return out
+
+
+def entry_id(entry: Mapping[str, object], index: int) -> str:
+    """The id of a query-file entry: its ``id``, else its 1-based number (``index`` is 0-based)."""
+    return str(entry.get("id", index + 1))
+
+
+def query_file_ids(entries: Iterable[object]) -> dict[str, str]:
+    """``{query text: query id}`` of a query file's entries (:func:`entry_id`);
+    the first entry of a text wins; entries without a string ``query`` are skipped."""
+    out: dict[str, str] = {}
+    for i, e in enumerate(entries):
+        if isinstance(e, Mapping) and isinstance(e.get("query"), str):
+            out.setdefault(e["query"], entry_id(e, i))
+    return out
