@@ -90,7 +90,7 @@ def ranked_ids(trace: Trace, ids: ChunkIds) -> dict[str, list[str]]:
 # ─── measures ────────────────────────────────────────────────────────────
 
 
-def parse_measures(spec: str | Sequence[str] | None) -> tuple:
+def parse_measures(spec: str | Sequence[str] | None) -> tuple[Any, ...]:
     """ir-measures measure objects for ``"nDCG@10,RR,R@10"`` (or a list of
     names; ``None`` = :data:`DEFAULT_MEASURES`). Duplicates are dropped.
 
@@ -106,7 +106,7 @@ def parse_measures(spec: str | Sequence[str] | None) -> tuple:
     names = [n for n in names if n]
     if not names:
         raise ValueError("no measure given; e.g. nDCG@10,RR,R@10,P@3")
-    out: list = []
+    out: list[Any] = []
     for name in names:
         try:
             m = ir_measures.parse_measure(name)
@@ -133,7 +133,7 @@ def score_run(ranked: Sequence[str]) -> dict[str, float]:
 def evaluate_lists(
     lists: Mapping[str, Sequence[str]],
     qrels: Mapping[str, Mapping[str, int]],
-    measures: Sequence,
+    measures: Sequence[Any],
 ) -> dict[str, dict[str, float]]:
     """Per-query values of ``measures`` for one stage.
 
@@ -297,7 +297,7 @@ class SetEval:
 def evaluate_traces(
     traces: Sequence[tuple[str, Trace]],
     qrels: Qrels,
-    measures: Sequence,
+    measures: Sequence[Any],
     ids: ChunkIds,
     variant: Variant | None = None,
     depth: int = DEFAULT_DEPTH,
@@ -350,7 +350,7 @@ def run_entries(store: Store, entries: Sequence[Mapping[str, Any]], variant: Var
 
 
 def evaluate_trace(
-    trace: Trace, judgments: Mapping[str, int], ids: ChunkIds, measures: Sequence | None = None
+    trace: Trace, judgments: Mapping[str, int], ids: ChunkIds, measures: Sequence[Any] | None = None
 ) -> dict[str, dict[str, float]]:
     """``{stage id: {measure: value}}`` of one trace against one query's
     ``{chunk id: grade}`` (empty when there are no judgments): the browser's
@@ -586,7 +586,7 @@ def query_to_dict(q: QueryEval) -> dict[str, Any]:
     return {"id": q.id, "stages": q.stages, "judged": q.judged}
 
 
-def _queries_json(ev: SetEval, divergences: Mapping[str, Any] | None = None) -> list[dict]:
+def _queries_json(ev: SetEval, divergences: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     out = [query_to_dict(q) for q in ev.queries]
     if divergences is not None:
         for d in out:
@@ -594,7 +594,7 @@ def _queries_json(ev: SetEval, divergences: Mapping[str, Any] | None = None) -> 
     return out
 
 
-def eval_to_dict(ev: SetEval, comparison: EvalComparison | None = None) -> dict:
+def eval_to_dict(ev: SetEval, comparison: EvalComparison | None = None) -> dict[str, Any]:
     """The ``rankscope eval --json`` document::
 
         {"measures": [name, ...],

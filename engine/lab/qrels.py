@@ -206,12 +206,12 @@ class Qrels:
 
     # ── JSON form ──
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The JSON form (see the module docstring)."""
         qids = list(self.judgments) + [q for q in self.queries if q not in self.judgments]
         out = []
         for qid in qids:
-            entry: dict = {"id": qid}
+            entry: dict[str, Any] = {"id": qid}
             if qid in self.queries:
                 entry["query"] = self.queries[qid]
             entry["judgments"] = dict(self.judgments.get(qid, {}))
