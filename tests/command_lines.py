@@ -34,6 +34,7 @@ COMMAND_LINES: dict[tuple[str, ...], list[str]] = {
     ("batch",): ["batch", "{queries}", "--db", "{db}"],
     ("compare",): ["compare", "--queries", "{queries}", "--db", "{db}", "--b", "key=rowid"],
     ("why",): ["why", "zebra", "--db", "{db}", "--rowid", "1"],
+    ("explain",): ["explain", "zebra", "--db", "{db}", "--rowid", "1"],
     ("doctor",): ["doctor", "--db", "{db}"],
     ("stores",): ["stores"],
     ("sessions",): ["sessions", "--db", "{db}"],

@@ -151,6 +151,7 @@ SESSION_OPTIONS = [
     (("search",), [], "--session"),
     (("compare",), ["--queries", "<drop>", "zebra"], "--session"),
     (("why",), [], "--session"),
+    (("explain",), [], "--session"),
     (("why",), ["--agent"], "--session"),
     (("ctx-search",), ["zebra"], "--allow-session"),
 ]

@@ -32,6 +32,7 @@ import os
 import re
 import tempfile
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from engine.store import sql
 from engine.store.chunking import MAX_CHUNK_BYTES
@@ -281,7 +282,7 @@ class DoctorReport:
         """True when nothing was found."""
         return not self.findings
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (every attribute, plus ``findings`` and ``ok``)."""
         return {
             "path": self.path,

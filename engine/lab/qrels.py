@@ -206,12 +206,12 @@ class Qrels:
 
     # ── JSON form ──
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The JSON form (see the module docstring)."""
         qids = list(self.judgments) + [q for q in self.queries if q not in self.judgments]
         out = []
         for qid in qids:
-            entry: dict = {"id": qid}
+            entry: dict[str, Any] = {"id": qid}
             if qid in self.queries:
                 entry["query"] = self.queries[qid]
             entry["judgments"] = dict(self.judgments.get(qid, {}))
@@ -330,4 +330,19 @@ def merged(items: Iterable[Qrels]) -> Qrels:
         for qid, docs in q.judgments.items():
             for doc, grade in docs.items():
                 out.set_grade(qid, doc, grade)
+    return out
+
+
+def entry_id(entry: Mapping[str, object], index: int) -> str:
+    """The id of a query-file entry: its ``id``, else its 1-based number (``index`` is 0-based)."""
+    return str(entry.get("id", index + 1))
+
+
+def query_file_ids(entries: Iterable[object]) -> dict[str, str]:
+    """``{query text: query id}`` of a query file's entries (:func:`entry_id`);
+    the first entry of a text wins; entries without a string ``query`` are skipped."""
+    out: dict[str, str] = {}
+    for i, e in enumerate(entries):
+        if isinstance(e, Mapping) and isinstance(e.get("query"), str):
+            out.setdefault(e["query"], entry_id(e, i))
     return out

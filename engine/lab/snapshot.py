@@ -32,7 +32,8 @@ from typing_extensions import NotRequired, TypedDict
 from engine.files.reading import check_shape, json_shape
 from engine.store.chunkids import chunk_ids
 from engine.pipeline.variants import parse_variant, variant_spec
-from engine.lab.evaluation import entry_id, ranked_ids, run_entries
+from engine.lab.evaluation import ranked_ids, run_entries
+from engine.lab.qrels import entry_id
 from engine.pipeline.variants import Variant
 from engine.pipeline.table import RANKED_IDS
 from engine.store.store import Store
@@ -75,7 +76,7 @@ def recorded_stage_ids(snapshot: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(s for s in RANKED_IDS if s not in UNRECORDED_BEFORE_STAGE_IDS)
 
 
-def take_snapshot(store: Store, entries: Sequence[Mapping[str, Any]], variant: Variant | None = None) -> dict:
+def take_snapshot(store: Store, entries: Sequence[Mapping[str, Any]], variant: Variant | None = None) -> dict[str, Any]:
     """Search every entry and record its layer and each stage's chunk ids.
 
     Raises:
@@ -167,7 +168,7 @@ class SnapshotCheck:
     def ok(self) -> bool:
         return not self.changed
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON form: ``{"ok", "checked", "stages", "unrecorded", "changed": [{"id", "query",
         "layer": [old, new], "stages": {stage: {"moved": [[id, old, new]],
         "entered": [[id, new]], "left": [[id, old]]}}}]}``."""

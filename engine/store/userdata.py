@@ -5,8 +5,10 @@ query history and saved cases.
   ``$RANKSCOPE_DATA_DIR`` when that is set (tests, sandboxes).
 * Each store gets a folder of its own: ``<data folder>/stores/<first 16 hex
   digits of sha256(resolved store path)>/``, holding ``qrels.json``,
-  ``history.json`` and ``cases.json`` and a ``store.txt`` naming the store
-  (for people browsing the folder).
+  ``history.json`` and ``cases.json``, a ``store.txt`` naming the store
+  (for people browsing the folder) and ``query-file.txt`` naming the store's
+  query file (the query file ``rankscope eval`` last read with the store's
+  own judgments: the browser grades a query of that file under its id).
 
 Nothing here touches a store: these files live beside the user's other
 application data, never next to a context-mode database.
@@ -19,13 +21,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from engine.files.reading import load_json_input
+from engine.files.reading import load_json_input, read_input_text
 from engine.files.writing import write_text_file
 
 #: File names inside a store's data folder.
 QRELS_FILE = "qrels.json"
 HISTORY_FILE = "history.json"
 CASES_FILE = "cases.json"
+#: Names the store's query file (the one ``rankscope eval`` last read for it).
+QUERY_FILE_NOTE = "query-file.txt"
 
 
 def data_dir() -> Path:
@@ -84,3 +88,31 @@ def read_json_file(path: Path, what: str, shape: Any = None) -> Any:
     if not os.path.lexists(path):
         return None
     return load_json_input(path, what, shape)
+
+
+def remember_query_file(store_path: str | os.PathLike[str] | None, query_file: str | os.PathLike[str]) -> None:
+    """Name ``query_file`` (resolved) as the store's query file. Errors are
+    the caller's (``OSError``); nothing for an in-memory store."""
+    note = store_file(store_path, QUERY_FILE_NOTE)
+    if note is None:
+        return
+    text = str(Path(query_file).resolve()) + "\n"
+    try:
+        if read_input_text(note, "the store's query-file note") == text:
+            return
+    except ValueError:
+        pass
+    write_text_file(note, text, overwrite=True, make_folder=True)
+
+
+def query_file_of(store_path: str | os.PathLike[str] | None) -> Path | None:
+    """The store's query file (:func:`remember_query_file`), or ``None``
+    when none is named (or the note cannot be read)."""
+    note = store_file(store_path, QUERY_FILE_NOTE)
+    if note is None:
+        return None
+    try:
+        text = read_input_text(note, "the store's query-file note").strip()
+    except ValueError:
+        return None
+    return Path(text) if text else None

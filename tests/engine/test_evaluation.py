@@ -205,7 +205,7 @@ def test_ab_comparison_counts_and_tests(sample):
     rr = cmp.measures[1]
     assert (rr.improved, rr.worsened, rr.p_ttest, rr.p_wilcoxon) == (0, 0, None, None)
     doc = eval_to_dict(a, cmp)
-    assert list(doc) == ["measures", "stages", "queries", "comparison"]
+    assert list(doc) == ["measures", "stages", "judged", "queries", "comparison"]
     assert doc["comparison"]["a"] == "reference" and doc["comparison"]["b"] == "rerank=off"
     assert set(doc["comparison"]["measures"]["RR"]) == {
         "mean_a",

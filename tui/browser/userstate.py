@@ -188,10 +188,12 @@ class Judgments:
         problem: why the file could not be read, or ``None``.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, query_ids: dict[str, str] | None = None) -> None:
         self.path = path
         self.problem: str | None = None
         self.qrels = Qrels()
+        #: ``{query text: id}`` of the store's query file: such a query is graded under that id.
+        self.query_ids: dict[str, str] = dict(query_ids or {})
         if path is not None:
             try:
                 self.qrels = read_qrels(path)
@@ -201,12 +203,15 @@ class Judgments:
                 self.problem = str(exc)
 
     def qid_for(self, query: str, create: bool = False) -> str | None:
-        """The query id judgments of ``query`` use: the id whose recorded text
-        is ``query``, else (with ``create``) a new :func:`query_slug`
-        (``-2``, ``-3`` ... when taken); ``None`` for a blank query or, without
+        """The query id judgments of ``query`` use: its id in the store's
+        query file (:attr:`query_ids`), else the id whose recorded text is
+        ``query``, else (with ``create``) a new :func:`query_slug` (``-2``,
+        ``-3`` ... when taken); ``None`` for a blank query or, without
         ``create``, an unknown one."""
         if not query.strip():
             return None
+        if query in self.query_ids:
+            return self.query_ids[query]
         qid = self.qrels.qid_for_text(query)
         if qid is not None or not create:
             return qid
@@ -427,11 +432,13 @@ def free_export_path(folder: Path, name: str) -> Path:
 
 @dataclass
 class StoreState:
-    """History, cases and judgments of one store, loaded together."""
+    """History, cases and judgments of one store, loaded together, and why
+    the store's query file could not be read (``None``: read, or none named)."""
 
     history: QueryHistory
     cases: CaseBook
     judgments: Judgments
+    query_file_problem: str | None = None
 
     @classmethod
     def load(cls, store_path: str | None, qrels_path: Path | None = None) -> "StoreState":
@@ -444,12 +451,34 @@ class StoreState:
                 remember_store(store_path)
             except OSError:
                 pass  # the note is for people; failing to write it changes nothing
+        query_ids, problem = _query_file_ids(store_path)
         return cls(
             QueryHistory(store_file(store_path, HISTORY_FILE)),
             CaseBook(store_file(store_path, CASES_FILE)),
-            Judgments(qrels_path if qrels_path is not None else default_qrels_path(store_path)),
+            Judgments(qrels_path if qrels_path is not None else default_qrels_path(store_path), query_ids),
+            problem,
         )
 
     def problems(self) -> list[str]:
         """Files that could not be read (each is left as it is until saved over)."""
-        return [p for p in (self.history.problem, self.cases.problem, self.judgments.problem) if p]
+        return [
+            p for p in (self.history.problem, self.cases.problem, self.judgments.problem, self.query_file_problem) if p
+        ]
+
+
+def _query_file_ids(store_path: str | None) -> tuple[dict[str, str], str | None]:
+    """``({query text: id}, problem)`` of the store's query file
+    (:func:`engine.store.userdata.query_file_of`); empty when it names none,
+    and a problem when the file it names cannot be read."""
+    from engine.files.reading import InputFileError, load_json_input
+    from engine.lab.qrels import query_file_ids
+    from engine.store.userdata import query_file_of
+
+    path = query_file_of(store_path)
+    if path is None:
+        return {}, None
+    try:
+        data = load_json_input(path, "query file")
+    except InputFileError as exc:
+        return {}, f"{exc} (the store's query file: its queries are graded under new ids)"
+    return (query_file_ids(data) if isinstance(data, list) else {}), None

@@ -7,9 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui.present import safe
+
+if TYPE_CHECKING:
+    from engine.store.discovery import StoreLocation
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -100,7 +105,7 @@ def short_path(path: str) -> str:
     return "~" + path[len(home) :] if home not in ("", "/") and path.startswith(home + os.sep) else path
 
 
-def looked_in(locations: list) -> list[str]:
+def looked_in(locations: Iterable[StoreLocation]) -> list[str]:
     """Where store discovery looked, one line per folder
     (``engine.store.discovery.StoreLocation``): ``~/.claude/context-mode/content
     [Claude Code]``, with its file pattern when not ``*.db``. What
