@@ -19,6 +19,7 @@ throttle position, and compares the text with the recorded answer:
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass
 
 from engine.js.strings import utf8_len, utf16_len
@@ -88,7 +89,7 @@ _BLOCKED_FULL = re.compile(r"^BLOCKED: (\d+) search calls in (\S+)s\.")
 _REFRESHED = re.compile(r"^> Auto-refreshed (\d+) stale source")
 
 
-def answer_summary(text: str, queries: list[str] | None = None) -> dict:
+def answer_summary(text: str, queries: list[str] | None = None) -> dict[str, Any]:
     """What an answer gave the agent, in numbers, read from its text:
 
     ``{"bytes": UTF-8 bytes (what the server counts), "units": UTF-16 units,
@@ -318,8 +319,8 @@ class Replayer:
         session_db_path: str,
         project_dir: str | None = None,
         throttle: ThrottleConfig | None = None,
-        conn=None,
-    ):
+        conn: sql.Connection | None = None,
+    ) -> None:
         self.store, self.session_db_path, self.project_dir, self.conn = store, session_db_path, project_dir, conn
         self.config = throttle or ThrottleConfig()
         self.guard = FloodGuard(self.config)
@@ -378,7 +379,7 @@ def replay_calls(
     calls: list[RecordedCall],
     project_dir: str | None = None,
     throttle: ThrottleConfig | None = None,
-    conn=None,
+    conn: sql.Connection | None = None,
 ) -> list[Replay]:
     """Replay ``calls`` (from :meth:`SessionDb.ctx_search_calls`) in order
     (``conn``: a connection from ``store.connect()`` for another thread).
