@@ -28,7 +28,8 @@ Walking real folders:
 
 Each file is stored in one transaction (:meth:`Store.index_text`), so
 interrupting a run (Ctrl-C) leaves every label either as it was or fully
-replaced. Incremental runs re-index only files whose SHA-256 changed and
+replaced. A run that wrote anything ends by merging the FTS5 indexes
+(:meth:`Store.merge_index`), as context-mode does when its store closes. Incremental runs re-index only files whose SHA-256 changed and
 remove labels whose file disappeared from a folder indexed again.
 """
 
@@ -46,6 +47,7 @@ from engine.js.strings import decode_utf8_like_node, to_storage_bytes
 from engine.js.strings import undecodable
 from engine.store.store import (
     IndexResult,
+    MergeReport,
     ReadOnlyStoreError,
     Store,
     backing_path,
@@ -120,6 +122,8 @@ class IndexReport:
         bytes_read: bytes read from every file (indexed, unchanged or skipped).
         files_seen: files considered (after ignore rules).
         max_file_bytes: the size limit used.
+        merge: the FTS5 index merge at the end of the run
+            (:meth:`Store.merge_index`); ``None`` when the run wrote nothing.
     """
 
     results: list[IndexResult] = field(default_factory=list)
@@ -132,6 +136,7 @@ class IndexReport:
     bytes_read: int = 0
     files_seen: int = 0
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    merge: MergeReport | None = None
 
     @property
     def chunks(self) -> int:
@@ -546,6 +551,8 @@ def index_paths(
                     store.delete_label(label)
                     _untrack(store, label)
                     report.removed.append(label)
+        if report.results or report.removed:
+            report.merge = store.merge_index()
     except KeyboardInterrupt as exc:
         if isinstance(exc, IndexInterrupted):
             raise

@@ -55,6 +55,7 @@ from engine.store.chunking import MAX_CHUNK_BYTES, ChunkDraft, chunk_json, chunk
 from engine.store.freshness import Freshness, check_all, load_sources, read_text, sha256_text
 from engine.js.strings import decode_utf8_like_node, js_to_lower, to_storage_bytes, utf16_len
 from engine.store.freshness import RefreshReport
+from engine.store.segments import Structure, indexed_rows, optimize, read_structure
 from engine.store.stopwords import STOPWORDS
 
 SCHEMA_SQL = """
@@ -82,6 +83,19 @@ CREATE INDEX IF NOT EXISTS idx_sources_label ON sources(label);
 """
 
 FTS_TABLES = ("chunks", "chunks_trigram")
+#: A writable store merges its FTS5 indexes (:meth:`Store.merge_index`) once
+#: the chunks written since the last merge reach the chunks there were then,
+#: and at least this many: the index doubles between merges, so the merges
+#: of one long run rewrite about twice the final index in all (context-mode
+#: merges every 50 inserted sources, which at 100,000 chunks is 127 rewrites).
+MERGE_MIN_ROWS = 1_000
+#: At the end of an indexing run an index is merged fully when the segments
+#: other than its largest hold at least this share of its leaf pages...
+MERGE_SHARE = 0.125
+#: ...or when it has at most this many leaf pages (about 32 MB; merging it
+#: takes well under a second), so that a small incremental run on a large
+#: store does not rewrite the whole index for a few new rows.
+MERGE_ALWAYS_PAGES = 8_192
 #: A chunk's session id with ``NULL`` read as ``""``.
 SESSION_OR_EMPTY = "COALESCE(session_id, '')"
 _VOCAB_SPLIT = regex.compile(r"[^\p{L}\p{N}_-]+")
@@ -278,6 +292,41 @@ class SchemaInfo:
     def generation(self) -> str:
         """Human label: ``"8-column (session attribution)"`` or ``"4-column (legacy)"``."""
         return "8-column (session attribution)" if self.fts_columns >= 8 else "4-column (legacy)"
+
+
+@dataclass(frozen=True)
+class TableMerge:
+    """One FTS table's index at a :meth:`Store.merge_index`.
+
+    Attributes:
+        table: ``chunks`` or ``chunks_trigram``.
+        before, after: segments before and after (``None``: the structure
+            record could not be read).
+        merged: FTS5's ``optimize`` ran on it.
+    """
+
+    table: str
+    before: int | None
+    after: int | None
+    merged: bool
+
+
+@dataclass(frozen=True)
+class MergeReport:
+    """What :meth:`Store.merge_index` did.
+
+    Attributes:
+        tables: one entry per FTS table, in :data:`FTS_TABLES` order.
+        elapsed_ms: wall clock of the whole call (milliseconds).
+    """
+
+    tables: tuple[TableMerge, ...]
+    elapsed_ms: float
+
+    @property
+    def merged(self) -> bool:
+        """True when at least one table was merged."""
+        return any(t.merged for t in self.tables)
 
 
 @dataclass(frozen=True)
@@ -651,6 +700,11 @@ class Store:
         self._opened_signature: tuple | None = None
         #: Read-only connections use a memory map (see :func:`_mmap_safe`).
         self._mmap = False
+        #: Chunks written through this handle since its last full merge, and
+        #: the chunks the store held then (``None``: not read yet); see
+        #: :data:`MERGE_MIN_ROWS`.
+        self._rows_since_merge = 0
+        self._rows_at_merge: int | None = None
 
     # ── opening ────────────────────────────────────────────────────────
 
@@ -1442,6 +1496,11 @@ class Store:
             except BaseException:
                 _rollback(conn)
                 raise
+            self._rows_since_merge += len(drafts)
+            if self._rows_at_merge is None:
+                self._rows_at_merge = indexed_rows(conn, FTS_TABLES[0])
+            if self._rows_since_merge >= max(MERGE_MIN_ROWS, self._rows_at_merge):
+                self.merge_index(full=True)
         return IndexResult(label, int(source_id), kind, len(drafts), code, len(to_storage_bytes(text)), added)
 
     def index_file(
@@ -1478,6 +1537,55 @@ class Store:
             file_path=backing_path(p, k),
             content_hash=sha256_text(text),
         )
+
+    def merge_index(self, *, full: bool = False) -> MergeReport:
+        """Merge each FTS table's index into one segment (FTS5's
+        ``optimize``, both tables in one transaction), as context-mode does
+        every 50 inserted sources and on close. A table already in one
+        segment is left alone. Unless ``full``, a table is merged only when
+        that is cheap or due (:data:`MERGE_ALWAYS_PAGES`,
+        :data:`MERGE_SHARE`): what an indexing run calls at its end.
+
+        Raises:
+            ReadOnlyStoreError: the store is read-only (nothing is written
+                to a store rankscope did not create).
+            StoreError: the store cannot be written.
+        """
+        self._require_writable()
+        start = time.perf_counter()
+        with sqlite_errors(self.path, "write to"), self.lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                plan: list[tuple[str, Structure | None, bool]] = []
+                for table in FTS_TABLES:
+                    s = read_structure(conn, table)
+                    due = s is not None and s.count > 1
+                    if due and not full and s is not None:
+                        due = s.pages <= MERGE_ALWAYS_PAGES or s.outside_largest >= MERGE_SHARE * s.pages
+                    if due:
+                        optimize(conn, table)
+                    plan.append((table, s, due))
+                tables = []
+                for table, s, due in plan:
+                    after = read_structure(conn, table) if due else s
+                    tables.append(TableMerge(table, s.count if s else None, after.count if after else None, due))
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+            if all(t.after is None or t.after <= 1 for t in tables):
+                self._rows_since_merge = 0
+                self._rows_at_merge = indexed_rows(conn, FTS_TABLES[0])
+        return MergeReport(tuple(tables), elapsed_ms(start))
+
+    @_reads
+    def index_segments(self, conn: sql.Connection | None = None) -> dict[str, Structure | None]:
+        """Each FTS table's index structure (:mod:`engine.store.segments`), by
+        table name; ``None`` for a table whose structure record cannot be
+        read. Read-only."""
+        c = conn or self.conn
+        return {table: read_structure(c, table) for table in FTS_TABLES}
 
     def delete_label(self, label: str) -> int:
         """Remove a label's chunks and source row in one transaction; returns chunks removed.

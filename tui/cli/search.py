@@ -157,6 +157,13 @@ def _print_index_report(report, db: Path) -> None:
         markup=False,
         highlight=False,
     )
+    if report.merge is not None and report.merge.merged:
+        done = ", ".join(f"{t.table} {t.before} → {t.after}" for t in report.merge.tables if t.merged)
+        console.print(
+            f"merged the FTS5 index segments ({done}) in {report.merge.elapsed_ms / 1000:.2f} s",
+            markup=False,
+            highlight=False,
+        )
     skipped = report.not_indexed
     if skipped:
         kinds = {"too-large": f"over {report.max_file_bytes} bytes"}

@@ -442,6 +442,10 @@ def describe_report(report: DoctorReport, label: str = "") -> Description:
             f"{report.schema} · {report.sources} sources · {report.chunks} chunks · "
             f"trigram rows {report.trigram_rows} · vocabulary {vocab}"
         )
+        if report.segments:
+            stats += " · index segments " + ", ".join(
+                f"{table} {'?' if n is None else n}" for table, n in report.segments
+            )
     blocks: list[Line | Table] = [
         line(Span(label or report.path or "(in memory)", "strong")),
         line(Span(stats, "dim")),
