@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from engine.store import sql
 from engine.pipeline.query import porter_words, sanitize_porter, sanitize_trigram
-from engine.pipeline.stages.retrieve import TABLES
+from engine.pipeline.stages.retrieve import highlight_row
 from engine.pipeline.trace import RetrieverRun
 from engine.store.store import sqlite_errors
 
@@ -190,12 +190,9 @@ def match_spans(store: "Store", query: str, rowid: int, conn: sql.Connection | N
             spans[name] = ()
             if not match or not content:
                 continue
-            t = TABLES[name]
-            hit = c.execute(
-                f"SELECT highlight({t}, 1, char(2), char(3)) FROM {t} WHERE {t} MATCH ? AND rowid = ?", (match, rowid)
-            ).fetchone()
-            if hit is not None and hit[0] is not None:
-                spans[name] = marked_spans(hit[0], content)
+            marked = highlight_row(c, name, match, rowid)
+            if marked is not None:
+                spans[name] = marked_spans(marked, content)
     return MatchSpans(rowid, content, spans["porter"], spans["trigram"])
 
 

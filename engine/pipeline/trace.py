@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.pipeline.empty_reasons import EmptyPart, empty_sentence
+from engine.pipeline.marks import Highlight, text_of
 from engine.pipeline.stages.fuzzy_reasons import reason_sentence
 from engine.pipeline.words import filter_words
 from engine.js.strings import undecodable
@@ -176,7 +177,10 @@ class Hit:
         content_type: ``"code"`` or ``"prose"``.
         session_id: attribution session id (``""`` when unattributed).
         bm25: raw ``bm25(table, 5.0, 1.0)`` (negative; lower is better).
-        highlighted: content with matches wrapped in ``\\x02`` ... ``\\x03``.
+        marked: FTS5's ``highlight(table, 1, char(2), char(3))`` of the
+            content, or a :class:`engine.pipeline.marks.Highlight` that
+            computes it when first asked (a long content, or a top-k row):
+            read it as :attr:`highlighted`.
     """
 
     rank: int
@@ -187,7 +191,12 @@ class Hit:
     content_type: str
     session_id: str
     bm25: float
-    highlighted: str
+    marked: str | Highlight
+
+    @property
+    def highlighted(self) -> str:
+        """The content with matches wrapped in ``\\x02`` ... ``\\x03``."""
+        return text_of(self.marked)
 
     @property
     def key(self) -> str:
@@ -265,8 +274,9 @@ class Candidate:
 
     Attributes:
         key: fusion key (``source::title``, or ``#rowid`` in the rowid variant).
-        rowid, source, title, content, content_type, session_id, highlighted:
-            the *kept* row: the first one seen (Porter run first).
+        rowid, source, title, content, content_type, session_id, marked:
+            the *kept* row: the first one seen (Porter run first);
+            ``marked`` as :attr:`Hit.marked` (read :attr:`highlighted`).
         score: summed RRF score (sum of ``contributions`` in order).
         porter_rank / trigram_rank: first 1-based position of the key in each
             run, or ``None`` when absent.
@@ -282,12 +292,17 @@ class Candidate:
     content: str
     content_type: str
     session_id: str
-    highlighted: str
+    marked: str | Highlight
     score: float
     porter_rank: int | None
     trigram_rank: int | None
     contributions: tuple[Contribution, ...]
     merged_rowids: tuple[int, ...] = ()
+
+    @property
+    def highlighted(self) -> str:
+        """The content with matches wrapped in ``\\x02`` ... ``\\x03``."""
+        return text_of(self.marked)
 
     @property
     def key_collision(self) -> bool:

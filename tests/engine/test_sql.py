@@ -34,7 +34,7 @@ def test_memory_statistics_are_off_as_in_better_sqlite3():
 
     code = (
         "import apsw\n"
-        "from engine import sql\n"
+        "from engine.store import sql\n"
         "c = sql.connect(':memory:')\n"
         "c.execute(\"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')\")\n"
         "c.execute(\"INSERT INTO t VALUES ('rankscope')\")\n"

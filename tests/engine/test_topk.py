@@ -13,6 +13,7 @@ import pytest
 
 from engine import SearchParams, Store, search, trace_to_dict
 from engine.store import sql
+from engine.pipeline import marks
 from engine.pipeline.stages import topk
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
 from engine.pipeline.stages.retrieve import headline, retrieve
@@ -169,7 +170,7 @@ def test_highlight_equals_fts5(content, query, forced):
             inst = sorted(
                 (p, len(ph)) for ph in phrases for p in range(len(toks)) if ph and tuple(toks[p : p + len(ph)]) == ph
             )
-            assert topk.highlight(tok, text, inst) == (want or b""), (t, rowid)
+            assert marks.highlight(tok, text, inst) == (want or b""), (t, rowid)
 
 
 def test_varints():

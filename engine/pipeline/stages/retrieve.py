@@ -5,7 +5,10 @@ label, ordered by ``bm25(table, 5.0, 1.0)`` ascending (title weight 5,
 content weight 1; FTS5 ranks are negative), limited to the candidate count,
 and returns ``highlight(table, 1, char(2), char(3))`` of the content. FTS5
 itself orders the matches (:func:`build_sql`), so only the rows returned are
-joined and highlighted.
+joined and highlighted; a content longer than
+:data:`engine.pipeline.marks.SQL_MAX_BYTES` is highlighted only when a view
+shows it (:class:`engine.pipeline.marks.Marks`: FTS5's own highlight costs
+time quadratic in such a row's matches).
 Optional filters run in SQL: source label (``LIKE '%label%'`` with ``\\``,
 ``%`` and ``_`` escaped, ``ESCAPE '\\'``; or ``=`` in exact mode) and content
 type. All values are bound parameters.
@@ -32,6 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from engine.store import sql
+from engine.pipeline import marks
 from engine.pipeline.stages import topk
 from engine.pipeline.trace import Exit, Hit, RetrieverRun, SearchParams
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
@@ -85,6 +89,7 @@ def build_sql(
     content_type: str | None,
     *,
     reference: bool = False,
+    highlight_max: int | None = None,
 ) -> tuple[str, list[str]]:
     """SQL for one retriever and the names of its parameters in order.
 
@@ -97,6 +102,9 @@ def build_sql(
     joins, filters and highlights rows in that order only until ``LIMIT``
     rows passed. Same rows, same order (ties in rowid order in both), same
     values; at 100,000 chunks about a third less time (docs/performance.md).
+
+    ``highlight_max`` (bytes) leaves ``highlighted`` ``NULL`` for a content
+    longer than that (:mod:`engine.pipeline.marks` highlights it when shown).
 
     Returns:
         ``(sql, param_names)`` where names are drawn from ``match``,
@@ -120,9 +128,12 @@ def build_sql(
     names.append("limit")
     x = sql.text
     rank, order = (f"bm25({t}, 5.0, 1.0)", "rank") if reference else (f"{t}.rank", f"{t}.rank")
+    marked = x(f"highlight({t}, 1, char(2), char(3))")
+    if highlight_max is not None:
+        marked = f"CASE WHEN length({x(t + '.content')}) > {int(highlight_max)} THEN NULL ELSE {marked} END"
     statement = (
         f"SELECT {t}.rowid, {x(t + '.title')}, {x(t + '.content')}, {t}.content_type, {x('sources.label')}, "
-        f"{rank} AS rank, {x(f'highlight({t}, 1, char(2), char(3))')} AS highlighted, {x(session)} "
+        f"{rank} AS rank, {marked} AS highlighted, {x(session)} "
         f"FROM {t} JOIN sources ON sources.id = {t}.source_id "
         f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
     )
@@ -180,7 +191,10 @@ def retrieve(
             if not is_query_error(exc):
                 raise
             ranking = (("declined", "error"),)  # FTS5's own statement below records the error
-    statement, names = build_sql(retriever, schema, source, source_match, content_type)
+    spec = _highlight_spec(conn, TABLES[retriever], sanitized)
+    statement, names = build_sql(
+        retriever, schema, source, source_match, content_type, highlight_max=marks.SQL_MAX_BYTES if spec else None
+    )
     values = {
         "match": sanitized,
         "source": source if source_match == "exact" else like_pattern(source or ""),
@@ -206,6 +220,15 @@ def retrieve(
             elapsed_ms=elapsed_ms(start),
         )
     dec = sql.decode
+    phrases = tuple(topk.phrases_of(sanitized) or ()) if spec else ()
+
+    def marked(r: tuple) -> str | marks.Marks:
+        if r[6] is not None:
+            return dec(r[6]) or ""
+        if spec and r[2] is not None and len(r[2]) > marks.SQL_MAX_BYTES:
+            return marks.Marks(spec, bytes(r[2]), phrases)
+        return ""
+
     hits = tuple(
         Hit(
             rank=i + 1,
@@ -216,11 +239,56 @@ def retrieve(
             content_type=r[3] if r[3] is not None else "prose",
             session_id=dec(r[7]) if r[7] is not None else "",
             bm25=float(r[5]),
-            highlighted=dec(r[6]) if r[6] is not None else "",
+            marked=marked(r),
         )
         for i, r in enumerate(rows)
     )
     return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start), ranking=ranking)
+
+
+def highlight_row(conn: sql.Connection, retriever: str, match: str, rowid: int) -> str | None:
+    """``highlight(t, 1, char(2), char(3))`` of row ``rowid`` for the
+    sanitised ``match`` in retriever ``retriever``'s table (FTS5's own for a
+    short content, :class:`engine.pipeline.marks.Marks` for a long one), or
+    ``None`` when the row does not match.
+
+    Raises:
+        engine.store.sql.Error: the store cannot be read, or ``match`` is not valid FTS5.
+    """
+    t = TABLES[retriever]
+    spec = _highlight_spec(conn, t, match)
+    x = sql.text
+    marked = x(f"highlight({t}, 1, char(2), char(3))")
+    if spec:
+        marked = f"CASE WHEN length({x(t + '.content')}) > {marks.SQL_MAX_BYTES} THEN NULL ELSE {marked} END"
+    row = conn.execute(
+        f"SELECT {x(t + '.content')}, {marked} FROM {t} WHERE {t} MATCH ? AND rowid = ?", (match, rowid)
+    ).fetchone()
+    if row is None:
+        return None
+    if row[1] is not None:
+        return sql.decode(row[1]) or ""
+    if spec and row[0] is not None and len(row[0]) > marks.SQL_MAX_BYTES:
+        return marks.Marks(spec, bytes(row[0]), tuple(topk.phrases_of(match) or ())).text()
+    return ""
+
+
+def _highlight_spec(conn: sql.Connection, table: str, match: str) -> tuple[str, ...] | None:
+    """The table's tokenizer when :class:`engine.pipeline.marks.Marks` can
+    highlight its long contents for ``match`` exactly (an OR of quoted
+    phrases, a tokenizer that loads on a private connection, no FTS5
+    option that changes matching); else ``None``: FTS5 highlights every row."""
+    if topk.phrases_of(match) is None:
+        return None
+    try:
+        spec = topk.tokenizer_spec(conn, table)
+    except topk.Declined:
+        return None
+    except sql.Error as exc:
+        if not is_query_error(exc):
+            raise
+        return None
+    return spec if marks.loadable(spec) else None
 
 
 #: An FTS5 ranking of at least this many phrase matches in all (counted by
@@ -413,7 +481,7 @@ def _retrieve_top_k(
                 content_type=r[3] if r[3] is not None else "prose",
                 session_id=dec(r[5]) if r[5] is not None else "",
                 bm25=row.bm25,
-                highlighted=dec(row.highlighted) if r[2] is not None else "",
+                marked=row.marks if r[2] is not None else "",
             )
         )
     facts: tuple[tuple[str, object], ...] = (
