@@ -10,7 +10,6 @@ import typer
 
 from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
 from engine.pipeline.words import plural
-from engine.lab.compare import params_for_entry
 from engine.store.corpus import index_paths, load_sessions_map
 from engine.files.reading import InputFileError, load_json_input
 from engine.js.strings import undecodable
@@ -358,6 +357,8 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
     """SearchParams from one query-file entry (defaults: limit 3, like; see
     :func:`engine.lab.compare.params_for_entry`), turning ValueError into CliError."""
     try:
+        from engine.lab.compare import params_for_entry  # batch only: search does not load the lab
+
         return params_for_entry(entry, Variant(), index)
     except ValueError as exc:
         fail(str(exc))
