@@ -179,7 +179,7 @@ def cli_wall(db: str, query: str) -> float:
     """Seconds for ``rankscope search QUERY --db DB`` as a fresh process."""
     t0 = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "tui.cli.main", "search", query, "--db", db],
+        [sys.executable, "-m", "tui.cli", "search", query, "--db", db],
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
