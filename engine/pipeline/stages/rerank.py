@@ -19,7 +19,10 @@ As the ``rerank`` pass stage (:data:`HOOKS`) it reorders and drops nothing.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
+from functools import partial
 from itertools import accumulate
+from operator import add, sub
 
 from engine.js.strings import js_to_lower, utf16_units
 from engine.pipeline.trace import Candidate, RerankEntry, RerankStage, SearchParams
@@ -52,41 +55,81 @@ def find_all_positions(text: str, term: str) -> list[int]:
     return out
 
 
+#: Up to this many terms besides the rarest, :func:`min_span` tries every
+#: left/right choice at once for all anchors (2 ** n passes in C); more
+#: terms go anchor by anchor.
+SPAN_COMBINATIONS_MAX = 5
+
+
 def min_span(position_lists: list[list[int]]) -> float:
     """Smallest window (first start to last start) holding one position of
-    every list (each ascending); ``inf`` for no lists, 0 for one. Two lists:
-    the smallest distance between a position of one and the nearest of the
-    other (found by bisection); more: a sweep advancing the list at the
-    current minimum."""
+    every list (each ascending); ``inf`` for no lists or an empty one, 0
+    for one list.
+
+    A window holding one position ``a`` of the shortest list holds, for
+    every other list, its nearest position at or before ``a`` or its
+    nearest at or after ``a`` (whichever side it holds a position on, the
+    nearest one there is in the window too). So the smallest window is the
+    smallest, over every ``a`` and every choice of side per list, of the
+    farthest left neighbour taken plus the farthest right one: work in the
+    shortest list's length times the choices, done in C (``map``,
+    ``bisect``) rather than a step per position (a 10 MB chunk holds
+    hundreds of thousands). The value equals the reference's sweep."""
     if not position_lists:
         return float("inf")
     if len(position_lists) == 1:
         return 0
-    if len(position_lists) == 2:
-        short, long_ = sorted(position_lists, key=len)
-        best2: float = float("inf")
-        last = len(long_) - 1
-        for p in short:
-            i = bisect_left(long_, p)
-            if i <= last and long_[i] - p < best2:
-                best2 = long_[i] - p
-            if i and p - long_[i - 1] < best2:
-                best2 = p - long_[i - 1]
-        return best2
-    ptrs = [0] * len(position_lists)
-    best = float("inf")
-    while True:
-        cur_min, cur_max, min_idx = float("inf"), float("-inf"), 0
-        for i, lst in enumerate(position_lists):
-            val = lst[ptrs[i]]
-            if val < cur_min:
-                cur_min, min_idx = val, i
-            if val > cur_max:
-                cur_max = val
-        best = min(best, cur_max - cur_min)
-        ptrs[min_idx] += 1
-        if ptrs[min_idx] >= len(position_lists[min_idx]):
-            return best
+    order = sorted(range(len(position_lists)), key=lambda i: len(position_lists[i]))
+    anchor = position_lists[order[0]]
+    others = [position_lists[i] for i in order[1:]]
+    if not anchor or not all(others):
+        return float("inf")
+    lefts: list[list[int]] = []
+    rights: list[list[int]] = []
+    for other in others:
+        padded = [-_FAR, *other, _FAR]  # int sentinels: comparisons stay int to int
+        at = list(map(partial(bisect_left, padded), anchor))  # first position >= a (index in padded, >= 1)
+        rights.append(list(map(sub, map(padded.__getitem__, at), anchor)))
+        lefts.append(list(map(sub, anchor, map(padded.__getitem__, map((-1).__add__, at)))))
+    n = len(others)
+    if n > SPAN_COMBINATIONS_MAX:
+        best = _span_anchor_by_anchor(lefts, rights)
+    else:
+        best = _FAR
+        for mask in range(1 << n):  # bit j: list j takes its left neighbour
+            taken_left = [lefts[j] for j in range(n) if mask >> j & 1]
+            taken_right = [rights[j] for j in range(n) if not mask >> j & 1]
+            sides = [_farthest(taken) for taken in (taken_left, taken_right) if taken]
+            found = min(sides[0] if len(sides) == 1 else map(add, *sides))
+            if found < best:
+                best = found
+    return best if best < _FAR else float("inf")
+
+
+#: Beyond any position (a missing neighbour is this far away).
+_FAR = 1 << 62
+
+
+def _farthest(columns: list[list[int]]) -> Iterable[int]:
+    """Per anchor, the largest of the ``columns``' values."""
+    return columns[0] if len(columns) == 1 else map(max, *columns)
+
+
+def _span_anchor_by_anchor(lefts: list[list[int]], rights: list[list[int]]) -> int:
+    """:func:`min_span` for many lists: per anchor, the left neighbour for
+    the lists whose left one is nearest and the right one for the rest (the
+    best choice is such a split)."""
+    best = _FAR
+    for sides in zip(*(zip(ls, rs) for ls, rs in zip(lefts, rights))):
+        ordered = sorted(sides)
+        rights_after = [0] * (len(ordered) + 1)
+        for t in range(len(ordered) - 1, -1, -1):
+            rights_after[t] = max(rights_after[t + 1], ordered[t][1])
+        span = rights_after[0]
+        for t, (left, _) in enumerate(ordered):
+            span = min(span, left + rights_after[t + 1])
+        best = min(best, span)
+    return best
 
 
 def count_adjacent_pairs(position_lists: list[list[int]], terms: list[str], gap: int = PHRASE_GAP) -> int:
