@@ -238,6 +238,55 @@ def measure(store: Store, ref: Reference, queries: Sequence[BenchQuery], side: S
             side.differing.append(label)
 
 
+#: The queries of the cold-start comparison (one process per search).
+COLD_QUERIES = ("npm publish", "workspaces", "--save-dev", "how do I publish a scoped package publicly")
+
+
+def cold_start(package: Path, ours_db: str, ref_db: str, rounds: int, say: Say) -> tuple[list[float], list[float]]:
+    """Wall clock (s) of one search as a fresh process on each side,
+    alternating: ``rankscope search Q --db DB`` (its output to
+    ``/dev/null``) against ``node`` running the reference driver for one
+    query (Node's start, loading context-mode and better-sqlite3, opening
+    the store, the search). Returns ``(rankscope, reference)``."""
+    ours: list[float] = []
+    ref: list[float] = []
+    node, store_js = _node(), str(_store_js(package))
+    for i in range(rounds):
+        for j, q in enumerate(COLD_QUERIES):
+
+            def run_ours(q: str = q) -> None:
+                t0 = time.perf_counter()
+                subprocess.run(
+                    [sys.executable, "-m", "tui.cli", "search", q, "--db", ours_db],
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                ours.append(time.perf_counter() - t0)
+
+            def run_ref(q: str = q) -> None:
+                t0 = time.perf_counter()
+                subprocess.run(
+                    [node, str(DRIVER), store_js, ref_db],
+                    input=json.dumps({"query": q, "limit": 3}) + "\n",
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                    text=True,
+                )
+                ref.append(time.perf_counter() - t0)
+
+            for run in (run_ours, run_ref) if (i + j) % 2 == 0 else (run_ref, run_ours):
+                run()
+    o50, r50 = percentile(ours, 50), percentile(ref, 50)
+    say(
+        f"  one search as a fresh process ({len(ours)} each, {', '.join(repr(q) for q in COLD_QUERIES)}): "
+        f"rankscope search p50 {o50 * 1000:,.0f} ms (max {max(ours) * 1000:,.0f}), reference node process p50 "
+        f"{r50 * 1000:,.0f} ms (max {max(ref) * 1000:,.0f}); {'met' if o50 < r50 else 'NOT met'} "
+        "(issue 25: rankscope faster)"
+    )
+    return ours, ref
+
+
 def goal_ratio(chunks: int) -> float:
     """The ratio (reference ÷ rankscope) issue 25 asks for at this size."""
     return 1.0 if chunks < SMALL_STORE else 2.0
@@ -364,6 +413,7 @@ def run_size(
     docs: list[npm_docs.DocFile],
     workdir: str | None,
     sets: Sequence[str] = QUERY_SETS,
+    cold: int = 0,
 ) -> list[SideBySide]:
     """Build (or reuse from ``keep_dir``) both sides' npm-docs stores of
     ``target`` chunks, measure both sides on copies of them, query set by
@@ -407,6 +457,8 @@ def run_size(
                 ref.close()
         finally:
             store.close()
+        if cold:
+            cold_start(package, ours_db, ref_db, cold, say)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return sides
@@ -427,6 +479,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sets",
         default=",".join(QUERY_SETS),
         help="comma-separated query sets to run, of heavy and light (default %(default)s)",
+    )
+    ap.add_argument(
+        "--cold",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"also time N rounds of {len(COLD_QUERIES)} searches as fresh processes on each side (default 0)",
     )
     ap.add_argument("--keep", default=None, metavar="DIR", help="reuse (or keep) both sides' built stores in DIR")
     ap.add_argument("--tmpdir", default=None, help="folder for the store copies (default: the system temp dir)")
@@ -464,6 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 docs=docs,
                 workdir=args.tmpdir,
                 sets=sets,
+                cold=args.cold,
             )
     except ReferenceError_ as exc:
         print(f"python -m benchmarks.versus: error: {exc}", file=sys.stderr)
