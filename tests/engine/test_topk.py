@@ -69,7 +69,13 @@ def table():
 @pytest.fixture
 def forced(monkeypatch):
     """Try top-k on every query, whatever the table's size or the saving."""
-    for name, value in (("MIN_ROWS", 0), ("MIN_MATCHES", 0), ("SEED_SHARE_MAX", 1.0), ("RARE_SHARE_MAX", 1.0)):
+    for name, value in (
+        ("MIN_ROWS", 0),
+        ("MIN_MATCHES", 0),
+        ("SEED_SHARE_MAX", 1.0),
+        ("RARE_SHARE_MAX", 1.0),
+        ("WALK_MIN_TEXTS", 10**9),
+    ):
         monkeypatch.setattr(topk, name, value)
 
 

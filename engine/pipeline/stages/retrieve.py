@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from engine.store import sql
 from engine.pipeline import marks
+from engine.pipeline.marks import text_of
 from engine.pipeline.stages import topk
 from engine.pipeline.trace import Exit, Hit, RetrieverRun, SearchParams
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
@@ -191,7 +192,7 @@ def retrieve(
             if not is_query_error(exc):
                 raise
             ranking = (("declined", "error"),)  # FTS5's own statement below records the error
-    spec = _highlight_spec(conn, TABLES[retriever], sanitized)
+    spec = _highlight_spec(conn, TABLES[retriever])
     statement, names = build_sql(
         retriever, schema, source, source_match, content_type, highlight_max=marks.SQL_MAX_BYTES if spec else None
     )
@@ -220,13 +221,12 @@ def retrieve(
             elapsed_ms=elapsed_ms(start),
         )
     dec = sql.decode
-    phrases = tuple(topk.phrases_of(sanitized) or ()) if spec else ()
 
     def marked(r: tuple) -> str | marks.Marks:
         if r[6] is not None:
             return dec(r[6]) or ""
         if spec and r[2] is not None and len(r[2]) > marks.SQL_MAX_BYTES:
-            return marks.Marks(spec, bytes(r[2]), phrases)
+            return _long_marks(conn, retriever, sanitized, int(r[0]), spec, bytes(r[2]))
         return ""
 
     hits = tuple(
@@ -256,7 +256,7 @@ def highlight_row(conn: sql.Connection, retriever: str, match: str, rowid: int) 
         engine.store.sql.Error: the store cannot be read, or ``match`` is not valid FTS5.
     """
     t = TABLES[retriever]
-    spec = _highlight_spec(conn, t, match)
+    spec = _highlight_spec(conn, t)
     x = sql.text
     marked = x(f"highlight({t}, 1, char(2), char(3))")
     if spec:
@@ -269,26 +269,48 @@ def highlight_row(conn: sql.Connection, retriever: str, match: str, rowid: int) 
     if row[1] is not None:
         return sql.decode(row[1]) or ""
     if spec and row[0] is not None and len(row[0]) > marks.SQL_MAX_BYTES:
-        return marks.Marks(spec, bytes(row[0]), tuple(topk.phrases_of(match) or ())).text()
+        return text_of(_long_marks(conn, retriever, match, rowid, spec, bytes(row[0])))
     return ""
 
 
-def _highlight_spec(conn: sql.Connection, table: str, match: str) -> tuple[str, ...] | None:
+def _long_marks(
+    conn: sql.Connection, retriever: str, match: str, rowid: int, spec: tuple[str, ...], content: bytes
+) -> str | marks.Marks:
+    """The highlight of a content over :data:`engine.pipeline.marks.SQL_MAX_BYTES`:
+    a :class:`~engine.pipeline.marks.Marks` for an OR of quoted phrases (what
+    the sanitisers write), else FTS5's own, now."""
+    phrases = topk.phrases_of(match)
+    if phrases is not None:
+        return marks.Marks(spec, content, tuple(phrases))
+    t = TABLES[retriever]
+    row = conn.execute(
+        f"SELECT {sql.text(f'highlight({t}, 1, char(2), char(3))')} FROM {t} WHERE {t} MATCH ? AND rowid = ?",
+        (match, rowid),
+    ).fetchone()
+    return (sql.decode(row[0]) or "") if row is not None else ""
+
+
+def _highlight_spec(conn: sql.Connection, table: str) -> tuple[str, ...] | None:
     """The table's tokenizer when :class:`engine.pipeline.marks.Marks` can
-    highlight its long contents for ``match`` exactly (an OR of quoted
-    phrases, a tokenizer that loads on a private connection, no FTS5
-    option that changes matching); else ``None``: FTS5 highlights every row."""
-    if topk.phrases_of(match) is None:
-        return None
+    highlight its long contents exactly (a tokenizer that loads on a
+    private connection, no FTS5 option that changes matching); else
+    ``None``: FTS5 highlights every row. Cached per connection and table."""
+    cache = conn.__dict__.setdefault("_rankscope_highlight_specs", {})
+    if table in cache:
+        found: tuple[str, ...] | None = cache[table]
+        return found
     try:
-        spec = topk.tokenizer_spec(conn, table)
+        spec: tuple[str, ...] | None = topk.tokenizer_spec(conn, table)
     except topk.Declined:
-        return None
+        spec = None
     except sql.Error as exc:
         if not is_query_error(exc):
             raise
         return None
-    return spec if marks.loadable(spec) else None
+    if spec is not None and not marks.loadable(spec):
+        spec = None
+    cache[table] = spec
+    return spec
 
 
 #: An FTS5 ranking of at least this many phrase matches in all (counted by
