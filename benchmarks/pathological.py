@@ -152,7 +152,7 @@ def measure(db: str, queries: Sequence[str], rounds: int, say) -> list[float]:
     every: list[float] = []
     notes = []
     with Store.open_readonly(db) as store:
-        say(f"  {store.stats()['chunks']:,} chunks")
+        say(f"  {store.stats().chunks:,} chunks")
         for q in queries:
             times = []
             trace = None

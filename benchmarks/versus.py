@@ -442,7 +442,7 @@ def run_size(
         try:
             ref = Reference(package, ref_db)
             try:
-                chunks = store.stats()["chunks"]
+                chunks = store.stats().chunks
                 segments = {t: (s.count if s else None) for t, s in store.index_segments().items()}
                 say(
                     f"  {chunks:,} chunks · reference: context-mode ContentStore, Node {ref.node}, SQLite {ref.sqlite} "

@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from engine import CorruptStoreError, SearchParams, Store, search
 from engine.lab.doctor import check_integrity, diagnose
+from engine.store.indexing import kind_for_path
 from tui.cli import app, main
 
 from .conftest import SAMPLE_CORPUS
@@ -59,7 +60,8 @@ def truncated(sample_db: Path, folder: Path) -> Path:
     path = folder / "truncated.db"
     with Store.create(path) as s:
         for f in sorted(p for p in SAMPLE_CORPUS.rglob("*") if p.is_file() and p.name != "_sessions.json"):
-            s.index_file(f, f.relative_to(SAMPLE_CORPUS).as_posix())
+            kind = kind_for_path(f)
+            s.index_text(f.relative_to(SAMPLE_CORPUS).as_posix(), f.read_text(encoding="utf-8"), kind)
     os.truncate(path, os.path.getsize(path) - 536)
     return path
 

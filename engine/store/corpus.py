@@ -29,8 +29,9 @@ Walking real folders:
 Each file is stored in one transaction (:meth:`Store.index_text`), so
 interrupting a run (Ctrl-C) leaves every label either as it was or fully
 replaced. A run that wrote anything ends by merging the FTS5 indexes
-(:meth:`Store.merge_index`), as context-mode does when its store closes. Incremental runs re-index only files whose SHA-256 changed and
-remove labels whose file disappeared from a folder indexed again.
+(:meth:`Store.merge_index`), as context-mode does when its store closes.
+Incremental runs re-index only files whose SHA-256 changed and remove
+labels whose file disappeared from a folder indexed again.
 """
 
 from __future__ import annotations
@@ -45,16 +46,10 @@ from engine.store import sql
 from engine.files.reading import load_json_input
 from engine.js.strings import decode_utf8_like_node, to_storage_bytes
 from engine.js.strings import undecodable
-from engine.store.store import (
-    IndexResult,
-    MergeReport,
-    ReadOnlyStoreError,
-    Store,
-    backing_path,
-    kind_for_path,
-    sha256_text,
-    sqlite_errors,
-)
+from engine.store.errors import ReadOnlyStoreError, sqlite_errors
+from engine.store.freshness import sha256_text
+from engine.store.indexing import IndexResult, MergeReport, backing_path, kind_for_path
+from engine.store.store import Store
 
 #: Name of the sessions map inside a corpus folder (read, never indexed).
 SESSIONS_FILE = "_sessions.json"

@@ -30,6 +30,19 @@ STRUCTURE_ROWID = 10
 _V2 = b"\xff\x00\x00\x01"
 
 
+@dataclass
+class MergeCounter:
+    """What a writable store's handle wrote since its last full merge.
+
+    Attributes:
+        rows_since: chunks written since then.
+        rows_at: the chunks the store held then (``None``: not read yet).
+    """
+
+    rows_since: int = 0
+    rows_at: int | None = None
+
+
 @dataclass(frozen=True)
 class Segment:
     """One b-tree of an FTS5 index.

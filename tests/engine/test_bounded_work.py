@@ -61,18 +61,18 @@ def _fts5_highlight(conn: sql.Connection, table: str, match: str, rowid: int) ->
 
 
 def test_a_long_content_is_highlighted_only_when_shown_and_exactly(big_store):
-    big = next(c for c in big_store.iter_chunks() if c["source"] == "relay.md")
-    assert len(big["content"].encode()) > marks.SQL_MAX_BYTES
+    big = next(c for c in big_store.iter_chunks() if c.source == "relay.md")
+    assert big.content is not None and len(big.content.encode()) > marks.SQL_MAX_BYTES
     for name, sanitize, table in (
         ("porter", sanitize_porter, "chunks"),
         ("trigram", sanitize_trigram, "chunks_trigram"),
     ):
         run = retrieve(big_store.conn, big_store.schema, name, "quorum relay", 10)
-        long_hit = next(h for h in run.hits if h.rowid == big["rowid"])
-        short_hit = next(h for h in run.hits if h.rowid != big["rowid"])
+        long_hit = next(h for h in run.hits if h.rowid == big.rowid)
+        short_hit = next(h for h in run.hits if h.rowid != big.rowid)
         assert isinstance(long_hit.marked, Marks) and not long_hit.marked.computed  # not computed by the search
         assert isinstance(short_hit.marked, str) and "\x02" in short_hit.marked  # FTS5's own, in the statement
-        want = _fts5_highlight(big_store.conn, table, sanitize("quorum relay", "OR"), big["rowid"])
+        want = _fts5_highlight(big_store.conn, table, sanitize("quorum relay", "OR"), big.rowid)
         assert long_hit.highlighted == want and long_hit.marked.computed  # computed when asked, FTS5's bytes
         assert long_hit.highlighted.count("\x02") > 1000
 
@@ -86,8 +86,8 @@ def test_the_final_candidate_carries_the_lazy_highlight_to_the_agent_snippet(big
 
 
 def test_match_spans_of_a_long_chunk_are_fts5s(big_store):
-    big = next(c for c in big_store.iter_chunks() if c["source"] == "relay.md")
-    spans = match_spans(big_store, "quorum relay", big["rowid"])
+    big = next(c for c in big_store.iter_chunks() if c.source == "relay.md")
+    spans = match_spans(big_store, "quorum relay", big.rowid)
     assert len(spans.porter) > 1000 and len(spans.trigram) >= len(spans.porter)
 
 
@@ -141,7 +141,7 @@ def test_top_k_declines_a_walk_its_bound_cannot_shorten(monkeypatch):
     monkeypatch.setattr(topk, "MIN_MATCHES", 0)
     store = _log_store(12_000)
     conn = store.conn
-    n = store.stats()["chunks"]
+    n = store.stats().chunks
     assert n >= 600
     match = sanitize_porter("info request", "OR")
     with pytest.raises(topk.Declined) as declined:

@@ -141,7 +141,7 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
     store = Store.open_readonly(db)  # opened before the writer starts
     try:
         assert store.read_mode == ("live" if kind == "delete" else "immutable")
-        sources_before = store.stats()["sources"]
+        sources_before = store.stats().sources
         first_row = store.conn.execute("SELECT min(rowid) FROM chunks").fetchone()[0]
         writer = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(db), kind, str(stop), str(WRITER_MAX_COMMITS)],
@@ -192,7 +192,7 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
         assert api_runs == API_SEARCHES and cli_runs == CLI_SEARCHES
         assert writer_alive, "the writer stopped before the searches ended: raise WRITER_MAX_COMMITS"
         # After the writer is gone, the long-lived store reads everything it wrote.
-        assert store.stats()["sources"] == sources_before + wrote
+        assert store.stats().sources == sources_before + wrote
         top = search(store, SearchParams(f"zeppelin writer entry {wrote - 1}", limit=3)).final
         assert top and top[0].candidate.source == f"writer-{wrote - 1}.md"
     finally:
@@ -245,7 +245,7 @@ def test_leftover_wal_without_shm_creates_nothing(tmp_path, read_only_folder):
                 trace = search(store, SearchParams("zeppelin", limit=3))
                 assert _clean(trace) is None
                 assert trace.final[0].candidate.source == "late.md"  # the WAL's commit is read
-            assert store.stats()["sources"] == 12
+            assert store.stats().sources == 12
         finally:
             store.close()
         assert _cli_search(db, "zeppelin") is None
@@ -287,7 +287,7 @@ def test_a_writer_that_starts_after_an_immutable_open_and_exits(tmp_path):
             trace = search(store, SearchParams("zeppelin arrives", limit=50))
             assert _clean(trace) is None
             assert len({r.candidate.source for r in trace.final}) == 30
-        assert store.stats()["sources"] == 11 + 30
+        assert store.stats().sources == 11 + 30
     finally:
         store.close()
 
@@ -298,7 +298,7 @@ def test_a_failure_that_goes_away_is_retried_and_a_stable_one_is_damage(tmp_path
     error of another kind is not retried."""
     import apsw
 
-    from engine.store.store import CorruptStoreError
+    from engine.store.errors import CorruptStoreError
 
     db = tmp_path / "c.db"
     shutil.copy2(MODERN, db)
@@ -340,7 +340,7 @@ def test_why_not_and_doctor_retry_a_read_a_writer_broke(tmp_path, monkeypatch):
 
     import engine.lab.doctor as doctor_mod
     import engine.lab.why as why_mod
-    from engine.store.store import CorruptStoreError
+    from engine.store.errors import CorruptStoreError
 
     db = tmp_path / "c.db"
     shutil.copy2(MODERN, db)

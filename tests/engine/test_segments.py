@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-import engine.store.store as store_module
+import engine.store.indexing as indexing
 from engine import SearchParams, Store, search
 from engine.lab.doctor import diagnose
 from engine.store.corpus import index_paths
@@ -27,7 +27,7 @@ def _unmerged(tmp_path, files: int = 12, words: int = 1) -> Store:
     writes them), with the periodic merge kept off; ``words`` distinct words
     per file make its index larger."""
     store = Store.create(tmp_path / "u.db")
-    store._rows_at_merge = 10**9  # no periodic merge
+    store.connections.merges.rows_at = 10**9  # no periodic merge
     for i in range(files):
         extra = " ".join(f"w{i}x{j}" for j in range(words))
         store.index_text(f"f{i}.md", f"# Title {i}\nword{i} shared text {i} {extra}\n", "markdown")
@@ -75,12 +75,12 @@ def test_a_small_run_on_a_large_merged_index_is_not_rewritten(tmp_path, monkeypa
     store = _unmerged(tmp_path, files=40, words=300)
     try:
         store.merge_index(full=True)
-        monkeypatch.setattr(store_module, "MERGE_ALWAYS_PAGES", 0)  # as if the index were large
+        monkeypatch.setattr(indexing, "MERGE_ALWAYS_PAGES", 0)  # as if the index were large
         store.index_text("new.md", "# New\none more file\n", "markdown")
         report = store.merge_index()
         # the new segment holds far less than MERGE_SHARE of the pages: left for later
         assert not report.merged and _counts(store) == {t: 2 for t in FTS_TABLES}
-        monkeypatch.setattr(store_module, "MERGE_SHARE", 0.0)
+        monkeypatch.setattr(indexing, "MERGE_SHARE", 0.0)
         assert store.merge_index().merged and _counts(store) == {t: 1 for t in FTS_TABLES}
     finally:
         store.close()
@@ -99,16 +99,16 @@ def test_index_run_ends_merged(tmp_path):
 
 
 def test_long_runs_merge_when_the_index_has_doubled(tmp_path, monkeypatch):
-    monkeypatch.setattr(store_module, "MERGE_MIN_ROWS", 4)
+    monkeypatch.setattr(indexing, "MERGE_MIN_ROWS", 4)
     store = Store.create(tmp_path / "s.db")
     merges: list[int] = []
-    real = Store.merge_index
+    real = indexing.merge_index
 
-    def counting(self, *, full=False):
-        merges.append(indexed_rows(self.conn, "chunks"))
-        return real(self, full=full)
+    def counting(conns, *, full=False):
+        merges.append(indexed_rows(conns.conn, "chunks"))
+        return real(conns, full=full)
 
-    monkeypatch.setattr(Store, "merge_index", counting)
+    monkeypatch.setattr(indexing, "merge_index", counting)
     try:
         for i in range(40):
             store.index_text(f"f{i}.md", f"# T{i}\nbody {i}\n", "markdown")  # one chunk each
