@@ -13,7 +13,8 @@ from engine import SearchParams, Store, search
 from engine.lab.doctor import diagnose
 from engine.store.corpus import index_paths
 from engine.store.segments import Segment, Structure, decode_structure, indexed_rows, read_structure
-from engine.store.store import FTS_TABLES, ReadOnlyStoreError
+from engine.store.errors import ReadOnlyStoreError
+from engine.store.schema import FTS_TABLES
 
 from ..conftest import FIXTURES, SAMPLE_CORPUS
 
