@@ -257,7 +257,7 @@ def cold_start(package: Path, ours_db: str, ref_db: str, rounds: int, say: Say) 
             def run_ours(q: str = q) -> None:
                 t0 = time.perf_counter()
                 subprocess.run(
-                    [sys.executable, "-m", "tui.cli", "search", q, "--db", ours_db],
+                    [sys.executable, "-m", "tui.cli", "search", "--db", ours_db, "--", q],
                     check=True,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
