@@ -8,9 +8,8 @@ from typing import List, Optional
 
 import typer
 
-from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
+from engine import SearchParams, Store, StoreError, Variant, search
 from engine.pipeline.words import plural
-from engine.store.corpus import index_paths, load_sessions_map
 from engine.files.reading import InputFileError, load_json_input
 from engine.js.strings import undecodable
 
@@ -61,6 +60,8 @@ def index(
         console.print(safe.line(f"using sessions map {sessions_map}"), markup=False, highlight=False)
     if sessions_map is not None:
         try:
+            from engine.store.corpus import load_sessions_map
+
             sessions = load_sessions_map(sessions_map)
         except ValueError as exc:
             fail(str(exc))
@@ -120,6 +121,8 @@ def index(
             progress.update(task, total=files)
 
         try:
+            from engine.store.corpus import index_paths
+
             report = index_paths(
                 store,
                 paths,
@@ -241,6 +244,8 @@ def search_cmd(
         _print_flow(trace, pins, stems, as_json)
         return
     if as_json:
+        from engine import trace_to_dict
+
         data = trace_to_dict(trace)
         if pin:
             data["pinned"] = [p.to_dict() for p in pins]
@@ -410,6 +415,8 @@ def batch(
         failed = [str(qid) for qid, t in results if retriever_failures(t)]
         if trec_run is not None:
             _write_trec_run(store, results, trec_run, stage, force)
+    from engine import trace_to_dict
+
     traces = [trace_to_dict(t, query_id=qid) for qid, t in results]
     if failed:
         shown = ", ".join(failed[:5]) + (f", … ({len(failed) - 5} more)" if len(failed) > 5 else "")
