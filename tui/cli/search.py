@@ -285,6 +285,8 @@ def _pins(store: Store, trace, specs: list[str]) -> list:
 
 
 def _print_pins(pins: list) -> None:
+    if not pins:
+        return
     from tui.present.pinning import pin_lines
 
     for p in pins:
