@@ -151,11 +151,13 @@ def test_the_fast_position_span_and_pair_counts_equal_the_plain_ones():
     rng = random.Random(4)
     alphabet = "ab c"
     terms_pool = ["a", "ab", "aa", "aba", "b c", "abab", "c", "ba", "aaa"]
-    for _ in range(400):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
-        terms = rng.sample(terms_pool, rng.randint(1, 4))
+    for _ in range(1500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 160)))
+        terms = rng.sample(terms_pool, rng.randint(1, 7))
         positions = [find_all_positions(text, t) for t in terms]
         assert positions == [_positions_one_by_one(text, t) for t in terms], (text, terms)
         if all(positions):
             assert min_span(positions) == _sweep(positions), (text, terms)
-            assert count_adjacent_pairs(positions, terms) == _pairs_one_by_one(positions, terms), (text, terms)
+            for gap in (0, 3, 30):
+                got = count_adjacent_pairs(positions, terms, gap)
+                assert got == _pairs_one_by_one(positions, terms, gap), (text, terms, gap)

@@ -21,8 +21,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 from functools import partial
-from itertools import accumulate
-from operator import add, sub
+from itertools import accumulate, compress
+from operator import add, le, lt, sub
 
 from engine.js.strings import js_to_lower, utf16_units
 from engine.pipeline.trace import Candidate, RerankEntry, RerankStage, SearchParams
@@ -46,7 +46,10 @@ def find_all_positions(text: str, term: str) -> list[int]:
     n = len(term)
     if n and not any(term[:i] == term[n - i :] for i in range(1, n)):
         parts = text.split(term)
-        return [end - n for end in accumulate(map(n.__add__, map(len, parts[:-1])))]
+        # start of occurrence i: the parts before it and i terms; summed in C
+        found = list(accumulate(map(n.__add__, map(len, parts[:-1])), initial=-n))
+        del found[0]
+        return found
     out: list[int] = []
     idx = text.find(term)
     while idx != -1:
@@ -134,17 +137,30 @@ def _span_anchor_by_anchor(lefts: list[list[int]], rights: list[list[int]]) -> i
 
 def count_adjacent_pairs(position_lists: list[list[int]], terms: list[str], gap: int = PHRASE_GAP) -> int:
     """For each consecutive term pair, left occurrences followed by an unused
-    right occurrence starting within ``gap`` units after the left one ends."""
+    right occurrence starting within ``gap`` units after the left one ends
+    (each left occurrence takes the first right one at or after its end).
+
+    Each left occurrence's first right candidate is found by bisection, all
+    at once in C; when no right occurrence is wanted by two left ones, that
+    is the answer, else the occurrences are walked one by one."""
     if len(position_lists) < 2 or len(terms) < 2:
         return 0
     total = 0
     for i in range(min(len(position_lists), len(terms)) - 1):
         left, right = position_lists[i], position_lists[i + 1]
-        left_len = len(terms[i])
+        if not left or not right:
+            continue
+        ends = list(map(len(terms[i]).__add__, left))
+        first = list(map(partial(bisect_left, right), ends))
+        padded = [*right, _FAR]
+        near = list(map(le, map(padded.__getitem__, first), map(gap.__add__, ends)))
+        taken = list(compress(first, near))
+        if all(map(lt, taken, taken[1:])):
+            total += len(taken)
+            continue
         n_right = len(right)
         j = 0
-        for p in left:
-            lo = p + left_len
+        for lo in ends:
             j = bisect_left(right, lo, j)
             if j < n_right and right[j] <= lo + gap:
                 total += 1
