@@ -41,7 +41,7 @@ from typing import Sequence
 from engine import SearchParams, Store, search
 from engine.pipeline.marks import Marks
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
-from engine.pipeline.trace import RetrieverRun
+from engine.pipeline.stages.retrieve import RetrieverRun
 
 from . import npm_docs
 from .search import _clear_run_cache, _loadavg, table

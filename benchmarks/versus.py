@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 from engine import search
-from engine.pipeline.trace import SearchParams
+from engine.pipeline.params import SearchParams
 from engine.store.store import Store
 
 from . import npm_docs

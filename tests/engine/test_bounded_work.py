@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 
 from engine import SearchParams, Store, search
 from engine.agent.snippet import extract_snippet
-from engine.lab.terms import match_spans
 from engine.pipeline import marks
 from engine.pipeline.marks import Marks
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
@@ -83,12 +82,6 @@ def test_the_final_candidate_carries_the_lazy_highlight_to_the_agent_snippet(big
     assert isinstance(top.marked, Marks) and not top.marked.computed
     snippet = extract_snippet(top.content, "quorum relay", top.highlighted)
     assert snippet.source_of_positions == "highlight" and len(snippet.marker_spans) > 1000
-
-
-def test_match_spans_of_a_long_chunk_are_fts5s(big_store):
-    big = next(c for c in big_store.iter_chunks() if c.source == "relay.md")
-    spans = match_spans(big_store, "quorum relay", big.rowid)
-    assert len(spans.porter) > 1000 and len(spans.trigram) >= len(spans.porter)
 
 
 def test_rankscope_search_computes_no_highlight(tmp_path, monkeypatch):
