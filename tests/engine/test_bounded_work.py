@@ -22,7 +22,7 @@ from engine.pipeline import marks
 from engine.pipeline.marks import Marks
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
 from engine.pipeline.stages import topk
-from engine.pipeline.stages.retrieve import retrieve
+from engine.pipeline.stages.retrieve import Request, retrieve
 from engine.store import sql
 from tui.cli import app
 
@@ -66,7 +66,7 @@ def test_a_long_content_is_highlighted_only_when_shown_and_exactly(big_store):
         ("porter", sanitize_porter, "chunks"),
         ("trigram", sanitize_trigram, "chunks_trigram"),
     ):
-        run = retrieve(big_store.conn, big_store.schema, name, "quorum relay", 10)
+        run = retrieve(big_store.conn, big_store.schema, Request(name, "quorum relay", 10))
         long_hit = next(h for h in run.hits if h.rowid == big.rowid)
         short_hit = next(h for h in run.hits if h.rowid != big.rowid)
         assert isinstance(long_hit.marked, Marks) and not long_hit.marked.computed  # not computed by the search
@@ -146,7 +146,7 @@ def test_top_k_declines_a_walk_its_bound_cannot_shorten(monkeypatch):
     assert whole.tokenized > n * 0.9 > topk.WALK_TEXTS_PER_ROW * 10
     # the retriever then lets FTS5 rank, with the same rows
     monkeypatch.setattr(topk, "WALK_MIN_TEXTS", 40)
-    run = retrieve(conn, store.schema, "porter", "info request", 10)
+    run = retrieve(conn, store.schema, Request("porter", "info request", 10))
     assert run.ranked_by == "fts5" and run.ranking_fact("declined") == "long-walk"
     assert [h.rowid for h in run.hits] == [r.rowid for r in whole.rows]
     assert [h.bm25 for h in run.hits] == [r.bm25 for r in whole.rows]
