@@ -209,3 +209,40 @@ def test_search_imports_only_what_it_needs(tmp_path, extra):
     assert [
         m for m in loaded if m.startswith("tui.cli.") and m not in ("tui.cli.main", "tui.cli.base", "tui.cli.search")
     ] == []
+
+
+#: What the browser's first paint must not load (issue 25): the agent layer,
+#: the evaluation code, and the screens not shown until asked.
+NOT_FOR_FIRST_PAINT = (
+    "engine.agent",
+    "engine.lab.evaluation",
+    "engine.lab.compare",
+    "engine.lab.doctor",
+    "scipy",
+    "ir_measures",
+    "tui.browser.screens.agent",
+    "tui.browser.screens.compare",
+    "tui.browser.screens.doctor",
+    "tui.browser.screens.flow",
+    "tui.browser.screens.help",
+    "tui.browser.screens.sessions",
+    "tui.browser.screens.stores",
+    "tui.browser.screens.why",
+)
+
+
+def test_the_browser_imports_its_other_screens_when_opened():
+    """The modules ``rankscope`` (no argument) loads up to ``app.run()`` include
+    none of :data:`NOT_FOR_FIRST_PAINT`; opening a screen loads its module."""
+    code = (
+        "import sys\n"
+        "from tui.cli.launch import app_arguments\n"
+        "from tui.browser.app import RankscopeApp\n"
+        "app = RankscopeApp(app_arguments(None))\n"
+        "print('MODULES', sorted(sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = eval(out.stdout.rsplit("MODULES ", 1)[1])
+    assert "tui.browser.screens.browser" in loaded  # it did build the app
+    assert [m for m in loaded if m.startswith(NOT_FOR_FIRST_PAINT)] == []

@@ -108,6 +108,7 @@ def call_detail(replay: Replay) -> Text:
 class AgentLogScreen(WorkScreen[None]):
     """The agent's recorded ``ctx_search`` calls."""
 
+    BROWSER_KEYS = False
     WORK = {"agent-log": "Agent log"}
 
     @dataclass

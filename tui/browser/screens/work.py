@@ -28,6 +28,9 @@ class WorkScreen(Screen[ResultT]):
     #: Worker group → what it does, in words: the failure's notification says
     #: ``{what} failed``. A group missing here is a "Background task".
     WORK: ClassVar[Mapping[str, str]] = {}
+    #: The browser's keys work on this screen; false on the lab screens
+    #: (Esc first), which keeps their footers readable.
+    BROWSER_KEYS: ClassVar[bool] = True
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A worker of this screen failed: notify (the app keeps running),
