@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.js.strings import js_to_lower
@@ -109,12 +110,13 @@ class Request:
         """The run of ``retriever`` for ``query`` under ``params``' filters."""
         return cls(retriever, query, fts_limit, params.source, params.source_match, params.content_type)
 
-    @property
+    @cached_property
     def match(self) -> str:
-        """The sanitised MATCH string (Porter or trigram rules; ``""``: nothing to run)."""
+        """The sanitised MATCH string (Porter or trigram rules; ``""``: nothing to run).
+        Computed once per request (the run cache asks for it on every lookup)."""
         return sanitize_porter(self.query, "OR") if self.retriever == "porter" else sanitize_trigram(self.query, "OR")
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, str, str | None, str | None, str | None]:
         """What the run depends on besides its row count (the match mode only with a source filter)."""
         src = self.source or None
