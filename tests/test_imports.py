@@ -168,9 +168,11 @@ def test_python_m_runs_every_subcommand(entry):
 
 
 #: What ``rankscope search`` must not load (issue 25): the agent layer, the
-#: evaluation code and its libraries, the browser.
+#: evaluation code and its libraries, the browser; and the edit distance
+#: library when no word needs correcting.
 NOT_FOR_SEARCH = (
     "engine.agent",
+    "rapidfuzz",
     "engine.lab.evaluation",
     "scipy",
     "ir_measures",
