@@ -412,6 +412,21 @@ def refresh_for_search(
         return RefreshReport(answer.checked, tuple(done), True, tuple(errors), elapsed_ms(start), *how)
 
 
+def warm_freshness(conns: Connections, schema: SchemaInfo, freshness: Freshness, conn: sql.Connection) -> None:
+    """Examine the file-backed sources now, on ``conn``, and keep them watched
+    (:meth:`engine.store.freshness.Freshness.warm`), so that the first search
+    does not read every source row and file: what a browser does on opening
+    a store. Writes nothing.
+
+    Raises:
+        StoreError: the store cannot be read.
+    """
+    if not schema.has_file_columns:
+        return
+    with sqlite_errors(conns.path):
+        freshness.warm(conn, conns.data_version())
+
+
 def refresh_stale(conns: Connections, schema: SchemaInfo) -> tuple[list[str], list[tuple[str, str]]]:
     """Re-index stale file-backed sources (writable stores only) as
     markdown, like the reference. Returns ``(labels refreshed, errors)``.

@@ -271,6 +271,10 @@ class Store:
         """:func:`engine.store.indexing.refresh_for_search`: the refresh stage before a search on ``conn``."""
         return indexing.refresh_for_search(self.connections, self.schema, self.freshness, conn)
 
+    def warm_freshness(self, conn: sql.Connection) -> None:
+        """:func:`engine.store.indexing.warm_freshness`: examine the sources now, ahead of the first search."""
+        indexing.warm_freshness(self.connections, self.schema, self.freshness, conn)
+
     def refresh_stale(self) -> tuple[list[str], list[tuple[str, str]]]:
         """:func:`engine.store.indexing.refresh_stale`: ``(labels refreshed, errors)``."""
         return indexing.refresh_stale(self.connections, self.schema)

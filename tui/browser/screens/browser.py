@@ -303,12 +303,16 @@ class BrowserScreen(WorkScreen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="chunk-ids")
     def _warm_chunk_ids(self) -> None:
-        """Compute the store's chunk ids once, ahead of the first search (which
-        then finds them cached: :func:`engine.store.chunkids.chunk_ids`)."""
+        """Ahead of the first search, examine the store's file-backed sources
+        and watch their folders (:meth:`engine.store.store.Store.warm_freshness`:
+        the search then reads the watch's queue instead of every source row
+        and file), then compute the chunk ids once (the search finds them
+        cached: :func:`engine.store.chunkids.chunk_ids`)."""
         from engine.store.chunkids import chunk_ids
 
         try:
             with self.store.thread_connection() as conn:
+                self.store.warm_freshness(conn)
                 chunk_ids(self.store, conn)
         except Exception:  # only a warm-up: a damaged store is reported by the search itself
             pass
