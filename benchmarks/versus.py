@@ -242,14 +242,30 @@ def measure(store: Store, ref: Reference, queries: Sequence[BenchQuery], side: S
 COLD_QUERIES = ("npm publish", "workspaces", "--save-dev", "how do I publish a scoped package publicly")
 
 
+#: Issue 25's goal for ``import tui.cli.main`` (ms).
+IMPORT_GOAL_MS = 120.0
+
+
+def import_ms() -> float:
+    """``import tui.cli.main`` in a fresh interpreter, as ``python -X
+    importtime`` reports it (its cumulative time, ms)."""
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import tui.cli.main"], capture_output=True, text=True, check=True
+    )
+    line = next(ln for ln in reversed(out.stderr.splitlines()) if ln.rstrip().endswith("| tui.cli.main"))
+    return int(line.split("|")[1]) / 1000.0
+
+
 def cold_start(package: Path, ours_db: str, ref_db: str, rounds: int, say: Say) -> tuple[list[float], list[float]]:
     """Wall clock (s) of one search as a fresh process on each side,
     alternating: ``rankscope search Q --db DB`` (its output to
     ``/dev/null``) against ``node`` running the reference driver for one
     query (Node's start, loading context-mode and better-sqlite3, opening
-    the store, the search). Returns ``(rankscope, reference)``."""
+    the store, the search); and, once per search, ``import tui.cli.main``
+    (:func:`import_ms`). Returns ``(rankscope, reference)``."""
     ours: list[float] = []
     ref: list[float] = []
+    imports: list[float] = []
     node, store_js = _node(), str(_store_js(package))
     for i in range(rounds):
         for j, q in enumerate(COLD_QUERIES):
@@ -277,12 +293,18 @@ def cold_start(package: Path, ours_db: str, ref_db: str, rounds: int, say: Say) 
 
             for run in (run_ours, run_ref) if (i + j) % 2 == 0 else (run_ref, run_ours):
                 run()
+            imports.append(import_ms())
     o50, r50 = percentile(ours, 50), percentile(ref, 50)
     say(
         f"  one search as a fresh process ({len(ours)} each, {', '.join(repr(q) for q in COLD_QUERIES)}): "
         f"rankscope search p50 {o50 * 1000:,.0f} ms (max {max(ours) * 1000:,.0f}), reference node process p50 "
         f"{r50 * 1000:,.0f} ms (max {max(ref) * 1000:,.0f}); {'met' if o50 < r50 else 'NOT met'} "
         "(issue 25: rankscope faster)"
+    )
+    say(
+        f"  import tui.cli.main (python -X importtime, {len(imports)} fresh processes): min {min(imports):,.0f} ms, "
+        f"p50 {percentile(imports, 50):,.0f} ms; {'met' if min(imports) < IMPORT_GOAL_MS else 'NOT met'} "
+        f"at best (issue 25: under {IMPORT_GOAL_MS:.0f} ms)"
     )
     return ours, ref
 
