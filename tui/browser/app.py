@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from engine import Store, trace_to_dict
-from engine.agent import AgentContext
-from engine.agent.log import Replay
+from engine import Store
 from engine.pipeline.variants import Variant
 
 from tui.present import safe
@@ -34,19 +33,17 @@ from tui.browser.palette import RankscopeCommands
 from tui.browser.subject import Subject
 from tui.present.fmt import json_text
 from engine.files.writing import write_text_file
-from tui.browser.screens.agent import AgentRequest, AgentViewScreen
-from tui.browser.screens.agent_log import AgentLogScreen
 from tui.browser.screens.browser import BrowserScreen, StoreOverview
-from tui.browser.screens.compare import CompareScreen
-from tui.browser.screens.doctor import DoctorScreen
-from tui.browser.screens.help import HelpScreen
-from tui.browser.screens.loading import LoadingScreen
-from tui.browser.screens.params import ParamsScreen
-from tui.browser.screens.sessions import SessionsScreen
-from tui.browser.screens.skipped import SkippedScreen
-from tui.browser.screens.stores import StorePickerScreen
-from tui.browser.screens.why import WhyScreen
+from tui.browser.screens.work import WorkScreen
 from tui.browser.theme import ANSI_DARK, ANSI_NO_COLOR, RANKSCOPE_DARK, THEME_NAME
+
+# The other screens (and through them the agent layer and most of the lab)
+# are imported when first opened: the first paint needs the browser only.
+if TYPE_CHECKING:
+    from engine.agent.log import Replay
+    from tui.browser.screens.agent import AgentViewScreen
+    from tui.browser.screens.agent_log import AgentLogScreen
+    from tui.browser.screens.compare import CompareScreen
 
 
 def paired_session_db(store: Store | None) -> str | None:
@@ -103,8 +100,12 @@ class RankscopeApp(App[None]):
 
     def on_mount(self) -> None:
         if self.store is None and self.options.index_job is not None:
+            from tui.browser.screens.loading import LoadingScreen
+
             self.push_screen(LoadingScreen(self.options.index_job, self.store_label))
         elif self.store is None and self.options.store_finder is not None:
+            from tui.browser.screens.stores import StorePickerScreen
+
             self.push_screen(StorePickerScreen(self.options.store_finder))
         if self.options.notice:
             self.notify_plain(self.options.notice, severity="warning")
@@ -118,6 +119,8 @@ class RankscopeApp(App[None]):
     async def on_store_ready(self, event: StoreReady) -> None:
         """A store finished indexing (or was picked), its counts read: browse
         it (then the store browsed before is closed)."""
+        from tui.browser.screens.stores import StorePickerScreen
+
         old = self.store
         self.store, self.store_label, self.session_db = event.store, event.label, paired_session_db(event.store)
         overview = StoreOverview(skipped=event.skipped, suggestions=self.options.suggestions).with_facts(event.facts)
@@ -161,7 +164,7 @@ class RankscopeApp(App[None]):
         row = app_action(action)
         if row is None:
             return True
-        if row.browser_key and isinstance(self.screen, (CompareScreen, WhyScreen, DoctorScreen, AgentLogScreen)):
+        if row.browser_key and isinstance(self.screen, WorkScreen) and not self.screen.BROWSER_KEYS:
             return False
         if row.needs:
             return self.browser is not None
@@ -206,6 +209,8 @@ class RankscopeApp(App[None]):
 
     def action_help(self) -> None:
         """Open (or close) the help screen."""
+        from tui.browser.screens.help import HelpScreen
+
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss(None)
             return
@@ -214,6 +219,8 @@ class RankscopeApp(App[None]):
 
     def action_edit_params(self) -> None:
         """Open the parameters dialog."""
+        from tui.browser.screens.params import ParamsScreen
+
         browser = self._close_dialogs()
         if browser is not None:
             labels = list(browser.overview.source_labels)
@@ -221,6 +228,8 @@ class RankscopeApp(App[None]):
 
     def action_choose_sessions(self) -> None:
         """Open the session dialog."""
+        from tui.browser.screens.sessions import SessionsScreen
+
         browser = self._close_dialogs()
         if browser is not None:
             dialog = SessionsScreen(browser.overview.session_counts, browser.params.sessions, browser.update_params)
@@ -228,6 +237,8 @@ class RankscopeApp(App[None]):
 
     def action_show_skipped(self) -> None:
         """List the files the folder's indexing skipped, and why."""
+        from tui.browser.screens.skipped import SkippedScreen
+
         browser = self._close_dialogs()
         if browser is not None:
             self.push_screen(SkippedScreen(browser.overview.skipped, self.store_label), callback=self._after_dialog)
@@ -240,6 +251,8 @@ class RankscopeApp(App[None]):
 
     def action_compare(self, spec_b: str | None = None) -> None:
         """Open the compare screen for the current search (B from ``spec_b`` if given)."""
+        from tui.browser.screens.compare import CompareScreen
+
         browser = self._close_dialogs()
         if browser is None:
             return
@@ -275,6 +288,8 @@ class RankscopeApp(App[None]):
             self._open_why(browser, subject.rowid if subject is not None else None)
 
     def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
+        from tui.browser.screens.why import WhyScreen
+
         self.push_screen(
             WhyScreen(browser.link, browser.params, rowid=rowid, trace=browser.trace), callback=self._after_dialog
         )
@@ -289,12 +304,16 @@ class RankscopeApp(App[None]):
 
             finder = StoreFinder()
             self.options = replace(self.options, store_finder=finder)
+        from tui.browser.screens.stores import StorePickerScreen
+
         self.push_screen(StorePickerScreen(finder))
 
     # ── the agent view ─────────────────────────────────────────────────
 
     def action_agent_view(self) -> None:
         """Open (or close) the agent view for the current search."""
+        from tui.browser.screens.agent import AgentViewScreen
+
         if isinstance(self.screen, AgentViewScreen):
             self.screen.dismiss(None)
             return
@@ -308,6 +327,9 @@ class RankscopeApp(App[None]):
     def action_agent_log(self) -> None:
         """Open the agent's recorded searches (the store's session DB); from
         an agent view opened from the live agent log, go back to that log."""
+        from tui.browser.screens.agent import AgentViewScreen
+        from tui.browser.screens.agent_log import AgentLogScreen
+
         stack = self.screen_stack
         if isinstance(self.screen, AgentViewScreen) and len(stack) > 1 and isinstance(stack[-2], AgentLogScreen):
             self.screen.dismiss(None)
@@ -340,6 +362,8 @@ class RankscopeApp(App[None]):
         """Open the recorded call ``replay`` (its call has params)
         (:meth:`recorded_call_view`): on top of the agent log when it is
         shown (Esc returns to it, still following), else over the browser."""
+        from tui.browser.screens.agent_log import AgentLogScreen
+
         browser = self.browser if isinstance(self.screen, AgentLogScreen) else self._close_dialogs()
         if browser is None or replay.call.params is None:
             return
@@ -350,7 +374,8 @@ class RankscopeApp(App[None]):
         limit, filters and allow-set the server used (the pipeline), and the
         agent view returned answers the call's own arguments at its throttle
         position. ``replay.call.params`` is not ``None``."""
-        from engine.agent import parse_arguments
+        from engine.agent import AgentContext, parse_arguments
+        from tui.browser.screens.agent import AgentRequest, AgentViewScreen
 
         call = replay.call
         assert call.params is not None
@@ -405,6 +430,8 @@ class RankscopeApp(App[None]):
 
     def action_doctor(self) -> None:
         """Open the store diagnostics."""
+        from tui.browser.screens.doctor import DoctorScreen
+
         browser = self._close_dialogs()
         if browser is not None:
             self.push_screen(DoctorScreen(browser.store, self.store_label), callback=self._after_dialog)
@@ -430,6 +457,8 @@ class RankscopeApp(App[None]):
         if browser is None or browser.trace is None:
             self.notify_plain("Nothing to export yet: search first.", severity="warning")
             return None
+        from engine import trace_to_dict
+
         trace = browser.trace
         text = json_text(trace_to_dict(trace))
         # A new file only: never through a symlink at the name, never over

@@ -129,6 +129,7 @@ def title_text(live: bool | None, follow: bool) -> Text:
 class AgentLogScreen(WorkScreen[None]):
     """The agent's recorded ``ctx_search`` calls, followed live."""
 
+    BROWSER_KEYS = False
     WORK = {"agent-log": "Agent log"}
 
     @dataclass
