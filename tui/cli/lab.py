@@ -354,7 +354,10 @@ def doctor_cmd(
     quick: bool = typer.Option(
         False,
         "--quick",
-        help="Skip the integrity checks (they copy the store to a temporary folder and read all of it).",
+        help=(
+            "Skip the integrity checks (they copy the store to a temporary folder and read all of it); "
+            "a store that cannot be read is still reported damaged (exit status 1)."
+        ),
     ),
 ) -> None:
     """Diagnose a store: damage (SQLite's and FTS5's integrity checks, on a
@@ -369,14 +372,16 @@ def doctor_cmd(
     try:
         store = Store.open_readonly(db)
     except CorruptStoreError as exc:
-        if quick:
-            fail(str(exc))
-        report = DoctorReport.unreadable(str(db), "schema unknown", exc.reason, check_integrity(str(db)))
+        checks = () if quick else check_integrity(str(db))
+        report = DoctorReport.unreadable(str(db), "schema unknown", exc.reason, checks)
     except StoreError as exc:
         fail(str(exc))
     else:
         with store:
-            report = diagnose(store, integrity=not quick)
+            try:
+                report = diagnose(store, integrity=not quick)
+            except CorruptStoreError as exc:  # --quick: no integrity checks, the damage is the reading's
+                report = DoctorReport.unreadable(str(db), store.schema.generation, exc.reason, ())
     if as_json:
         write_json(report.to_dict())
     else:
