@@ -336,6 +336,18 @@ def test_compare_help_spec_example_is_not_cut():
     assert "e.g. key=rowid,rrf_k=10 (keys:" in " ".join(out.replace("│", " ").split())
 
 
+@pytest.mark.parametrize("command, option, after", [("why", "--variant", "--"), ("eval", "--a", "--b")])
+def test_variant_help_names_no_other_option(command, option, after):
+    """Issue 24: ``why --variant`` and ``eval --a`` said "Example: --b
+    key=rowid" (the compare command's option). Each variant option's help
+    gives its example as a value only."""
+    out = runner.invoke(app, [command, "--help"], env={"COLUMNS": "400"}).output
+    text = " ".join(out.replace("│", " ").split())
+    own = text.split(f" {option} ", 1)[1].split(f" {after}", 1)[0]
+    assert "e.g. key=rowid,rrf_k=10" in own
+    assert "--b" not in own and "Example" not in own, own
+
+
 # ─── search output at 80 and 120 columns ────────────────────────────────
 
 
