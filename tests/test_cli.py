@@ -76,6 +76,34 @@ def test_errors_are_one_line(db, capsys, args, message):
     assert err.startswith("rankscope: error:")
 
 
+@pytest.mark.parametrize("args", [["serch", "foo"], ["serch"], ["evl", "q.json", "--db", "x.db"]])
+def test_a_mistyped_subcommand_gets_did_you_mean(args, tmp_path, monkeypatch, capsys):
+    """Issue 24: ``rankscope serch foo`` said "unexpected arguments" (as for
+    the browser's PATH) and named no command. A first word that is no file
+    but close to a subcommand's name is a mistyped command."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    meant = "search" if args[0] == "serch" else "eval"
+    assert err.startswith(f"rankscope: error: no such command '{args[0]}'. Did you mean '{meant}'"), err
+    assert "(rankscope --help shows the subcommands: index, search," in err
+
+
+def test_a_file_named_like_a_mistyped_subcommand_is_browsed(tmp_path, monkeypatch, capsys):
+    """A folder named ``serch`` is a PATH, not a mistyped command."""
+    import sys
+
+    cli_main = sys.modules["tui.cli.main"]
+    opened = []
+    monkeypatch.setattr(cli_main, "browse", lambda path, stores=False, qrels=None: opened.append(path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "serch").mkdir()
+    main(["serch"])
+    assert opened == ["serch"]
+
+
 def test_not_a_database(tmp_path, capsys):
     p = tmp_path / "x.db"
     p.write_text("plain text")
