@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Footer, Tab, Tabs
+from textual.widgets import Tab, Tabs
 from textual.worker import get_current_worker
 
 from engine import SearchParams, Store
@@ -43,6 +43,7 @@ from tui.browser.widgets.pinned_line import PinnedLine, PinnedParts
 from tui.browser.widgets.preview import JourneyPane
 from tui.browser.widgets.query_box import QueryBox
 from tui.browser.widgets.results import ResultsPane
+from tui.browser.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # imported where used (a lazy import keeps start-up fast)
     from engine.pipeline.runcache import RunCache
@@ -243,7 +244,7 @@ class BrowserScreen(WorkScreen[None]):
             with Horizontal(id="lower"):
                 yield StageInspector(show_timings=self.options.show_timings, id="inspector")
                 yield JourneyPane(id="journey")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.load_user_state()

@@ -37,7 +37,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.events import Resize
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from engine.pipeline.paths import Fate, fate
 from engine.lab.flow import Absent, Flow, FlowRow, trace_flows
@@ -61,6 +61,7 @@ from tui.present.flowtext import (
 from tui.present.cut import end_cut, middle_cut
 from tui.browser.judging import BADGE_CELLS, badge, grade_words
 from tui.browser.widgets.preview import spans_text
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 #: Preview characters shown under the table.
@@ -213,7 +214,7 @@ class FlowScreen(ModalScreen[None]):
             with VerticalScroll(id="flow-text-scroll"):
                 yield Static(id="flow-text")
             yield Static(HINTS, id="flow-hints", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self._layout()

@@ -13,11 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui.present import safe
 from tui.browser.userstate import QueryHistory
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -69,7 +70,7 @@ class HistorySearchScreen(ModalScreen[str | None]):
             yield Input(self.text, placeholder="Type to narrow (fuzzy)…", id="history-filter")
             yield OptionList(id="history-list")
             yield Static("Enter searches the chosen query · ↓ to the list · Esc closes", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.refill(self.text)

@@ -14,13 +14,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.strip import Strip
-from textual.widgets import Checkbox, Footer, Label, SelectionList, Static, Switch
+from textual.widgets import Checkbox, Label, SelectionList, Static, Switch
 from textual.widgets.selection_list import Selection
 
 from engine.pipeline import table as stages
 
 from tui.present import safe
 from tui.browser.screens.params import ApplyFn, ParamsChange
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -107,7 +108,7 @@ class SessionsScreen(ModalScreen[None]):
                 f"{unattributed} unattributed chunk{'s' if unattributed != 1 else ''} always pass.", classes="hint"
             )
             yield Static("Space toggles · Tab moves · Esc closes", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         lists = self.query(SelectionList)

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -38,6 +38,7 @@ from tui.present.cut import end_cut
 from tui.present.describe import describe_explanations, to_rich
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.work import WorkScreen
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -201,7 +202,7 @@ class WhyScreen(WorkScreen[None]):
         yield OptionList(id="why-list")
         with VerticalScroll(id="why-box"):
             yield Static(id="why-text")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         for field in self.query(Input):

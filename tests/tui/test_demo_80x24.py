@@ -1,0 +1,49 @@
+"""What got in the way of a first demo at 80x24 (issue 24): the footer,
+focus after dialogs, the journey, the agent log, the why-not finder, the
+sessions dialog, the history search, the pinned line, the rank flow's
+titles and the notices while grading."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import build_app, press, rendered, search_for, wait_for
+
+NARROW = (80, 24)
+
+
+def cut_footer_keys(screen) -> list[str]:
+    """The footer keys of ``screen`` drawn cut: past the footer's right edge
+    or under the command palette's key docked there."""
+    from textual.widgets import Footer
+
+    cut = []
+    for footer in screen.query(Footer):
+        docked = [k for k in footer.query("FooterKey") if k.has_class("-command-palette")]
+        edge = min([k.region.x for k in docked] + [footer.region.right])
+        for key in footer.query("FooterKey"):
+            if key.display and key not in docked and key.region.width and key.region.right > edge:
+                cut.append(f"{key.key} {key.description}".strip())
+    return cut
+
+
+async def test_the_footer_shows_only_whole_keys_at_80_columns():
+    """``f4 Cop▏^p palette`` once focus left the query box: the keys that do
+    not fit are left out whole (F1 and the palette list them)."""
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await rendered(pilot)
+        assert cut_footer_keys(app.screen) == []
+        await press(pilot, "down")
+        await wait_for(pilot, lambda: app.focused is app.browser.results.table)
+        await rendered(pilot)
+        assert cut_footer_keys(app.screen) == []
+        assert "Grade" in app.export_screenshot()  # the keys that fit are shown
+        await pilot.resize_terminal(120, 40)  # wider: the keys left out come back
+        await rendered(pilot)
+        shown = [k.key for k in app.screen.query("FooterKey") if k.display]
+        assert "f4" in shown and cut_footer_keys(app.screen) == []
+        await pilot.resize_terminal(*NARROW)
+        await rendered(pilot)
+        assert cut_footer_keys(app.screen) == []
