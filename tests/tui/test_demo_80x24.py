@@ -47,3 +47,32 @@ async def test_the_footer_shows_only_whole_keys_at_80_columns():
         await pilot.resize_terminal(*NARROW)
         await rendered(pilot)
         assert cut_footer_keys(app.screen) == []
+
+
+async def test_the_sessions_dialog_says_what_tab_and_space_do():
+    """F3: focus starts in the list; Tab then Space turned the filter on with
+    nothing allowed while the dialog said "Space toggles · Tab moves" (Tab
+    goes to the switch, not to the next session). The keys are named, and
+    the switch's hint says when no session is allowed."""
+    from textual.widgets import Label, Static, Switch
+
+    from tui.browser.screens.sessions import SessionsScreen
+
+    from .conftest import wait_screen
+
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await press(pilot, "down", "f3")
+        screen = await wait_screen(pilot, SessionsScreen)
+        hints = " ".join(str(s.render()) for s in screen.query(Static) if s.has_class("hint"))
+        assert "Tab moves" not in hints and "Tab the switch" in hints and "Space allows" in hints
+        await press(pilot, "tab", "space")
+        switch = screen.query_one("#filter-on", Switch)
+        await wait_for(pilot, lambda: switch.value)
+        state = screen.query_one("#filter-state", Label)
+        await wait_for(pilot, lambda: "no session allowed" in str(state.render()))
+        await wait_for(pilot, lambda: app.browser.params.sessions == ())
+        await press(pilot, "shift+tab", "space")  # back in the list: allow the first session
+        await wait_for(pilot, lambda: bool(app.browser.params.sessions))
+        assert str(state.render()).startswith("on: only the allowed sessions pass")
