@@ -302,7 +302,12 @@ class RankscopeApp(App[None]):
             self.push_screen(screen, callback=self._after_dialog)
 
     def action_agent_log(self) -> None:
-        """Open the agent's recorded searches (the store's session DB)."""
+        """Open the agent's recorded searches (the store's session DB): over
+        the agent view when opened from it (Esc returns there), else over the
+        browser."""
+        if isinstance(self.screen, AgentViewScreen):
+            self.push_screen(AgentLogScreen(self.screen.store, self.session_db))
+            return
         browser = self._close_dialogs()
         if browser is not None:
             self.push_screen(AgentLogScreen(browser.store, self.session_db), callback=self._after_dialog)
