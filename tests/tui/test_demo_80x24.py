@@ -76,3 +76,27 @@ async def test_the_sessions_dialog_says_what_tab_and_space_do():
         await press(pilot, "shift+tab", "space")  # back in the list: allow the first session
         await wait_for(pilot, lambda: bool(app.browser.params.sessions))
         assert str(state.render()).startswith("on: only the allowed sessions pass")
+
+
+async def test_the_journey_follows_the_pane_switched_to():
+    """The journey showed the last candidate picked in Stages (a row far
+    down) while the Results cursor sat on row 1, until the cursor moved."""
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        first = browser.results.subject_at(0)
+        await press(pilot, "down")
+        await wait_for(pilot, lambda: app.focused is browser.results.table)
+        assert browser.journey.subject.rowid == first.rowid
+        await press(pilot, "s")
+        await wait_for(pilot, lambda: app.focused is browser.inspector)
+        await press(pilot, "end")  # the last candidate of the stages
+        last = browser.inspector.subjects()[-1][1]
+        assert last.rowid != first.rowid
+        await wait_for(pilot, lambda: browser.journey.subject.rowid == last.rowid)
+        await press(pilot, "r")
+        await wait_for(pilot, lambda: app.focused is browser.results.table)
+        await wait_for(pilot, lambda: browser.journey.subject.rowid == first.rowid, what="the journey on result 1")
+        await press(pilot, "s")  # and back: the stages' highlighted candidate
+        await wait_for(pilot, lambda: browser.journey.subject.rowid == last.rowid, what="the journey on it again")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterator
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -221,6 +221,8 @@ class BrowserScreen(WorkScreen[None]):
         self._pin_runs: RunCache | None = None
         #: A reopened case's chunk id, pinned once its search is shown.
         self._case_chunk: str | None = None
+        #: The pane widget focused last (results table, inspector, journey): the journey follows its selection.
+        self._last_pane: Widget | None = None
 
     @property
     def link(self) -> BrowserLink:
@@ -746,6 +748,29 @@ class BrowserScreen(WorkScreen[None]):
         self._mark_journey()
         if chosen and self.narrow:
             self.action_show_pane("journey")
+
+    def pane_subject(self, widget: Widget) -> Subject | None:
+        """The chunk selected in the pane ``widget`` is (the results table's
+        cursor row, the inspector's highlighted candidate), or ``None``."""
+        if widget is self.results.table:
+            return self.results.subject_at(self.results.table.cursor_row) if self.results.table.display else None
+        if widget is self.inspector:
+            return self.inspector.subject_at(self.inspector.highlighted)
+        return None
+
+    @on(events.DescendantFocus)
+    def _pane_focused(self, event: events.DescendantFocus) -> None:
+        """Focus moved to another pane (r s j, Tab, a click): the journey
+        follows the chunk selected there (it showed the last one picked in
+        the pane left). Focus coming back to the same pane (after a dialog)
+        changes nothing."""
+        widget = event.widget
+        if widget not in (self.results.table, self.inspector, self.journey) or widget is self._last_pane:
+            return
+        self._last_pane = widget
+        subject = self.pane_subject(widget)
+        if subject is not None and subject != self.journey.subject:
+            self.pick(subject)
 
     @on(ResultsPane.Picked)
     def _result_picked(self, event: ResultsPane.Picked) -> None:
