@@ -100,3 +100,34 @@ async def test_the_journey_follows_the_pane_switched_to():
         await wait_for(pilot, lambda: browser.journey.subject.rowid == first.rowid, what="the journey on result 1")
         await press(pilot, "s")  # and back: the stages' highlighted candidate
         await wait_for(pilot, lambda: browser.journey.subject.rowid == last.rowid, what="the journey on it again")
+
+
+async def test_why_not_keeps_typing_and_ctrl_l_in_its_finder():
+    """F8 from a pane: typing in the answer or the list went nowhere, and
+    ctrl+l closed F8 and selected (then replaced) the browser's query."""
+    from textual.widgets import Input
+
+    from tui.browser.screens.why import WhyScreen
+
+    from .conftest import settle, type_text, wait_screen
+
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        await press(pilot, "down", "f8")  # opened on result 1: the answer has the focus
+        screen = await wait_screen(pilot, WhyScreen)
+        finder = screen.query_one("#why-find", Input)
+        await settle(pilot)
+        assert app.focused is not finder
+        await press(pilot, "c", "a", "c")
+        await wait_for(pilot, lambda: app.focused is finder and finder.value == "cac", what="'cac' in the finder")
+        await wait_for(pilot, lambda: bool(screen.matches) and screen._find_shown == screen._find_seq)
+        await press(pilot, "down")  # into the matches: typing goes on in the finder
+        await wait_for(pilot, lambda: app.focused is not finder)
+        await press(pilot, "r")
+        await wait_for(pilot, lambda: app.focused is finder and finder.value == "r", what="'r' replacing it")
+        await press(pilot, "ctrl+l")  # F8 stays open; its own query is selected
+        await wait_for(pilot, lambda: finder.selected_text == "r")
+        assert app.screen is screen
+        await type_text(pilot, "write")
+        assert app.browser.query_box.value == "cache"

@@ -174,7 +174,11 @@ class RankscopeApp(App[None]):
         return browser
 
     def action_focus_query(self) -> None:
-        """Focus the query box, text selected; closes any dialog first."""
+        """Focus the query box, text selected; closes any dialog first. In
+        "why not?" it is the finder's query (the screen stays open)."""
+        if isinstance(self.screen, WhyScreen):
+            self.screen.focus_finder()
+            return
         browser = self._close_dialogs()
         if browser is not None:
             browser.query_box.focus_query()

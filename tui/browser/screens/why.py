@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from rich.console import Group, RenderableType
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -308,6 +308,26 @@ class WhyScreen(WorkScreen[None]):
             return
         options.set_options([Option(entry_prompt(e, width), id=str(i)) for i, e in enumerate(event.matches)])
         options.highlighted = 0
+
+    def focus_finder(self) -> None:
+        """Focus the finder, its text selected (ctrl+l, /: typing replaces it)."""
+        finder = self.query_one("#why-find", Input)
+        if self.focused is finder:
+            finder.select_all()
+        else:
+            self.set_focus(finder)  # selects the text (Input.select_on_focus)
+
+    def on_key(self, event: events.Key) -> None:
+        """A character typed in the list or the answer goes to the finder
+        (it went nowhere), replacing its text as typing there does; keys
+        bound here (p pins) keep their meaning."""
+        finder = self.query_one("#why-find", Input)
+        if self.focused is finder or not event.is_printable or event.key in self.active_bindings:
+            return
+        event.stop()
+        event.prevent_default()
+        self.focus_finder()  # the finder's focus event is queued now, ahead of the key
+        finder.post_message(events.Key(event.key, event.character))
 
     def action_to_list(self) -> None:
         """Down in the finder: move into the matches."""
