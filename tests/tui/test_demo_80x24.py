@@ -131,3 +131,33 @@ async def test_why_not_keeps_typing_and_ctrl_l_in_its_finder():
         assert app.screen is screen
         await type_text(pilot, "write")
         assert app.browser.query_box.value == "cache"
+
+
+async def test_why_not_says_what_would_return_it_as_the_cli_does(tmp_path):
+    """F8 lacked the "Would return it: …" line that ``rankscope why`` prints
+    under each explanation; both take it from one description."""
+    from engine.lab.counterfactual import would_return_with
+    from engine.lab.why import why_not
+    from tui.browser.screens.why import WhyScreen
+    from tui.present.describe import would_return_line
+
+    from .conftest import plain, settle, wait_screen
+
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        trace = app.browser.trace
+        answer = {r.candidate.rowid for r in trace.final}
+        missing = next(c.rowid for c in trace.first.fusion.candidates if c.rowid not in answer)
+        app.action_why_not()
+        screen = await wait_screen(pilot, WhyScreen)
+        screen.explain(missing)
+        text = screen.query_one("#why-text")
+        await wait_for(pilot, lambda: "Would return it: " in plain(text), timeout=60)
+        await settle(pilot)
+        store = app.browser.store
+        [e] = why_not(store, trace.params, rowid=missing, trace=trace)
+        cf = would_return_with(store, trace.params, rowid=missing, trace=trace)
+        expected = "".join(span.text for span in would_return_line(cf))
+        assert e.chunk.rowid == missing
+        assert expected in " ".join(plain(text).split())

@@ -35,7 +35,7 @@ from engine.lab.doctor import DoctorReport, check_integrity, diagnose
 from engine.pipeline.variants import Variant
 from engine.store.errors import CorruptStoreError, StoreError
 from engine.store.store import Store
-from engine.lab.counterfactual import sentence as counterfactual_sentence
+from engine.lab.counterfactual import Counterfactual
 from engine.lab.counterfactual import would_return_with
 from engine.pipeline.run import search
 from engine.pipeline.runcache import RunCache
@@ -225,10 +225,11 @@ def compare_cmd(
 ROWID_MIN, ROWID_MAX = -(2**63), 2**63 - 1
 
 
-def explanation_renderable(e: Explanation) -> Group:
-    """One :class:`~engine.lab.why.Explanation` (the description the browser's
-    why screen shows too: :func:`tui.present.describe.describe_explanation`)."""
-    return to_rich(describe_explanation(e))
+def explanation_renderable(e: Explanation, cf: Counterfactual | None = None) -> Group:
+    """One :class:`~engine.lab.why.Explanation` and the change that returns it
+    (the description the browser's why screen shows too:
+    :func:`tui.present.describe.describe_explanation`)."""
+    return to_rich(describe_explanation(e, cf))
 
 
 def why_cmd(
@@ -290,10 +291,7 @@ def why_cmd(
     for i, (e, cf) in enumerate(zip(explanations, changes)):
         if i:
             console.print()
-        console.print(explanation_renderable(e))
-        if cf.reason != "returned":
-            proof = " (proven by re-running)" if cf.change is not None else ""
-            console.print(plain(f"Would return it: {counterfactual_sentence(cf)}{proof}"))
+        console.print(explanation_renderable(e, cf))
 
 
 def why_agent(

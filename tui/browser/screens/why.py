@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Sequence
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -27,6 +28,7 @@ from textual.worker import get_current_worker
 from engine import SearchParams
 from engine.pipeline.variants import variant_spec
 from engine.pipeline.trace import Trace
+from engine.lab.counterfactual import Counterfactual, would_return_with
 from engine.lab.why import ChunkNotFoundError, Explanation, why_not
 from engine.store.rows import ChunkRow
 
@@ -39,6 +41,9 @@ from tui.present.describe import describe_explanations, to_rich
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.work import WorkScreen
 from tui.browser.widgets.footer import KeyFooter
+
+if TYPE_CHECKING:
+    from engine.pipeline.runcache import RunCache
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -120,10 +125,10 @@ def entry_prompt(e: ChunkEntry, width: int = 200) -> Text:
     return end_cut(t, max(width, 20))
 
 
-def explanations_renderable(explanations: list[Explanation]) -> Group:
-    """Every explanation, as ``rankscope why`` prints them
-    (:func:`tui.present.describe.describe_explanations`)."""
-    return to_rich(describe_explanations(explanations))
+def explanations_renderable(explanations: list[Explanation], changes: Sequence[Counterfactual] = ()) -> Group:
+    """Every explanation and (``changes``) the change that returns it, as
+    ``rankscope why`` prints them (:func:`tui.present.describe.describe_explanations`)."""
+    return to_rich(describe_explanations(explanations, changes))
 
 
 class WhyScreen(WorkScreen[None]):
@@ -145,11 +150,14 @@ class WhyScreen(WorkScreen[None]):
     @dataclass
     class Explained(Message):
         """Chunk ``rowid`` explained: ``explanations``, or none with ``error``
-        (the chunk is not in the store); ``seq``: the request's number."""
+        (the chunk is not in the store); ``seq``: the request's number.
+        Posted twice: then again with ``changes``, each explanation's
+        smallest change that returns it (:func:`engine.lab.counterfactual.would_return_with`)."""
 
         seq: int
         explanations: list[Explanation]
         error: str | None = None
+        changes: list[Counterfactual] | None = None
 
     BINDINGS = [
         Binding(
@@ -189,6 +197,8 @@ class WhyScreen(WorkScreen[None]):
         self._shown_seq = 0
         self._find_seq = 0
         self._find_shown = 0
+        #: Retriever runs reused by the counterfactual searches (one per screen).
+        self._runs: RunCache | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="why-title", classes="lab-title")
@@ -362,6 +372,8 @@ class WhyScreen(WorkScreen[None]):
     def _explain(self, params: SearchParams, rowid: int, seq: int, trace: Trace | None) -> None:
         """Explain chunk ``rowid`` for ``params`` (``trace``: its search, when
         at hand); post :class:`Explained`."""
+        from engine.pipeline.runcache import RunCache
+
         worker = get_current_worker()
         store = self.link.store
         with store.thread_connection() as conn:
@@ -370,13 +382,33 @@ class WhyScreen(WorkScreen[None]):
             except ChunkNotFoundError as exc:
                 self.post_message(self.Explained(seq, [], str(exc)))
                 return
-        if not worker.is_cancelled:
+            if worker.is_cancelled:
+                return
             self.post_message(self.Explained(seq, explanations))
+            # then what `rankscope why` prints under each: the smallest change that returns it
+            if self._runs is None:
+                self._runs = RunCache(store)
+            shown = trace if trace is not None else self.link.search_fn(store, params, conn=conn)
+            changes = [
+                would_return_with(
+                    store,
+                    params,
+                    rowid=e.chunk.rowid,
+                    trace=shown,
+                    runs=self._runs,
+                    conn=conn,
+                    stop=lambda: worker.is_cancelled,
+                )
+                for e in explanations
+            ]
+        if not worker.is_cancelled:
+            self.post_message(self.Explained(seq, explanations, changes=changes))
 
     @on(Explained)
     def _explained(self, event: Explained) -> None:
-        if event.seq <= self._shown_seq:
+        if event.seq < self._shown_seq or (event.seq == self._shown_seq and event.changes is None):
             return
+        first = event.seq > self._shown_seq
         self._shown_seq = event.seq
         box = self.query_one("#why-box", VerticalScroll)
         if event.error:
@@ -386,8 +418,11 @@ class WhyScreen(WorkScreen[None]):
             return
         self.explanations = event.explanations
         box.border_subtitle = f"row {self.rowid}" if self.rowid is not None else ""
-        self._text(explanations_renderable(event.explanations))
-        box.scroll_home(animate=False)
+        if event.changes is None:
+            box.border_subtitle += " · finding the smallest change that returns it…"
+        self._text(explanations_renderable(event.explanations, event.changes or ()))
+        if first:
+            box.scroll_home(animate=False)
 
     @on(BrowserScreen.ParamsChanged)
     def _params_changed(self, event: BrowserScreen.ParamsChanged) -> None:
