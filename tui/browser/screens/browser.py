@@ -221,6 +221,8 @@ class BrowserScreen(WorkScreen[None]):
         self._pin_runs: RunCache | None = None
         #: A reopened case's chunk id, pinned once its search is shown.
         self._case_chunk: str | None = None
+        #: The last non-blank query whose search was shown (remembered once the box moves on to another).
+        self._shown_query = ""
         #: The pane widget focused last (results table, inspector, journey): the journey follows its selection.
         self._last_pane: Widget | None = None
 
@@ -483,6 +485,8 @@ class BrowserScreen(WorkScreen[None]):
     def _query_changed(self, event: QueryBox.QueryChanged) -> None:
         if event.submitted:
             self.remember_query(event.query)
+        else:
+            self._moved_on(event.query)
         self.params = replace(self.params, query=event.query)
         self.request_search(force=event.submitted)
 
@@ -624,6 +628,8 @@ class BrowserScreen(WorkScreen[None]):
         results pane and in a notification (not repeated while the same
         failure recurs as you type)."""
         self.trace = trace
+        if trace.params.query.strip():
+            self._shown_query = trace.params.query
         self.ids = None  # read just after the search (IdsRead)
         self.query_box.show_queries(trace, stems)
         self.results.show_trace(trace)
@@ -796,6 +802,24 @@ class BrowserScreen(WorkScreen[None]):
         text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
         self.notify(safe.line(text), title=f"{what} not saved", severity="error", timeout=10, markup=False)
 
+    def _moved_on(self, query: str) -> None:
+        """The query box now reads ``query``: when it is another query (not
+        the last shown query typed on, or cut back), that one was used:
+        remember it. Searches run as you type, so few are submitted."""
+        shown = self._shown_query
+        if shown and query.strip() and not (query.startswith(shown) or shown.startswith(query)):
+            self.remember_query(shown)
+            self._shown_query = ""
+
+    def remember_shown(self) -> None:
+        """Remember the query whose search is shown, if the box still reads it
+        (a dialog, a lab screen or ctrl+r opens over the browser)."""
+        if self.trace is not None and self.trace.params.query == self.query_box.value:
+            self.remember_query(self.trace.params.query)
+
+    def on_screen_suspend(self) -> None:
+        self.remember_shown()
+
     def remember_query(self, query: str) -> None:
         """Add ``query`` to the history (Enter, or leaving the query box)."""
         if self.state is None:
@@ -844,7 +868,8 @@ class BrowserScreen(WorkScreen[None]):
             self.request_search(force=True)
             self.query_box.focus_query()
 
-        self.app.push_screen(HistorySearchScreen(self.state.history, self.query_box.value), callback=chosen)
+        self.remember_shown()
+        self.app.push_screen(HistorySearchScreen(self.state.history), callback=chosen)
 
     # judging
 

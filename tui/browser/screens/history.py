@@ -1,7 +1,8 @@
 """ctrl+r in the query box: search the store's query history, fzf-style.
 
-It starts from the query box's text (selected: typing replaces it). Type to
-narrow (every typed character must appear in order); ↑↓ choose;
+It starts with every query, newest first (the query shown is remembered as
+it opens; starting from the box's text listed "No match." for a query not yet
+remembered). Type to narrow (every typed character must appear in order); ↑↓ choose;
 Enter puts the query in the box and searches; Escape leaves the box as it was.
 """
 
@@ -76,7 +77,7 @@ class HistorySearchScreen(ModalScreen[str | None]):
         self.refill(self.text)
         box = self.query_one("#history-filter", Input)
         box.focus()
-        box.select_all()  # starts from the query box's text; typing replaces it
+        box.select_all()  # a text given (none from ctrl+r): typing replaces it
 
     @property
     def options(self) -> OptionList:
