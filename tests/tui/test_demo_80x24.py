@@ -5,7 +5,6 @@ titles and the notices while grading."""
 
 from __future__ import annotations
 
-import pytest
 
 from .conftest import build_app, press, rendered, search_for, wait_for
 

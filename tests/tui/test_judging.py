@@ -109,7 +109,9 @@ async def test_the_history_keeps_queries_searched_as_typed(db):
             for n in range(1, len(q) + 1):  # searched as typed: every prefix is shown on the way
                 await type_text(pilot, q[n - 1])
                 shown = q[:n]
-                await wait_for(pilot, lambda: app.browser.trace is not None and app.browser.trace.params.query == shown)
+                await wait_for(
+                    pilot, lambda shown=shown: app.browser.trace is not None and app.browser.trace.params.query == shown
+                )
             assert app.browser.trace.params.query == q
         await press(pilot, "ctrl+r")
         screen = await wait_screen(pilot, HistorySearchScreen)
