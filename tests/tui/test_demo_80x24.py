@@ -160,3 +160,49 @@ async def test_why_not_says_what_would_return_it_as_the_cli_does(tmp_path):
         expected = "".join(span.text for span in would_return_line(cf))
         assert e.chunk.rowid == missing
         assert expected in " ".join(plain(text).split())
+
+
+def test_distinct_cuts_keep_look_alike_titles_apart():
+    from tui.present.cut import distinct_cuts, middle_cut
+
+    a, b = "Incident review: 2023-04 outage > What went well", "Incident review: 2024-01 outage > What went well"
+    other = "Replication > Write quorum"
+    assert middle_cut(a, 20) == middle_cut(b, 20)  # what the rank flow showed for both
+    for width in (12, 16, 20, 24, 30):
+        cuts = distinct_cuts([a, b, other, a], width)
+        assert cuts[a] != cuts[b] and max(len(cuts[a]), len(cuts[b])) <= width, (width, cuts)
+        assert "2023" in cuts[a] and "2024" in cuts[b]
+        assert cuts[other] == middle_cut(other, width)  # a title without a look-alike is cut as before
+    assert distinct_cuts([a, b], 60) == {a: a, b: b}
+
+
+async def test_rank_flow_titles_that_differ_read_differently_at_80x24(tmp_path):
+    """Two incident reviews' "What went well" sections both read ``I … >
+    What went well`` in the rank flow's title column."""
+    from textual.widgets import DataTable
+
+    from engine import Store, index_corpus
+    from tui.browser.screens.flow import FlowScreen
+
+    from .conftest import settle, wait_screen
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for when in ("2023-04", "2024-01"):
+        (folder / f"review-{when}.md").write_text(
+            f"# Incident review: {when} outage of the payments cluster\n\n## What went well\n\n"
+            "Alerts fired early and the failover went well for the payments writes.\n"
+        )
+    store = Store.create(tmp_path / "s.db")
+    index_corpus(store, folder)
+    app = build_app(store=store, store_label="notes")
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "went well")
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        await settle(pilot)
+        table = screen.query_one(DataTable)
+        titles = [str(table.get_row_at(r)[1]) for r in range(table.row_count)]
+        went_well = [t for t in titles if t.endswith("well") or "202" in t]
+        assert len(went_well) == 2 and went_well[0] != went_well[1], titles
+        assert {"2023", "2024"} <= {w[w.index("202") : w.index("202") + 4] for w in went_well if "202" in w}
