@@ -388,3 +388,24 @@ async def test_grading_in_the_stages_pane_keeps_the_highlighted_row_in_view(db):
         assert first_line.startswith("★2 ")
         await rendered(pilot)
         assert any(first_line.strip()[:30] in line for line in screen_lines(app)), "the graded row is off screen"
+
+
+async def test_grading_in_the_flow_raises_no_notices_over_its_table(db):
+    """Issue 24: three grades in the rank flow at 80x24 raised three
+    "Judged" notices that covered half its table for about 5 s. The flow
+    shows each grade in place (the badge, the detail line)."""
+    app = app_for(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await search_for(pilot, "write quorum")
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        await settle(pilot)
+        before = len(notifications(app))
+        detail = screen.query_one("#flow-detail", Static)
+        for grade in ("3", "2", "1"):
+            await press(pilot, grade)
+            await wait_for(pilot, lambda grade=grade: f"graded {grade} " in str(detail.render()), what="the grade")
+            await press(pilot, "down")
+        await settle(pilot)
+        assert [n.title for n in notifications(app)[before:]] == []
+        assert sorted(app.browser.judged.grades.values()) == [1, 2, 3]

@@ -905,12 +905,14 @@ class BrowserScreen(WorkScreen[None]):
             raise ValueError(f"row {rowid} is no longer in the store; search again")
         return cid
 
-    def grade_subject(self, subject: Subject, grade: int) -> bool:
+    def grade_subject(self, subject: Subject, grade: int, notice: bool = True) -> bool:
         """Grade ``subject`` ``grade`` (0-3; -1 removes the grade) for the
         shown query, save the judgments and refresh the badges and metrics.
         Removing a grade the chunk does not have only says so (nothing is
         written). Returns True when the chunk's grade is now ``grade``
-        (``-1``: none); False when it could not be saved (said why)."""
+        (``-1``: none); False when it could not be saved (said why). Without
+        ``notice`` the outcome is not notified (the caller shows it in place);
+        a failure always is."""
         if self.state is None or self.trace is None:
             return False
         query = self.trace.params.query
@@ -923,6 +925,10 @@ class BrowserScreen(WorkScreen[None]):
         from tui.browser.judging import grade_words
 
         label = query_label(query, QUERY_SHOWN)
+        if not notice:
+            if qid is not None:
+                self.refresh_judging()
+            return True
         if qid is None:
             self.notify(
                 safe.line(f"{subject.title} · not graded for query {label}: no grade to remove"),
@@ -944,7 +950,9 @@ class BrowserScreen(WorkScreen[None]):
     def grade_row(self, trace: Trace, pass_name: str, rowid: int, grade: int) -> bool:
         """Grade chunk ``rowid`` of pass ``pass_name`` (``"first"`` or
         ``"fuzzy"``) of ``trace`` (from the rank flow): the browser follows
-        the chunk (its journey shows it) and grades it (:meth:`grade_subject`).
+        the chunk (its journey shows it) and grades it (:meth:`grade_subject`,
+        without a notice: notices piled up over the flow's table, which shows
+        the grade in place).
         Refused, with a notice, when the browser shows another search by now
         or the row is not among the pass's candidates."""
         from tui.browser.subject import row_subject
@@ -960,7 +968,7 @@ class BrowserScreen(WorkScreen[None]):
             )
             return False
         self.pick(subject)
-        return self.grade_subject(subject, grade)
+        return self.grade_subject(subject, grade, notice=False)  # the flow shows the grade in place
 
     def refresh_judging(self) -> None:
         """Recompute the current query's grades and per-stage metrics (in a thread)."""
