@@ -6,6 +6,8 @@ titles and the notices while grading."""
 from __future__ import annotations
 
 
+import pytest
+
 from .conftest import build_app, press, rendered, search_for, wait_for
 
 NARROW = (80, 24)
@@ -206,3 +208,37 @@ async def test_rank_flow_titles_that_differ_read_differently_at_80x24(tmp_path):
         went_well = [t for t in titles if t.endswith("well") or "202" in t]
         assert len(went_well) == 2 and went_well[0] != went_well[1], titles
         assert {"2023", "2024"} <= {w[w.index("202") : w.index("202") + 4] for w in went_well if "202" in w}
+
+
+@pytest.mark.parametrize(
+    "size, no_color", [((80, 24), False), ((80, 24), True), ((60, 18), False)], ids=["80x24", "80x24-NO_COLOR", "60x18"]
+)
+async def test_the_first_screen_says_what_to_try_in_one_line_and_fits(size, no_color, monkeypatch):
+    """Issue 24, item 4: the first screen says in one line what to try (type,
+    the rank flow's key, the key list's key: from the action table), and
+    the whole welcome text shows without scrolling at 80x24 and 60x18; at
+    80 columns, with NO_COLOR too, no line of it is cut and the footer
+    cuts no key. (The text needed scrolling at 60x18 and named no F5.)"""
+    from tui.browser.actions import key_shown
+
+    from .conftest import query_input, screen_lines
+
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")  # read when the app is built
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    app = build_app()
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: query_input(app) is not None and app.focused is query_input(app))
+        await rendered(pilot)
+        assert app.no_color == no_color
+        browser = app.browser
+        box = browser.results.note_scroll
+        assert box.max_scroll_y == 0, "the welcome text scrolls"
+        lines = screen_lines(app)
+        one = f"Type a query · {key_shown('rank-flow')} shows its rank flow · {key_shown('help')} the keys"
+        assert any(one in line for line in lines), lines
+        shown = " ".join(line.strip(" │") for line in lines)
+        assert " ".join(browser.welcome_text().plain.split()) in " ".join(shown.split())  # all of it, in order
+        assert "…" not in "".join(line for line in lines if "│" in line)
+        assert cut_footer_keys(app.screen) == []

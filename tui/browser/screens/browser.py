@@ -344,7 +344,10 @@ class BrowserScreen(WorkScreen[None]):
         return self.query_one(JourneyPane)
 
     def welcome_text(self) -> Text:
-        """Start-up text: what the store holds and what to try."""
+        """Start-up text: what the store holds, then in one line what to try
+        (type, the rank flow's key, the key list's key), example queries and
+        the keys, each line short enough for 56 cells (the results pane at
+        60x18), so the whole text shows without scrolling at 80x24 and 60x18."""
         overview = self.overview
         stats = overview.stats
         sessions = [s for s, _ in overview.session_counts if s]
@@ -358,7 +361,7 @@ class BrowserScreen(WorkScreen[None]):
         if stats is not None:
             t.append(f"{stats.sources} sources, {stats.chunks} chunks ({stats.code_chunks} code)")
             if stats.vocabulary is not None:
-                t.append(f", {stats.vocabulary} vocabulary words")
+                t.append(f", {stats.vocabulary} words")
             if overview.sessions_pending:
                 t.append(", sessions being counted.\n")
             else:
@@ -371,33 +374,26 @@ class BrowserScreen(WorkScreen[None]):
                 f"{skipped.summary()} when indexing: {key_shown('command-palette')} 'Skipped files' lists them.\n",
                 style="bold",
             )
-        down, enter = key_shown("leave-query"), key_shown("search-now")
         t.append(
-            f"\nType a query: results appear as you type ({enter} searches at once); {down} leaves the query box.\n"
-        )
-        t.append(
-            f"Then {key_shown('pane.stages')} shows what every step of the pipeline did (Stages), "
-            f"{key_shown('pane.journey')} follows the selected chunk (Journey), "
-            f"{key_shown('pane.results')} comes back to the results; {keys_shown('judge-grade')} grade the "
-            f"selected chunk, {key_shown('pin')} pins it.\n"
+            f"Type a query · {key_shown('rank-flow')} shows its rank flow · {key_shown('help')} the keys\n",
+            style="bold",
         )
         suggestions = overview.suggestions
         if suggestions:
             t.append("Try: ", style="italic")
-            t.append(" · ".join(suggestions) + "\n", style="bold")
+            t.append(" · ".join(suggestions) + "\n")
         else:
             t.append(
-                "Try a plain word, a typo of one (fuzzy correction), or "
-                f"{key_shown('choose-sessions')} to filter by session.\n",
+                f"Try a word, a typo of one, or {key_shown('choose-sessions')} to filter by session.\n",
                 style="italic",
             )
         t.append(
-            f"{key_shown('help')} explains each stage · {key_shown('command-palette')} lists every command.\n",
-            style="dim",
+            f"{key_shown('leave-query')} results · {key_shown('pane.stages')} stages · "
+            f"{key_shown('pane.journey')} journey · {keys_shown('judge-grade')} grade · {key_shown('pin')} pin\n"
         )
         t.append(
-            f"What-if lab: {key_shown('lab-compare')} compares two pipeline variants · "
-            f"{key_shown('lab-why')} asks why a chunk is missing · {key_shown('lab-doctor')} diagnoses the store.",
+            f"{key_shown('lab-compare')} compare · {key_shown('lab-why')} why not? · "
+            f"{key_shown('lab-doctor')} doctor · {key_shown('command-palette')} commands",
             style="dim",
         )
         return t
