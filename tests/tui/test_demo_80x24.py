@@ -242,3 +242,25 @@ async def test_the_first_screen_says_what_to_try_in_one_line_and_fits(size, no_c
         assert " ".join(browser.welcome_text().plain.split()) in " ".join(shown.split())  # all of it, in order
         assert "…" not in "".join(line for line in lines if "│" in line)
         assert cut_footer_keys(app.screen) == []
+
+
+@pytest.mark.parametrize("key", ["f5", "f7", "f8", "f9"])
+async def test_after_a_lab_screen_r_s_j_show_panes_not_typed_into_the_query(key):
+    """Issue 24: a query typed, F5 (the first screen says so), Esc, then s:
+    the s was typed into the query box (focus went back there) and searched
+    "caches". A lab screen looks at the results: closing it puts the focus
+    on the pane shown, as ↓ does."""
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "cache")
+        browser = app.browser
+        assert app.focused is browser.query_box.input
+        await press(pilot, key)
+        await wait_for(pilot, lambda: app.screen is not browser)
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is browser and app.focused is browser.results.table)
+        await press(pilot, "s")
+        await wait_for(pilot, lambda: app.focused is browser.inspector)
+        await press(pilot, "j")
+        await wait_for(pilot, lambda: app.focused is browser.journey)
+        assert browser.query_box.value == "cache"

@@ -206,6 +206,24 @@ class RankscopeApp(App[None]):
 
         self.call_after_refresh(check)
 
+    def _after_lab(self, _result: object = None) -> None:
+        """A lab screen (rank flow, compare, why not?, doctor, agent view or
+        log) closed: as :meth:`_after_dialog`, but focus that was in the query
+        box goes to the pane shown, as ↓ does: a lab screen looks at the
+        results, and r / s / j pressed next were typed into the query."""
+        browser = self.browser
+        if browser is None:
+            return
+
+        def check() -> None:
+            if self.screen is not browser:
+                return
+            focused = browser.focused
+            if focused is None or focused is browser.query_box.input or focused not in browser.focus_chain:
+                browser.action_leave_query()
+
+        self.call_after_refresh(check)
+
     def action_help(self) -> None:
         """Open (or close) the help screen."""
         if isinstance(self.screen, HelpScreen):
@@ -251,7 +269,7 @@ class RankscopeApp(App[None]):
 
             b = parse_variant(spec_b)
             self.compare_variants = (a, b)
-        self.push_screen(CompareScreen(browser.link, browser.params, a, b), callback=self._after_dialog)
+        self.push_screen(CompareScreen(browser.link, browser.params, a, b), callback=self._after_lab)
 
     def selected_subject(self) -> Subject | None:
         """The chunk the browser's journey pane follows, or ``None``."""
@@ -278,7 +296,7 @@ class RankscopeApp(App[None]):
 
     def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
         self.push_screen(
-            WhyScreen(browser.link, browser.params, rowid=rowid, trace=browser.trace), callback=self._after_dialog
+            WhyScreen(browser.link, browser.params, rowid=rowid, trace=browser.trace), callback=self._after_lab
         )
 
     def action_open_stores(self) -> None:
@@ -303,7 +321,7 @@ class RankscopeApp(App[None]):
         browser = self._close_dialogs()
         if browser is not None:
             screen = AgentViewScreen(browser.store, browser.params, session_db=self.session_db)
-            self.push_screen(screen, callback=self._after_dialog)
+            self.push_screen(screen, callback=self._after_lab)
 
     def action_agent_log(self) -> None:
         """Open the agent's recorded searches (the store's session DB): over
@@ -314,7 +332,7 @@ class RankscopeApp(App[None]):
             return
         browser = self._close_dialogs()
         if browser is not None:
-            self.push_screen(AgentLogScreen(browser.store, self.session_db), callback=self._after_dialog)
+            self.push_screen(AgentLogScreen(browser.store, self.session_db), callback=self._after_lab)
 
     def on_agent_log_screen_call_opened(self, event: AgentLogScreen.CallOpened) -> None:
         """Open a recorded call (from the agent log)."""
@@ -355,7 +373,7 @@ class RankscopeApp(App[None]):
             (f"recorded call of {call.created_at} UTC, session {call.session_id[:8]}",),
         )
         screen = AgentViewScreen(browser.store, params, request, session_db=self.session_db)
-        self.push_screen(screen, callback=self._after_dialog)
+        self.push_screen(screen, callback=self._after_lab)
 
     def action_rank_flow(self) -> None:
         """Open the rank flow of the search shown (F5 closes it again)."""
@@ -379,13 +397,13 @@ class RankscopeApp(App[None]):
             grades=grades,
             selected=subject.rowid if subject is not None else None,
         )
-        self.push_screen(flow, callback=self._after_dialog)
+        self.push_screen(flow, callback=self._after_lab)
 
     def action_doctor(self) -> None:
         """Open the store diagnostics."""
         browser = self._close_dialogs()
         if browser is not None:
-            self.push_screen(DoctorScreen(browser.store, self.store_label), callback=self._after_dialog)
+            self.push_screen(DoctorScreen(browser.store, self.store_label), callback=self._after_lab)
 
     def command_text(self) -> str | None:
         """The ``rankscope search`` command line of the current search."""
