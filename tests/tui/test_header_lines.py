@@ -103,7 +103,7 @@ def test_the_pinned_title_keeps_its_least_share_and_the_fates_end_is_cut():
         == "▸ pinned row 139 Design decisions > Refuse writes: left at Trim: cut by the trim (#2 > limit 1)"
     )
     (line,) = lines_of(pinned_text(parts, 70))
-    assert line == "▸ pinned row 139 … > Refuse writes: left at Trim: cut by the trim (#2…"
+    assert line == "▸ pinned row 139 …Refuse writes: left at Trim: cut by the trim (#2 > …"
     narrow = lines_of(pinned_text(parts, 40))
     assert narrow[0] == "▸ pinned row 139 …se writes: left at …"  # between words, within 40 cells
     pool = PinnedParts(
@@ -112,7 +112,7 @@ def test_the_pinned_title_keeps_its_least_share_and_the_fates_end_is_cut():
         "Indexing > Incremental updates > What went well",
     )
     assert lines_of(pinned_text(pool, 78)) == [
-        "▸ pinned row 33 … > What went well: left at Candidate pool: ranked #5 by …"
+        "▸ pinned row 33 …What went well: left at Candidate pool: ranked #5 by fusion,…"
     ]
     long_second = lines_of(pinned_text(PinnedParts(1, "#1 in the answer", "T", "x" * 80), 40))
     assert long_second[1] == "  " + "x" * 37 + "…"

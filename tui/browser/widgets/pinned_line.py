@@ -37,7 +37,7 @@ class PinnedParts:
 
 
 #: The least a pinned title gets (cells; a quarter of the width when that is less): the fate's end is cut first.
-TITLE_LEAST = 20
+TITLE_LEAST = 16
 
 
 def first_line(parts: PinnedParts, width: int) -> str:
