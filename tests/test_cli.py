@@ -76,6 +76,34 @@ def test_errors_are_one_line(db, capsys, args, message):
     assert err.startswith("rankscope: error:")
 
 
+@pytest.mark.parametrize("args", [["serch", "foo"], ["serch"], ["evl", "q.json", "--db", "x.db"]])
+def test_a_mistyped_subcommand_gets_did_you_mean(args, tmp_path, monkeypatch, capsys):
+    """Issue 24: ``rankscope serch foo`` said "unexpected arguments" (as for
+    the browser's PATH) and named no command. A first word that is no file
+    but close to a subcommand's name is a mistyped command."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    meant = "search" if args[0] == "serch" else "eval"
+    assert err.startswith(f"rankscope: error: no such command '{args[0]}'. Did you mean '{meant}'"), err
+    assert "(rankscope --help shows the subcommands: index, search," in err
+
+
+def test_a_file_named_like_a_mistyped_subcommand_is_browsed(tmp_path, monkeypatch, capsys):
+    """A folder named ``serch`` is a PATH, not a mistyped command."""
+    import sys
+
+    cli_main = sys.modules["tui.cli.main"]
+    opened = []
+    monkeypatch.setattr(cli_main, "browse", lambda path, stores=False, qrels=None: opened.append(path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "serch").mkdir()
+    main(["serch"])
+    assert opened == ["serch"]
+
+
 def test_not_a_database(tmp_path, capsys):
     p = tmp_path / "x.db"
     p.write_text("plain text")
@@ -102,7 +130,7 @@ def test_every_command_has_help():
         ["search", "quorum", "--json"],
         ["search", "quorum", "--session", "sess-docs"],
         ["sessions"],
-        ["doctor", "--quick"],
+        # (doctor --quick reports the damage, exit status 1: test_damage_noticed.py)
         ["why", "quorum", "--rowid", "3"],
         ["compare", "quorum", "--b", "key=rowid"],
         ["batch", "QUERIES"],
@@ -334,6 +362,18 @@ def test_compare_help_spec_example_is_not_cut():
     out = runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "80"}).output
     assert "…" not in out
     assert "e.g. key=rowid,rrf_k=10 (keys:" in " ".join(out.replace("│", " ").split())
+
+
+@pytest.mark.parametrize("command, option, after", [("why", "--variant", "--"), ("eval", "--a", "--b <str>")])
+def test_variant_help_names_no_other_option(command, option, after):
+    """Issue 24: ``why --variant`` and ``eval --a`` said "Example: --b
+    key=rowid" (the compare command's option). Each variant option's help
+    gives its example as a value only."""
+    out = runner.invoke(app, [command, "--help"], env={"COLUMNS": "400"}).output
+    text = " ".join(out.replace("│", " ").split())
+    own = text.split(f" {option} ", 1)[1].split(f" {after}", 1)[0]
+    assert "e.g. key=rowid,rrf_k=10" in own
+    assert "--b key" not in own and "Example" not in own, own  # "the reference of --b" is eval's own sense
 
 
 # ─── search output at 80 and 120 columns ────────────────────────────────

@@ -352,7 +352,7 @@ def test_readme_eval_example_is_current(db):
     ``rankscope eval`` prints today (with the sessions map picked up)."""
     readme = (REPO / "README.md").read_text("utf-8")
     block = readme.split(
-        "$ rankscope eval docs/demo-queries.json --db /tmp/sample.db --qrels docs/demo-qrels.json\n", 1
+        "$ COLUMNS=110 rankscope eval docs/demo-queries.json --db /tmp/sample.db --qrels docs/demo-qrels.json\n", 1
     )[1]
     block = block.split("```", 1)[0].split("Per query", 1)[0]
     doc = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--json").output)
@@ -365,6 +365,35 @@ def test_readme_eval_example_is_current(db):
     for stage, cells in rows.items():
         judged = doc["judged"][stage]["Judged@10"]
         assert cells == [f"{doc['stages'][stage][m]:.3f}" for m in doc["measures"]] + [f"{judged:.2f}"], stage
+
+
+def test_readme_eval_examples_say_their_width_and_match_it(db):
+    """Issue 24: the README's first ``eval`` example matched only at 100
+    columns and said no width. Every ``$ rankscope eval`` example of the
+    README is the whole output of its command at the width it gives
+    (``COLUMNS=N``; none: 80, what Rich assumes for a pipe), line by line."""
+    import re
+    import shlex
+
+    readme = (REPO / "README.md").read_text("utf-8")
+    examples = re.findall(r"^\$ ((?:COLUMNS=\d+ )?rankscope eval .*?)\n(.*?)^```", readme, flags=re.M | re.S)
+    assert examples
+    for command, shown in examples:
+        command, _, shown_rest = (command + "\n" + shown).partition("\n")
+        while command.endswith("\\"):  # a command continued on the next line
+            more, _, shown_rest = shown_rest.partition("\n")
+            command = command[:-1] + " " + more.strip()
+        words = shlex.split(command)
+        width = int(words.pop(0).split("=")[1]) if words[0].startswith("COLUMNS=") else 80
+        args = [str(db) if w == "/tmp/sample.db" else str(REPO / w) if w.startswith("docs/") else w for w in words[1:]]
+        out = runner.invoke(app, args, terminal_width=width, env={"COLUMNS": str(width)}).output
+        lines = [line.rstrip() for line in shown_rest.rstrip("\n").splitlines()]
+        # an example that stops early (``...``) or leaves lines out (``  …  (the fuzzy:* stages, alike)``)
+        # is compared up to there
+        cut = next((i for i, line in enumerate(lines) if line == "..." or line.lstrip().startswith("…")), None)
+        lines = lines[:cut]
+        got = [line.rstrip() for line in out.splitlines()]
+        assert got[: len(lines)] == lines, command
 
 
 @pytest.mark.parametrize(

@@ -232,3 +232,19 @@ def test_every_damaged_store_message_names_the_check(damaged_db, stores):
     with Store.open_readonly(damaged_db) as s:
         with pytest.raises(CorruptStoreError, match="Check it with: rankscope doctor"):
             read_facts(s)
+
+
+def test_doctor_quick_says_damage_with_exit_status_1(damaged_db):
+    """Issue 24: ``doctor --quick`` exited 2 (a usage error) on a store it
+    could not read, while its help says damage is exit status 1. Without the
+    integrity checks, the damage it met while reading is the report."""
+    path = damaged_db
+    before = _fingerprint(path)
+    r = runner.invoke(app, ["doctor", "--db", str(path), "--quick", "--json"])
+    assert r.exit_code == 1, r.output
+    data = json.loads(r.output)
+    assert data["damaged"] and data["read_error"] and data["integrity"] == []
+    r = runner.invoke(app, ["doctor", "--db", str(path), "--quick"])
+    assert r.exit_code == 1, r.output
+    assert "the store is damaged" in " ".join(r.output.split())
+    assert _fingerprint(path) == before

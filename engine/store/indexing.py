@@ -423,8 +423,10 @@ def warm_freshness(conns: Connections, schema: SchemaInfo, freshness: Freshness,
     """
     if not schema.has_file_columns:
         return
-    with sqlite_errors(conns.path):
-        freshness.warm(conn, conns.data_version())
+    version = conns.data_version()
+    # an in-memory store's one connection is shared: hold its lock, as every reader does
+    with sqlite_errors(conns.path), conns.using(conn) as c:
+        freshness.warm(c, version)
 
 
 def refresh_stale(conns: Connections, schema: SchemaInfo) -> tuple[list[str], list[tuple[str, str]]]:

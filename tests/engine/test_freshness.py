@@ -239,3 +239,41 @@ def test_closing_the_store_stops_watching(writable):
     assert writable.freshness.method == "watch"
     writable.close()
     assert writable.freshness.method == "scan"
+
+
+def test_warming_an_in_memory_store_holds_its_one_connections_lock(monkeypatch):
+    """The browser warms the freshness watch in a worker while a search may
+    run: on an in-memory store both share one connection, so the warm-up
+    holds its lock like every reader (used bare, apsw raised 'Connection is
+    busy in another thread' in the search)."""
+    import threading
+
+    from engine import Store, index_corpus
+    from engine.store.freshness import Freshness
+
+    from ..conftest import SAMPLE_CORPUS
+
+    store = Store.create()
+    index_corpus(store, SAMPLE_CORPUS)
+    assert store.schema.has_file_columns
+    free_while_warming: list[bool] = []
+    real = Freshness.warm
+
+    def spy(self, conn, version):
+        if conn is store.conn:  # could another thread (a search) take the connection now?
+
+            def probe() -> None:
+                got = store.lock.acquire(blocking=False)
+                if got:
+                    store.lock.release()
+                free_while_warming.append(got)
+
+            t = threading.Thread(target=probe)
+            t.start()
+            t.join()
+        return real(self, conn, version)
+
+    monkeypatch.setattr(Freshness, "warm", spy)
+    store.warm_freshness(store.conn)
+    assert free_while_warming == [False]
+    store.close()

@@ -394,3 +394,22 @@ def test_the_chunk_views_title_says_in_words_how_the_snippet_was_cut():
     assert how("windows", "highlight") == "windows around FTS5's highlight marks"
     assert how("windows", "indexOf") == "windows around the query's words (indexOf: no highlight mark)"
     assert how("prefix", "none") == "the first 1500 units (no match position found)"
+
+
+async def test_esc_from_the_agent_log_returns_to_the_agent_view():
+    """Issue 24: the agent log opened with l from the agent view closed the
+    view; Esc then landed on the browser, where the next p pinned a chunk."""
+    app = _app(PLUGIN_STORE, session_db=str(SESSION_DB))
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "x")
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
+        view = agent_screen(app)
+        plugin = view.plugin
+        await press(pilot, "l")
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen), what="the agent log")
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is view, what="the agent view again")
+        await press(pilot, "p")  # the agent view's p (plugin mode), not the browser's pin
+        await wait_for(pilot, lambda: view.plugin != plugin)
+        assert app.browser.pinned_rowid is None

@@ -92,13 +92,28 @@ def test_the_pinned_title_is_cut_in_the_middle_so_the_fate_fits():
     assert text == [line, "  fusion key rowid would return it at #3"]
 
 
-def test_the_pinned_line_cuts_its_end_only_when_no_title_cut_is_enough():
+def test_the_pinned_title_keeps_its_least_share_and_the_fates_end_is_cut():
+    """Issue 24: at 80x24 a long fate left the title ``…`` (``pinned row 33
+    …: left at Candidate pool …``): the title keeps at least TITLE_LEAST
+    cells (a quarter of the width if less), its last heading first, and the
+    fate's end is cut between words."""
     parts = PinnedParts(139, "left at Trim: cut by the trim (#2 > limit 1)", "Design decisions > Refuse writes")
-    line = first_line(parts, 70)
-    # the last heading alone is too long: its end stays
-    assert line == "▸ pinned row 139 …writes: left at Trim: cut by the trim (#2 > limit 1)"
+    assert (
+        first_line(parts, 200)
+        == "▸ pinned row 139 Design decisions > Refuse writes: left at Trim: cut by the trim (#2 > limit 1)"
+    )
+    (line,) = lines_of(pinned_text(parts, 70))
+    assert line == "▸ pinned row 139 …Refuse writes: left at Trim: cut by the trim (#2 > …"
     narrow = lines_of(pinned_text(parts, 40))
-    assert narrow[0] == "▸ pinned row 139 …: left at Trim: cut …"  # between words, within 40 cells
+    assert narrow[0] == "▸ pinned row 139 …se writes: left at …"  # between words, within 40 cells
+    pool = PinnedParts(
+        33,
+        "left at Candidate pool: ranked #5 by fusion, beyond the pool of 3 (the limit)",
+        "Indexing > Incremental updates > What went well",
+    )
+    assert lines_of(pinned_text(pool, 78)) == [
+        "▸ pinned row 33 …What went well: left at Candidate pool: ranked #5 by fusion,…"
+    ]
     long_second = lines_of(pinned_text(PinnedParts(1, "#1 in the answer", "T", "x" * 80), 40))
     assert long_second[1] == "  " + "x" * 37 + "…"
 
@@ -210,12 +225,13 @@ async def test_the_pinned_line_at_60x18(sample):
         # the title is cut (its last heading alone is too long: its end stays); the fate is whole
         assert first.startswith("▸ pinned row 139 …") and first.endswith("the write quorum: #3 in the answer")
         assert cell_len(first) == line.content_region.width  # the title takes the room left, no more
-        # a fate too long for 58 cells even without the title: the title is "…", the end is cut
+        # a fate too long for 58 cells even without the title: the title keeps its least share
+        # (a quarter of the width: its last heading's end), the fate's end is cut
         browser.update_params(ParamsChange(limit=2))
         await settle(pilot)
         await wait_for(pilot, lambda: "would return it" in plain(line), what="the counterfactual")
         await settle(pilot)
         first, second = drawn(app, line)
-        assert first.startswith("▸ pinned row 139 …: left at Candidate pool: beyond the") and first.endswith(" …")
+        assert first.startswith("▸ pinned row 139 … write quorum: left at Candidate pool:") and first.endswith(" …")
         assert line.content_region.width // 2 <= cell_len(first) <= line.content_region.width  # cut between words
         assert second == "  limit 3 would return it at #3"

@@ -31,6 +31,7 @@ from .conftest import (
     run_command,
     search_for,
     settle,
+    type_text,
     wait_for,
     wait_screen,
 )
@@ -82,15 +83,41 @@ async def test_ctrl_r_searches_the_history(db):
             await search_for(pilot, q)
         await press(pilot, "ctrl+l", "ctrl+r")
         screen = await wait_screen(pilot, HistorySearchScreen)
-        assert screen.matches == ["consumer lag"]  # starts from the query box's text
-        await press(pilot, "backspace")
-        assert screen.matches == ["consumer lag", "retention", "write quorum"]  # newest first
+        assert screen.matches == ["consumer lag", "retention", "write quorum"]  # all of them, newest first
         await press(pilot, *"wqm")  # fzf-style: the letters in order
         assert screen.matches == ["write quorum"]
         await press(pilot, "enter")
         await settle(pilot)
         assert app.browser.query_box.value == "write quorum"
         assert app.browser.trace.params.query == "write quorum"
+
+
+async def test_the_history_keeps_queries_searched_as_typed(db):
+    """Issue 24: ctrl+r kept 2 of 8 queries searched (only Enter and leaving
+    the box remembered one; searches run as you type) and opened with the
+    box's text, "No match." for a query not remembered. A shown query is
+    remembered once the box moves on to another (not while typing on or
+    cutting it back), or when a dialog or ctrl+r opens over it."""
+    from textual.widgets import Input
+
+    app = app_for(db)
+    queries = ["write quorum", "retention", "consumer lag", "throttling", "inflight", "kafka", "tombstone", "cache"]
+    async with app.run_test(size=(80, 24)) as pilot:
+        box = app.browser.query_box
+        for q in queries:
+            await press(pilot, "ctrl+l")
+            for n in range(1, len(q) + 1):  # searched as typed: every prefix is shown on the way
+                await type_text(pilot, q[n - 1])
+                shown = q[:n]
+                await wait_for(
+                    pilot, lambda shown=shown: app.browser.trace is not None and app.browser.trace.params.query == shown
+                )
+            assert app.browser.trace.params.query == q
+        await press(pilot, "ctrl+r")
+        screen = await wait_screen(pilot, HistorySearchScreen)
+        assert screen.query_one("#history-filter", Input).value == ""
+        assert screen.matches == list(reversed(queries))
+        assert box.value == "cache"
 
 
 async def test_grading_in_every_pane_with_metrics(db):
@@ -361,6 +388,27 @@ async def test_grading_in_the_stages_pane_keeps_the_highlighted_row_in_view(db):
         assert first_line.startswith("★2 ")
         await rendered(pilot)
         assert any(first_line.strip()[:30] in line for line in screen_lines(app)), "the graded row is off screen"
+
+
+async def test_grading_in_the_flow_raises_no_notices_over_its_table(db):
+    """Issue 24: three grades in the rank flow at 80x24 raised three
+    "Judged" notices that covered half its table for about 5 s. The flow
+    shows each grade in place (the badge, the detail line)."""
+    app = app_for(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await search_for(pilot, "write quorum")
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        await settle(pilot)
+        before = len(notifications(app))
+        detail = screen.query_one("#flow-detail", Static)
+        for grade in ("3", "2", "1"):
+            await press(pilot, grade)
+            await wait_for(pilot, lambda grade=grade: f"graded {grade} " in str(detail.render()), what="the grade")
+            await press(pilot, "down")
+        await settle(pilot)
+        assert [n.title for n in notifications(app)[before:]] == []
+        assert sorted(app.browser.judged.grades.values()) == [1, 2, 3]
 
 
 # ─── what to grade next ──────────────────────────────────────────────────

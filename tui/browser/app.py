@@ -179,7 +179,13 @@ class RankscopeApp(App[None]):
         return browser
 
     def action_focus_query(self) -> None:
-        """Focus the query box, text selected; closes any dialog first."""
+        """Focus the query box, text selected; closes any dialog first. In
+        "why not?" it is the finder's query (the screen stays open)."""
+        from tui.browser.screens.why import WhyScreen
+
+        if isinstance(self.screen, WhyScreen):
+            self.screen.focus_finder()
+            return
         browser = self._close_dialogs()
         if browser is not None:
             browser.query_box.focus_query()
@@ -204,6 +210,24 @@ class RankscopeApp(App[None]):
             focused = browser.focused
             if focused is None or focused not in browser.focus_chain:
                 browser.query_box.focus_query()
+
+        self.call_after_refresh(check)
+
+    def _after_lab(self, _result: object = None) -> None:
+        """A lab screen (rank flow, compare, why not?, doctor, agent view or
+        log) closed: as :meth:`_after_dialog`, but focus that was in the query
+        box goes to the pane shown, as ↓ does: a lab screen looks at the
+        results, and r / s / j pressed next were typed into the query."""
+        browser = self.browser
+        if browser is None:
+            return
+
+        def check() -> None:
+            if self.screen is not browser:
+                return
+            focused = browser.focused
+            if focused is None or focused is browser.query_box.input or focused not in browser.focus_chain:
+                browser.action_leave_query()
 
         self.call_after_refresh(check)
 
@@ -262,7 +286,7 @@ class RankscopeApp(App[None]):
 
             b = parse_variant(spec_b)
             self.compare_variants = (a, b)
-        self.push_screen(CompareScreen(browser.link, browser.params, a, b), callback=self._after_dialog)
+        self.push_screen(CompareScreen(browser.link, browser.params, a, b), callback=self._after_lab)
 
     def selected_subject(self) -> Subject | None:
         """The chunk the browser's journey pane follows, or ``None``."""
@@ -291,7 +315,7 @@ class RankscopeApp(App[None]):
         from tui.browser.screens.why import WhyScreen
 
         self.push_screen(
-            WhyScreen(browser.link, browser.params, rowid=rowid, trace=browser.trace), callback=self._after_dialog
+            WhyScreen(browser.link, browser.params, rowid=rowid, trace=browser.trace), callback=self._after_lab
         )
 
     def action_open_stores(self) -> None:
@@ -322,11 +346,13 @@ class RankscopeApp(App[None]):
             screen = AgentViewScreen(
                 browser.store, browser.params, session_db=self.session_db, pinned=browser.pinned_rowid
             )
-            self.push_screen(screen, callback=self._after_dialog)
+            self.push_screen(screen, callback=self._after_lab)
 
     def action_agent_log(self) -> None:
-        """Open the agent's recorded searches (the store's session DB); from
-        an agent view opened from the live agent log, go back to that log."""
+        """Open the agent's recorded searches (the store's session DB): from
+        an agent view opened from the live agent log, go back to that log;
+        from another agent view, over it (Esc returns there); else over the
+        browser."""
         from tui.browser.screens.agent import AgentViewScreen
         from tui.browser.screens.agent_log import AgentLogScreen
 
@@ -334,9 +360,12 @@ class RankscopeApp(App[None]):
         if isinstance(self.screen, AgentViewScreen) and len(stack) > 1 and isinstance(stack[-2], AgentLogScreen):
             self.screen.dismiss(None)
             return
+        if isinstance(self.screen, AgentViewScreen):
+            self.push_screen(AgentLogScreen(self.screen.store, self.session_db))
+            return
         browser = self._close_dialogs()
         if browser is not None:
-            self.push_screen(AgentLogScreen(browser.store, self.session_db), callback=self._after_dialog)
+            self.push_screen(AgentLogScreen(browser.store, self.session_db), callback=self._after_lab)
 
     def on_agent_log_screen_call_opened(self, event: AgentLogScreen.CallOpened) -> None:
         """Open a recorded call (from the agent log)."""
@@ -367,7 +396,7 @@ class RankscopeApp(App[None]):
         browser = self.browser if isinstance(self.screen, AgentLogScreen) else self._close_dialogs()
         if browser is None or replay.call.params is None:
             return
-        self.push_screen(self.recorded_call_view(browser, replay), callback=self._after_dialog)
+        self.push_screen(self.recorded_call_view(browser, replay), callback=self._after_lab)
 
     def recorded_call_view(self, browser: BrowserScreen, replay: Replay) -> AgentViewScreen:
         """The browser searches the recorded call's first query with the
@@ -426,7 +455,7 @@ class RankscopeApp(App[None]):
             grades=grades,
             selected=subject.rowid if subject is not None else None,
         )
-        self.push_screen(flow, callback=self._after_dialog)
+        self.push_screen(flow, callback=self._after_lab)
 
     def action_doctor(self) -> None:
         """Open the store diagnostics."""
@@ -434,7 +463,7 @@ class RankscopeApp(App[None]):
 
         browser = self._close_dialogs()
         if browser is not None:
-            self.push_screen(DoctorScreen(browser.store, self.store_label), callback=self._after_dialog)
+            self.push_screen(DoctorScreen(browser.store, self.store_label), callback=self._after_lab)
 
     def command_text(self) -> str | None:
         """The ``rankscope search`` command line of the current search."""

@@ -37,7 +37,7 @@ from engine.lab.doctor import DoctorReport, check_integrity, diagnose
 from engine.pipeline.variants import Variant
 from engine.store.errors import CorruptStoreError, StoreError
 from engine.store.store import Store
-from engine.lab.counterfactual import sentence as counterfactual_sentence
+from engine.lab.counterfactual import Counterfactual
 from engine.lab.counterfactual import would_return_with
 from engine.pipeline.run import search
 from engine.pipeline.runcache import RunCache
@@ -266,10 +266,11 @@ def compare_cmd(
 ROWID_MIN, ROWID_MAX = -(2**63), 2**63 - 1
 
 
-def explanation_renderable(e: Explanation) -> Group:
-    """One :class:`~engine.lab.why.Explanation` (the description the browser's
-    why screen shows too: :func:`tui.present.describe.describe_explanation`)."""
-    return to_rich(describe_explanation(e))
+def explanation_renderable(e: Explanation, cf: Counterfactual | None = None) -> Group:
+    """One :class:`~engine.lab.why.Explanation` and the change that returns it
+    (the description the browser's why screen shows too:
+    :func:`tui.present.describe.describe_explanation`)."""
+    return to_rich(describe_explanation(e, cf))
 
 
 def why_cmd(
@@ -331,10 +332,7 @@ def why_cmd(
     for i, (e, cf) in enumerate(zip(explanations, changes)):
         if i:
             console.print()
-        console.print(explanation_renderable(e))
-        if cf.reason != "returned":
-            proof = " (proven by re-running)" if cf.change is not None else ""
-            console.print(plain(f"Would return it: {counterfactual_sentence(cf)}{proof}"))
+        console.print(explanation_renderable(e, cf))
 
 
 def why_agent(
@@ -395,7 +393,10 @@ def doctor_cmd(
     quick: bool = typer.Option(
         False,
         "--quick",
-        help="Skip the integrity checks (they copy the store to a temporary folder and read all of it).",
+        help=(
+            "Skip the integrity checks (they copy the store to a temporary folder and read all of it); "
+            "a store that cannot be read is still reported damaged (exit status 1)."
+        ),
     ),
 ) -> None:
     """Diagnose a store: damage (SQLite's and FTS5's integrity checks, on a
@@ -410,14 +411,16 @@ def doctor_cmd(
     try:
         store = Store.open_readonly(db)
     except CorruptStoreError as exc:
-        if quick:
-            fail(str(exc))
-        report = DoctorReport.unreadable(str(db), "schema unknown", exc.reason, check_integrity(str(db)))
+        checks = () if quick else check_integrity(str(db))
+        report = DoctorReport.unreadable(str(db), "schema unknown", exc.reason, checks)
     except StoreError as exc:
         fail(str(exc))
     else:
         with store:
-            report = diagnose(store, integrity=not quick)
+            try:
+                report = diagnose(store, integrity=not quick)
+            except CorruptStoreError as exc:  # --quick: no integrity checks, the damage is the reading's
+                report = DoctorReport.unreadable(str(db), store.schema.generation, exc.reason, ())
     if as_json:
         write_json(report.to_dict())
     else:

@@ -385,6 +385,19 @@ def usage_error_exit(exc: TyperException) -> NoReturn:
     error_exit(usage_message(exc), usage_hint(exc), getattr(exc, "exit_code", 2))
 
 
+def mistyped_command(word: str) -> bool:
+    """True when ``word`` (the first argument) is no file or folder but close
+    to a subcommand's name (``serch``): Click then says no such command, and
+    which one was meant (``difflib``'s close matches, as for the groups'
+    subcommands)."""
+    import difflib
+
+    names = [name for name, _, _ in SUBCOMMANDS] + [name for name, _, _ in SUBGROUPS]
+    if word.startswith("-") or os.path.lexists(word):
+        return False
+    return bool(difflib.get_close_matches(word, names))
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Console-script entry point."""
     # numpy's OpenBLAS (eval's statistics, on a handful of numbers) starts a thread and a buffer per core when
@@ -393,7 +406,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     commands = {name for name, _, _ in SUBCOMMANDS} | {name for name, _, _ in SUBGROUPS}
     try:
-        if not args or (args[0] not in commands and args[0] not in ("-h", "--help", "--version")):
+        if not args or (
+            args[0] not in commands and args[0] not in ("-h", "--help", "--version") and not mistyped_command(args[0])
+        ):
             stores = "--stores" in args
             rest = [a for a in args if a != "--stores"]
             rest, qrels = _take_qrels(rest)

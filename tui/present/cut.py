@@ -8,6 +8,7 @@ truncation helpers. Widths are terminal cells (Rich's ``cell_len``), except
 * :func:`end_cut`: the start and ``…`` (store text made safe on the way;
   ``words=True`` never cuts inside a word when that can be helped);
 * :func:`middle_cut`: the end kept (a title's last heading, a path's file name);
+* :func:`distinct_cuts`: middle cuts of several titles that keep different titles different;
 * :class:`MiddleCut`: a table cell that is middle-cut to the width it is drawn at;
 * :func:`terms_cut`: whole terms from both ends (a sanitised FTS5 query);
 * :func:`cut_beside`: a left text cut so that a right one fits beside it.
@@ -17,7 +18,7 @@ Rich only (no Textual).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -96,6 +97,38 @@ def middle_cut(title: str, width: int, sep: str = " > ") -> str:
     if room <= 0:
         return (ELLIPSIS + sep + sep.join(kept))[:width]
     return _cells_from_start(rest, room).rstrip() + back
+
+
+def distinct_cuts(titles: Sequence[str], width: int, sep: str = " > ") -> dict[str, str]:
+    """Each of ``titles`` in at most ``width`` cells (:func:`middle_cut`), with
+    titles that differ kept different: when several cut alike
+    (``Incident 2023-04 > What went well`` and ``Incident 2024-01 > What
+    went well`` both ``I… > What went well``), each shows from the word where
+    they start to differ (``…2023-04 > What went well``), its middle cut if
+    needed, else just that start (``…2023-04 > Wh…``). Returns title → cut."""
+    import os.path
+
+    unique = list(dict.fromkeys(titles))
+    cuts = {t: middle_cut(t, width, sep) for t in unique}
+    groups: dict[str, list[str]] = {}
+    for t in unique:
+        groups.setdefault(cuts[t], []).append(t)
+    for group in groups.values():
+        if len(group) < 2 or width < 2:
+            continue
+        common = len(os.path.commonprefix(group))
+        start = group[0].rfind(" ", 0, common) + 1  # the word where they differ
+        tails = {}
+        for t in group:
+            at = start
+            if t[at:].startswith(sep.strip()):  # the other has a heading more here: from the word before
+                at = t.rfind(" ", 0, max(at - 1, 0)) + 1
+            tails[t] = ELLIPSIS + t[at:].lstrip() if at else t
+        shown = {t: middle_cut(tail, width, sep) for t, tail in tails.items()}
+        if len(set(shown.values())) < len(group):
+            shown = {t: end_cut(tail, width).plain for t, tail in tails.items()}
+        cuts.update(shown)
+    return cuts
 
 
 def _cells_from_start(text: str, width: int) -> str:

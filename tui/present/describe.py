@@ -24,6 +24,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from engine.lab.counterfactual import Counterfactual
+from engine.lab.counterfactual import sentence as counterfactual_sentence
 from engine.pipeline.variants import variant_spec
 from engine.pipeline.table import in_rerun, stage, title
 from engine.lab.why import Explanation
@@ -212,9 +214,21 @@ def _reason_role(e: Explanation) -> str:
     return "good" if stage(e.stage).kind == "answer" else "warn"
 
 
-def describe_explanation(e: Explanation) -> Description:
+def would_return_line(cf: Counterfactual) -> Line | None:
+    """``Would return it: limit 5 would return it at #5 (proven by
+    re-running)`` (:func:`engine.lab.counterfactual.sentence`), or ``None``
+    when the chunk is returned already."""
+    if cf.reason == "returned":
+        return None
+    proof = " (proven by re-running)" if cf.change is not None else ""
+    return line(Span("Would return it: ", "strong"), f"{counterfactual_sentence(cf)}{proof}")
+
+
+def describe_explanation(e: Explanation, cf: Counterfactual | None = None) -> Description:
     """The chunk, a verdict (✓ in the answer / ✗ left the pipeline at a
-    stage, with the reason code) and the engine's message with the numbers."""
+    stage, with the reason code) and the engine's message with the numbers;
+    with ``cf`` (:func:`engine.lab.counterfactual.would_return_with` of the
+    chunk) the smallest change that returns it (:func:`would_return_line`)."""
     c = e.chunk
     head = line(Span(f"row {c.rowid} ", "strong"), Span(c.title or "(no title)", "strong"))
     where = line(Span(f"{c.source} · {c.content_type} · session {c.session_id or '(none)'}", "dim"))
@@ -229,16 +243,20 @@ def describe_explanation(e: Explanation) -> Description:
     verdict += [Span(" · reason ", "dim"), Span(e.reason, _reason_role(e))]
     if e.run == "fuzzy" and not in_rerun(e.stage):
         verdict.append(Span(" (fuzzy re-run)", "dim"))
-    return Description((head, where, tuple(verdict), line(e.message)))
+    returns = would_return_line(cf) if cf is not None else None
+    return Description((head, where, tuple(verdict), line(e.message), *((returns,) if returns else ())))
 
 
-def describe_explanations(explanations: list[Explanation]) -> Description:
-    """Every explanation, separated by blank lines."""
+def describe_explanations(
+    explanations: Sequence[Explanation], changes: Sequence[Counterfactual | None] = ()
+) -> Description:
+    """Every explanation (with its counterfactual from ``changes``, in the
+    same order, when given), separated by blank lines."""
     blocks: list[Line | Table[Line]] = []
     for i, e in enumerate(explanations):
         if i:
             blocks.append(())
-        blocks += describe_explanation(e).blocks
+        blocks += describe_explanation(e, changes[i] if i < len(changes) else None).blocks
     return Description(tuple(blocks))
 
 

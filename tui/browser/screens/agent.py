@@ -35,7 +35,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -54,6 +54,7 @@ from tui.present.agentwords import advice_short, waste_words
 from tui.browser.actions import bindings
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.work import WorkScreen
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 #: Largest call number the +/- keys reach (the block is at 8 by default).
@@ -389,7 +390,7 @@ class AgentViewScreen(WorkScreen[None]):
         yield OptionList(id="agent-results")
         with VerticalScroll(id="agent-box"):
             yield Static(Text(""), id="agent-text")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#agent-results", OptionList).border_title = "Results the agent got"

@@ -25,7 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -37,6 +37,7 @@ from engine.js.json import json_stringify
 from tui.present import safe
 from tui.browser.actions import bindings
 from tui.browser.screens.work import WorkScreen
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -194,7 +195,7 @@ class AgentLogScreen(WorkScreen[None]):
         yield OptionList(id="agent-log-list")
         with VerticalScroll(id="agent-log-box"):
             yield Static(Text(""), id="agent-log-detail")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#agent-log-list", OptionList).border_title = "Calls (Enter opens one)"

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterator
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Footer, Tab, Tabs
+from textual.widgets import Tab, Tabs
 from textual.worker import get_current_worker
 
 from engine import SearchParams, Store
@@ -44,6 +44,7 @@ from tui.browser.widgets.pinned_line import PinnedLine, PinnedParts
 from tui.browser.widgets.preview import JourneyPane
 from tui.browser.widgets.query_box import QueryBox
 from tui.browser.widgets.results import ResultsPane
+from tui.browser.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:  # imported where used (a lazy import keeps start-up fast)
     from engine.lab.explain import ChunkAnatomy, Versus
@@ -265,6 +266,10 @@ class BrowserScreen(WorkScreen[None]):
         self._pin_runs: RunCache | None = None
         #: A reopened case's chunk id, pinned once its search is shown.
         self._case_chunk: str | None = None
+        #: The last non-blank query whose search was shown (remembered once the box moves on to another).
+        self._shown_query = ""
+        #: The pane widget focused last (results table, inspector, journey): the journey follows its selection.
+        self._last_pane: Widget | None = None
 
     @property
     def link(self) -> BrowserLink:
@@ -288,7 +293,7 @@ class BrowserScreen(WorkScreen[None]):
             with Horizontal(id="lower"):
                 yield StageInspector(show_timings=self.options.show_timings, id="inspector")
                 yield JourneyPane(id="journey")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.load_user_state()
@@ -391,7 +396,10 @@ class BrowserScreen(WorkScreen[None]):
         return self.query_one(JourneyPane)
 
     def welcome_text(self) -> Text:
-        """Start-up text: what the store holds and what to try."""
+        """Start-up text: what the store holds, then in one line what to try
+        (type, the rank flow's key, the key list's key), example queries and
+        the keys, each line short enough for 56 cells (the results pane at
+        60x18), so the whole text shows without scrolling at 80x24 and 60x18."""
         overview = self.overview
         stats = overview.stats
         sessions = [s for s, _ in overview.session_counts if s]
@@ -405,7 +413,7 @@ class BrowserScreen(WorkScreen[None]):
         if stats is not None:
             t.append(f"{stats.sources} sources, {stats.chunks} chunks ({stats.code_chunks} code)")
             if stats.vocabulary is not None:
-                t.append(f", {stats.vocabulary} vocabulary words")
+                t.append(f", {stats.vocabulary} words")
             if overview.sessions_pending:
                 t.append(", sessions being counted.\n")
             else:
@@ -418,33 +426,26 @@ class BrowserScreen(WorkScreen[None]):
                 f"{skipped.summary()} when indexing: {key_shown('command-palette')} 'Skipped files' lists them.\n",
                 style="bold",
             )
-        down, enter = key_shown("leave-query"), key_shown("search-now")
         t.append(
-            f"\nType a query: results appear as you type ({enter} searches at once); {down} leaves the query box.\n"
-        )
-        t.append(
-            f"Then {key_shown('pane.stages')} shows what every step of the pipeline did (Stages), "
-            f"{key_shown('pane.journey')} follows the selected chunk (Journey), "
-            f"{key_shown('pane.results')} comes back to the results; {keys_shown('judge-grade')} grade the "
-            f"selected chunk, {key_shown('pin')} pins it.\n"
+            f"Type a query · {key_shown('rank-flow')} shows its rank flow · {key_shown('help')} the keys\n",
+            style="bold",
         )
         suggestions = overview.suggestions
         if suggestions:
             t.append("Try: ", style="italic")
-            t.append(" · ".join(suggestions) + "\n", style="bold")
+            t.append(" · ".join(suggestions) + "\n")
         else:
             t.append(
-                "Try a plain word, a typo of one (fuzzy correction), or "
-                f"{key_shown('choose-sessions')} to filter by session.\n",
+                f"Try a word, a typo of one, or {key_shown('choose-sessions')} to filter by session.\n",
                 style="italic",
             )
         t.append(
-            f"{key_shown('help')} explains each stage · {key_shown('command-palette')} lists every command.\n",
-            style="dim",
+            f"{key_shown('leave-query')} results · {key_shown('pane.stages')} stages · "
+            f"{key_shown('pane.journey')} journey · {keys_shown('judge-grade')} grade · {key_shown('pin')} pin\n"
         )
         t.append(
-            f"What-if lab: {key_shown('lab-compare')} compares two pipeline variants · "
-            f"{key_shown('lab-why')} asks why a chunk is missing · {key_shown('lab-doctor')} diagnoses the store.",
+            f"{key_shown('lab-compare')} compare · {key_shown('lab-why')} why not? · "
+            f"{key_shown('lab-doctor')} doctor · {key_shown('command-palette')} commands",
             style="dim",
         )
         return t
@@ -532,6 +533,8 @@ class BrowserScreen(WorkScreen[None]):
     def _query_changed(self, event: QueryBox.QueryChanged) -> None:
         if event.submitted:
             self.remember_query(event.query)
+        else:
+            self._moved_on(event.query)
         self.params = replace(self.params, query=event.query)
         self.request_search(force=event.submitted)
 
@@ -674,6 +677,8 @@ class BrowserScreen(WorkScreen[None]):
         results pane and in a notification (not repeated while the same
         failure recurs as you type)."""
         self.trace = trace
+        if trace.params.query.strip():
+            self._shown_query = trace.params.query
         self.ids = None  # read just after the search (IdsRead)
         self.query_box.show_queries(trace, stems)
         self.results.show_trace(trace)
@@ -926,6 +931,29 @@ class BrowserScreen(WorkScreen[None]):
         if chosen and self.narrow:
             self.action_show_pane("journey")
 
+    def pane_subject(self, widget: Widget) -> Subject | None:
+        """The chunk selected in the pane ``widget`` is (the results table's
+        cursor row, the inspector's highlighted candidate), or ``None``."""
+        if widget is self.results.table:
+            return self.results.subject_at(self.results.table.cursor_row) if self.results.table.display else None
+        if widget is self.inspector:
+            return self.inspector.subject_at(self.inspector.highlighted)
+        return None
+
+    @on(events.DescendantFocus)
+    def _pane_focused(self, event: events.DescendantFocus) -> None:
+        """Focus moved to another pane (r s j, Tab, a click): the journey
+        follows the chunk selected there (it showed the last one picked in
+        the pane left). Focus coming back to the same pane (after a dialog)
+        changes nothing."""
+        widget = event.widget
+        if widget not in (self.results.table, self.inspector, self.journey) or widget is self._last_pane:
+            return
+        self._last_pane = widget
+        subject = self.pane_subject(widget)
+        if subject is not None and subject != self.journey.subject:
+            self.pick(subject)
+
     @on(ResultsPane.Picked)
     def _result_picked(self, event: ResultsPane.Picked) -> None:
         self.pick(event.subject, event.chosen)
@@ -949,6 +977,24 @@ class BrowserScreen(WorkScreen[None]):
     def _save_failed(self, what: str, exc: Exception) -> None:
         text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
         self.notify(safe.line(text), title=f"{what} not saved", severity="error", timeout=10, markup=False)
+
+    def _moved_on(self, query: str) -> None:
+        """The query box now reads ``query``: when it is another query (not
+        the last shown query typed on, or cut back), that one was used:
+        remember it. Searches run as you type, so few are submitted."""
+        shown = self._shown_query
+        if shown and query.strip() and not (query.startswith(shown) or shown.startswith(query)):
+            self.remember_query(shown)
+            self._shown_query = ""
+
+    def remember_shown(self) -> None:
+        """Remember the query whose search is shown, if the box still reads it
+        (a dialog, a lab screen or ctrl+r opens over the browser)."""
+        if self.trace is not None and self.trace.params.query == self.query_box.value:
+            self.remember_query(self.trace.params.query)
+
+    def on_screen_suspend(self) -> None:
+        self.remember_shown()
 
     def remember_query(self, query: str) -> None:
         """Add ``query`` to the history (Enter, or leaving the query box)."""
@@ -998,7 +1044,8 @@ class BrowserScreen(WorkScreen[None]):
             self.request_search(force=True)
             self.query_box.focus_query()
 
-        self.app.push_screen(HistorySearchScreen(self.state.history, self.query_box.value), callback=chosen)
+        self.remember_shown()
+        self.app.push_screen(HistorySearchScreen(self.state.history), callback=chosen)
 
     # judging
 
@@ -1034,12 +1081,14 @@ class BrowserScreen(WorkScreen[None]):
             raise ValueError(f"row {rowid} is no longer in the store; search again")
         return cid
 
-    def grade_subject(self, subject: Subject, grade: int) -> bool:
+    def grade_subject(self, subject: Subject, grade: int, notice: bool = True) -> bool:
         """Grade ``subject`` ``grade`` (0-3; -1 removes the grade) for the
         shown query, save the judgments and refresh the badges and metrics.
         Removing a grade the chunk does not have only says so (nothing is
         written). Returns True when the chunk's grade is now ``grade``
-        (``-1``: none); False when it could not be saved (said why)."""
+        (``-1``: none); False when it could not be saved (said why). Without
+        ``notice`` the outcome is not notified (the caller shows it in place);
+        a failure always is."""
         if self.state is None or self.trace is None:
             return False
         query = self.trace.params.query
@@ -1052,6 +1101,10 @@ class BrowserScreen(WorkScreen[None]):
         from tui.browser.judging import grade_words
 
         label = query_label(query, QUERY_SHOWN)
+        if not notice:
+            if qid is not None:
+                self.refresh_judging()
+            return True
         if qid is None:
             self.notify(
                 safe.line(f"{subject.title} · not graded for query {label}: no grade to remove"),
@@ -1073,7 +1126,9 @@ class BrowserScreen(WorkScreen[None]):
     def grade_row(self, trace: Trace, pass_name: str, rowid: int, grade: int) -> bool:
         """Grade chunk ``rowid`` of pass ``pass_name`` (``"first"`` or
         ``"fuzzy"``) of ``trace`` (from the rank flow): the browser follows
-        the chunk (its journey shows it) and grades it (:meth:`grade_subject`).
+        the chunk (its journey shows it) and grades it (:meth:`grade_subject`,
+        without a notice: notices piled up over the flow's table, which shows
+        the grade in place).
         Refused, with a notice, when the browser shows another search by now
         or the row is not among the pass's candidates."""
         from tui.browser.subject import row_subject
@@ -1089,7 +1144,7 @@ class BrowserScreen(WorkScreen[None]):
             )
             return False
         self.pick(subject)
-        return self.grade_subject(subject, grade)
+        return self.grade_subject(subject, grade, notice=False)  # the flow shows the grade in place
 
     def action_next_ungraded(self) -> None:
         """u: select the next chunk of the current query's ungraded queue

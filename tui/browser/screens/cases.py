@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.pipeline.words import plural
@@ -24,6 +24,7 @@ from tui.present import safe
 from tui.browser.actions import bindings
 from tui.browser.cmdline import eval_command
 from tui.browser.userstate import Case, CaseBook, free_export_path
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 #: File name of an export (in the current folder; ``rankscope-cases-2.json`` ... when taken).
@@ -90,7 +91,7 @@ class CasesScreen(ModalScreen[Case | None]):
             yield Static(Text("Saved cases", style="bold"), classes="dialog-title")
             yield OptionList(id="cases-list")
             yield Static("Enter reopens · e exports as queries.json · Delete removes · Esc closes", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.refill()

@@ -27,7 +27,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.timer import Timer
 from textual.worker import get_current_worker
-from textual.widgets import DataTable, Footer, Input, Label, Select, Static
+from textual.widgets import DataTable, Input, Label, Select, Static
 
 from engine import SearchParams
 from engine.lab.compare import ChunkComparison, CompareCounts, Comparison, SetComparison, compare_set, compare_traces
@@ -41,6 +41,7 @@ from tui.present.cut import end_cut, middle_cut
 from tui.browser.link import BrowserLink
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.work import WorkScreen
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -240,7 +241,7 @@ class CompareScreen(WorkScreen[None]):
             yield DataTable(id="compare-queries", cursor_type="row", zebra_stripes=False)
             yield Static("", id="compare-empty")
         yield Static("", id="compare-notes", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def _number(self, key: str, value: int | None) -> ComposeResult:
         yield Label(key, classes="lab-label")

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from engine import Store
 from engine.lab.doctor import DoctorReport, diagnose
@@ -22,6 +22,7 @@ from engine.lab.doctor import DoctorReport, diagnose
 from tui.present import safe
 from tui.present.describe import describe_report, to_rich
 from tui.browser.screens.work import WorkScreen
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -69,7 +70,7 @@ class DoctorScreen(WorkScreen[None]):
         yield Static(Text("Store diagnostics (doctor)", style="bold"), id="doctor-title", classes="lab-title")
         with VerticalScroll(id="doctor-box"):
             yield Static(Text("diagnosing…", style="italic"), id="doctor-text")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         box = self.query_one("#doctor-box", VerticalScroll)

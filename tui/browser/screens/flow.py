@@ -39,7 +39,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.events import Resize
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from engine.lab.explain import neighbours
 from engine.pipeline.paths import Fate, fate
@@ -62,9 +62,10 @@ from tui.present.flowtext import (
     flow_widths,
     header,
 )
-from tui.present.cut import end_cut, middle_cut
+from tui.present.cut import distinct_cuts, end_cut, middle_cut
 from tui.browser.judging import BADGE_CELLS, badge, grade_words
 from tui.browser.widgets.preview import spans_text
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 #: Preview characters shown under the table.
@@ -219,7 +220,7 @@ class FlowScreen(ModalScreen[None]):
             with VerticalScroll(id="flow-text-scroll"):
                 yield Static(id="flow-text")
             yield Static(HINTS, id="flow-hints", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self._layout()
@@ -341,9 +342,10 @@ class FlowScreen(ModalScreen[None]):
             table.add_column(header(sid, compact), key=sid)
         self._rows[key] = list(flow.rows)
         graded = self._graded(flow)
+        cuts = self._title_cuts(flow, title_w, graded)
         for n, row in enumerate(flow.rows):
             cells = [Text(cell_text(c, compact), style=cell_style(c)) for c in row.cells]
-            table.add_row(self._id_cell(row), self._title_cell(row, title_w, graded), *cells, key=f"{key}:{n}")
+            table.add_row(self._id_cell(row), self._title_cell(row, cuts, graded), *cells, key=f"{key}:{n}")
         if not flow.rows:
             empty = end_cut(
                 Text(NO_CANDIDATE if cell_len(NO_CANDIDATE) <= title_w else NO_CANDIDATE_SHORT, style="italic"), title_w
@@ -356,8 +358,15 @@ class FlowScreen(ModalScreen[None]):
         mark = PIN_MARK if row.rowid == self.pinned else ""
         return Text(mark + str(row.rowid), justify="right", style="bold" if mark else "")
 
-    def _title_cell(self, row: FlowRow, width: int, graded: bool) -> Text:
-        title = Text(middle_cut(safe.line(row.title), width - (BADGE_CELLS if graded else 0)))
+    @staticmethod
+    def _title_cuts(flow: Flow, width: int, graded: bool) -> dict[str, str]:
+        """Every title of ``flow`` cut for a title column ``width`` cells wide,
+        titles that differ kept different (:func:`tui.present.cut.distinct_cuts`)."""
+        titles = [safe.line(r.title) for r in flow.rows]
+        return distinct_cuts(titles, width - (BADGE_CELLS if graded else 0))
+
+    def _title_cell(self, row: FlowRow, cuts: dict[str, str], graded: bool) -> Text:
+        title = Text(cuts[safe.line(row.title)])
         title.stylize("bold" if row.rowid == self.pinned else "")
         return badge(self.grades.get(row.rowid)) + title if graded else title
 
@@ -369,10 +378,11 @@ class FlowScreen(ModalScreen[None]):
             table = self.query_one(f"#flow-table-{i}", DataTable)
             _, title_w = self._shapes[i]
             graded = self._graded(flow)
+            cuts = self._title_cuts(flow, title_w, graded)
             for n, row in enumerate(self._rows.get(str(i), [])):
                 if row.rowid == rowid:
                     table.update_cell(f"{i}:{n}", "row", self._id_cell(row))
-                    table.update_cell(f"{i}:{n}", "title", self._title_cell(row, title_w, graded))
+                    table.update_cell(f"{i}:{n}", "title", self._title_cell(row, cuts, graded))
 
     # ── the highlighted row ────────────────────────────────────────────
 

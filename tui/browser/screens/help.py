@@ -9,11 +9,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from engine.pipeline import table as stages
 
 from tui.browser.actions import ACTIONS, help_keys
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -56,7 +57,7 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll(id="help-scroll"):
                 yield Static(help_renderable())
             yield Static("↑↓ PgUp PgDn scroll · Esc closes", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#help-scroll").focus()

@@ -1,7 +1,8 @@
 """ctrl+r in the query box: search the store's query history, fzf-style.
 
-It starts from the query box's text (selected: typing replaces it). Type to
-narrow (every typed character must appear in order); ↑↓ choose;
+It starts with every query, newest first (the query shown is remembered as
+it opens; starting from the box's text listed "No match." for a query not yet
+remembered). Type to narrow (every typed character must appear in order); ↑↓ choose;
 Enter puts the query in the box and searches; Escape leaves the box as it was.
 """
 
@@ -13,11 +14,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui.present import safe
 from tui.browser.userstate import QueryHistory
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -69,13 +71,13 @@ class HistorySearchScreen(ModalScreen[str | None]):
             yield Input(self.text, placeholder="Type to narrow (fuzzy)…", id="history-filter")
             yield OptionList(id="history-list")
             yield Static("Enter searches the chosen query · ↓ to the list · Esc closes", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.refill(self.text)
         box = self.query_one("#history-filter", Input)
         box.focus()
-        box.select_all()  # starts from the query box's text; typing replaces it
+        box.select_all()  # a text given (none from ctrl+r): typing replaces it
 
     @property
     def options(self) -> OptionList:

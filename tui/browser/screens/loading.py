@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Center, Middle, Vertical
 from textual.message import Message
-from textual.widgets import Footer, ProgressBar, Static
+from textual.widgets import ProgressBar, Static
 from textual.worker import get_current_worker
 
 from tui.present import safe
@@ -20,6 +20,7 @@ from tui.browser.corpus_cache import CacheEntry, SkipList, build_cache, corpus_f
 from tui.browser.facts import read_facts
 from tui.browser.messages import StoreReady
 from tui.browser.screens.work import WorkScreen
+from tui.browser.widgets.footer import KeyFooter
 
 
 class LoadingScreen(WorkScreen[None]):
@@ -58,7 +59,7 @@ class LoadingScreen(WorkScreen[None]):
                     yield Static(Text(f"into {self.entry.db_path}", style="dim"), id="loading-target")
                     yield ProgressBar(id="loading-bar", show_eta=False)
                     yield Static("counting files…", id="loading-file")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._index()

@@ -14,10 +14,12 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.validation import Integer
-from textual.widgets import Footer, Input, Label, Select, Static, Switch
+from textual.widgets import Input, Label, Select, Static, Switch
 
 from engine import SearchParams
 from engine.pipeline.params import MAX_LIMIT
+
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -131,7 +133,7 @@ class ParamsScreen(ModalScreen[None]):
                 )
             yield Static("", id="params-error", classes="error")
             yield Static("Changes apply at once · Tab moves · Esc closes", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#limit", Input).focus()

@@ -14,13 +14,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.strip import Strip
-from textual.widgets import Checkbox, Footer, Label, SelectionList, Static, Switch
+from textual.widgets import Checkbox, Label, SelectionList, Static, Switch
 from textual.widgets.selection_list import Selection
 
 from engine.pipeline import table as stages
 
 from tui.present import safe
 from tui.browser.screens.params import ApplyFn, ParamsChange
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -39,6 +40,17 @@ def session_prompt(session: str, chunks: int, allowed: bool) -> Text:
 #: The switch's hint, by state: it says what the filter does now.
 FILTER_ON = "on: only the allowed sessions pass"
 FILTER_OFF = "off: every session passes"
+#: The switch's hint when it is on and no session is allowed.
+FILTER_ON_NONE = "on, no session allowed: only unattributed chunks pass"
+#: The keys, in words (Tab goes between the switch and the list, not between sessions).
+KEYS_HINT = "↑↓ a session · Space allows it (the filter turns on) · Tab the switch · Esc closes"
+
+
+def filter_state(on: bool, allowed: int) -> str:
+    """The switch's hint: the filter ``on`` or off, with ``allowed`` sessions allowed."""
+    if not on:
+        return FILTER_OFF
+    return FILTER_ON if allowed else FILTER_ON_NONE
 
 
 class CheckList(SelectionList[str]):
@@ -94,7 +106,7 @@ class SessionsScreen(ModalScreen[None]):
             with Horizontal(classes="field"):
                 yield Label("Filter", classes="field-label")
                 yield Switch(self.allow is not None, id="filter-on")
-                yield Label(FILTER_ON if self.allow is not None else FILTER_OFF, id="filter-state", classes="hint")
+                yield Label(filter_state(self.allow is not None, len(chosen)), id="filter-state", classes="hint")
             sessions = [(s, n) for s, n in self.counts if s]
             if sessions:
                 yield CheckList(
@@ -106,8 +118,8 @@ class SessionsScreen(ModalScreen[None]):
             yield Static(
                 f"{unattributed} unattributed chunk{'s' if unattributed != 1 else ''} always pass.", classes="hint"
             )
-            yield Static("Space toggles · Tab moves · Esc closes", classes="hint")
-        yield Footer(compact=True)
+            yield Static(KEYS_HINT if sessions else "Space toggles · Esc closes", classes="hint")
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         lists = self.query(SelectionList)
@@ -123,11 +135,12 @@ class SessionsScreen(ModalScreen[None]):
         return tuple(s for s, _ in self.counts if s and s in chosen)
 
     def _apply(self) -> None:
-        self.apply_change(ParamsChange(sessions=self._allow_set()))
+        allow = self._allow_set()
+        self.query_one("#filter-state", Label).update(filter_state(allow is not None, len(allow or ())))
+        self.apply_change(ParamsChange(sessions=allow))
 
     @on(Switch.Changed, "#filter-on")
     def _toggled(self, event: Switch.Changed) -> None:
-        self.query_one("#filter-state", Label).update(FILTER_ON if event.value else FILTER_OFF)
         self._apply()
 
     @on(SelectionList.SelectedChanged)

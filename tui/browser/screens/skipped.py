@@ -9,10 +9,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.present import safe
 from tui.browser.corpus_cache import SkipList
+from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -56,7 +57,7 @@ class SkippedScreen(ModalScreen[None]):
             else:
                 yield Static("Every file was indexed.", classes="hint")
             yield Static("↑↓ PgUp PgDn scroll · Esc closes", classes="hint")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         scrolls = self.query("#skipped-scroll")

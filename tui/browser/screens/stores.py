@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine import Store, StoreError
@@ -30,6 +30,7 @@ from tui.browser.facts import describe_problem, read_facts
 from tui.browser.messages import StoreReady
 from tui.browser.options import StoreFinderFn
 from tui.browser.screens.work import WorkScreen
+from tui.browser.widgets.footer import KeyFooter
 
 
 def human_size(n: int | None) -> str:
@@ -122,7 +123,7 @@ class StorePickerScreen(WorkScreen[None]):
             yield OptionList(id="stores-list")
             with VerticalScroll(id="stores-none"):  # where it looked, when it found nothing (scrolls)
                 yield Static(id="stores-looked")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._discover()

@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Sequence
 
 from rich.console import Group, RenderableType
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from engine import SearchParams
 from engine.pipeline.variants import variant_spec
 from engine.pipeline.trace import Trace
+from engine.lab.counterfactual import Counterfactual, would_return_with
 from engine.lab.why import ChunkNotFoundError, Explanation, why_not
 from engine.store.rows import ChunkRow
 
@@ -38,6 +40,10 @@ from tui.present.cut import end_cut
 from tui.present.describe import describe_explanations, to_rich
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.work import WorkScreen
+from tui.browser.widgets.footer import KeyFooter
+
+if TYPE_CHECKING:
+    from engine.pipeline.runcache import RunCache
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -119,10 +125,10 @@ def entry_prompt(e: ChunkEntry, width: int = 200) -> Text:
     return end_cut(t, max(width, 20))
 
 
-def explanations_renderable(explanations: list[Explanation]) -> Group:
-    """Every explanation, as ``rankscope why`` prints them
-    (:func:`tui.present.describe.describe_explanations`)."""
-    return to_rich(describe_explanations(explanations))
+def explanations_renderable(explanations: list[Explanation], changes: Sequence[Counterfactual] = ()) -> Group:
+    """Every explanation and (``changes``) the change that returns it, as
+    ``rankscope why`` prints them (:func:`tui.present.describe.describe_explanations`)."""
+    return to_rich(describe_explanations(explanations, changes))
 
 
 class WhyScreen(WorkScreen[None]):
@@ -145,11 +151,14 @@ class WhyScreen(WorkScreen[None]):
     @dataclass
     class Explained(Message):
         """Chunk ``rowid`` explained: ``explanations``, or none with ``error``
-        (the chunk is not in the store); ``seq``: the request's number."""
+        (the chunk is not in the store); ``seq``: the request's number.
+        Posted twice: then again with ``changes``, each explanation's
+        smallest change that returns it (:func:`engine.lab.counterfactual.would_return_with`)."""
 
         seq: int
         explanations: list[Explanation]
         error: str | None = None
+        changes: list[Counterfactual] | None = None
 
     BINDINGS = [
         Binding(
@@ -189,6 +198,8 @@ class WhyScreen(WorkScreen[None]):
         self._shown_seq = 0
         self._find_seq = 0
         self._find_shown = 0
+        #: Retriever runs reused by the counterfactual searches (one per screen).
+        self._runs: RunCache | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="why-title", classes="lab-title")
@@ -202,7 +213,7 @@ class WhyScreen(WorkScreen[None]):
         yield OptionList(id="why-list")
         with VerticalScroll(id="why-box"):
             yield Static(id="why-text")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         for field in self.query(Input):
@@ -309,6 +320,26 @@ class WhyScreen(WorkScreen[None]):
         options.set_options([Option(entry_prompt(e, width), id=str(i)) for i, e in enumerate(event.matches)])
         options.highlighted = 0
 
+    def focus_finder(self) -> None:
+        """Focus the finder, its text selected (ctrl+l, /: typing replaces it)."""
+        finder = self.query_one("#why-find", Input)
+        if self.focused is finder:
+            finder.select_all()
+        else:
+            self.set_focus(finder)  # selects the text (Input.select_on_focus)
+
+    def on_key(self, event: events.Key) -> None:
+        """A character typed in the list or the answer goes to the finder
+        (it went nowhere), replacing its text as typing there does; keys
+        bound here (p pins) keep their meaning."""
+        finder = self.query_one("#why-find", Input)
+        if self.focused is finder or not event.is_printable or event.key in self.active_bindings:
+            return
+        event.stop()
+        event.prevent_default()
+        self.focus_finder()  # the finder's focus event is queued now, ahead of the key
+        finder.post_message(events.Key(event.key, event.character))
+
     def action_to_list(self) -> None:
         """Down in the finder: move into the matches."""
         options = self.query_one("#why-list", OptionList)
@@ -342,6 +373,8 @@ class WhyScreen(WorkScreen[None]):
     def _explain(self, params: SearchParams, rowid: int, seq: int, trace: Trace | None) -> None:
         """Explain chunk ``rowid`` for ``params`` (``trace``: its search, when
         at hand); post :class:`Explained`."""
+        from engine.pipeline.runcache import RunCache
+
         worker = get_current_worker()
         store = self.link.store
         with store.thread_connection() as conn:
@@ -350,13 +383,33 @@ class WhyScreen(WorkScreen[None]):
             except ChunkNotFoundError as exc:
                 self.post_message(self.Explained(seq, [], str(exc)))
                 return
-        if not worker.is_cancelled:
+            if worker.is_cancelled:
+                return
             self.post_message(self.Explained(seq, explanations))
+            # then what `rankscope why` prints under each: the smallest change that returns it
+            if self._runs is None:
+                self._runs = RunCache(store)
+            shown = trace if trace is not None else self.link.search_fn(store, params, conn=conn)
+            changes = [
+                would_return_with(
+                    store,
+                    params,
+                    rowid=e.chunk.rowid,
+                    trace=shown,
+                    runs=self._runs,
+                    conn=conn,
+                    stop=lambda: worker.is_cancelled,
+                )
+                for e in explanations
+            ]
+        if not worker.is_cancelled:
+            self.post_message(self.Explained(seq, explanations, changes=changes))
 
     @on(Explained)
     def _explained(self, event: Explained) -> None:
-        if event.seq <= self._shown_seq:
+        if event.seq < self._shown_seq or (event.seq == self._shown_seq and event.changes is None):
             return
+        first = event.seq > self._shown_seq
         self._shown_seq = event.seq
         box = self.query_one("#why-box", VerticalScroll)
         if event.error:
@@ -366,8 +419,11 @@ class WhyScreen(WorkScreen[None]):
             return
         self.explanations = event.explanations
         box.border_subtitle = f"row {self.rowid}" if self.rowid is not None else ""
-        self._text(explanations_renderable(event.explanations))
-        box.scroll_home(animate=False)
+        if event.changes is None:
+            box.border_subtitle += " · finding the smallest change that returns it…"
+        self._text(explanations_renderable(event.explanations, event.changes or ()))
+        if first:
+            box.scroll_home(animate=False)
 
     @on(BrowserScreen.ParamsChanged)
     def _params_changed(self, event: BrowserScreen.ParamsChanged) -> None:

@@ -36,19 +36,26 @@ class PinnedParts:
     second_style: str = ""
 
 
+#: The least a pinned title gets (cells; a quarter of the width when that is less): the fate's end is cut first.
+TITLE_LEAST = 16
+
+
 def first_line(parts: PinnedParts, width: int) -> str:
     """``▸ pinned row 57 Guide > Example: left at Trim: cut by the trim (#5 >
-    limit 3)`` in ``width`` cells: the title is cut in the middle
-    (:func:`tui.present.cut.middle_cut`, its last heading kept) so that the row id
-    and the whole fate fit; when not even that fits, the title is ``…``
-    and the end is cut (:func:`tui.present.cut.end_cut` does that part)."""
+    limit 3)`` for ``width`` cells: the title is cut in the middle
+    (:func:`tui.present.cut.middle_cut`, its last heading kept) so that the
+    row id and the whole fate fit, but keeps at least :data:`TITLE_LEAST`
+    cells (a quarter of ``width`` if less: at 80 columns a long fate left it
+    ``…``); then the line may be longer than ``width`` and
+    :func:`pinned_text` cuts the fate's end."""
     head = f"{PIN_MARK} pinned row {parts.rowid}"
     tail = f": {safe.line(parts.fate)}"
     if parts.title is None:
         return head + tail
     title = safe.line(parts.title)
+    least = min(cell_len(title), TITLE_LEAST, max(width // 4, 1))
     room = width - cell_len(head) - 1 - cell_len(tail)
-    return f"{head} {middle_cut(title, max(room, 1))}{tail}"
+    return f"{head} {middle_cut(title, max(room, least))}{tail}"
 
 
 def pinned_text(parts: PinnedParts | None, width: int) -> Text:
