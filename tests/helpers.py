@@ -2,10 +2,19 @@
 
 * tiny corpora, each built to show one pipeline behaviour;
 * :func:`case_params`: the :class:`SearchParams` of a golden case;
-* :data:`ENV_VARS`: every variable that moves context-mode's storage.
+* :data:`ENV_VARS`: every variable that moves context-mode's storage;
+* :func:`spans`, :func:`rounds`, :func:`folder_bytes`: concurrency and soak
+  tests work for a number of seconds, not a number of rounds, and watch the
+  size of their temporary files.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 from engine import SearchParams
 
@@ -71,3 +80,38 @@ def case_params(case: dict) -> SearchParams:
         content_type=p["content_type"],
         sessions=tuple(p["sessions"]) if p["sessions"] is not None else None,
     )
+
+
+# ─── concurrency and soak tests: bounded by a deadline, not a count ───
+
+#: Seconds a concurrency test works for in the suite, and in the soak run
+#: (``python -m pytest -m soak``, deselected by default; ``.ci/run`` runs it).
+BRIEF_SECONDS = 3.0
+SOAK_SECONDS = 40.0
+
+
+def spans(brief: float = BRIEF_SECONDS, soak: float = SOAK_SECONDS) -> list:
+    """The values of a concurrency test's ``seconds`` parameter: ``brief``
+    (in the suite) and ``soak`` (marked ``soak``: only ``pytest -m soak``)."""
+    return [pytest.param(brief, id="brief"), pytest.param(soak, id="soak", marks=pytest.mark.soak)]
+
+
+def rounds(seconds: float, least: int = 1) -> Iterator[int]:
+    """0, 1, 2, ... while ``seconds`` (monotonic clock) have not passed, and
+    at least ``least`` rounds however long they take."""
+    end = time.monotonic() + seconds
+    i = 0
+    while i < least or time.monotonic() < end:
+        yield i
+        i += 1
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder`` (recursively; 0 for a file that vanished meanwhile)."""
+    total = 0
+    for p in folder.rglob("*"):
+        try:
+            total += p.stat().st_size if p.is_file() else 0
+        except FileNotFoundError:
+            pass
+    return total
