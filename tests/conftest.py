@@ -64,6 +64,15 @@ TERMINAL_VARS = (
 )
 
 
+#: Every test item collected in this run, before ``-k``/``-m`` deselection (in each xdist
+#: worker: every worker collects the whole run). Read by tests/tui/test_snapshot_files.py.
+COLLECTED = pytest.StashKey[list]()
+
+
+def pytest_itemcollected(item):
+    item.config.stash.setdefault(COLLECTED, []).append(item)
+
+
 def pytest_configure(config):
     """Before any test module is imported (rankscope's CLI fixes its console's width at import
     when ``COLUMNS`` is set), in pytest's process and in each xdist worker."""
