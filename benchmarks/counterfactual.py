@@ -101,7 +101,7 @@ def run_size(target: int, n_queries: int, seed: int, out: TextIO, workdir: str |
         t0 = time.perf_counter()
         store, vocab = build_store(target, seed, tmp)
         res.build_s = time.perf_counter() - t0
-        res.chunks = store.stats()["chunks"]
+        res.chunks = store.stats().chunks
         say(f"store     {res.chunks:,} chunks, built in {res.build_s:,.1f} s")
         queries = [q for q in build_queries(vocab, n_queries * 2, seed) if q.category != "no-match"][:n_queries]
         rng = random.Random(seed + 1)

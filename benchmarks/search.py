@@ -851,7 +851,7 @@ def run_size(
     store, db, vocab = _open_or_build(target, seed, corpus, tmp, keep_dir, res, docs)
     try:
         stats = store.stats()
-        res.chunks, res.code_chunks, res.vocabulary = stats["chunks"], stats["code_chunks"], stats["vocabulary"]
+        res.chunks, res.code_chunks, res.vocabulary = stats.chunks, stats.code_chunks, stats.vocabulary or 0
         sessions = store.session_counts()
 
         say("corpus")

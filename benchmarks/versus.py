@@ -225,7 +225,7 @@ def run_size(
         try:
             ref = Reference(package, ref_db)
             try:
-                side = SideBySide(target, store.stats()["chunks"])
+                side = SideBySide(target, store.stats().chunks)
                 say(
                     f"== {side.chunks:,} chunks (target {target:,}) · reference: context-mode ContentStore, "
                     f"Node {ref.node}, SQLite {ref.sqlite} · rankscope: SQLite {sqlite_version()}"

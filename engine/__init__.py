@@ -30,16 +30,16 @@ from engine.pipeline.trace import (
     Variant,
 )
 from engine.pipeline.run import search
-from engine.store.store import (
+from engine.store.errors import (
     CorruptStoreError,
     NotADatabaseError,
     NotOurStoreError,
     ReadOnlyStoreError,
     SchemaError,
-    Store,
     StoreError,
     StoreNotFoundError,
 )
+from engine.store.store import Store
 
 __all__ = [
     "Candidate",

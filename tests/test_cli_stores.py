@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import Store
+from engine.store import indexing
 from engine.store.discovery import store_name_for_project
 from tui.cli import app, main
 
@@ -195,7 +196,7 @@ def test_index_reports_skips_and_unchanged(project, tmp_path):
     r = runner.invoke(app, ["index", str(project), "--db", str(db), "--max-file-bytes", "2048", "--no-gitignore"])
     assert "1 removed" in r.output  # notes.txt
     with Store.open_readonly(db) as store:
-        labels = {s["label"] for s in store.sources()}
+        labels = {s.label for s in store.sources()}
     assert labels == {"docs/guide.md", "build/out.txt"}
 
 
@@ -377,21 +378,21 @@ def test_index_into_a_read_only_store_is_one_line(tmp_path):
 
 def test_index_interrupt_after_a_commit_reports_every_stored_file(project, tmp_path, monkeypatch):
     """Ctrl-C landing just after a file's COMMIT: the message counts that file."""
-    real = Store._insert
+    real = indexing.insert
     calls = []
 
-    def commit_then_interrupt(self, *a, **kw):
-        result = real(self, *a, **kw)
+    def commit_then_interrupt(*a, **kw):
+        result = real(*a, **kw)
         calls.append(result.label)
         if len(calls) == 2:
             raise KeyboardInterrupt
         return result
 
-    monkeypatch.setattr(Store, "_insert", commit_then_interrupt)
+    monkeypatch.setattr(indexing, "insert", commit_then_interrupt)
     db = tmp_path / "s.db"
     r = runner.invoke(app, ["index", str(project), "--db", str(db)])
     assert r.exit_code == 130
-    monkeypatch.setattr(Store, "_insert", real)
+    monkeypatch.setattr(indexing, "insert", real)
     with Store.open_readonly(db) as store:
         assert len(store.sources()) == 2
     assert "interrupted after 2 indexed and 0 unchanged files" in r.output

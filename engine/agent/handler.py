@@ -360,7 +360,7 @@ class RefreshMemory:
 def _read(store: Store, conn: sql.Connection | None, read: Callable[[sql.Connection], _T]) -> _T:
     """``read(c)`` through :meth:`~engine.store.store.Store.reading`, as searches
     read: retried while a writer breaks it, and a damaged store raises
-    :class:`~engine.store.store.CorruptStoreError` naming it.
+    :class:`~engine.store.errors.CorruptStoreError` naming it.
 
     Raises:
         StoreError: the store cannot be read (the message names its path).

@@ -34,7 +34,8 @@ from engine.store.discovery import (
     session_db_counts,
     session_dbs_for_store,
 )
-from engine.store.store import StoreError, _readonly_flags
+from engine.store.errors import StoreError
+from engine.store.opening import readonly_flags
 
 #: Tables a file must have to be read as a session DB.
 REQUIRED_TABLES = ("session_events", "session_meta")
@@ -112,7 +113,7 @@ class SessionDb:
             raise SessionDbError(f"no session DB at {p}")
         self.path = p
         try:
-            self.conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", read_only=True, uri=True)
+            self.conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{readonly_flags(p)}", read_only=True, uri=True)
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sql.Error as exc:
             raise SessionDbError(f"{p} is not a readable SQLite database: {exc}") from exc

@@ -74,7 +74,9 @@ from engine.pipeline.stages.retrieve import TABLES, fts_limit_for, like_pattern,
 from engine.pipeline.runcache import RunCache
 from engine.pipeline.run import search
 from engine.pipeline.table import RETRIEVERS
-from engine.store.store import Store, elapsed_ms, sqlite_errors
+from engine.store.clock import elapsed_ms
+from engine.store.errors import sqlite_errors
+from engine.store.store import Store
 from engine.lab.why import ChunkRef, find_chunks
 
 #: The parameters a counterfactual changes, in tie-break order.

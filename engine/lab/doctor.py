@@ -37,7 +37,10 @@ from engine.store import sql
 from engine.store.chunking import MAX_CHUNK_BYTES
 from engine.store.consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from engine.lab.journey import plural
-from engine.store.store import FTS_SHADOWS, FTS_TABLES, CorruptStoreError, Store, is_corruption
+from engine.store.errors import CorruptStoreError, is_corruption
+from engine.store.schema import FTS_SHADOWS, FTS_TABLES
+from engine.store.opening import connect_file
+from engine.store.store import Store
 
 #: Titles that carry no heading (besides empty / whitespace-only ones).
 _UNTITLED = re.compile(r"Untitled( \(\d+\))?")
@@ -376,7 +379,7 @@ def check_integrity(source: Store | str, conn: sql.Connection | None = None) -> 
                     with source.using(conn) as c:
                         sql.backup(c, copy)
                 else:
-                    src = Store._raw_connect(str(source), read_only=True)
+                    src = connect_file(str(source), read_only=True)
                     try:
                         sql.backup(src, copy)
                     finally:

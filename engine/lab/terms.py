@@ -30,7 +30,7 @@ from engine.store import sql
 from engine.pipeline.query import porter_words, sanitize_porter, sanitize_trigram
 from engine.pipeline.stages.retrieve import TABLES
 from engine.pipeline.trace import RetrieverRun
-from engine.store.store import sqlite_errors
+from engine.store.errors import sqlite_errors
 
 if TYPE_CHECKING:
     from engine.pipeline.trace import Trace

@@ -57,7 +57,9 @@ from engine.pipeline.query import fuzzy_words, porter_words, trigram_words
 from engine.pipeline.stages.retrieve import like_pattern, retrieve, runs_retriever
 from engine.pipeline.table import RETRIEVERS, depth
 from engine.pipeline.table import title as stage_title
-from engine.store.store import Store, is_corruption, vocabulary_words
+from engine.store.errors import is_corruption
+from engine.store.indexing import vocabulary_words
+from engine.store.store import Store
 from engine.pipeline.words import plural
 
 #: Every reason code :func:`why_not` gives, in pipeline order: the exit codes

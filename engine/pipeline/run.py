@@ -37,7 +37,8 @@ from engine.pipeline.stages.retrieve import fts_limit_for, retrieve_pair, runs_r
 from engine.pipeline.runcache import RunCache
 from engine.pipeline.hooks import PassContext
 from engine.pipeline.table import PASS_STAGES, RETRIEVERS, Stage
-from engine.store.store import Store, elapsed_ms
+from engine.store.clock import elapsed_ms
+from engine.store.store import Store
 
 __all__ = ["fts_limit_for", "pass_plan", "pool_size_for", "run_pass", "search", "variant_skips"]
 

@@ -51,11 +51,12 @@ from engine.pipeline.trace import Correction, RetrieverRun
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
 from engine.pipeline.stages.retrieve import retrieve
 from engine.store.cache import VersionedLRU
-from engine.store.store import elapsed_ms
+from engine.store.clock import elapsed_ms
 
 if TYPE_CHECKING:
     from engine.pipeline.stages.retrieve import HalfShare
-    from engine.store.store import SchemaInfo, Store
+    from engine.store.schema import SchemaInfo
+    from engine.store.store import Store
 
 
 def run_key(retriever: str, query: str, source: str | None, source_match: str, content_type: str | None) -> tuple:

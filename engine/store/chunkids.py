@@ -35,7 +35,8 @@ from typing import Mapping
 from urllib.parse import unquote
 
 from engine.store import sql
-from engine.store.store import Store, sqlite_errors
+from engine.store.errors import sqlite_errors
+from engine.store.store import Store
 
 #: Separator between a key and the occurrence number of a later chunk.
 OCCURRENCE_MARK = "#"
@@ -84,7 +85,7 @@ class ChunkIds:
         by_id: ``{chunk id: rowid}`` (the inverse).
     """
 
-    version: tuple
+    version: tuple[int | None, ...]
     by_rowid: Mapping[int, str]
     by_id: Mapping[str, int] = field(default_factory=dict)
 
@@ -125,7 +126,7 @@ _cache: "weakref.WeakKeyDictionary[Store, ChunkIds]" = weakref.WeakKeyDictionary
 _cache_lock = threading.Lock()
 
 
-def store_version(store: Store, conn: sql.Connection | None = None) -> tuple:
+def store_version(store: Store, conn: sql.Connection | None = None) -> tuple[int | None, ...]:
     """A cheap fingerprint of a store's content (one small query):
     ``(max sources.id, source rows, summed chunk_count, largest chunk rowid)``.
 

@@ -292,7 +292,7 @@ def _reject_constant(name: str) -> float:
 _ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*\Z")
 
 
-def _js_object(pairs: list[tuple[str, object]]) -> dict:
+def _js_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     """Build an object with V8's property order: array-index keys (canonical
     integers below 2**32 - 1) first in ascending numeric order, then the other
     keys in first-insertion order; a repeated key keeps its first position and
@@ -425,7 +425,7 @@ def js_json_stringify(value: object, indent: int = 2) -> str:
 _IDENTITY_FIELDS = ("id", "name", "title", "path", "slug", "key", "label")
 
 
-def _identity_field(arr: list) -> str | None:
+def _identity_field(arr: list[object]) -> str | None:
     if not arr or not isinstance(arr[0], dict):
         return None
     first = arr[0]
@@ -461,7 +461,7 @@ def _item_identity(item: object, field: str) -> str:
     return "undefined"
 
 
-def _batch_title(prefix: str, start: int, end: int, batch: list, field: str | None) -> str:
+def _batch_title(prefix: str, start: int, end: int, batch: list[object], field: str | None) -> str:
     sep = f"{prefix} > " if prefix else ""
     if field is None:
         return f"{sep}[{start}]" if start == end else f"{sep}[{start}-{end}]"
@@ -490,7 +490,7 @@ def _walk_json(value: object, path: list[str], out: list[ChunkDraft], cap: int) 
     if isinstance(value, list):
         prefix = title
         field = _identity_field(value)
-        batch: list = []
+        batch: list[object] = []
         start = 0
         for i, item in enumerate(value):
             batch.append(item)

@@ -44,15 +44,10 @@ from engine.store import sql
 from engine.files.reading import load_json_input
 from engine.js.strings import decode_utf8_like_node, to_storage_bytes
 from engine.js.strings import undecodable
-from engine.store.store import (
-    IndexResult,
-    ReadOnlyStoreError,
-    Store,
-    backing_path,
-    kind_for_path,
-    sha256_text,
-    sqlite_errors,
-)
+from engine.store.errors import ReadOnlyStoreError, sqlite_errors
+from engine.store.freshness import sha256_text
+from engine.store.indexing import IndexResult, backing_path, kind_for_path
+from engine.store.store import Store
 
 #: Name of the sessions map inside a corpus folder (read, never indexed).
 SESSIONS_FILE = "_sessions.json"

@@ -37,14 +37,15 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 # The store consistency check lives in engine.store.consistency (shared with
 # engine.lab.doctor); CountMismatch and count_mismatches are re-exported here.
 from engine.store import sql
 from engine.store.consistency import CountMismatch, count_mismatches, read_snapshot, source_count_mismatches  # noqa: F401
 from engine.js.strings import decode_utf8_like_node, js_to_lower
-from engine.store.store import Store, StoreError, is_corruption, sqlite_store_error
+from engine.store.errors import StoreError, is_corruption, sqlite_store_error
+from engine.store.store import Store
 
 _HASH_NAME = re.compile(r"^[0-9a-f]{16}\.db$")
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]")
@@ -327,7 +328,7 @@ class StoreInfo:
         """A ``-wal`` file exists: context-mode may be writing right now."""
         return os.path.exists(self.path + "-wal")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of every field."""
         return asdict(self)
 
@@ -360,7 +361,7 @@ CTX_SEARCH_CALL_WHERE = (
 )
 
 
-def session_db_counts(conn: sql.Connection) -> dict:
+def session_db_counts(conn: sql.Connection) -> dict[str, int]:
     """``{"sessions", "events", "ctx_search_calls"}`` of a session DB
     connection (sessions: distinct ids in the events or ``session_meta``
     rows, whichever is more)."""
@@ -371,16 +372,16 @@ def session_db_counts(conn: sql.Connection) -> dict:
     return {"sessions": max(sessions, meta), "events": events, "ctx_search_calls": calls}
 
 
-def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, str | None]:
+def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict[str, int] | None, str | None]:
     """``(counts, None)`` for a session DB opened read-only (never written:
     ``mode=ro``, ``immutable=1`` without a ``-wal``), or ``(None, why)``."""
     from urllib.parse import quote
 
-    from engine.store.store import _readonly_flags
+    from engine.store.opening import readonly_flags
 
     p = os.fspath(path)
     try:
-        conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{_readonly_flags(p)}", read_only=True, uri=True)
+        conn = sql.connect(f"file:{quote(os.path.abspath(p))}?{readonly_flags(p)}", read_only=True, uri=True)
     except sql.Error as exc:
         return None, f"cannot open {p}: {exc}"
     try:
@@ -395,7 +396,7 @@ def read_session_db_counts(path: str | os.PathLike[str]) -> tuple[dict | None, s
         conn.close()
 
 
-def _session_fields(store_path: str) -> dict:
+def _session_fields(store_path: str) -> dict[str, Any]:
     paired = session_dbs_for_store(store_path)
     if not paired:
         return {}
@@ -457,13 +458,13 @@ def read_store_info(path: str | os.PathLike[str], client: str = "", location: st
     return StoreInfo(
         p,
         size,
-        stats["sources"],
-        stats["chunks"],
-        stats["code_chunks"],
-        stats["last_indexed_at"],
+        stats.sources,
+        stats.chunks,
+        stats.code_chunks,
+        stats.last_indexed_at,
         store.schema.generation,
         None,
-        vocabulary=stats["vocabulary"],
+        vocabulary=stats.vocabulary,
         sessions=sessions,
         **base,
     )

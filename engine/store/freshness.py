@@ -130,7 +130,7 @@ class FileState:
     exists: bool
     is_file: bool = False
     mtime_ms: int = 0
-    sig: tuple = ()
+    sig: tuple[int, ...] = ()
 
 
 def stat_file(path: str) -> FileState:
@@ -164,10 +164,10 @@ class _Digests:
     """SHA-256 of each file's text, remembered per (path, content signature)."""
 
     def __init__(self) -> None:
-        self._by_path: dict[str, tuple[tuple, str]] = {}
+        self._by_path: dict[str, tuple[tuple[int, ...], str]] = {}
         self._lock = threading.Lock()
 
-    def digest(self, path: str, sig: tuple) -> str:
+    def digest(self, path: str, sig: tuple[int, ...]) -> str:
         """Raises OSError when the file cannot be read."""
         with self._lock:
             hit = self._by_path.get(path)

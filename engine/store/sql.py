@@ -29,7 +29,7 @@ Surface (differences from ``sqlite3`` in brackets):
 * :data:`Error` — the base class of every SQLite error [``apsw.Error``;
   ``sqlite3.Error``/``DatabaseError``]; :func:`primary_code` gives its
   primary result code (``SQLITE_CORRUPT`` = 11, ...). The store maps these to
-  its own :class:`~engine.store.store.StoreError` classes.
+  its own :class:`~engine.store.errors.StoreError` classes.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ APSW_VERSION: str = apsw.apsw_version()
 
 #: Base class of every SQLite error.
 Error = apsw.Error
+#: Raised by a connection closed (by another thread) while in use.
+ConnectionClosedError = apsw.ConnectionClosedError
 
 #: Busy timeout of every connection, milliseconds (``sqlite3``'s ``timeout=30``).
 BUSY_TIMEOUT_MS = 30_000

@@ -35,12 +35,12 @@ from pathlib import Path
 
 import pytest
 
-import engine.store.store as store_module
+import engine.store.indexing as indexing
 from engine import Store
 from engine.agent import AgentContext, AgentSession, ThrottleConfig, ctx_search, extract_snippet
 from engine.agent.schema import SchemaError, parse_arguments
 from engine.agent.snippet import marker_spans
-from engine.store.store import APPLICATION_ID
+from engine.store.schema import APPLICATION_ID
 
 from ..conftest import AGENT_VIEW, SESSION_DB
 
@@ -106,7 +106,7 @@ def _logical_content(db: Path) -> list[tuple]:
 
 
 class _Clock:
-    """``engine.store.store._now_iso`` for a refresh: the recorded timestamp of the
+    """``engine.store.indexing.now_iso`` for a refresh: the recorded timestamp of the
     label being re-indexed (so headers show the recorded refresh minute)."""
 
     def __init__(self, stamps: dict[str, str]):
@@ -145,14 +145,14 @@ def _prepare_stale_group(group: str, members: list[dict], tmp: Path, monkeypatch
         target.write_text(text, encoding="utf-8", newline="")
         os.utime(target, ns=(change["mtime_ns"], change["mtime_ns"]))
     clock = _Clock(stamps)
-    original = Store.index_text
+    original = indexing.index_text
 
-    def index_text(self, label, *args, **kwargs):
+    def index_text(conns, label, *args, **kwargs):
         clock.label = label
-        return original(self, label, *args, **kwargs)
+        return original(conns, label, *args, **kwargs)
 
-    monkeypatch.setattr(Store, "index_text", index_text)
-    monkeypatch.setattr(store_module, "_now_iso", clock.now)
+    monkeypatch.setattr(indexing, "index_text", index_text)
+    monkeypatch.setattr(indexing, "now_iso", clock.now)
     return db
 
 

@@ -92,7 +92,7 @@ def _snapshot(db) -> dict[str, tuple]:
     """chunk id → (rowid, source, title, content) of every chunk of ``db``."""
     with Store.open_readonly(db) as s:
         ids = chunk_ids(s)
-        return {ids.id_of(c["rowid"]): (c["rowid"], c["source"], c["title"], c["content"]) for c in s.iter_chunks()}
+        return {ids.id_of(c.rowid): (c.rowid, c.source, c.title, c.content) for c in s.iter_chunks()}
 
 
 def test_ids_survive_reindexing_a_folder(tmp_path):

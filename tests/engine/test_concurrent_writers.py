@@ -190,7 +190,7 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind, se
     cli = _CliSearches(db, work)
     try:
         assert store.read_mode == ("live" if kind == "delete" else "immutable")
-        sources_before = store.stats()["sources"]
+        sources_before = store.stats().sources
         first_row = store.conn.execute("SELECT min(rowid) FROM chunks").fetchone()[0]
         writer = subprocess.Popen(
             [
@@ -253,7 +253,7 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind, se
         assert sources_seen > sources_before, "the long-lived store saw none of the writer's commits while searching"
         assert peak < TEMP_LIMIT, f"temporary files reached {peak} bytes"
         # After the writer is gone, the long-lived store reads everything it wrote.
-        assert store.stats()["sources"] == sources_before + wrote
+        assert store.stats().sources == sources_before + wrote
         top = search(store, SearchParams(f"zeppelin writer entry {wrote - 1}", limit=3)).final
         assert top and top[0].candidate.source == f"writer-{wrote - 1}.md"
     finally:
@@ -310,7 +310,7 @@ def test_leftover_wal_without_shm_creates_nothing(tmp_path, read_only_folder):
                 trace = search(store, SearchParams("zeppelin", limit=3))
                 assert _clean(trace) is None
                 assert trace.final[0].candidate.source == "late.md"  # the WAL's commit is read
-            assert store.stats()["sources"] == 12
+            assert store.stats().sources == 12
         finally:
             store.close()
         assert _cli_search(db, "zeppelin") is None
@@ -352,7 +352,7 @@ def test_a_writer_that_starts_after_an_immutable_open_and_exits(tmp_path):
             trace = search(store, SearchParams("zeppelin arrives", limit=50))
             assert _clean(trace) is None
             assert len({r.candidate.source for r in trace.final}) == 30
-        assert store.stats()["sources"] == 11 + 30
+        assert store.stats().sources == 11 + 30
     finally:
         store.close()
 
@@ -363,7 +363,7 @@ def test_a_failure_that_goes_away_is_retried_and_a_stable_one_is_damage(tmp_path
     error of another kind is not retried."""
     import apsw
 
-    from engine.store.store import CorruptStoreError
+    from engine.store.errors import CorruptStoreError
 
     db = tmp_path / "c.db"
     shutil.copy2(MODERN, db)
@@ -405,7 +405,7 @@ def test_why_not_and_doctor_retry_a_read_a_writer_broke(tmp_path, monkeypatch):
 
     import engine.lab.doctor as doctor_mod
     import engine.lab.why as why_mod
-    from engine.store.store import CorruptStoreError
+    from engine.store.errors import CorruptStoreError
 
     db = tmp_path / "c.db"
     shutil.copy2(MODERN, db)

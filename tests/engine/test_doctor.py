@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from engine import Store
+from engine import Store, index_paths
 from engine.lab.doctor import diagnose
-from engine.store.store import vocabulary_words
+from engine.store.indexing import vocabulary_words
 
 from ..conftest import FIXTURES
 
@@ -139,7 +139,7 @@ def test_stale_sources_are_reported_not_refreshed(tmp_path):
     doc.write_text("# Doc\nold text\n", "utf-8")
     db = tmp_path / "s.db"
     with Store.create(db) as s:
-        s.index_file(doc, "doc.md")
+        index_paths(s, [doc])
     doc.write_text("# Doc\nnew text\n", "utf-8")
     future = time.time() + 120
     os.utime(doc, (future, future))
@@ -147,14 +147,14 @@ def test_stale_sources_are_reported_not_refreshed(tmp_path):
         r = diagnose(s)
         assert [(x.label, x.file_path) for x in r.stale] == [("doc.md", str(doc.resolve()))]
         assert "1 stale file-backed source (a search would re-index them)" in r.findings
-        assert s.iter_chunks()[0]["content"] == "# Doc\nold text"  # nothing was refreshed
+        assert s.iter_chunks()[0].content == "# Doc\nold text"  # nothing was refreshed
 
 
 def test_report_is_json(store):
     store.index_text("guide.md", "# Guide\n## Example\none\n## Example\ntwo\n", "markdown")
     d = json.loads(json.dumps(diagnose(store).to_dict()))
     assert d["collisions"] == [{"source": "guide.md", "title": "Guide > Example", "count": 2, "rowids": [2, 3]}]
-    assert d["ok"] is False and d["vocabulary_size"] == store.stats()["vocabulary"] and d["findings"]
+    assert d["ok"] is False and d["vocabulary_size"] == store.stats().vocabulary and d["findings"]
 
 
 @pytest.mark.parametrize(

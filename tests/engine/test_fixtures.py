@@ -106,32 +106,32 @@ def test_schema_and_counts(name, untouched):
 
         counts = exp["counts"]
         stats = store.stats()
-        assert stats["sources"] == counts["sources"]
-        assert stats["chunks"] == counts["chunks"] == counts["chunks_trigram"]
-        assert stats["code_chunks"] == counts["code_chunks"]
-        assert stats["vocabulary"] == counts["vocabulary"]
+        assert stats.sources == counts["sources"]
+        assert stats.chunks == counts["chunks"] == counts["chunks_trigram"]
+        assert stats.code_chunks == counts["code_chunks"]
+        assert stats.vocabulary == counts["vocabulary"]
         assert dict(store.session_counts()) == counts["session_ids"]
         assert count_mismatches(store) == []
 
         sources = store.sources()
         keys = ("id", "label", "chunk_count", "code_chunk_count", "indexed_at")
-        assert [{k: s[k] for k in keys} for s in sources] == [{k: s[k] for k in keys} for s in exp["sources"]]
+        assert [{k: getattr(s, k) for k in keys} for s in sources] == [{k: s[k] for k in keys} for s in exp["sources"]]
         if modern:
-            assert [(s["file_path"], s["content_hash"]) for s in sources] == [
+            assert [(s.file_path, s.content_hash) for s in sources] == [
                 (s["file_path"], s["content_hash"]) for s in exp["sources"]
             ]
         else:
-            assert all(s["file_path"] is None and s["content_hash"] is None for s in sources)
+            assert all(s.file_path is None and s.content_hash is None for s in sources)
 
         chunks = [
             {
-                "rowid": c["rowid"],
-                "source": c["source"],
-                "title": c["title"],
-                "content_type": c["content_type"],
-                "session_id": c["session_id"],
-                "bytes": len(c["content"].encode("utf-8")),
-                "sha256": hashlib.sha256(c["content"].encode("utf-8")).hexdigest(),
+                "rowid": c.rowid,
+                "source": c.source,
+                "title": c.title,
+                "content_type": c.content_type,
+                "session_id": c.session_id,
+                "bytes": len(c.content.encode("utf-8")),
+                "sha256": hashlib.sha256(c.content.encode("utf-8")).hexdigest(),
             }
             for c in store.iter_chunks()
         ]

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from engine import SearchParams, Store, search
+from engine import SearchParams, Store, index_paths, search
 from engine.store import freshness as fr
 from engine.store.freshness import check_all, load_sources
 
@@ -49,8 +49,8 @@ def docs(tmp_path):
 @pytest.fixture
 def writable(tmp_path, docs):
     s = Store.create(tmp_path / "s.db")
-    s.index_file(docs / "guide.md", "guide.md")
-    s.index_file(docs / "other.md", "other.md")
+    index_paths(s, [docs / "guide.md"])
+    index_paths(s, [docs / "other.md"])
     yield s
     s.close()
 
@@ -140,7 +140,7 @@ def test_new_source_in_a_new_folder_is_watched_too(writable, tmp_path):
     other = tmp_path / "more"
     other.mkdir()
     (other / "new.md").write_text("# New\nfresh material\n")
-    writable.index_file(other / "new.md", "new.md")
+    index_paths(writable, [other / "new.md"])
     search(writable, SearchParams("fresh"))  # a new folder: scanned, watched afresh
     search(writable, SearchParams("fresh"))
     _edit(other / "new.md", "# New\nfresh zeppelin material\n")
@@ -158,7 +158,7 @@ def test_without_watching_large_stores_use_a_background_examination(tmp_path, do
     s = Store.create(tmp_path / "s.db")
     try:
         for name in ("guide.md", "other.md"):
-            s.index_file(docs / name, name)
+            index_paths(s, [docs / name])
         r = [search(s, SearchParams("install")).refresh for _ in range(3)]
         assert [x.method for x in r] == ["scan", "scan", "background"]
         assert r[2].age_ms > 0
@@ -190,7 +190,7 @@ def test_watch_answer_equals_a_full_examination(tmp_path, docs):
     try:
         for i in range(6):
             (docs / f"f{i}.md").write_text(f"# F{i}\nbody {i}\n")
-            s.index_file(docs / f"f{i}.md", f"f{i}.md")
+            index_paths(s, [docs / f"f{i}.md"])
         s.conn.execute("UPDATE sources SET indexed_at = 'not a date' WHERE label = 'f5.md'")
 
         def agree() -> None:

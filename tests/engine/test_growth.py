@@ -15,7 +15,7 @@ import engine.store.chunking as chunking
 from engine import Store
 from engine.store.chunking import WHITESPACE_BREAK_RATIO, chunk_plain_text
 from engine.js.strings import utf8_len, utf16_len
-from engine.store.store import _delete_label_rows
+from engine.store.indexing import delete_label_rows
 
 
 def _reference_split(lines: list[str], title: str, max_chunk_bytes: int) -> list[tuple[str, str]]:
@@ -113,7 +113,7 @@ def _vm_steps_to_delete(files: int) -> tuple[int, int]:
         s.index_text("target.md", "# Target\nfirst\n## Two\nsecond\n")
         conn = s.conn
         conn.execute("BEGIN")
-        _delete_label_rows(conn, "f00000.md")  # first call may build the index: not measured
+        delete_label_rows(conn, "f00000.md")  # first call may build the index: not measured
         steps = {"n": 0}
 
         def tick() -> int:
@@ -121,7 +121,7 @@ def _vm_steps_to_delete(files: int) -> tuple[int, int]:
             return 0
 
         conn.set_progress_handler(tick, 1)
-        removed = _delete_label_rows(conn, "target.md")
+        removed = delete_label_rows(conn, "target.md")
         conn.set_progress_handler(None, 1)
         conn.execute("ROLLBACK")
         return steps["n"], removed
@@ -145,7 +145,7 @@ def test_reindex_keeps_the_same_rows(tmp_path):
         s.index_text("f2.md", "# N2 again\nzebra two\n")
         rows = s.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         tri = s.conn.execute("SELECT COUNT(*) FROM chunks_trigram").fetchone()[0]
-        labels = [r["label"] for r in s.sources()]
+        labels = [r.label for r in s.sources()]
         assert rows == tri == 9 and sorted(labels) == [f"f{i}.md" for i in range(5)]
         assert s.delete_label("f0.md") == 2
         assert (

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-import engine.store.store as store_module
+import engine.store.indexing as indexing
 from engine import SearchParams, Store, search
 from engine.store.corpus import TRACK_TABLE, IndexInterrupted, index_paths
 from engine.store.discovery import count_mismatches
@@ -33,7 +33,7 @@ def _consistent(store: Store) -> None:
 def _contents(store: Store) -> dict[str, str]:
     out: dict[str, str] = {}
     for c in store.iter_chunks():
-        out[c["source"]] = out.get(c["source"], "") + c["content"]
+        out[c.source] = out.get(c.source, "") + c.content
     return out
 
 
@@ -80,10 +80,10 @@ def test_skips_are_counted_and_the_run_goes_on(folder, monkeypatch):
 def test_every_kind_records_its_hash(folder):
     store = Store.create(":memory:")
     index_paths(store, [folder])
-    rows = {s["label"]: s for s in store.sources()}
-    assert all(rows[label]["content_hash"] for label in ("README.md", "conf/app.json", "logs/run.log"))
-    assert rows["README.md"]["file_path"] == str((folder / "README.md").resolve())
-    assert rows["conf/app.json"]["file_path"] is None  # only markdown is file-backed (reference)
+    rows = {s.label: s for s in store.sources()}
+    assert all(rows[label].content_hash for label in ("README.md", "conf/app.json", "logs/run.log"))
+    assert rows["README.md"].file_path == str((folder / "README.md").resolve())
+    assert rows["conf/app.json"].file_path is None  # only markdown is file-backed (reference)
 
 
 def test_incremental_runs(folder, tmp_path):
@@ -229,7 +229,7 @@ def test_interrupt_between_files_leaves_a_consistent_store(folder, tmp_path):
     store.close()
     with Store.open_readonly(db) as ro:
         _consistent(ro)
-        assert {s["label"] for s in ro.sources()} == {"README.md", "big/huge.txt"}
+        assert {s.label for s in ro.sources()} == {"README.md", "big/huge.txt"}
 
 
 def test_interrupt_inside_a_file_rolls_that_file_back(folder, tmp_path, monkeypatch):
@@ -243,7 +243,7 @@ def test_interrupt_inside_a_file_rolls_that_file_back(folder, tmp_path, monkeypa
             p.read_text().replace("line", "LINE").replace("words", "WORDS").replace("installer", "INSTALLER")
             + "\n# Extra\nmore text\n"
         )
-    real = store_module.vocabulary_words
+    real = indexing.vocabulary_words
     calls = []
 
     def interrupting(text):
@@ -252,10 +252,10 @@ def test_interrupt_inside_a_file_rolls_that_file_back(folder, tmp_path, monkeypa
             raise KeyboardInterrupt
         return real(text)
 
-    monkeypatch.setattr(store_module, "vocabulary_words", interrupting)
+    monkeypatch.setattr(indexing, "vocabulary_words", interrupting)
     with pytest.raises(IndexInterrupted) as exc:
         index_paths(store, [folder], incremental=True)
-    monkeypatch.setattr(store_module, "vocabulary_words", real)
+    monkeypatch.setattr(indexing, "vocabulary_words", real)
     assert [r.label for r in exc.value.report.results] == ["README.md"]
     store.close()
 
@@ -265,7 +265,7 @@ def test_interrupt_inside_a_file_rolls_that_file_back(folder, tmp_path, monkeypa
         assert "WORDS" in now["README.md"]  # committed before the interrupt
         assert now["docs/guide.md"] == old["docs/guide.md"]  # rolled back whole: old content, not a mix
         assert now["logs/run.log"] == old["logs/run.log"]  # never reached
-        hashes = {s["label"]: s["content_hash"] for s in ro.sources()}
+        hashes = {s.label: s.content_hash for s in ro.sources()}
 
     # The next incremental run finishes the job: the rolled-back file still
     # has its old hash, so it is seen as changed.
@@ -288,26 +288,26 @@ def test_interrupt_right_after_a_commit_counts_that_file(folder, tmp_path, monke
         index_paths(store, [folder])
         for rel in ("README.md", "conf/app.json", "docs/guide.md"):
             (folder / rel).write_text((folder / rel).read_text().replace("a", "A") + "\n")
-    real = Store._insert
+    real = indexing.insert
     calls = []
 
-    def commit_then_interrupt(self, *a, **kw):
-        result = real(self, *a, **kw)  # committed
+    def commit_then_interrupt(*a, **kw):
+        result = real(*a, **kw)  # committed
         calls.append(result.label)
         if len(calls) == 2:
             raise KeyboardInterrupt  # ... but the result is lost on the way back
         return result
 
-    monkeypatch.setattr(Store, "_insert", commit_then_interrupt)
+    monkeypatch.setattr(indexing, "insert", commit_then_interrupt)
     with pytest.raises(IndexInterrupted) as exc:
         index_paths(store, [folder], incremental=incremental)
-    monkeypatch.setattr(Store, "_insert", real)
+    monkeypatch.setattr(indexing, "insert", real)
     report = exc.value.report
     assert [r.label for r in report.results] == calls
     assert calls == (["README.md", "conf/app.json"] if incremental else ["README.md", "big/huge.txt"])
-    stored = {s["label"]: s for s in store.sources()}
+    stored = {s.label: s for s in store.sources()}
     recovered = report.results[1]
-    assert (recovered.source_id, recovered.chunks) == (stored[calls[1]]["id"], stored[calls[1]]["chunk_count"])
+    assert (recovered.source_id, recovered.chunks) == (stored[calls[1]].id, stored[calls[1]].chunk_count)
     assert report.bytes == sum(len((folder / r).read_bytes()) for r in calls)
     store.close()
 
@@ -322,7 +322,7 @@ def test_interrupt_before_the_commit_is_not_counted(folder, tmp_path, monkeypatc
     def interrupted(text):
         raise KeyboardInterrupt  # inside the transaction: rolled back
 
-    monkeypatch.setattr(store_module, "vocabulary_words", interrupted)
+    monkeypatch.setattr(indexing, "vocabulary_words", interrupted)
     with pytest.raises(IndexInterrupted) as exc:
         index_paths(store, [folder], incremental=True)
     assert exc.value.report.results == []

@@ -140,7 +140,8 @@ def test_a_commit_between_the_two_snapshots_falls_back_to_one_connection(tmp_pat
         s.runs.clear()
         spy.clear()
         versions = iter(range(1_000_000))
-        monkeypatch.setattr(s, "data_version", lambda: ("file", 0, next(versions)))  # every read: "someone committed"
+        # every read: "someone committed"
+        monkeypatch.setattr(s.connections, "data_version", lambda: ("file", 0, next(versions)))
         t = search(s, SearchParams("install deploy"))
         assert _answer(t) == expected
         assert {c[1] for c in spy} == {threading.current_thread().name}  # both on the search's own connection
@@ -157,7 +158,7 @@ def test_in_memory_stores_run_one_after_the_other(spy):
 
 
 def test_auto_runs_them_at_once_only_for_a_large_enough_file_and_a_free_core(tmp_path, spy, monkeypatch):
-    import engine.store.store as store_mod
+    import engine.store.parallel as store_mod
 
     s = Store.create(tmp_path / "s.db")
     index_corpus(s, SAMPLE_CORPUS)
@@ -183,7 +184,7 @@ class Clock:
     """Fake readings for core_free: wall time, machine busy seconds, own CPU seconds."""
 
     def __init__(self, monkeypatch, cores=2, busy: float | None = 100.0):
-        import engine.store.store as store_mod
+        import engine.store.parallel as store_mod
 
         self.now, self.busy, self.own = 1000.0, busy, 5.0
         monkeypatch.setattr(store_mod, "_cpu_seen", (float("-inf"), None, 0.0, True))
@@ -214,7 +215,7 @@ class Clock:
     ],
 )
 def test_core_free_counts_only_other_processes(monkeypatch, cores, others, own, free):
-    import engine.store.store as store_mod
+    import engine.store.parallel as store_mod
 
     clock = Clock(monkeypatch, cores)
     assert store_mod.core_free() is (cores >= 2)  # the first reading: nothing to compare yet
@@ -225,7 +226,7 @@ def test_core_free_counts_only_other_processes(monkeypatch, cores, others, own, 
 
 
 def test_core_free_falls_back_on_the_load_average(monkeypatch):
-    import engine.store.store as store_mod
+    import engine.store.parallel as store_mod
 
     Clock(monkeypatch, 2, busy=None)
     monkeypatch.setattr(store_mod.os, "getloadavg", lambda: (0.4, 0.0, 0.0))
@@ -243,7 +244,7 @@ def test_core_free_falls_back_on_the_load_average(monkeypatch):
 
 
 def test_system_busy_seconds_reads_proc_stat():
-    import engine.store.store as store_mod
+    import engine.store.parallel as store_mod
 
     busy = store_mod._system_busy_seconds()
     if not os.path.exists("/proc/stat"):
@@ -258,10 +259,10 @@ def test_side_connections_are_reused_and_closed(tmp_path):
     index_corpus(s, SAMPLE_CORPUS)
     for q in ("install", "deploy", "configuration"):
         search(s, SearchParams(q))
-    readers = [c for idle in s._readers.values() for c in idle]
+    readers = [c for idle in s.connections._readers.values() for c in idle]
     assert len(readers) == 1  # one reader, reused by every search
     s.close()
-    assert s._readers == {} and s._sentinel is None
+    assert s.connections._readers == {} and s.connections._sentinel is None
 
 
 # ─── FTS5 orders the matches: the same rows as the reference's statement ───

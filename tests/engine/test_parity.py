@@ -184,14 +184,14 @@ def test_query_parity(set_name, case, ranking):
 @pytest.mark.parametrize(("set_name", "expected_file"), list(_files()))
 def test_chunk_parity(set_name, expected_file):
     store = _store(set_name)
-    rows = [r for r in store.iter_chunks() if r["source"] == expected_file["source"]]
+    rows = [r for r in store.iter_chunks() if r.source == expected_file["source"]]
     got = [
         (
-            r["title"],
-            r["content_type"],
-            len(r["content"].encode("utf-8", "surrogatepass")),
-            hashlib.sha256(r["content"].encode("utf-8", "surrogatepass")).hexdigest(),
-            r["session_id"],
+            r.title,
+            r.content_type,
+            len(r.content.encode("utf-8", "surrogatepass")),
+            hashlib.sha256(r.content.encode("utf-8", "surrogatepass")).hexdigest(),
+            r.session_id,
         )
         for r in rows
     ]
@@ -204,7 +204,7 @@ def test_chunk_parity(set_name, expected_file):
 
 @pytest.mark.parametrize("set_name", SETS)
 def test_vocabulary_size(set_name):
-    assert _store(set_name).stats()["vocabulary"] == _expected(set_name)["vocabulary_size"]
+    assert _store(set_name).stats().vocabulary == _expected(set_name)["vocabulary_size"]
 
 
 def test_top_k_answered_in_forced_cases():

@@ -110,7 +110,7 @@ def test_index_any_text_never_raises(text):
     rows = store.iter_chunks()
     # both FTS tables hold identical rows
     trig = store.conn.execute("SELECT rowid, title, content FROM chunks_trigram ORDER BY rowid").fetchall()
-    assert [(r["rowid"], r["title"], r["content"]) for r in rows] == [tuple(t) for t in trig]
+    assert [(r.rowid, r.title, r.content) for r in rows] == [tuple(t) for t in trig]
     store.close()
 
 

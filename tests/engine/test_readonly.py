@@ -126,7 +126,7 @@ def test_search_while_another_process_writes(tmp_path, seconds):
                 with pytest.raises(ReadOnlyStoreError):
                     store.index_text("x.md", "# X\nno", "markdown")
                 assert count_mismatches(store) == []  # one consistent snapshot per check
-                n = store.stats()["sources"]
+                n = store.stats().sources
                 first_sources = n if first_sources is None else first_sources
             finally:
                 store.close()
@@ -136,7 +136,7 @@ def test_search_while_another_process_writes(tmp_path, seconds):
         while True:
             store = Store.open_readonly(db)
             try:
-                n = store.stats()["sources"]
+                n = store.stats().sources
             finally:
                 store.close()
             if n > first_sources or time.monotonic() > deadline:
@@ -192,7 +192,7 @@ def test_read_only_folder(tmp_path):
                 _assert_clean_run(trace)
                 assert trace.final
             assert count_mismatches(store) == []
-            assert store.stats()["chunks"] == 123
+            assert store.stats().chunks == 123
         finally:
             store.close()
         assert _snapshot(folder) == before
@@ -245,7 +245,7 @@ def test_store_without_vocabulary(tmp_path):
     before = _snapshot(tmp_path)
     with Store.open_readonly(db) as store:
         assert store.schema.has_vocabulary is False
-        assert store.stats()["vocabulary"] is None
+        assert store.stats().vocabulary is None
         trace = search(store, SearchParams("deploymnet chekclist"))  # a fuzzy case in the fixture
         assert trace.layer == "none" and not trace.final
         assert trace.fuzzy.ran is False
@@ -305,7 +305,7 @@ def test_long_lived_reader_follows_a_writer_that_starts_later(tmp_path):
             assert (tmp_path / "c.db-wal").exists()
             assert ro.reopen_if_writer_started() is True
             assert not ro.immutable and ro.read_only
-            assert ro.stats()["sources"] == 12
+            assert ro.stats().sources == 12
             assert search(ro, SearchParams("zeppelin")).final[0].candidate.source == "late.md"
             assert ro.reopen_if_writer_started() is False
             with pytest.raises(ReadOnlyStoreError):

@@ -154,9 +154,9 @@ def test_file_count_between_20_and_40():
 
 def test_every_file_is_indexed(store):
     labels = [label for label, _ in collect_files(SAMPLE_CORPUS)]
-    indexed = [s["label"] for s in store.sources()]
+    indexed = [s.label for s in store.sources()]
     assert indexed == labels
-    assert all(s["chunk_count"] > 0 for s in store.sources())
+    assert all(s.chunk_count > 0 for s in store.sources())
 
 
 def test_sessions_map_has_three_sessions_and_leaves_files_unattributed():
@@ -179,32 +179,32 @@ def test_only_content_files_in_the_corpus():
 
 
 def test_some_file_has_an_untitled_chunk(chunks):
-    assert any(c["title"] == "Untitled" for c in chunks)
-    assert any(c["source"] == "README.md" and c["title"] == "Untitled" for c in chunks)
+    assert any(c.title == "Untitled" for c in chunks)
+    assert any(c.source == "README.md" and c.title == "Untitled" for c in chunks)
 
 
 def test_repeated_markdown_heading_gives_duplicate_fusion_keys(chunks):
-    titles = [c["title"] for c in chunks if c["source"] == "docs/cli-reference.md"]
+    titles = [c.title for c in chunks if c.source == "docs/cli-reference.md"]
     assert titles.count("ferryctl command reference > ferryctl publish > Example") == 2
     assert titles.count("ferryctl command reference > ferryctl consume > Example") == 2
 
 
 def test_windowed_log_windows_share_their_first_line(chunks):
-    titles = [c["title"] for c in chunks if c["source"] == "logs/broker.log"]
+    titles = [c.title for c in chunks if c.source == "logs/broker.log"]
     assert len(titles) >= 3
     assert len(set(titles)) == 1, "every 20-line window of broker.log starts with the same banner"
 
 
 def test_blank_line_sectioned_logs(chunks):
-    startup = [c["title"] for c in chunks if c["source"] == "logs/startup.log"]
+    startup = [c.title for c in chunks if c.source == "logs/startup.log"]
     assert len(startup) >= 3 and startup[0].startswith("[boot]")
-    build = [c["title"] for c in chunks if c["source"] == "logs/build-output.txt"]
+    build = [c.title for c in chunks if c.source == "logs/build-output.txt"]
     assert "$ make unit" in build
-    assert [c["title"] for c in chunks if c["source"] == "logs/test-report.txt"] == ["Output"]
+    assert [c.title for c in chunks if c.source == "logs/test-report.txt"] == ["Output"]
 
 
 def test_long_section_is_split_in_numbered_parts(chunks):
-    titles = [c["title"] for c in chunks if c["source"] == "docs/replication.md"]
+    titles = [c.title for c in chunks if c.source == "docs/replication.md"]
     assert "Replication > How replication works (1)" in titles
     assert "Replication > How replication works (2)" in titles
     section = (SAMPLE_CORPUS / "docs/replication.md").read_text("utf-8")
@@ -213,18 +213,18 @@ def test_long_section_is_split_in_numbered_parts(chunks):
 
 
 def test_code_and_prose_on_the_same_topic(chunks):
-    types = {c["title"]: c["content_type"] for c in chunks if c["source"] == "docs/consumers.md"}
+    types = {c.title: c.content_type for c in chunks if c.source == "docs/consumers.md"}
     assert types["Consumers > Acknowledging messages"] == "prose"
     assert types["Consumers > Acknowledging messages in client code"] == "code"
 
 
 def test_json_nested_objects_and_batched_array(chunks):
-    broker = [c["title"] for c in chunks if c["source"] == "config/broker.json"]
+    broker = [c.title for c in chunks if c.source == "config/broker.json"]
     assert "listen > tls" in broker and "producer" in broker
-    topics = [c["title"] for c in chunks if c["source"] == "config/topics.json"]
+    topics = [c.title for c in chunks if c.source == "config/topics.json"]
     batches = [t for t in topics if t.startswith("topics > t-")]
     assert len(batches) >= 2, "the topics array is batched and titled by its id field"
-    assert all(c["content_type"] == "code" for c in chunks if c["source"].endswith(".json"))
+    assert all(c.content_type == "code" for c in chunks if c.source.endswith(".json"))
 
 
 def test_no_real_addresses_or_emails():
@@ -265,7 +265,7 @@ def test_docs_table_lists_the_demo_queries(doc):
 
 def test_porter_stemming(trace, chunks):
     t = trace("porter-stemming")
-    assert not any("throttling" in c["content"].lower() for c in chunks), "the query word itself is absent"
+    assert not any("throttling" in c.content.lower() for c in chunks), "the query word itself is absent"
     assert t.layer == "rrf"
     assert t.first.porter.hits and not t.first.trigram.hits
     assert len(t.final) == 3
@@ -277,7 +277,7 @@ def test_porter_stemming(trace, chunks):
 
 def test_trigram_only(trace, chunks):
     t = trace("trigram-only")
-    assert not any(re.search(r"\binflight\b", c["content"], re.I) for c in chunks), "never a whole word"
+    assert not any(re.search(r"\binflight\b", c.content, re.I) for c in chunks), "never a whole word"
     assert t.layer == "rrf"
     assert not t.first.porter.hits and t.first.trigram.hits
     for r in t.final:
@@ -295,8 +295,8 @@ def test_fusion_key_collision(trace, store):
         assert c.key_collision
         for rowid in c.merged_rowids:
             other = store.chunk(rowid)
-            assert (other["source"], other["title"]) == (c.source, c.title)
-            assert other["content"] != c.content
+            assert (other.source, other.title) == (c.source, c.title)
+            assert other.content != c.content
     final = [r.candidate for r in t.final]
     assert final[0].key == "docs/cli-reference.md::ferryctl command reference > ferryctl publish > Example"
     assert final[0].merged_rowids

@@ -7,7 +7,7 @@ import pytest
 
 from engine import SearchParams, Store, search
 from engine.store import sql
-from engine.store.store import CorruptStoreError, StoreError, sqlite_store_error
+from engine.store.errors import CorruptStoreError, StoreError, sqlite_store_error
 
 
 def test_runs_on_the_pinned_sqlite_with_fts5_trigram():
@@ -34,7 +34,7 @@ def test_memory_statistics_are_off_as_in_better_sqlite3():
 
     code = (
         "import apsw\n"
-        "from engine import sql\n"
+        "from engine.store import sql\n"
         "c = sql.connect(':memory:')\n"
         "c.execute(\"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')\")\n"
         "c.execute(\"INSERT INTO t VALUES ('rankscope')\")\n"
@@ -95,8 +95,8 @@ def test_a_stored_lone_surrogate_reaches_every_reader(tmp_path):
     s.index_text("cut.md", "# Cut \U0001f600\nzebra text", "markdown")
     s.conn.execute("UPDATE chunks SET title = CAST(? AS TEXT)", (b"Cut \xed\xa0\xbd",))
     expected = b"Cut \xed\xa0\xbd".decode("utf-8", "replace")
-    assert s.iter_chunks()[0]["title"] == expected
-    assert s.chunk(1)["title"] == expected
+    assert s.iter_chunks()[0].title == expected
+    assert s.chunk(1).title == expected
     trace = search(s, SearchParams("zebra"))
     assert trace.final[0].candidate.title == expected
     s.close()

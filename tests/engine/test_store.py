@@ -14,13 +14,8 @@ from engine import NotADatabaseError, SchemaError, SearchParams, Store, StoreErr
 from engine.store import sql
 from engine.store.corpus import index_paths
 from engine.lab.doctor import diagnose
-from engine.store.store import (
-    APPLICATION_ID,
-    CorruptStoreError,
-    NotOurStoreError,
-    ReadOnlyStoreError,
-    read_application_id,
-)
+from engine.store.errors import CorruptStoreError, NotOurStoreError, ReadOnlyStoreError
+from engine.store.schema import APPLICATION_ID, read_application_id
 from engine.lab.why import why_not
 
 from ..conftest import LEGACY, MODERN
@@ -60,9 +55,41 @@ def test_reindexing_a_label_replaces_it(store):
     store.index_text("a.md", "# One\nfirst", "markdown")
     store.index_text("a.md", "# Two\nsecond\n# Three\nthird", "markdown")
     rows = store.iter_chunks()
-    assert [r["title"] for r in rows] == ["Two", "Three"]
-    assert [s["label"] for s in store.sources()] == ["a.md"]
-    assert store.sources()[0]["chunk_count"] == 2
+    assert [r.title for r in rows] == ["Two", "Three"]
+    assert [s.label for s in store.sources()] == ["a.md"]
+    assert store.sources()[0].chunk_count == 2
+
+
+def test_rows_of_a_foreign_store_with_nulls_and_an_orphan_chunk(tmp_path):
+    """Typed rows read what another writer may leave: a NULL title, content
+    type or session id reads as "", an orphan chunk has source None, a REAL
+    source_id reads as an int; sources and counts come back typed too."""
+    from engine.store.rows import ChunkRow, SourceRow, StoreCounts
+    from engine.store.schema import SCHEMA_SQL
+
+    db = tmp_path / "foreign.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(SCHEMA_SQL)
+    conn.execute(
+        "INSERT INTO sources (id, label, chunk_count, indexed_at) VALUES (1, 'a.md', 1, '2026-01-02 03:04:05')"
+    )
+    for table in ("chunks", "chunks_trigram"):
+        conn.execute(f"INSERT INTO {table} (rowid, title, content, source_id) VALUES (1, NULL, 'alpha', 1.0)")
+        conn.execute(
+            f"INSERT INTO {table} (rowid, title, content, source_id, content_type, session_id) VALUES (2, 'T', 'beta', 9, 'code', 's')"
+        )
+    conn.commit()
+    conn.close()
+    with Store.open_readonly(db) as s:
+        assert s.iter_chunks() == [
+            ChunkRow(1, "a.md", "", "alpha", "", "", 1),
+            ChunkRow(2, None, "T", "beta", "code", "s", 9),
+        ]
+        assert s.iter_chunks(with_content=False)[1].content is None
+        assert s.chunk(1) == ChunkRow(1, "a.md", "", "alpha", "", "", 1) and s.chunk(2) is None  # no source row
+        assert s.sources() == [SourceRow(1, "a.md", 1, 0, "2026-01-02 03:04:05", None, None)]
+        assert s.stats() == StoreCounts(1, 2, 1, 0, "2026-01-02 03:04:05")
+        assert s.recorded_stats() == StoreCounts(1, 1, 0, 0, "2026-01-02 03:04:05")
 
 
 def test_readonly_store_refuses_writes(tmp_path):
@@ -81,7 +108,7 @@ def test_stale_source_is_refreshed_before_search(tmp_path):
     doc = tmp_path / "doc.md"
     doc.write_text("# Old\nlegacy words")
     s = Store.create(tmp_path / "s.db")
-    s.index_file(doc, "doc.md")
+    index_paths(s, [doc])
     # make the file newer than indexed_at (second resolution) and different
     doc.write_text("# New\nfresh words")
     future = time.time() + 5
@@ -104,7 +131,7 @@ def test_binary_and_non_utf8_files(tmp_path):
     assert "binary" in reasons["img.png"]
     assert "U+FFFD" in reasons["latin1.txt"]  # indexed, replacement reported
     assert {r.label for r in report.results} == {"latin1.txt", "ok.md"}
-    assert "caf\ufffd au lait" in s.iter_chunks()[0]["content"]
+    assert "caf\ufffd au lait" in s.iter_chunks()[0].content
 
 
 def test_empty_query_has_reason(store):
@@ -148,7 +175,7 @@ def test_created_stores_carry_the_mark(tmp_path):
     with Store.open_writable(p) as s:  # reopened for writing: allowed
         s.index_text("b.md", "# B\nbeta", "markdown")
     with Store.create(p) as s:  # "create" on our own store opens it
-        assert {x["label"] for x in s.sources()} == {"a.md", "b.md"}
+        assert {x.label for x in s.sources()} == {"a.md", "b.md"}
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")  # SQLite reads an empty file as an empty database
     Store.create(empty).close()

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from engine import Store
-from engine.store.store import APPLICATION_ID, StoreError
+from engine.store.errors import StoreError
+from engine.store.schema import APPLICATION_ID
 from tui.cli import main
 
 from ..helpers import rounds, spans
@@ -34,7 +35,7 @@ def corpus(tmp_path):
 
 def _labels(path: Path) -> set[str]:
     with Store.open_readonly(path) as s:
-        return {x["label"] for x in s.sources()}
+        return {x.label for x in s.sources()}
 
 
 def test_second_index_run_arriving_mid_creation(tmp_path, corpus, monkeypatch, capsys):
@@ -153,7 +154,7 @@ def test_full_disk_during_creation_leaves_nothing(tmp_path, corpus, blocks):
 def test_a_half_created_store_of_ours_is_resumed(tmp_path, corpus, tables):
     """A store an older version left half-made (marked as ours, some tables
     missing) is completed by the next ``index`` instead of refused."""
-    from engine.store.store import SCHEMA_SQL
+    from engine.store.schema import SCHEMA_SQL
 
     db = tmp_path / "s.db"
     conn = sqlite3.connect(db)
@@ -172,9 +173,9 @@ def test_a_half_created_store_of_ours_is_resumed(tmp_path, corpus, tables):
 def test_creation_failure_is_a_store_error_and_cleans_up(tmp_path, monkeypatch):
     """An SQLite failure while building (here: the schema) names the path;
     the temporary file is removed and nothing is left at the path."""
-    import engine.store.store
+    import engine.store.schema
 
-    monkeypatch.setattr(engine.store.store, "SCHEMA_SQL", "CREATE TABLE sources (x); CREATE TABLE sources (y);")
+    monkeypatch.setattr(engine.store.schema, "SCHEMA_SQL", "CREATE TABLE sources (x); CREATE TABLE sources (y);")
     with pytest.raises(StoreError, match="s.db"):
         Store.create(tmp_path / "s.db")
     assert list(tmp_path.iterdir()) == []

@@ -89,7 +89,7 @@ def test_trigram_spans_find_substrings_porter_spans_whole_tokens(store):
 
 def test_no_match_gives_no_spans(store):
     store.index_text("a.md", "# A\nnothing here\n", "markdown")
-    assert match_spans(store, "zebra", 1) == MatchSpans(1, store.chunk(1)["content"], (), ())
+    assert match_spans(store, "zebra", 1) == MatchSpans(1, store.chunk(1).content, (), ())
     # a query without a 3-character word skips the trigram side
     assert match_spans(store, "he", 1).trigram == ()
     assert match_spans(store, "zebra", 999) == MatchSpans(999, "", (), ())

@@ -305,6 +305,6 @@ def test_skipped_retriever_beats_the_rerun_no_term(store):
 
     store.index_text("a.md", "# Keys\nmaxInflightBatches = 4\n# Flight\nin-flight messages", "markdown")
     params = SearchParams("inflight", variant=Variant(retrievers="porter"))
-    rows = {r["title"]: r["rowid"] for r in store.iter_chunks()}
+    rows = {r.title: r.rowid for r in store.iter_chunks()}
     [exp] = why_not(store, params, rowid=rows["Keys"])
     assert exp.reason == "retriever-skipped"

@@ -27,8 +27,8 @@ def test_read_facts_of_a_large_store_reads_no_chunk(monkeypatch):
     f = read_facts(store)
     assert f.sessions_pending and f.session_counts == []
     assert f.stats == store.recorded_stats()
-    assert f.stats["chunks"] == 129 and f.stats["sources"] == 24  # recorded = actual on a store rankscope wrote
-    assert f.source_labels == [s["label"] for s in store.sources()]
+    assert f.stats.chunks == 129 and f.stats.sources == 24  # recorded = actual on a store rankscope wrote
+    assert f.source_labels == [s.label for s in store.sources()]
 
 
 def test_read_facts_of_a_small_store_counts_everything():

@@ -79,17 +79,17 @@ def test_build_then_reuse_then_rebuild(tmp_path):
     seen = []
     store = build_cache(entry, progress=lambda label, n: seen.append(label))
     assert seen == ["a.md"]
-    assert store.read_only and store.stats()["chunks"] == 1
+    assert store.read_only and store.stats().chunks == 1
     assert store.session_counts() == [("s1", 1)]
     store.close()
     assert not Path(str(entry.db_path) + "-wal").exists()
     again = load_cached(entry)
-    assert again is not None and again.stats()["chunks"] == 1
+    assert again is not None and again.stats().chunks == 1
     again.close()
     (corpus / "b.md").write_text("# Beta\nbeta\n")
     assert load_cached(entry) is None  # changed corpus: rebuild
     store = build_cache(entry)
-    assert store.stats()["chunks"] == 2
+    assert store.stats().chunks == 2
     store.close()
 
 
@@ -110,18 +110,18 @@ def test_the_browser_indexes_a_folder_with_its_gitignore_rules_as_rankscope_inde
     (corpus / "sub" / ".gitignore").write_text("*.log\n")
     entry = cache_entry(corpus, root=tmp_path / "cache")
     store = build_cache(entry)
-    labels = sorted(row["label"] for row in store.sources())
+    labels = sorted(row.label for row in store.sources())
     store.close()
     assert labels == ["a.md", "sub/u.md"]
     cli = Store.create(tmp_path / "cli.db")
     index_paths(cli, [corpus], ignore_factory=gitignore_matcher)  # what `rankscope index` runs
-    assert sorted(row["label"] for row in cli.sources()) == labels
+    assert sorted(row.label for row in cli.sources()) == labels
     cli.close()
     assert load_cached(entry) is not None
     (corpus / "sub" / ".gitignore").write_text("# nothing ignored here\n")
     assert load_cached(entry) is None  # an edited rule file: rebuild
     store = build_cache(entry)
-    assert sorted(row["label"] for row in store.sources()) == ["a.md", "sub/build.log", "sub/u.md"]
+    assert sorted(row.label for row in store.sources()) == ["a.md", "sub/build.log", "sub/u.md"]
     store.close()
     (corpus / "sub" / "deeper").mkdir()
     (corpus / "sub" / "deeper" / "d.md").write_text("# D\ndeep\n")

@@ -32,6 +32,7 @@ from engine.lab.compare import compare_traces
 from engine.lab.doctor import diagnose
 from engine.pipeline.trace import Trace, Variant
 from engine.lab.why import ChunkNotFoundError, why_not
+from engine.store.rows import StoreCounts
 
 from tui.present import safe
 from tui.browser.actions import app_action, bindings
@@ -149,7 +150,7 @@ class RankscopeApp(App[None]):
         self.cursor_blink = cursor_blink
         self.search_fn = search_fn
         self.notice = notice
-        self.store_stats: dict = {}
+        self.store_stats: StoreCounts | None = None
         #: Why the store's counts could not be read (the browser then says so), or ``None``.
         self.store_problem: str | None = None
         self.session_counts: list[tuple[str, int]] = []
@@ -185,7 +186,7 @@ class RankscopeApp(App[None]):
         try:
             self._load_store_facts(store)
         except Exception as exc:  # the launcher refuses such a store; browse what can be read
-            self.store_stats, self.session_counts, self.source_labels = {}, [], []
+            self.store_stats, self.session_counts, self.source_labels = None, [], []
             self.sessions_pending = False
             self.store_problem = describe_problem(exc)
             self.notice = f"{self.store_problem[0].upper()}{self.store_problem[1:]}"
@@ -195,7 +196,7 @@ class RankscopeApp(App[None]):
 
     def _new_browser(self, store: Store) -> BrowserScreen:
         overview = StoreOverview(
-            stats=dict(self.store_stats),
+            stats=self.store_stats,
             session_counts=tuple(self.session_counts),
             problem=self.store_problem,
             skipped=self.skipped,

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from engine import CorruptStoreError, Store, StoreError
 from engine.store import sql
-from engine.store.store import is_corruption, sqlite_store_error
+from engine.store.errors import is_corruption, sqlite_store_error
+from engine.store.rows import StoreCounts
 
 
 #: Up to this many chunks (as the ``sources`` table records them) the facts
@@ -38,7 +39,7 @@ class StoreFacts:
             store: :func:`read_sessions`, off the UI thread).
     """
 
-    stats: dict
+    stats: StoreCounts
     session_counts: list[tuple[str, int]]
     source_labels: list[str]
     sessions_pending: bool = False
@@ -51,14 +52,14 @@ def read_facts(store: Store) -> StoreFacts:
 
     Raises:
         StoreError: the store cannot be read; a raw SQLite error (``engine.store.sql.Error``)
-            becomes the engine's error for it (:func:`engine.store.store.sqlite_store_error`:
+            becomes the engine's error for it (:func:`engine.store.errors.sqlite_store_error`:
             ``CorruptStoreError`` for a damaged file), naming the store.
     """
     try:
         with store.lock:
             recorded = store.recorded_stats()
             labels = store.source_labels()
-            if recorded["chunks"] > EXACT_FACTS_MAX_CHUNKS:
+            if recorded.chunks > EXACT_FACTS_MAX_CHUNKS:
                 return StoreFacts(recorded, [], labels, sessions_pending=True)
             return StoreFacts(store.stats(), store.session_counts(), labels)
     except sql.Error as exc:
@@ -82,7 +83,7 @@ def read_sessions(store: Store, conn: sql.Connection | None = None) -> list[tupl
 def is_damage(error: BaseException) -> bool:
     """True when the store file itself is damaged: a
     :class:`~engine.CorruptStoreError`, or a raw SQLite error whose result
-    code says so (:func:`engine.store.store.is_corruption`)."""
+    code says so (:func:`engine.store.errors.is_corruption`)."""
     if isinstance(error, CorruptStoreError):
         return True
     return isinstance(error, sql.Error) and is_corruption(error)

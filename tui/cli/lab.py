@@ -35,7 +35,8 @@ from engine.lab.compare import (
 )
 from engine.lab.doctor import DoctorReport, check_integrity, diagnose
 from engine.pipeline.trace import Variant
-from engine.store.store import CorruptStoreError, Store, StoreError
+from engine.store.errors import CorruptStoreError, StoreError
+from engine.store.store import Store
 from engine.lab.counterfactual import sentence as counterfactual_sentence
 from engine.lab.counterfactual import would_return_with
 from engine.pipeline.run import search

@@ -36,7 +36,10 @@ from engine.pipeline.stages import topk
 from engine.pipeline.trace import Exit, Hit, RetrieverRun, SearchParams
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
 from engine.pipeline.hooks import PassContext, StageHooks
-from engine.store.store import SchemaInfo, Store, elapsed_ms, is_corruption
+from engine.store.clock import elapsed_ms
+from engine.store.errors import is_corruption
+from engine.store.schema import SchemaInfo
+from engine.store.store import Store
 from engine.pipeline.words import abbreviate, plural
 
 if TYPE_CHECKING:
@@ -62,7 +65,7 @@ def _shadow_missing(conn: sql.Connection, table: str) -> bool:
     the run records the error; ``rankscope doctor`` reports it). SQLite 3.54
     reports a missing shadow table as ``SQLITE_CORRUPT`` (3.40 said ``SQL
     logic error``), so the code alone no longer tells it from damaged pages."""
-    from engine.store.store import FTS_SHADOWS
+    from engine.store.schema import FTS_SHADOWS
 
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

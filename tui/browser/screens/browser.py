@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 from engine import SearchParams, Store
 from engine.pipeline import table as stages
 from engine.pipeline.trace import Trace
+from engine.store.rows import StoreCounts
 
 from tui.present import safe
 from tui.browser.actions import bindings, key_shown, keys_shown
@@ -52,7 +53,7 @@ class StoreOverview:
     app when it is built (the browser never reads the app's state).
 
     Attributes:
-        stats: :meth:`engine.Store.stats` (empty when the counts could not be read).
+        stats: :meth:`engine.Store.stats` (``None`` when the counts could not be read).
         session_counts: (session id, chunks) pairs (:meth:`engine.Store.session_counts`).
         problem: why the store's counts could not be read, or ``None``.
         skipped: the files the folder's indexing skipped (empty for a store file).
@@ -61,7 +62,7 @@ class StoreOverview:
             (``session_counts`` is then empty; :meth:`tui.browser.app.RankscopeApp.count_sessions`).
     """
 
-    stats: Mapping[str, Any] = field(default_factory=dict)
+    stats: StoreCounts | None = None
     session_counts: tuple[tuple[str, int], ...] = ()
     problem: str | None = None
     skipped: SkipList = field(default_factory=SkipList)
@@ -186,13 +187,10 @@ class BrowserScreen(Screen):
             t.append(
                 f"⚠ The store's counts could not be read ({safe.line(problem)}); searches may fail.\n", style="bold"
             )
-        if stats:
-            t.append(
-                f"{stats.get('sources', 0)} sources, {stats.get('chunks', 0)} chunks "
-                f"({stats.get('code_chunks', 0)} code)"
-            )
-            if stats.get("vocabulary") is not None:
-                t.append(f", {stats['vocabulary']} vocabulary words")
+        if stats is not None:
+            t.append(f"{stats.sources} sources, {stats.chunks} chunks ({stats.code_chunks} code)")
+            if stats.vocabulary is not None:
+                t.append(f", {stats.vocabulary} vocabulary words")
             if overview.sessions_pending:
                 t.append(", sessions being counted.\n")
             else:

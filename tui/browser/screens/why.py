@@ -29,6 +29,7 @@ from engine import SearchParams
 from engine.lab.compare import variant_spec
 from engine.pipeline.trace import Trace
 from engine.lab.why import Explanation
+from engine.store.rows import ChunkRow
 
 from tui.present import safe
 from tui.browser.actions import bindings
@@ -75,14 +76,9 @@ class ChunkEntry:
         return f"{self.source}::{self.title}"
 
 
-def chunk_entries(rows: list[dict]) -> list[ChunkEntry]:
+def chunk_entries(rows: list[ChunkRow]) -> list[ChunkEntry]:
     """Finder entries from :meth:`engine.Store.iter_chunks` rows (content dropped)."""
-    return [
-        ChunkEntry(
-            int(r["rowid"]), r["source"] or "", r["title"] or "", r["content_type"] or "prose", r["session_id"] or ""
-        )
-        for r in rows
-    ]
+    return [ChunkEntry(r.rowid, r.source or "", r.title, r.content_type or "prose", r.session_id) for r in rows]
 
 
 def finder_keys(entries: list[ChunkEntry]) -> list[str]:
