@@ -232,7 +232,7 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind, se
                         errors.append(f"why/doctor {i}: {type(exc).__name__}: {exc}")
                 peak = max(peak, folder_bytes(work))
             cli.finish()  # the one still running (round 0 started one: at least one, however slow the machine)
-            sources_seen = store.stats()["sources"]
+            sources_seen = store.stats().sources
             peak = max(peak, folder_bytes(work))
             writer_alive = writer.poll() is None
         finally:
