@@ -47,10 +47,11 @@ SESSION_DB = FIXTURES / "session-1.0.169.db"
 
 
 #: Variables through which the caller's terminal would change what Rich, Typer and Textual
-#: print (width, height, colour), all read after this conftest is loaded. The tests set the ones they need; the rest must not leak in:
-#: ``COLUMNS=100 pytest`` failed 22 width tests, ``NO_COLOR=1 pytest`` 10 snapshot and contrast
-#: tests. (GNU readline, once imported, puts ``COLUMNS``/``LINES`` into the C environment, which
-#: child processes, pytest-xdist's workers among them, inherit.)
+#: print (width, height, colour), all read after this conftest is loaded. The tests set the
+#: ones they need; the caller's must not leak in: ``COLUMNS=100 pytest`` failed 22 width tests,
+#: ``NO_COLOR=1 pytest`` 10 snapshot and contrast tests. (GNU readline, once imported, puts
+#: ``COLUMNS``/``LINES`` into the C environment, which child processes inherit: pytest-xdist's
+#: workers started with ``COLUMNS=80``.)
 TERMINAL_VARS = (
     "COLUMNS",
     "LINES",
