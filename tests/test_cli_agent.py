@@ -264,9 +264,46 @@ def test_bad_input_is_one_line(args, words, capsys):
     assert words in _fail(args, capsys)
 
 
-def test_fractional_limit_is_a_clear_error(capsys):
-    err = _fail(["ctx-search", "--db", str(STORE), "--params-json", '{"queries": ["relay"], "limit": 1.5}'], capsys)
-    assert "limit 1.5" in err
+@pytest.mark.parametrize(
+    "limit, words",
+    [
+        ("1.5", "--- [current-session"),  # slice(0, 1.5): one result (refused before)
+        ("1e400", "## relay queue stall"),
+        ("-1e400", "No results found."),
+        ("9" * 400, "## relay queue stall"),
+        ('"0x' + "f" * 300 + '"', "## relay queue stall"),
+        ("-" + "9" * 400, "No results found."),
+    ],
+)
+def test_params_json_limits_at_their_edges_are_answered(limit, words, capsys):
+    """Huge and fractional limits answer as the server does (OverflowError
+    tracebacks before; test_agent_edges.py checks the texts byte for byte)."""
+    args = [
+        "ctx-search",
+        "--db",
+        str(STORE),
+        "--params-json",
+        '{"queries": ["relay queue stall"], "limit": ' + limit + "}",
+    ]
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and words in out
+
+
+def test_deep_params_json_is_one_line(capsys):
+    deep = "[" * 50_000 + "]" * 50_000
+    err = _fail(["ctx-search", "--db", str(STORE), "--params-json", deep], capsys)
+    assert "nested more than 64 levels deep" in err
+
+
+@pytest.mark.parametrize("name", ["CONTEXT_MODE_SEARCH_BLOCK_AFTER", "CONTEXT_MODE_SEARCH_WINDOW_MS"])
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "9" * 400, "0x" + "f" * 300, "1_000", "١٢"])
+def test_throttle_variables_at_their_edges(name, value, monkeypatch, capsys):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exc:
+        main(["ctx-search", "--db", str(STORE), "relay"])
+    assert exc.value.code == 0 and "call #1/8 in this window" in capsys.readouterr().out
 
 
 # ─── agent-log ───────────────────────────────────────────────────────────
@@ -386,3 +423,71 @@ def test_agent_log_at_80_columns_wraps_free_text_at_spaces_and_keeps_numbers_who
         row = next(line for line in lines[1:] if line.split()[:1] == [str(i + 1)])
         assert row.split()[1:4] == [*c["created_at"][5:].split(), c["session_id"][:8]], row
         assert row.split()[-1] == f"#{c['throttle_count']}", row
+
+
+# ─── session DBs as they really are (malformed rows) ─────────────────────
+
+
+def _malformed_session_db(tmp_path):
+    """The fixture with rows as hooks (or a damaged disk) may leave them."""
+    import sqlite3
+
+    path = tmp_path / "session.db"
+    path.write_bytes(SESSION_DB.read_bytes())
+    conn = sqlite3.connect(path)
+    deep = "[" * 100_000 + "]" * 100_000
+    with conn:
+        conn.execute("UPDATE session_events SET data = CAST(data AS BLOB) WHERE id = 4")  # a BLOB where text is
+        conn.execute("UPDATE session_events SET created_at = 'yesterday' WHERE id = 10")  # an unparsable time
+        conn.execute("UPDATE session_events SET data = ? WHERE id = 14", ("ctx_search: x\nresponse: " + deep,))
+        conn.execute(  # an out-of-range limit, as JSON.parse reads it (Infinity)
+            "UPDATE session_events SET data = ? WHERE id = 22",
+            (
+                '{"tool_name":"mcp__plugin_context-mode_context-mode__ctx_search","params":{"queries":'
+                '["halyard message"],"source":"faq-s1","limit":1' + "0" * 5000 + "}}",
+            ),
+        )
+        conn.execute(  # nested params
+            "UPDATE session_events SET data = ? WHERE id = 28",
+            ('{"tool_name":"mcp__plugin_context-mode_context-mode__ctx_search","params":' + deep + "}",),
+        )
+        conn.execute("UPDATE session_events SET session_id = x'00ff' WHERE id = 32")  # a BLOB session id
+        conn.execute("UPDATE session_events SET data = x'2333' WHERE id = 39")  # external_ref #3 as a BLOB
+    conn.close()
+    return path
+
+
+def test_agent_log_reports_and_skips_malformed_rows(tmp_path, capsys):
+    """Each bad row is one warning line naming it; the rest are listed, replayed
+    and exported (TypeError / ValueError / RecursionError / OverflowError before)."""
+    db = _malformed_session_db(tmp_path)
+    for extra in (
+        [],
+        ["--json"],
+        ["--replay", "--db", str(PLUGIN_STORE)],
+        ["--replay", "--db", str(PLUGIN_STORE), "--json"],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(["agent-log", "--sessions-db", str(db), *extra])
+        captured = capsys.readouterr()
+        assert exc.value.code == 0, captured.err
+        warnings = captured.err.splitlines()
+        assert [w.split(" skipped: ")[0] for w in warnings] == [
+            "rankscope: warning: session_events row 4",
+            "rankscope: warning: session_events row 10",
+            "rankscope: warning: session_events row 28",
+            "rankscope: warning: session_events row 32",
+        ], captured.err
+        assert "data is a BLOB, not text" in warnings[0]
+        assert "created_at 'yesterday' is not a UTC time" in warnings[1]
+        assert "nested more than 64 levels deep" in warnings[2]
+        assert "session_id is a BLOB, not text" in warnings[3]
+        if "--json" in extra:
+            calls = json.loads(captured.out)
+            assert [c["event_id"] for c in calls] == [15, 22, 38, 46, 52, 58, 62, 67, 73]
+            assert calls[0]["answer_recorded"] is False and "nested more than 64" in calls[0]["answer_note"]
+            assert calls[1]["params"]["limit"] is None  # Infinity prints as JSON.stringify does
+            if "--replay" in extra:
+                assert calls[1]["replay"]["outcome"] == "same"  # Infinity: Math.min(Infinity, 2) = 2 … soft-capped: 1
+        else:
+            assert "9 ctx_search call(s)" in captured.out

@@ -177,6 +177,27 @@ def project(tmp_path):
     return root
 
 
+@pytest.mark.parametrize("limit", ["9223372036854775807", "10000000000000"])
+def test_a_huge_max_file_bytes_reads_only_what_the_files_hold(project, tmp_path, limit):
+    """Each file read allocated the limit: 2**63 - 1 ended in OverflowError,
+    10 TB in MemoryError."""
+    db = tmp_path / "s.db"
+    r = runner.invoke(app, ["index", str(project), "--db", str(db), "--max-file-bytes", limit])
+    assert r.exit_code == 0, r.output
+    assert "indexed 3 files" in r.output  # docs/guide.md, notes.txt, big.log
+
+
+def test_a_file_that_grows_while_read_is_read_to_the_limit(tmp_path):
+    from engine.store.corpus import _read_at_most
+
+    f = tmp_path / "g.txt"
+    f.write_bytes(b"x" * 100)
+    with open(f, "rb") as fh:
+        assert len(_read_at_most(fh, 10, 1000)) == 100  # stat said 10, the file holds 100
+    with open(f, "rb") as fh:
+        assert len(_read_at_most(fh, 10, 50)) == 51  # one past the limit tells it grew past it
+
+
 def test_index_reports_skips_and_unchanged(project, tmp_path):
     db = tmp_path / "s.db"
     r = runner.invoke(app, ["index", str(project), "--db", str(db), "--max-file-bytes", "2048"])

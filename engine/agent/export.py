@@ -3,6 +3,7 @@
 Shape (offsets and lengths in UTF-16 code units, positions 1-based)::
 
     {"text", "is_error", "outcome", "effective_limit", "requested_limit",
+     "per_query_limit" (the server's JavaScript number; null when infinite), "per_query_limit_text" (its String()),
      "params": {queries, limit, source, contentType, sort, project, stripped, coercions} | null,
      "schema_issues": [{field, path, code, message}],
      "throttle": {count, how, window_ms, soft_after, block_after, soft_capped, blocked, warning} | null,
@@ -14,7 +15,11 @@ Shape (offsets and lengths in UTF-16 code units, positions 1-based)::
                                "snippet": {windows, source_of_positions, mode, planned_windows, positions,
                                            marker_spans, unseen_matches, fallback_ran, terms, content_units,
                                            text},
-                               matched_outside_snippet, no_match_in_text}]}]}
+                               matched_outside_snippet, no_match_in_text}]}],
+     "waste": {repeats: [{rowid, source, title, deliveries: [{query_position, position}], repeated_units,
+                          repeated_bytes}], repeated_units, repeated_bytes,
+               matches_outside_snippet: [{query_position, position, rowid}], cap_units_used, cap_units,
+               cap_share, queries_capped} | null}
 
 ``snippet.windows`` are the content ranges the agent saw (the slices after
 the 1500-unit budget; ``[[0, length]]`` for a whole chunk, ``[[0, 1500]]``
@@ -26,7 +31,10 @@ escaping (``tui.present.fmt.json_text`` does).
 from __future__ import annotations
 
 from engine.pipeline.export import trace_to_dict
+from engine.js.numbers import number_to_string
+
 from .handler import AgentTrace, QueryTrace, ResultView
+from .waste import waste
 
 
 def _pairs(spans) -> list[list[int]]:
@@ -101,6 +109,8 @@ def agent_trace_to_dict(t: AgentTrace) -> dict:
         "outcome": t.outcome,
         "effective_limit": t.effective_limit,
         "requested_limit": t.requested_limit,
+        "per_query_limit": t.per_query_limit,
+        "per_query_limit_text": None if t.per_query_limit is None else number_to_string(t.per_query_limit),
         "params": None
         if p is None
         else {
@@ -140,4 +150,5 @@ def agent_trace_to_dict(t: AgentTrace) -> dict:
         "footer": t.footer,
         "notes": list(t.notes),
         "queries": [query_to_dict(q) for q in t.queries],
+        "waste": waste(t).to_dict() if t.outcome == "answered" else None,
     }

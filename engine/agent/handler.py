@@ -42,11 +42,11 @@ from typing import Callable, TypeVar
 
 from engine.store import sql
 from engine.js.strings import utf16_len, utf16_slice
-from engine.pipeline.trace import SearchParams, Trace, Variant
+from engine.js.numbers import math_max, math_min, number_to_string, to_integer_or_infinity
+from engine.pipeline.trace import MAX_LIMIT, SearchParams, Trace, Variant
 from engine.pipeline.run import search
 from engine.store.store import Store
-from .jsvalue import js_number_text
-from .schema import SchemaError, SchemaIssue, ToolParams, parse_arguments, query_list
+from .schema import AgentViewError, SchemaError, SchemaIssue, ToolParams, parse_arguments, query_list
 from .sessiondb import EventRow, SessionDb
 from .snippet import SnippetTrace, extract_snippet
 from .throttle import DEFAULT_KEY, FloodGuard, ThrottleConfig, ThrottleDecision, ThrottlePosition
@@ -71,11 +71,6 @@ EMPTY_INDEX_TEXT = (
 )
 
 OUTCOMES = ("answered", "schema-error", "empty-index", "no-queries", "blocked")
-
-
-class AgentViewError(ValueError):
-    """A call rankscope cannot reproduce faithfully (a fractional or negative
-    per-query limit, a query the engine refuses); the message says which."""
 
 
 @dataclass(frozen=True)
@@ -229,8 +224,10 @@ class AgentTrace:
         outcome: one of :data:`OUTCOMES`.
         counted: whether the throttle counted the call.
         throttle: the guard's decision (``None`` when not counted).
-        requested_limit: ``limit`` after the schema.
-        effective_limit: results per query (``None`` when nothing ran).
+        requested_limit: ``limit`` after the schema (a JavaScript number).
+        effective_limit: the per-query limit as the integer the pipeline
+            cuts with (``None`` when nothing ran): :func:`pipeline_limit` of
+            ``per_query_limit``; for the usual limits 0, 1 and 2 the same.
         scope: the session scope.
         queries: per-query traces (empty unless answered).
         refresh_count: the count the refresh line reports (last executed
@@ -239,6 +236,10 @@ class AgentTrace:
         text: the answer exactly (may hold lone surrogates).
         is_error: the result's ``isError``.
         notes: caveats, in words.
+        per_query_limit: ``effectiveLimit`` exactly as the server computes
+            it (``1`` past the soft cap, else ``Math.min(limit, 2)``): any
+            JavaScript number (``1.5``, ``-1``, ``-Infinity``); ``None`` when
+            nothing ran.
     """
 
     arguments: object
@@ -258,6 +259,7 @@ class AgentTrace:
     text: str
     is_error: bool
     notes: tuple[str, ...] = ()
+    per_query_limit: float | None = None
 
     @property
     def error_field(self) -> str | None:
@@ -268,19 +270,21 @@ class AgentTrace:
 # ─── pieces ──────────────────────────────────────────────────────────────
 
 
-def footer_text(decision: ThrottleDecision, effective_limit: int) -> str:
-    """The throttle footer (with its leading blank line)."""
+def footer_text(decision: ThrottleDecision, effective_limit: float) -> str:
+    """The throttle footer (with its leading blank line); numbers printed
+    with ``String()`` (``effective_limit`` 1.5 → ``1.5``, -0 → ``0``)."""
     cfg = decision.config
     n = decision.count
-    block = js_number_text(cfg.block_after)
+    block = number_to_string(cfg.block_after)
     if decision.warning:
-        remaining = js_number_text(max(0.0, cfg.block_after - n))
+        remaining = number_to_string(math_max(0.0, cfg.block_after - n))
         return (
-            f"\n\n⚠ search call #{n}/{block} in this window. Results limited to {effective_limit}/query. "
+            f"\n\n⚠ search call #{n}/{block} in this window. "
+            f"Results limited to {number_to_string(effective_limit)}/query. "
             f"{remaining} call(s) remaining before block. "
             'Batch queries: ctx_search(queries: ["q1","q2","q3"]) or use ctx_batch_execute.'
         )
-    before_soft = js_number_text(max(0.0, cfg.soft_after - n))
+    before_soft = number_to_string(math_max(0.0, cfg.soft_after - n))
     return (
         f"\n\n> Throttle: call #{n}/{block} in this window. {before_soft} call(s) before soft cap. "
         "Prefer ctx_search(queries: [...]) array form for multi-query workloads — it counts as a single call."
@@ -289,7 +293,7 @@ def footer_text(decision: ThrottleDecision, effective_limit: int) -> str:
 
 def blocked_text(position: ThrottlePosition) -> str:
     return (
-        f"BLOCKED: {position.count} search calls in {position.elapsed_s}s. "
+        f"BLOCKED: {position.count} search calls in {number_to_string(position.elapsed_s)}s. "
         "You're flooding context. STOP making individual search calls. "
         "Use ctx_batch_execute(commands, queries) for your next research step."
     )
@@ -377,11 +381,33 @@ def _empty_store(c: sql.Connection) -> bool:
     return c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
 
 
+class ServerSearchParams(SearchParams):
+    """:class:`SearchParams` of one ``searchWithFallback`` call of the
+    handler: ``limit`` may be negative, down to ``-MAX_LIMIT``. The stages
+    cut with Python slices, which for a negative integer keep what the
+    server's ``slice(0, limit)`` keeps: all but the last ``-limit`` items
+    (:func:`pipeline_limit`)."""
+
+    MIN_LIMIT = -MAX_LIMIT
+
+
+def pipeline_limit(per_query: float) -> int:
+    """The integer the pipeline cuts with for the server's per-query limit
+    (a JavaScript number at most 2): ``ToIntegerOrInfinity``, as
+    ``slice(0, limit)`` truncates it (1.5 → 1, -0.5 → 0, -1.5 → -1),
+    -Infinity as ``-MAX_LIMIT`` (every list of a ``ctx_search`` search is
+    shorter: at most 2 × 80 fused rows). The row counts the server derives
+    from the limit agree: ``max(2 × limit, 10)`` is 10 and ``max(8 × limit,
+    40)`` is 40 for every limit up to 2, truncated or not."""
+    n = to_integer_or_infinity(per_query)
+    return int(max(-MAX_LIMIT, min(MAX_LIMIT, n)))
+
+
 def _search_params(
     query: str, limit: int, params: ToolParams, allow: tuple[str, ...] | None, variant: Variant
 ) -> SearchParams:
     try:
-        return SearchParams(
+        return ServerSearchParams(
             query=query,
             limit=limit,
             source=params.source or None,
@@ -526,22 +552,18 @@ def ctx_search(
                 True,
                 tuple(notes),
             )
-        effective = 1 if decision.soft_capped else min(params.limit, PER_QUERY_CAP)
-        if effective != int(effective) or effective < 0:
-            raise AgentViewError(
-                f"limit {js_number_text(params.limit)} makes the per-query limit {js_number_text(effective)}; "
-                "the server would pass it to SQLite as is, which rankscope does not reproduce (give a whole number ≥ 0)"
-            )
-        effective = int(effective)
-        traces, refresh_count, simulated = _run_queries(
-            store, ctx, params, queries, effective, scope, session_db, memory, events_before_id, conn
+        per_query = 1.0 if decision.soft_capped else math_min(params.limit, PER_QUERY_CAP)
+        effective = pipeline_limit(per_query)
+        traces, refresh_count, simulated, event_notes = _run_queries(
+            store, ctx, params, queries, per_query, scope, session_db, memory, events_before_id, conn
         )
+        notes.extend(event_notes)
     finally:
         if session_db is not None:
             session_db.close()
     output = "\n\n---\n\n".join(q.section for q in traces)
     line = refresh_line_text(refresh_count)
-    footer = footer_text(decision, effective)
+    footer = footer_text(decision, per_query)
     if simulated:
         notes.append(
             "read-only store: stale sources were not re-indexed; the agent would have been served their "
@@ -567,6 +589,7 @@ def ctx_search(
         line + output + footer,
         False,
         tuple(notes),
+        per_query,
     )
 
 
@@ -624,11 +647,14 @@ def _resolve_scope(ctx: AgentContext, params: ToolParams) -> tuple[ScopeTrace, S
     ), db
 
 
-def _run_queries(store, ctx, params, queries, limit, scope, session_db, memory, events_before_id, conn):
+def _run_queries(store, ctx, params, queries, per_query, scope, session_db, memory, events_before_id, conn):
+    """Each query in turn: ``(traces, refresh count, simulated, notes)``."""
     traces: list[QueryTrace] = []
     total = 0
     refresh_count = 0
     simulated = False
+    notes: list[str] = []
+    limit = pipeline_limit(per_query)
     for i, q in enumerate(queries, 1):
         if total > MAX_TOTAL:
             traces.append(
@@ -659,18 +685,19 @@ def _run_queries(store, ctx, params, queries, limit, scope, session_db, memory, 
                 )
                 for f in trace.final
             ]
-            events = tuple(
-                event_rows(
-                    session_db,
-                    q,
-                    limit,
-                    _events_filter(ctx, scope),
-                    params.source,
-                    params.content_type,
-                    events_before_id,
-                )
+            found, failure = event_rows(
+                session_db,
+                q,
+                per_query,
+                _events_filter(ctx, scope),
+                params.source,
+                params.content_type,
+                events_before_id,
             )
-            timeline = tuple(merge_timeline(store_rows, list(events), limit))
+            events = tuple(found)
+            if failure and failure not in notes:
+                notes.append(failure)
+            timeline = tuple(merge_timeline(store_rows, list(events), per_query))
             layers = {f.candidate.rowid: f.layer for f in trace.final}
             shown = [r for r in timeline if r.kept]
             results = tuple(
@@ -743,7 +770,7 @@ def _run_queries(store, ctx, params, queries, limit, scope, session_db, memory, 
             )
         )
         total += units
-    return traces, refresh_count, simulated
+    return traces, refresh_count, simulated, notes
 
 
 def _events_filter(ctx: AgentContext, scope: ScopeTrace) -> str | None:

@@ -18,13 +18,13 @@ throttle position, and compares the text with the recorded answer:
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from dataclasses import dataclass
 
+from engine.js.strings import utf8_len, utf16_len
 from engine.store.store import Store
 from .handler import AgentContext, AgentTrace, AgentViewError, RefreshMemory, ctx_search
-from .sessiondb import RecordedCall, SessionDb
+from .sessiondb import RecordedCall, SessionDb, SkippedRow, parse_created_at
 from .throttle import FloodGuard, ThrottleConfig, ThrottlePosition
 
 _FOOTER = re.compile(r"(?:^|\n)(?:> Throttle: call|⚠ search call) #(\d+)/")
@@ -62,6 +62,124 @@ def answer_rows(text: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
         m = _HEADER.match(line)
         if m and out and i + 1 < len(lines) and lines[i + 1].startswith("### "):
             out[-1][1].append((m.group(1), m.group(3), lines[i + 1][4:]))
+    return out
+
+
+_THROTTLE = re.compile(
+    r"(?:^|\n)(?:> Throttle: call|(⚠) search call) #(\d+)/(\S+) in this window\."
+    r"(?: Results limited to (\S+)/query\.)?"
+)
+_BLOCKED_FULL = re.compile(r"^BLOCKED: (\d+) search calls in (\S+)s\.")
+_REFRESHED = re.compile(r"^> Auto-refreshed (\d+) stale source")
+
+
+def answer_summary(text: str, queries: list[str] | None = None) -> dict:
+    """What an answer gave the agent, in numbers, read from its text:
+
+    ``{"bytes": UTF-8 bytes (what the server counts), "units": UTF-16 units,
+    "throttle": {"count", "block_after", "warning", "per_query", "blocked",
+    "blocked_seconds"} | null, "refresh_count", "results": total,
+    "queries": [{"query", "status", "results"}], "snippets_cut": n}``.
+
+    ``queries`` (the call's, in order) locate each section exactly (its
+    ``## query`` line after the previous section's ``---``); without them
+    the sections are read line by line (:func:`answer_rows`). ``per_query``
+    is the ⚠ footer's "Results limited to N/query" as printed, else ``None``;
+    ``snippets_cut`` counts results whose snippet starts or ends with ``…``
+    (the server marks every cut so).
+    """
+    throttle = None
+    blocked = _BLOCKED_FULL.match(text)
+    if blocked:
+        throttle = {
+            "count": int(blocked.group(1)),
+            "block_after": None,
+            "warning": True,
+            "per_query": None,
+            "blocked": True,
+            "blocked_seconds": blocked.group(2),
+        }
+    else:
+        found = list(_THROTTLE.finditer(text))
+        if found:
+            m = found[-1]
+            throttle = {
+                "count": int(m.group(2)),
+                "block_after": m.group(3),
+                "warning": bool(m.group(1)),
+                "per_query": m.group(4),
+                "blocked": False,
+                "blocked_seconds": None,
+            }
+    refreshed = _REFRESHED.match(text)
+    sections = _sections(text, queries) if queries else [(q, _section_text(text, q)) for q, _ in answer_rows(text)]
+    statuses = []
+    cut = 0
+    for query, body in sections:
+        status = (
+            "no-results"
+            if body.startswith("No results found.")
+            else "output-cap-reached"
+            if body.startswith("(output cap reached)")
+            else "results"
+        )
+        snippets = _snippets(body)
+        cut += sum(1 for sn in snippets if sn.startswith("…") or sn.endswith("…"))
+        statuses.append({"query": query, "status": status, "results": len(snippets)})
+    return {
+        "bytes": utf8_len(text),
+        "units": utf16_len(text),
+        "throttle": throttle,
+        "refresh_count": int(refreshed.group(1)) if refreshed else 0,
+        "results": sum(q["results"] for q in statuses),
+        "queries": statuses,
+        "snippets_cut": cut,
+    }
+
+
+def _section_text(text: str, query: str) -> str:
+    head = f"## {query}\n"
+    at = text.find(head)
+    return text[at + len(head) :] if at >= 0 else ""
+
+
+def _sections(text: str, queries: list[str]) -> list[tuple[str, str]]:
+    """``(query, section body)`` in order: a section starts at ``## q`` (the
+    first at the answer's start, after an auto-refresh line; the others after
+    ``\n\n---\n\n``) and runs to the next one or the footer."""
+    starts: list[int] = []
+    at = 0
+    for i, q in enumerate(queries):
+        head = f"## {q}\n"
+        where = text.find(head, at) if i == 0 else text.find("\n\n---\n\n" + head, at)
+        if where < 0:
+            break
+        start = where + (0 if i == 0 else len("\n\n---\n\n")) + len(head)
+        starts.append(start)
+        at = start
+    out = []
+    footer = max(text.rfind("\n\n> Throttle: call #"), text.rfind("\n\n⚠ search call #"))
+    for i, start in enumerate(starts):
+        end = text.find("\n\n---\n\n## " + queries[i + 1] + "\n", start) if i + 1 < len(starts) else -1
+        if end < 0:
+            end = footer if footer >= start else len(text)
+        out.append((queries[i], text[start:end]))
+    return out
+
+
+def _snippets(body: str) -> list[str]:
+    """The snippets of a section body: the text after each result's
+    ``--- [...] ---`` / ``### title`` / blank lines, up to the next result."""
+    lines = body.split("\n")
+    heads = [
+        i
+        for i in range(len(lines) - 2)
+        if _HEADER.match(lines[i]) and lines[i + 1].startswith("### ") and lines[i + 2] == ""
+    ]
+    out = []
+    for k, i in enumerate(heads):
+        end = heads[k + 1] if k + 1 < len(heads) else len(lines)
+        out.append("\n".join(lines[i + 3 : end]).strip("\n"))
     return out
 
 
@@ -165,8 +283,77 @@ def context_for(
 
 
 def _epoch_ms(created_at: str) -> float:
-    stamp = _dt.datetime.strptime(created_at, "%Y-%m-%d %H:%M:%S").replace(tzinfo=_dt.timezone.utc)
+    stamp = parse_created_at(created_at)
+    assert stamp is not None  # SessionDb.ctx_search_calls keeps only rows whose time parses
     return stamp.timestamp() * 1000
+
+
+class Replayer:
+    """Replays recorded calls one by one, in order, as one server would have
+    answered them: one throttle guard and one refresh memory for all (a
+    replay of a whole log, or of each call ``agent-log --follow`` sees).
+
+    Args:
+        conn: a connection from ``store.connect()`` for another thread.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        session_db_path: str,
+        project_dir: str | None = None,
+        throttle: ThrottleConfig | None = None,
+        conn=None,
+    ):
+        self.store, self.session_db_path, self.project_dir, self.conn = store, session_db_path, project_dir, conn
+        self.config = throttle or ThrottleConfig()
+        self.guard = FloodGuard(self.config)
+        self.memory = RefreshMemory()
+
+    def replay(self, call: RecordedCall) -> Replay:
+        """Answer ``call`` again and compare.
+
+        Raises:
+            StoreError / SessionDbError: the store or session DB cannot be read.
+        """
+        ctx = context_for(call, self.session_db_path, self.project_dir, self.config)
+        if call.params is None:
+            return Replay(
+                call,
+                "not-replayable",
+                None,
+                None,
+                "",
+                ctx,
+                reason="the params were cut by the hook (over 2048 bytes): the call cannot be replayed",
+            )
+        counted = self.guard.record(call.session_id, _epoch_ms(call.created_at))
+        given = answer_count(call.answer)
+        if given is not None:
+            position, how = ThrottlePosition(given, counted.window_start_ms, counted.now_ms, call.session_id), "answer"
+        elif call.footer_count is not None:
+            position, how = (
+                ThrottlePosition(call.footer_count, counted.window_start_ms, counted.now_ms, call.session_id),
+                "external_ref",
+            )
+        else:
+            position, how = counted, "counted"
+        try:
+            trace = ctx_search(
+                self.store,
+                call.params,
+                ctx,
+                position=position,
+                refresh_memory=self.memory,
+                events_before_id=call.answer_event_id or call.event_id,
+                conn=self.conn,
+            )
+        except AgentViewError as exc:
+            return Replay(call, "not-replayable", None, position, how, ctx, reason=str(exc))
+        if call.answer is None:
+            return Replay(call, "not-recorded", trace, position, how, ctx, reason=call.answer_note)
+        diff = first_difference(call.answer, trace.text)
+        return Replay(call, "same" if diff is None else "differs", trace, position, how, ctx, diff)
 
 
 def replay_calls(
@@ -183,59 +370,20 @@ def replay_calls(
     Raises:
         StoreError / SessionDbError: the store or session DB cannot be read.
     """
-    cfg = throttle or ThrottleConfig()
-    guard = FloodGuard(cfg)
-    memory = RefreshMemory()
-    out: list[Replay] = []
-    for call in calls:
-        ctx = context_for(call, session_db_path, project_dir, cfg)
-        counted = guard.record(call.session_id, _epoch_ms(call.created_at)) if call.params is not None else None
-        if call.params is None:
-            out.append(
-                Replay(
-                    call,
-                    "not-replayable",
-                    None,
-                    None,
-                    "",
-                    ctx,
-                    reason="the params were cut by the hook (over 2048 bytes): the call cannot be replayed",
-                )
-            )
-            continue
-        assert counted is not None  # the params are there, so the call was counted
-        given = answer_count(call.answer)
-        if given is not None:
-            position, how = ThrottlePosition(given, counted.window_start_ms, counted.now_ms, call.session_id), "answer"
-        elif call.footer_count is not None:
-            position, how = (
-                ThrottlePosition(call.footer_count, counted.window_start_ms, counted.now_ms, call.session_id),
-                "external_ref",
-            )
-        else:
-            position, how = counted, "counted"
-        try:
-            trace = ctx_search(
-                store,
-                call.params,
-                ctx,
-                position=position,
-                refresh_memory=memory,
-                events_before_id=call.answer_event_id or call.event_id,
-                conn=conn,
-            )
-        except AgentViewError as exc:
-            out.append(Replay(call, "not-replayable", None, position, how, ctx, reason=str(exc)))
-            continue
-        if call.answer is None:
-            out.append(Replay(call, "not-recorded", trace, position, how, ctx, reason=call.answer_note))
-            continue
-        diff = first_difference(call.answer, trace.text)
-        out.append(Replay(call, "same" if diff is None else "differs", trace, position, how, ctx, diff))
-    return out
+    replayer = Replayer(store, session_db_path, project_dir, throttle, conn)
+    return [replayer.replay(call) for call in calls]
 
 
 def load_calls(session_db_path: str, project_dir: str | None = None) -> list[RecordedCall]:
     """The recorded calls of a session DB (optionally of one project)."""
+    return load_calls_checked(session_db_path, project_dir)[0]
+
+
+def load_calls_checked(
+    session_db_path: str, project_dir: str | None = None
+) -> tuple[list[RecordedCall], list[SkippedRow]]:
+    """The recorded calls of a session DB, and the malformed rows left out
+    (each a :class:`SkippedRow` naming the row and what is wrong)."""
     with SessionDb(session_db_path) as db:
-        return db.ctx_search_calls(project_dir)
+        calls = db.ctx_search_calls(project_dir)
+        return calls, list(db.skipped)

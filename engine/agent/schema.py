@@ -27,7 +27,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .jsvalue import js_json, js_json_parse, js_number, js_number_text, parsed_type
+from engine.js.json import JSONParseError
+from engine.js.numbers import number_to_string, to_number
+from engine.js.strings import js_trim
+
+from .jsvalue import js_json, js_json_parse, parsed_type
 
 #: Keys of the schema in zod's parse order (``project`` only in plugin mode).
 SCHEMA_KEYS = ("queries", "limit", "source", "contentType", "sort")
@@ -92,13 +96,26 @@ class ToolParams:
         if self.queries is not None:
             out["queries"] = list(self.queries)
         if self.limit != DEFAULT_TOOL_LIMIT:
-            out["limit"] = int(self.limit) if self.limit == int(self.limit) else self.limit
+            # ±Infinity has no JSON number: its String() ("Infinity") coerces back to it
+            out["limit"] = (
+                number_to_string(self.limit)
+                if math.isinf(self.limit)
+                else int(self.limit)
+                if self.limit == int(self.limit) and not (self.limit == 0 and math.copysign(1, self.limit) < 0)
+                else self.limit
+            )
         for key, value in (("source", self.source), ("contentType", self.content_type), ("project", self.project)):
             if value is not None:
                 out[key] = value
         if self.sort != "relevance":
             out["sort"] = self.sort
         return out
+
+
+class AgentViewError(ValueError):
+    """A call rankscope cannot reproduce faithfully (a ``queries`` string
+    nested deeper than :data:`~.jsvalue.MAX_JSON_DEPTH`, a query the engine
+    refuses); the message says which."""
 
 
 class SchemaError(ValueError):
@@ -164,11 +181,16 @@ def coerce_json_array(value: object) -> tuple[object, str | None]:
     """``coerceJsonArray``: returns ``(value, note)``; ``note`` says what changed."""
     if not isinstance(value, str):
         return value, None
-    if value.strip() == "":
+    if js_trim(value) == "":
         return value, None
     try:
         parsed = js_json_parse(value)
-    except ValueError:
+    except JSONParseError as exc:
+        if exc.too_deep is not None:
+            raise AgentViewError(
+                f"queries is a JSON-array string {exc}; the server would parse it, rankscope refuses text "
+                "this deep (give the queries as an array)"
+            ) from None
         parsed = None
     else:
         if isinstance(parsed, list):
@@ -215,12 +237,12 @@ def parse_arguments(arguments: object, plugin_mode: bool = False) -> ToolParams:
     limit: float = DEFAULT_TOOL_LIMIT
     if "limit" in arguments:
         raw = arguments["limit"]
-        number = js_number(raw)
+        number = to_number(raw)
         if math.isnan(number):
             issues.append(_type_issue(("limit",), "number", math.nan))
         else:
             if not isinstance(raw, (int, float)) or isinstance(raw, bool):
-                notes.append(f"limit: {js_json(raw)} coerced to {js_number_text(number)}")
+                notes.append(f"limit: {js_json(raw)} coerced to {number_to_string(number)}")
             limit = number
 
     def text_field(name: str) -> str | None:

@@ -24,7 +24,9 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from .jsvalue import js_number, js_round
+import math
+
+from engine.js.numbers import math_round, to_number
 
 ENV_WINDOW = "CONTEXT_MODE_SEARCH_WINDOW_MS"
 ENV_SOFT = "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER"
@@ -41,8 +43,8 @@ def read_positive_env(env: Mapping[str, str], name: str, default: float) -> tupl
     raw = env.get(name)
     if not raw:
         return default, None
-    parsed = js_number(raw)
-    if parsed == parsed and parsed not in (float("inf"), float("-inf")) and parsed > 0:
+    parsed = to_number(raw)
+    if math.isfinite(parsed) and parsed > 0:
         return parsed, f"{name}={raw!r}"
     return default, f"{name}={raw!r} is not a positive number: default {default:g} used"
 
@@ -94,9 +96,9 @@ class ThrottlePosition:
     how: str = "given"
 
     @property
-    def elapsed_s(self) -> int:
-        """``Math.round((now - windowStart) / 1000)``."""
-        return js_round((self.now_ms - self.window_start_ms) / 1000)
+    def elapsed_s(self) -> float:
+        """``Math.round((now - windowStart) / 1000)`` (a JavaScript number)."""
+        return math_round((self.now_ms - self.window_start_ms) / 1000)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,14 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 
+from engine.js.numbers import number_to_string, slice_indices
+from engine.store import sql
+
 from .jsvalue import locale_key
-from .sessiondb import EventRow, SessionDb
+from .sessiondb import EventRow, SessionDb, SessionDbError
+
+#: SQLite's primary result code SQLITE_MISMATCH ("datatype mismatch").
+SQLITE_MISMATCH = 20
 
 
 @dataclass(frozen=True)
@@ -68,21 +74,35 @@ def now_iso() -> str:
 def event_rows(
     session_db: SessionDb | None,
     query: str,
-    limit: int,
+    limit: float,
     project_filter: str | None,
     source: str | None,
     content_type: str | None,
     before_id: int | None = None,
-) -> list[EventRow]:
-    """The session-DB half (empty without a DB or with a content type)."""
+) -> tuple[list[EventRow], str | None]:
+    """The session-DB half (empty without a DB or with a content type):
+    ``(rows, note)``. ``limit`` is the server's JavaScript number, bound to
+    SQLite's ``LIMIT ?`` as a double, as Node binds it: a whole number works
+    (negative: no limit); a fraction or an infinity is SQLite's "datatype
+    mismatch", which ``searchAllSources`` catches: no event rows, and
+    ``note`` says so."""
     if session_db is None or content_type:
-        return []
-    return session_db.search_events(query, limit, project_filter, source, before_id)
+        return [], None
+    try:
+        return session_db.search_events(query, limit, project_filter, source, before_id), None
+    except SessionDbError as exc:
+        if sql.primary_code(exc.__cause__ or exc) != SQLITE_MISMATCH:
+            raise
+        return [], (
+            f"session events: SQLite refuses LIMIT {number_to_string(limit)} (datatype mismatch); "
+            "the server's searchAllSources catches the error, so no prior-session row is searched"
+        )
 
 
-def merge_timeline(store_rows: list[TimelineRow], events: list[EventRow], limit: int) -> list[TimelineRow]:
-    """Normalise, sort (``localeCompare``, stable) and mark the first
-    ``limit`` rows ``kept``; returns every row in sorted order."""
+def merge_timeline(store_rows: list[TimelineRow], events: list[EventRow], limit: float) -> list[TimelineRow]:
+    """Normalise, sort (``localeCompare``, stable) and mark the rows of
+    ``slice(0, limit)`` ``kept`` (JavaScript's slice: ``limit`` any number);
+    returns every row in sorted order."""
     rows = [
         TimelineRow(r.origin, normalise_timestamp(r.timestamp), r.source, r.title, r.content, r.highlighted, r.rowid)
         for r in store_rows
@@ -100,7 +120,10 @@ def merge_timeline(store_rows: list[TimelineRow], events: list[EventRow], limit:
         for e in events
     ]
     rows.sort(key=lambda r: locale_key(r.timestamp or ""))
+    lo, hi = slice_indices(len(rows), 0.0, limit)
     return [
-        TimelineRow(r.origin, r.timestamp, r.source, r.title, r.content, r.highlighted, r.rowid, r.event_id, i < limit)
+        TimelineRow(
+            r.origin, r.timestamp, r.source, r.title, r.content, r.highlighted, r.rowid, r.event_id, lo <= i < hi
+        )
         for i, r in enumerate(rows)
     ]

@@ -12,7 +12,7 @@ Every class is a frozen dataclass; sequences are tuples. Conventions:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from engine.pipeline.empty_reasons import EmptyPart, empty_sentence
 from engine.pipeline.stages.fuzzy_reasons import reason_sentence
@@ -127,6 +127,10 @@ class SearchParams:
     content_type: str | None = None
     sessions: tuple[str, ...] | None = None
     variant: Variant = field(default_factory=Variant)
+    #: The lowest limit accepted. A subclass may lower it: the stages cut with
+    #: Python slices (``[:limit]``), which for a negative integer keep what
+    #: JavaScript's ``slice(0, limit)`` keeps (all but the last ``-limit``).
+    MIN_LIMIT: ClassVar[int] = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str):
@@ -138,9 +142,11 @@ class SearchParams:
             raise ValueError(f"query {problem}; is the terminal's encoding UTF-8?")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int):
             raise ValueError(f"limit must be an integer; got {self.limit!r}")
-        if self.limit < 0:
+        if self.limit < self.MIN_LIMIT:
             raise ValueError(
                 f"limit must be 0 or more; got {self.limit} (the reference mis-handles negative limits, context-mode #1119)"
+                if self.MIN_LIMIT == 0
+                else f"limit must be at least {self.MIN_LIMIT}; got {self.limit}"
             )
         if self.limit > MAX_LIMIT:
             raise ValueError(f"limit must be at most {MAX_LIMIT}; got {self.limit}")

@@ -10,12 +10,12 @@ non-breaking spaces behave as in V8 (see ``../shared/parity/README.md``).
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass
 
 from engine.js.strings import JS_DOT, JS_WS, js_trim, utf16_len, utf16_slice, utf8_len
+from engine.js.json import JSONParseError, json_parse, json_stringify
+from engine.js.numbers import to_string
 
 #: Chunks above this many UTF-8 bytes are split (reference ``MAX_CHUNK_BYTES``).
 MAX_CHUNK_BYTES = 4096
@@ -281,147 +281,6 @@ def chunk_plain_text(
 # ─── JSON ──────────────────────────────────────────────────────────────────
 
 
-class JSONParseError(ValueError):
-    """The text is not JSON as ``JSON.parse`` reads it (the caller falls back to plain text)."""
-
-
-def _reject_constant(name: str) -> float:
-    raise JSONParseError(f"not JSON: {name}")
-
-
-_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*\Z")
-
-
-def _js_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """Build an object with V8's property order: array-index keys (canonical
-    integers below 2**32 - 1) first in ascending numeric order, then the other
-    keys in first-insertion order; a repeated key keeps its first position and
-    its last value, as ``JSON.parse`` does."""
-    merged: dict[str, object] = {}
-    for key, value in pairs:
-        merged[key] = value
-    index_keys = [k for k in merged if _ARRAY_INDEX.fullmatch(k) and int(k) < 4294967295]
-    if not index_keys:
-        return merged
-    index_set = set(index_keys)
-    ordered = {k: merged[k] for k in sorted(index_keys, key=int)}
-    ordered.update((k, v) for k, v in merged.items() if k not in index_set)
-    return ordered
-
-
-def js_json_parse(text: str) -> object:
-    """``JSON.parse``: numbers become doubles, NaN/Infinity are rejected.
-
-    Raises:
-        JSONParseError: for anything ``JSON.parse`` would reject.
-    """
-    try:
-        return json.loads(
-            text,
-            parse_int=float,
-            parse_float=float,
-            parse_constant=_reject_constant,
-            object_pairs_hook=_js_object,
-        )
-    except JSONParseError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        raise JSONParseError(str(exc)) from exc
-
-
-def js_number(value: float) -> str:
-    """``Number.prototype.toString()`` for a double (ECMA-262 Number::toString)."""
-    if value != value:
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    text = repr(abs(value))  # shortest round-trip digits, as V8 chooses them
-    if "e" in text:
-        mantissa, exp_text = text.split("e")
-        digits = mantissa.replace(".", "")
-        n = 1 + int(exp_text)
-    else:
-        int_part, _, frac_part = text.partition(".")
-        if int_part != "0":
-            digits, n = int_part + frac_part, len(int_part)
-        else:
-            stripped = frac_part.lstrip("0")
-            digits, n = stripped, -(len(frac_part) - len(stripped))
-    digits = digits.rstrip("0") or "0"
-    k = len(digits)
-    if k <= n <= 21:
-        return sign + digits + "0" * (n - k)
-    if 0 < n <= 21:
-        return sign + digits[:n] + "." + digits[n:]
-    if -6 < n <= 0:
-        return sign + "0." + "0" * (-n) + digits
-    e = n - 1
-    exp_text = f"e+{e}" if e >= 0 else f"e-{-e}"
-    if k == 1:
-        return sign + digits + exp_text
-    return sign + digits[0] + "." + digits[1:] + exp_text
-
-
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
-
-
-def _js_quote(text: str) -> str:
-    def repl(m: re.Match[str]) -> str:
-        ch = m.group(0)
-        return _ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
-
-    return '"' + _NEEDS_ESCAPE.sub(repl, text) + '"'
-
-
-def js_json_stringify(value: object, indent: int = 2) -> str:
-    """``JSON.stringify(value, null, indent)`` for values from :func:`js_json_parse`."""
-    out: list[str] = []
-
-    def emit(v: object, depth: int) -> None:
-        if v is None:
-            out.append("null")
-        elif v is True:
-            out.append("true")
-        elif v is False:
-            out.append("false")
-        elif isinstance(v, float):
-            out.append(js_number(v) if math.isfinite(v) else "null")
-        elif isinstance(v, int):
-            out.append(js_number(float(v)))
-        elif isinstance(v, str):
-            out.append(_js_quote(v))
-        elif isinstance(v, list):
-            if not v:
-                out.append("[]")
-                return
-            pad = "\n" + " " * (indent * (depth + 1))
-            out.append("[")
-            for i, item in enumerate(v):
-                out.append(pad if i == 0 else "," + pad)
-                emit(item, depth + 1)
-            out.append("\n" + " " * (indent * depth) + "]")
-        elif isinstance(v, dict):
-            if not v:
-                out.append("{}")
-                return
-            pad = "\n" + " " * (indent * (depth + 1))
-            out.append("{")
-            for i, (key, item) in enumerate(v.items()):
-                out.append(pad if i == 0 else "," + pad)
-                out.append(_js_quote(key) + ": ")
-                emit(item, depth + 1)
-            out.append("\n" + " " * (indent * depth) + "}")
-        else:  # pragma: no cover - js_json_parse produces nothing else
-            raise TypeError(f"cannot serialise {type(v).__name__}")
-
-    emit(value, 0)
-    return "".join(out)
-
-
 _IDENTITY_FIELDS = ("id", "name", "title", "path", "slug", "key", "label")
 
 
@@ -435,29 +294,12 @@ def _identity_field(arr: list[object]) -> str | None:
     return None
 
 
-def _js_string_of(value: object) -> str:
-    """``String(value)`` for JSON values."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, (float, int)):
-        return js_number(float(value))
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return ",".join("" if x is None else _js_string_of(x) for x in value)
-    return "[object Object]"
-
-
 def _item_identity(item: object, field: str) -> str:
     if item is None:
         # The reference reads a property of null here and throws.
         raise TypeError(f"Cannot read properties of null (reading '{field}')")
     if isinstance(item, dict):
-        return _js_string_of(item[field]) if field in item else "undefined"
+        return to_string(item[field]) if field in item else "undefined"
     return "undefined"
 
 
@@ -474,7 +316,7 @@ def _batch_title(prefix: str, start: int, end: int, batch: list[object], field: 
 
 def _walk_json(value: object, path: list[str], out: list[ChunkDraft], cap: int) -> None:
     title = " > ".join(path) if path else "(root)"
-    serialized = js_json_stringify(value)
+    serialized = json_stringify(value, 2)
     if utf8_len(serialized) <= cap:
         nested = isinstance(value, dict) and any(isinstance(v, (dict, list)) for v in value.values())
         if not nested:
@@ -494,15 +336,15 @@ def _walk_json(value: object, path: list[str], out: list[ChunkDraft], cap: int) 
         start = 0
         for i, item in enumerate(value):
             batch.append(item)
-            if len(batch) > 1 and utf8_len(js_json_stringify(batch)) > cap:
+            if len(batch) > 1 and utf8_len(json_stringify(batch, 2)) > cap:
                 batch.pop()
-                out.append(ChunkDraft(_batch_title(prefix, start, i - 1, batch, field), js_json_stringify(batch), True))
+                out.append(ChunkDraft(_batch_title(prefix, start, i - 1, batch, field), json_stringify(batch, 2), True))
                 batch = [item]
                 start = i
         if batch:
             out.append(
                 ChunkDraft(
-                    _batch_title(prefix, start, start + len(batch) - 1, batch, field), js_json_stringify(batch), True
+                    _batch_title(prefix, start, start + len(batch) - 1, batch, field), json_stringify(batch, 2), True
                 )
             )
         return
@@ -520,7 +362,7 @@ def chunk_json(text: str, max_chunk_bytes: int = MAX_CHUNK_BYTES) -> tuple[list[
     if not text or not js_trim(text):
         return [], "plain"
     try:
-        parsed = js_json_parse(text)
+        parsed = json_parse(text)
     except JSONParseError:
         return chunk_plain_text(text, max_chunk_bytes=max_chunk_bytes), "plain"
     chunks: list[ChunkDraft] = []

@@ -38,7 +38,7 @@ import os
 import stat as _stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from engine.store import sql
 from engine.files.reading import load_json_input
@@ -160,6 +160,25 @@ class IndexInterrupted(KeyboardInterrupt):
     def __init__(self, report: IndexReport):
         super().__init__("indexing interrupted")
         self.report = report
+
+
+def _read_at_most(fh: BinaryIO, size: int, max_bytes: int) -> bytes:
+    """The file's bytes, at most ``max_bytes + 1`` of them (one more tells
+    that it grew past the limit). The buffer is the file's own size (from
+    ``stat``), never the limit, so a limit of 10 TB or 2**63 - 1 allocates
+    nothing extra; a file that grew while read is read on in 1 MiB blocks."""
+    data = fh.read(min(size, max_bytes) + 1)
+    if len(data) <= size or len(data) > max_bytes:
+        return data
+    parts = [data]
+    total = len(data)
+    while total <= max_bytes:
+        block = fh.read(min(1 << 20, max_bytes + 1 - total))
+        if not block:
+            break
+        parts.append(block)
+        total += len(block)
+    return b"".join(parts)
 
 
 def load_sessions_map(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -489,7 +508,7 @@ def index_paths(
                         unindexable.add(label)
                         continue
                     with open(path, "rb") as fh:
-                        data = fh.read(max_file_bytes + 1)
+                        data = _read_at_most(fh, size, max_file_bytes)
                 except OSError as exc:
                     report.skipped.append(Skip(label, f"unreadable: {exc.strerror or exc}", "unreadable"))
                     if label in known:

@@ -376,12 +376,14 @@ def test_schema_coercions():
     assert parse_arguments({"queries": ["a"], "project": "global"}, plugin_mode=True).project == "global"
 
 
-def test_fractional_limit_is_refused_clearly():
-    from engine.agent import AgentViewError
-
+def test_fractional_limit_is_answered_like_the_server():
+    """A fraction is no longer refused (it was, with "limit 1.5 makes the
+    per-query limit 1.5 …"): slice(0, 1.5) keeps 1 result; the edge calls
+    recorded from the server are checked in test_agent_edges.py."""
     with Store.open_readonly(AGENT_VIEW / "store.db") as store:
-        with pytest.raises(AgentViewError, match="limit 1.5"):
-            ctx_search(store, {"queries": ["relay"], "limit": 1.5})
+        trace = ctx_search(store, {"queries": ["relay"], "limit": 1.5})
+        assert (trace.per_query_limit, trace.effective_limit) == (1.5, 1)
+        assert len(trace.queries[0].results) == 1
         # past the soft cap the limit is 1 whatever was asked
         assert ctx_search(store, {"queries": ["relay"], "limit": 1.5}, call_number=4).effective_limit == 1
 

@@ -9,7 +9,10 @@ What is vendored is :data:`SETS` (folders relative to ``../shared``); SQLite
 side files (``-wal``, ``-shm``, ``-journal``) are never copied: they are left
 behind by whoever opened a store read-write, not part of the golden data.
 Documents written by other projects (``parity/context7``, ``stopwords.txt``)
-are not vendored; see README.md. Exit status: 0 done / identical, 1 differences
+are not vendored; see README.md. :data:`MADE_HERE` folders are golden data
+recorded by this repository's own scripts (``tests/tools/``), not copies of
+``../shared``: a refresh keeps them and lists them in the manifest, and the
+comparison with ``../shared`` leaves them out. Exit status: 0 done / identical, 1 differences
 (``--check``), 2 ``../shared`` missing.
 """
 
@@ -31,6 +34,8 @@ SETS = (
     ("fixtures", "fixtures"),
     ("agent-view", "agent-view"),
 )
+#: Golden data recorded here (path under tests/golden; the script that made it is named in its files).
+MADE_HERE = ("agent-view/edges", "js-numbers")
 MANIFEST = GOLDEN / "MANIFEST.sha256"
 #: Files of tests/golden itself, not copied from ../shared.
 OWN = {"README.md", "MANIFEST.sha256", "refresh.py"}
@@ -69,8 +74,14 @@ def read_manifest(path: Path = MANIFEST) -> dict[str, str]:
     return entries
 
 
+def made_here(name: str) -> bool:
+    """Whether ``name`` (relative to tests/golden) lies in a :data:`MADE_HERE` folder."""
+    return any(name == d or name.startswith(d + "/") for d in MADE_HERE)
+
+
 def vendored_files() -> dict[str, Path]:
-    """Every file under tests/golden but its own (README, manifest, this script)."""
+    """Every file under tests/golden but its own (README, manifest, this script),
+    the :data:`MADE_HERE` ones included."""
     return {f.relative_to(GOLDEN).as_posix(): f for f in sorted(GOLDEN.rglob("*"))
             if f.is_file() and f.relative_to(GOLDEN).as_posix() not in OWN and "__pycache__" not in f.parts}
 
@@ -78,7 +89,7 @@ def vendored_files() -> dict[str, Path]:
 def differences(shared: Path) -> list[str]:
     """What differs between ``shared`` and the vendored copy, one line each."""
     want = source_files(shared)
-    have = vendored_files()
+    have = {name: path for name, path in vendored_files().items() if not made_here(name)}
     out = [f"only in {shared}: {name}" for name in sorted(set(want) - set(have))]
     out += [f"only in tests/golden: {name}" for name in sorted(set(have) - set(want))]
     out += [f"differs: {name}" for name in sorted(set(want) & set(have)) if sha256(want[name]) != sha256(have[name])]
@@ -88,17 +99,22 @@ def differences(shared: Path) -> list[str]:
 def refresh(shared: Path) -> None:
     """Replace the vendored sets by copies of ``shared``'s and rewrite the manifest."""
     files = source_files(shared)
+    kept = {name: path.read_bytes() for name, path in vendored_files().items() if made_here(name)}
     for _, dst in SETS:
         target = GOLDEN / dst
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
+    for name, data in kept.items():
+        (GOLDEN / name).parent.mkdir(parents=True, exist_ok=True)
+        (GOLDEN / name).write_bytes(data)
     for name, src in files.items():
         dst = GOLDEN / name
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)  # bytes only: the shared files are read-only, the copies must not be
-    MANIFEST.write_text("".join(f"{sha256(GOLDEN / n)}  {n}\n" for n in sorted(files)), "utf-8")
+    names = sorted(set(files) | set(kept))
+    MANIFEST.write_text("".join(f"{sha256(GOLDEN / n)}  {n}\n" for n in names), "utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,9 +7,10 @@ Stores and session DBs are opened read-only; nothing is written.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
+import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import List, Optional
 
@@ -28,8 +29,15 @@ from engine.agent import (
     session_db_for_store,
 )
 from engine.agent.export import agent_trace_to_dict
-from engine.agent.jsvalue import js_json
-from engine.agent.log import Replay, answer_count, load_calls, replay_calls
+from engine.agent.jsvalue import js_json, js_json_parse
+from engine.lab.counterfactual import parse_pin
+from engine.lab.counterfactual import sentence as counterfactual_sentence
+from engine.lab.why import ChunkNotFoundError, find_chunks
+from engine.js.json import JSONParseError, json_stringify
+from engine.agent.advice import should_have_asked
+from engine.agent.follow import POLL_SECONDS, SessionFollower
+from engine.agent.log import Replay, Replayer, answer_count, answer_summary, load_calls_checked, replay_calls
+from engine.agent.sessiondb import RecordedCall, SkippedRow
 from engine.agent.schema import SchemaError
 
 from tui.present import safe
@@ -112,9 +120,11 @@ def _arguments(
         if queries or limit is not None or source is not None or content_type is not None or sort is not None:
             fail("--params-json is the whole arguments object; give the queries and options inside it, not as well")
         try:
-            return json.loads(params_json, parse_constant=lambda name: fail(f"--params-json: {name} is not JSON"))
-        except json.JSONDecodeError as exc:
-            fail(f"--params-json is not valid JSON: {exc.msg} at character {exc.pos + 1}")
+            return js_json_parse(params_json)
+        except JSONParseError as exc:
+            if exc.too_deep is not None:
+                fail(f"--params-json is {exc}; an arguments object needs 3 levels")
+            fail(f"--params-json is not valid JSON: {exc}")
     if not queries:
         fail("give at least one QUERY (or the raw arguments with --params-json)")
     args: dict = {"queries": list(queries)}
@@ -158,6 +168,12 @@ def ctx_search_cmd(
     as_json: bool = typer.Option(
         False, "--json", help="Print the traced call as JSON (schema: engine/agent/export.py)."
     ),
+    why: Optional[str] = typer.Option(
+        None,
+        "--why",
+        help="A chunk the agent did not receive (row id or SOURCE::TITLE): the smallest change to the call that "
+        "delivers it, found by re-running the call.",
+    ),
 ) -> None:
     """Print what the agent receives from ctx_search: context-mode 1.0.169's tool layer (throttle, per-query limit,
     snippet windows, 40 KB cap, refresh line, footer) over the traced pipeline.
@@ -177,6 +193,16 @@ def ctx_search_cmd(
     context = build_context(db, sessions_db, project, allow_session)
     with open_store(db) as store:
         warn_unknown_sessions(store, allow_session, "--allow-session")
+        if why is not None:
+            rowids = chunk_rowids(store, why, "--why")
+            try:
+                advices = [
+                    should_have_asked(store, arguments, context, rowid=r, call_number=call_number) for r in rowids
+                ]
+            except AgentViewError as exc:
+                fail(str(exc))
+            write_advice(advices, as_json)
+            return
         try:
             trace = ctx_search(store, arguments, context, call_number=call_number)
         except AgentViewError as exc:
@@ -198,6 +224,45 @@ def ctx_search_cmd(
         raise typer.Exit(1)
 
 
+def chunk_rowids(store, text: str, option: str) -> list[int]:
+    """The row ids a chunk name gives: ``57`` or ``SOURCE::TITLE`` (every
+    chunk sharing the key); a one-line error when it names none."""
+    try:
+        return [c.rowid for c in find_chunks(store, **parse_pin(text))]
+    except (ValueError, ChunkNotFoundError) as exc:
+        fail(f"{option}: {exc}")
+    raise AssertionError("unreachable")
+
+
+def write_advice(advices: list, as_json: bool) -> None:
+    """What the agent should have asked, per chunk: JSON (``{"advice": [...]}``,
+    :meth:`engine.agent.advice.Advice.to_dict`) or one paragraph each."""
+    if as_json:
+        write_js_json({"advice": [a.to_dict() for a in advices]})
+        return
+    for i, a in enumerate(advices):
+        if i:
+            console.print()
+        console.print(safe.line(a.sentence()), markup=False, highlight=False, soft_wrap=True)
+        if a.tried:
+            ok = sum(1 for _, delivered in a.tried if delivered)
+            console.print(
+                safe.line(f"re-ran the call {a.reruns} time(s): {len(a.tried)} change(s) tried, {ok} delivered it"),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+        if a.pipeline_change is not None and a.pipeline_change.change is not None:
+            console.print(
+                safe.line(
+                    f"outside the call's reach: {counterfactual_sentence(a.pipeline_change)} (a pipeline setting)"
+                ),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
 # ─── agent-log ───────────────────────────────────────────────────────────
 
 
@@ -206,7 +271,7 @@ def _queries_of(params: Optional[dict]) -> Optional[list]:
         return None
     try:
         parsed = parse_arguments(params, plugin_mode=True)
-    except SchemaError:
+    except (SchemaError, AgentViewError):
         return None
     return list(parsed.queries) if parsed.queries is not None else []
 
@@ -254,11 +319,20 @@ def _call_dict(call, replay: Optional[Replay] = None) -> dict:
     return out
 
 
+def warn_skipped(skipped: List[SkippedRow]) -> None:
+    """One ``rankscope: warning:`` line on stderr per malformed session-DB
+    row left out (``session_events row 12 skipped: data is a BLOB, not text; …``)."""
+    for row in skipped:
+        err_console.print(
+            f"rankscope: warning: {safe.line(row.describe())}", markup=False, highlight=False, soft_wrap=True
+        )
+
+
 def _other_params(params: Optional[dict]) -> str:
     if params is None:
         return "(cut)"
     rest = {k: v for k, v in params.items() if k != "queries"}
-    return json.dumps(rest, ensure_ascii=False) if rest else ""
+    return json_stringify(rest, spaced=True) if rest else ""
 
 
 def agent_log_cmd(
@@ -270,22 +344,37 @@ def agent_log_cmd(
         False, "--replay", help="Re-run each call with the same params and scope and compare the text."
     ),
     db: Optional[Path] = typer.Option(
-        None, "--db", help="With --replay: the content store the calls searched (read-only)."
+        None, "--db", help="With --replay or --follow: the content store the calls searched (read-only)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON list of the calls (with the replay)."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print a JSON list of the calls (with the replay); with --follow, one object a line."
+    ),
+    follow: bool = typer.Option(
+        False,
+        "--follow",
+        "-f",
+        help="Print each new call as the hooks write it, until Ctrl-C (with --db: whether its replay matches).",
+    ),
 ) -> None:
     """List every ctx_search call recorded in a session DB (time, session, queries, params, whether the answer was
-    recorded); with --replay --db STORE, re-run each and report whether the text equals the recorded answer."""
+    recorded); with --replay --db STORE, re-run each and report whether the text equals the recorded answer; with
+    --follow, print each new call within a second of the hooks writing it."""
     if not sessions_db.is_file():
         fail(f"--sessions-db {sessions_db}: no such file")
+    if follow:
+        if replay:
+            fail("--follow replays each new call when --db is given; --replay is for the calls already recorded")
+        follow_calls(sessions_db, project, db, as_json)
+        return
     if replay and db is None:
         fail("--replay needs --db STORE (the content store the calls searched)")
     if db is not None and not replay:
-        fail("--db is only used with --replay")
+        fail("--db is only used with --replay or --follow")
     try:
-        calls = load_calls(str(sessions_db), project)
+        calls, skipped = load_calls_checked(str(sessions_db), project)
     except SessionDbError as exc:
         fail(str(exc))
+    warn_skipped(skipped)
     replays: list[Replay] = []
     if replay:
         assert db is not None  # checked above
@@ -354,3 +443,91 @@ def agent_log_cmd(
             highlight=False,
             soft_wrap=True,
         )
+
+
+# ─── agent-log --follow ──────────────────────────────────────────────────
+
+
+def _received_words(summary: dict) -> str:
+    """``1 result (sextant 1), 643 B, 0 snippets cut``"""
+    per = ", ".join(f"{safe.line(clip(q['query'], 30))} {q['results']}" for q in summary["queries"])
+    n = summary["results"]
+    return (
+        f"{n} result{'s' if n != 1 else ''}{f' ({per})' if per else ''}, {summary['bytes']} B, "
+        f"{summary['snippets_cut']} snippet{'s' if summary['snippets_cut'] != 1 else ''} cut"
+    )
+
+
+def _throttle_words(summary: dict) -> str:
+    """``#5/8 ⚠ 1/query``, ``#2/8``, ``BLOCKED #9``, or ``–``"""
+    th = summary["throttle"]
+    if th is None:
+        return "–"
+    if th["blocked"]:
+        return f"BLOCKED #{th['count']}"
+    return f"#{th['count']}/{th['block_after']}" + (f" ⚠ {th['per_query']}/query" if th["warning"] else "")
+
+
+def follow_line(call: RecordedCall, summary: Optional[dict], replay: Optional[Replay]) -> str:
+    """One new call in one line: time, session, throttle state, queries, other
+    params, what it received in numbers, and the replay's outcome."""
+    qs = _queries_of(call.params)
+    queries = " | ".join(qs) if qs is not None else clip(call.params_raw or "", RAW_PARAMS_SHOWN)
+    parts = [call.created_at, call.session_id[:8], _throttle_words(summary) if summary else "–", queries]
+    other = _other_params(call.params)
+    if other:
+        parts.append(other)
+    parts.append("→ " + (_received_words(summary) if summary else f"answer not recorded ({call.answer_note})"))
+    if replay is not None:
+        parts.append(
+            "replay: "
+            + replay.outcome.replace("-", " ")
+            + (f" ({replay.difference.kind})" if replay.difference else "")
+        )
+    return safe.line("  ".join(parts))
+
+
+def follow_calls(sessions_db: Path, project: Optional[str], db: Optional[Path], as_json: bool) -> None:
+    """Poll the session DB (:class:`engine.agent.follow.SessionFollower`)
+    until Ctrl-C; print each new call (one JSON object a line with
+    ``as_json``), replayed on ``db`` when given. Notices (the file replaced,
+    unreadable for a moment) and malformed rows go to stderr."""
+    follower = SessionFollower(str(sessions_db), project)
+    seen = 0
+    with ExitStack() as stack:
+        replayer = None
+        if db is not None:
+            store = stack.enter_context(open_store(db))
+            replayer = Replayer(store, str(sessions_db), project, ThrottleConfig.from_env())
+        try:
+            first = follower.poll()
+            for _code, message in first.notices:
+                _note(message)
+            _note(f"following {sessions_db} from event {follower.last_id} (Ctrl-C stops)")
+            while True:
+                time.sleep(POLL_SECONDS)
+                update = follower.poll()
+                for _code, message in update.notices:
+                    _note(message)
+                warn_skipped(list(update.skipped))
+                for call in update.calls:
+                    summary = answer_summary(call.answer, _queries_of(call.params)) if call.answer is not None else None
+                    try:
+                        replayed = replayer.replay(call) if replayer is not None else None
+                    except SessionDbError as exc:  # the session DB moved under the replay: say so, go on
+                        _note(f"call {call.event_id}: cannot replay now ({exc})")
+                        replayed = None
+                    if as_json:
+                        data = _call_dict(call, replayed)
+                        data["received"] = summary
+                        sys.stdout.write(js_json(data) + "\n")
+                    else:
+                        sys.stdout.write(follow_line(call, summary, replayed) + "\n")
+                    sys.stdout.flush()
+                    seen += 1
+        except KeyboardInterrupt:
+            _note(f"stopped following {sessions_db}: {seen} new call(s)")
+
+
+def _note(message: str) -> None:
+    err_console.print(f"rankscope: {safe.line(message)}", markup=False, highlight=False, soft_wrap=True)

@@ -16,7 +16,7 @@ A variant SPEC is ``key=value`` pairs joined by commas (see
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Group
@@ -249,6 +249,13 @@ def why_cmd(
     session: SessionFilter = None,
     variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the explanations as JSON."),
+    agent: bool = typer.Option(
+        False,
+        "--agent",
+        help="Ask as the agent would: QUERY is one ctx_search call (--limit, --source, --content-type are its "
+        "parameters, --session a hand-picked allow-set); give the smallest change to that call that delivers the "
+        "chunk, found by re-running the call.",
+    ),
 ) -> None:
     """Explain why a chunk is (or is not) in the answer: the stage where it
     left the pipeline, a reason code and the numbers, and the smallest single
@@ -257,6 +264,9 @@ def why_cmd(
         fail("name the chunk with either --chunk SOURCE::TITLE or --rowid N (exactly one)")
     if rowid is not None and not ROWID_MIN <= rowid <= ROWID_MAX:
         fail(f"--rowid {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX}): no chunk has it")
+    if agent:
+        why_agent(query, db, chunk, rowid, limit, source, source_exact, content_type, session, variant, as_json)
+        return
     params = make_params(
         query, limit, source, source_exact, content_type, session, variant=variant_option(variant, "--variant")
     )
@@ -288,6 +298,47 @@ def why_cmd(
         if cf.reason != "returned":
             proof = " (proven by re-running)" if cf.change is not None else ""
             console.print(plain(f"Would return it: {counterfactual_sentence(cf)}{proof}"))
+
+
+def why_agent(
+    query: str,
+    db: Path,
+    chunk: Optional[str],
+    rowid: Optional[int],
+    limit: int,
+    source: Optional[str],
+    source_exact: bool,
+    content_type: Optional[str],
+    session: Optional[List[str]],
+    variant: str,
+    as_json: bool,
+) -> None:
+    """``why --agent``: QUERY as one ``ctx_search`` call; what the agent should have asked."""
+    from engine.agent import AgentContext, AgentViewError, ThrottleConfig
+    from engine.agent.advice import should_have_asked
+
+    from .agent import chunk_rowids, write_advice
+
+    if source_exact:
+        fail("--source-exact is not a ctx_search parameter (its source filter is always a LIKE match)")
+    if variant != "reference":
+        fail("--variant: ctx_search runs the reference pipeline; --agent takes no variant")
+    if content_type is not None and content_type not in ("code", "prose"):
+        fail(f"--content-type must be code or prose; got {content_type!r}")
+    arguments: dict = {"queries": [query], "limit": limit}
+    if source is not None:
+        arguments["source"] = source
+    if content_type is not None:
+        arguments["contentType"] = content_type
+    context = AgentContext(allow_sessions=tuple(session) if session else None, throttle=ThrottleConfig.from_env())
+    with open_store(db) as store:
+        warn_unknown_sessions(store, session)
+        rowids = chunk_rowids(store, chunk if chunk is not None else str(rowid), "--chunk" if chunk else "--rowid")
+        try:
+            advices = [should_have_asked(store, arguments, context, rowid=r) for r in rowids]
+        except AgentViewError as exc:
+            fail(str(exc))
+    write_advice(advices, as_json)
 
 
 # ─── doctor ──────────────────────────────────────────────────────────────

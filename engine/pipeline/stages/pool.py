@@ -45,7 +45,7 @@ def ranked(stage: PoolStage) -> tuple[Candidate, ...]:
 def headline(stage: PoolStage, params: SearchParams) -> str:
     """``first 3 of 7 kept (pool size 3); 4 beyond the pool``"""
     total = len(stage.kept) + len(stage.beyond)
-    head = f"first {min(stage.pool_size, total)} of {total} kept (pool size {stage.pool_size})"
+    head = f"first {len(stage.kept)} of {total} kept (pool size {stage.pool_size})"
     return head + (f"; {len(stage.beyond)} beyond the pool" if stage.beyond else "")
 
 
