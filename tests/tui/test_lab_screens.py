@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import DataTable, Input, OptionList, Select
 
 from engine import SearchParams
-from engine.pipeline.trace import Variant
+from engine.pipeline.variants import Variant
 from tui.present.describe import marker_label
 from tui.browser.screens.compare import CompareScreen, counts_text, variant_from_form
 from tui.browser.screens.doctor import DoctorScreen

@@ -30,7 +30,8 @@ from engine import SearchParams, Store, search, trace_to_dict
 from engine.pipeline import table as stages
 from engine.lab.compare import compare_traces
 from engine.lab.doctor import diagnose
-from engine.pipeline.trace import Trace, Variant
+from engine.pipeline.trace import Trace
+from engine.pipeline.variants import Variant
 from engine.lab.why import ChunkNotFoundError, why_not
 from engine.store.rows import StoreCounts
 
@@ -380,7 +381,7 @@ class RankscopeApp(App[None]):
             return
         a, b = self.compare_variants
         if spec_b is not None:
-            from engine.lab.compare import parse_variant
+            from engine.pipeline.variants import parse_variant
 
             b = parse_variant(spec_b)
             self.compare_variants = (a, b)

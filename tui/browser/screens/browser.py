@@ -486,11 +486,11 @@ class BrowserScreen(Screen):
         if self.trace is None:
             line.show(PinnedParts(rowid, "search to see its fate"))
             return
-        from engine.lab.flow import row_fate, trace_flows
+        from engine.pipeline.paths import fate as path_fate
 
         from tui.present.flowtext import fate_text
 
-        fate = row_fate(trace_flows(self.trace), rowid)
+        fate = path_fate(self.trace, rowid)
         title = next((c.title for c in self._all_candidates(self.trace) if c.rowid == rowid), None)
         line.show(
             PinnedParts(

@@ -26,7 +26,7 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine import SearchParams
-from engine.lab.compare import variant_spec
+from engine.pipeline.variants import variant_spec
 from engine.pipeline.trace import Trace
 from engine.lab.why import Explanation
 from engine.store.rows import ChunkRow
