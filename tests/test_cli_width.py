@@ -15,7 +15,7 @@ from rich.text import Text
 from typer.testing import CliRunner
 
 from tui.cli import app
-from tui.present.tablefit import Col, fit_tables
+from tui.present.tablefit import Column, Table, fit_tables
 
 from .conftest import REPO, SAMPLE_CORPUS
 
@@ -236,14 +236,16 @@ def test_fit_tables_never_cuts_keys_or_values(width):
     """A table of ids and numbers at any width: every cell whole, each
     part as wide as the width allows (one key column and one value column
     always fit at these widths), the free text left out or wrapped at spaces."""
-    cols = [Col("id", "key"), Col("text", "free", min_width=8)] + [Col(f"m{i}", justify="right") for i in range(6)]
+    cols = [Column("id", "key"), Column("text", "free", min_width=8)] + [
+        Column(f"m{i}", justify="right") for i in range(6)
+    ]
     rows = [
         [f"query-{n}-with-a-long-id", "several words of free text, partition-key example"]
         + [f"0.{n}{i}7 → 0.{i}{n}1" for i in range(6)]
         for n in range(4)
     ]
     console = Console(width=width, record=True, color_system=None)
-    for part in fit_tables("Title", cols, rows, width):
+    for part in fit_tables(Table("Title", cols, rows), width):
         console.print(part)
     out = console.export_text()
     assert max(len(line) for line in out.splitlines()) <= width
@@ -257,16 +259,16 @@ def test_fit_tables_never_cuts_keys_or_values(width):
 
 
 def test_fit_tables_keeps_styles_and_sections():
-    cols = [Col("id", "key"), Col("n", justify="right")]
+    cols = [Column("id", "key"), Column("n", justify="right")]
     rows = [["a", Text("1", style="red")], ["total", "1"]]
     console = Console(width=80, record=True, color_system=None)
-    for part in fit_tables("T", cols, rows, 80, sections=[1]):
+    for part in fit_tables(Table("T", cols, rows), 80, sections=[1]):
         console.print(part)
     lines = console.export_text().splitlines()
     first = next(i for i, x in enumerate(lines) if x.split()[:1] == ["a"])
     assert lines[first + 1].strip() == "" and lines[first + 2].split() == ["total", "1"]  # the section's rule
     with pytest.raises(ValueError):
-        fit_tables("T", cols, [["only one cell"]], 80)
+        fit_tables(Table("T", cols, [["only one cell"]]), 80)
 
 
 @pytest.mark.parametrize("width", [50, 60, 80, 140])
@@ -299,11 +301,11 @@ def test_fit_tables_shares_the_room_between_free_columns(width):
     words end in …, never folded); too narrow for both, the one with the
     smaller share is left out and the other gets the room."""
     cols = [
-        Col("#", "key", justify="right"),
-        Col("session"),
-        Col("queries", "free", min_width=10, share=3),
-        Col("params", "free", min_width=10, share=2),
-        Col("n", justify="right"),
+        Column("#", "key", justify="right"),
+        Column("session"),
+        Column("queries", "free", min_width=10, share=3),
+        Column("params", "free", min_width=10, share=2),
+        Column("n", justify="right"),
     ]
     rows = [
         ["1", "3f6b9c1e", "backpressure stall | outbound queue", '{"source": "corvid-guide", "limit": 1}', "12"],
@@ -316,7 +318,7 @@ def test_fit_tables_shares_the_room_between_free_columns(width):
         ],
     ]
     console = Console(width=width, record=True, color_system=None)
-    for part in fit_tables(None, cols, rows, width):
+    for part in fit_tables(Table(None, cols, rows), width):
         console.print(part)
     out = console.export_text()
     lines = out.splitlines()

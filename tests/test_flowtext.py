@@ -10,6 +10,7 @@ from engine.lab.counterfactual import would_return_with
 from engine.lab.flow import FlowCell, trace_flows
 from engine.lab.why import fate
 from engine.pipeline.candidates import Exit
+from tui.present.cut import middle_cut
 from tui.present.flowtext import (
     cell_text,
     counterfactual_text,
@@ -17,7 +18,6 @@ from tui.present.flowtext import (
     flow_title,
     header,
     marker,
-    middle_cut,
     move_text,
     movement,
     row_texts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.cells import cell_len
 
-from tui.present.fmt import middle_cut
+from tui.present.cut import middle_cut
 
 
 @pytest.mark.parametrize(

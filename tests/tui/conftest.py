@@ -88,13 +88,14 @@ def damaged_store(path: Path, tables: tuple[str, ...], keep_first: bool = False)
 def build_app(**kwargs):
     """The browser on the parity corpus, deterministic (no timings, no blink),
     its notifications recorded (:func:`notifications`)."""
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
+    from tui.browser.options import AppOptions
 
     store = kwargs.pop("store", None) or stages_store()
     kwargs.setdefault("store_label", "stages corpus")
     kwargs.setdefault("show_timings", False)
     kwargs.setdefault("cursor_blink", False)
-    return record_notifications(make_app(store, **kwargs))
+    return record_notifications(RankscopeApp(AppOptions(store=store, **kwargs)))
 
 
 # ── notifications ─────────────────────────────────────────────────────────

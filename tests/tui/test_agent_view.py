@@ -9,7 +9,9 @@ from textual.widgets import OptionList, Static
 
 from engine import SearchParams, Store
 from engine.agent import AgentContext, ctx_search
-from tui.browser.app import make_app
+from tui.browser.screens.params import ParamsChange
+from tui.browser.app import RankscopeApp
+from tui.browser.options import AppOptions
 from tui.browser.screens.agent import AgentViewScreen, chunk_with_windows
 from tui.browser.screens.agent_log import AgentLogScreen
 
@@ -42,7 +44,7 @@ def answered(app) -> bool:
 def _app(path, **kwargs):
     store = Store.open_readonly(path)
     return record_notifications(
-        make_app(store, store_label=path.name, show_timings=False, cursor_blink=False, **kwargs)
+        RankscopeApp(AppOptions(store=store, store_label=path.name, show_timings=False, cursor_blink=False, **kwargs))
     )
 
 
@@ -103,7 +105,7 @@ async def test_agent_view_follows_parameter_changes():
         await press(pilot, "f12")
         await wait_for(pilot, lambda: answered(app), what="the agent view")
         screen = agent_screen(app)
-        app.browser.update_params(source="ops", limit=1)
+        app.browser.update_params(ParamsChange(source="ops", limit=1))
         await wait_for(
             pilot, lambda: answered(app) and screen.request.arguments.get("source") == "ops", what="the change"
         )

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Input
 
 from engine import SearchParams
 from engine.pipeline.trace import Trace
-from tui.browser.messages import SearchFinished
+from tui.browser.screens.params import ParamsChange
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.help import HelpScreen
 from tui.browser.screens.params import ParamsScreen
@@ -252,7 +252,7 @@ async def test_selecting_a_cut_candidate_shows_its_journey():
         cut = trace.first.trim.cut
         assert not cut  # no session filter: the pool is the limit
         await search_for(pilot, "cache")
-        browser.update_params(sessions=("sess-A", "sess-B", "sess-C"))
+        browser.update_params(ParamsChange(sessions=("sess-A", "sess-B", "sess-C")))
         await settle(pilot)
         trace = browser.trace
         assert trace.first.trim.cut
@@ -316,7 +316,7 @@ async def test_an_emptied_query_box_shows_the_welcome_text_again(size):
         assert plain(browser.query_one("#sanitised")).strip() == "porter — · trigram —"
         assert browser.inspector.trace is None and browser.journey.subject is None
         # the search that was still on its way when the box was cleared is dropped
-        browser.post_message(SearchFinished(browser._seq - 1, shown))
+        browser.post_message(BrowserScreen.Searched(browser._seq - 1, shown))
         await processed(pilot)
         assert browser.trace is None
         # Enter on the empty box (or on spaces) does not search either
@@ -430,8 +430,14 @@ async def test_everything_filtered_by_session_says_so():
 
 
 async def test_search_error_becomes_a_notification_and_the_app_stays_usable():
+    from engine import search
+
+    on_fire = [True]
+
     def broken(store, params, conn=None):
-        raise RuntimeError("disk on fire")
+        if on_fire[0]:
+            raise RuntimeError("disk on fire")
+        return search(store, params, conn=conn)
 
     app = build_app(search_fn=broken)
     async with app.run_test(size=WIDE) as pilot:
@@ -442,9 +448,7 @@ async def test_search_error_becomes_a_notification_and_the_app_stays_usable():
             pilot, lambda: any("disk on fire" in n.message and n.severity == "error" for n in notifications(app))
         )
         assert app.is_running
-        from engine import search
-
-        app.search_fn = search
+        on_fire[0] = False
         await search_for(pilot, "heartbeat")
         assert app.browser.trace.params.query == "heartbeat"
 
@@ -456,7 +460,7 @@ async def test_stale_results_are_dropped():
         browser = app.browser
         shown = browser.trace
         old = Trace(**{**shown.__dict__, "params": SearchParams("stale")})
-        browser.post_message(SearchFinished(0, old))
+        browser.post_message(BrowserScreen.Searched(0, old))
         await processed(pilot)
         assert browser.trace is shown
 

@@ -6,6 +6,7 @@ state) while the app keeps running."""
 
 from __future__ import annotations
 
+
 from types import SimpleNamespace
 
 import pytest
@@ -59,8 +60,8 @@ def test_main_says_so_in_one_line_with_status_2(counts_damaged, capsys):
 
 def test_launch_opens_a_store_whose_counts_read_fine(index_damaged):
     args = app_arguments(str(index_damaged))
-    assert isinstance(args["store"], Store)
-    args["store"].close()
+    assert isinstance(args.store, Store)
+    args.store.close()
 
 
 def test_a_damaged_cache_is_rebuilt(corpus, tmp_path):
@@ -114,7 +115,7 @@ async def test_a_failing_search_is_explained_and_the_app_keeps_running(index_dam
 
 
 async def test_a_store_whose_counts_cannot_be_read_still_opens_in_the_app(counts_damaged):
-    """make_app given such a store directly (the launcher refuses it): the
+    """The app given such a store directly (the launcher refuses it): the
     start screen says so instead of crashing."""
     store = Store.open_readonly(counts_damaged)
     app = build_app(store=store)
@@ -129,9 +130,12 @@ async def test_a_store_whose_counts_cannot_be_read_still_opens_in_the_app(counts
 
 
 def _picker_app(infos):
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
+    from tui.browser.options import AppOptions
 
-    return record_notifications(make_app(store_finder=lambda: infos, show_timings=False, cursor_blink=False))
+    return record_notifications(
+        RankscopeApp(AppOptions(store_finder=lambda: infos, show_timings=False, cursor_blink=False))
+    )
 
 
 async def _wait_for_the_list(pilot):

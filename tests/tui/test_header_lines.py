@@ -11,8 +11,10 @@ import pytest
 from rich.cells import cell_len
 
 from engine import Store, index_corpus
+from tui.browser.screens.params import ParamsChange
 from tui.browser.widgets.pinned_line import PinnedParts, first_line, pinned_text
-from tui.browser.widgets.query_box import QueryParts, cut_query, fit_queries
+from tui.browser.widgets.query_box import QueryParts, fit_queries
+from tui.present.cut import terms_cut
 
 from ..conftest import SAMPLE_CORPUS
 from .conftest import build_app, plain, screen_lines, search_for, settle, wait_for
@@ -28,15 +30,15 @@ def lines_of(text) -> list[str]:
 # ── the layout functions ─────────────────────────────────────────────────
 
 
-def test_cut_query_keeps_whole_terms_from_both_ends():
-    assert cut_query(FIVE, 200) == FIVE
-    assert cut_query(FIVE, 43) == '"throttled" OR "producers" OR … OR "quorum"'
-    assert cut_query(FIVE, 42) == '"throttled" OR … OR "quorum"'
-    assert cut_query(FIVE, 30) == '"throttled" OR … OR "quorum"'
-    assert cut_query(FIVE, 16) == '"throttled" OR …'
-    short = cut_query(FIVE, 8)  # not one term fits: its first and last characters
+def test_terms_cut_keeps_whole_terms_from_both_ends():
+    assert terms_cut(FIVE, 200) == FIVE
+    assert terms_cut(FIVE, 43) == '"throttled" OR "producers" OR … OR "quorum"'
+    assert terms_cut(FIVE, 42) == '"throttled" OR … OR "quorum"'
+    assert terms_cut(FIVE, 30) == '"throttled" OR … OR "quorum"'
+    assert terms_cut(FIVE, 16) == '"throttled" OR …'
+    short = terms_cut(FIVE, 8)  # not one term fits: its first and last characters
     assert short.startswith('"th') and short.endswith('m"') and "…" in short and cell_len(short) <= 8
-    assert cut_query('"a" "bb" "ccc" "dddd"', 14) == '"a" … "dddd"'  # the AND form: spaces between terms
+    assert terms_cut('"a" "bb" "ccc" "dddd"', 14) == '"a" … "dddd"'  # the AND form: spaces between terms
 
 
 def test_queries_that_fit_are_left_whole():
@@ -209,7 +211,7 @@ async def test_the_pinned_line_at_60x18(sample):
         assert first.startswith("▸ pinned row 139 …") and first.endswith("the write quorum: #3 in the answer")
         assert cell_len(first) == line.content_region.width  # the title takes the room left, no more
         # a fate too long for 58 cells even without the title: the title is "…", the end is cut
-        browser.update_params(limit=2)
+        browser.update_params(ParamsChange(limit=2))
         await settle(pilot)
         await wait_for(pilot, lambda: "would return it" in plain(line), what="the counterfactual")
         await settle(pilot)

@@ -14,6 +14,7 @@ from engine.lab.qrels import default_qrels_path, read_qrels
 from engine.store.userdata import store_file
 from textual.widgets import DataTable, Static
 
+from tui.browser.screens.params import ParamsChange
 from tui.browser.screens.cases import CasesScreen
 from tui.browser.screens.flow import FlowScreen
 from tui.browser.screens.history import HistorySearchScreen
@@ -178,7 +179,7 @@ async def test_saved_cases_reopen_and_export(db, tmp_path, monkeypatch):
         second = browser.trace.final[1].candidate
         await press(pilot, "2")
         await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, what="grade")
-        browser.update_params(limit=5)
+        browser.update_params(ParamsChange(limit=5))
         await settle(pilot)
         assert app.focused is browser.results.table
         await press(pilot, "down")  # the table's cursor went back to the top: the second row again
@@ -189,7 +190,7 @@ async def test_saved_cases_reopen_and_export(db, tmp_path, monkeypatch):
         assert cases[0]["pinned"] == f"{second.source}::{second.title}"
         assert cases[0]["judgments"] == {f"{second.source}::{second.title}": 2}
         await search_for(pilot, "retention")
-        browser.update_params(limit=3)
+        browser.update_params(ParamsChange(limit=3))
         await settle(pilot)
         await run_command(pilot, "Saved cases")
         await wait_screen(pilot, CasesScreen)

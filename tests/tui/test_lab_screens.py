@@ -12,10 +12,12 @@ from textual.widgets import DataTable, Input, OptionList, Select
 
 from engine import SearchParams
 from engine.pipeline.variants import Variant
+from tui.browser.screens.params import ParamsChange
 from tui.present.describe import marker_label
 from tui.browser.screens.compare import CompareScreen, counts_text, variant_from_form
 from tui.browser.screens.doctor import DoctorScreen
-from tui.browser.screens.why import ChunkEntry, WhyScreen, match_chunks
+from tui.browser.link import ChunkEntry
+from tui.browser.screens.why import WhyScreen, match_chunks
 
 from .conftest import (
     build_app,
@@ -202,7 +204,7 @@ async def test_compare_follows_a_palette_parameter_change():
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:
         screen = await open_compare(pilot, "example")
-        app.browser.update_params(limit=5)
+        app.browser.update_params(ParamsChange(limit=5))
         await wait_for(pilot, lambda: screen.comparison.params_a.limit == 5)
         await settle_lab(pilot)
         assert screen.comparison.params_a.limit == 5 and screen.comparison.params_b.limit == 5

@@ -1,12 +1,12 @@
-"""A large store opens without reading every chunk on the UI thread: the
-browser paints with the counts the sources table records, and the sessions
-(which need every chunk read) are counted in a worker and shown when ready."""
+"""A large store opens without reading every chunk first: the browser's
+worker reads the counts the sources table records and shows them, then
+counts the sessions (which need every chunk read) and shows them when ready."""
 
 from __future__ import annotations
 
 import threading
 
-import tui.browser.app as app_module
+import tui.browser.screens.browser as browser_module
 from tui.browser import facts
 from tui.browser.facts import read_facts
 
@@ -41,14 +41,14 @@ def test_read_facts_of_a_small_store_counts_everything():
 async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
     monkeypatch.setattr(facts, "EXACT_FACTS_MAX_CHUNKS", 10)
     release = threading.Event()
-    real = app_module.read_sessions
+    real = browser_module.read_sessions
 
     def slow(store, conn=None):
         assert threading.current_thread() is not threading.main_thread()
         release.wait(10)
         return real(store, conn)
 
-    monkeypatch.setattr(app_module, "read_sessions", slow)
+    monkeypatch.setattr(browser_module, "read_sessions", slow)
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
         await wait_for(
@@ -56,14 +56,14 @@ async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
             lambda: app.browser is not None and "sessions being counted" in plain(app.browser.results.message),
             what="the start text saying the sessions are being counted",
         )
-        assert app.sessions_pending
+        assert app.browser.overview.sessions_pending
         release.set()
         await wait_for(
             pilot,
-            lambda: not app.sessions_pending and "3 sessions." in plain(app.browser.results.message),
+            lambda: not app.browser.overview.sessions_pending and "3 sessions." in plain(app.browser.results.message),
             what="the session count",
         )
-        assert [s for s, _ in app.session_counts if s] == ["sess-A", "sess-B", "sess-C"]
+        assert [s for s, _ in app.browser.overview.session_counts if s] == ["sess-A", "sess-B", "sess-C"]
         welcome = plain(app.browser.results.message)
         assert "3 sessions." in welcome and "being counted" not in welcome
 
@@ -71,21 +71,23 @@ async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
 async def test_the_session_count_never_replaces_a_failed_search(monkeypatch):
     monkeypatch.setattr(facts, "EXACT_FACTS_MAX_CHUNKS", 10)
     release = threading.Event()
-    real = app_module.read_sessions
+    real = browser_module.read_sessions
 
     def slow(store, conn=None):
         release.wait(10)
         return real(store, conn)
 
-    monkeypatch.setattr(app_module, "read_sessions", slow)
+    monkeypatch.setattr(browser_module, "read_sessions", slow)
     app = build_app()
     async with app.run_test(size=WIDE) as pilot:
-        await wait_for(pilot, lambda: app.browser is not None and app.sessions_pending, what="the pending count")
+        await wait_for(
+            pilot, lambda: app.browser is not None and app.browser.overview.sessions_pending, what="the pending count"
+        )
         results = app.browser.results
         results.show_failure(RuntimeError("disk I/O error"))
         assert not results.welcome_shown
         failed = plain(results.message)
         release.set()
-        await wait_for(pilot, lambda: not app.sessions_pending, what="the session count")
+        await wait_for(pilot, lambda: not app.browser.overview.sessions_pending, what="the session count")
         await processed(pilot)
         assert plain(results.message) == failed and results.border_subtitle == "search failed"

@@ -3,6 +3,8 @@ picker, the command-line helpers and ``rankscope serve``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import os
 import subprocess
 import sys
@@ -149,11 +151,11 @@ def test_no_path_means_the_sample_corpus():
     if not SAMPLE_CORPUS.is_dir():
         pytest.skip("sample corpus not present")
     args = app_arguments(None)
-    assert args["store_label"] == "sample_corpus"
-    assert "index_job" in args or "store" in args
-    assert "write quorum" in args["suggestions"]
-    if "store" in args:
-        args["store"].close()
+    assert args.store_label == "sample_corpus"
+    assert args.index_job is not None or args.store is not None
+    assert "write quorum" in args.suggestions
+    if args.store is not None:
+        args.store.close()
 
 
 def test_missing_sample_corpus_is_one_clear_line_and_status_2(tmp_path, monkeypatch, capsys):
@@ -176,11 +178,11 @@ def test_missing_sample_corpus_is_one_clear_line_and_status_2(tmp_path, monkeypa
 
 def test_folder_is_indexed_once_then_cached(corpus, tmp_path):
     args = app_arguments(str(corpus))
-    assert "index_job" in args and args["store_label"] == "corpus"
-    build_cache(args["index_job"]).close()
+    assert args.index_job is not None and args.store_label == "corpus"
+    build_cache(args.index_job).close()
     args = app_arguments(str(corpus))
-    assert isinstance(args["store"], Store) and args["store"].read_only
-    args["store"].close()
+    assert isinstance(args.store, Store) and args.store.read_only
+    args.store.close()
 
 
 def test_db_file_opens_read_only(tmp_path):
@@ -189,8 +191,8 @@ def test_db_file_opens_read_only(tmp_path):
     s.index_text("a", "# A\nalpha")
     s.close()
     args = app_arguments(str(db))
-    assert args["store"].read_only and args["store_label"] == "s.db"
-    args["store"].close()
+    assert args.store.read_only and args.store_label == "s.db"
+    args.store.close()
 
 
 @pytest.mark.parametrize(
@@ -232,18 +234,18 @@ def test_stores_without_discovery_module_notifies(monkeypatch, corpus):
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
     args = app_arguments(str(corpus), stores=True)
-    assert args["notice"] == "store discovery not available"
+    assert args.notice == "store discovery not available"
 
 
 # ── loading screen and picker ────────────────────────────────────────────
 
 
 async def test_loading_screen_indexes_then_browses(corpus):
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
     from tui.browser.screens.browser import BrowserScreen
 
     args = app_arguments(str(corpus))
-    app = make_app(**args, show_timings=False, cursor_blink=False)
+    app = RankscopeApp(replace(args, show_timings=False, cursor_blink=False))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_screen(pilot, BrowserScreen, timeout=INDEXING_TIMEOUT)
         assert app.store.read_only
@@ -255,7 +257,8 @@ async def test_loading_screen_indexes_then_browses(corpus):
 
 
 async def test_loading_failure_is_reported(tmp_path):
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
+    from tui.browser.options import AppOptions
     from tui.browser.corpus_cache import CacheEntry
     from tui.browser.screens.loading import LoadingScreen
 
@@ -265,7 +268,7 @@ async def test_loading_failure_is_reported(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # parent is a file
-    app = record_notifications(make_app(index_job=entry, store_label="corpus"))
+    app = record_notifications(RankscopeApp(AppOptions(index_job=entry, store_label="corpus")))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(
             pilot,
@@ -283,7 +286,8 @@ async def test_loading_failure_is_reported(tmp_path):
 async def test_store_picker_opens_the_chosen_store(tmp_path):
     from types import SimpleNamespace
 
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
+    from tui.browser.options import AppOptions
     from tui.browser.screens.browser import BrowserScreen
 
     db = tmp_path / "found.db"
@@ -291,7 +295,7 @@ async def test_store_picker_opens_the_chosen_store(tmp_path):
     s.index_text("a", "# Alpha\nalpha words")
     s.close()
     info = SimpleNamespace(path=db, size_bytes=db.stat().st_size, sources=1, chunks=1, schema="8-column")
-    app = make_app(store_finder=lambda: [info], show_timings=False, cursor_blink=False)
+    app = RankscopeApp(AppOptions(store_finder=lambda: [info], show_timings=False, cursor_blink=False))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: picker_has_options(app))
         await settle(pilot)
@@ -423,7 +427,8 @@ async def test_palette_opens_the_store_picker_from_the_browser(tmp_path):
     the store being browsed; Enter replaces it with the picked one."""
     from types import SimpleNamespace
 
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
+    from tui.browser.options import AppOptions
     from tui.browser.screens.browser import BrowserScreen
     from tui.browser.screens.stores import StorePickerScreen
 
@@ -434,7 +439,7 @@ async def test_palette_opens_the_store_picker_from_the_browser(tmp_path):
     s.index_text("b", "# Beta\nbeta words")
     s.close()
     info = SimpleNamespace(path=db, size_bytes=db.stat().st_size, sources=1, chunks=1, schema="8-column")
-    app = make_app(first, store_finder=lambda: [info], show_timings=False, cursor_blink=False)
+    app = RankscopeApp(AppOptions(store=first, store_finder=lambda: [info], show_timings=False, cursor_blink=False))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_screen(pilot, BrowserScreen)
         await run_command(pilot, "open a context-mode store")
@@ -448,7 +453,7 @@ async def test_palette_opens_the_store_picker_from_the_browser(tmp_path):
         await wait_for(pilot, lambda: picker_has_options(app))
         await settle(pilot)
         await press(pilot, "enter")
-        await wait_for(pilot, lambda: app.store is not first)
+        await wait_for(pilot, lambda: app.browser is not None and app.browser.store is not first)
         await wait_screen(pilot, BrowserScreen)
         assert app.browser is app.screen and app.browser.store is app.store
         await type_text(pilot, "beta")
@@ -463,7 +468,7 @@ async def test_store_picker_with_no_stores_says_where_it_looked(home, size):
     the same lines as ``rankscope stores``, on screen at both sizes."""
     from typer.testing import CliRunner
 
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
     from tui.cli import app as cli
     from tui.browser.screens.stores import StorePickerScreen
 
@@ -471,7 +476,7 @@ async def test_store_picker_with_no_stores_says_where_it_looked(home, size):
     assert out.startswith("No context-mode content stores found. Looked in:")
     folders = [line.strip() for line in out.splitlines()[1:] if line.strip()]
     assert len(folders) >= 5
-    app = make_app(**app_arguments(None, stores=True), show_timings=False, cursor_blink=False)
+    app = RankscopeApp(replace(app_arguments(None, stores=True), show_timings=False, cursor_blink=False))
     async with app.run_test(size=size) as pilot:
         screen = await wait_screen(pilot, StorePickerScreen, focused=False)
         status = screen.query_one("#stores-status")

@@ -1,6 +1,7 @@
 """Terminal-safe text."""
 
 from tui.present import safe
+from tui.present.cut import end_cut
 
 
 def test_line_makes_every_control_visible():
@@ -25,7 +26,7 @@ def test_bidi_controls_are_shown_not_obeyed():
     for shown in (safe.line(every), safe.block(every), safe.marked(every)):
         assert not any(chr(c) in shown for c in safe.BIDI_CONTROLS)
         assert all(f"⟨{abbr}⟩" in shown for abbr in safe.BIDI_CONTROLS.values())
-    assert safe.cut(name, 40).plain == "invoice⟨RLO⟩fdp.exe"
+    assert end_cut(name, 40).plain == "invoice⟨RLO⟩fdp.exe"
 
 
 def test_bidi_file_name_in_cli_output(tmp_path):

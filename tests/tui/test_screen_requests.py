@@ -1,41 +1,51 @@
-"""Screens post request messages that the app handles: no screen calls an
-app method by name or reads the app's attributes (they get what they need
-when they are built)."""
+"""Screens own their work: each starts the workers it needs and receives
+their results; the app keeps only what is app-wide (no workers, no relays);
+every message is a dataclass; one handler reports every worker's failure;
+and the UI thread never runs an SQL statement (searching, stemming, pinning,
+grading, saving and reopening cases, the lab screens, the agent view)."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
 import re
+import threading
+import traceback
 from pathlib import Path
 
+import apsw
 import pytest
 from textual.app import App
 from textual.message import Message
 
-import tui.browser.messages
-from tui.browser.app import RankscopeApp
+import tui.browser.app
+from engine import Store, index_corpus
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.why import WhyScreen
 
-from .conftest import build_app, press, search_for, wait_for, wait_screen
+from .conftest import CORPUS, build_app, notifications, press, run_command, search_for, settle, wait_for, wait_screen
 
-SCREENS = Path(tui.browser.messages.__file__).parent / "screens"
-WIDGETS = Path(tui.browser.messages.__file__).parent / "widgets"
+BROWSER = Path(tui.browser.app.__file__).parent
+SCREENS = BROWSER / "screens"
+WIDGETS = BROWSER / "widgets"
 SOURCES = sorted(SCREENS.glob("*.py")) + sorted(WIDGETS.glob("*.py"))
+MODULES = sorted(BROWSER.rglob("*.py"))
 NARROW = (80, 24)
+WIDE = (120, 40)
 
 
 def _ids(paths):
     return [f"{p.parent.name}/{p.name}" for p in paths]
 
 
-@pytest.mark.parametrize("path", sorted(SCREENS.glob("*.py")), ids=_ids(sorted(SCREENS.glob("*.py"))))
-def test_no_screen_reaches_into_the_app(path: Path):
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_no_screen_reaches_into_the_app_or_itself_by_name(path: Path):
     text = path.read_text("utf-8")
     bad = [
         f"{path.name}:{n}: {line.strip()}"
         for n, line in enumerate(text.splitlines(), 1)
-        if re.search(r"getattr\(\s*self\.app\b|type:\s*ignore\[[^]]*attr-defined", line)
+        if re.search(r"getattr\(\s*self\b|type:\s*ignore\[[^]]*attr-defined", line)
     ]
     assert not bad, "\n".join(bad)
 
@@ -55,8 +65,8 @@ def _app_attributes(tree: ast.AST):
 
 @pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
 def test_screens_and_widgets_use_only_textuals_app_api(path: Path):
-    """``self.app.X`` names something every Textual ``App`` has (``post_message``,
-    ``push_screen``, ``notify``...), never a rankscope app method or attribute."""
+    """``self.app.X`` names something every Textual ``App`` has (``push_screen``,
+    ``screen``...), never a rankscope app method or attribute."""
     tree = ast.parse(path.read_text("utf-8"))
     per_instance = {n for n in vars(App()) if not n.startswith("_")}  # public attributes set in __init__ (``console``)
     bad = [
@@ -67,81 +77,164 @@ def test_screens_and_widgets_use_only_textuals_app_api(path: Path):
     assert not bad, "\n".join(bad)
 
 
-def _posted_to_app() -> dict[str, list[str]]:
-    """Message class name → where a screen posts it to the app (``self.app.post_message(X(...))``)."""
-    out: dict[str, list[str]] = {}
-    for path in sorted(SCREENS.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "post_message"
-                and isinstance(node.func.value, ast.Attribute)
-                and node.func.value.attr == "app"
-                and node.args
-                and isinstance(node.args[0], ast.Call)
-                and isinstance(node.args[0].func, ast.Name)
-            ):
-                out.setdefault(node.args[0].func.id, []).append(f"{path.name}:{node.lineno}")
-    return out
-
-
-def test_every_request_a_screen_posts_is_handled_by_the_app():
-    posted = _posted_to_app()
-    assert {
-        "RunSearch",
-        "RunCompare",
-        "ExplainChunk",
-        "LoadChunks",
-        "FindChunks",
-        "Diagnose",
-        "IndexFolder",
-        "DiscoverStores",
-        "ApplyParams",
-        "VariantsChosen",
-        "RunAgentView",
-        "LoadAgentLog",
-        "OpenRecordedCall",
-    } <= set(posted)
-    for name, where in posted.items():
-        cls = getattr(tui.browser.messages, name, None)
-        assert isinstance(cls, type) and issubclass(cls, Message), (
-            f"{name} ({where}) is not a tui.browser.messages message"
-        )
-        assert callable(getattr(RankscopeApp, cls.handler_name, None)), f"{name} ({where}): no {cls.handler_name}"
-
-
-def test_every_request_class_has_a_handler():
-    requests = [
-        c
-        for c in vars(tui.browser.messages).values()
-        if isinstance(c, type) and issubclass(c, tui.browser.messages.Request) and c is not tui.browser.messages.Request
+def _decorated_workers(tree: ast.AST) -> list[str]:
+    return [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for d in node.decorator_list
+        if "work" in ast.unparse(d).split("(")[0].split(".")
     ]
-    assert requests
-    for cls in requests:
-        assert callable(getattr(RankscopeApp, cls.handler_name, None)), cls.__name__
 
 
-async def test_the_why_screen_reads_the_chunk_list_once_per_store():
-    """The app answers a second LoadChunks from what it kept, without a worker."""
+def test_the_app_runs_no_worker_and_relays_nothing():
+    """tui/browser/app.py holds app-wide work only: no worker, no request handled for a screen."""
+    tree = ast.parse(Path(tui.browser.app.__file__).read_text("utf-8"))
+    assert _decorated_workers(tree) == []
+    assert "run_worker" not in ast.unparse(tree)
+    handlers = sorted(
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("on_")
+    )
+    # a store to browse, the compare screen's variants to keep, a recorded call to open; mount and unmount
+    assert handlers == [
+        "on_agent_log_screen_call_opened",
+        "on_compare_screen_variants_chosen",
+        "on_mount",
+        "on_store_ready",
+        "on_unmount",
+    ]
+
+
+def _message_classes():
+    for path in MODULES:
+        name = ".".join(path.relative_to(BROWSER.parent.parent).with_suffix("").parts)
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if isinstance(value, type) and value.__module__ == name:
+                yield value
+                for nested in vars(value).values():
+                    if isinstance(nested, type) and issubclass(nested, Message):
+                        yield nested
+
+
+def test_every_message_is_a_dataclass_and_none_is_a_request():
+    found = [c for c in _message_classes() if issubclass(c, Message)]
+    assert len(found) > 10
+    for cls in found:
+        assert dataclasses.is_dataclass(cls), f"{cls.__qualname__} is not a @dataclass"
+        fields = {f.name for f in dataclasses.fields(cls)}
+        assert not fields & {"requester", "target"}, f"{cls.__qualname__} carries who to answer: a request relay"
+
+
+def test_one_handler_reports_every_worker_failure():
+    """Only tui/browser/screens/work.py handles Worker.StateChanged; every
+    module with a worker defines its screen on WorkScreen."""
+    for path in MODULES:
+        text = path.read_text("utf-8")
+        if path.name != "work.py":
+            assert "on_worker_state_changed" not in text and "Worker.StateChanged" not in text, path.name
+        if _decorated_workers(ast.parse(text)):
+            assert "(WorkScreen[" in text, f"{path.name} runs workers outside a WorkScreen"
+
+
+async def test_the_why_screen_reads_the_chunk_list_once_per_store(monkeypatch):
     app = build_app()
-    loads = []
-    real = app.load_chunks
-
-    def counting(target):
-        loads.append(target)
-        return real(target)
-
-    app.load_chunks = counting  # type: ignore[method-assign]
     async with app.run_test(size=NARROW) as pilot:
         await search_for(pilot, "cache")
+        store = app.browser.store
+        reads = []
+        real = store.iter_chunks
+
+        def counting(*args, **kwargs):
+            reads.append(threading.current_thread() is threading.main_thread())
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(store, "iter_chunks", counting)
         for _ in range(2):
             await press(pilot, "f8")
             screen = await wait_screen(pilot, WhyScreen)
             await wait_for(
                 pilot, lambda screen=screen: screen.entries is not None and screen.matches, what="the chunk list"
             )
-            assert screen.entries and screen.matches
             await press(pilot, "escape")
             await wait_screen(pilot, BrowserScreen)
-        assert len(loads) == 1
+        assert reads == [False]  # once, in a worker
+
+
+# ── the UI thread runs no SQL ────────────────────────────────────────────
+
+
+@pytest.fixture
+def ui_thread_statements(monkeypatch):
+    """Every SQL statement run on the main (UI) thread while armed (``[0]`` set),
+    with where it came from: an exec tracer on every SQLite connection opened
+    (``apsw.connection_hooks``)."""
+    armed = [False]
+    seen: list[str] = []
+
+    def tracer(cursor, statement, bindings):
+        if armed[0] and threading.current_thread() is threading.main_thread():
+            seen.append(f"{statement.strip()[:80]}\n" + "".join(traceback.format_stack(limit=14)[:-1]))
+        return True
+
+    def hook(conn):
+        conn.exec_trace = tracer
+
+    monkeypatch.setattr(apsw, "connection_hooks", [*apsw.connection_hooks, hook])
+    return armed, seen
+
+
+async def test_nothing_runs_sql_on_the_ui_thread(tmp_path, ui_thread_statements):
+    armed, seen = ui_thread_statements
+    path = tmp_path / "corpus.db"
+    with Store.create(path) as store:
+        index_corpus(store, CORPUS)
+    app = build_app(store=Store.open_readonly(path), store_label="corpus")
+    armed[0] = True
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)  # the store's counts, read by the browser's worker
+        await search_for(pilot, "cachng")  # the fuzzy fallback
+        await search_for(pilot, "caching")  # the search, its stems and chunk ids
+        browser = app.browser
+        await press(pilot, "down", "p")  # pin the top result: its fate in a worker
+        await settle(pilot)
+        await press(pilot, "3")  # grade it: chunk ids as the search found them
+        await wait_for(
+            pilot,
+            lambda: browser.judged is not None and browser.judged.grades,
+            what=f"the grade ({[n.message for n in notifications(app)]})",
+        )
+        await run_command(pilot, "save this case")
+        await settle(pilot)
+        await press(pilot, "f5")  # the rank flow: grade from there
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "FlowScreen", what="the rank flow")
+        await press(pilot, "2", "escape")
+        await settle(pilot)
+        for key in ("f7", "f8", "f9", "f12"):  # compare, why not?, doctor, the agent view
+            await press(pilot, key)
+            await wait_for(pilot, lambda: app.screen is not browser, what=f"the screen of {key}")
+            await settle(pilot)
+            await press(pilot, "escape")
+            await wait_for(pilot, lambda: app.screen is browser, what="the browser")
+        await run_command(pilot, "saved cases")
+        await settle(pilot)
+        await press(pilot, "enter")  # reopen the case: its pinned chunk found by id
+        await settle(pilot)
+        assert browser.pinned_rowid is not None
+        armed[0] = False  # closing the store on exit is not a UI-thread query
+    assert not seen, "SQL ran on the UI thread:\n\n" + "\n\n".join(seen[:3])
+
+
+async def test_the_guard_sees_a_query_on_the_ui_thread(tmp_path, ui_thread_statements):
+    """The guard itself: a statement on the main thread is caught."""
+    armed, seen = ui_thread_statements
+    path = tmp_path / "corpus.db"
+    with Store.create(path) as store:
+        index_corpus(store, CORPUS)
+    with Store.open_readonly(path) as store:
+        armed[0] = True
+        store.stats()
+        armed[0] = False
+    assert seen and "SELECT" in seen[0].upper()

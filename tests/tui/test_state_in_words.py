@@ -5,6 +5,8 @@ and an export names its absolute path."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 from textual.widgets import Footer, Label, SelectionList, Switch
@@ -77,7 +79,8 @@ async def test_the_exact_switch_hint_follows_the_switch():
 
 
 async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
+    from tui.browser.options import AppOptions
     from tui.browser.corpus_cache import CacheEntry
 
     corpus = tmp_path / "corpus"
@@ -86,7 +89,7 @@ async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # fails: the loading screen stays
-    app = record_notifications(make_app(index_job=entry, store_label="corpus"))
+    app = record_notifications(RankscopeApp(AppOptions(index_job=entry, store_label="corpus")))
     async with app.run_test(size=NARROW) as pilot:
         await wait_for(pilot, lambda: any("Indexing failed" in (n.title or "") for n in notifications(app)))
         await settle(pilot)
@@ -95,10 +98,11 @@ async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
 
 
 async def test_the_store_picker_footer_offers_ctrl_q():
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
+    from tui.browser.options import AppOptions
     from tui.browser.screens.stores import StorePickerScreen
 
-    app = make_app(store_finder=lambda: [], show_timings=False, cursor_blink=False)
+    app = RankscopeApp(AppOptions(store_finder=lambda: [], show_timings=False, cursor_blink=False))
     async with app.run_test(size=NARROW) as pilot:
         await wait_screen(pilot, StorePickerScreen, focused=False)
         await settle(pilot)
@@ -123,14 +127,14 @@ async def _browse(app, pilot) -> None:
 
 
 async def test_indexing_from_the_browser_says_which_files_were_skipped(tmp_path):
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
     from tui.cli.launch import app_arguments
     from tui.browser.screens.skipped import SkippedScreen
 
     folder = _folder_with_skips(tmp_path)
     args = app_arguments(str(folder))
-    assert "index_job" in args
-    app = record_notifications(make_app(**args, show_timings=False, cursor_blink=False))
+    assert args.index_job is not None
+    app = record_notifications(RankscopeApp(replace(args, show_timings=False, cursor_blink=False)))
     async with app.run_test(size=NARROW) as pilot:
         await _browse(app, pilot)
         await wait_for(pilot, lambda: any("skipped" in n.message for n in notifications(app)))
@@ -148,8 +152,8 @@ async def test_indexing_from_the_browser_says_which_files_were_skipped(tmp_path)
 
     # the next launch finds the store cached, and still says so
     args = app_arguments(str(folder))
-    assert "store" in args and len(args["skipped"].skipped) == 2
-    app = make_app(**args, show_timings=False, cursor_blink=False)
+    assert args.store is not None and len(args.skipped.skipped) == 2
+    app = RankscopeApp(replace(args, show_timings=False, cursor_blink=False))
     async with app.run_test(size=NARROW) as pilot:
         await wait_for(pilot, lambda: query_input(app) is not None)
         assert "2 files skipped (2 binary)" in plain(app.browser.results.message)

@@ -102,6 +102,7 @@ def metrics_lines(judging: QueryJudging, width: int) -> list[Text]:
             row.append(f"{v:.3f}".rjust(col), style="" if v > 0 else "dim")
         lines.append(row)
     if width < 2 + stage_w + col * len(measures):
-        for t in lines:
-            t.truncate(width, overflow="ellipsis")
+        from tui.present.cut import end_cut
+
+        return [end_cut(t, width) for t in lines]
     return lines

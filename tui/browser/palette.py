@@ -17,7 +17,7 @@ from engine.pipeline.table import title as stage_title
 
 from tui.present import safe
 from tui.browser.actions import Action, palette_rows
-from tui.browser.corpus_cache import SkipList
+from tui.browser.screens.params import ParamsChange
 
 if TYPE_CHECKING:
     from tui.browser.screens.browser import BrowserScreen
@@ -43,10 +43,6 @@ class PaletteHost(Protocol):
 
     @property
     def browser(self) -> BrowserScreen | None: ...
-
-    skipped: SkipList
-    source_labels: list[str]
-    session_counts: list[tuple[str, int]]
 
     def selected_subject(self) -> Subject | None: ...
 
@@ -82,9 +78,10 @@ class RankscopeCommands(Provider):
         app = self.host
         browser = app.browser
         subject = app.selected_subject() if browser is not None else None
+        skipped = browser.overview.skipped.skipped if browser is not None else ()
         fields: dict[str, Any] = {
-            "count": len(app.skipped.skipped),
-            "summary": app.skipped.summary(),
+            "count": len(skipped),
+            "summary": browser.overview.skipped.summary() if browser is not None else "",
         }
         if subject is not None:
             fields.update(rowid=subject.rowid, title=safe.line(subject.title), source=safe.line(subject.source))
@@ -92,7 +89,7 @@ class RankscopeCommands(Provider):
             "": True,
             "browser": browser is not None,
             "subject": subject is not None,
-            "skipped": browser is not None and bool(app.skipped.skipped),
+            "skipped": bool(skipped),
         }
         row: Action
         for row in palette_rows():
@@ -108,43 +105,49 @@ class RankscopeCommands(Provider):
 
     def _commands(self) -> Iterator[tuple[str, Callable[[], object], str]]:
         yield from self._actions()
-        app = self.host
-        browser = app.browser
+        browser = self.host.browser
         if browser is None:
             return
         params = browser.params
-        up = browser.update_params
+
+        def up(change: ParamsChange) -> Callable[[], object]:
+            return partial(browser.update_params, change)
+
         for spec, what in COMPARE_PRESETS:
             yield f"Compare with {spec}", action_call(self.app, f"compare({spec!r})"), what
         for n in (1, 3, 5, 10, 20, 50):
             if n != params.limit:
-                yield f"Set limit to {n}", partial(up, limit=n), f"Results wanted (now {params.limit})"
+                yield f"Set limit to {n}", up(ParamsChange(limit=n)), f"Results wanted (now {params.limit})"
         for ct in ("code", "prose"):
             if params.content_type != ct:
-                yield f"Content type: {ct} only", partial(up, content_type=ct), "Filter both retrievers"
+                yield f"Content type: {ct} only", up(ParamsChange(content_type=ct)), "Filter both retrievers"
         if params.content_type is not None:
-            yield "Content type: any", partial(up, content_type=None), "Remove the content-type filter"
+            yield "Content type: any", up(ParamsChange(content_type=None)), "Remove the content-type filter"
         if params.source:
-            yield "Source filter: clear", partial(up, source=None), f"Now {params.source!r}"
+            yield "Source filter: clear", up(ParamsChange(source=None)), f"Now {params.source!r}"
         other = "like" if params.source_match == "exact" else "exact"
         yield (
             f"Source match: {'substring' if other == 'like' else 'exact'}",
-            partial(up, source_match=other),
+            up(ParamsChange(source_match=other)),
             "How the source filter compares labels",
         )
-        for label in app.source_labels:
-            yield f"Source filter: {label}", partial(up, source=label, source_match="exact"), "Exact label"
+        for label in browser.overview.source_labels:
+            yield f"Source filter: {label}", up(ParamsChange(source=label, source_match="exact")), "Exact label"
         sessions = stage_title("filter")  # the session filter stage's title
         if params.sessions is not None:
-            yield f"{sessions}: off", partial(up, sessions=None), "Let every session through"
-        yield f"{sessions}: only unattributed", partial(up, sessions=()), "Only chunks with no session pass"
-        for session, n in app.session_counts:
+            yield f"{sessions}: off", up(ParamsChange(sessions=None)), "Let every session through"
+        yield f"{sessions}: only unattributed", up(ParamsChange(sessions=())), "Only chunks with no session pass"
+        for session, n in browser.overview.session_counts:
             if not session:
                 continue
-            yield f"{sessions}: only {session}", partial(up, sessions=(session,)), f"{n} chunks"
+            yield f"{sessions}: only {session}", up(ParamsChange(sessions=(session,))), f"{n} chunks"
             current = params.sessions or ()
             if params.sessions is not None and session not in current:
-                yield (f"{sessions}: also allow {session}", partial(up, sessions=current + (session,)), f"{n} chunks")
+                yield (
+                    f"{sessions}: also allow {session}",
+                    up(ParamsChange(sessions=current + (session,))),
+                    f"{n} chunks",
+                )
         for stage, header in browser.inspector.stage_ids():
             yield f"Go to stage: {header}", partial(browser.go_to_stage, stage), "Scroll the inspector there"
 
@@ -157,7 +160,9 @@ class RankscopeCommands(Provider):
         m = _LIMIT.match(query)
         if m and browser is not None:
             n = int(m.group(1))
-            yield Hit(1.0, f"Set limit to {n}", partial(browser.update_params, limit=n), help="Results wanted")
+            yield Hit(
+                1.0, f"Set limit to {n}", partial(browser.update_params, ParamsChange(limit=n)), help="Results wanted"
+            )
             return
         m = _COMPARE.match(query)
         if m and browser is not None:
@@ -181,15 +186,15 @@ class RankscopeCommands(Provider):
             yield Hit(
                 1.0,
                 f"Source filter: label contains {text!r}",
-                partial(browser.update_params, source=text, source_match="like"),
+                partial(browser.update_params, ParamsChange(source=text, source_match="like")),
                 help="Substring of the source label",
             )
-            for label in self.host.source_labels:
+            for label in browser.overview.source_labels:
                 if text.lower() in label.lower():
                     yield Hit(
                         0.5,
                         f"Source filter: {label}",
-                        partial(browser.update_params, source=label, source_match="exact"),
+                        partial(browser.update_params, ParamsChange(source=label, source_match="exact")),
                         help="Exact label",
                     )
             return

@@ -41,9 +41,9 @@ from engine.agent.sessiondb import RecordedCall, SkippedRow
 from engine.agent.schema import SchemaError
 
 from tui.present import safe
-from tui.present.fmt import clip
+from tui.present.cut import clip
 from tui.present.render import plain
-from tui.present.tablefit import Cell, Col, Fitted
+from tui.present.tablefit import Cell, Column, Fitted, Table
 from .base import search_db_option, console, err_console, fail, open_store, warn_unknown_sessions
 
 _LONE = re.compile("[\ud800-\udfff]")
@@ -394,15 +394,15 @@ def agent_log_cmd(
     # outcome code are never cut or wrapped; the queries and params (free text) share the rest, wrapped at
     # spaces, a word too long for its column ending in … (tui.present.tablefit).
     cols = [
-        Col("#", "key", justify="right"),
-        Col("UTC"),
-        Col("session"),
-        Col("queries", "free", min_width=12, share=3),
-        Col("params", "free", min_width=10, share=2),
-        Col("answer"),
+        Column("#", "key", justify="right"),
+        Column("UTC"),
+        Column("session"),
+        Column("queries", "free", min_width=12, share=3),
+        Column("params", "free", min_width=10, share=2),
+        Column("answer"),
     ]
     if replays:
-        cols.append(Col("replay"))  # an outcome code: same, differs, not recorded
+        cols.append(Column("replay"))  # an outcome code: same, differs, not recorded
     rows: list[list[Cell]] = []
     for i, c in enumerate(calls):
         qs = _queries_of(c.params)
@@ -424,7 +424,7 @@ def agent_log_cmd(
     console.print(
         safe.line(f"{len(calls)} ctx_search call(s) in {sessions_db}"), markup=False, highlight=False, soft_wrap=True
     )
-    console.print(Fitted(None, cols, rows, box=box.SIMPLE_HEAD, pad_edge=False))
+    console.print(Fitted(Table(None, cols, rows), box=box.SIMPLE_HEAD, pad_edge=False))
     if replays:
         for i, r in enumerate(replays):
             if r.outcome == "differs":

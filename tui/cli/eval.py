@@ -35,9 +35,10 @@ from engine.lab.snapshot import SnapshotCheck, check_snapshot, parse_stage_list,
 from engine.pipeline.table import RANKED_IDS
 
 from tui.present import safe
-from tui.present.fmt import clip, json_text
+from tui.present.cut import clip
+from tui.present.fmt import json_text
 from tui.present.render import plain
-from tui.present.tablefit import Cell, Col, Fitted
+from tui.present.tablefit import Cell, Column, Fitted, Table
 from .base import search_db_option, console, fail, open_store, write_json
 from .lab import SPEC_HELP, variant_option
 from engine.files.writing import write_text_file
@@ -89,7 +90,7 @@ def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
     title = f"Mean over {n} judged {'query' if n == 1 else 'queries'}, per stage" + (
         " (A → B)" if b is not None else ""
     )
-    cols = [Col("stage", "key")] + [Col(m, justify="right") for m in a.measures]
+    cols = [Column("stage", "key")] + [Column(m, justify="right") for m in a.measures]
     stages = [s for s in RANKED_IDS if s in a.stages or (b is not None and s in b.stages)]
     rows: list[list[Cell]] = []
     for s in stages:
@@ -98,7 +99,7 @@ def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
             va = a.means.get(s, {}).get(m)
             row.append(_fmt(va) if b is None else _pair(va, b.means.get(s, {}).get(m)))
         rows.append(row)
-    return Fitted(title, cols, rows)
+    return Fitted(Table(title, cols, rows))
 
 
 def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
@@ -106,8 +107,8 @@ def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
     spaces; left out when there is none: the id names the query), its
     layer and each measure's final value (``A → B`` with ``b``)."""
     title = "Per query, final stage" + (" (A → B)" if b is not None else "")
-    cols = [Col("id", "key"), Col("query", "free", min_width=8, max_width=32), Col("layer")]
-    cols += [Col(m, justify="right") for m in a.measures]
+    cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32), Column("layer")]
+    cols += [Column(m, justify="right") for m in a.measures]
     b_by_id = {q.id: q for q in b.queries} if b is not None else {}
     rows: list[list[Cell]] = []
     for q in a.queries:
@@ -119,12 +120,12 @@ def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
         if b is not None and b_by_id[q.id].layer != q.layer:
             layer = f"{q.layer}→{b_by_id[q.id].layer}"
         rows.append([plain(q.id), plain(clip(q.query, 60)), layer, *cells])
-    return Fitted(title, cols, rows)
+    return Fitted(Table(title, cols, rows))
 
 
 def _comparison_table(cmp: EvalComparison) -> Fitted:
-    cols = [Col("measure", "key")] + [
-        Col(c, justify="right") for c in ("A", "B", "Δ", "better", "worse", "tied", "p (t)", "p (W)")
+    cols = [Column("measure", "key")] + [
+        Column(c, justify="right") for c in ("A", "B", "Δ", "better", "worse", "tied", "p (t)", "p (W)")
     ]
     rows: list[list[Cell]] = []
     for m in cmp.measures:
@@ -143,9 +144,11 @@ def _comparison_table(cmp: EvalComparison) -> Fitted:
             ]
         )
     return Fitted(
-        plain(f"A {variant_spec(cmp.a.variant)}  vs  B {variant_spec(cmp.b.variant)}, stage {cmp.stage}"),
-        cols,
-        rows,
+        Table(
+            plain(f"A {variant_spec(cmp.a.variant)}  vs  B {variant_spec(cmp.b.variant)}, stage {cmp.stage}"),
+            cols,
+            rows,
+        ),
     )
 
 

@@ -64,9 +64,9 @@ from tui.present.describe import (
     line_text,
     to_rich,
 )
-from tui.present.fmt import clip
+from tui.present.cut import clip
 from tui.present.render import plain
-from tui.present.tablefit import Cell, Col, Fitted
+from tui.present.tablefit import Cell, Column, Fitted, Table
 from .search import load_queries
 
 SPEC_HELP = (
@@ -104,8 +104,8 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     """Rich rendering of a :class:`~engine.lab.compare.SetComparison`: one row
     per query, a totals row, the mean overlap (ids and numbers never cut:
     :mod:`tui.present.tablefit`)."""
-    cols = [Col("id", "key"), Col("query", "free", min_width=8, max_width=32), Col("layer A→B")] + [
-        Col(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap")
+    cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32), Column("layer A→B")] + [
+        Column(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap")
     ]
     rows: list[list[Cell]] = []
     for q in sc.queries:
@@ -143,9 +143,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
         ]
     )
     t = Fitted(
-        plain(f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}"),
-        cols,
-        rows,
+        Table(plain(f"A {variant_spec(sc.variant_a)}  vs  B {variant_spec(sc.variant_b)}"), cols, rows),
         sections=[len(rows) - 1],
     )
     summary = Text(

@@ -13,8 +13,8 @@ Bad paths raise :class:`tui.cli.base.CliError` (one line, exit status 2).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
 
 import tui
 
@@ -22,6 +22,7 @@ from engine import Store, StoreError
 from engine.store.corpus import SESSIONS_FILE, load_sessions_map
 
 from tui.browser.corpus_cache import CacheEntry, cache_entry, cached_skips, load_cached
+from tui.browser.options import AppOptions, StoreFinderFn
 from tui.cli.base import CliError
 from tui.browser.facts import read_facts
 
@@ -35,7 +36,7 @@ SAMPLE_MISSING = (
 SAMPLE_QUERIES = ("throttling", "inflight", "write quorum", "replicaton quorom", "tombstone replicaton", "kafka")
 
 
-def _finder(project_dir: str | None) -> Callable[[], list[Any]] | None:
+def _finder(project_dir: str | None) -> StoreFinderFn | None:
     try:
         from engine.store.discovery import StoreFinder
     except ImportError:
@@ -43,8 +44,8 @@ def _finder(project_dir: str | None) -> Callable[[], list[Any]] | None:
     return StoreFinder(project_dir)
 
 
-def _folder_source(folder: Path) -> dict:
-    """``make_app`` arguments for a corpus folder: a cached store or an index job."""
+def _folder_source(folder: Path) -> AppOptions:
+    """The options for a corpus folder: a cached store or an index job."""
     if (folder / SESSIONS_FILE).is_file():
         try:
             load_sessions_map(folder / SESSIONS_FILE)
@@ -57,12 +58,12 @@ def _folder_source(folder: Path) -> dict:
         raise CliError(f"cannot create the cache folder {entry.db_path.parent}: {exc.strerror or exc}") from exc
     store = load_cached(entry)
     if store is not None:
-        return {"store": store, "store_label": folder.name, "skipped": cached_skips(entry)}
-    return {"index_job": entry, "store_label": folder.name}
+        return AppOptions(store=store, store_label=folder.name, skipped=cached_skips(entry))
+    return AppOptions(index_job=entry, store_label=folder.name)
 
 
-def app_arguments(path: str | None, stores: bool = False) -> dict:
-    """The keyword arguments of :func:`tui.browser.app.make_app` for ``rankscope [PATH] [--stores]``.
+def app_arguments(path: str | None, stores: bool = False) -> AppOptions:
+    """The :class:`~tui.browser.options.AppOptions` for ``rankscope [PATH] [--stores]``.
 
     Raises:
         CliError: the path does not exist, is not a content store, or the
@@ -72,13 +73,12 @@ def app_arguments(path: str | None, stores: bool = False) -> dict:
     if stores:
         finder = _finder(path)
         if finder is not None:
-            return {"store_finder": finder, "store_label": "discovered stores"}
+            return AppOptions(store_finder=finder, store_label="discovered stores")
         notice = "store discovery not available"
     if path is None:
         if not SAMPLE_CORPUS.is_dir():
             raise CliError(SAMPLE_MISSING)
-        args = _folder_source(SAMPLE_CORPUS)
-        args["suggestions"] = SAMPLE_QUERIES
+        args = replace(_folder_source(SAMPLE_CORPUS), suggestions=SAMPLE_QUERIES)
     else:
         p = Path(path).expanduser()
         if not p.exists():
@@ -95,10 +95,8 @@ def app_arguments(path: str | None, stores: bool = False) -> dict:
             except StoreError as exc:
                 store.close()
                 raise CliError(str(exc)) from exc
-            args = {"store": store, "store_label": p.name}
-    if notice:
-        args["notice"] = notice
-    return args
+            args = AppOptions(store=store, store_label=p.name)
+    return replace(args, notice=notice) if notice else args
 
 
 def launch_browser(path: str | None, stores: bool = False, qrels: Path | None = None) -> None:
@@ -109,9 +107,9 @@ def launch_browser(path: str | None, stores: bool = False, qrels: Path | None = 
     Raises:
         CliError: for a bad path (the CLI prints it and exits with status 2).
     """
-    from tui.browser.app import make_app
+    from tui.browser.app import RankscopeApp
 
-    app = make_app(**app_arguments(path, stores), qrels_path=qrels)
+    app = RankscopeApp(replace(app_arguments(path, stores), qrels_path=qrels))
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

@@ -315,7 +315,7 @@ def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
         console.print(LEGEND, markup=False, highlight=False, style="dim")
     if not trace.final:  # why nothing answered, as `rankscope search` says it
         from tui.present.render import REASON_SHOWN
-        from tui.present.fmt import clip
+        from tui.present.cut import clip
 
         console.print(
             safe.line(f"No results: {clip(trace.empty_reason or '', REASON_SHOWN)}"),

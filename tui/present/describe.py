@@ -2,8 +2,8 @@
 
 ``rankscope compare`` / ``why`` / ``doctor`` and the browser's F7 / F8 / F9
 screens show the same findings. The words, numbers, columns and emphasis are
-decided once here, as data (:class:`Span`, :class:`Table`,
-:class:`Description`); :func:`to_rich` is the one converter to Rich that both
+decided once here, as data (:class:`Span`, :class:`~tui.present.tablefit.Table`
+of :data:`Line` cells, :class:`Description`); :func:`to_rich` is the one converter to Rich that both
 use (the CLI prints it, the browser puts it in a ``Static``; the compare
 screen fills its ``DataTable`` from the same :class:`Table`, converting cells
 with :func:`line_text`). Store-derived text is made safe
@@ -17,10 +17,10 @@ without colour (``NO_COLOR``) it is at least as visible as the good news.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -31,8 +31,10 @@ from engine.pipeline.table import in_rerun, stage, title
 from engine.lab.why import Explanation
 
 from tui.present import safe
-from tui.present.fmt import clip, query_label
+from tui.present.cut import clip
+from tui.present.fmt import query_label
 from tui.present.render import retriever_warning
+from tui.present.tablefit import Column, Fitted, Table
 
 #: Role → Rich style.
 ROLES = {
@@ -72,62 +74,16 @@ def line(*parts: str | Span) -> Line:
 
 
 @dataclass(frozen=True)
-class Column:
-    """A table column.
-
-    Attributes:
-        name: header.
-        numeric: right-aligned, never wraps.
-        wide: free text (titles, keys, paths) that may fold or be cut.
-        detail: extra numbers a narrow screen may leave out (the browser;
-            the CLI's ``to_rich(fit=True)`` splits the table instead).
-        path: a source label: wraps at its slashes, never inside a name
-            (with ``to_rich(fit=True)``; :class:`tui.present.render.PathText`).
-        key: names the row (a row id): with ``to_rich(fit=True)`` repeated
-            in each part of a table split to fit.
-    """
-
-    name: str
-    numeric: bool = False
-    wide: bool = False
-    detail: bool = False
-    path: bool = False
-    key: bool = False
-
-
-@dataclass(frozen=True)
-class Table:
-    """A titled table: ``heading`` above ``rows`` of one :data:`Line` per cell.
-
-    Attributes:
-        name: what the rows are (``"Fusion-key collisions"``).
-        gloss: a short explanation after the count, or ``""``.
-        columns: the columns.
-        rows: every row (front-ends may show the first few and say so).
-        more_hint: where to see every row when only the first few are shown.
-        unit: what one row is, for the count (``"chunk"``: ``(4 chunks)``);
-            ``""``: the bare number (the name says what is counted).
-    """
-
-    name: str
-    columns: tuple[Column, ...]
-    rows: tuple[tuple[Line, ...], ...]
-    gloss: str = ""
-    more_hint: str = ""
-    unit: str = ""
-
-
-@dataclass(frozen=True)
 class Description:
     """Blocks in order: lines, tables and blank lines (``()``)."""
 
-    blocks: tuple[Line | Table, ...] = field(default_factory=tuple)
+    blocks: tuple[Line | Table[Line], ...] = field(default_factory=tuple)
 
 
 # ─── the one converter ───────────────────────────────────────────────────
 
 
-def line_text(ln: Line, **kwargs) -> Text:
+def line_text(ln: Line, **kwargs: Any) -> Text:
     """One :data:`Line` as Rich text (every span made safe for a terminal)."""
     t = Text(**kwargs)
     for s in ln:
@@ -135,7 +91,7 @@ def line_text(ln: Line, **kwargs) -> Text:
     return t
 
 
-def table_heading(tb: Table, shown: int) -> Text:
+def table_heading(tb: Table[Line], shown: int) -> Text:
     """``Name (n): gloss; first k shown, hint``."""
     n = len(tb.rows)
     count = f"{n} {tb.unit}{'' if n == 1 else 's'}" if tb.unit else str(n)
@@ -153,7 +109,7 @@ WIDE_MAX = 56
 WIDE_MIN = 10
 
 
-def table_renderable(tb: Table, max_rows: int | None = None, details: bool = True, fit: bool = False) -> Group:
+def table_renderable(tb: Table[Line], max_rows: int | None = None, details: bool = True, fit: bool = False) -> Group:
     """The heading over a Rich table of at most ``max_rows`` rows (all when
     ``None``); ``details`` false leaves the detail columns out. ``fit``
     lays the table out for the width it is printed at (the CLI,
@@ -174,7 +130,7 @@ def table_renderable(tb: Table, max_rows: int | None = None, details: bool = Tru
     return Group(table_heading(tb, len(rows)), t)
 
 
-def _fitted(heading: Text, columns: list[Column], keep: list[int], rows: tuple) -> Any:
+def _fitted(heading: Text, columns: list[Column], keep: list[int], rows: Sequence[Sequence[Line]]) -> Fitted:
     """:func:`table_renderable`'s table laid out by :mod:`tui.present.tablefit`:
     numbers and the key never cut or wrapped; the wide columns share what
     the others leave, a ``path`` column at least its longest name (so no
@@ -185,7 +141,7 @@ def _fitted(heading: Text, columns: list[Column], keep: list[int], rows: tuple) 
     from rich.cells import cell_len
 
     from tui.present.render import PathText
-    from tui.present.tablefit import Cell, Col, Fitted, Stack
+    from tui.present.tablefit import Cell, Stack
 
     def cell(j: int, ln: Line) -> Cell:
         text = line_text(ln)
@@ -200,20 +156,18 @@ def _fitted(heading: Text, columns: list[Column], keep: list[int], rows: tuple) 
             return max([head] + [r[j].narrowest for r in cells])  # type: ignore[union-attr]
         return max(head, WIDE_MIN)
 
-    def col(j: int) -> Col:
+    def col(j: int) -> Column:
         c = columns[j]
-        if c.wide:
-            return Col(c.name, "free", min_width=floor_of(j), max_width=max(WIDE_MAX, floor_of(j)))
-        return Col(c.name, "key" if c.key else "value", justify="right" if c.numeric else "left")
+        return replace(c, min_width=floor_of(j), max_width=max(WIDE_MAX, floor_of(j))) if c.wide else c
 
     options: dict[str, Any] = {"box": None, "header_style": "bold underline", "pad_edge": False}
-    side_by_side = Fitted(heading, [col(j) for j in range(len(columns))], cells, **options)
+    side_by_side = Fitted(Table(heading, [col(j) for j in range(len(columns))], cells), **options)
     if len(wide) < 2:
         return side_by_side
     first = wide[0]
     shown = [j for j in range(len(columns)) if j == first or j not in wide]
     floor = max(floor_of(j) for j in wide)
-    stack = Col(" / ".join(columns[w].name for w in wide), "free", min_width=floor, max_width=max(WIDE_MAX, floor))
+    stack = Column(" / ".join(columns[w].name for w in wide), "free", min_width=floor, max_width=max(WIDE_MAX, floor))
 
     def dim(c: Cell) -> Cell:
         return PathText(c.text, "dim") if isinstance(c, PathText) else c
@@ -222,15 +176,14 @@ def _fitted(heading: Text, columns: list[Column], keep: list[int], rows: tuple) 
         return Stack(*[dim(r[w]) for w in wide])
 
     narrow = [[stacked(r) if j == first else r[j] for j in shown] for r in cells]
-    instead = Fitted(heading, [stack if j == first else col(j) for j in shown], narrow, **options)
-    side_by_side.instead = instead
+    side_by_side.instead = Fitted(Table(heading, [stack if j == first else col(j) for j in shown], narrow), **options)
     return side_by_side
 
 
 def to_rich(desc: Description, max_rows: int | None = None, details: bool = True, fit: bool = False) -> Group:
     """Every block of ``desc`` as Rich renderables (tables cut to
     ``max_rows``; ``fit``: see :func:`table_renderable`)."""
-    parts: list = []
+    parts: list[RenderableType] = []
     for block in desc.blocks:
         if isinstance(block, Table):
             parts.append(table_renderable(block, max_rows, details, fit))
@@ -278,7 +231,7 @@ def describe_explanation(e: Explanation) -> Description:
 
 def describe_explanations(explanations: list[Explanation]) -> Description:
     """Every explanation, separated by blank lines."""
-    blocks: list[Line | Table] = []
+    blocks: list[Line | Table[Line]] = []
     for i, e in enumerate(explanations):
         if i:
             blocks.append(())
@@ -333,16 +286,16 @@ def _score(x: float | None, fmt: str) -> Line:
 
 #: The compare table's columns.
 COMPARE_COLUMNS = (
-    Column("A#", numeric=True),
-    Column("B#", numeric=True),
+    Column("A#", justify="right"),
+    Column("B#", justify="right"),
     Column("move"),
-    Column("row", numeric=True, key=True),
-    Column("title", wide=True),
-    Column("source", wide=True, path=True),
-    Column("rrf A", numeric=True, detail=True),
-    Column("rrf B", numeric=True, detail=True),
-    Column("boost A", numeric=True, detail=True),
-    Column("boost B", numeric=True, detail=True),
+    Column("row", "key", "right"),
+    Column("title", "free"),
+    Column("source", "free", path=True),
+    Column("rrf A", justify="right", detail=True),
+    Column("rrf B", justify="right", detail=True),
+    Column("boost A", justify="right", detail=True),
+    Column("boost B", justify="right", detail=True),
 )
 
 
@@ -364,7 +317,7 @@ class ComparisonDescription:
     """
 
     head: Line
-    table: Table
+    table: Table[Line]
     empty: tuple[Line, ...]
     counts: Line
     overlap: float
@@ -374,7 +327,7 @@ class ComparisonDescription:
     def as_description(self) -> Description:
         """Head, the retriever warnings, the table (or why it is empty), the
         counts with the overlap, the notes."""
-        body: tuple[Line | Table, ...] = (self.table,) if self.table.rows else self.empty
+        body: tuple[Line | Table[Line], ...] = (self.table,) if self.table.rows else self.empty
         counts = self.counts + (Span(" · ", "dim"), Span(f"overlap {self.overlap:.2f}"))
         notes = (line(Span(" · ".join(self.notes), "dim")),) if self.notes else ()
         return Description((self.head,) + self.warnings + ((),) + body + ((), counts) + notes)
@@ -447,7 +400,7 @@ def describe_report(report: DoctorReport, label: str = "") -> Description:
             f"{report.schema} · {report.sources} sources · {report.chunks} chunks · "
             f"trigram rows {report.trigram_rows} · vocabulary {vocab}"
         )
-    blocks: list[Line | Table] = [
+    blocks: list[Line | Table[Line]] = [
         line(Span(label or report.path or "(in memory)", "strong")),
         line(Span(stats, "dim")),
     ]
@@ -482,10 +435,15 @@ def describe_report(report: DoctorReport, label: str = "") -> Description:
         )
     hint = "rankscope doctor --json lists all"
 
-    def table(name: str, gloss: str, columns: tuple[Column, ...], rows: list[tuple]) -> None:
+    def table(name: str, gloss: str, columns: tuple[Column, ...], rows: list[tuple[Any, ...]]) -> None:
         blocks.extend([(), Table(name, columns, tuple(tuple(line(str(x)) for x in r) for r in rows), gloss, hint)])
 
-    n, w = (lambda name: Column(name, numeric=True)), (lambda name: Column(name, wide=True))
+    def n(name: str) -> Column:
+        return Column(name, justify="right")
+
+    def w(name: str) -> Column:
+        return Column(name, "free")
+
     if report.collisions:
         table(
             "Fusion-key collisions",

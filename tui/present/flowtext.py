@@ -18,10 +18,9 @@ it with :data:`LEGEND`): short headers, positions without ``#`` (``4↑3``),
 session id in the middle (``✗ses…uild``); the CLI never cuts one, and
 splits a table too wide for the terminal (:func:`flow_table`).
 
-Also the results list's movement (``4→1 ↑3``), a title cut in the middle
-that keeps its last heading (``ferryctl … > publish > Example``), the
-pinned chunk's fate line and the counterfactual. No Textual here (Rich
-only measures cell widths).
+Also the results list's movement (``4→1 ↑3``), the pinned chunk's fate
+line and the counterfactual (titles are cut by :mod:`tui.present.cut`). No
+Textual here (Rich only measures cell widths).
 """
 
 from __future__ import annotations
@@ -39,11 +38,10 @@ from engine.pipeline.trace import Trace
 from engine.pipeline.paths import marker as exit_marker
 from engine.pipeline.paths import sentence as exit_sentence
 from engine.pipeline.table import stage
-from tui.present.fmt import middle_cut  # one middle cut for the flow, the results and compare
+from tui.present.cut import ELLIPSIS
 
 if TYPE_CHECKING:
-    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
-    from rich.measure import Measurement
+    from rich.console import RenderableType
 
     from engine.lab.terms import Stems
 
@@ -59,7 +57,6 @@ ABSENT = "·"
 #: Marks a pinned chunk's row.
 PIN_MARK = "▸"
 NOT_RUN = "–"
-ELLIPSIS = "…"
 
 
 def header(stage_id: str, compact: bool = False) -> str:
@@ -205,33 +202,6 @@ def _title_width(flow: Flow, width: int, compact: bool) -> int:
     return width - fixed
 
 
-class MiddleCut:
-    """A title cut in the middle to the width of its cell, never wrapped
-    (:func:`tui.present.fmt.middle_cut`; a :class:`tui.present.tablefit.Shaped` cell that
-    can be cut anywhere)."""
-
-    def __init__(self, text: str, style: str = "") -> None:
-        self.text, self.style = text, style
-
-    @property
-    def plain(self) -> str:
-        return self.text
-
-    @property
-    def narrowest(self) -> int:
-        return min(1, cell_len(self.text))
-
-    def __rich_measure__(self, console: "Console", options: "ConsoleOptions") -> "Measurement":
-        from rich.measure import Measurement
-
-        return Measurement(self.narrowest, cell_len(self.text))
-
-    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
-        from rich.text import Text
-
-        yield Text(middle_cut(self.text, options.max_width), style=self.style, no_wrap=True, end="")
-
-
 def flow_table(
     flow: Flow, width: int = 120, compact: bool | None = None, pinned: "set[int] | frozenset[int]" = frozenset()
 ) -> "RenderableType":
@@ -247,12 +217,13 @@ def flow_table(
     from rich.text import Text
 
     from tui.present import safe
-    from tui.present.tablefit import Cell, Col, Fitted
+    from tui.present.cut import MiddleCut
+    from tui.present.tablefit import Cell, Column, Fitted, Table
 
     if compact is None:
         compact = not fits(flow, width)
-    cols = [Col("row", "key", justify="right"), Col("title", "free", min_width=MIN_TITLE)]
-    cols += [Col(header(sid, compact)) for sid in flow.stages]
+    cols = [Column("row", "key", justify="right"), Column("title", "free", min_width=MIN_TITLE)]
+    cols += [Column(header(sid, compact)) for sid in flow.stages]
     rows: list[list[Cell]] = []
     for row in flow.rows:
         mark = PIN_MARK if row.rowid in pinned else ""
@@ -264,7 +235,7 @@ def flow_table(
                 *[Text(cell_text(c, compact, whole_ids=True), style=cell_style(c)) for c in row.cells],
             ]
         )
-    table = Fitted(Text(safe.line(flow_title(flow))), cols, rows, box=None, padding=(0, 1), header_style="bold")
+    table = Fitted(Table(Text(safe.line(flow_title(flow))), cols, rows), box=None, padding=(0, 1), header_style="bold")
     if flow.rows:
         return table
     # under the headers, whole (a cell of the narrow title column would cut it)

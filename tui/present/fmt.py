@@ -1,19 +1,12 @@
-"""Small formatting helpers shared by the CLI and the browser (no Rich
-rendering, no Textual; Rich's cell widths), so both print the same numbers
-the same way."""
+"""Small formatting helpers shared by the CLI and the browser (no Rich, no
+Textual), so both print the same numbers the same way. Cutting text to fit
+is :mod:`tui.present.cut`."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-
-from rich.cells import cell_len
-
-from engine.lab.journey import abbreviate
-
-#: What a cut leaves in place of the text it removed.
-ELLIPSIS = "…"
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -64,11 +57,6 @@ def query_label(query: str, width: int = QUERY_SHOWN) -> str:
     return f"{query[:width]!r}… ({len(query):,} characters)"
 
 
-#: ``text`` cut to ``width`` characters plus ``… (+N characters)`` (the
-#: engine's summaries cut the same way).
-clip = abbreviate
-
-
 def json_text(data: object, indent: int | None = 2) -> str:
     """``data`` as JSON (non-ASCII characters kept) with a final newline:
     what ``--json``, ``batch --out`` and the browser's trace export write."""
@@ -90,56 +78,6 @@ def session_db_summary(info: object) -> str:
         f"{_counted(getattr(info, 'session_db_sessions', None), 'session')}, "
         f"{_counted(getattr(info, 'session_db_events', None), 'event')}"
     )
-
-
-def middle_cut(title: str, width: int, sep: str = " > ") -> str:
-    """``title`` in at most ``width`` terminal cells, cut in the middle so
-    the last heading stays: ``ferryctl docs > install > publish > Example``
-    at 30 → ``ferryctl … > publish > Example``. As many trailing headings as
-    fit are kept whole, then as much of the start as fits. A last heading
-    that alone is too long keeps its end (``…tail``); a title without
-    ``sep`` keeps its start and its end (``[heartbeat] coo…registered``). With ``sep="/"`` a
-    path keeps its file name: ``docs/plugins/hooks-reference.md`` at 24 →
-    ``docs…/hooks-reference.md``."""
-    if width <= 0:
-        return ""
-    if cell_len(title) <= width:
-        return title
-    if width == 1:
-        return ELLIPSIS
-    parts = title.split(sep)
-    tail = parts[-1]
-    if len(parts) == 1:  # no headings: its start and its end
-        end = (width - 1) // 2
-        return _cells_from_start(title, width - 1 - end).rstrip() + ELLIPSIS + _cells_from_end(title, end).lstrip()
-    if cell_len(ELLIPSIS + sep + tail) > width:
-        return ELLIPSIS + _cells_from_end(tail, width - 1)
-    kept = [tail]
-    for part in reversed(parts[1:-1]):
-        if cell_len(ELLIPSIS + sep + sep.join([part] + kept)) + 2 > width:
-            break
-        kept.insert(0, part)
-    rest = sep.join(parts[: len(parts) - len(kept)])
-    back = (" " if sep.startswith(" ") else "") + ELLIPSIS + sep + sep.join(kept)
-    room = width - cell_len(back)
-    if room <= 0:
-        return (ELLIPSIS + sep + sep.join(kept))[:width]
-    return _cells_from_start(rest, room).rstrip() + back
-
-
-def _cells_from_start(text: str, width: int) -> str:
-    out, used = [], 0
-    for ch in text:
-        w = cell_len(ch)
-        if used + w > width:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out)
-
-
-def _cells_from_end(text: str, width: int) -> str:
-    return _cells_from_start(text[::-1], width)[::-1]
 
 
 def short_path(path: str) -> str:

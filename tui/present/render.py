@@ -19,8 +19,9 @@ from engine.pipeline.paths import sentence
 from engine.pipeline.table import RETRIEVERS, in_rerun, title
 
 from tui.present import safe
-from tui.present.fmt import clip, query_label
-from tui.present.tablefit import Cell, Col, Fitted, Stack
+from tui.present.cut import clip
+from tui.present.fmt import query_label
+from tui.present.tablefit import Cell, Column, Fitted, Stack, Table
 
 #: Longest empty-result reason printed in full (it can quote a corrected query).
 REASON_SHOWN = 600
@@ -95,8 +96,8 @@ def final_table(trace: Trace) -> Fitted:
     (its column is at least its longest name: no name is cut); when the two
     do not fit side by side the source goes under the title."""
     title = plain(f"Results for {query_label(trace.params.query)} (layer {trace.layer})", style="table.title")
-    heads = [Col("#", "key", justify="right")]
-    tail = [Col("type"), Col("session"), Col("rrf", justify="right"), Col("boost", justify="right")]
+    heads = [Column("#", "key", justify="right")]
+    tail = [Column("type"), Column("session"), Column("rrf", justify="right"), Column("boost", justify="right")]
     names = max([cell_len("source")] + [PathText(r.candidate.source).narrowest for r in trace.final])
     rows: list[list[Cell]] = []
     stacked: list[list[Cell]] = []
@@ -111,16 +112,14 @@ def final_table(trace: Trace) -> Fitted:
         rows.append([str(r.position), plain(c.title), PathText(c.source), *values])
         stacked.append([str(r.position), Stack(plain(c.title), PathText(c.source, "dim")), *values])
     side_by_side = [
-        Col("title", "free", min_width=TITLE_MIN, max_width=TITLE_MAX, share=3),
-        Col("source", "free", min_width=names, max_width=max(SOURCE_MAX, names), share=2),
+        Column("title", "free", min_width=TITLE_MIN, max_width=TITLE_MAX, share=3),
+        Column("source", "free", min_width=names, max_width=max(SOURCE_MAX, names), share=2),
     ]
-    one = [Col("title / source", "free", min_width=max(TITLE_MIN, names), max_width=max(TITLE_MAX, names))]
+    one = [Column("title / source", "free", min_width=max(TITLE_MIN, names), max_width=max(TITLE_MAX, names))]
     return Fitted(
-        title,
-        heads + side_by_side + tail,
-        rows,
+        Table(title, heads + side_by_side + tail, rows),
         box=box.HEAVY_HEAD,
-        instead=Fitted(title, heads + one + tail, stacked, box=box.HEAVY_HEAD),
+        instead=Fitted(Table(title, heads + one + tail, stacked), box=box.HEAVY_HEAD),
     )
 
 
@@ -135,9 +134,9 @@ NOTE_MIN = 12
 def stages_table(trace: Trace) -> Fitted:
     """One row per stage: name, what it did (wrapped at spaces), time."""
     cols = [
-        Col("stage", "key"),
-        Col("what happened", "free", min_width=NOTE_MIN, max_width=90),
-        Col("ms", justify="right"),
+        Column("stage", "key"),
+        Column("what happened", "free", min_width=NOTE_MIN, max_width=90),
+        Column("ms", justify="right"),
     ]
     rows: list[list[Cell]] = [
         [
@@ -147,7 +146,7 @@ def stages_table(trace: Trace) -> Fitted:
         ]
         for s in stage_summaries(trace)
     ]
-    return Fitted(plain("Stages", style="table.title"), cols, rows, box=box.HEAVY_HEAD)
+    return Fitted(Table(plain("Stages", style="table.title"), cols, rows), box=box.HEAVY_HEAD)
 
 
 #: Narrower than this, the fusion table puts each source under its title.
@@ -185,9 +184,9 @@ def _fusion_table(trace: Trace, top: int, width: int) -> Fitted:
     # is at least as wide as its longest name
     names = max([cell_len("source")] + [PathText(c.source).narrowest for c in shown])
     heading = plain(f"{title('fusion')}: top {top}", style="table.title")
-    key = [Col("#", "key", justify="right")]
-    numbers = [Col(name, justify="right") for name in ("porter", "trigram", "score")]
-    note = [Col("note", "free", min_width=NOTE_MIN, share=2)]  # the title's half beside it, a third when wide
+    key = [Column("#", "key", justify="right")]
+    numbers = [Column(name, justify="right") for name in ("porter", "trigram", "score")]
+    note = [Column("note", "free", min_width=NOTE_MIN, share=2)]  # the title's half beside it, a third when wide
     wide: list[list[Cell]] = []
     narrow: list[list[Cell]] = []
     narrowest: list[list[Cell]] = []
@@ -209,20 +208,22 @@ def _fusion_table(trace: Trace, top: int, width: int) -> Fitted:
         )
     stack_min = max(NOTE_MIN, names)
     stacked = Fitted(
-        heading,
-        key + [Col("title / source / note", "free", min_width=stack_min, max_width=max(44, names))] + numbers,
-        narrowest,
+        Table(
+            heading,
+            key + [Column("title / source / note", "free", min_width=stack_min, max_width=max(44, names))] + numbers,
+            narrowest,
+        ),
         box=box.HEAVY_HEAD,
     )
-    where = [Col("title / source", "free", min_width=stack_min, max_width=max(44, names), share=2)]
-    by_title = Fitted(heading, key + where + numbers + note, narrow, box=box.HEAVY_HEAD, instead=stacked)
+    where = [Column("title / source", "free", min_width=stack_min, max_width=max(44, names), share=2)]
+    by_title = Fitted(Table(heading, key + where + numbers + note, narrow), box=box.HEAVY_HEAD, instead=stacked)
     if width < FUSION_WIDE:
         return by_title
     side_by_side = [
-        Col("title", "free", max_width=44, share=3),
-        Col("source", "free", min_width=names, max_width=max(32, names), share=2),
+        Column("title", "free", max_width=44, share=3),
+        Column("source", "free", min_width=names, max_width=max(32, names), share=2),
     ]
-    return Fitted(heading, key + side_by_side + numbers + note, wide, box=box.HEAVY_HEAD, instead=by_title)
+    return Fitted(Table(heading, key + side_by_side + numbers + note, wide), box=box.HEAVY_HEAD, instead=by_title)
 
 
 def retriever_failures(trace: Trace) -> list[tuple[str, str]]:

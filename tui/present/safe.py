@@ -13,11 +13,6 @@ and friends, :data:`BIDI_CONTROLS`) would silently reorder what follows them
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # Rich is imported where it is used: the rest of this module is plain text
-    from rich.text import Text
-
 _BASE: dict[int, int | str] = {c: 0x2400 + c for c in range(32)}
 _BASE[0x7F] = 0x2421  # DEL → ␡
 _BASE.update({c: 0xFFFD for c in range(0x80, 0xA0)})  # C1 controls
@@ -63,13 +58,3 @@ def block(text: str | None) -> str:
 def marked(text: str | None) -> str:
     """Like :func:`block`, but the FTS5 highlight markers ``\\x02``/``\\x03`` survive."""
     return (text or "").translate(_MARKED)
-
-
-def cut(text: str | None, width: int, style: str = "") -> "Text":
-    """One line of store text, made safe and cut to ``width`` cells with an
-    ellipsis (a Rich ``Text`` that never wraps)."""
-    from rich.text import Text
-
-    t = Text(line(text), style=style, no_wrap=True, overflow="ellipsis")
-    t.truncate(width, overflow="ellipsis")
-    return t

@@ -1,4 +1,9 @@
-"""Tables of numbers that fit the terminal without cutting a number.
+"""The one table model (:class:`Column`, :class:`Table`) and tables of
+numbers that fit the terminal without cutting a number (:class:`Fitted`).
+
+A :class:`Table` is data: a title, columns and rows of cells (the
+descriptions of :mod:`tui.present.describe` hold tables of
+:data:`~tui.present.describe.Line` cells; the CLI's tables hold Rich cells).
 
 Rich shrinks a table that is wider than the console by cutting its cells
 (``0.617 → 0.6…``, ``porter-stemmi…``) or folding them mid-word
@@ -30,14 +35,14 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Literal, Protocol, Sequence
+from typing import Generic, Literal, Protocol, Sequence, TypeVar
 
 from rich import box as rich_box
 from rich.box import Box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
 
 
@@ -99,25 +104,68 @@ class Stack:
 
 
 @dataclass(frozen=True)
-class Col:
-    """A column of :func:`fit_tables`.
+class Column:
+    """A table column: what it holds and how it is laid out.
 
     Attributes:
-        header: the header text.
-        kind: ``key``, ``value`` or ``free`` (see the module docstring).
+        name: the header text.
+        kind: ``key`` (names the row), ``value`` (a number or a short code)
+            or ``free`` (free text: titles, keys, paths); see the module docstring.
         justify: ``left`` or ``right`` (numbers).
         min_width: narrowest a ``free`` column is shown at (cells).
         max_width: widest a ``free`` column gets (cells), or ``None``.
         share: a ``free`` column's weight when several share too little room
             (1 or more).
+        detail: extra numbers a narrow screen may leave out (the browser's
+            compare table; a fitted table splits instead).
+        path: a source label: wraps at its slashes, never inside a name
+            (:class:`tui.present.render.PathText`).
     """
 
-    header: str
+    name: str
     kind: Literal["key", "value", "free"] = "value"
     justify: Literal["left", "right"] = "left"
     min_width: int = 10
     max_width: int | None = None
     share: int = 1
+    detail: bool = False
+    path: bool = False
+
+    @property
+    def numeric(self) -> bool:
+        """Right-aligned (a number)."""
+        return self.justify == "right"
+
+    @property
+    def wide(self) -> bool:
+        """Free text (may wrap, or be cut)."""
+        return self.kind == "free"
+
+
+CellT = TypeVar("CellT")
+
+
+@dataclass(frozen=True)
+class Table(Generic[CellT]):
+    """A titled table: ``columns`` over ``rows`` of one cell per column.
+
+    Attributes:
+        name: what the rows are (``"Fusion-key collisions"``), a styled
+            title, or ``None`` (the caller prints its own).
+        columns: the columns.
+        rows: every row (front-ends may show the first few and say so).
+        gloss: a short explanation after the count, or ``""``.
+        more_hint: where to see every row when only the first few are shown.
+        unit: what one row is, for the count (``"chunk"``: ``(4 chunks)``);
+            ``""``: the bare number (the name says what is counted).
+    """
+
+    name: str | Text | None
+    columns: Sequence[Column]
+    rows: Sequence[Sequence[CellT]]
+    gloss: str = ""
+    more_hint: str = ""
+    unit: str = ""
 
 
 #: Measures tables (never printed to).
@@ -128,18 +176,18 @@ def _cell_width(cell: Cell) -> int:
     return max((cell_len(line) for line in _plain(cell).splitlines()), default=0)
 
 
-def _longest_word(col: Col, rows: Sequence[Sequence[Cell]], i: int) -> int:
+def _longest_word(col: Column, rows: Sequence[Sequence[Cell]], i: int) -> int:
     """The widest word (text between spaces; a :class:`Shaped` cell's
     narrowest piece) of column ``i``, its header included, in cells."""
-    return max([_narrowest(col.header)] + [_narrowest(r[i]) for r in rows])
+    return max([_narrowest(col.name)] + [_narrowest(r[i]) for r in rows])
 
 
-def _natural(cols: Sequence[Col], rows: Sequence[Sequence[Cell]]) -> list[int]:
+def _natural(cols: Sequence[Column], rows: Sequence[Sequence[Cell]]) -> list[int]:
     """Each column's widest cell (its header included), in cells."""
-    return [max([cell_len(c.header)] + [_cell_width(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    return [max([cell_len(c.name)] + [_cell_width(r[i]) for r in rows]) for i, c in enumerate(cols)]
 
 
-def _fill(cols: Sequence[Col], base: dict[int, int], want: dict[int, int], room: int) -> dict[int, int]:
+def _fill(cols: Sequence[Column], base: dict[int, int], want: dict[int, int], room: int) -> dict[int, int]:
     """``base`` widths plus what is left of ``room`` shared by the columns'
     ``share``, none above what it wants (``want``): a column that wants less
     than its part leaves the rest to the others (cells left by the rounding
@@ -160,7 +208,9 @@ def _fill(cols: Sequence[Col], base: dict[int, int], want: dict[int, int], room:
     return widths
 
 
-def _share_room(cols: Sequence[Col], want: dict[int, int], words: dict[int, int], room: int) -> dict[int, int] | None:
+def _share_room(
+    cols: Sequence[Column], want: dict[int, int], words: dict[int, int], room: int
+) -> dict[int, int] | None:
     """Widths (cells) for the free columns of ``want`` (index → widest it
     wants) in ``room`` cells: each what it wants when all fit; else first
     each its longest word (``words``: no word of it is cut) or, when those
@@ -185,19 +235,17 @@ def _share_room(cols: Sequence[Col], want: dict[int, int], words: dict[int, int]
 
 
 def fit_tables(
-    title: str | Text | None,
-    cols: Sequence[Col],
-    rows: Sequence[Sequence[Cell]],
+    table: Table[Cell],
     width: int,
     *,
     box: Box | None = rich_box.SIMPLE_HEAD,
     sections: Sequence[int] = (),
     **table_options: object,
 ) -> list[RenderableType]:
-    """``rows`` under ``cols`` as one table, or several (the value columns
-    split between them) when one would be wider than ``width`` cells: a
-    title line (none for the first part when ``title`` is ``None``: the
-    caller printed its own; ``(continued)`` over the others), then the
+    """``table`` as one Rich table, or several (the value columns split
+    between them) when one would be wider than ``width`` cells: a title
+    line (none for the first part when the table's ``name`` is ``None``:
+    the caller printed its own; ``(continued)`` over the others), then the
     table, per part. ``sections``: indices of rows a rule goes above (a
     totals row). ``table_options`` go to :class:`rich.table.Table`
     (``pad_edge``, ``header_style``, ...).
@@ -205,19 +253,18 @@ def fit_tables(
     Raises:
         ValueError: a row whose length is not the number of columns.
     """
-    return _fit(title, cols, rows, width, box, sections, table_options)[0]
+    return _fit(table, width, box, sections, table_options)[0]
 
 
 def _fit(
-    title: str | Text | None,
-    cols: Sequence[Col],
-    rows: Sequence[Sequence[Cell]],
+    table: Table[Cell],
     width: int,
     box: Box | None,
     sections: Sequence[int],
     table_options: dict[str, object],
 ) -> tuple[list[RenderableType], bool]:
     """:func:`fit_tables`' parts, and whether they are one table with every column."""
+    title, cols, rows = table.name, table.columns, table.rows
     if any(len(r) != len(cols) for r in rows):
         raise ValueError("every row needs one cell per column")
     natural = _natural(cols, rows)
@@ -226,14 +273,14 @@ def _fit(
     frees = [i for i, c in enumerate(cols) if c.kind == "free"]
     longest_word = {i: _longest_word(cols[i], rows, i) for i in frees}
 
-    def build(shown: list[int], free_widths: dict[int, int] | None = None) -> Table:
-        t = Table(box=box, expand=False, **table_options)  # type: ignore[arg-type]
+    def build(shown: list[int], free_widths: dict[int, int] | None = None) -> RichTable:
+        t = RichTable(box=box, expand=False, **table_options)  # type: ignore[arg-type]
         for i in sorted(shown):
             c = cols[i]
             if i in frees:
-                t.add_column(c.header, justify=c.justify, width=(free_widths or {}).get(i), overflow="ellipsis")
+                t.add_column(c.name, justify=c.justify, width=(free_widths or {}).get(i), overflow="ellipsis")
             else:
-                t.add_column(c.header, justify=c.justify, width=natural[i], no_wrap=True)
+                t.add_column(c.name, justify=c.justify, width=natural[i], no_wrap=True)
         for n, row in enumerate(rows):
             if n in sections and n:
                 t.add_section()
@@ -316,23 +363,15 @@ class Fitted:
     when this table does not fit whole (one table, every column shown):
     the same rows with fewer columns (a title stacked over its source)."""
 
-    def __init__(
-        self,
-        title: str | Text | None,
-        cols: Sequence[Col],
-        rows: Sequence[Sequence[Cell]],
-        *,
-        instead: "Fitted | None" = None,
-        **options: object,
-    ):
-        self.title, self.cols, self.rows, self.instead, self.options = title, cols, rows, instead, options
+    def __init__(self, table: Table[Cell], *, instead: Fitted | None = None, **options: object) -> None:
+        self.table, self.instead, self.options = table, instead, options
 
     def parts(self, width: int) -> list[RenderableType]:
         """The title lines and tables for ``width`` cells."""
         options = dict(self.options)
         box = options.pop("box", rich_box.SIMPLE_HEAD)
         sections = options.pop("sections", ())
-        parts, whole = _fit(self.title, self.cols, self.rows, width, box, sections, options)  # type: ignore[arg-type]
+        parts, whole = _fit(self.table, width, box, sections, options)  # type: ignore[arg-type]
         if not whole and self.instead is not None:
             return self.instead.parts(width)
         return parts

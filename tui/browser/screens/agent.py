@@ -10,9 +10,9 @@ does (the allow-set from the store's session DB), ``+`` / ``-`` move the
 call's place in the throttle window, ``a`` switches between the selected
 chunk and the whole answer, ``l`` opens the agent log.
 
-The screen asks the app for answers with :class:`~tui.browser.messages.RunAgentView`
-(run in a thread worker); the session DB and throttle settings are given
-when it is built.
+The screen answers in its own thread worker (reading the session DB's
+project there too); the store, the session DB and the throttle settings are
+given when it is built.
 
 The pure helpers (:func:`summary_text`, :func:`result_label`,
 :func:`chunk_with_windows`, :func:`answer_renderable`) are what the tests
@@ -21,18 +21,20 @@ look at.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
+from textual.message import Message
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
-from engine import SearchParams
+from engine import SearchParams, Store
 from engine.pipeline.variants import variant_spec
 from engine.pipeline import table as stages
 from engine.agent import AgentContext, AgentTrace, ResultView, SessionDb, SessionDbError, ThrottleConfig
@@ -42,7 +44,8 @@ from engine.js.strings import utf16_units
 
 from tui.present import safe
 from tui.browser.actions import bindings
-from tui.browser.messages import AgentViewFinished, ParamsChanged, RunAgentView
+from tui.browser.screens.browser import BrowserScreen
+from tui.browser.screens.work import WorkScreen
 
 _CLOSE = Binding.Group("Close ", compact=True)
 #: Largest call number the +/- keys reach (the block is at 8 by default).
@@ -62,7 +65,7 @@ class AgentRequest:
         notes: how the arguments were derived from the browser's parameters.
     """
 
-    arguments: dict
+    arguments: dict[str, Any]
     context: AgentContext
     call_number: int = 1
     browser_limit: int | None = None
@@ -83,10 +86,10 @@ def plugin_project_dir(session_db: str | None) -> str | None:
     return dirs[0] if len(dirs) == 1 else None
 
 
-def arguments_from_params(params: SearchParams) -> tuple[dict, tuple[str, ...]]:
+def arguments_from_params(params: SearchParams) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The ``ctx_search`` arguments for the browser's search, and what could
     not be carried over (ctx_search has no exact source match, no variants)."""
-    args: dict = {"queries": [params.query], "limit": params.limit}
+    args: dict[str, Any] = {"queries": [params.query], "limit": params.limit}
     notes: list[str] = []
     if params.source:
         args["source"] = params.source
@@ -267,8 +270,21 @@ def answer_renderable(trace: AgentTrace) -> Text:
     return Text(safe.block(text))
 
 
-class AgentViewScreen(Screen[None]):
+class AgentViewScreen(WorkScreen[None]):
     """What the agent receives for the browser's search (or a recorded call)."""
+
+    WORK = {"agent": stages.title("agent")}
+
+    @dataclass
+    class Answered(Message):
+        """The call is answered: ``request`` as asked (its plugin project read
+        from the session DB) and its ``trace``, or ``None`` with ``error`` (a
+        call rankscope cannot reproduce); ``seq``: the request's number."""
+
+        seq: int
+        request: AgentRequest
+        trace: AgentTrace | None
+        error: str = ""
 
     BINDINGS = [
         Binding(
@@ -285,18 +301,20 @@ class AgentViewScreen(Screen[None]):
 
     def __init__(
         self,
+        store: Store,
         params: SearchParams,
         request: AgentRequest | None = None,
         *,
         session_db: str | None = None,
         throttle: ThrottleConfig | None = None,
     ) -> None:
-        """``params``: the browser's search; ``request``: a recorded call's own
+        """``store``: the browser's store; ``params``: the browser's search; ``request``: a recorded call's own
         request (the agent log), or ``None`` to follow the browser;
         ``session_db``: the store's paired session DB (plugin scope), or
         ``None``; ``throttle``: the throttle thresholds (default: the
         server's)."""
         super().__init__()
+        self.store = store
         self.params = params
         self.session_db = session_db
         self.throttle = throttle
@@ -346,12 +364,13 @@ class AgentViewScreen(Screen[None]):
         return AgentRequest(args, self._agent_context(), self.call_number, self.params.limit, notes)
 
     def _agent_context(self) -> AgentContext:
+        """The server context; in plugin mode, a recorded call's project (the
+        session DB's own is read by the worker: :func:`plugin_project_dir`)."""
         throttle = self.throttle if self.throttle is not None else ThrottleConfig()
         if self.plugin:
             project = None
             if self.fixed is not None and self.fixed.context.plugin_mode:
                 project = self.fixed.context.plugin_project
-            project = project or plugin_project_dir(self.session_db)
             session_db = self.session_db
             if self.fixed is not None and self.fixed.context.session_db:
                 session_db = self.fixed.context.session_db
@@ -361,26 +380,50 @@ class AgentViewScreen(Screen[None]):
         return AgentContext(throttle=throttle)
 
     def run(self) -> None:
-        self.request = self.build_request()
+        """Ask again, in the worker, with the current settings."""
         self._seq += 1
         self.query_one("#agent-box", VerticalScroll).border_title = "asking…"
-        self.app.post_message(RunAgentView(self, self.request, self._seq))
+        self._ask(self.build_request(), self.plugin, self._seq)
 
-    @on(ParamsChanged)
-    def _params_changed(self, event: ParamsChanged) -> None:
+    @work(thread=True, exclusive=True, exit_on_error=False, group="agent")
+    def _ask(self, request: AgentRequest, plugin: bool, seq: int) -> None:
+        """Answer ``request`` with :func:`engine.agent.ctx_search` on a thread
+        connection (in ``plugin`` mode without a project, the session DB's
+        one first); post :class:`Answered`."""
+        from engine.agent import AgentViewError, ctx_search
+
+        worker = get_current_worker()
+        if plugin and not request.context.plugin_project:
+            project = plugin_project_dir(self.session_db)
+            request = replace(request, context=replace(request.context, plugin_project=project))
+        store = self.store
+        with store.thread_connection() as conn:
+            try:
+                trace = ctx_search(
+                    store, request.arguments, request.context, call_number=request.call_number, conn=conn
+                )
+            except AgentViewError as exc:
+                self.post_message(self.Answered(seq, request, None, str(exc)))
+                return
+        if not worker.is_cancelled:
+            self.post_message(self.Answered(seq, request, trace))
+
+    @on(BrowserScreen.ParamsChanged)
+    def _params_changed(self, event: BrowserScreen.ParamsChanged) -> None:
         self.params = event.params
         if self.fixed is None:
             self.run()
 
-    @on(AgentViewFinished)
-    def _finished(self, event: AgentViewFinished) -> None:
+    @on(Answered)
+    def _finished(self, event: Answered) -> None:
         if event.seq < self._seq:
             return
         self._shown_seq = event.seq
+        self.request = event.request
         if event.trace is None:
             self.trace = None
             self.query_one("#agent-summary", Static).update(
-                Text(f"rankscope cannot reproduce this call: {safe.line(event.error or '')}", style="bold")
+                Text(f"rankscope cannot reproduce this call: {safe.line(event.error)}", style="bold")
             )
             self.query_one("#agent-results", OptionList).clear_options()
             self.query_one("#agent-text", Static).update(Text(""))
@@ -388,10 +431,9 @@ class AgentViewScreen(Screen[None]):
         self.show(event.trace)
 
     def worker_failed(self, group: str, error: BaseException) -> None:
-        """The agent view failed (the app has notified): say so in place."""
-        if group == "agent":
-            self._shown_seq = self._seq
-            self.query_one("#agent-summary", Static).update(Text(f"Failed: {safe.line(str(error))}", style="bold"))
+        """The agent view failed (notified already): say so in place."""
+        self._shown_seq = self._seq
+        self.query_one("#agent-summary", Static).update(Text(f"Failed: {safe.line(str(error))}", style="bold"))
 
     # ── showing ─────────────────────────────────────────────────────────
 
@@ -447,7 +489,7 @@ class AgentViewScreen(Screen[None]):
     def action_toggle_plugin(self) -> None:
         """Run as the Claude Code plugin does (the session DB's allow-set), or not."""
         if not self.plugin and not self.session_db and not (self.fixed is not None and self.fixed.context.session_db):
-            self.app.notify(
+            self.notify(
                 "No session DB is paired with this store (context-mode keeps it in ../sessions/ under "
                 "the same name): the plugin scope is not available.",
                 title="Plugin scope",

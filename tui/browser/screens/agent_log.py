@@ -3,33 +3,35 @@ the store's session DB (:mod:`engine.agent.log`), each replayed on the open
 store. Enter opens that search in the browser with its params and scope, and
 the agent view with the call's own arguments and throttle position.
 
-The screen asks the app to read and replay the calls
-(:class:`~tui.browser.messages.LoadAgentLog`, in a thread worker) and to open one
-(:class:`~tui.browser.messages.OpenRecordedCall`)."""
+The screen reads and replays the calls in its own thread worker; Enter posts
+:class:`AgentLogScreen.CallOpened` (the app opens the call)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
+from textual.message import Message
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from engine import Store
 from engine.agent.log import Replay, answer_count
 from engine.agent.schema import SchemaError, parse_arguments
 
 from tui.present import safe
-from tui.browser.messages import AgentLogLoaded, LoadAgentLog, OpenRecordedCall
+from tui.browser.screens.work import WorkScreen
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
 
-def call_queries(params: dict | None) -> list[str] | None:
+def call_queries(params: dict[str, Any] | None) -> list[str] | None:
     """The queries of recorded params as the server reads them (``None`` when
     they are cut or fail the schema)."""
     if params is None:
@@ -103,8 +105,26 @@ def call_detail(replay: Replay) -> Text:
     return t
 
 
-class AgentLogScreen(Screen[None]):
+class AgentLogScreen(WorkScreen[None]):
     """The agent's recorded ``ctx_search`` calls."""
+
+    WORK = {"agent-log": "Agent log"}
+
+    @dataclass
+    class Loaded(Message):
+        """The calls, replayed in call order, or none with ``error`` (the session DB cannot be read)."""
+
+        replays: list[Replay]
+        error: str = ""
+
+    @dataclass
+    class CallOpened(Message):
+        """Open the recorded call ``replay`` (its call has params): the browser
+        searches its first query with the call's limit, filters and
+        allow-set, and the agent view answers the call's own arguments at its
+        throttle position (the app does both)."""
+
+        replay: Replay
 
     BINDINGS = [
         Binding(
@@ -117,8 +137,9 @@ class AgentLogScreen(Screen[None]):
         ),
     ]
 
-    def __init__(self, session_db: str | None) -> None:
+    def __init__(self, store: Store, session_db: str | None) -> None:
         super().__init__()
+        self.store = store
         self.session_db = session_db
         self.replays: list[Replay] = []
 
@@ -147,13 +168,30 @@ class AgentLogScreen(Screen[None]):
             )
             self.query_one("#agent-log-list", OptionList).display = False
             return
-        self.app.post_message(LoadAgentLog(self, self.session_db))
+        self._load(self.session_db)
 
-    @on(AgentLogLoaded)
-    def _loaded(self, event: AgentLogLoaded) -> None:
+    @work(thread=True, exclusive=True, exit_on_error=False, group="agent-log")
+    def _load(self, session_db: str) -> None:
+        """Read the recorded calls of ``session_db``, replay them on the store; post :class:`Loaded`."""
+        from engine.agent import SessionDbError
+        from engine.agent.log import load_calls, replay_calls
+
+        try:
+            calls = load_calls(session_db)
+            with self.store.thread_connection() as conn:
+                replays = replay_calls(self.store, session_db, calls, conn=conn)
+        except SessionDbError as exc:
+            self.post_message(self.Loaded([], str(exc)))
+            return
+        self.post_message(self.Loaded(replays))
+
+    @on(Loaded)
+    def _loaded(self, event: Loaded) -> None:
         status = self.query_one("#agent-log-status", Static)
         if event.error:
-            status.update(Text(f"Cannot read {safe.line(self.session_db)}: {safe.line(event.error)}", style="bold"))
+            status.update(
+                Text(f"Cannot read {safe.line(self.session_db or '')}: {safe.line(event.error)}", style="bold")
+            )
             return
         self.replays = event.replays
         same = sum(1 for r in self.replays if r.outcome == "same")
@@ -180,13 +218,13 @@ class AgentLogScreen(Screen[None]):
     def _open(self, event: OptionList.OptionSelected) -> None:
         replay = self.replays[int(event.option_id or 0)]
         if replay.call.params is None:
-            self.app.notify("This call's params were cut by the hook: it cannot be opened.", severity="warning")
+            self.notify("This call's params were cut by the hook: it cannot be opened.", severity="warning")
             return
-        self.app.post_message(OpenRecordedCall(replay))
+        self.post_message(self.CallOpened(replay))
 
     def worker_failed(self, group: str, error: BaseException) -> None:
-        if group == "agent-log":
-            self.query_one("#agent-log-status", Static).update(Text(f"Failed: {safe.line(str(error))}", style="bold"))
+        """Reading the log failed (notified already): say so in place."""
+        self.query_one("#agent-log-status", Static).update(Text(f"Failed: {safe.line(str(error))}", style="bold"))
 
     def action_close(self) -> None:
         self.dismiss(None)

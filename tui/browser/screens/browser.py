@@ -9,28 +9,33 @@ one pane shows at a time under a tab bar (keys r s j, or the tabs).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
+from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Footer, Tab, Tabs
 from textual.worker import get_current_worker
 
 from engine import SearchParams, Store
 from engine.pipeline import table as stages
+from engine.pipeline.candidates import Candidate
 from engine.pipeline.trace import Trace
+from engine.store.chunkids import ChunkIds
 from engine.store.rows import StoreCounts
 
 from tui.present import safe
 from tui.browser.actions import bindings, key_shown, keys_shown
 from tui.browser.corpus_cache import SkipList
-from tui.browser.facts import describe_problem
-from tui.browser.messages import ParamsChanged, PinFinished, RunPin, RunSearch, SearchFailed, SearchFinished
+from tui.browser.facts import StoreFacts, describe_problem, read_facts, read_sessions
+from tui.browser.link import BrowserLink, ChunkList
+from tui.browser.options import AppOptions
 from tui.present.render import retriever_warning
+from tui.browser.screens.params import ParamsChange
+from tui.browser.screens.work import WorkScreen
 from tui.browser.subject import Subject
 from tui.browser.widgets.inspector import StageInspector
 from tui.browser.widgets.params_bar import ParamsBar
@@ -40,7 +45,11 @@ from tui.browser.widgets.query_box import QueryBox
 from tui.browser.widgets.results import ResultsPane
 
 if TYPE_CHECKING:  # imported where used (a lazy import keeps start-up fast)
-    from tui.browser.userstate import HistoryCursor, StoreState
+    from engine.pipeline.runcache import RunCache
+
+    from tui.browser.judging import QueryJudging
+    from tui.browser.userstate import Case, HistoryCursor, StoreState
+    from tui.present.pinning import PinOutcome
 
 PANES = ("results", "stages", "journey")
 #: Characters of the query a notification quotes (:func:`tui.present.fmt.query_label`).
@@ -49,25 +58,42 @@ QUERY_SHOWN = 40
 
 @dataclass(frozen=True)
 class StoreOverview:
-    """What the start text says about the store: given to the browser by the
-    app when it is built (the browser never reads the app's state).
+    """What the start text, the dialogs and the palette say about the store
+    (:mod:`tui.browser.facts`), read by the browser's own worker unless the
+    screen that opened the store read it already.
 
     Attributes:
         stats: :meth:`engine.Store.stats` (``None`` when the counts could not be read).
         session_counts: (session id, chunks) pairs (:meth:`engine.Store.session_counts`).
+        source_labels: every source label, in store order.
         problem: why the store's counts could not be read, or ``None``.
         skipped: the files the folder's indexing skipped (empty for a store file).
         suggestions: example queries to offer.
         sessions_pending: a large store's sessions are still being counted
-            (``session_counts`` is then empty; :meth:`tui.browser.app.RankscopeApp.count_sessions`).
+            (``session_counts`` is then empty).
+        reading: the counts are still being read (nothing else is known yet).
     """
 
     stats: StoreCounts | None = None
     session_counts: tuple[tuple[str, int], ...] = ()
+    source_labels: tuple[str, ...] = ()
     problem: str | None = None
     skipped: SkipList = field(default_factory=SkipList)
     suggestions: tuple[str, ...] = ()
     sessions_pending: bool = False
+    reading: bool = False
+
+    def with_facts(self, facts: StoreFacts) -> StoreOverview:
+        """This overview with the store's ``facts``."""
+        return replace(
+            self,
+            stats=facts.stats,
+            session_counts=tuple(facts.session_counts),
+            source_labels=tuple(facts.source_labels),
+            problem=None,
+            sessions_pending=facts.sessions_pending,
+            reading=False,
+        )
 
 
 class PaneTabs(Tabs):
@@ -77,35 +103,104 @@ class PaneTabs(Tabs):
     can_focus = False
 
 
-class BrowserScreen(Screen):
-    """Search one store and watch every stage of the pipeline."""
+class BrowserScreen(WorkScreen[None]):
+    """Search one store and watch every stage of the pipeline.
+
+    The screen runs its own workers: the search (and the query's stems and
+    chunk ids, on the same connection), the pinned chunk's fate, the
+    judgments' metrics, the store's counts and sessions."""
 
     #: Pane keys r s j, pin p, grades 0-3 and x (tui.browser.actions); the query
     #: box's keys run :meth:`action_query_down`, :meth:`action_history_older`
     #: and :meth:`action_search_history` here.
     BINDINGS = bindings("browser")
+    WORK = {
+        "search": "Search",
+        "pin": "Following the pinned chunk",
+        "judging": "Grading",
+        "sessions": "Counting sessions",
+        "facts": "Reading the store's counts",
+    }
+
+    @dataclass
+    class Searched(Message):
+        """A search finished. ``seq``: the request's number (an older one
+        than shown is dropped); ``stems``: the Porter words whose tokens
+        differ (``throttling → throttl``)."""
+
+        seq: int
+        trace: Trace
+        stems: tuple[str, ...] = ()
+
+    @dataclass
+    class IdsRead(Message):
+        """The store's chunk ids as search ``seq`` found the store (``None``:
+        they could not be read), for grading and cases."""
+
+        seq: int
+        ids: ChunkIds | None
+
+    @dataclass
+    class SearchFailed(Message):
+        """A search failed (e.g. on a damaged part of the store); ``seq`` as in :class:`Searched`."""
+
+        seq: int
+        error: BaseException
+
+    @dataclass
+    class Pinned(Message):
+        """The pinned chunk was followed: ``outcome``, or ``None`` with ``error``
+        (the chunk is gone); ``seq``: the request's number (older ones are dropped)."""
+
+        seq: int
+        outcome: PinOutcome | None
+        error: str = ""
+
+    @dataclass
+    class Judged(Message):
+        """The grades and per-stage metrics of ``trace``'s query."""
+
+        trace: Trace
+        judged: QueryJudging
+
+    @dataclass
+    class FactsRead(Message):
+        """The store's counts (``facts``), or why they could not be read (``problem``)."""
+
+        facts: StoreFacts | None
+        problem: str | None = None
+
+    @dataclass
+    class SessionsCounted(Message):
+        """A large store's sessions, counted."""
+
+        counts: list[tuple[str, int]]
+
+    @dataclass
+    class ParamsChanged(Message):
+        """The search parameters changed while a lab screen is on top (it is
+        posted to that screen, which follows the change)."""
+
+        params: SearchParams
 
     def __init__(
-        self,
-        store: Store,
-        store_label: str,
-        params: SearchParams,
-        *,
-        overview: StoreOverview | None = None,
-        show_timings: bool = True,
-        cursor_blink: bool = True,
-        qrels_path: Path | None = None,
+        self, store: Store, store_label: str, options: AppOptions, overview: StoreOverview | None = None
     ) -> None:
+        """``overview``: what is known of the store (``None``: read it now, in a worker)."""
         super().__init__()
         self.store = store
         self.store_label = store_label
-        self.overview = overview or StoreOverview()
-        self.params = params
-        self.show_timings = show_timings
-        self.cursor_blink = cursor_blink
-        #: ``--qrels``: the judgments file to grade into (``None``: the store's own).
-        self.qrels_path = qrels_path
+        self.overview = overview or StoreOverview(
+            skipped=options.skipped, suggestions=options.suggestions, reading=True
+        )
+        self.params = options.params
+        self.options = options
         self.trace: Trace | None = None
+        #: The chunk ids of the store as the shown search found them (grading,
+        #: cases); ``None`` until they are read, just after the search.
+        self.ids: ChunkIds | None = None
+        #: The store's chunk list for the why-not finder (read once, by the first finder).
+        self.chunk_list = ChunkList()
         self._seq = 0
         self._shown_seq = 0
         self._requested: SearchParams | None = None
@@ -116,16 +211,25 @@ class BrowserScreen(Screen):
         self.state: StoreState | None = None
         self.history_cursor: HistoryCursor | None = None
         #: The current query's judgments as shown (grades by row, metrics).
-        self.judged = None
+        self.judged: QueryJudging | None = None
         #: The pinned chunk (p on a selected chunk): its row id, and what the last search did with it.
         self.pinned_rowid: int | None = None
-        self.pin_outcome = None
+        self.pin_outcome: PinOutcome | None = None
         self._pin_seq = 0
+        #: The pinned chunk's handle on the store's run cache (engine.pipeline.runcache): its counters span pins.
+        self._pin_runs: RunCache | None = None
+        #: A reopened case's chunk id, pinned once its search is shown.
+        self._case_chunk: str | None = None
+
+    @property
+    def link(self) -> BrowserLink:
+        """What a lab screen opened over this browser gets from it."""
+        return BrowserLink(self.store, self.options.search_fn, self.chunk_list, self.pin, self.options.cursor_blink)
 
     # ── layout ─────────────────────────────────────────────────────────
 
     def compose(self) -> ComposeResult:
-        yield QueryBox(self.params.query, cursor_blink=self.cursor_blink, id="query-box")
+        yield QueryBox(self.params.query, cursor_blink=self.options.cursor_blink, id="query-box")
         yield PinnedLine(id="pinned-line")
         yield ParamsBar(self.store_label, id="params-bar")
         yield PaneTabs(
@@ -137,7 +241,7 @@ class BrowserScreen(Screen):
         with Vertical(id="panes"):
             yield ResultsPane(id="results")
             with Horizontal(id="lower"):
-                yield StageInspector(show_timings=self.show_timings, id="inspector")
+                yield StageInspector(show_timings=self.options.show_timings, id="inspector")
                 yield JourneyPane(id="journey")
         yield Footer(compact=True)
 
@@ -147,8 +251,67 @@ class BrowserScreen(Screen):
         self.params_bar.show(self.params)
         self.results.show_welcome(self.welcome_text())
         self.query_box.focus_query()
+        if self.overview.reading:
+            self._read_facts()
+        elif self.overview.sessions_pending:
+            self._count_sessions()
+        self._warm_chunk_ids()
         if self.params.query:
             self.request_search(force=True)
+
+    # ── the store's counts ──────────────────────────────────────────────
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="facts")
+    def _read_facts(self) -> None:
+        """Read the store's counts, sessions and labels (:func:`tui.browser.facts.read_facts`);
+        a store they cannot be read from is browsed all the same (searches may fail)."""
+        try:
+            facts = read_facts(self.store)
+        except Exception as exc:  # the launcher refuses such a store; browse what can be read
+            self.post_message(self.FactsRead(None, describe_problem(exc)))
+            return
+        self.post_message(self.FactsRead(facts))
+
+    @on(FactsRead)
+    def _facts_read(self, event: FactsRead) -> None:
+        if event.facts is None:
+            problem = event.problem or ""
+            self.overview = replace(self.overview, problem=problem, reading=False)
+            self.notify(safe.line(f"{problem[:1].upper()}{problem[1:]}"), severity="warning", markup=False)
+        else:
+            self.overview = self.overview.with_facts(event.facts)
+            if event.facts.sessions_pending:
+                self._count_sessions()
+        self._welcome_again()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="sessions")
+    def _count_sessions(self) -> None:
+        """Count a large store's sessions (every chunk is read:
+        :func:`tui.browser.facts.read_facts` leaves them pending)."""
+        with self.store.thread_connection() as conn:
+            self.post_message(self.SessionsCounted(read_sessions(self.store, conn)))
+
+    @on(SessionsCounted)
+    def _sessions_counted(self, event: SessionsCounted) -> None:
+        self.overview = replace(self.overview, session_counts=tuple(event.counts), sessions_pending=False)
+        self._welcome_again()
+
+    def _welcome_again(self) -> None:
+        """Show the start text again with what is now known (never over a failed search's message)."""
+        if self.results.welcome_shown:
+            self.results.show_welcome(self.welcome_text())
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="chunk-ids")
+    def _warm_chunk_ids(self) -> None:
+        """Compute the store's chunk ids once, ahead of the first search (which
+        then finds them cached: :func:`engine.store.chunkids.chunk_ids`)."""
+        from engine.store.chunkids import chunk_ids
+
+        try:
+            with self.store.thread_connection() as conn:
+                chunk_ids(self.store, conn)
+        except Exception:  # only a warm-up: a damaged store is reported by the search itself
+            pass
 
     @property
     def query_box(self) -> QueryBox:
@@ -195,6 +358,8 @@ class BrowserScreen(Screen):
                 t.append(", sessions being counted.\n")
             else:
                 t.append(f", {len(sessions)} session{'s' if len(sessions) != 1 else ''}.\n")
+        if overview.reading:
+            t.append("Reading the store's counts…\n", style="dim")
         skipped = overview.skipped
         if skipped.skipped:
             t.append(
@@ -251,7 +416,7 @@ class BrowserScreen(Screen):
             tabs.active = f"tab-{name}"
         self.refresh_bindings()  # the footer's ↓ names the pane shown
 
-    def pane_widget(self, name: str):
+    def pane_widget(self, name: str) -> Widget:
         """The focus target of a pane."""
         if name == "results":
             return self.results.table if self.results.table.display else self.results.message
@@ -318,14 +483,14 @@ class BrowserScreen(Screen):
         self.params = replace(self.params, query=event.query)
         self.request_search(force=event.submitted)
 
-    def update_params(self, **changes) -> bool:
-        """Change search parameters (``limit``, ``source``, ``source_match``,
-        ``content_type``, ``sessions``) and search again. Invalid values are
-        reported in a notification and leave the parameters unchanged."""
+    def update_params(self, change: ParamsChange) -> bool:
+        """Apply ``change`` to the search parameters and search again. A value
+        :class:`engine.SearchParams` refuses is reported in a notification
+        and leaves the parameters unchanged (returns False)."""
         try:
-            params = replace(self.params, **changes)
+            params = change.apply(self.params)
         except (ValueError, TypeError) as exc:
-            self.app.notify(safe.line(str(exc)), title="Parameter not changed", severity="error", markup=False)
+            self.notify(safe.line(str(exc)), title="Parameter not changed", severity="error", markup=False)
             return False
         if params == self.params:
             return True
@@ -334,7 +499,7 @@ class BrowserScreen(Screen):
         if params.query or self.trace is not None:
             self.request_search()
         if self.app.screen is not self:
-            self.app.screen.post_message(ParamsChanged(params))  # a lab screen on top follows the change
+            self.app.screen.post_message(self.ParamsChanged(params))  # a lab screen on top follows the change
         return True
 
     def open_search(self, params: SearchParams) -> None:
@@ -357,7 +522,45 @@ class BrowserScreen(Screen):
             self.show_welcome()
             return
         self.results.border_subtitle = "searching…"
-        self.app.post_message(RunSearch(self, self.store, self.params, self._seq))
+        self._search(self.params, self._seq)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="search")
+    def _search(self, params: SearchParams, seq: int) -> None:
+        """Run the pipeline on a connection of this thread and read the
+        query's stems on it; post :class:`Searched` (or :class:`SearchFailed`),
+        then read the store's chunk ids and post :class:`IdsRead` (a large
+        store's first reading never holds up the results). A cancelled
+        search posts nothing."""
+        from engine.lab.terms import porter_stems
+        from engine.store.chunkids import chunk_ids
+
+        from tui.present.flowtext import stems_words
+
+        worker = get_current_worker()
+        if worker.is_cancelled:
+            return
+        store = self.store
+        try:
+            with store.thread_connection() as conn:
+                trace = self.options.search_fn(store, params, conn=conn)
+                if worker.is_cancelled:
+                    return
+                try:
+                    stems = tuple(w for s in porter_stems(store, params.query, conn) if (w := stems_words((s,))))
+                except Exception:  # a tokenizer SQLite does not have: show no stems rather than fail the search
+                    stems = ()
+                if worker.is_cancelled:
+                    return
+                self.post_message(self.Searched(seq, trace, stems))
+                try:
+                    ids: ChunkIds | None = chunk_ids(store, conn)
+                except Exception:  # grading then says the chunk ids cannot be read
+                    ids = None
+        except Exception as exc:  # a damaged store, or a bug: the browser explains it, never crashes
+            if not worker.is_cancelled:
+                self.post_message(self.SearchFailed(seq, exc))
+            return
+        self.post_message(self.IdsRead(seq, ids))
 
     def show_welcome(self) -> None:
         """Back to the start: the welcome text in the results (the results
@@ -375,13 +578,20 @@ class BrowserScreen(Screen):
         self.follow_pin()
         self.refresh_bindings()
 
-    @on(SearchFinished)
-    def _finished(self, event: SearchFinished) -> None:
+    @on(Searched)
+    def _finished(self, event: Searched) -> None:
         if event.seq <= self._shown_seq:
             return  # stale: a newer search is already on screen
         self._shown_seq = event.seq
         self._last_failure = None
-        self.show_trace(event.trace)
+        self.show_trace(event.trace, event.stems)
+
+    @on(IdsRead)
+    def _ids_read(self, event: IdsRead) -> None:
+        if event.seq != self._shown_seq or self.trace is None:
+            return  # another search is on screen (its own ids are on their way)
+        self.ids = event.ids
+        self._apply_case(self.trace)
 
     @on(SearchFailed)
     def _failed(self, event: SearchFailed) -> None:
@@ -401,22 +611,24 @@ class BrowserScreen(Screen):
         self.journey.clear("No journey: the search failed (Results says why).")
         text = describe_problem(error)
         if text != self._last_failure:
-            self.app.notify(safe.line(text), title="Search failed", severity="error", timeout=10, markup=False)
+            self.notify(safe.line(text), title="Search failed", severity="error", timeout=10, markup=False)
         self._last_failure = text
 
-    def show_trace(self, trace: Trace) -> None:
-        """Show ``trace`` in every pane; the journey follows the top result.
+    def show_trace(self, trace: Trace, stems: tuple[str, ...] = ()) -> None:
+        """Show ``trace`` in every pane (``stems``: the Porter words whose
+        tokens differ, under the query); the journey follows the top result.
         A failed retriever (a damaged FTS index, usually) is a warning on the
         results pane and in a notification (not repeated while the same
         failure recurs as you type)."""
         self.trace = trace
-        self.query_box.show_queries(trace, self.stems_words(trace.params.query))
+        self.ids = None  # read just after the search (IdsRead)
+        self.query_box.show_queries(trace, stems)
         self.results.show_trace(trace)
         warning = retriever_warning(trace, self.store.path)
         if warning:
             self.results.border_subtitle = (self.results.border_subtitle or "") + " · ⚠ a retriever failed"
             if warning != self._last_warning:
-                self.app.notify(
+                self.notify(
                     safe.line(warning), title="A retriever failed", severity="warning", timeout=15, markup=False
                 )
         self._last_warning = warning
@@ -425,32 +637,9 @@ class BrowserScreen(Screen):
             self.journey.show(Subject.from_candidate(trace.final[0].candidate, stages.title("final")), trace)
         else:
             self.journey.clear(f"No results: {trace.empty_reason}. Pick any candidate in Stages to see where it left.")
-        self._apply_case(trace)
         self.refresh_judging()
         self.follow_pin()
         self.refresh_bindings()  # ↓ goes to the stages when the results list is hidden
-
-    def stems_words(self, query: str) -> tuple[str, ...]:
-        """``("throttling → throttl", ...)``: the Porter query's words whose
-        tokens differ, one string per word, from the store's own tokenizer
-        (read once) run in memory."""
-        from engine.pipeline.query import porter_words
-        from engine.lab.terms import Stems, tokenize, tokenizer_of
-
-        from tui.present.flowtext import stems_words
-
-        words = porter_words(query)
-        if not words:
-            return ()
-        try:
-            if getattr(self, "_tokenizer", None) is None:
-                with self.store.thread_connection() as conn:
-                    self._tokenizer = tokenizer_of(self.store, conn)
-            tokens = tokenize(words, self._tokenizer)
-        except Exception:  # a tokenizer SQLite does not have: show no stems rather than fail the search
-            return ()
-        found = (stems_words((Stems(w, t),)) for w, t in zip(words, tokens))
-        return tuple(f for f in found if f)
 
     # ── the pinned chunk ───────────────────────────────────────────────
 
@@ -458,7 +647,7 @@ class BrowserScreen(Screen):
         """p: pin the selected chunk (p on the pinned chunk unpins it)."""
         subject = self.selected_chunk()
         if subject is None:
-            self.app.notify("Select a chunk first (results, stages or journey), then p pins it.", severity="warning")
+            self.notify("Select a chunk first (results, stages or journey), then p pins it.", severity="warning")
             return
         self.pin(None if subject.rowid == self.pinned_rowid else subject.rowid)
 
@@ -502,14 +691,42 @@ class BrowserScreen(Screen):
             )
         )
         self._pin_seq += 1
-        self.app.post_message(RunPin(self, self.store, self.trace, rowid, self._pin_seq))
+        self._follow(self.trace, rowid, self._pin_seq)
 
-    @on(PinFinished)
-    def _pin_finished(self, event: PinFinished) -> None:
+    @work(thread=True, exclusive=True, exit_on_error=False, group="pin")
+    def _follow(self, trace: Trace, rowid: int, seq: int) -> None:
+        """The pinned chunk's fate and its counterfactual, re-running the
+        pipeline through one run cache per store (kept across searches, so
+        re-runs of the same query reuse its retriever runs); a newer request
+        cancels this one between re-runs. Posts :class:`Pinned`."""
+        from engine.lab.why import ChunkNotFoundError
+        from engine.pipeline.runcache import RunCache
+
+        from tui.present.pinning import pin_outcome
+
+        worker = get_current_worker()
+        if worker.is_cancelled:
+            return
+        store = self.store
+        if self._pin_runs is None:
+            self._pin_runs = RunCache(store)
+        try:
+            with store.thread_connection() as conn:
+                outcome = pin_outcome(
+                    store, trace, rowid, conn=conn, runs=self._pin_runs, stop=lambda: worker.is_cancelled
+                )
+        except ChunkNotFoundError as exc:
+            self.post_message(self.Pinned(seq, None, str(exc)))
+            return
+        if not worker.is_cancelled:
+            self.post_message(self.Pinned(seq, outcome))
+
+    @on(Pinned)
+    def _pin_finished(self, event: Pinned) -> None:
         if event.seq != self._pin_seq or self.pinned_rowid is None:
             return  # stale: a newer search or pin is on its way
         if event.outcome is None:
-            self.pinned_line.show(PinnedParts(self.pinned_rowid, event.error or ""))
+            self.pinned_line.show(PinnedParts(self.pinned_rowid, event.error))
             return
         from tui.present.flowtext import fate_text
         from tui.present.pinning import pin_lines
@@ -544,27 +761,14 @@ class BrowserScreen(Screen):
         could not be read (they are left untouched)."""
         from tui.browser.userstate import HistoryCursor, StoreState
 
-        self.state = StoreState.load(self.store.path, self.qrels_path)
+        self.state = StoreState.load(self.store.path, self.options.qrels_path)
         self.history_cursor = HistoryCursor()
-        self._warm_chunk_ids()
         for problem in self.state.problems():
-            self.app.notify(safe.line(problem), title="Not read", severity="warning", timeout=10, markup=False)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="chunk-ids")
-    def _warm_chunk_ids(self) -> None:
-        """Compute the store's chunk ids once, off the main thread (grading
-        and saving cases then find them cached)."""
-        from engine.store.chunkids import chunk_ids
-
-        try:
-            with self.store.thread_connection() as conn:
-                chunk_ids(self.store, conn)
-        except Exception:  # only a warm-up: a damaged store is reported by the search itself
-            pass
+            self.notify(safe.line(problem), title="Not read", severity="warning", timeout=10, markup=False)
 
     def _save_failed(self, what: str, exc: Exception) -> None:
         text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
-        self.app.notify(safe.line(text), title=f"{what} not saved", severity="error", timeout=10, markup=False)
+        self.notify(safe.line(text), title=f"{what} not saved", severity="error", timeout=10, markup=False)
 
     def remember_query(self, query: str) -> None:
         """Add ``query`` to the history (Enter, or leaving the query box)."""
@@ -629,47 +833,83 @@ class BrowserScreen(Screen):
 
     def action_grade(self, grade: int) -> None:
         """Grade the selected chunk ``grade`` (0-3; -1 removes the grade) for
-        the current query, save the judgments and refresh the badges and
-        metrics. Removing a grade the chunk does not have only says so
-        (nothing is written)."""
-        from engine.store.chunkids import chunk_ids
-
+        the current query (:meth:`grade_subject`)."""
         subject = self.selected_chunk()
         if subject is None or self.state is None or self.trace is None:
             first = "Search, then select a chunk" if self.trace is None else "Select a chunk first"
-            self.app.notify(f"{first} (results, stages or journey) to grade it.", severity="warning")
+            self.notify(f"{first} (results, stages or journey) to grade it.", severity="warning")
             return
+        self.grade_subject(subject, grade)
+
+    def chunk_id(self, rowid: int) -> str:
+        """The chunk id of row ``rowid`` as the shown search found it.
+
+        Raises:
+            ValueError: the chunk ids could not be read, or the row is gone.
+        """
+        if self.ids is None:
+            raise ValueError("the store's chunk ids are not read (yet); search again")
+        cid = self.ids.by_rowid.get(rowid)
+        if cid is None:
+            raise ValueError(f"row {rowid} is no longer in the store; search again")
+        return cid
+
+    def grade_subject(self, subject: Subject, grade: int) -> bool:
+        """Grade ``subject`` ``grade`` (0-3; -1 removes the grade) for the
+        shown query, save the judgments and refresh the badges and metrics.
+        Removing a grade the chunk does not have only says so (nothing is
+        written). Returns True when the chunk's grade is now ``grade``
+        (``-1``: none); False when it could not be saved (said why)."""
+        if self.state is None or self.trace is None:
+            return False
         query = self.trace.params.query
         try:
-            with self.store.thread_connection() as conn:
-                ids = chunk_ids(self.store, conn)
-            cid = ids.by_rowid.get(subject.rowid)
-            if cid is None:
-                raise ValueError(f"row {subject.rowid} is no longer in the store; search again")
-            qid = self.state.judgments.grade(query, cid, None if grade < 0 else grade)
+            qid = self.state.judgments.grade(query, self.chunk_id(subject.rowid), None if grade < 0 else grade)
         except (OSError, ValueError) as exc:
             self._save_failed("Judgment", exc)
-            return
+            return False
         from tui.present.fmt import query_label
         from tui.browser.judging import grade_words
 
         label = query_label(query, QUERY_SHOWN)
         if qid is None:
-            self.app.notify(
+            self.notify(
                 safe.line(f"{subject.title} · not graded for query {label}: no grade to remove"),
                 title="Not graded",
                 timeout=4,
                 markup=False,
             )
-            return
+            return True
         words = "grade removed" if grade < 0 else f"graded {grade_words(grade)}"
-        self.app.notify(
+        self.notify(
             safe.line(f"{subject.title} · {words} for query {label} (id {qid})"),
             title="Judged",
             timeout=4,
             markup=False,
         )
         self.refresh_judging()
+        return True
+
+    def grade_row(self, trace: Trace, pass_name: str, rowid: int, grade: int) -> bool:
+        """Grade chunk ``rowid`` of pass ``pass_name`` (``"first"`` or
+        ``"fuzzy"``) of ``trace`` (from the rank flow): the browser follows
+        the chunk (its journey shows it) and grades it (:meth:`grade_subject`).
+        Refused, with a notice, when the browser shows another search by now
+        or the row is not among the pass's candidates."""
+        from tui.browser.subject import row_subject
+
+        if trace is not self.trace:
+            self.notify("The browser shows another search now: grade there.", severity="warning")
+            return False
+        run = trace.first if pass_name == "first" else trace.fuzzy.rerun
+        subject = row_subject(run, rowid, "Rank flow") if run is not None else None
+        if subject is None:
+            self.notify(
+                f"Row {rowid} is not among this search's candidates: nothing to grade here.", severity="warning"
+            )
+            return False
+        self.pick(subject)
+        return self.grade_subject(subject, grade)
 
     def refresh_judging(self) -> None:
         """Recompute the current query's grades and per-stage metrics (in a thread)."""
@@ -682,19 +922,24 @@ class BrowserScreen(Screen):
 
             self._show_judging(self.trace, QueryJudging(qid))
             return
-        self._judge(self.trace, qid, judgments)
+        self._judge(self.trace, qid, judgments, self.ids)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="judging")
-    def _judge(self, trace: Trace, qid: str | None, judgments: dict[str, int]) -> None:
+    def _judge(self, trace: Trace, qid: str | None, judgments: dict[str, int], ids: ChunkIds | None) -> None:
+        """The query's grades and per-stage metrics; posts :class:`Judged`."""
         from tui.browser.judging import judge_trace
 
         worker = get_current_worker()
         with self.store.thread_connection() as conn:
-            judged = judge_trace(self.store, trace, qid, judgments, conn)
+            judged = judge_trace(self.store, trace, qid, judgments, conn, ids)
         if not worker.is_cancelled:
-            self.app.call_from_thread(self._show_judging, trace, judged)
+            self.post_message(self.Judged(trace, judged))
 
-    def _show_judging(self, trace: Trace, judged) -> None:
+    @on(Judged)
+    def _judged(self, event: Judged) -> None:
+        self._show_judging(event.trace, event.judged)
+
+    def _show_judging(self, trace: Trace, judged: QueryJudging) -> None:
         if trace is not self.trace:
             return  # a newer search is on screen
         from tui.browser.judging import metrics_lines
@@ -725,21 +970,19 @@ class BrowserScreen(Screen):
     def action_save_case(self) -> None:
         """Save the current query, parameters, pinned chunk (:meth:`case_chunk`)
         and judgments as a case."""
-        from engine.store.chunkids import chunk_ids
-
         from tui.browser.userstate import Case
 
         if self.state is None or self.trace is None or not self.trace.params.query.strip():
-            self.app.notify("Search for something first: a case is a query.", severity="warning")
+            self.notify("Search for something first: a case is a query.", severity="warning")
+            return
+        rowid = self.case_chunk()
+        if rowid is not None and self.ids is None:
+            self._save_failed("Case", ValueError("the store's chunk ids are not read (yet); search again"))
             return
         params = self.trace.params
         judgments = self.state.judgments
         qid = judgments.qid_for(params.query, create=True) or "query"
-        pinned = None
-        rowid = self.case_chunk()
-        if rowid is not None:
-            with self.store.thread_connection() as conn:
-                pinned = chunk_ids(self.store, conn).by_rowid.get(rowid)
+        pinned = self.ids.by_rowid.get(rowid) if rowid is not None and self.ids is not None else None
         case = Case.from_search(qid, params, pinned, judgments.qrels.for_query(qid))
         try:
             if params.query not in judgments.qrels.queries.values():
@@ -749,7 +992,7 @@ class BrowserScreen(Screen):
         except (OSError, ValueError) as exc:
             self._save_failed("Case", exc)
             return
-        self.app.notify(
+        self.notify(
             safe.line(
                 f"{params.query!r} as {qid} ({len(case.judgments)} judged"
                 + (f", pinned {case.pinned}" if case.pinned else "")
@@ -767,15 +1010,16 @@ class BrowserScreen(Screen):
         if self.state is not None:
             self.app.push_screen(CasesScreen(self.state.cases, db=self.store.path), callback=self.reopen_case)
 
-    def reopen_case(self, case) -> None:
+    def reopen_case(self, case: Case | None) -> None:
         """Search a saved case again: its query and parameters; once the
-        search is shown its chunk is pinned and selected (:meth:`_apply_case`)."""
+        search is shown (and the chunk ids read) its chunk is pinned and
+        selected (:meth:`_apply_case`)."""
         if case is None:
             return
         try:
             params = case.params()
         except ValueError as exc:
-            self.app.notify(safe.line(str(exc)), title="Cannot reopen the case", severity="error", markup=False)
+            self.notify(safe.line(str(exc)), title="Cannot reopen the case", severity="error", markup=False)
             return
         self._case_chunk = case.pinned
         self.params = params
@@ -787,22 +1031,19 @@ class BrowserScreen(Screen):
         """After a reopened case's search: its chunk is the pinned chunk (the
         pinned line follows it) and the selected one (the journey follows it,
         and the results cursor is on it when it is a result)."""
-        chunk_id = getattr(self, "_case_chunk", None)
+        chunk_id = self._case_chunk
         if chunk_id is None:
             return
         self._case_chunk = None
-        from engine.store.chunkids import chunk_ids
-
-        with self.store.thread_connection() as conn:
-            rowid = chunk_ids(self.store, conn).by_id.get(chunk_id)
+        rowid = self.ids.by_id.get(chunk_id) if self.ids is not None else None
         if rowid is None:
-            self.app.notify(
+            self.notify(
                 safe.line(f"The case's pinned chunk {chunk_id} is no longer in this store."),
                 severity="warning",
                 markup=False,
             )
             return
-        self.pinned_rowid, self.pin_outcome = rowid, None  # show_trace follows the pin next
+        self.pin(rowid)
         position = next((i for i, r in enumerate(trace.final) if r.candidate.rowid == rowid), None)
         if position is not None:
             self.results.table.move_cursor(row=position, animate=False)
@@ -811,7 +1052,7 @@ class BrowserScreen(Screen):
             self.pick(Subject.from_candidate(candidate, "Saved case"))
 
     @staticmethod
-    def _all_candidates(trace: Trace):
+    def _all_candidates(trace: Trace) -> Iterator[Candidate]:
         runs = [trace.first] + ([trace.fuzzy.rerun] if trace.fuzzy.rerun is not None else [])
         yield from (r.candidate for r in trace.final)
         for run in runs:

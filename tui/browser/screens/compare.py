@@ -10,27 +10,30 @@ chunk under the run that lacks it.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
+from textual.message import Message
 from textual.timer import Timer
+from textual.worker import get_current_worker
 from textual.widgets import DataTable, Footer, Input, Label, Select, Static
 
 from engine import SearchParams
-from engine.lab.compare import ChunkComparison, CompareCounts, Comparison
+from engine.lab.compare import ChunkComparison, CompareCounts, Comparison, compare_traces
 from engine.pipeline.variants import BY_KEY, SETTINGS, Variant, parse_variant, variant_spec
 
 from tui.present import safe
 from tui.browser.cmdline import append_params
 from tui.present.describe import COMPARE_COLUMNS, ComparisonDescription, counts_line, describe_comparison, line_text
-from tui.present.fmt import middle_cut
-from tui.browser.messages import CompareFinished, ParamsChanged, RunCompare, VariantsChosen
+from tui.present.cut import end_cut, middle_cut
+from tui.browser.link import BrowserLink
+from tui.browser.screens.browser import BrowserScreen
+from tui.browser.screens.work import WorkScreen
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -77,12 +80,29 @@ def variant_from_form(selects: dict[str, str], numbers: dict[str, str]) -> Varia
     return parse_variant(",".join(parts))
 
 
-class CompareScreen(Screen[None]):
-    """Run the browser's query under variants A and B and line the answers up.
+class CompareScreen(WorkScreen[None]):
+    """Run the browser's query under variants A and B and line the answers up
+    (both searches in this screen's worker).
 
     It opens on the table (Enter on a row asks why), which is shown once the
     first comparison arrives; when neither run returns anything the focus
     goes to B's first field instead. Tab moves to the form."""
+
+    WORK = {"compare": "Compare"}
+
+    @dataclass
+    class Compared(Message):
+        """A comparison is ready; ``seq``: the request's number (older ones are dropped)."""
+
+        seq: int
+        comparison: Comparison
+
+    @dataclass
+    class VariantsChosen(Message):
+        """The variants changed (the app keeps them for the next opening)."""
+
+        variant_a: Variant
+        variant_b: Variant
 
     #: Nothing is focused on mount (the table is not shown yet): see :meth:`show_comparison`.
     AUTO_FOCUS = ""
@@ -108,15 +128,15 @@ class CompareScreen(Screen[None]):
 
     def __init__(
         self,
+        link: BrowserLink,
         params: SearchParams,
         variant_a: Variant | None = None,
         variant_b: Variant | None = None,
-        *,
-        cursor_blink: bool = True,
     ) -> None:
         super().__init__()
+        self.link = link
         self.params = params
-        self.cursor_blink = cursor_blink
+        self.cursor_blink = link.cursor_blink
         self.variant_a = variant_a or Variant()
         self.variant_b = variant_b or Variant(fusion_key="rowid")
         self.comparison: Comparison | None = None
@@ -203,7 +223,7 @@ class CompareScreen(Screen[None]):
         self.run_compare(force=True)
 
     @property
-    def table(self) -> DataTable:
+    def table(self) -> DataTable[Text]:
         """The A-vs-B table."""
         return self.query_one("#compare-table", DataTable)
 
@@ -245,7 +265,7 @@ class CompareScreen(Screen[None]):
         error.update("")
         error.display = False
         self.variant_a, self.variant_b = a, b
-        self.app.post_message(VariantsChosen(a, b))  # the app keeps them for the next opening
+        self.post_message(self.VariantsChosen(a, b))  # the app keeps them for the next opening
         self._show_title()
         return True
 
@@ -291,16 +311,29 @@ class CompareScreen(Screen[None]):
         self._requested = (pa, pb)
         self._seq += 1
         self.query_one("#compare-box").border_subtitle = "comparing…"
-        self.app.post_message(RunCompare(self, pa, pb, self._seq))
+        self._compare(pa, pb, self._seq)
 
-    @on(ParamsChanged)
-    def _params_changed(self, event: ParamsChanged) -> None:
+    @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
+    def _compare(self, params_a: SearchParams, params_b: SearchParams, seq: int) -> None:
+        """Search ``params_a`` and ``params_b`` on one connection; post :class:`Compared`."""
+        worker = get_current_worker()
+        store, search = self.link.store, self.link.search_fn
+        with store.thread_connection() as conn:
+            trace_a = search(store, params_a, conn=conn)
+            if worker.is_cancelled:
+                return
+            trace_b = search(store, params_b, conn=conn)
+        if not worker.is_cancelled:
+            self.post_message(self.Compared(seq, compare_traces(trace_a, trace_b)))
+
+    @on(BrowserScreen.ParamsChanged)
+    def _params_changed(self, event: BrowserScreen.ParamsChanged) -> None:
         self.params = replace(event.params, variant=self.params.variant)
         self._show_title()
         self.run_compare()
 
-    @on(CompareFinished)
-    def _finished(self, event: CompareFinished) -> None:
+    @on(Compared)
+    def _finished(self, event: Compared) -> None:
         if event.seq <= self._shown_seq:
             return
         self._shown_seq = event.seq
@@ -385,8 +418,7 @@ class CompareScreen(Screen[None]):
                 if col in CUT_AT and len(cell) == 1:
                     cell = (replace(cell[0], text=middle_cut(cell[0].text, widths[col], CUT_AT[col])),)
                 t = line_text(cell, no_wrap=True, overflow="ellipsis", justify="right" if spec.numeric else "left")
-                t.truncate(widths[col], overflow="ellipsis")
-                out.append(t)
+                out.append(end_cut(t, widths[col]))
             table.add_row(*out, key=str(i))
         # The height in lines (one per row, plus the header), set here rather than left to
         # ``height: auto``: the table measures its rows only when idle, and a layout pass that
@@ -425,9 +457,7 @@ class CompareScreen(Screen[None]):
         from tui.browser.screens.why import WhyScreen
 
         trace = cmp.trace_a if params == cmp.params_a else cmp.trace_b
-        self.app.push_screen(
-            WhyScreen(params, rowid=rowid, trace=trace, cursor_blink=self.cursor_blink), callback=self._back_here
-        )
+        self.app.push_screen(WhyScreen(self.link, params, rowid=rowid, trace=trace), callback=self._back_here)
 
     def _back_here(self, _result: object = None) -> None:
         self.call_after_refresh(self.table.focus)
@@ -438,14 +468,13 @@ class CompareScreen(Screen[None]):
         self.action_why_row(event.cursor_row)
 
     def worker_failed(self, group: str, error: BaseException) -> None:
-        """A compare worker failed (the app has notified): say so in place."""
-        if group == "compare":
-            self.query_one("#compare-box").border_subtitle = "compare failed"
-            if self.comparison is None:
-                self.query_one("#compare-empty", Static).update(
-                    Text(f"Compare failed: {safe.line(str(error))}", style="bold")
-                )
-            self._focus_form_if_nothing_is()
+        """A compare worker failed (notified already): say so in place."""
+        self.query_one("#compare-box").border_subtitle = "compare failed"
+        if self.comparison is None:
+            self.query_one("#compare-empty", Static).update(
+                Text(f"Compare failed: {safe.line(str(error))}", style="bold")
+            )
+        self._focus_form_if_nothing_is()
 
     def action_close(self) -> None:
         """Close the comparison."""

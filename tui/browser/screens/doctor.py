@@ -5,20 +5,23 @@ file-backed sources (:func:`engine.lab.doctor.diagnose`, read-only)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.console import Group
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
+from textual.message import Message
 from textual.widgets import Footer, Static
 
-from engine.lab.doctor import DoctorReport
+from engine import Store
+from engine.lab.doctor import DoctorReport, diagnose
 
 from tui.present import safe
 from tui.present.describe import describe_report, to_rich
-from tui.browser.messages import Diagnose, DoctorFinished
+from tui.browser.screens.work import WorkScreen
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -32,8 +35,8 @@ def doctor_renderable(report: DoctorReport, label: str = "") -> Group:
     return to_rich(describe_report(report, label), max_rows=MAX_ROWS)
 
 
-class DoctorScreen(Screen[None]):
-    """The store diagnosis, on a screen of its own."""
+class DoctorScreen(WorkScreen[None]):
+    """The store diagnosis, on a screen of its own (run in its worker)."""
 
     BINDINGS = [
         Binding(
@@ -47,8 +50,17 @@ class DoctorScreen(Screen[None]):
         Binding("f9", "close", "Close", group=_CLOSE, id="doctor.toggle", tooltip="Close the diagnosis"),
     ]
 
-    def __init__(self, label: str = "") -> None:
+    WORK = {"doctor": "Doctor"}
+
+    @dataclass
+    class Diagnosed(Message):
+        """The diagnosis is ready."""
+
+        report: DoctorReport
+
+    def __init__(self, store: Store, label: str = "") -> None:
         super().__init__()
+        self.store = store
         self.label = label
         self.report: DoctorReport | None = None
 
@@ -63,19 +75,22 @@ class DoctorScreen(Screen[None]):
         box.border_title = "Report"
         box.border_subtitle = "read-only · ↑↓ PgUp PgDn scroll"
         box.focus()
-        self.app.post_message(Diagnose(self))
+        self._diagnose()
 
-    @on(DoctorFinished)
-    def _finished(self, event: DoctorFinished) -> None:
+    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor")
+    def _diagnose(self) -> None:
+        """Diagnose the store (read-only); post :class:`Diagnosed`."""
+        with self.store.thread_connection() as conn:
+            self.post_message(self.Diagnosed(diagnose(self.store, conn=conn)))
+
+    @on(Diagnosed)
+    def _finished(self, event: Diagnosed) -> None:
         self.report = event.report
         self.query_one("#doctor-text", Static).update(doctor_renderable(event.report, self.label))
 
     def worker_failed(self, group: str, error: BaseException) -> None:
-        """The diagnosis failed (the app has notified): say so in place."""
-        if group == "doctor":
-            self.query_one("#doctor-text", Static).update(
-                Text(f"Diagnosis failed: {safe.line(str(error))}", style="bold")
-            )
+        """The diagnosis failed (notified already): say so in place."""
+        self.query_one("#doctor-text", Static).update(Text(f"Diagnosis failed: {safe.line(str(error))}", style="bold"))
 
     def action_close(self) -> None:
         """Close the diagnosis."""

@@ -8,7 +8,7 @@ the legend under the tables, or, on a screen too short for the legend and
 every row (60x18), at the end of the scrolling text; from 120 columns every
 column fits in full.
 Either way the title column gets the width the other columns leave (cut in
-the middle so the last heading stays, :func:`tui.present.fmt.middle_cut`); only a
+the middle so the last heading stays, :func:`tui.present.cut.middle_cut`); only a
 screen too narrow for even the compact table scrolls it sideways.
 
 Under the tables, always in view: the highlighted row's chunk, its fate
@@ -18,17 +18,16 @@ matched words. The tables get the rows that leave room for those (each
 scrolls its own rows), so at 80x24 the fate line and the key hints show.
 
 ``p`` pins the highlighted row's chunk in the browser (again: unpins it),
-as the why-not finder does (:class:`tui.browser.messages.PinChunk`); its row is
-marked ``▸`` at once. ``0``-``3`` grade the chunk for the query and ``x``
-removes its grade, through the browser's own grading
-(:class:`tui.browser.messages.GradeChunk`: the browser follows the chunk); the badge
-shows the grade the browser recorded. Keys come from :mod:`tui.browser.actions`
+as the why-not finder does; its row is marked ``▸`` at once. ``0``-``3``
+grade the chunk for the query and ``x`` removes its grade, through the
+browser's own grading (:meth:`tui.browser.screens.browser.BrowserScreen.grade_row`:
+the browser follows the chunk); the badge shows the grade once recorded. Keys come from :mod:`tui.browser.actions`
 (owner ``"flow"``). Esc or F5 closes the view.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -41,7 +40,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
 from engine.pipeline.paths import Fate, fate
-from engine.lab.flow import Flow, FlowRow, trace_flows
+from engine.lab.flow import Absent, Flow, FlowRow, trace_flows
 from engine.pipeline.trace import Trace
 from engine.lab.terms import trace_spans
 
@@ -58,10 +57,9 @@ from tui.present.flowtext import (
     flow_title,
     flow_widths,
     header,
-    middle_cut,
 )
+from tui.present.cut import end_cut, middle_cut
 from tui.browser.judging import BADGE_CELLS, badge, grade_words
-from tui.browser.messages import ChunkGraded, GradeChunk, PinChunk
 from tui.browser.widgets.preview import spans_text
 
 _CLOSE = Binding.Group("Close ", compact=True)
@@ -91,6 +89,12 @@ NO_CANDIDATE_SHORT = "(no candidate)"
 #: The key line under the text (``←→ scroll`` joins it when a table scrolls sideways).
 HINTS = "↑↓ rows · Tab next table · p pin/unpin · 0-3 grade, x ungrade · Esc/F5 close"
 SIDEWAYS_HINT = "←→ scroll · "
+
+#: Pins a chunk (row id) in the browser; ``None`` unpins.
+PinFn = Callable[[int | None], None]
+#: Grades through the browser: (trace, pass name, row id, grade 0-3 or -1) →
+#: True when the chunk's grade is now that (False: refused, the browser said why).
+GradeFn = Callable[[Trace, str, int, int], bool]
 
 
 def rowid_width(flow: Flow) -> int:
@@ -145,6 +149,8 @@ class FlowScreen(ModalScreen[None]):
             starts on the pinned chunk's row, else on this one, else on the first.
         grades: the current query's judgments, row id → grade 0-3: a graded
             chunk's title starts with its badge (``★3``), as in every pane.
+        pin: pins a chunk in the browser (p).
+        grade: grades a chunk through the browser (0-3, x).
     """
 
     BINDINGS = [
@@ -164,18 +170,22 @@ class FlowScreen(ModalScreen[None]):
         self,
         trace: Trace,
         pinned: int | None = None,
-        absent=None,
+        absent: Absent | None = None,
         *,
+        pin: PinFn,
+        grade: GradeFn,
         grades: Mapping[int, int] | None = None,
         selected: int | None = None,
     ) -> None:
         super().__init__()
         self.trace = trace
+        self.pin = pin
+        self.grade = grade
         self.pinned = pinned
         #: The row the cursor starts on: the pinned chunk, else ``selected`` (the chunk
         #: selected in the browser), else the first row.
         self.start_rowid = pinned if pinned is not None else selected
-        #: A copy: grading from the flow updates it (:class:`~tui.browser.messages.ChunkGraded`).
+        #: A copy: grading from the flow updates it.
         self.grades: dict[int, int] = dict(grades or {})
         self.flows: tuple[Flow, ...] = trace_flows(trace, [absent] if absent is not None else [])
         self._rows: dict[str, list[FlowRow]] = {}
@@ -290,7 +300,7 @@ class FlowScreen(ModalScreen[None]):
         elif changed:
             self._show_legend_only()
 
-    def _fill(self, table: DataTable, flow: Flow, index: int, compact: bool, title_w: int) -> None:
+    def _fill(self, table: DataTable[Text | str], flow: Flow, index: int, compact: bool, title_w: int) -> None:
         """(Re)fill ``table`` with ``flow``'s rows, keeping its cursor row."""
         cursor = table.cursor_row if table.row_count else 0
         table.clear(columns=True)
@@ -306,8 +316,9 @@ class FlowScreen(ModalScreen[None]):
             cells = [Text(cell_text(c, compact), style=cell_style(c)) for c in row.cells]
             table.add_row(self._id_cell(row), self._title_cell(row, title_w, graded), *cells, key=f"{key}:{n}")
         if not flow.rows:
-            empty = Text(NO_CANDIDATE if cell_len(NO_CANDIDATE) <= title_w else NO_CANDIDATE_SHORT, style="italic")
-            empty.truncate(title_w, overflow="ellipsis")
+            empty = end_cut(
+                Text(NO_CANDIDATE if cell_len(NO_CANDIDATE) <= title_w else NO_CANDIDATE_SHORT, style="italic"), title_w
+            )
             table.add_row("", empty, *[""] * len(flow.stages))
         if cursor:
             table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
@@ -352,7 +363,7 @@ class FlowScreen(ModalScreen[None]):
         title = middle_cut(safe.line(row.title), max(width - cell_len(head) - cell_len(tail), MIN_TITLE))
         detail = Text(head + title, style="bold")
         detail.append(tail)
-        detail.truncate(width, overflow="ellipsis")  # one line
+        detail = end_cut(detail, width)  # one line
         detail.append("\n" + fate_text(self._fate(index, row)))
         if row.rowid in self.grades:
             detail.append(f"\ngraded {grade_words(self.grades[row.rowid])} for this query")
@@ -407,7 +418,7 @@ class FlowScreen(ModalScreen[None]):
             return
         before = self.pinned
         self.pinned = None if row.rowid == before else row.rowid
-        self.app.post_message(PinChunk(self.pinned))
+        self.pin(self.pinned)
         self._remark(before)
         self._remark(self.pinned)
         if self._shown is not None:
@@ -415,8 +426,7 @@ class FlowScreen(ModalScreen[None]):
 
     def action_grade(self, grade: int) -> None:
         """0-3: grade the highlighted row's chunk for this query (-1, x:
-        remove its grade), through the browser's grading
-        (:class:`~tui.browser.messages.GradeChunk`); its badge follows the answer."""
+        remove its grade), through the browser's grading; its badge follows."""
         row = self.highlighted()
         if row is None or not row.entered:
             what = "no candidate entered this pass" if row is None else f"no retriever returned row {row.rowid}"
@@ -424,16 +434,15 @@ class FlowScreen(ModalScreen[None]):
             return
         focused = self.focused
         index = int(focused.id.rpartition("-")[2]) if isinstance(focused, DataTable) and focused.id else 0
-        self.app.post_message(GradeChunk(self, self.trace, self.flows[index].pass_name, row.rowid, grade))
-
-    @on(ChunkGraded)
-    def _chunk_graded(self, event: ChunkGraded) -> None:
-        if self.grades.get(event.rowid) == event.grade:
+        if not self.grade(self.trace, self.flows[index].pass_name, row.rowid, grade):
             return
-        if event.grade is None:
-            self.grades.pop(event.rowid, None)
+        recorded = None if grade < 0 else grade
+        if self.grades.get(row.rowid) == recorded:
+            return
+        if recorded is None:
+            self.grades.pop(row.rowid, None)
         else:
-            self.grades[event.rowid] = event.grade
+            self.grades[row.rowid] = recorded
         self._shapes.clear()  # badges take room in the title column: fill again
         self._layout()
 

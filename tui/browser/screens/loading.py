@@ -1,23 +1,28 @@
 """The loading screen: indexes a corpus folder into the cache in a thread
-worker, with a progress bar, then hands the store to the app."""
+worker, with a progress bar, reads the new store's counts, then hands the
+store to the app (:class:`tui.browser.messages.StoreReady`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Center, Middle, Vertical
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
+from textual.worker import get_current_worker
 
 from tui.present import safe
-from tui.browser.corpus_cache import CacheEntry
-from tui.browser.messages import IndexFolder
+from tui.browser.corpus_cache import CacheEntry, SkipList, build_cache, corpus_files
+from tui.browser.facts import read_facts
+from tui.browser.messages import StoreReady
+from tui.browser.screens.work import WorkScreen
 
 
-class LoadingScreen(Screen):
+class LoadingScreen(WorkScreen[None]):
     """Index ``entry.folder`` into ``entry.db_path``, showing progress."""
 
     BINDINGS = [
@@ -25,14 +30,15 @@ class LoadingScreen(Screen):
         Binding("ctrl+q", "app.quit", "Quit", id="loading.quit", tooltip="Stop indexing and quit", priority=True),
     ]
 
+    WORK = {"index": "Indexing"}
+
+    @dataclass
     class Progress(Message):
         """One more file indexed (bursts are merged: only the newest counts)."""
 
-        def __init__(self, done: int, total: int, label: str) -> None:
-            self.done = done
-            self.total = total
-            self.label = label
-            super().__init__()
+        done: int
+        total: int
+        label: str
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, LoadingScreen.Progress)
@@ -55,7 +61,35 @@ class LoadingScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.post_message(IndexFolder(self, self.entry, self.label))
+        self._index()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="index")
+    def _index(self) -> None:
+        """Index the folder into the cache, posting :class:`Progress`, read
+        the store's counts, then post :class:`~tui.browser.messages.StoreReady`
+        (it goes on to the app). Raises what indexing or reading raises (the
+        store is closed first)."""
+        worker = get_current_worker()
+        total = len(corpus_files(self.entry.folder))
+        done = 0
+        self.post_message(self.Progress(0, total, ""))
+
+        def progress(label: str, nbytes: int) -> None:
+            nonlocal done
+            done += 1
+            self.post_message(self.Progress(done, total, label))
+
+        skips: list[SkipList] = []
+        store = build_cache(self.entry, progress=progress, cancelled=lambda: worker.is_cancelled, on_skips=skips.append)
+        try:
+            facts = read_facts(store)
+        except BaseException:
+            store.close()
+            raise
+        if worker.is_cancelled:
+            store.close()
+            return
+        self.post_message(StoreReady(store, self.label, facts, skips[0] if skips else SkipList()))
 
     @on(Progress)
     def _progress(self, event: Progress) -> None:
@@ -70,8 +104,8 @@ class LoadingScreen(Screen):
             )
         )
 
-    def store_refused(self, error: BaseException) -> None:
-        """The freshly built store cannot be read (the app has notified)."""
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """Indexing failed (notified already): say so here."""
         self.show_error(error)
 
     def show_error(self, error: BaseException) -> None:

@@ -3,6 +3,10 @@ content type. Changes apply as they are made; Escape closes."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Callable
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,14 +19,52 @@ from textual.widgets import Footer, Input, Label, Select, Static, Switch
 from engine import SearchParams
 from engine.pipeline.params import MAX_LIMIT
 
-from tui.browser.messages import ApplyParams
-
 _CLOSE = Binding.Group("Close ", compact=True)
 
 CONTENT_TYPES = (None, "code", "prose")
 #: The Exact switch's hint, by state.
 EXACT_ON = "on: the source must equal the whole label"
 EXACT_OFF = "off: the source is a substring of the label"
+
+
+class Keep(Enum):
+    """A parameter a :class:`ParamsChange` leaves as it is."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+@dataclass(frozen=True)
+class ParamsChange:
+    """A change of the browser's search parameters (from these dialogs or the
+    palette): each field is the new value, or :data:`KEEP`."""
+
+    limit: int | Keep = KEEP
+    source: str | None | Keep = KEEP
+    source_match: str | Keep = KEEP
+    content_type: str | None | Keep = KEEP
+    sessions: tuple[str, ...] | None | Keep = KEEP
+
+    def apply(self, params: SearchParams) -> SearchParams:
+        """``params`` with this change.
+
+        Raises:
+            ValueError: a value :class:`engine.SearchParams` refuses.
+        """
+        return replace(
+            params,
+            limit=params.limit if self.limit is KEEP else self.limit,
+            source=params.source if self.source is KEEP else self.source,
+            source_match=params.source_match if self.source_match is KEEP else self.source_match,
+            content_type=params.content_type if self.content_type is KEEP else self.content_type,
+            sessions=params.sessions if self.sessions is KEEP else self.sessions,
+        )
+
+
+#: Applies a change in the browser (it searches again; a refused value is reported there).
+ApplyFn = Callable[[ParamsChange], object]
 
 
 class ParamsScreen(ModalScreen[None]):
@@ -46,10 +88,11 @@ class ParamsScreen(ModalScreen[None]):
         Binding("f2", "close", "Close", group=_CLOSE, id="params.toggle", tooltip="Close the dialog"),
     ]
 
-    def __init__(self, params: SearchParams, sources: list[str]) -> None:
+    def __init__(self, params: SearchParams, sources: list[str], apply: ApplyFn) -> None:
         super().__init__()
         self.params = params
         self.sources = sources
+        self.apply_change = apply
         #: The limit last applied from this dialog (the search's, until one is typed).
         self.applied_limit = params.limit
 
@@ -93,9 +136,6 @@ class ParamsScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         self.query_one("#limit", Input).focus()
 
-    def _apply(self, **changes) -> None:
-        self.app.post_message(ApplyParams(**changes))
-
     @on(Input.Changed, "#limit")
     def _limit(self, event: Input.Changed) -> None:
         error = self.query_one("#params-error", Static)
@@ -104,20 +144,20 @@ class ParamsScreen(ModalScreen[None]):
             return
         error.update("")
         self.applied_limit = int(event.value)
-        self._apply(limit=self.applied_limit)
+        self.apply_change(ParamsChange(limit=self.applied_limit))
 
     @on(Input.Changed, "#source")
     def _source(self, event: Input.Changed) -> None:
-        self._apply(source=event.value or None)
+        self.apply_change(ParamsChange(source=event.value or None))
 
     @on(Switch.Changed, "#exact")
     def _exact(self, event: Switch.Changed) -> None:
         self.query_one("#exact-state", Label).update(EXACT_ON if event.value else EXACT_OFF)
-        self._apply(source_match="exact" if event.value else "like")
+        self.apply_change(ParamsChange(source_match="exact" if event.value else "like"))
 
     @on(Select.Changed, "#ctype")
     def _ctype(self, event: Select.Changed) -> None:
-        self._apply(content_type=None if event.value in ("any", Select.BLANK) else str(event.value))
+        self.apply_change(ParamsChange(content_type=None if event.value in ("any", Select.BLANK) else str(event.value)))
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
@@ -128,5 +168,5 @@ class ParamsScreen(ModalScreen[None]):
         limit the dialog opened with."""
         limit = self.query_one("#limit", Input)
         if not limit.is_valid and self.applied_limit != self.params.limit:
-            self._apply(limit=self.params.limit)
+            self.apply_change(ParamsChange(limit=self.params.limit))
         self.dismiss(None)

@@ -3,6 +3,8 @@ allow-set from the store's sessions (``Store.session_counts``)."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -18,7 +20,7 @@ from textual.widgets.selection_list import Selection
 from engine.pipeline import table as stages
 
 from tui.present import safe
-from tui.browser.messages import ApplyParams
+from tui.browser.screens.params import ApplyFn, ParamsChange
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -78,10 +80,11 @@ class SessionsScreen(ModalScreen[None]):
         Binding("f3", "close", "Close", group=_CLOSE, id="sessions.toggle", tooltip="Close the dialog"),
     ]
 
-    def __init__(self, counts: list[tuple[str, int]], allow: tuple[str, ...] | None) -> None:
+    def __init__(self, counts: Sequence[tuple[str, int]], allow: tuple[str, ...] | None, apply: ApplyFn) -> None:
         super().__init__()
         self.counts = counts
         self.allow = allow
+        self.apply_change = apply
 
     def compose(self) -> ComposeResult:
         chosen = set(self.allow or ())
@@ -120,7 +123,7 @@ class SessionsScreen(ModalScreen[None]):
         return tuple(s for s, _ in self.counts if s and s in chosen)
 
     def _apply(self) -> None:
-        self.app.post_message(ApplyParams(sessions=self._allow_set()))
+        self.apply_change(ParamsChange(sessions=self._allow_set()))
 
     @on(Switch.Changed, "#filter-on")
     def _toggled(self, event: Switch.Changed) -> None:
@@ -128,7 +131,7 @@ class SessionsScreen(ModalScreen[None]):
         self._apply()
 
     @on(SelectionList.SelectedChanged)
-    def _chosen(self, event: SelectionList.SelectedChanged) -> None:
+    def _chosen(self, event: SelectionList.SelectedChanged[str]) -> None:
         lst = event.selection_list
         chosen = set(lst.selected)
         counts = dict(self.counts)

@@ -1,17 +1,23 @@
 """The store picker (``rankscope --stores``): content stores found on this
-machine by :func:`engine.store.discovery.find_stores`, opened read-only."""
+machine by :func:`engine.store.discovery.find_stores`, opened read-only.
+
+Its workers look for the stores (discovery may walk folders) and open the
+one picked (its counts read, so that a damaged store is refused here, with
+the picker still up); the open store goes to the app
+(:class:`tui.browser.messages.StoreReady`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Sequence
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import Screen
+from textual.message import Message
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -19,7 +25,11 @@ from engine import Store, StoreError
 
 from tui.present import safe
 from tui.present.fmt import human_bytes, looked_in, session_db_summary
-from tui.browser.messages import DiscoverStores, StoreReady, StoresFound
+from tui.browser.corpus_cache import SkipList
+from tui.browser.facts import describe_problem, read_facts
+from tui.browser.messages import StoreReady
+from tui.browser.options import StoreFinderFn
+from tui.browser.screens.work import WorkScreen
 
 
 def human_size(n: int | None) -> str:
@@ -52,8 +62,25 @@ def store_line(info: Any) -> Text:
     return t
 
 
-class StorePickerScreen(Screen):
+class StorePickerScreen(WorkScreen[None]):
     """Pick a discovered store to browse (read-only)."""
+
+    WORK = {"discover": "Store discovery", "open": "Opening the store"}
+
+    @dataclass
+    class Found(Message):
+        """Discovery finished: ``infos`` (``engine.store.discovery.StoreInfo``-like,
+        in list order) and the folders searched, when the finder tells
+        (``engine.store.discovery.StoreFinder``), else ``()``."""
+
+        infos: list[Any]
+        looked_in: tuple[Any, ...] = ()
+
+    @dataclass
+    class Refused(Message):
+        """The picked store cannot be opened or read: ``problem`` says why."""
+
+        problem: str
 
     BINDINGS = [
         # priority: otherwise the app's own (hidden) ctrl+q wins and the footer shows no way out
@@ -83,7 +110,7 @@ class StorePickerScreen(Screen):
         """Close the picker opened from the browser (ctrl+p)."""
         self.app.pop_screen()
 
-    def __init__(self, finder: Callable[[], list[Any]]) -> None:
+    def __init__(self, finder: StoreFinderFn) -> None:
         super().__init__()
         self.finder = finder
         self.infos: list[Any] = []
@@ -98,13 +125,22 @@ class StorePickerScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.post_message(DiscoverStores(self, self.finder))
+        self._discover()
 
-    @on(StoresFound)
-    def _found(self, event: StoresFound) -> None:
+    @work(thread=True, exclusive=True, exit_on_error=False, group="discover")
+    def _discover(self) -> None:
+        """Find the content stores (it may walk folders); post :class:`Found`."""
+        from engine.store.discovery import StoreFinder
+
+        infos = list(self.finder())
+        where = tuple(self.finder.locations()) if isinstance(self.finder, StoreFinder) else ()
+        self.post_message(self.Found(infos, where))
+
+    @on(Found)
+    def _found(self, event: Found) -> None:
         self.show_stores(event.infos, event.looked_in)
 
-    def show_stores(self, infos: list[Any], locations: tuple = ()) -> None:
+    def show_stores(self, infos: list[Any], locations: Sequence[Any] = ()) -> None:
         """List the discovered stores (``infos``: objects with an optional
         ``error`` attribute, in list order) and focus the first; with none,
         say so, and where it looked (``locations``: the folders searched,
@@ -137,7 +173,7 @@ class StorePickerScreen(Screen):
         options.focus()
 
     @on(OptionList.OptionSelected, "#stores-list")
-    def _open(self, event: OptionList.OptionSelected) -> None:
+    def _picked(self, event: OptionList.OptionSelected) -> None:
         info = self.infos[int(event.option_id or 0)]
         error = getattr(info, "error", None)
         if error:
@@ -149,13 +185,27 @@ class StorePickerScreen(Screen):
                 timeout=10,
             )
             return
-        try:
-            store = Store.open_readonly(info.path)
-        except StoreError as exc:
-            self.notify(safe.line(str(exc)), title="Cannot open store", severity="error", markup=False)
-            return
-        self.post_message(StoreReady(store, Path(str(info.path)).name))  # the app checks it can be read
+        self._open(Path(str(info.path)))
 
-    def store_refused(self, error: BaseException) -> None:
-        """The picked store could not be read (the app has notified): stay here."""
+    @work(thread=True, exclusive=True, exit_on_error=False, group="open")
+    def _open(self, path: Path) -> None:
+        """Open the store at ``path`` read-only and read its counts; post
+        :class:`~tui.browser.messages.StoreReady` (it goes on to the app), or
+        :class:`Refused` when it cannot be opened or read."""
+        try:
+            store = Store.open_readonly(path)
+        except StoreError as exc:
+            self.post_message(self.Refused(str(exc)))
+            return
+        try:
+            facts = read_facts(store)
+        except Exception as exc:
+            store.close()
+            self.post_message(self.Refused(describe_problem(exc)))
+            return
+        self.post_message(StoreReady(store, path.name, facts, SkipList()))
+
+    @on(Refused)
+    def _refused(self, event: Refused) -> None:
+        self.notify(safe.line(event.problem), title="Cannot open the store", severity="error", markup=False, timeout=10)
         self.query_one("#stores-list", OptionList).focus()

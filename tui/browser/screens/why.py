@@ -3,11 +3,9 @@
 browser's query, with the reason code and the numbers
 (:func:`engine.lab.why.why_not`).
 
-The screen asks the app for the chunk list (:class:`~tui.browser.messages.LoadChunks`:
-read once per store in a thread worker and kept on the app), for matches
-(:class:`~tui.browser.messages.FindChunks`: ``rapidfuzz.process.extract`` over
-``source::title``) and for explanations (:class:`~tui.browser.messages.ExplainChunk`),
-all run in thread workers.
+The screen's own thread workers read the chunk list (once per store: it is
+kept in the browser's :class:`~tui.browser.link.ChunkList`), match it
+(``rapidfuzz.process.extract`` over ``source::title``) and explain a chunk.
 """
 
 from __future__ import annotations
@@ -15,36 +13,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
+from textual.message import Message
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from engine import SearchParams
 from engine.pipeline.variants import variant_spec
 from engine.pipeline.trace import Trace
-from engine.lab.why import Explanation
+from engine.lab.why import ChunkNotFoundError, Explanation, why_not
 from engine.store.rows import ChunkRow
 
 from tui.present import safe
 from tui.browser.actions import bindings
 from tui.browser.cmdline import append_params
+from tui.browser.link import BrowserLink, ChunkEntry
+from tui.present.cut import end_cut
 from tui.present.describe import describe_explanations, to_rich
-from tui.browser.messages import (
-    ChunkMatches,
-    ChunksLoaded,
-    ExplainChunk,
-    FindChunks,
-    LoadChunks,
-    ParamsChanged,
-    PinChunk,
-    WhyFinished,
-)
+from tui.browser.screens.browser import BrowserScreen
+from tui.browser.screens.work import WorkScreen
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
@@ -53,27 +46,6 @@ MAX_MATCHES = 50
 #: Entries whose mean per-word score (rapidfuzz partial_ratio, 0-100) is below this are dropped.
 SCORE_CUTOFF = 75
 _ROWID = re.compile(r"^\s*(?:row\s*|#)?(\d{1,18})\s*$", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class ChunkEntry:
-    """One chunk as the finder lists it.
-
-    Attributes:
-        rowid, source, title, content_type, session_id: the chunk
-            (``source`` is ``""`` for an orphan chunk).
-    """
-
-    rowid: int
-    source: str
-    title: str
-    content_type: str
-    session_id: str
-
-    @property
-    def key(self) -> str:
-        """``source::title`` (what the finder matches)."""
-        return f"{self.source}::{self.title}"
 
 
 def chunk_entries(rows: list[ChunkRow]) -> list[ChunkEntry]:
@@ -144,8 +116,7 @@ def entry_prompt(e: ChunkEntry, width: int = 200) -> Text:
     t.append(" · " + safe.line(e.source or "(no source row)"), style="dim")
     if e.session_id:
         t.append(f" · {safe.line(e.session_id)}", style="dim italic")
-    t.truncate(max(width, 20), overflow="ellipsis")
-    return t
+    return end_cut(t, max(width, 20))
 
 
 def explanations_renderable(explanations: list[Explanation]) -> Group:
@@ -154,8 +125,30 @@ def explanations_renderable(explanations: list[Explanation]) -> Group:
     return to_rich(describe_explanations(explanations))
 
 
-class WhyScreen(Screen[None]):
+class WhyScreen(WorkScreen[None]):
     """Find a chunk and see where (and why) it left the pipeline."""
+
+    WORK = {"why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks"}
+
+    @dataclass
+    class ChunksRead(Message):
+        """The store's chunk list is in the browser's :class:`~tui.browser.link.ChunkList`."""
+
+    @dataclass
+    class Matched(Message):
+        """The finder's matches for one text, best first; ``seq``: the request's number."""
+
+        seq: int
+        matches: list[ChunkEntry]
+
+    @dataclass
+    class Explained(Message):
+        """Chunk ``rowid`` explained: ``explanations``, or none with ``error``
+        (the chunk is not in the store); ``seq``: the request's number."""
+
+        seq: int
+        explanations: list[Explanation]
+        error: str | None = None
 
     BINDINGS = [
         Binding(
@@ -180,11 +173,12 @@ class WhyScreen(Screen[None]):
     ]
 
     def __init__(
-        self, params: SearchParams, *, rowid: int | None = None, trace: Trace | None = None, cursor_blink: bool = True
+        self, link: BrowserLink, params: SearchParams, *, rowid: int | None = None, trace: Trace | None = None
     ) -> None:
         super().__init__()
+        self.link = link
         self.params = params
-        self.cursor_blink = cursor_blink
+        self.cursor_blink = link.cursor_blink
         self.rowid = rowid
         self.trace = trace if trace is not None and trace.params == params else None
         self.entries: list[ChunkEntry] | None = None
@@ -231,7 +225,22 @@ class WhyScreen(Screen[None]):
         # opened on a chunk (from a pane or a comparison): the answer has the focus, so p pins
         # that chunk at once; Tab or shift+Tab reach the finder
         (self.query_one("#why-box") if self.rowid is not None else self.query_one("#why-find", Input)).focus()
-        self.app.post_message(LoadChunks(self))
+        if self.link.chunk_list.entries is not None:
+            self._set_entries(self.link.chunk_list.entries)  # read already for this store
+        else:
+            self._read_chunks()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="chunks")
+    def _read_chunks(self) -> None:
+        """Read the store's chunk list into the browser's :class:`~tui.browser.link.ChunkList`; post :class:`ChunksRead`."""
+        store, chunk_list = self.link.store, self.link.chunk_list
+        with store.thread_connection() as conn, store.lock:
+            rows = store.iter_chunks(conn, with_content=False)
+        entries = chunk_entries(rows)
+        del rows
+        chunk_list.keys = finder_keys(entries)
+        chunk_list.entries = entries
+        self.post_message(self.ChunksRead())
 
     def _show_title(self) -> None:
         p = self.params
@@ -242,14 +251,15 @@ class WhyScreen(Screen[None]):
         t.append(variant_spec(p.variant), style="bold" if not p.variant.is_reference else "dim")
         self.query_one("#why-title", Static).update(t)
 
-    def _text(self, content) -> None:
+    def _text(self, content: RenderableType) -> None:
         self.query_one("#why-text", Static).update(content)
 
     # ── the finder ─────────────────────────────────────────────────────
 
-    @on(ChunksLoaded)
-    def _loaded(self, event: ChunksLoaded) -> None:
-        self._set_entries(event.chunks)
+    @on(ChunksRead)
+    def _loaded(self) -> None:
+        if self.link.chunk_list.entries is not None:
+            self._set_entries(self.link.chunk_list.entries)
 
     def _set_entries(self, entries: list[ChunkEntry]) -> None:
         self.entries = entries
@@ -260,15 +270,25 @@ class WhyScreen(Screen[None]):
         if self.entries is None:
             return
         self._find_seq += 1
-        self.app.post_message(FindChunks(self, text, self._find_seq))
+        self._match(text, self._find_seq)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="find")
+    def _match(self, text: str, seq: int) -> None:
+        """Fuzzy-match ``text`` against the chunk list; post :class:`Matched`."""
+        worker = get_current_worker()
+        chunk_list = self.link.chunk_list
+        entries, keys = chunk_list.entries or [], chunk_list.keys
+        matches = match_chunks(text, entries, keys if len(keys) == len(entries) else None)
+        if not worker.is_cancelled:
+            self.post_message(self.Matched(seq, matches))
 
     @on(Input.Changed, "#why-find")
     def _find_changed(self, event: Input.Changed) -> None:
         event.stop()
         self.find(event.value)
 
-    @on(ChunkMatches)
-    def _matches(self, event: ChunkMatches) -> None:
+    @on(Matched)
+    def _matches(self, event: Matched) -> None:
         if event.seq <= self._find_shown:
             return
         self._find_shown = event.seq
@@ -315,10 +335,25 @@ class WhyScreen(Screen[None]):
         self.rowid = rowid
         self._seq += 1
         self.query_one("#why-box").border_subtitle = f"row {rowid} · explaining…"
-        self.app.post_message(ExplainChunk(self, self.params, rowid, self._seq, self.trace))
+        self._explain(self.params, rowid, self._seq, self.trace)
 
-    @on(WhyFinished)
-    def _explained(self, event: WhyFinished) -> None:
+    @work(thread=True, exclusive=True, exit_on_error=False, group="why")
+    def _explain(self, params: SearchParams, rowid: int, seq: int, trace: Trace | None) -> None:
+        """Explain chunk ``rowid`` for ``params`` (``trace``: its search, when
+        at hand); post :class:`Explained`."""
+        worker = get_current_worker()
+        store = self.link.store
+        with store.thread_connection() as conn:
+            try:
+                explanations = why_not(store, params, rowid=rowid, conn=conn, trace=trace)
+            except ChunkNotFoundError as exc:
+                self.post_message(self.Explained(seq, [], str(exc)))
+                return
+        if not worker.is_cancelled:
+            self.post_message(self.Explained(seq, explanations))
+
+    @on(Explained)
+    def _explained(self, event: Explained) -> None:
         if event.seq <= self._shown_seq:
             return
         self._shown_seq = event.seq
@@ -333,8 +368,8 @@ class WhyScreen(Screen[None]):
         self._text(explanations_renderable(event.explanations))
         box.scroll_home(animate=False)
 
-    @on(ParamsChanged)
-    def _params_changed(self, event: ParamsChanged) -> None:
+    @on(BrowserScreen.ParamsChanged)
+    def _params_changed(self, event: BrowserScreen.ParamsChanged) -> None:
         self.params = replace(event.params, variant=self.params.variant)
         self.trace = None
         self._show_title()
@@ -342,7 +377,7 @@ class WhyScreen(Screen[None]):
             self.explain(self.rowid)
 
     def worker_failed(self, group: str, error: BaseException) -> None:
-        """A worker of this screen failed (the app has notified): say so in place."""
+        """A worker of this screen failed (notified already): say so in place."""
         if group == "why":
             self.query_one("#why-box").border_subtitle = "failed"
             self._text(Text(f"Could not explain: {safe.line(str(error))}", style="bold"))
@@ -377,10 +412,10 @@ class WhyScreen(Screen[None]):
         rowid = self.pin_target()
         if rowid is None:
             return
-        self.app.post_message(PinChunk(rowid))
+        self.link.pin(rowid)
         entry = next((e for e in self.entries or () if e.rowid == rowid), None)
         what = f"{entry.title} · {entry.source}" if entry is not None else f"row {rowid}"
-        self.app.notify(
+        self.notify(
             safe.line(f"Pinned {what}: the line under the query follows its fate."),
             title="Pinned",
             timeout=4,

@@ -33,6 +33,7 @@ from engine.pipeline.paths import sentence
 from engine.pipeline.table import base_id, in_rerun, ranked, stage, title
 
 from tui.present import safe
+from tui.present.cut import cut_beside
 from tui.browser.subject import Subject
 
 #: Rows shown per stage before "… N more" (the JSON export has them all).
@@ -75,19 +76,6 @@ def _short(x: float) -> str:
     return f"{x:.5f}"
 
 
-def fit(left: Text, right: Text | str, width: int) -> Text:
-    """``left`` truncated with an ellipsis so that ``right`` fits at the right
-    edge of ``width`` cells (``right`` wins when space is short)."""
-    right = Text(right) if isinstance(right, str) else right
-    room = max(width - right.cell_len - 1, 8)
-    left = left.copy()
-    if left.cell_len > room:
-        left.truncate(room, overflow="ellipsis")
-    left.pad_right(max(width - left.cell_len - right.cell_len, 1))
-    left.append_text(right)
-    return left
-
-
 def pad_rights(texts: list[Text]) -> list[Text]:
     """Right-hand texts left-padded to one width, so the titles beside them line up."""
     width = max((t.cell_len for t in texts), default=0)
@@ -118,7 +106,7 @@ class _Builder:
         head = Text("▌", style="bold")
         head.append_text(title)
         right = f"{s.elapsed_ms:.2f} ms" if self.show_timings and s.elapsed_ms is not None else ""
-        self.lines.append(StageLine(fit(head, right, self.width) if right else head, "header", s.stage))
+        self.lines.append(StageLine(cut_beside(head, right, self.width) if right else head, "header", s.stage))
         self.note(s.headline, s.stage, style="italic")
 
     def note(self, text: str | Text, stage: str, style: str = DIM) -> None:
@@ -147,13 +135,13 @@ class _Builder:
             return
         for h in r.hits[:MAX_ROWS]:
             right = Text(f"bm25 {h.bm25:.3f}", style=DIM)
-            self.row(fit(_label(_pos(h.rank), h), right, self.width), stage, Subject.from_hit(h, title(stage)))
+            self.row(cut_beside(_label(_pos(h.rank), h), right, self.width), stage, Subject.from_hit(h, title(stage)))
         self.more(len(r.hits) - MAX_ROWS, stage)
 
     def fusion(self, run: Run, stage: str) -> None:
         f = run.fusion
         for i, c in enumerate(f.candidates[:MAX_ROWS], 1):
-            text = fit(_label(_pos(i), c), Text(f"= {_short(c.score)}", style="bold"), self.width)
+            text = cut_beside(_label(_pos(i), c), Text(f"= {_short(c.score)}", style="bold"), self.width)
             parts = []
             for x in c.contributions:
                 name = "porter" if x.retriever == "porter" else "trigram"
@@ -187,7 +175,7 @@ class _Builder:
         origin = title(stage)
         for i, c in enumerate(p.kept[:MAX_ROWS], 1):
             self.row(
-                fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
+                cut_beside(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
                 stage,
                 Subject.from_candidate(c, origin),
             )
@@ -196,7 +184,7 @@ class _Builder:
             self.rule(f"pool size {p.pool_size}: beyond the pool", stage)
             for i, c in enumerate(p.beyond[:MAX_ROWS], p.pool_size + 1):
                 self.row(
-                    fit(_label(_pos(i), c, DIM), Text("beyond pool", style=DIM), self.width),
+                    cut_beside(_label(_pos(i), c, DIM), Text("beyond pool", style=DIM), self.width),
                     stage,
                     Subject.from_candidate(c, origin),
                 )
@@ -220,10 +208,14 @@ class _Builder:
         kept_pos = 0
         for c, gone, right in zip(received, removed, rights):
             if gone:
-                self.row(fit(_label("  ✗ ", c, REMOVED), right, self.width), stage, Subject.from_candidate(c, origin))
+                self.row(
+                    cut_beside(_label("  ✗ ", c, REMOVED), right, self.width), stage, Subject.from_candidate(c, origin)
+                )
             else:
                 kept_pos += 1
-                self.row(fit(_label(_pos(kept_pos), c), right, self.width), stage, Subject.from_candidate(c, origin))
+                self.row(
+                    cut_beside(_label(_pos(kept_pos), c), right, self.width), stage, Subject.from_candidate(c, origin)
+                )
         self.more(len(run.pool.kept) - MAX_ROWS, stage)
 
     def trim(self, run: Run, stage: str) -> None:
@@ -232,7 +224,7 @@ class _Builder:
             return
         for i, c in enumerate(tr.kept[:MAX_ROWS], 1):
             self.row(
-                fit(_label(_pos(i), c), Text("kept", style=DIM), self.width),
+                cut_beside(_label(_pos(i), c), Text("kept", style=DIM), self.width),
                 stage,
                 Subject.from_candidate(c, title(stage)),
             )
@@ -240,7 +232,7 @@ class _Builder:
             self.rule(f"cut at limit {tr.limit}", stage)
             for i, c in enumerate(tr.cut[:MAX_ROWS], tr.limit + 1):
                 self.row(
-                    fit(_label(_pos(i), c, DIM), Text("cut", style="bold"), self.width),
+                    cut_beside(_label(_pos(i), c, DIM), Text("cut", style="bold"), self.width),
                     stage,
                     Subject.from_candidate(c, title(stage)),
                 )
@@ -253,7 +245,7 @@ class _Builder:
         for e in rr.entries[:MAX_ROWS]:
             arrow = "↑" if e.moved > 0 else "↓" if e.moved < 0 else "="
             prefix = f"{e.old_position:>2}→{e.new_position:<2}{arrow} "
-            text = fit(_label(prefix, e.candidate), Text(f"boost {e.boost:.3f}", style="bold"), self.width)
+            text = cut_beside(_label(prefix, e.candidate), Text(f"boost {e.boost:.3f}", style="bold"), self.width)
             terms = len(rr.terms) or 1
             nb = "\u00a0"
             detail = f"title{nb}+{e.title_boost:.3f}{nb}({e.title_hits}/{terms}{nb}terms)"
@@ -274,7 +266,7 @@ class _Builder:
         for i, c in enumerate(items[:MAX_ROWS], 1):
             assert isinstance(c, Candidate)  # only list stages come here; they rank candidates
             self.row(
-                fit(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
+                cut_beside(_label(_pos(i), c), Text(_short(c.score), style=DIM), self.width),
                 stage,
                 Subject.from_candidate(c, origin),
             )
@@ -286,7 +278,7 @@ class _Builder:
             for p in left[:MAX_ROWS]:
                 c = fused[p.rowid]
                 self.row(
-                    fit(_label("  ✗ ", c, DIM), Text(safe.line(sentence(p.exit)), style="bold"), self.width),  # type: ignore[arg-type]
+                    cut_beside(_label("  ✗ ", c, DIM), Text(safe.line(sentence(p.exit)), style="bold"), self.width),  # type: ignore[arg-type]
                     stage,
                     Subject.from_candidate(c, origin),
                 )
@@ -327,7 +319,9 @@ class _Builder:
         for r, right in zip(self.trace.final, rights):
             c = r.candidate
             self.row(
-                fit(_label(_pos(r.position), c), right, self.width), "final", Subject.from_candidate(c, title("final"))
+                cut_beside(_label(_pos(r.position), c), right, self.width),
+                "final",
+                Subject.from_candidate(c, title("final")),
             )
 
     def build(self) -> list[StageLine]:
@@ -376,13 +370,12 @@ class StageInspector(OptionList):
     while the inspector has focus, or chosen with Enter (``chosen=True``).
     """
 
+    @dataclass
     class Picked(Message):
         """A candidate row in the inspector was highlighted or chosen."""
 
-        def __init__(self, subject: Subject, chosen: bool) -> None:
-            self.subject = subject
-            self.chosen = chosen
-            super().__init__()
+        subject: Subject
+        chosen: bool
 
     def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)

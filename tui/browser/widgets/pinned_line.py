@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.present import safe
-from tui.present.fmt import ELLIPSIS, middle_cut
+from tui.present.cut import end_cut, middle_cut
 from tui.present.flowtext import PIN_MARK
 
 
@@ -36,31 +36,12 @@ class PinnedParts:
     second_style: str = ""
 
 
-def end_cut(text: Text, width: int) -> Text:
-    """``text`` itself when it fits in ``width`` cells, else its start and
-    ``…``, cut between words: a cut inside a word (a number above all:
-    ``rank 19`` read as ``rank 1…``) goes back to the space before it, unless
-    that would drop more than half of what fits."""
-    if text.cell_len <= width:
-        return text
-    keep = max(width - 1, 0)
-    cut = text.copy()
-    cut.truncate(keep)
-    plain = cut.plain
-    if len(plain) < len(text.plain) and not text.plain[len(plain)].isspace():
-        space = plain.rfind(" ")
-        if space >= keep // 2 and space < len(plain) - 1:  # (right_crop(0) would empty it)
-            cut.right_crop(len(plain) - space - 1)
-    cut.append(ELLIPSIS)
-    return cut
-
-
 def first_line(parts: PinnedParts, width: int) -> str:
     """``▸ pinned row 57 Guide > Example: left at Trim: cut by the trim (#5 >
     limit 3)`` in ``width`` cells: the title is cut in the middle
-    (:func:`tui.present.fmt.middle_cut`, its last heading kept) so that the row id
+    (:func:`tui.present.cut.middle_cut`, its last heading kept) so that the row id
     and the whole fate fit; when not even that fits, the title is ``…``
-    and the end is cut (:func:`end_cut` does that part)."""
+    and the end is cut (:func:`tui.present.cut.end_cut` does that part)."""
     head = f"{PIN_MARK} pinned row {parts.rowid}"
     tail = f": {safe.line(parts.fate)}"
     if parts.title is None:
@@ -76,10 +57,10 @@ def pinned_text(parts: PinnedParts | None, width: int) -> Text:
     if parts is None:
         return Text()
     wide = width if width > 0 else 10**6
-    text = end_cut(Text(first_line(parts, wide), style="bold"), wide)
+    text = end_cut(Text(first_line(parts, wide), style="bold"), wide, words=True)
     if parts.second:
         text.append("\n")
-        text.append_text(end_cut(Text("  " + safe.line(parts.second), style=parts.second_style), wide))
+        text.append_text(end_cut(Text("  " + safe.line(parts.second), style=parts.second_style), wide, words=True))
     return text
 
 

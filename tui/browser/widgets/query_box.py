@@ -24,7 +24,7 @@ from engine.pipeline.trace import Trace
 
 from tui.present import safe
 from tui.browser.actions import bindings, key_shown
-from tui.present.fmt import ELLIPSIS, middle_cut
+from tui.present.cut import ELLIPSIS, terms_cut
 
 #: Pause after the last keystroke before searching (seconds).
 DEBOUNCE_S = 0.15
@@ -62,26 +62,6 @@ class QueryParts:
             tuple(safe.line(w) for w in stems),
             fuzzy,
         )
-
-
-def cut_query(query: str, width: int) -> str:
-    """``query`` (a sanitised FTS5 query) in at most ``width`` cells, cut in
-    the middle: whole terms from its start and its end around ``…``
-    (``"throttled" OR … OR "quorum"``), or, when not even one term fits,
-    its first and last characters (:func:`tui.present.fmt.middle_cut`)."""
-    if cell_len(query) <= width:
-        return query
-    sep = " OR " if " OR " in query else " "
-    terms = query.split(sep)
-    best = ""
-    for kept in range(1, len(terms)):
-        front = terms[: (kept + 1) // 2]
-        back = terms[len(terms) - kept // 2 :] if kept // 2 else []
-        text = sep.join([*front, ELLIPSIS, *back])
-        if cell_len(text) > width:
-            break
-        best = text
-    return best or middle_cut(query, width, sep="\n")
 
 
 @functools.cache
@@ -130,7 +110,7 @@ def fit_queries(parts: QueryParts | None, width: int, lines: int = QUERY_LINES) 
 
     When it does not fit, the stems go first (``(throttling → throttl, …)``,
     then ``(…)``), then both queries are shortened in the middle
-    (:func:`cut_query`) to the longest equal share that fits; both queries
+    (:func:`tui.present.cut.terms_cut`) to the longest equal share that fits; both queries
     always show. Only when not even that fits is the end cut. Every cut shows
     ``…``. ``width`` 0 or less: the whole text, unbroken."""
     full = queries_text(parts)
@@ -152,7 +132,7 @@ def fit_queries(parts: QueryParts | None, width: int, lines: int = QUERY_LINES) 
     fewer = ELLIPSIS if stems else ""
 
     def shortened(share: int) -> Text:
-        return queries_text(parts, fewer, cut_query(parts.porter, share), cut_query(parts.trigram, share))
+        return queries_text(parts, fewer, terms_cut(parts.porter, share), terms_cut(parts.trigram, share))
 
     low, high = 1, min(max(cell_len(parts.porter), cell_len(parts.trigram)), width * lines)
     if fitted(shortened(low)) is None:  # too narrow for both: the end goes
@@ -232,13 +212,12 @@ class QueryBox(Vertical):
     once on Enter.
     """
 
+    @dataclass
     class QueryChanged(Message):
         """The query text to search for."""
 
-        def __init__(self, query: str, submitted: bool) -> None:
-            self.query = query
-            self.submitted = submitted
-            super().__init__()
+        query: str
+        submitted: bool
 
     def __init__(self, value: str = "", *, cursor_blink: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.cells import cell_len
 from rich.text import Text
 from textual import on
@@ -13,6 +15,7 @@ from textual.widgets import DataTable, Static
 from engine.pipeline import table as stages
 from engine.pipeline.trace import Trace
 
+from tui.present.cut import end_cut, middle_cut
 from tui.present import safe
 from tui.browser.facts import is_damage, is_store_error, problem_headline
 from tui.browser.subject import Subject
@@ -31,9 +34,7 @@ WIDE_MIN = 100
 
 def title_cell(title: str, width: int) -> Text:
     """A chunk title in ``width`` cells, cut in the middle so its last
-    heading stays (:func:`tui.present.flowtext.middle_cut`)."""
-    from tui.present.flowtext import middle_cut
-
+    heading stays (:func:`tui.present.cut.middle_cut`)."""
     return Text(middle_cut(safe.line(title), width), no_wrap=True)
 
 
@@ -108,13 +109,12 @@ class ResultsPane(Vertical):
     table has focus, or chosen with Enter.
     """
 
+    @dataclass
     class Picked(Message):
         """A result row was highlighted (``chosen=False``) or chosen with Enter."""
 
-        def __init__(self, subject: Subject, chosen: bool) -> None:
-            self.subject = subject
-            self.chosen = chosen
-            super().__init__()
+        subject: Subject
+        chosen: bool
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -248,7 +248,7 @@ class ResultsPane(Vertical):
                     move,
                     Text(str(c.rowid), justify="right"),
                     title_cell(c.title, tw),
-                    safe.cut(c.source, sw),
+                    end_cut(c.source, sw),
                     safe.line(c.content_type),
                     r.layer,
                     Text(f"{c.score:.4f}", justify="right"),
@@ -258,7 +258,7 @@ class ResultsPane(Vertical):
             else:
                 table.add_row(
                     pos,
-                    title_cell(c.title, tw) + Text("\n") + safe.cut(c.source, tw, "dim"),
+                    title_cell(c.title, tw) + Text("\n") + end_cut(c.source, tw, style="dim"),
                     Text(f"{move}\n{c.rowid}"),
                     Text(f"{safe.line(c.content_type)}\n{r.layer}"),
                     Text(f"{c.score:.4f}\n{boost}", justify="right"),
@@ -295,7 +295,7 @@ class ResultsPane(Vertical):
             else:
                 cell = mark + title_cell(c.title, tw - BADGE_CELLS) + Text("\n" + " " * BADGE_CELLS)
                 self.table.update_cell(
-                    str(r.position), "title / source", cell + safe.cut(c.source, tw - BADGE_CELLS, "dim")
+                    str(r.position), "title / source", cell + end_cut(c.source, tw - BADGE_CELLS, style="dim")
                 )
 
     def on_resize(self) -> None:
