@@ -87,7 +87,7 @@ def case_params(case: dict) -> SearchParams:
 #: Seconds a concurrency test works for in the suite, and in the soak run
 #: (``python -m pytest -m soak``, deselected by default; ``.ci/run`` runs it).
 BRIEF_SECONDS = 3.0
-SOAK_SECONDS = 40.0
+SOAK_SECONDS = 20.0
 
 
 def spans(brief: float = BRIEF_SECONDS, soak: float = SOAK_SECONDS) -> list:
