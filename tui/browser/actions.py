@@ -323,6 +323,20 @@ ACTIONS: tuple[Action, ...] = (
         needs="subject",
     ),
     Action(
+        "versus",
+        "mark_versus",
+        (Key("v", "v", owner="browser", id="versus.toggle"),),
+        "Versus",
+        "Mark the selected chunk: the journey of another chunk then says why one is above the other",
+        "mark the selected chunk (again: unmark) for X vs Y: the journey of any other chunk shows the stage that "
+        "put one above the other, in numbers, and the one change that would flip them",
+        palette="Mark row {rowid} for X vs Y",
+        palette_help="the journey of another chunk then says why one is above the other: {title} · {source}",
+        target="browser",
+        footer=False,
+        needs="subject",
+    ),
+    Action(
         "edit-params",
         "edit_params",
         (Key("f2", "F2"),),

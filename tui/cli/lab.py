@@ -1,4 +1,4 @@
-"""What-if lab subcommands: ``compare``, ``why`` and ``doctor``.
+"""What-if lab subcommands: ``compare``, ``why``, ``explain`` and ``doctor``.
 
 Plain functions, registered in :data:`tui.cli.main.COMMANDS`; each renders
 the description of :mod:`tui.present.describe` (the browser's compare, why and doctor
@@ -7,6 +7,7 @@ screens show the same one). Rich only, never Textual.
 * ``rankscope compare QUERY --db DB --b SPEC [--a SPEC] [filters] [--json]``
 * ``rankscope compare --queries FILE --db DB --b SPEC [--a SPEC] [--json]``
 * ``rankscope why QUERY --db DB (--chunk SOURCE::TITLE | --rowid N) [filters] [--variant SPEC] [--json]``
+* ``rankscope explain QUERY --db DB (--chunk ID | --rowid N) [--vs ID | --vs-rowid N] [filters] [--json]``
 * ``rankscope doctor --db DB [--json] [--examples N]``
 
 A variant SPEC is ``key=value`` pairs joined by commas (see
@@ -39,7 +40,9 @@ from engine.lab.counterfactual import sentence as counterfactual_sentence
 from engine.lab.counterfactual import would_return_with
 from engine.pipeline.run import search
 from engine.pipeline.runcache import RunCache
-from engine.lab.why import ChunkNotFoundError, Explanation, why_not
+from engine.lab.why import ChunkNotFoundError, Explanation, find_chunks, why_not
+from engine.lab.explain import explain_chunk, explain_versus
+from engine.store.chunkids import chunk_ids
 
 from .base import (
     ContentTypeFilter,
@@ -64,6 +67,7 @@ from tui.present.describe import (
     line_text,
     to_rich,
 )
+from tui.present.anatomy import describe_anatomy, describe_versus
 from tui.present.cut import clip
 from tui.present.render import plain
 from tui.present.tablefit import Cell, Column, Fitted, Table
@@ -383,3 +387,81 @@ def doctor_cmd(
         console.print(doctor_renderable(report, examples))
     if report.damaged:
         raise typer.Exit(1)
+
+
+# ─── explain ─────────────────────────────────────────────────────────────
+
+
+def _rowid_of(store: Store, chunk_id: Optional[str], rowid: Optional[int], option: str) -> Optional[int]:
+    """The row id named by a chunk id (``option``) or a row id (``option``-rowid)."""
+    if rowid is not None:
+        if not ROWID_MIN <= rowid <= ROWID_MAX:
+            fail(f"{option}-rowid {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX})")
+        try:
+            find_chunks(store, rowid=rowid)
+        except ChunkNotFoundError as exc:
+            fail(f"{option}-rowid: {exc}")
+        return rowid
+    if chunk_id is None:
+        return None
+    found = chunk_ids(store).by_id.get(chunk_id)
+    if found is None:
+        try:
+            find_chunks(store, key=chunk_id)  # its error names the source's titles
+        except ChunkNotFoundError as exc:
+            fail(f"{option} {chunk_id!r}: {exc}")
+        fail(f"{option}: no chunk has id {chunk_id!r} (chunk ids: SOURCE::TITLE, then #2, #3 for repeats)")
+    return found
+
+
+def explain_cmd(
+    query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
+    db: Path = search_db_option(),
+    chunk: Optional[str] = typer.Option(
+        None, "--chunk", help="The chunk's id: SOURCE::TITLE, or SOURCE::TITLE#2 for a later chunk sharing it."
+    ),
+    rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
+    vs: Optional[str] = typer.Option(
+        None, "--vs", help="Compare with this chunk (its id): why is one above the other?"
+    ),
+    vs_rowid: Optional[int] = typer.Option(None, "--vs-rowid", help="Compare with the chunk of this row id."),
+    limit: Limit = 3,
+    source: SourceFilter = None,
+    source_exact: SourceExact = False,
+    content_type: ContentTypeFilter = None,
+    session: SessionFilter = None,
+    variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the anatomy as JSON (schema: README, 'Explain a score')."
+    ),
+) -> None:
+    """Explain a chunk's score: its bm25 in each retriever phrase by phrase
+    (rows matching, idf, title and content hits, each phrase's part: they add
+    up to FTS5's bm25() exactly) and its position at every stage. With --vs,
+    why one chunk is above the other: the stage that decided it, in numbers,
+    and the one parameter change that would flip them (found by re-running)."""
+    if (chunk is None) == (rowid is None):
+        fail("name the chunk with either --chunk ID or --rowid N (exactly one)")
+    if vs is not None and vs_rowid is not None:
+        fail("name the other chunk with either --vs ID or --vs-rowid N (not both)")
+    params = make_params(
+        query, limit, source, source_exact, content_type, session, variant=variant_option(variant, "--variant")
+    )
+    with open_store(db) as store:
+        warn_unknown_sessions(store, session)
+        x = _rowid_of(store, chunk, rowid, "--chunk" if chunk is not None else "--rowid")
+        y = _rowid_of(store, vs, vs_rowid, "--vs")
+        assert x is not None
+        if y is not None and y == x:
+            fail("--vs names the same chunk as the one explained; name another one")
+        trace = search(store, params)
+        if y is None:
+            anatomy = explain_chunk(store, trace, x)
+            versus = None
+        else:
+            versus = explain_versus(store, trace, x, y)
+            anatomy = versus.chunk
+    if as_json:
+        write_json({"query": query, **anatomy.to_dict(), "vs": None if versus is None else versus.to_dict()})
+        return
+    console.print(to_rich(describe_anatomy(anatomy) if versus is None else describe_versus(versus), fit=True))

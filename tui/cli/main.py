@@ -100,7 +100,7 @@ class RankscopeCommand(TyperCommand):
 
 
 #: Subcommands whose first argument is a query text.
-QUERY_COMMANDS = ("search", "compare", "why")
+QUERY_COMMANDS = ("search", "compare", "why", "explain")
 #: Why a query of several words unquoted is an error.
 SPLIT_QUERY_HINT = "A query of several words goes in quotes"
 #: How to search for a text that begins with ``-`` (help texts and errors).
@@ -173,6 +173,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("batch", search.batch),
     ("compare", lab.compare_cmd),
     ("why", lab.why_cmd),
+    ("explain", lab.explain_cmd),
     ("doctor", lab.doctor_cmd),
     ("stores", stores.stores_cmd),
     ("sessions", stores.sessions_cmd),

@@ -220,12 +220,25 @@ def search_cmd(
         "--json",
         help="Print the whole trace as JSON (schema: engine/pipeline/export.py); with --flow the flow rows.",
     ),
+    explain: bool = typer.Option(
+        False,
+        "--explain",
+        help="Add each result's score anatomy: its bm25 in each retriever phrase by phrase "
+        "(with --json, the trace's 'anatomy'; see 'rankscope explain').",
+    ),
 ) -> None:
     """Search a store and show what each pipeline stage did."""
+    if explain and flow:
+        fail("--explain adds to the results or the JSON trace, not to --flow")
     params = make_params(query, limit, source, source_exact, content_type, session)
     with open_store(db) as store:
         warn_unknown_sessions(store, session)
         trace = search(store, params)
+        anatomies = []
+        if explain:
+            from engine.lab.explain import explain_chunks
+
+            anatomies = explain_chunks(store, trace, [r.candidate.rowid for r in trace.final])
         pins = _pins(store, trace, pin or [])
         if flow:
             from engine.lab.terms import porter_stems
@@ -235,7 +248,7 @@ def search_cmd(
         _print_flow(trace, pins, stems, as_json)
         return
     if as_json:
-        data = trace_to_dict(trace)
+        data = trace_to_dict(trace, anatomy=[a.to_dict() for a in anatomies] if explain else None)
         if pin:
             data["pinned"] = [p.to_dict() for p in pins]
         write_json(data)
@@ -244,6 +257,13 @@ def search_cmd(
 
     console.print(trace_renderable(trace, str(db)))
     _print_pins(pins)
+    if anatomies:
+        from tui.present.anatomy import describe_anatomy
+        from tui.present.describe import to_rich
+
+        for a in anatomies:
+            console.print()
+            console.print(to_rich(describe_anatomy(a), fit=True))
 
 
 def _pins(store: Store, trace, specs: list[str]) -> list:
