@@ -97,7 +97,7 @@ while not os.path.exists(stop_file) and time.monotonic() < deadline:
             conn.execute(
                 f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
                 "VALUES (?, ?, ?, 'prose', '')",
-                (f"Writer {i}", f"zeppelin writer entry {i} part {part} alpha retry " + "filler words " * 20, sid),
+                (f"Writer {i}", f"zeppelin writer entry {i} tag{i} part {part} alpha retry " + "filler words " * 20, sid),
             )
     conn.execute("COMMIT")
     if keep is None:
@@ -263,7 +263,9 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind, se
         assert peak < TEMP_LIMIT, f"temporary files reached {peak} bytes"
         # After the writer is gone, the long-lived store reads everything it wrote.
         assert store.stats().sources == sources_before + wrote
-        top = search(store, SearchParams(f"zeppelin writer entry {wrote - 1}", limit=3)).final
+        # tag<N> is the last commit's own word (no longer number starts with N: it is the last),
+        # for both retrievers: "zeppelin writer entry N" ranked writer-0 first when N had two digits
+        top = search(store, SearchParams(f"tag{wrote - 1}", limit=3)).final
         assert top and top[0].candidate.source == f"writer-{wrote - 1}.md"
     finally:
         if cli.proc is not None:
