@@ -592,6 +592,21 @@ ACTIONS: tuple[Action, ...] = (
         footer=False,
     ),
     Action(
+        "judge-next",
+        "next_ungraded",
+        (Key("u", "u", owner="browser", id="judge.next"),),
+        "Ungraded",
+        "Select the next chunk to grade for this query",
+        "step through what to grade next: the chunks in the top 10 of any stage's list with no grade for this "
+        "query, those in the most lists first (0-3 then grades the selected one)",
+        palette="Next ungraded chunk (what to grade next)",
+        palette_help="select the chunk in the top 10 of the most stages that has no grade for this query",
+        target="browser",
+        footer=False,
+        group=GRADE_GROUP,
+        needs="browser",
+    ),
+    Action(
         "command-palette",
         "command_palette",
         (Key("ctrl+p", "ctrl+p", owner="textual"),),

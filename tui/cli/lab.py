@@ -17,7 +17,7 @@ A variant SPEC is ``key=value`` pairs joined by commas (see
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich.console import Group
@@ -32,6 +32,7 @@ from engine.lab.compare import (
     comparison_to_dict,
     set_comparison_to_dict,
 )
+from engine.lab.divergence import check_k, check_p
 from engine.lab.doctor import DoctorReport, check_integrity, diagnose
 from engine.pipeline.variants import Variant
 from engine.store.errors import CorruptStoreError, StoreError
@@ -45,7 +46,9 @@ from engine.lab.explain import explain_chunk, explain_versus
 from engine.store.chunkids import chunk_ids
 
 from .base import (
+    READS_QUERIES,
     ContentTypeFilter,
+    StorePath,
     Limit,
     OptionalLimit,
     search_db_option,
@@ -109,7 +112,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     per query, a totals row, the mean overlap (ids and numbers never cut:
     :mod:`tui.present.tablefit`)."""
     cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32), Column("layer A→B")] + [
-        Column(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap")
+        Column(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap", "RBO", f"J@{sc.k}")
     ]
     rows: list[list[Cell]] = []
     for q in sc.queries:
@@ -128,6 +131,8 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
                 str(c.only_in_a),
                 str(c.only_in_b),
                 Text(f"{q.overlap:.2f}", style="" if q.overlap == 1 else "yellow"),
+                Text(f"{q.divergence.rbo:.2f}", style="" if q.divergence.rbo == 1 else "yellow"),
+                Text(f"{q.divergence.jaccard:.2f}", style="" if q.divergence.jaccard == 1 else "yellow"),
             ]
         )
     c = sc.totals
@@ -144,6 +149,8 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
             str(c.only_in_a),
             str(c.only_in_b),
             _opt(sc.mean_overlap, "{:.2f}"),
+            _opt(_mean([q.divergence.rbo for q in sc.queries]), "{:.2f}"),
+            _opt(_mean([q.divergence.jaccard for q in sc.queries]), "{:.2f}"),
         ]
     )
     t = Fitted(
@@ -154,17 +161,26 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
         f"{sc.changed_queries} of {len(sc.queries)} queries changed ({sc.layer_changes} changed layer); "
         + line_text(counts_line(sc.totals, sc.mean_overlap, mean=True)).plain
     )
-    return Group(t, summary)
+    legend = Text(
+        f"RBO: rank-biased overlap of the final lists (Webber et al. 2010, extrapolated, p = {sc.p:g}); "
+        f"J@{sc.k}: Jaccard of their top {sc.k}; 1.00 = the same list. --sort divergence lists the most changed first.",
+        style="dim",
+    )
+    return Group(t, summary, legend)
+
+
+def _mean(values: list[float]) -> Optional[float]:
+    return sum(values) / len(values) if values else None
 
 
 def compare_cmd(
     query: Optional[str] = typer.Argument(
         None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."
     ),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
-    queries: Optional[Path] = typer.Option(
+    queries: Annotated[Optional[Path], READS_QUERIES] = typer.Option(
         None, "--queries", help="Compare every query of this file (queries.json format) instead."
     ),
     limit: OptionalLimit = None,
@@ -172,6 +188,13 @@ def compare_cmd(
     source_exact: SourceExact = False,
     content_type: ContentTypeFilter = None,
     session: SessionFilter = None,
+    sort: str = typer.Option(
+        "file",
+        "--sort",
+        help="With --queries: file order, or divergence (most changed final lists first: lowest RBO, then Jaccard).",
+    ),
+    rbo_p: float = typer.Option(0.9, "--rbo-p", help="Persistence p of rank-biased overlap (0 < p < 1)."),
+    depth: int = typer.Option(10, "--depth", help="k of Jaccard@k."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (a single query includes both traces)."),
 ) -> None:
     """Run a query (or a query file) under two pipeline variants, A and B, side by side.
@@ -186,6 +209,8 @@ def compare_cmd(
     va, vb = variant_option(a, "--a"), variant_option(b, "--b")
     if (query is None) == (queries is None):
         fail("give either a QUERY or --queries FILE (not both, not neither)")
+    if queries is None and sort != "file":
+        fail("--sort orders the queries of --queries FILE")
     if queries is not None:
         given = [
             name
@@ -199,12 +224,24 @@ def compare_cmd(
         ] + (["--source-exact"] if source_exact else [])
         if given:
             fail(f"{', '.join(given)} apply to a single QUERY; with --queries each entry carries its own")
+        if sort not in ("file", "divergence"):
+            fail(f"--sort must be file or divergence; got {sort!r}")
+        try:
+            check_p(rbo_p)
+        except ValueError as exc:
+            fail(f"--rbo-p: {exc}")
+        try:
+            check_k(depth)
+        except ValueError as exc:
+            fail(f"--depth: {exc}")
         entries = load_queries(queries)
         with open_store(db) as store:
             try:
-                sc = compare_set(store, entries, va, vb)
+                sc = compare_set(store, entries, va, vb, rbo_p, depth)
             except ValueError as exc:
                 fail(str(exc))
+        if sort == "divergence":
+            sc = sc.most_changed_first()
         if as_json:
             write_json(set_comparison_to_dict(sc))
         else:
@@ -237,7 +274,7 @@ def explanation_renderable(e: Explanation) -> Group:
 
 def why_cmd(
     query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     chunk: Optional[str] = typer.Option(
         None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."
     ),
@@ -352,7 +389,7 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
 
 
 def doctor_cmd(
-    db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
+    db: StorePath = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     examples: int = typer.Option(5, "--examples", help="Rows shown per list in the human report."),
     quick: bool = typer.Option(
@@ -416,7 +453,7 @@ def _rowid_of(store: Store, chunk_id: Optional[str], rowid: Optional[int], optio
 
 def explain_cmd(
     query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     chunk: Optional[str] = typer.Option(
         None, "--chunk", help="The chunk's id: SOURCE::TITLE, or SOURCE::TITLE#2 for a later chunk sharing it."
     ),

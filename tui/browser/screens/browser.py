@@ -241,6 +241,8 @@ class BrowserScreen(WorkScreen[None]):
         self.pinned_rowid: int | None = None
         self.pin_outcome: PinOutcome | None = None
         self._pin_seq = 0
+        #: The search and chunk id u last selected (the ungraded queue goes on after it).
+        self._ungraded_last: tuple[Trace, str] | None = None
         #: The chunk marked with v: the journey of any other chunk says why one is above the other.
         self.versus_rowid: int | None = None
         #: The selected chunk's score, once its worker answered (``None`` before).
@@ -1066,6 +1068,55 @@ class BrowserScreen(WorkScreen[None]):
             return False
         self.pick(subject)
         return self.grade_subject(subject, grade)
+
+    def action_next_ungraded(self) -> None:
+        """u: select the next chunk of the current query's ungraded queue
+        (:func:`engine.lab.evaluation.ungraded_in` over every stage's top
+        :data:`~engine.lab.evaluation.DEFAULT_DEPTH`): the one after the chunk
+        u selected last in this search, else the first; a graded chunk leaves the queue."""
+        from engine.lab.evaluation import DEFAULT_DEPTH, ranked_ids, ungraded_in
+        from engine.pipeline.table import ranked_lists
+
+        if self.trace is None or self.state is None:
+            self.notify("Search first: the ungraded queue is the current query's.", severity="warning")
+            return
+        if self.ids is None:
+            self.notify("The store's chunk ids are not read yet: press u again in a moment.", severity="warning")
+            return
+        trace, ids = self.trace, self.ids
+        queue = ungraded_in([("", ranked_ids(trace, ids))], self.state.judgments.for_query(trace.params.query))
+        if not queue:
+            self.notify(
+                f"Nothing to grade: every chunk in the top {DEFAULT_DEPTH} of every stage has a grade for this query.",
+                title="Ungraded",
+                timeout=4,
+            )
+            return
+        last = self._ungraded_last[1] if self._ungraded_last is not None and self._ungraded_last[0] is trace else None
+        at = next((i for i, u in enumerate(queue) if u.chunk_id == last), -1)
+        item = queue[(at + 1) % len(queue)]
+        self._ungraded_last = (trace, item.chunk_id)
+        rowid = ids.by_id.get(item.chunk_id)
+        stage = item.stages[0]
+        chunk = next((c for c in ranked_lists(trace).get(stage, ()) if c.rowid == rowid), None)
+        if chunk is None:
+            return
+        from engine.pipeline.candidates import Hit
+
+        origin = stages.title(stages.base_id(stage))
+        self.pick(
+            Subject.from_hit(chunk, origin) if isinstance(chunk, Hit) else Subject.from_candidate(chunk, origin),
+            chosen=True,
+        )
+        self.notify(
+            safe.line(
+                f"{chunk.title} · in {item.lists} of the lists' top {DEFAULT_DEPTH}, best rank {item.best_rank} "
+                f"({queue.index(item) + 1} of {len(queue)} to grade): 0-3 grades it, u goes on"
+            ),
+            title="Ungraded",
+            timeout=6,
+            markup=False,
+        )
 
     def refresh_judging(self) -> None:
         """Recompute the current query's grades and per-stage metrics (in a thread)."""
