@@ -11,6 +11,7 @@ the tests over them skip, saying why, when it is not.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -43,6 +44,41 @@ LEGACY = FIXTURES / "context-mode-1.0.22.db"
 AGENT_VIEW = GOLDEN / "agent-view"
 #: The session DB written by context-mode 1.0.169's hooks (13 ctx_search calls).
 SESSION_DB = FIXTURES / "session-1.0.169.db"
+
+
+#: Variables through which the caller's terminal would change what Rich, Typer and Textual
+#: print (width, height, colour), all read after this conftest is loaded. The tests set the
+#: ones they need; the caller's must not leak in: ``COLUMNS=100 pytest`` failed 22 width tests,
+#: ``NO_COLOR=1 pytest`` 10 snapshot and contrast tests. (GNU readline, once imported, puts
+#: ``COLUMNS``/``LINES`` into the C environment, which child processes inherit: pytest-xdist's
+#: workers started with ``COLUMNS=80``.)
+TERMINAL_VARS = (
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "PY_COLORS",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "TERMINAL_WIDTH",
+    "COLORTERM",
+)
+
+
+#: Every test item collected in this run, before ``-k``/``-m`` deselection (in each xdist
+#: worker: every worker collects the whole run). Read by tests/tui/test_snapshot_files.py.
+COLLECTED = pytest.StashKey[list]()
+
+
+def pytest_itemcollected(item):
+    item.config.stash.setdefault(COLLECTED, []).append(item)
+
+
+def pytest_configure(config):
+    """Before any test module is imported (rankscope's CLI fixes its console's width at import
+    when ``COLUMNS`` is set), in pytest's process and in each xdist worker."""
+    for name in TERMINAL_VARS:
+        os.environ.pop(name, None)
 
 
 @pytest.fixture(autouse=True)

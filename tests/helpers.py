@@ -5,6 +5,9 @@
 * :data:`ENV_VARS`: every variable that moves context-mode's storage;
 * :func:`append_call`: another process appends a ``ctx_search`` call to a
   session DB the way context-mode's hooks write it.
+* :func:`spans`, :func:`rounds`, :func:`folder_bytes`: concurrency and soak
+  tests work for a number of seconds, not a number of rounds, and watch the
+  size of their temporary files.
 """
 
 from __future__ import annotations
@@ -12,7 +15,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from engine import SearchParams
 
@@ -111,3 +118,38 @@ def append_call(db: Path, first_row: int = LAST_CALL_FIRST_ROW) -> float:
     out = subprocess.run([sys.executable, "-c", APPEND, str(db), str(first_row)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return float(out.stdout)
+
+
+# ─── concurrency and soak tests: bounded by a deadline, not a count ───
+
+#: Seconds a concurrency test works for in the suite, and in the soak run
+#: (``python -m pytest -m soak``, deselected by default; ``.ci/run`` runs it).
+BRIEF_SECONDS = 3.0
+SOAK_SECONDS = 20.0
+
+
+def spans(brief: float = BRIEF_SECONDS, soak: float = SOAK_SECONDS) -> list:
+    """The values of a concurrency test's ``seconds`` parameter: ``brief``
+    (in the suite) and ``soak`` (marked ``soak``: only ``pytest -m soak``)."""
+    return [pytest.param(brief, id="brief"), pytest.param(soak, id="soak", marks=pytest.mark.soak)]
+
+
+def rounds(seconds: float, least: int = 1) -> Iterator[int]:
+    """0, 1, 2, ... while ``seconds`` (monotonic clock) have not passed, and
+    at least ``least`` rounds however long they take."""
+    end = time.monotonic() + seconds
+    i = 0
+    while i < least or time.monotonic() < end:
+        yield i
+        i += 1
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder`` (recursively; 0 for a file that vanished meanwhile)."""
+    total = 0
+    for p in folder.rglob("*"):
+        try:
+            total += p.stat().st_size if p.is_file() else 0
+        except FileNotFoundError:
+            pass
+    return total

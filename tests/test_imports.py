@@ -137,34 +137,57 @@ def test_engine_loads_without_ui_libraries():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("entry", [["-m", "tui.cli"], ["-m", "tui"]])
-def test_python_m_runs_every_subcommand(entry):
+#: Run in a fresh interpreter: each subcommand's ``--help`` the way ``python -m PACKAGE`` runs
+#: it (``runpy`` with ``run_name="__main__"``, as ``-m`` does), one after the other, each
+#: one's output after a ``\0NAME`` line and its exit code last. One interpreter for all of them:
+#: a ``python -m`` per subcommand cost about 4 s of CPU per entry point.
+_EACH_HELP = """
+import runpy, sys
+package, names = sys.argv[1], sys.argv[2:]
+codes = {}
+for name in names:
+    print("\\0" + name, flush=True)
+    sys.argv = [package, name, "--help"]
+    try:
+        runpy.run_module(package, run_name="__main__", alter_sys=True)
+        codes[name] = 0
+    except SystemExit as exc:
+        codes[name] = exc.code or 0
+    sys.stdout.flush()
+print("\\0", codes, flush=True)
+"""
+
+
+@pytest.mark.parametrize("package", ["tui.cli", "tui"])
+def test_python_m_runs_every_subcommand(package):
     """``python -m tui.cli`` and ``python -m tui`` list every subcommand and
     each one's ``--help`` works (it failed before: commands were registered by
     import side effect on a second copy of the app)."""
     from tui.cli.main import COMMANDS
 
+    env = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
     listing = subprocess.run(
-        [sys.executable, *entry, "--help"],
+        [sys.executable, "-m", package, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120, env=env
+    )
+    assert listing.returncode == 0, listing.stderr
+    names = [name for name, _ in COMMANDS]
+    for name in names:
+        assert f" {name} " in listing.stdout
+    each = subprocess.run(
+        [sys.executable, "-c", _EACH_HELP, package, *names],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        env=env,
     )
-    assert listing.returncode == 0, listing.stderr
-    for name, _ in COMMANDS:
-        assert f" {name} " in listing.stdout
-        sub = subprocess.run(
-            [sys.executable, *entry, name, "--help"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
-        )
-        assert sub.returncode == 0, (name, sub.stderr)
-        assert f"Usage: rankscope {name}" in sub.stdout or "Usage: python -m" in sub.stdout
+    assert each.returncode == 0, each.stderr
+    *parts, last = each.stdout.split("\0")
+    assert last.strip() == str({name: 0 for name in names}), (last, each.stderr)
+    helps = dict(part.split("\n", 1) for part in parts[1:])
+    assert list(helps) == names
+    for name, text in helps.items():
+        assert f"Usage: rankscope {name}" in text or "Usage: python -m" in text, (name, text)
 
 
 #: What ``rankscope search`` must not load (issue 25): the agent layer, the

@@ -4,7 +4,7 @@
 Each writer kind runs as a separate process on a store of context-mode's
 schema (a rankscope store from ``Store.create``, and a copy of the
 context-mode 1.0.169 fixture as a foreign store), adding a source with two
-chunks per commit in a bounded loop:
+chunks per commit:
 
 * ``wal`` — one WAL connection kept open (context-mode's own way);
 * ``wal-reconnect`` — a WAL connection opened and closed around every commit
@@ -12,15 +12,19 @@ chunks per commit in a bounded loop:
   go between two searches, and even during one);
 * ``delete`` — a rollback-journal (``journal_mode=DELETE``) store.
 
-Meanwhile the test runs :data:`API_SEARCHES` searches through the API on one
-store opened *before* the writer started (so a WAL store is first read
-``immutable``) and :data:`CLI_SEARCHES` per store (``python -m tui.cli search
-... --json`` subprocesses, each opening the store afresh): every one must
-succeed with both retrievers clean. After the writer exits, the long-lived
-store sees every row it wrote. Every :data:`LAB_EVERY` searches a why-not
-explanation and a doctor report (without the integrity copy) read the same
-store and must succeed too. ``RANKSCOPE_WRITER_CLI_SEARCHES`` raises the
-CLI count for a one-off soak run (the figures go to stdout: ``pytest -s``).
+Meanwhile, for ``seconds`` (:func:`tests.helpers.spans`: a brief run in the
+suite, a long one in the soak, ``pytest -m soak``), the test searches through
+the API on one store opened *before* the writer started (so a WAL store is
+first read ``immutable``), and one ``python -m tui.cli search ... --json``
+subprocess after another runs beside it, each opening the store afresh:
+every one must succeed with both retrievers clean, and the long-lived store
+must have seen the writer's commits arrive. Every :data:`LAB_EVERY` searches
+a why-not explanation and a doctor report (without the integrity copy) read
+the same store and must succeed too. After the writer exits, the long-lived
+store sees every row it wrote. The writer is paced (:data:`WRITER_COMMITS`) and stops at
+:data:`WRITER_MAX_BYTES` of store files, and the case's temporary folder must stay under
+:data:`TEMP_LIMIT` (sampled after every search); it is emptied at the end.
+The counts seen go to stdout (``pytest -s``).
 """
 
 from __future__ import annotations
@@ -42,19 +46,26 @@ from engine.lab.doctor import diagnose
 from engine.lab.why import why_not
 
 from ..conftest import MODERN, REPO
+from ..helpers import folder_bytes, rounds, spans
 
-API_SEARCHES = 500
 #: Every this many API searches, one why-not explanation and one doctor report too.
 LAB_EVERY = 25
-#: CLI searches per (writer kind, store kind): 25 + 25 = 50 per writer kind.
-CLI_SEARCHES = int(os.environ.get("RANKSCOPE_WRITER_CLI_SEARCHES", "25"))
-#: Upper bound of the writer's commits (it also stops when told to, or after 10 minutes).
-WRITER_MAX_COMMITS = 100_000
+#: The writer commits at most about this many times in a run (it pauses ``seconds /
+#: WRITER_COMMITS``, at least 5 ms, after each commit): while searches keep a read open the
+#: ``-wal`` cannot restart, and grows by about 12 KB a commit ...
+WRITER_COMMITS = 1500
+#: ... and stops committing once its store's files (database, ``-wal``, journal) hold this many bytes.
+WRITER_MAX_BYTES = 32 * 2**20
+#: The case's temporary folder (stores, CLI output) stays under this many bytes.
+TEMP_LIMIT = 50 * 2**20
+#: The writer gives up by itself this many seconds after its test's deadline (a test that died).
+WRITER_GRACE = 300
 
 WRITER = r"""
 import os, sqlite3, sys, time
 
-path, kind, stop_file, max_commits = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+path, kind, stop_file = sys.argv[1], sys.argv[2], sys.argv[3]
+max_bytes, pause, seconds = int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
 
 
 def connect():
@@ -63,11 +74,20 @@ def connect():
     return conn
 
 
+def size():
+    return sum(os.path.getsize(p) for p in (path, path + "-wal", path + "-journal") if os.path.exists(p))
+
+
 keep = None if kind == "wal-reconnect" else connect()
 print("ready", flush=True)
-deadline = time.monotonic() + 600
+deadline = time.monotonic() + seconds
 i = 0
-while i < max_commits and not os.path.exists(stop_file) and time.monotonic() < deadline:
+capped = False
+while not os.path.exists(stop_file) and time.monotonic() < deadline:
+    if capped or size() >= max_bytes:
+        capped = True  # wait for the stop file, writing nothing more
+        time.sleep(0.01)
+        continue
     conn = keep or connect()
     conn.execute("BEGIN IMMEDIATE")
     sid = conn.execute("INSERT INTO sources (label, chunk_count, code_chunk_count) VALUES (?, 2, 0)",
@@ -77,14 +97,14 @@ while i < max_commits and not os.path.exists(stop_file) and time.monotonic() < d
             conn.execute(
                 f"INSERT INTO {table} (title, content, source_id, content_type, session_id) "
                 "VALUES (?, ?, ?, 'prose', '')",
-                (f"Writer {i}", f"zeppelin writer entry {i} part {part} alpha retry " + "filler words " * 20, sid),
+                (f"Writer {i}", f"zeppelin writer entry {i} tag{i} part {part} alpha retry " + "filler words " * 20, sid),
             )
     conn.execute("COMMIT")
     if keep is None:
         conn.close()
     i += 1
-    time.sleep(0.005)
-print(f"wrote {i}", flush=True)
+    time.sleep(pause)
+print(f"wrote {i}" + (" (stopped at the size cap)" if capped else ""), flush=True)
 if keep is not None:
     keep.close()
 """
@@ -116,35 +136,84 @@ def _clean(trace) -> str | None:
     return None
 
 
-def _cli_search(db, query: str) -> str | None:
-    """One CLI search; the error it shows, or ``None``."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "search", query, "--db", str(db), "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if proc.returncode != 0 or "damaged" in proc.stderr:
-        return f"rc {proc.returncode}: {proc.stderr.strip()[-300:]}"
-    data = json.loads(proc.stdout)
+def _cli_command(db, query: str) -> list[str]:
+    return [sys.executable, "-m", "tui.cli", "search", query, "--db", str(db), "--json"]
+
+
+def _cli_problem(returncode: int, stdout: str, stderr: str) -> str | None:
+    """The error a CLI search showed, or ``None``."""
+    if returncode != 0 or "damaged" in stderr:
+        return f"rc {returncode}: {stderr.strip()[-300:]}"
+    data = json.loads(stdout)
     if not isinstance(data, dict):
-        return f"unexpected JSON: {proc.stdout[:200]}"
+        return f"unexpected JSON: {stdout[:200]}"
     return None
 
 
+def _cli_search(db, query: str) -> str | None:
+    """One CLI search; the error it shows, or ``None``."""
+    proc = subprocess.run(_cli_command(db, query), cwd=REPO, capture_output=True, text=True, timeout=300)
+    return _cli_problem(proc.returncode, proc.stdout, proc.stderr)
+
+
+class _CliSearches:
+    """CLI searches run one after another in the background, their output in files under ``folder``."""
+
+    def __init__(self, db, folder) -> None:
+        self.db, self.out, self.err = db, folder / "cli.out", folder / "cli.err"
+        self.proc: subprocess.Popen | None = None
+        self.runs = 0
+        self.errors: list[str] = []
+
+    def step(self, query: str) -> None:
+        """Collect the running search if it has finished; then start the next one if none runs."""
+        if self.proc is not None and self.proc.poll() is not None:
+            self._collect()
+        if self.proc is None:
+            with open(self.out, "w") as out, open(self.err, "w") as err:
+                self.proc = subprocess.Popen(_cli_command(self.db, query), cwd=REPO, stdout=out, stderr=err, text=True)
+
+    def finish(self) -> None:
+        """Wait for the running search, if any, and collect it."""
+        if self.proc is not None:
+            self.proc.wait(timeout=300)
+            self._collect()
+
+    def _collect(self) -> None:
+        assert self.proc is not None
+        self.runs += 1
+        problem = _cli_problem(self.proc.returncode, self.out.read_text(), self.err.read_text())
+        if problem:
+            self.errors.append(f"CLI search {self.runs}: {problem}")
+        self.proc = None
+
+
+@pytest.mark.parametrize("seconds", spans())
 @pytest.mark.parametrize("store_kind", ["rankscope", "foreign"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
-    db = _prepare(tmp_path, store_kind, kind)
-    stop = tmp_path / "stop"
+def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind, seconds):
+    work = tmp_path / "work"
+    work.mkdir()
+    db = _prepare(work, store_kind, kind)
+    stop = work / "stop"
     store = Store.open_readonly(db)  # opened before the writer starts
+    cli = _CliSearches(db, work)
     try:
         assert store.read_mode == ("live" if kind == "delete" else "immutable")
         sources_before = store.stats().sources
         first_row = store.conn.execute("SELECT min(rowid) FROM chunks").fetchone()[0]
         writer = subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(db), kind, str(stop), str(WRITER_MAX_COMMITS)],
+            [
+                sys.executable,
+                "-c",
+                WRITER,
+                str(db),
+                kind,
+                str(stop),
+                str(WRITER_MAX_BYTES),
+                str(max(0.005, seconds / WRITER_COMMITS)),
+                str(seconds + WRITER_GRACE),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -152,18 +221,17 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
         try:
             assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
             errors: list[str] = []
-            api_runs = cli_runs = lab_runs = 0
-            every = max(1, API_SEARCHES // max(CLI_SEARCHES, 1))
-            for i in range(max(API_SEARCHES, CLI_SEARCHES * every)):
+            api_runs = lab_runs = peak = 0
+            for i in rounds(seconds):
                 query = QUERIES[i % len(QUERIES)]
-                if i < API_SEARCHES:
-                    api_runs += 1
-                    try:
-                        problem = _clean(search(store, SearchParams(query, limit=5)))
-                    except StoreError as exc:
-                        problem = f"{type(exc).__name__}: {exc}"
-                    if problem:
-                        errors.append(f"API search {i}: {problem}")
+                cli.step(query)
+                api_runs += 1
+                try:
+                    problem = _clean(search(store, SearchParams(query, limit=5)))
+                except StoreError as exc:
+                    problem = f"{type(exc).__name__}: {exc}"
+                if problem:
+                    errors.append(f"API search {i}: {problem}")
                 if i % LAB_EVERY == 0:
                     # why-not and doctor read the same store: retried like a search (Store.reading)
                     lab_runs += 1
@@ -173,11 +241,10 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
                         diagnose(store, integrity=False)
                     except StoreError as exc:
                         errors.append(f"why/doctor {i}: {type(exc).__name__}: {exc}")
-                if i % every == 0 and cli_runs < CLI_SEARCHES:
-                    cli_runs += 1
-                    problem = _cli_search(db, query)
-                    if problem:
-                        errors.append(f"CLI search {cli_runs}: {problem}")
+                peak = max(peak, folder_bytes(work))
+            cli.finish()  # the one still running (round 0 started one: at least one, however slow the machine)
+            sources_seen = store.stats().sources
+            peak = max(peak, folder_bytes(work))
             writer_alive = writer.poll() is None
         finally:
             stop.touch()
@@ -185,18 +252,27 @@ def test_searches_while_a_writer_works_never_fail(tmp_path, kind, store_kind):
         assert writer.returncode == 0, err
         wrote = int(out.split("wrote ")[1])
         print(
-            f"\n{kind} writer on the {store_kind} store: {wrote} commits; {api_runs} API searches, "
-            f"{cli_runs} CLI searches, {lab_runs} why-not + doctor reads, {len(errors)} errors"
+            f"\n{kind} writer on the {store_kind} store, {seconds:g} s: {wrote} commits; {api_runs} API searches, "
+            f"{cli.runs} CLI searches, {lab_runs} why-not + doctor reads, {len(errors + cli.errors)} errors; "
+            f"temporary files peaked at {peak / 2**20:.1f} MiB"
         )
-        assert errors == [], errors[:5]
-        assert api_runs == API_SEARCHES and cli_runs == CLI_SEARCHES
-        assert writer_alive, "the writer stopped before the searches ended: raise WRITER_MAX_COMMITS"
+        assert errors + cli.errors == [], (errors + cli.errors)[:5]
+        assert api_runs >= 1 and cli.runs >= 1 and lab_runs >= 1
+        assert writer_alive and "size cap" not in out, f"the writer stopped before the searches ended: {out.strip()}"
+        assert sources_seen > sources_before, "the long-lived store saw none of the writer's commits while searching"
+        assert peak < TEMP_LIMIT, f"temporary files reached {peak} bytes"
         # After the writer is gone, the long-lived store reads everything it wrote.
         assert store.stats().sources == sources_before + wrote
-        top = search(store, SearchParams(f"zeppelin writer entry {wrote - 1}", limit=3)).final
+        # tag<N> is the last commit's own word (no longer number starts with N: it is the last),
+        # for both retrievers: "zeppelin writer entry N" ranked writer-0 first when N had two digits
+        top = search(store, SearchParams(f"tag{wrote - 1}", limit=3)).final
         assert top and top[0].candidate.source == f"writer-{wrote - 1}.md"
     finally:
+        if cli.proc is not None:
+            cli.proc.kill()
+            cli.proc.wait()
         store.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _snapshot(folder) -> dict[str, bytes]:

@@ -1,7 +1,8 @@
 """Stores we did not create are only ever read.
 
 * While another *process* writes the store in WAL mode (as context-mode
-  does), searches here open and read it without an error on either side,
+  does), for ``seconds`` (:func:`tests.helpers.spans`; the writer stops
+  at :data:`WRITER_MAX_BYTES`), searches here open and read it without an error on either side,
   see the writer's commits, and leave the main database file byte for byte
   as the writer left it. The writer turns automatic checkpoints off, so
   during that phase every change to the main file could only come from us;
@@ -30,22 +31,35 @@ from engine.store.corpus import index_paths
 from engine.store.discovery import count_mismatches
 
 from ..conftest import FIXTURES, REPO
+from ..helpers import folder_bytes, rounds, spans
 
 FIXTURE = FIXTURES / "context-mode-1.0.169.db"
+#: The writer commits about this many times in the test's ``seconds`` (each commit adds about
+#: 110 KB to the ``-wal``, which it never checkpoints) ...
+WRITER_COMMITS = 150
+#: ... and stops committing once its store's files (database and ``-wal``) hold this many bytes.
+WRITER_MAX_BYTES = 32 * 2**20
+#: The test's temporary folder stays under this many bytes.
+TEMP_LIMIT = 50 * 2**20
 
 WRITER = r"""
 import os, sys, time
 sys.path.insert(0, sys.argv[1])
 from engine.store.store import Store
 
-path, stop_file = sys.argv[2], sys.argv[3]
+path, stop_file, max_bytes, pause = sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 store = Store.create(path)
 store.index_text("seed.md", "# Seed\nalpha beta gamma retry backoff", "markdown")
 store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 store.conn.execute("PRAGMA wal_autocheckpoint = 0")  # from now on the main file only changes on close
 print("ready", flush=True)
 i = 0
-while i < 20 or not os.path.exists(stop_file):
+capped = False
+while (i < 20 and not capped) or not os.path.exists(stop_file):
+    if capped or sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p)) >= max_bytes:
+        capped = True  # wait for the stop file, writing nothing more (closing would checkpoint)
+        time.sleep(0.01)
+        continue
     store.index_text(f"doc{i}.md", f"# Doc {i}\nalpha entry {i} beta retry\n\n## Part\nbackoff {i}", "markdown",
                      session_id=f"s{i % 3}")
     if i % 5 == 4:
@@ -53,8 +67,8 @@ while i < 20 or not os.path.exists(stop_file):
     if i % 7 == 6:
         store.delete_label(f"doc{i - 6}.md")
     i += 1
-    time.sleep(0.001)
-print(f"wrote {i}", flush=True)
+    time.sleep(pause)
+print(f"wrote {i}" + (" (stopped at the size cap)" if capped else ""), flush=True)
 store.close()
 """
 
@@ -74,11 +88,22 @@ def _assert_clean_run(trace) -> None:
     assert trace.refresh.refreshed is False
 
 
-def test_search_while_another_process_writes(tmp_path):
+@pytest.mark.parametrize("seconds", spans())
+def test_search_while_another_process_writes(tmp_path, seconds):
     db = tmp_path / "live.db"
     stop = tmp_path / "stop"
+    peak = 0
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(REPO), str(db), str(stop)],
+        [
+            sys.executable,
+            "-c",
+            WRITER,
+            str(REPO),
+            str(db),
+            str(stop),
+            str(WRITER_MAX_BYTES),
+            str(seconds / WRITER_COMMITS),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -88,7 +113,9 @@ def test_search_while_another_process_writes(tmp_path):
         assert (tmp_path / "live.db-wal").exists()  # the writer is live: we must read through its WAL
         main_before = _sha(db)
         first_sources = None
-        for _ in range(40):
+        reads = 0
+        for _ in rounds(seconds):
+            reads += 1
             store = Store.open_readonly(db)
             try:
                 assert store.read_only
@@ -103,6 +130,7 @@ def test_search_while_another_process_writes(tmp_path):
                 first_sources = n if first_sources is None else first_sources
             finally:
                 store.close()
+            peak = max(peak, folder_bytes(tmp_path))
         # The reader sees the writer's commits (through the WAL) ...
         deadline = time.monotonic() + 60
         while True:
@@ -117,10 +145,16 @@ def test_search_while_another_process_writes(tmp_path):
         assert n > first_sources
         # ... and never wrote the main file (the writer has checkpoints off).
         assert _sha(db) == main_before
+        peak = max(peak, folder_bytes(tmp_path))
     finally:
         stop.touch()
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
+    print(
+        f"\n{seconds:g} s: {reads} read-only opens, writer: {out.strip()}; temporary files peaked at {peak / 2**20:.1f} MiB"
+    )
+    assert peak < TEMP_LIMIT, f"temporary files reached {peak} bytes"
+    assert "size cap" not in out, f"the writer stopped before the reads ended: {out.strip()}"
     assert out.startswith("wrote "), out
     assert "Error" not in err and "Traceback" not in err, err
 

@@ -5,6 +5,7 @@ half-made, and a store an older version left half-made is resumed."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -17,6 +18,8 @@ from engine import Store
 from engine.store.errors import StoreError
 from engine.store.schema import APPLICATION_ID
 from tui.cli import main
+
+from ..helpers import rounds, spans
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,11 +71,13 @@ def test_second_index_run_arriving_mid_creation(tmp_path, corpus, monkeypatch, c
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".creating")]
 
 
-def test_concurrent_creation_in_threads(tmp_path):
-    """Eight threads create and fill the same fresh path at once, ten times:
-    every one succeeds and every label lands in the one store."""
-    for round_ in range(10):
-        db = tmp_path / f"r{round_}.db"
+@pytest.mark.parametrize("seconds", spans(brief=1.0))
+def test_concurrent_creation_in_threads(tmp_path, seconds):
+    """Eight threads create and fill the same fresh path at once, round after
+    round for ``seconds``: every one succeeds and every label lands in the one store."""
+    for round_ in rounds(seconds):
+        db = tmp_path / f"r{round_}" / "s.db"
+        db.parent.mkdir()
         barrier = threading.Barrier(8)
         errors: list[BaseException] = []
 
@@ -91,14 +96,17 @@ def test_concurrent_creation_in_threads(tmp_path):
             t.join()
         assert not errors, errors
         assert _labels(db) == {f"t{i}.md" for i in range(8)}
+        shutil.rmtree(db.parent)
 
 
-def test_concurrent_index_processes(tmp_path, corpus):
+@pytest.mark.parametrize("seconds", spans(brief=2.0))
+def test_concurrent_index_processes(tmp_path, corpus, seconds):
     """The break-it reproduction: two ``rankscope index`` processes on a
-    fresh path, a few times over; both always exit 0."""
+    fresh path, round after round for ``seconds``; both always exit 0."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    for round_ in range(4):
-        db = tmp_path / f"p{round_}.db"
+    for round_ in rounds(seconds):
+        db = tmp_path / f"p{round_}" / "s.db"
+        db.parent.mkdir()
         cmd = [sys.executable, "-m", "tui.cli", "index", str(corpus), "--db", str(db)]
         procs = [
             subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)
@@ -107,6 +115,7 @@ def test_concurrent_index_processes(tmp_path, corpus):
             out, err = p.communicate(timeout=300)
             assert p.returncode == 0, err
         assert _labels(db) == {"f0.md", "f1.md", "f2.md"}
+        shutil.rmtree(db.parent)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE")

@@ -234,9 +234,10 @@ async def rendered(pilot, timeout: float = TIMEOUT) -> None:
     """Wait until the screen on top is drawn and stays drawn: its messages
     handled, no layout or repaint outstanding (``Screen.wait_for_refresh``),
     every data table's rows sized (a table measured later paints blank), and
-    two screenshots in a row (``App.export_screenshot``) identical, since
-    painting can queue more work (a table sizes its rows on idle, then
-    repaints)."""
+    two composited frames in a row (:func:`screen_strips`, what
+    ``App.export_screenshot`` draws, without its SVG: a tenth of the cost)
+    identical, since painting can queue more work (a table sizes its rows on
+    idle, then repaints)."""
     await wait_for(pilot, lambda: _tables_sized(pilot.app), timeout=timeout, what="the data tables to size their rows")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -247,7 +248,7 @@ async def rendered(pilot, timeout: float = TIMEOUT) -> None:
             await asyncio.wait_for(pilot.app.screen.wait_for_refresh(), timeout)
         except asyncio.TimeoutError:
             raise AssertionError(f"timed out after {timeout:g} s waiting for the screen to refresh") from None
-        shot = pilot.app.export_screenshot()
+        shot = [list(line) for line in screen_strips(pilot.app)]
         if shot == previous:
             return
         if loop.time() > deadline:

@@ -50,7 +50,8 @@ async def test_start_screen_shows_the_store_and_focuses_the_query():
         await wait_for(pilot, lambda: app.browser is not None and app.focused is not None)
         browser = app.browser
         assert isinstance(app.focused, Input) and app.focused.id == "query"
-        assert "24 sources, 129 chunks" in plain(browser.results.message)
+        # the counts are read in a worker: the note says so until they come
+        await wait_for(pilot, lambda: "24 sources, 129 chunks" in plain(browser.results.message))
         assert browser.trace is None
 
 

@@ -299,7 +299,7 @@ async def test_compare_f6_sorts_the_query_file_by_divergence_and_enter_opens_one
             [f"{per_query[i]['rbo']:.2f}", f"{per_query[i]['jaccard']:.2f}"] for i in want
         ]
         assert screen.query_one("#compare-box").border_title == "Queries, most changed first"
-        assert table.has_focus
+        await wait_for(pilot, lambda: table.has_focus, what="the queries table to take the focus")
         await press(pilot, "down", "enter")  # the second most changed
         second = per_query[want[1]]
         await wait_for(pilot, lambda: screen.view == "chunks" and screen.table.display, what="its chunks")

@@ -249,7 +249,7 @@ async def test_loading_screen_indexes_then_browses(corpus):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_screen(pilot, BrowserScreen, timeout=INDEXING_TIMEOUT)
         assert app.store.read_only
-        assert "24 sources, 129 chunks" in plain(app.screen.results.message)
+        await wait_for(pilot, lambda: "24 sources, 129 chunks" in plain(app.screen.results.message))
         await type_text(pilot, "cache")
         await press(pilot, "enter")
         await settle(pilot)
