@@ -33,7 +33,7 @@ from engine.store import sql
 
 from . import agent, lab, search, serve, stores
 from . import eval as eval_cli
-from .base import CliError, error_exit, fail, os_error_text, unwrap
+from .base import CliError, error_exit, fail, os_error_text, parse_idle_timeout, unwrap
 
 #: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
 APP_HELP = (
@@ -42,6 +42,10 @@ APP_HELP = (
     "corpus; PATH is a .db store (opened read-only) or a folder (indexed into a cached store first); --stores picks "
     "one of your context-mode content stores; --qrels is the judgments file the browser grades into (default: the "
     "store's own, see 'rankscope qrels path').\n\n"
+    "rankscope --demo \\[PATH] \\[--idle-timeout SECONDS] shows it to a visitor (a terminal, SSH, or "
+    "'rankscope serve --demo'): the store read-only, no store picker, their grades, history and saved cases in a "
+    "temporary folder removed when they leave, exports delivered to them (refused over SSH); --idle-timeout "
+    "quits after that many seconds without a key.\n\n"
     "The commands below work without the browser; each has --help."
 )
 
@@ -201,32 +205,60 @@ for _name, _group in GROUPS:
 SUBCOMMANDS_HELP = "Run 'rankscope --help' for the subcommands."
 
 
-def _take_qrels(args: List[str]) -> tuple[List[str], Optional[Path]]:
-    """Split ``--qrels FILE`` (or ``--qrels=FILE``) off the browser's arguments."""
+#: ``rankscope``'s own usage line (the browser).
+BROWSER_USAGE = "rankscope [PATH] [--stores] [--qrels FILE] [--demo] [--idle-timeout SECONDS]"
+
+
+def _take_value(args: List[str], option: str, usage: str) -> tuple[List[str], Optional[str]]:
+    """Split ``option VALUE`` (or ``option=VALUE``) off the browser's
+    arguments; the last one given wins. Fails (one line) when the value is
+    missing, naming ``usage``."""
     rest: List[str] = []
-    qrels: Optional[Path] = None
+    value: Optional[str] = None
     it = iter(args)
     for a in it:
-        if a == "--qrels" or a.startswith("--qrels="):
+        if a == option or a.startswith(option + "="):
             value = a.partition("=")[2] if "=" in a else next(it, None)
             if not value:
-                fail("--qrels needs a file: rankscope [PATH] --qrels FILE")
-            qrels = Path(value)
+                fail(f"{option} needs a value: {usage}")
         else:
             rest.append(a)
-    return rest, qrels
+    return rest, value
 
 
-def browse(path: Optional[str], stores: bool = False, qrels: Optional[Path] = None) -> None:
+def _take_qrels(args: List[str]) -> tuple[List[str], Optional[Path]]:
+    """Split ``--qrels FILE`` (or ``--qrels=FILE``) off the browser's arguments."""
+    rest, value = _take_value(args, "--qrels", "rankscope [PATH] --qrels FILE")
+    return rest, None if value is None else Path(value)
+
+
+def browse(
+    path: Optional[str],
+    stores: bool = False,
+    qrels: Optional[Path] = None,
+    demo: bool = False,
+    idle_timeout: Optional[float] = None,
+) -> None:
     """Open the browser (imported lazily so the CLI stays Textual-free);
-    ``qrels`` is the judgments file to grade into (default: the store's own)."""
+    ``qrels`` is the judgments file to grade into (default: the store's own);
+    ``demo``: a visitor's session (:mod:`tui.cli.demo`); ``idle_timeout``:
+    seconds without input before the browser quits (``None``: never)."""
     if path is not None and not Path(path).exists():
         fail(f"no such file or folder: {path} (give a .db store or a folder to index)")
+    if demo and stores:
+        fail("--demo and --stores: a demo never lists this machine's stores; give the store or folder to show")
+    if demo and qrels is not None:
+        fail("--demo and --qrels: a demo keeps the visitor's grades in its temporary folder, never in a file here")
     if qrels is not None and qrels.is_dir():
         fail(f"--qrels {qrels} is a folder; give a file (it is created when you grade)")
+    if demo:
+        from tui.cli.demo import run_demo
+
+        run_demo(path, idle_timeout=idle_timeout)
+        return
     from tui.cli.launch import launch_browser
 
-    launch_browser(path, stores=stores, qrels=qrels)
+    launch_browser(path, stores=stores, qrels=qrels, idle_timeout=idle_timeout)
 
 
 def usage_hint(exc: Exception) -> Optional[str]:
@@ -274,15 +306,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     commands = {name for name, _ in COMMANDS} | {name for name, _ in GROUPS}
     try:
         if not args or (args[0] not in commands and args[0] not in ("-h", "--help", "--version")):
-            stores = "--stores" in args
-            rest = [a for a in args if a != "--stores"]
+            stores, demo = "--stores" in args, "--demo" in args
+            rest = [a for a in args if a not in ("--stores", "--demo")]
             rest, qrels = _take_qrels(rest)
+            rest, idle = _take_value(rest, "--idle-timeout", "rankscope [PATH] --idle-timeout SECONDS")
             if len(rest) > 1 or any(a.startswith("-") for a in rest):
-                fail(
-                    f"unexpected arguments {' '.join(rest)!r}. Usage: rankscope [PATH] [--stores] [--qrels FILE]. "
-                    f"{SUBCOMMANDS_HELP}"
-                )
-            browse(rest[0] if rest else None, stores=stores, qrels=qrels)
+                fail(f"unexpected arguments {' '.join(rest)!r}. Usage: {BROWSER_USAGE}. {SUBCOMMANDS_HELP}")
+            idle_timeout = parse_idle_timeout(idle) if idle is not None else None
+            browse(rest[0] if rest else None, stores=stores, qrels=qrels, demo=demo, idle_timeout=idle_timeout)
             return
         status = app(args=args, prog_name="rankscope", standalone_mode=False)
         # as Click's standalone mode does: always exit, with typer.Exit(n)'s n (snapshot check's 1,
