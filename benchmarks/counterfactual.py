@@ -80,13 +80,10 @@ def _pins(trace, rng: random.Random, total: int) -> dict[str, int]:
     out: dict[str, int] = {}
     main = flows[0]
     for row in main.rows:
-        if (
-            row.exit is not None
-            and row.exit.reason in ("trimmed", "beyond-pool", "session-filter")
-            and "near miss" not in out
-        ):
+        left = row.exit.stage if row.exit is not None else None  # a stage id: where it left
+        if left in ("pool", "filter", "trim") and "near miss" not in out:
             out["near miss"] = row.rowid
-        if row.exit is not None and row.exit.reason == "merged" and "merged" not in out:
+        if left == "fusion" and "merged" not in out:  # fusion drops a row only by merging it
             out["merged"] = row.rowid
     out["random"] = rng.randint(1, total)
     return out

@@ -71,7 +71,9 @@ from typing import Iterator, Sequence, TextIO
 
 from dataclasses import replace
 
-from engine.pipeline.trace import FUZZY_PREFIX, SearchParams, Variant
+from engine.pipeline.candidates import FUZZY_PREFIX
+from engine.pipeline.params import SearchParams
+from engine.pipeline.variants import Variant
 from engine.pipeline.run import fts_limit_for, pool_size_for, search
 from engine.store.stopwords import STOPWORDS
 from engine.pipeline.query import sanitize_porter, sanitize_trigram

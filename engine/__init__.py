@@ -9,27 +9,19 @@ Pure Python (no Textual). Public API::
 """
 
 from engine.store.corpus import IndexReport, index_corpus, index_paths, load_sessions_map
+from engine.pipeline.candidates import Candidate, CandidatePath, Exit, FinalResult, Hit
 from engine.pipeline.empty_reasons import EmptyPart
 from engine.pipeline.export import trace_to_dict
-from engine.pipeline.trace import (
-    Candidate,
-    CandidatePath,
-    Correction,
-    Exit,
-    FinalResult,
-    FusionStage,
-    FuzzyStage,
-    Hit,
-    PoolStage,
-    RerankEntry,
-    RerankStage,
-    RetrieverRun,
-    Run,
-    SearchParams,
-    Trace,
-    Variant,
-)
+from engine.pipeline.params import SearchParams
+from engine.pipeline.passes import Run
 from engine.pipeline.run import search
+from engine.pipeline.stages.fusion import FusionStage
+from engine.pipeline.stages.fuzzy import Correction, FuzzyStage
+from engine.pipeline.stages.pool import PoolStage
+from engine.pipeline.stages.rerank import RerankEntry, RerankStage
+from engine.pipeline.stages.retrieve import RetrieverRun
+from engine.pipeline.trace import Trace
+from engine.pipeline.variants import Variant
 from engine.store.errors import (
     CorruptStoreError,
     NotADatabaseError,

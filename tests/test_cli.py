@@ -225,7 +225,7 @@ def test_bad_query_file_entries(db, tmp_path, capsys, entry, message, command):
 
 def test_readme_lists_the_input_limits():
     """The README's deviations paragraph names the limits SearchParams enforces."""
-    from engine.pipeline.trace import MAX_LIMIT, MAX_QUERY_CHARS
+    from engine.pipeline.params import MAX_LIMIT, MAX_QUERY_CHARS
 
     from .conftest import REPO
 
@@ -330,10 +330,10 @@ def test_help_shows_no_python_type_names():
 
 def test_compare_help_spec_example_is_not_cut():
     """The variant spec example fits its column at 80 columns (it was cut at
-    ``rrf_k=…``)."""
+    ``rrf_k=…``), whole whatever the list of keys before or after it."""
     out = runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "80"}).output
     assert "…" not in out
-    assert "--b key=rowid,rrf_k=10" in out
+    assert "e.g. key=rowid,rrf_k=10 (keys:" in " ".join(out.replace("│", " ").split())
 
 
 # ─── search output at 80 and 120 columns ────────────────────────────────

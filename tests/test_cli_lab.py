@@ -77,7 +77,7 @@ def test_compare_one_query_json(db):
     assert d["b"]["spec"] == "key=rowid" and d["a"]["spec"] == "reference"
     assert [(row["marker"], row["rowid_b"]) for row in d["rows"]] == [("same", 3), ("new", 4)]
     assert d["counts"]["only_in_b"] == 1 and d["overlap"] == 0.5
-    assert d["traces"]["a"]["variant"] == "reference" and d["traces"]["b"]["variant"] == "fusion_key=rowid"
+    assert d["traces"]["a"]["variant"] == "reference" and d["traces"]["b"]["variant"] == "key=rowid"
 
 
 def test_compare_with_filters_and_a_variant_a(db):

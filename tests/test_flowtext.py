@@ -7,8 +7,9 @@ from rich.cells import cell_len
 
 from engine import SearchParams, Store, search
 from engine.lab.counterfactual import would_return_with
-from engine.lab.flow import FlowCell, fate, trace_flows
-from engine.pipeline.trace import Exit
+from engine.lab.flow import FlowCell, trace_flows
+from engine.lab.why import fate
+from engine.pipeline.candidates import Exit
 from tui.present.cut import middle_cut
 from tui.present.flowtext import (
     cell_text,

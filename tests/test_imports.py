@@ -1,7 +1,8 @@
 """Import hygiene, read from the source (``ast``), not from what happens to
 be loaded: no import cycle among rankscope's own modules (imports inside
-functions count too: a lazy import only hides a cycle), and loading the engine
-loads neither ``textual`` nor ``rich``. The layers themselves are
+functions and under ``if TYPE_CHECKING:`` count too: a lazy or type-only
+import only hides a cycle), and loading the engine loads neither ``textual``
+nor ``rich``. The layers themselves are
 import-linter's contracts in ``pyproject.toml`` (``tests/test_quality.py``)."""
 
 from __future__ import annotations
@@ -36,31 +37,13 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    test = node.test if isinstance(node, ast.If) else None
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _runtime_nodes(tree: ast.AST):
-    """Every node except those under ``if TYPE_CHECKING:`` (never executed)."""
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not _is_type_checking(child):
-                todo.append(child)
-
-
 def _imports(name: str, path: Path) -> set[str]:
     """Every project module ``name`` imports, at any depth of the file.
     ``from pkg import x`` counts as ``pkg.x`` when that is a module, else ``pkg``."""
     is_pkg = path.name == "__init__.py"
     package = name if is_pkg else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in _runtime_nodes(ast.parse(path.read_text("utf-8"), str(path))):
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

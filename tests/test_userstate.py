@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engine import SearchParams
-from engine.pipeline.trace import Variant
+from engine.pipeline.variants import Variant
 from tui.browser.userstate import (
     HISTORY_MAX,
     Case,

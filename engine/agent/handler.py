@@ -43,7 +43,9 @@ from typing import Callable, TypeVar
 from engine.store import sql
 from engine.js.strings import utf16_len, utf16_slice
 from engine.js.numbers import math_max, math_min, number_to_string, to_integer_or_infinity
-from engine.pipeline.trace import MAX_LIMIT, SearchParams, Trace, Variant
+from engine.pipeline.params import MAX_LIMIT, SearchParams
+from engine.pipeline.trace import Trace
+from engine.pipeline.variants import Variant
 from engine.pipeline.run import search
 from engine.store.store import Store
 from .schema import AgentViewError, SchemaError, SchemaIssue, ToolParams, parse_arguments, query_list
@@ -101,11 +103,6 @@ class AgentContext:
     @property
     def plugin_mode(self) -> bool:
         return self.plugin_project is not None
-
-    @property
-    def server_project_dir(self) -> str | None:
-        """``getProjectDir()``."""
-        return self.plugin_project if self.plugin_mode else self.project_dir
 
 
 @dataclass(frozen=True)
@@ -260,11 +257,6 @@ class AgentTrace:
     is_error: bool
     notes: tuple[str, ...] = ()
     per_query_limit: float | None = None
-
-    @property
-    def error_field(self) -> str | None:
-        """The first wrong parameter of a schema error."""
-        return self.issues[0].field if self.issues else None
 
 
 # ─── pieces ──────────────────────────────────────────────────────────────

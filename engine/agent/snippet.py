@@ -75,11 +75,6 @@ class SnippetTrace:
     fallback_ran: bool = False
 
     @property
-    def dropped_windows(self) -> int:
-        """Windows the 1500-unit budget left out entirely."""
-        return len(self.windows) - len(self.slices)
-
-    @property
     def shown(self) -> tuple[tuple[int, int], ...]:
         """Content ranges the agent sees: the slices, or the whole content /
         the prefix."""

@@ -152,7 +152,3 @@ class FloodGuard:
         count += 1
         self._buckets[key] = (start, count)
         return ThrottlePosition(count, start, now_ms, key, "counted")
-
-    def peek(self, key: str = DEFAULT_KEY) -> tuple[float, int] | None:
-        """``(window_start_ms, count)`` of a bucket, or ``None``."""
-        return self._buckets.get(key)

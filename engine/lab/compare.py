@@ -1,9 +1,7 @@
-"""What-if lab: parse pipeline variants and compare two runs side by side.
+"""What-if lab: compare two runs of a query side by side.
 
-* :func:`parse_variant` turns ``key=rowid,rerank=before-trim,rrf_k=10`` into
-  a :class:`~engine.pipeline.trace.Variant`.
 * :func:`compare` runs one query under two parameter sets (A and B) and lines
-  up their final lists chunk by chunk.
+  up their final lists chunk by chunk (variants: :mod:`engine.pipeline.variants`).
 * :func:`compare_set` does that for every query of a query file and sums it up.
 
 Conventions: positions are **1-based** positions in a final list; "improved"
@@ -19,151 +17,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from engine.pipeline.candidates import FinalResult
 from engine.pipeline.export import trace_to_dict
-from engine.pipeline.trace import (
-    FUSION_KEYS,
-    FUZZY_POLICIES,
-    RERANK_MODES,
-    RETRIEVER_SETS,
-    FinalResult,
-    SearchParams,
-    Trace,
-    Variant,
-)
+from engine.pipeline.params import SearchParams
 from engine.pipeline.run import search
+from engine.pipeline.trace import Trace
+from engine.pipeline.variants import Variant, as_variant, variant_spec
 from engine.store.store import Store
-
-# ─── variant specs ───────────────────────────────────────────────────────
-
-#: Spec key → :class:`Variant` field. The short names come first; every field
-#: name is accepted too, so ``Variant.describe()`` output parses back.
-VARIANT_KEYS: dict[str, str] = {
-    "key": "fusion_key",
-    "rrf_k": "rrf_k",
-    "fts_limit": "fts_limit",
-    "pool": "pool_size",
-    "pool_sessions": "pool_size_sessions",
-    "rerank": "rerank",
-    "fuzzy": "fuzzy",
-    "retrievers": "retrievers",
-    "fusion_key": "fusion_key",
-    "pool_size": "pool_size",
-    "pool_size_sessions": "pool_size_sessions",
-}
-#: Short spec keys, in the order they are listed in error messages.
-SPEC_KEYS: tuple[str, ...] = ("key", "rrf_k", "fts_limit", "pool", "pool_sessions", "rerank", "fuzzy", "retrievers")
-#: Words that mean "the reference" as a whole spec.
-REFERENCE_SPECS = ("", "reference", "default", "ref")
-#: Words that reset an optional size (``fts_limit``, ``pool``, ``pool_sessions``) to its reference formula.
-DEFAULT_WORDS = ("default", "auto", "none", "reference")
-#: Largest integer accepted in a spec (SQLite binds 64-bit integers; anything
-#: near that is a typo).
-MAX_SPEC_INT = 1_000_000_000
-
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "fusion_key": FUSION_KEYS,
-    "rerank": RERANK_MODES,
-    "fuzzy": FUZZY_POLICIES,
-    "retrievers": RETRIEVER_SETS,
-}
-_OPTIONAL_SIZES = ("fts_limit", "pool_size", "pool_size_sessions")
-
-
-def _parse_int(spec_key: str, value: str, optional: bool) -> int | None:
-    if optional and value.lower() in DEFAULT_WORDS:
-        return None
-    expected = "a non-negative integer" + (" or 'default' (the reference formula)" if optional else "")
-    try:
-        number = int(value, 10)
-    except ValueError:
-        raise ValueError(f"bad value {value!r} for {spec_key}: expected {expected}") from None
-    if number < 0 or number > MAX_SPEC_INT:
-        raise ValueError(f"bad value {value!r} for {spec_key}: expected {expected} up to {MAX_SPEC_INT}")
-    return number
-
-
-def parse_variant(spec: str) -> Variant:
-    """Parse a comma-separated ``key=value`` list into a :class:`Variant`.
-
-    Keys (field in brackets) and allowed values:
-
-    * ``key`` (``fusion_key``): ``source-title`` (reference) or ``rowid``;
-    * ``rrf_k``: integer >= 0 (reference 60);
-    * ``fts_limit``: rows per retriever, integer >= 0 or ``default``
-      (reference ``max(2 * pool, 10)``);
-    * ``pool`` (``pool_size``): fusion limit without a session allow-set,
-      integer >= 0 or ``default`` (reference ``limit``);
-    * ``pool_sessions`` (``pool_size_sessions``): fusion limit with an
-      allow-set, integer >= 0 or ``default`` (reference ``max(8 * limit, 40)``);
-    * ``rerank``: ``on`` (reference), ``off``, ``before-trim``;
-    * ``fuzzy``: ``fallback`` (reference), ``always``, ``never``;
-    * ``retrievers``: ``both`` (reference), ``porter``, ``trigram``.
-
-    Full field names are accepted as keys too, so ``Variant.describe()``
-    output parses back to the same variant. Keys are case-insensitive,
-    whitespace around parts is ignored, and an empty spec or ``reference``
-    gives the reference variant. Unnamed fields keep their reference value.
-
-    Example::
-
-        parse_variant("key=rowid,rerank=before-trim,rrf_k=10,pool_sessions=80")
-
-    Raises:
-        ValueError: a part is not ``key=value``, a key is unknown or given
-            twice, or a value is not allowed. The message names the bad key or
-            value and lists the allowed ones.
-    """
-    if not isinstance(spec, str):
-        raise ValueError(f"variant spec must be a string; got {type(spec).__name__}")
-    text = spec.strip()
-    if text.lower() in REFERENCE_SPECS:
-        return Variant()
-    fields: dict[str, Any] = {}
-    given: dict[str, str] = {}
-    for raw in text.split(","):
-        part = raw.strip()
-        if not part:
-            continue
-        if "=" not in part:
-            raise ValueError(f"variant setting {part!r} is not key=value; allowed keys: {', '.join(SPEC_KEYS)}")
-        key, _, value = part.partition("=")
-        key, value = key.strip().lower().replace("-", "_"), value.strip()
-        if key not in VARIANT_KEYS:
-            raise ValueError(f"unknown variant key {key!r}; allowed keys: {', '.join(SPEC_KEYS)}")
-        name = VARIANT_KEYS[key]
-        if name in given:
-            raise ValueError(f"variant key {key!r} given twice (already {given[name]!r})")
-        given[name] = part
-        if name in _CHOICES:
-            allowed = _CHOICES[name]
-            if value.lower() not in allowed:
-                raise ValueError(f"bad value {value!r} for {key}: allowed values are {', '.join(allowed)}")
-            fields[name] = value.lower()
-        else:
-            fields[name] = _parse_int(key, value, optional=name in _OPTIONAL_SIZES)
-    return Variant(**fields)
-
-
-def variant_spec(variant: Variant) -> str:
-    """The short spec of ``variant`` (inverse of :func:`parse_variant`):
-    only fields that differ from the reference; ``"reference"`` when none do."""
-    ref = Variant()
-    short = {v: k for k, v in reversed(list(VARIANT_KEYS.items()))}
-    parts = [
-        f"{short[f.name]}={getattr(variant, f.name)}"
-        for f in dataclasses.fields(Variant)
-        if getattr(variant, f.name) != getattr(ref, f.name)
-    ]
-    return ",".join(parts) or "reference"
-
-
-def _as_variant(variant: Variant | str | None) -> Variant:
-    if variant is None:
-        return Variant()
-    if isinstance(variant, Variant):
-        return variant
-    return parse_variant(variant)
-
 
 # ─── one query, two runs ─────────────────────────────────────────────────
 
@@ -303,10 +163,6 @@ class Comparison:
     def overlap(self) -> float:
         """Shared chunks / the longer final list (0..1); 1.0 when both are empty."""
         return overlap_ratio(self.counts.shared, len(self.final_a), len(self.final_b))
-
-    def row_for(self, rowid: int) -> ChunkComparison | None:
-        """The row whose A or B representing row id is ``rowid``, or ``None``."""
-        return next((r for r in self.rows if rowid in (r.rowid_a, r.rowid_b)), None)
 
 
 def overlap_ratio(shared: int, len_a: int, len_b: int) -> float:
@@ -561,7 +417,7 @@ def compare_set(
             ``query``, ``limit``, ``source``, ``source_match``,
             ``content_type``, ``sessions``) or :class:`SearchParams`.
         variant_a / variant_b: a :class:`Variant`, a spec string for
-            :func:`parse_variant`, or ``None`` for the reference.
+            :func:`engine.pipeline.variants.parse_variant`, or ``None`` for the reference.
 
     Returns:
         A :class:`SetComparison`: per-query counts and overlap, totals, and
@@ -571,7 +427,7 @@ def compare_set(
         ValueError: a bad variant spec or a bad entry (all entries are
             validated before any search runs).
     """
-    va, vb = _as_variant(variant_a), _as_variant(variant_b)
+    va, vb = as_variant(variant_a), as_variant(variant_b)
     items = list(entries)
     pairs = [(params_for_entry(e, va, i), params_for_entry(e, vb, i)) for i, e in enumerate(items)]
     out: list[QueryComparison] = []
@@ -600,7 +456,7 @@ def compare_set(
 # ─── JSON ────────────────────────────────────────────────────────────────
 
 
-def counts_to_dict(counts: CompareCounts) -> dict:
+def counts_to_dict(counts: CompareCounts) -> dict[str, int]:
     """``{improved, worsened, unchanged, only_in_a, only_in_b, shared}``."""
     return {
         "improved": counts.improved,
@@ -612,16 +468,16 @@ def counts_to_dict(counts: CompareCounts) -> dict:
     }
 
 
-def comparison_to_dict(cmp: Comparison, include_traces: bool = True) -> dict:
+def comparison_to_dict(cmp: Comparison, include_traces: bool = True) -> dict[str, object]:
     """JSON-ready form: ``query``, ``a``/``b`` {variant, layer, final
     [{position, rowid, source, title, score, boost}]}, ``rows`` [{marker,
     position_a, position_b, rowid_a, rowid_b, source, title, content_type,
     score_a, score_b, boost_a, boost_b}], ``counts``, ``overlap`` and, with
     ``include_traces``, ``traces`` {a, b} as :func:`engine.pipeline.export.trace_to_dict`."""
 
-    def side(trace: Trace) -> dict:
+    def side(trace: Trace) -> dict[str, object]:
         return {
-            "variant": trace.params.variant.describe(),
+            "variant": variant_spec(trace.params.variant),
             "spec": variant_spec(trace.params.variant),
             "layer": trace.layer,
             "final": [
@@ -666,7 +522,7 @@ def comparison_to_dict(cmp: Comparison, include_traces: bool = True) -> dict:
     return out
 
 
-def set_comparison_to_dict(sc: SetComparison) -> dict:
+def set_comparison_to_dict(sc: SetComparison) -> dict[str, object]:
     """JSON-ready form: ``variant_a``, ``variant_b``, ``queries`` [{id,
     query, layer_a, layer_b, size_a, size_b, counts, overlap, rows}],
     ``totals``, ``mean_overlap``, ``changed_queries``, ``layer_changes``

@@ -21,9 +21,9 @@ param              values                                        distance
                    source (1 instead of another filter, 2 where
                    there was none: :data:`NARROWING`)
 ``content_type``   likewise: no filter, or the chunk's own type  1 or 2
-``fusion_key``     the other fusion key                          1
-``rerank``         each other rerank mode                        1
-``retrievers``     each other retriever set                      1
+(a setting)        each other choice of every variant setting    1
+                   marked ``tried`` (:data:`engine.pipeline.variants.SETTINGS`:
+                   fusion key, rerank, retrievers)
 =================  ============================================  =============
 
 A number's distance is relative (limit 3 → 5 is 0.67, as far as pool size
@@ -42,11 +42,8 @@ any deeper run is fetched, from a bound (1 + the rows that match with a
 strictly better bm25 under the same filters, one ``COUNT`` each).
 
 Re-runs share one read transaction and the store's run cache, through a
-prefix-reusing :class:`~engine.pipeline.runcache.RunCache` handle (retriever runs
-depend only on the sanitised query, the filters and the row count; the
-corrections only on the word); the runs of the search being explained are
-in it already. A probe's answer that took a prefix of a deeper run is
-confirmed by an exact re-run (a run reused only at its own row count).
+prefix-reusing :class:`~engine.pipeline.runcache.RunCache` handle; an answer
+that took a prefix of a deeper run is confirmed by an exact re-run.
 
 Outcome when no change is found (:data:`NO_CHANGE_REASONS`):
 
@@ -56,31 +53,34 @@ Outcome when no change is found (:data:`NO_CHANGE_REASONS`):
 * ``no-single-change``: every change within the bounds was tried (data:
   ``limit_max``, ``pool_size_max``);
 * ``cancelled``: the caller's ``stop()`` said to stop.
-
-Pure Python; no Textual.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypedDict
 
-from engine.store import sql
-from engine.pipeline.trace import FUSION_KEYS, RERANK_MODES, RETRIEVER_SETS, SearchParams, Trace
-from engine.pipeline.stages.pool import pool_size_for
-from engine.pipeline.query import fuzzy_words, sanitize_porter, sanitize_trigram
-from engine.pipeline.stages.retrieve import TABLES, fts_limit_for, like_pattern, runs_retriever
-from engine.pipeline.runcache import RunCache
+from engine.lab.why import ChunkRef, find_chunks
+from engine.pipeline.params import SearchParams
+from engine.pipeline.query import fuzzy_words
 from engine.pipeline.run import search
-from engine.pipeline.table import RETRIEVERS
+from engine.pipeline.runcache import RunCache
+from engine.pipeline.stages.pool import pool_size_for
+from engine.pipeline.stages.retrieve import RETRIEVERS, TABLES, Request, fts_limit_for, like_pattern, runs_retriever
+from engine.pipeline.trace import Trace
+from engine.pipeline.variants import SETTINGS
+from engine.store import sql
 from engine.store.clock import elapsed_ms
 from engine.store.errors import sqlite_errors
 from engine.store.store import Store
-from engine.lab.why import ChunkRef, find_chunks
 
+#: The variant settings whose other choices are tried.
+TRIED = tuple(s for s in SETTINGS if s.tried and s.choices)
+_BY_NAME = {s.name: s for s in SETTINGS}
+_TRIED_WORDS = ", ".join(s.label for s in TRIED[:-1]) + f" and {TRIED[-1].label}" if len(TRIED) > 1 else TRIED[0].label
 #: The parameters a counterfactual changes, in tie-break order.
-PARAMS = ("limit", "pool_size", "allow_session", "source", "content_type", "fusion_key", "rerank", "retrievers")
+PARAMS = ("limit", "pool_size", "allow_session", "source", "content_type") + tuple(s.name for s in TRIED)
 #: Largest limit tried.
 LIMIT_MAX = 100
 #: Largest pool size tried.
@@ -145,14 +145,14 @@ class Counterfactual:
         """One value of ``data``."""
         return dict(self.data).get(name, default)
 
-    def would_return_with(self) -> dict | None:
+    def would_return_with(self) -> dict[str, object] | None:
         """``{"param", "value", "position"}`` or ``None``: the JSON of
         ``rankscope why --json``'s ``would_return_with``."""
         if self.change is None:
             return None
         return {"param": self.change.param, "value": self.change.value, "position": self.position}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """``{"rowid", "would_return_with", "layer", "reason", **data,
         "reruns", "ruled_out", "elapsed_ms"}``."""
         out: dict[str, object] = {
@@ -177,20 +177,14 @@ def change_words(change: Change) -> str:
     p, v = change.param, change.value
     if p == "limit":
         return f"limit {v}"
-    if p == "pool_size":
-        return f"pool size {v}"
     if p == "allow_session":
         return f"allowing session {v!r}"
     if p == "source":
         return "no source filter" if v is None else f"source filter {v!r}"
     if p == "content_type":
         return "no content-type filter" if v is None else f"only {v} chunks"
-    if p == "fusion_key":
-        return f"fusion key {v}"
-    if p == "rerank":
-        return f"rerank {v}"
-    if p == "retrievers":
-        return "both retrievers" if v == "both" else f"the {v} retriever only"
+    if p in _BY_NAME:
+        return _BY_NAME[p].say(v)
     raise ValueError(f"unknown parameter {p!r}")
 
 
@@ -207,7 +201,7 @@ def sentence(cf: Counterfactual) -> str:
     if cf.reason == "no-single-change":
         return (
             f"no single change returns it (tried limits up to {cf.get('limit_max')}, pool sizes up to "
-            f"{cf.get('pool_size_max')}, the filters, the session, fusion key, rerank and retrievers)"
+            f"{cf.get('pool_size_max')}, the filters, the session, {_TRIED_WORDS})"
         )
     if cf.reason == "cancelled":
         return "stopped before a change was found"
@@ -217,7 +211,14 @@ def sentence(cf: Counterfactual) -> str:
 # ─── naming the chunk ────────────────────────────────────────────────────
 
 
-def parse_pin(text: str) -> dict:
+class PinName(TypedDict, total=False):
+    """A chunk named by ``--pin``: ``key`` (``SOURCE::TITLE``) or ``rowid``."""
+
+    key: str
+    rowid: int
+
+
+def parse_pin(text: str) -> PinName:
     """``"SOURCE::TITLE"`` → ``{"key": ...}``; ``"57"`` → ``{"rowid": 57}``
     (the keyword arguments of :func:`engine.lab.why.find_chunks`).
 
@@ -235,7 +236,7 @@ def parse_pin(text: str) -> dict:
 # ─── the search ──────────────────────────────────────────────────────────
 
 
-def _with(params: SearchParams, **variant) -> SearchParams:
+def _with(params: SearchParams, **variant: Any) -> SearchParams:
     return replace(params, variant=replace(params.variant, **variant))
 
 
@@ -272,12 +273,12 @@ def _candidates(
         specs.append(("content_type", None, 1))
     if params.content_type != chunk.content_type:
         specs.append(("content_type", chunk.content_type, 1 if params.content_type else NARROWING))
-    for field, values in (("fusion_key", FUSION_KEYS), ("rerank", RERANK_MODES), ("retrievers", RETRIEVER_SETS)):
-        specs += [(field, value, 1) for value in values if value != getattr(v, field)]
+    for setting in TRIED:
+        specs += [(setting.name, value, 1) for value in setting.choices if value != getattr(v, setting.name)]
     rank = {name: i for i, name in enumerate(PARAMS)}
     current = {"limit": lim, "pool_size": pool}
 
-    def order(spec: tuple[str, object, float]) -> tuple:
+    def order(spec: tuple[str, object, float]) -> tuple[float, int, int, bool]:
         name, value, distance = spec
         step = value - current[name] if name in current else 0  # type: ignore[operator]
         return (distance, rank[name], abs(step), step < 0)
@@ -306,7 +307,7 @@ class _Search:
         self.ruled_out = 0
         self._like: dict[tuple[str, str], bool] = {}
         self._corrected: str | None | bool = False  # False: not computed yet
-        self._bounds: dict[tuple, int | None] = {}
+        self._bounds: dict[tuple[str, str, str | None, str | None, str | None], int | None] = {}
 
     def corrected_query(self) -> str | None:
         """The typo-corrected query the fuzzy fallback would search, or
@@ -336,7 +337,7 @@ class _Search:
         correction, at any depth and without filters."""
         for q in self.queries():
             for name in RETRIEVERS:
-                match = sanitize_porter(q, "OR") if name == "porter" else sanitize_trigram(q, "OR")
+                match = Request(name, q, 0).match
                 if not match:
                     continue
                 t = TABLES[name]
@@ -367,9 +368,10 @@ class _Search:
         ``None`` when the retriever does not match the chunk. One ``COUNT``
         per (retriever, query, filters); bm25 does not depend on the filters
         (its statistics are the whole table's)."""
-        key = (name, query, p.source or None, p.source_match if p.source else None, p.content_type or None)
+        request = Request.of(name, query, 0, p)
+        key = request.key
         if key not in self._bounds:
-            match = sanitize_porter(query, "OR") if name == "porter" else sanitize_trigram(query, "OR")
+            match = request.match
             bound = None
             if match:
                 t = TABLES[name]
@@ -415,13 +417,13 @@ class _Search:
             for name in RETRIEVERS:
                 if not runs_retriever(p, name):
                     continue
-                args = (name, q, fts, p.source, p.source_match, p.content_type)
-                run = self.runs.cached(self.conn, *args)
+                request = Request.of(name, q, fts, p)
+                run = self.runs.cached(self.conn, request)
                 if run is None:
                     bound = self.rank_bound(name, q, p)
                     if bound is None or bound > fts:
                         continue
-                    run = self.runs.run(self.conn, self.store.schema, *args)
+                    run = self.runs.run(self.conn, self.store.schema, request)
                 if any(h.rowid == ch.rowid for h in run.hits):
                     return True
         return False

@@ -36,9 +36,10 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from engine.store.chunkids import ChunkIds, chunk_ids
+from engine.store.chunkids import ChunkIds
 from engine.lab.compare import params_for_entry
-from engine.pipeline.trace import Trace, Variant
+from engine.pipeline.trace import Trace
+from engine.pipeline.variants import Variant
 from engine.pipeline.run import search
 from engine.lab.qrels import Qrels
 from engine.pipeline.table import RANKED_IDS, ranked_lists
@@ -252,26 +253,6 @@ def run_entries(store: Store, entries: Sequence[Mapping[str, Any]], variant: Var
     return [(entry_id(e, i), search(store, p)) for i, (e, p) in enumerate(zip(entries, params))]
 
 
-def evaluate_set(
-    store: Store,
-    entries: Sequence[Mapping[str, Any]],
-    qrels: Qrels,
-    measures: Sequence | str | None = None,
-    variant: Variant | None = None,
-) -> SetEval:
-    """Search every entry of a query file and compute ``measures`` at every
-    stage (see the module docstring for the rules).
-
-    Raises:
-        ValueError: a bad entry or measure.
-        StoreError: the store cannot be read.
-    """
-    ms = measures if isinstance(measures, (tuple, list)) else parse_measures(measures)
-    v = variant or Variant()
-    traces = run_entries(store, entries, v)
-    return evaluate_traces(traces, qrels, ms, chunk_ids(store), v)
-
-
 def evaluate_trace(
     trace: Trace, judgments: Mapping[str, int], ids: ChunkIds, measures: Sequence | None = None
 ) -> dict[str, dict[str, float]]:
@@ -401,7 +382,7 @@ def eval_to_dict(ev: SetEval, comparison: EvalComparison | None = None) -> dict:
 
     ``stages`` and ``queries`` are A's (the only run without ``--b``).
     """
-    from engine.lab.compare import variant_spec
+    from engine.pipeline.variants import variant_spec
 
     out: dict[str, Any] = {
         "measures": list(ev.measures),

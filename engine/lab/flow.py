@@ -1,55 +1,34 @@
 """The rank flow: every candidate's position at every stage, as table rows.
 
-One :class:`Flow` per pass shown: the pass that answered (and, when the
-fuzzy fallback re-ran, the other pass beside it). A flow has a column per
-stage in the order the pass ran them (:func:`engine.pipeline.run.pass_plan`:
-``porter``, ``trigram``, ``fusion``, ``pool``, ``filter``, ``trim``,
-``rerank``, then ``final``; the variant ``rerank=before-trim`` puts the
-rerank before the trim, ``rerank=off`` has no rerank column; ids are
-prefixed ``fuzzy:`` in the re-run) and a :class:`FlowRow` per chunk a
-retriever returned in that pass (plus, on request, chunks that never entered
-it: :class:`Absent`). Everything here is read from the paths the pipeline
-computed (:attr:`engine.pipeline.trace.Run.paths`); nothing is re-ranked.
+One :class:`Flow` per pass shown (the answering pass, and the other one
+when the fuzzy fallback re-ran). Its columns are the stages in the order
+the pass ran them (:func:`engine.pipeline.run.pass_plan`, then ``final``;
+``fuzzy:``-prefixed in the re-run); its rows (:class:`FlowRow`) are the
+chunks a retriever returned in the pass, read from the paths (nothing is
+re-ranked), plus on request chunks that never entered it (:class:`Absent`).
 
-A row's cell at each column (:class:`FlowCell`) holds:
+A cell (:class:`FlowCell`) holds the 1-based ``position``; the ``move``
+against the previous stage (positive = up; fusion is compared with the best
+retriever rank, Porter on a tie; retriever cells have none); a ``state``
+(``at``, ``absent``: a retriever that did not return it, ``left``: the
+``exit`` says why, ``gone``: a later stage, ``not-run``); a chunk no
+retriever returned leaves on the first column with why-not's exit.
 
-* ``position``: the 1-based position in that stage's ranked list, or ``None``;
-* ``move``: positions gained against the previous stage (positive = moved
-  up, negative = down, ``0`` = stayed), and ``against``: the stage compared
-  with. The first chain stage (fusion) is compared with the best rank the
-  chunk had in a retriever (Porter on a tie); retriever cells have no move;
-* ``state``: ``"at"`` (has a position), ``"absent"`` (a retriever that did
-  not return it: the retrievers are parallel entries, not a chain),
-  ``"left"`` (it left the pass here: ``exit`` says why), ``"gone"`` (a
-  later stage), ``"not-run"`` (the stage did not run in this pass: the
-  session filter removed everything);
-* ``exit``: at the ``"left"`` cell, the :class:`~engine.pipeline.trace.Exit` (reason
-  code and data: ``merged`` → ``into_rowid``, ``session-filter`` →
-  ``session_id``, ``trimmed`` → ``limit``, ``beyond-pool`` →
-  ``pool_size``; a chunk no retriever returned leaves at ``retrieve``,
-  shown on the first retriever column, with why-not's code).
-
-Rows are sorted by final position, then by how far they got (chain stages
-with a position), then by fused position, then in the order the retrievers
-returned them. Positions are 1-based throughout. Pure Python; no Textual.
+Rows are sorted by final position, then by how far they got, then by fused
+position, then in the order the retrievers returned them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
 
-from engine.pipeline.trace import FUZZY_PREFIX, CandidatePath, Exit, Run, Trace
-from engine.pipeline.paths import REASONS, data_names
+from engine.pipeline.candidates import FUZZY_PREFIX, CandidatePath, Exit
+from engine.pipeline.params import SearchParams
+from engine.pipeline.passes import Run
 from engine.pipeline.run import pass_plan
-from engine.pipeline.table import base_id, depth, stage
-
-if TYPE_CHECKING:
-    from engine.store import sql
-
-    from engine.pipeline.trace import SearchParams
-    from engine.store.store import Store
-    from engine.lab.why import Explanation
+from engine.pipeline.table import stage
+from engine.pipeline.trace import Trace
 
 #: Cell states (see the module docstring).
 STATES = ("at", "absent", "left", "gone", "not-run")
@@ -83,7 +62,7 @@ class FlowCell:
             return None
         return "up" if self.move > 0 else "down" if self.move < 0 else "same"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """``{"stage", "state", "position", "move", "against", "exit"}``."""
         return {
             "stage": self.stage,
@@ -132,7 +111,7 @@ class FlowRow:
         """The cell at ``stage_id`` (full id), or ``None`` when not a column."""
         return next((c for c in self.cells if c.stage == stage_id), None)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """JSON form: ``rowid, source, title, key, final, fused, moved,
         reached, entered, exit, cells``."""
         return {
@@ -179,7 +158,7 @@ class Flow:
         """The row of chunk ``rowid``, or ``None``."""
         return next((r for r in self.rows if r.rowid == rowid), None)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """JSON form: ``pass, query, answering, shadow, stages, rows``."""
         return {
             "pass": self.pass_name,
@@ -207,28 +186,7 @@ class Absent:
     exit: Exit
 
 
-def exit_of_explanation(exp: "Explanation") -> Exit | None:
-    """The :class:`~engine.pipeline.trace.Exit` a why-not explanation names
-    (``None`` when it says the chunk was returned). Data names follow
-    :func:`engine.pipeline.paths.data_names`; lists become tuples."""
-    if exp.returned:
-        return None
-    names = data_names(exp.reason) if exp.reason in REASONS else tuple(exp.details)
-    data = tuple((n, tuple(v) if isinstance(v, list) else v) for n, v in ((n, exp.details.get(n)) for n in names))
-    return Exit(exp.stage, exp.reason, data)
-
-
-def absent_of(exp: "Explanation") -> Absent | None:
-    """An :class:`Absent` row for a why-not explanation of a chunk no
-    retriever returned (stage ``retrieve`` or ``fuzzy``), else ``None``."""
-    if base_id(exp.stage) not in ("retrieve", "fuzzy"):
-        return None
-    exit = exit_of_explanation(exp)
-    assert exit is not None
-    return Absent(exp.chunk.rowid, exp.chunk.source, exp.chunk.title, exit)
-
-
-def columns(run: Run, params: "SearchParams") -> tuple[str, ...]:
+def columns(run: Run, params: SearchParams) -> tuple[str, ...]:
     """The column stage ids of ``run``'s flow: :func:`pass_plan` (prefixed)
     and ``final``."""
     return tuple(run.prefix + s.id for s in pass_plan(params)) + (run.prefix + "final",)
@@ -301,7 +259,7 @@ def _absent_row(a: Absent, cols: tuple[str, ...], ran: set[str]) -> FlowRow:
 
 def run_flow(
     run: Run,
-    params: "SearchParams",
+    params: SearchParams,
     *,
     answering: bool,
     shadow: bool = False,
@@ -324,7 +282,7 @@ def run_flow(
         order[a.rowid] = len(order)
         rows.append(_absent_row(a, cols, ran))
 
-    def sort_key(r: FlowRow) -> tuple:
+    def sort_key(r: FlowRow) -> tuple[bool, int, int, bool, int, int]:
         return (r.final is None, r.final or 0, -r.reached, r.fused is None, r.fused or 0, order[r.rowid])
 
     return Flow(run.pass_name, run.query, answering, shadow, cols, tuple(sorted(rows, key=sort_key)), layer)
@@ -356,80 +314,3 @@ def trace_flows(trace: Trace, absent: Sequence[Absent] = ()) -> tuple[Flow, ...]
             )
         )
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class Fate:
-    """Where one chunk ended up in a search.
-
-    Attributes:
-        rowid: the chunk.
-        position: its 1-based final position, or ``None``.
-        exit: where it left (``None`` when returned).
-        pass_name: the pass the story is in (``"first"``/``"fuzzy"``).
-    """
-
-    rowid: int
-    position: int | None
-    exit: Exit | None
-    pass_name: str
-
-    @property
-    def stage(self) -> str:
-        """The stage id of the fate: the exit's, or ``final`` (``fuzzy:final``)."""
-        if self.exit is not None:
-            return self.exit.stage
-        return (FUZZY_PREFIX if self.pass_name == "fuzzy" else "") + "final"
-
-    def to_dict(self) -> dict:
-        """``{"rowid", "position", "stage", "pass", "exit"}``."""
-        return {
-            "rowid": self.rowid,
-            "position": self.position,
-            "stage": self.stage,
-            "pass": self.pass_name,
-            "exit": None if self.exit is None else self.exit.to_dict(),
-        }
-
-
-def row_fate(flows: Sequence[Flow], rowid: int) -> Fate | None:
-    """The fate of ``rowid`` as the flows show it: its final position in the
-    answering flow, or the deepest exit among the flows that are not a
-    shadow (the answering flow first; a deeper stage wins, as in
-    :func:`engine.lab.why.why_not`). ``None`` when it has no row in them (why-not
-    then looks beyond the trace)."""
-    best: Fate | None = None
-    for flow in flows:
-        if flow.shadow:
-            continue
-        row = flow.row(rowid)
-        if row is None:
-            continue
-        if flow.answering and row.final is not None:
-            return Fate(rowid, row.final, None, flow.pass_name)
-        if row.exit is None:
-            continue  # survived a pass that did not answer (cannot happen outside a shadow)
-        fate = Fate(rowid, None, row.exit, flow.pass_name)
-        if best is None or depth(fate.stage) > depth(best.stage):
-            best = fate
-    return best
-
-
-def fate(store: "Store", trace: Trace, rowid: int, conn: "sql.Connection | None" = None) -> Fate:
-    """Where chunk ``rowid`` ended up in ``trace``: :func:`row_fate` of its
-    flows when a retriever returned it (no store access), else why-not's
-    exit (it then looks beyond the trace: filters, uncapped runs, the typo
-    correction), with pass ``"first"`` or ``"fuzzy"`` as why-not tells.
-
-    Raises:
-        ChunkNotFoundError: no chunk has that row id.
-        CorruptStoreError / StoreError: the store cannot be read.
-    """
-    from engine.lab.why import why_not
-
-    known = row_fate(trace_flows(trace), rowid)
-    if known is not None:
-        return known
-    [exp] = why_not(store, trace.params, rowid=rowid, trace=trace, conn=conn)
-    exit = exit_of_explanation(exp)
-    return Fate(rowid, exp.position if exit is None else None, exit, exp.run)

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.pipeline.trace import Exit, Run, SearchParams, Trace
+from engine.pipeline.candidates import Exit
+from engine.pipeline.hooks import Stage
+from engine.pipeline.params import SearchParams
+from engine.pipeline.passes import Run
 from engine.pipeline.paths import sentence
 from engine.pipeline.run import pass_plan, variant_skips
-from engine.pipeline.table import BY_ID, PASS_STAGES, stage, title
+from engine.pipeline.stages import fuzzy, refresh
+from engine.pipeline.stages.retrieve import unretrieved
+from engine.pipeline.table import BY_ID, stage, title
+from engine.pipeline.trace import Trace
 from engine.pipeline.words import SUMMARY_TEXT_MAX, abbreviate, plural
 
 __all__ = [
@@ -53,7 +59,7 @@ class JourneyStep:
         position: 1-based position at that stage, or ``None`` if absent.
         note: what happened to it there, in words (generated from the path).
         exit: set on the step where it left the pass (the path's
-            :class:`~engine.pipeline.trace.Exit`; ``not-retrieved`` when no retriever
+            :class:`~engine.pipeline.candidates.Exit`; ``not-retrieved`` when no retriever
             of that pass returned it); ``None`` elsewhere.
     """
 
@@ -69,17 +75,16 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
     name the source / content-type filters they ran with."""
     params = params if params is not None else SearchParams(run.query, limit=limit)
     prefix = prefix or run.prefix
-    plan = [s.id for s in pass_plan(params)]
-    shown = plan + [s.id for s in PASS_STAGES if s.id not in plan]
     skips = variant_skips(params)
+    shown = [s.id for s in pass_plan(params)] + list(skips)
     gate = next((sid for sid in run.order if BY_ID[sid].ends_pass_when_empty), None)
     out = []
     for sid in shown:
         spec = BY_ID[sid]
         record = run.record(sid)
         if record is not None:
-            assert spec.hooks is not None
-            out.append(StageSummary(prefix + sid, spec.title, spec.hooks.headline(record, params), record.elapsed_ms))  # type: ignore[attr-defined]
+            head = spec.headline_of(record, params) or ""
+            out.append(StageSummary(prefix + sid, spec.title, head, spec.elapsed_of(record)))
         elif sid in skips:
             out.append(StageSummary(prefix + sid, spec.title, f"did not run: variant {skips[sid]}"))
         else:
@@ -88,53 +93,24 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
     return out
 
 
+def _trace_summary(trace: Trace, spec: Stage) -> list[StageSummary]:
+    record = trace.record(spec.id)
+    head = None if record is None else spec.headline_of(record, trace.params)
+    return [] if head is None else [StageSummary(spec.id, spec.title, head, spec.elapsed_of(record))]
+
+
 def stage_summaries(trace: Trace) -> list[StageSummary]:
     """Every stage of the trace in pipeline order, including a fuzzy re-run."""
-    out = []
-    if trace.refresh.checked:
-        verb = "re-indexed" if trace.refresh.refreshed else "would refresh (read-only: not done)"
-        head = f"{trace.refresh.checked} file-backed sources checked; {len(trace.refresh.stale)} stale"
-        if trace.refresh.stale:
-            head += f", {verb}: " + ", ".join(trace.refresh.stale)
-        out.append(StageSummary("refresh", title("refresh"), head, trace.refresh.elapsed_ms))
+    out = _trace_summary(trace, refresh.STAGE)
     out += run_summaries(trace.first, trace.params.limit, params=trace.params)
-    fz = trace.fuzzy
-    if not fz.ran:
-        out.append(StageSummary("fuzzy", title("fuzzy"), f"skipped: {fz.reason}"))
-    else:
-        fixes = [f"{c.word} → {c.corrected}" for c in fz.corrections if c.corrected]
-        head = ("corrected " + abbreviate(", ".join(fixes))) if fixes else "no correction found"
-        if fz.shadow:
-            head = "shadow run: " + head
-        out.append(StageSummary("fuzzy", title("fuzzy"), head, fz.elapsed_ms))
-        if fz.rerun is not None:
-            out += run_summaries(fz.rerun, trace.params.limit, prefix="fuzzy:", params=trace.params)
+    out += _trace_summary(trace, fuzzy.STAGE)
+    if trace.fuzzy.rerun is not None:
+        out += run_summaries(trace.fuzzy.rerun, trace.params.limit, prefix="fuzzy:", params=trace.params)
     if trace.final:
         out.append(StageSummary("final", title("final"), f"{plural(len(trace.final), 'result')}, layer {trace.layer}"))
     else:
         out.append(StageSummary("final", title("final"), f"no results (layer none): {trace.empty_reason}"))
     return out
-
-
-def _step_note(run: Run, sid: str, pos: int) -> str:
-    """What happened to a candidate that holds position ``pos`` at ``sid``."""
-    base = stage(sid).id
-    if stage(sid).kind == "retriever":
-        return f"rank {pos}"
-    if base == "fusion":
-        cand = run.fusion.candidates[pos - 1]
-        return f"score {cand.score:.6f}"
-    if base == "pool":
-        return "in the pool"
-    if base == "filter":
-        return "passed"
-    if base == "trim":
-        return "kept"
-    if base == "rerank" and run.rerank is not None:
-        e = run.rerank.entries[pos - 1]
-        arrow = "↑" if e.moved > 0 else "↓" if e.moved < 0 else "="
-        return f"{e.old_position} → {e.new_position} {arrow} (boost {e.boost:.4f})"
-    return f"#{pos}"
 
 
 def _run_journey(run: Run, key: str, rowid: int | None) -> tuple[list[JourneyStep], bool]:
@@ -144,27 +120,27 @@ def _run_journey(run: Run, key: str, rowid: int | None) -> tuple[list[JourneySte
     else:
         path = next((p for p in run.paths if p.key == key and p.position(prefix + "fusion") is not None), None)
     steps: list[JourneyStep] = []
+    retrievers = {r.name: r for r in (run.porter, run.trigram)}
     if path is None:
-        for sid in run.order:
-            if stage(sid).kind == "retriever":
-                r = run.record(sid)
-                steps.append(JourneyStep(prefix + sid, None, "skipped" if r.skipped else "not retrieved"))  # type: ignore[attr-defined]
-        gone = Exit(prefix + "retrieve", "not-retrieved")
-        steps.append(JourneyStep(prefix + "retrieve", None, sentence(gone), gone))
+        for name, r in retrievers.items():
+            steps.append(JourneyStep(prefix + name, None, "skipped" if r.skipped else "not retrieved"))
+        gone = unretrieved(prefix)
+        steps.append(JourneyStep(gone.stage, None, sentence(gone), gone))
         return steps, False
     for sid, pos in path.steps:
         spec = stage(sid)
         if spec.kind == "answer":
             break  # the trace's final step follows (see journey)
-        if spec.kind == "retriever":
-            r = run.record(sid)
-            note = f"rank {pos}" if pos else ("skipped" if r.skipped else "not retrieved")  # type: ignore[attr-defined]
-            steps.append(JourneyStep(sid, pos, note))
-            continue
         if path.exit is not None and path.exit.stage == sid:
             steps.append(JourneyStep(sid, None, sentence(path.exit), path.exit))
             return steps, False
-        steps.append(JourneyStep(sid, pos, _step_note(run, sid, pos)))  # type: ignore[arg-type]
+        record = run.record(sid)
+        if pos is not None and record is not None:
+            note = spec.note_of(record, pos)
+        else:
+            rr = retrievers.get(spec.id)
+            note = "skipped" if rr is not None and rr.skipped else "not retrieved"
+        steps.append(JourneyStep(sid, pos, note))
     return steps, path.exit is None
 
 
@@ -172,7 +148,7 @@ def journey(trace: Trace, key: str, rowid: int | None = None) -> list[JourneySte
     """Where the candidate with fusion ``key`` (or the chunk ``rowid``) stood
     at each stage, ending where it left the pipeline or at its final position.
 
-    Read from the passes' paths (:attr:`engine.pipeline.trace.Run.paths`): the first
+    Read from the passes' paths (:attr:`engine.pipeline.passes.Run.paths`): the first
     pass, then the fuzzy re-run when it answered, then the trace's answer."""
     steps, alive = _run_journey(trace.first, key, rowid)
     answered_first = trace.layer == "rrf"

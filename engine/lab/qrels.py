@@ -289,20 +289,6 @@ def default_qrels_path(store_path: str | os.PathLike[str] | None) -> Path | None
     return store_file(store_path, QRELS_FILE)
 
 
-def load_or_empty(path: Path | None) -> Qrels:
-    """:func:`read_qrels`, or empty qrels when ``path`` is ``None`` or missing.
-
-    Raises:
-        QrelsError: the file exists but is malformed.
-    """
-    if path is None:
-        return Qrels()
-    try:
-        return read_qrels(path)
-    except FileNotFoundError:
-        return Qrels()
-
-
 def merged(items: Iterable[Qrels]) -> Qrels:
     """One :class:`Qrels` holding every judgment of ``items`` (later wins)."""
     out = Qrels()

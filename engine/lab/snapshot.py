@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from engine.store.chunkids import chunk_ids
-from engine.lab.compare import parse_variant, variant_spec
+from engine.pipeline.variants import parse_variant, variant_spec
 from engine.lab.evaluation import entry_id, ranked_ids, run_entries
-from engine.pipeline.trace import Variant
+from engine.pipeline.variants import Variant
 from engine.pipeline.table import RANKED_IDS
 from engine.store.store import Store
 

@@ -9,11 +9,10 @@ Both come from SQLite itself, never from a re-implementation:
   and reads the tokens back through ``fts5vocab`` (``instance``). A word can
   give several tokens (``write-quorum`` → ``write``, ``quorum``) or none
   (punctuation only).
-* :func:`match_spans` asks FTS5's ``highlight()`` on both tables
-  (``chunks`` with the sanitised Porter query, ``chunks_trigram`` with the
-  sanitised trigram query) for one row, and turns the marks into spans: the
-  Porter spans are whole tokens whose stem matched, the trigram spans are
-  substrings (``quorum`` inside ``writeQuorum``).
+* :func:`trace_spans` reads where the query matched a chunk off the
+  trace: each retriever's ``highlight()`` of the row (the Porter spans are
+  whole tokens whose stem matched, the trigram spans substrings: ``quorum``
+  inside ``writeQuorum``).
 
 Offsets are 0-based Python string indexes (Unicode code points) into the
 chunk's content, end exclusive. The user's store is only read; the
@@ -27,9 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.store import sql
-from engine.pipeline.query import porter_words, sanitize_porter, sanitize_trigram
-from engine.pipeline.stages.retrieve import TABLES
-from engine.pipeline.trace import RetrieverRun
+from engine.pipeline.query import porter_words
+from engine.pipeline.stages.retrieve import RetrieverRun
 from engine.store.errors import sqlite_errors
 
 if TYPE_CHECKING:
@@ -167,36 +165,6 @@ def marked_spans(marked: str, content: str) -> tuple[tuple[int, int], ...]:
     if "".join(plain) != content:
         return ()
     return tuple(spans)
-
-
-def match_spans(store: "Store", query: str, rowid: int, conn: sql.Connection | None = None) -> MatchSpans:
-    """Where ``query`` (raw text; sanitised here as each retriever does)
-    matched chunk ``rowid``, by FTS5's ``highlight()`` on both tables.
-
-    Returns:
-        A :class:`MatchSpans`; a retriever that does not match the chunk
-        (or is skipped: no word of 3+ characters) gives no spans. An unknown
-        row id gives empty content and no spans.
-
-    Raises:
-        StoreError / CorruptStoreError: the store cannot be read.
-    """
-    queries = {"porter": sanitize_porter(query, "OR"), "trigram": sanitize_trigram(query, "OR")}
-    spans: dict[str, tuple[tuple[int, int], ...]] = {}
-    with sqlite_errors(store.path), store.using(conn) as c:
-        row = c.execute(f"SELECT {sql.text('content')} FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
-        content = (sql.decode(row[0]) or "") if row else ""
-        for name, match in queries.items():
-            spans[name] = ()
-            if not match or not content:
-                continue
-            t = TABLES[name]
-            hit = c.execute(
-                f"SELECT highlight({t}, 1, char(2), char(3)) FROM {t} WHERE {t} MATCH ? AND rowid = ?", (match, rowid)
-            ).fetchone()
-            if hit is not None and hit[0] is not None:
-                spans[name] = marked_spans(hit[0], content)
-    return MatchSpans(rowid, content, spans["porter"], spans["trigram"])
 
 
 def trace_spans(trace: "Trace", rowid: int) -> MatchSpans | None:

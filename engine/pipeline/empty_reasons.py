@@ -1,12 +1,9 @@
 """Why a search returned nothing, as data and in words.
 
-:class:`~engine.pipeline.trace.Trace` records the explanation as data:
 ``Trace.empty`` is a tuple of :class:`EmptyPart` (a code and the facts
-behind it), empty when there are results. :func:`empty_sentence` puts the
-parts in words (``Trace.empty_reason``: their sentences joined by ``"; "``);
-nothing parses a sentence back. :func:`engine.pipeline.run.search` decides the
-parts; this module only words them. Like :mod:`engine.pipeline.stages.fuzzy_reasons` it
-imports nothing of the model at run time (no import cycle). Pure Python.
+behind it), empty when there are results: :func:`empty_parts` decides them,
+:func:`empty_sentence` words them (``Trace.empty_reason``: their sentences
+joined by ``"; "``); nothing parses a sentence back.
 
 Parts come in this order: at most one part about the first pass
 (``empty-query``, ``fts-limit-0``, ``retriever-error``, ``no-match``,
@@ -43,13 +40,8 @@ code                      facts                                         meaning
 ``limit-0``               ``layer`` (``none``, ``rrf`` or               ``limit`` is 0; with layer ``rrf`` or
                           ``rrf-fuzzy``)                                ``rrf-fuzzy`` a pass kept candidates and
                                                                         the trim to 0 kept none
-``fuzzy``                 ``fuzzy_code`` (the fuzzy stage's own code,   what the typo fallback did: skipped
-                          :class:`~engine.pipeline.trace.FuzzyStage`); with      (``policy-never``, ``no-vocabulary``,
-                          ``corrected`` also ``corrected_query``        ``first-pass-found``: worded by
-                                                                        :data:`engine.pipeline.stages.fuzzy_reasons.FUZZY_CODES`),
-                                                                        or ran and found no word or no
-                                                                        correction, or corrected the query and
-                                                                        its re-run kept nothing
+``fuzzy``                 ``fuzzy_code`` (the fuzzy stage's own code);  what the typo fallback did (worded by
+                          after a correction also ``corrected_query``   :func:`engine.pipeline.stages.fuzzy.empty_words`)
 ``unexplained``           (none)                                        no other part applies (not expected;
                                                                         worded "no results")
 ========================= ============================================= =========================================
@@ -61,13 +53,14 @@ the order the sentence lists them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Union
+from typing import Callable, Union
 
-from engine.pipeline.stages.fuzzy_reasons import FUZZY_CODES
+from engine.pipeline.params import SearchParams
+from engine.pipeline.passes import Run
+from engine.pipeline.stages.fuzzy import FuzzyStage, empty_words
+from engine.pipeline.stages.retrieve import RETRIEVERS, runs_retriever
+from engine.pipeline.stages.session_filter import unknown_sessions
 from engine.pipeline.words import filter_words
-
-if TYPE_CHECKING:
-    from engine.pipeline.trace import FuzzyStage
 
 #: A fact's value: a count or size, a name, a flag, a list of names, or none.
 Fact = Union[int, str, bool, None, tuple[str, ...]]
@@ -134,19 +127,19 @@ def _quoted(ids: tuple[str, ...]) -> str:
     return ", ".join(f"'{s}'" for s in ids)
 
 
-def _empty_query(p: EmptyPart, f: "FuzzyStage") -> str:
+def _empty_query(p: EmptyPart, f: FuzzyStage) -> str:
     return "empty query: nothing to search for"
 
 
-def _fts_limit_0(p: EmptyPart, f: "FuzzyStage") -> str:
+def _fts_limit_0(p: EmptyPart, f: FuzzyStage) -> str:
     return "the retrievers fetch 0 rows (fts_limit 0)"
 
 
-def _retriever_error(p: EmptyPart, f: "FuzzyStage") -> str:
+def _retriever_error(p: EmptyPart, f: FuzzyStage) -> str:
     return f"a retriever failed: {p.text('error')}"
 
 
-def _no_match(p: EmptyPart, f: "FuzzyStage") -> str:
+def _no_match(p: EmptyPart, f: FuzzyStage) -> str:
     searched = p.names("retrievers")
     if len(searched) == 2:
         where = "either index"
@@ -158,18 +151,18 @@ def _no_match(p: EmptyPart, f: "FuzzyStage") -> str:
     return f"no match in {where}" + (f" with {filters}" if filters else "")
 
 
-def _pool_empty(p: EmptyPart, f: "FuzzyStage") -> str:
+def _pool_empty(p: EmptyPart, f: FuzzyStage) -> str:
     return f"the candidate pool is empty (pool size {p.number('pool_size')}): fusion handed nothing on"
 
 
-def _filter_removed_all(p: EmptyPart, f: "FuzzyStage") -> str:
+def _filter_removed_all(p: EmptyPart, f: FuzzyStage) -> str:
     n = p.number("removed")
     if n == 1:
         return "the only pooled candidate was removed by the session filter"
     return f"all {n} pooled candidates were removed by the session filter"
 
 
-def _unknown_sessions(p: EmptyPart, f: "FuzzyStage") -> str:
+def _unknown_sessions(p: EmptyPart, f: FuzzyStage) -> str:
     unknown = p.names("sessions")
     listed = p.names("store_sessions")
     more = p.number("store_session_count") - len(listed)
@@ -178,34 +171,27 @@ def _unknown_sessions(p: EmptyPart, f: "FuzzyStage") -> str:
     return f"no chunk in this store has {noun} {_quoted(unknown)} (sessions: {names})"
 
 
-def _sessions_not_pooled(p: EmptyPart, f: "FuzzyStage") -> str:
+def _sessions_not_pooled(p: EmptyPart, f: FuzzyStage) -> str:
     return f"no pooled candidate has session {_quoted(p.names('sessions'))}"
 
 
-def _limit_0(p: EmptyPart, f: "FuzzyStage") -> str:
+def _limit_0(p: EmptyPart, f: FuzzyStage) -> str:
     if p.text("layer") == "none":
         return "limit is 0"
     return "limit is 0: the pipeline ran but the trim keeps nothing"
 
 
-def _fuzzy(p: EmptyPart, f: "FuzzyStage") -> str:
-    code = p.text("fuzzy_code")
-    if code == "no-correction":
-        return "fuzzy found no correction"
-    if code == "no-word":
-        return "fuzzy had no word to correct"
-    if code == "corrected":
-        return f"the corrected query {p.text('corrected_query')!r} matched nothing that passed the filters"
-    return FUZZY_CODES[code](f)  # skipped: the fuzzy stage's own sentence
+def _fuzzy(p: EmptyPart, f: FuzzyStage) -> str:
+    return empty_words(p.text("fuzzy_code"), p.text("corrected_query") if "corrected_query" in p.data else "", f)
 
 
-def _unexplained(p: EmptyPart, f: "FuzzyStage") -> str:
+def _unexplained(p: EmptyPart, f: FuzzyStage) -> str:
     return "no results"
 
 
 #: ``EmptyPart.code``: every empty-result code, each with its sentence (the
 #: part and the trace's fuzzy stage in, one clause out).
-EMPTY_CODES: dict[str, Callable[[EmptyPart, "FuzzyStage"], str]] = {
+EMPTY_CODES: dict[str, Callable[[EmptyPart, FuzzyStage], str]] = {
     "empty-query": _empty_query,
     "fts-limit-0": _fts_limit_0,
     "retriever-error": _retriever_error,
@@ -220,16 +206,94 @@ EMPTY_CODES: dict[str, Callable[[EmptyPart, "FuzzyStage"], str]] = {
 }
 
 
-def part_sentence(part: EmptyPart, fuzzy: "FuzzyStage") -> str:
-    """One part in words; ``fuzzy`` is the trace's fuzzy stage (a ``fuzzy``
-    part of a skipped fallback is worded by :data:`engine.pipeline.stages.fuzzy_reasons.FUZZY_CODES`)."""
+def part_sentence(part: EmptyPart, fuzzy: FuzzyStage) -> str:
+    """One part in words; ``fuzzy`` is the trace's fuzzy stage (it words a skipped fallback)."""
     return EMPTY_CODES[part.code](part, fuzzy)
 
 
-def empty_sentence(parts: tuple[EmptyPart, ...], fuzzy: "FuzzyStage") -> str | None:
+def empty_sentence(parts: tuple[EmptyPart, ...], fuzzy: FuzzyStage) -> str | None:
     """Why the search returned nothing, in words: ``"no match in either
     index; fuzzy found no correction"``; ``None`` when ``parts`` is empty
     (there are results)."""
     if not parts:
         return None
     return "; ".join(part_sentence(p, fuzzy) for p in parts)
+
+
+#: At most this many of the store's session ids an ``unknown-sessions`` part names.
+SESSIONS_LISTED = 8
+
+
+def _missing_sessions(first: Run, store_sessions: Callable[[], list[str]]) -> list[EmptyPart]:
+    """When the session filter removed everything: allowed ids no chunk of
+    the store has (``unknown-sessions``; one store query, only on this path)
+    and ids only candidates outside the pool have (``sessions-not-pooled``)."""
+    flt = first.filter
+    seen = {c.session_id for c in flt.removed}
+    absent = [s for s in dict.fromkeys(flt.allow_set or ()) if s not in seen]
+    if not absent:
+        return []
+    known = store_sessions()
+    unknown = unknown_sessions(absent, known, shown=0)
+    parts = []
+    if unknown:
+        named = sorted(s for s in known if s)
+        parts.append(
+            EmptyPart.of(
+                "unknown-sessions",
+                sessions=tuple(u.session for u in unknown),
+                store_sessions=tuple(named[:SESSIONS_LISTED]),
+                store_session_count=unknown[0].store_session_count,
+            )
+        )
+    pooled_elsewhere = tuple(s for s in absent if s in known)
+    if pooled_elsewhere:
+        parts.append(EmptyPart.of("sessions-not-pooled", sessions=pooled_elsewhere))
+    return parts
+
+
+def empty_parts(
+    params: SearchParams, first: Run, fuzzy: FuzzyStage, store_sessions: Callable[[], list[str]] = lambda: []
+) -> tuple[EmptyPart, ...]:
+    """Why a search with layer ``none`` returned nothing: at most one part
+    about the first pass (with the session parts after ``filter-removed-all``),
+    then one about the typo fallback; ``(unexplained,)`` when none applies."""
+    if not params.query.strip():
+        return (EmptyPart.of("empty-query"),)
+    parts: list[EmptyPart] = []
+    if not first.fusion.candidates and first.porter.fts_limit == 0:
+        parts.append(EmptyPart.of("fts-limit-0"))
+    elif not first.fusion.candidates:
+        failed = first.porter if first.porter.error else first.trigram if first.trigram.error else None
+        if failed is not None:
+            parts.append(EmptyPart.of("retriever-error", retriever=failed.name, error=failed.error))
+        else:
+            parts.append(
+                EmptyPart.of(
+                    "no-match",
+                    retrievers=tuple(name for name in RETRIEVERS if runs_retriever(params, name)),
+                    variant_retrievers=params.variant.retrievers,
+                    source=params.source,
+                    source_match=params.source_match,
+                    content_type=params.content_type,
+                )
+            )
+    elif not first.pool.kept and params.limit != 0:
+        parts.append(EmptyPart.of("pool-empty", pool_size=first.pool.pool_size))
+    elif first.filter.allow_set is not None and not first.filter.kept:
+        parts.append(EmptyPart.of("filter-removed-all", removed=len(first.filter.removed)))
+        parts += _missing_sessions(first, store_sessions)
+    elif params.limit == 0:
+        parts.append(EmptyPart.of("limit-0", layer="none"))
+    if not fuzzy.ran or fuzzy.rerun is None:
+        parts.append(EmptyPart.of("fuzzy", fuzzy_code=fuzzy.code))
+    elif not fuzzy.rerun.filter.kept:
+        parts.append(EmptyPart.of("fuzzy", fuzzy_code=fuzzy.code, corrected_query=fuzzy.corrected_query))
+    elif params.limit == 0:
+        parts.append(EmptyPart.of("limit-0", layer="none"))
+    return tuple(parts) or (EmptyPart.of("unexplained"),)
+
+
+def answered_empty(layer: str) -> tuple[EmptyPart, ...]:
+    """Why an answering pass (layer ``rrf`` or ``rrf-fuzzy``) returned nothing: the trim to ``limit`` 0."""
+    return (EmptyPart.of("limit-0", layer=layer),)

@@ -1,67 +1,26 @@
-"""JSON form of a :class:`~engine.pipeline.trace.Trace`.
+"""JSON form of a :class:`~engine.pipeline.trace.Trace` (``TRACE_SCHEMA_VERSION`` 4).
 
 Field names match ``../shared/parity/*/expected.json`` wherever the two
 overlap, so a trace can be diffed against the reference directly. The
-schema (``TRACE_SCHEMA_VERSION`` 3):
+shape, key by key in this order:
 
 * ``id`` (batch only), ``schema_version``, ``query``, ``params`` {limit,
-  source, content_type, source_match, sessions}, ``variant``
-  (``"reference"`` or ``key=value,...``);
-* ``pool_size``, ``fts_limit``, ``refresh`` {checked, stale, refreshed,
-  method, age_ms} (``method`` and ``age_ms``: how the stale-source answer
-  was found and how old it is, :class:`~engine.pipeline.trace.RefreshReport`);
-* the first pass: ``porter_query``, ``trigram_query``, ``porter`` / ``trigram``
-  [{rank, rowid, source, title, bm25, content_type, session_id}],
-  ``retriever_errors`` {retriever: message}, ``ranking`` (new in version
-  4) {retriever: {by, ...facts}}: ``by`` is ``"fts5"`` or ``"top-k"``
-  (:attr:`~engine.pipeline.trace.RetrieverRun.ranked_by`; the rows are the same
-  either way), the facts those of
-  :attr:`~engine.pipeline.trace.RetrieverRun.ranking` (``phrase_rows``,
-  ``ranked_phrases``, ``rows_read``, ``texts_tokenized``, or
-  ``declined``), ``fused`` [{source, title,
-  score, porter_rank, trigram_rank, key_collision, rowid, merged_rowids,
-  contributions[{retriever, rank, rowid, value}]}], ``pool`` [{source,
-  title, score}], ``filtered`` [{source, title, session_id}], ``removed``
-  (same shape), ``filter_note``, ``trimmed`` [{source, title}], ``cut``,
-  ``rerank`` {terms, results[{source, title, content_type, title_hits,
-  title_boost, proximity_boost, phrase_boost, boost, min_span,
-  adjacent_pairs, old_position, new_position}]} or null;
-* ``candidates`` (new in version 2): every chunk a retriever returned in
-  the first pass, deepest first (see :func:`engine.pipeline.paths.run_paths`), each
-  ``{"rowid", "source", "title", "positions": {stage id: int | null},
-  "exit": null | {"stage", "reason", ...data}}``. ``positions`` has one
-  entry per stage that ran, in execution order (``porter``, ``trigram``,
-  ``fusion``, ``pool``, ``filter``, ``trim``, ``rerank``, ``final``; a
-  stage that did not run is absent), each the **1-based** position in that
-  stage's list or null. ``exit`` is null for a chunk in the pass's final
-  list; otherwise ``stage`` is where it left, ``reason`` a code from
-  :data:`engine.pipeline.paths.REASONS` and the other keys its data:
-  ``merged`` {into_rowid, into_position, key}, ``beyond-pool`` {position,
-  pool_size}, ``session-filter`` {position, session_id, allow_set},
-  ``trimmed`` {position, limit} (positions 1-based, in the list the stage
-  received);
-* ``fuzzy`` {ran, reason, reason_code, trigger, words, corrections[{word,
-  corrected, max_distance, candidates_within, distance}], corrected_query,
-  shadow} plus, when it re-ran, the same first-pass keys inside it,
-  ``candidates`` included (there the stage ids are prefixed ``fuzzy:``:
-  ``fuzzy:porter`` … ``fuzzy:final``). ``reason_code`` is the
-  :class:`~engine.pipeline.trace.FuzzyStage` code (``policy-never``,
-  ``first-pass-found``, ``no-vocabulary``, ``no-word``, ``no-correction``,
-  ``corrected``), ``trigger`` why it ran (``shadow``, ``fusion-empty``,
-  ``pool-empty``, ``all-removed``) or null; ``reason`` is both in words;
+  source, content_type, source_match, sessions}, ``variant`` (its spec,
+  :func:`engine.pipeline.variants.variant_spec`), ``pool_size``, ``fts_limit``;
+* each stage's own keys, in table order (each stage module's ``to_json``
+  documents them): ``refresh``; the first pass (``porter_query`` …
+  ``rerank``), then ``candidates``: every chunk a retriever returned in
+  the pass, deepest first (:func:`engine.pipeline.paths.path_to_dict`:
+  ``positions`` {stage id: 1-based position or null} for every stage that
+  ran, ``exit`` null or {stage, reason, ...data} with a code of
+  :data:`engine.pipeline.paths.REASONS`); ``fuzzy``, holding the re-run's
+  pass keys when it re-ran (stage ids prefixed ``fuzzy:``);
 * ``layer``, ``final`` [{source, title, content_type, rank, session_id,
-  rowid, boost}], ``empty_reason`` (why ``final`` is empty, in words, or
-  null), ``empty`` (new in version 3: the same as data, ``[]`` when there
-  are results: ``[{"code", ...facts}]``, one object per part in order, the
-  codes and facts of :mod:`engine.pipeline.empty_reasons`, e.g. ``{"code":
-  "no-match", "retrievers": ["porter", "trigram"], "variant_retrievers":
-  "both", "source": null, "source_match": "like", "content_type": null}``,
-  ``{"code": "pool-empty", "pool_size": 0}``, ``{"code": "fuzzy",
-  "fuzzy_code": "no-correction"}`` (``fuzzy_code`` is ``fuzzy.reason_code``);
-  lists of names are arrays), ``timings_ms`` {stage id: ms}, in execution
-  order.
-
-``rank`` in ``final`` is minus the fused score (reference meaning), never the boost.
+  rowid, boost}] (``rank`` is minus the fused score, the reference's
+  meaning, never the boost), ``empty_reason`` (why ``final`` is empty, in
+  words, or null), ``empty`` ([{code, ...facts}] of
+  :mod:`engine.pipeline.empty_reasons`, ``[]`` with results; tuples become
+  lists), ``timings_ms`` {stage id: ms} in execution order.
 
 Version history: 2 added ``candidates``, ``fuzzy.candidates``,
 ``fuzzy.reason_code`` and ``fuzzy.trigger``; 3 added ``empty``; 4 added
@@ -71,108 +30,38 @@ Version history: 2 added ``candidates``, ``fuzzy.candidates``,
 from __future__ import annotations
 
 from engine.pipeline.empty_reasons import EmptyPart
-from engine.pipeline.trace import Candidate, Run, Trace
+from engine.pipeline.passes import Run
 from engine.pipeline.paths import path_to_dict
+from engine.pipeline.table import STAGES
+from engine.pipeline.trace import Trace
+from engine.pipeline.variants import variant_spec
 
 #: Version of the JSON trace's shape; bumped on any change a reader may notice.
 TRACE_SCHEMA_VERSION = 4
 
 
-def _st(c: Candidate) -> dict:
-    return {"source": c.source, "title": c.title}
-
-
-def run_to_dict(run: Run) -> dict:
-    """The stage keys of one pass."""
-
-    def hits(r):
-        return [
-            {
-                "rank": h.rank,
-                "rowid": h.rowid,
-                "source": h.source,
-                "title": h.title,
-                "bm25": h.bm25,
-                "content_type": h.content_type,
-                "session_id": h.session_id,
-            }
-            for h in r.hits
-        ]
-
-    out = {
-        "porter_query": run.porter.query if not run.porter.skipped else "",
-        "trigram_query": run.trigram.query,
-        "porter": hits(run.porter),
-        "trigram": hits(run.trigram),
-        "retriever_errors": {r.name: r.error for r in (run.porter, run.trigram) if r.error},
-        "ranking": {
-            r.name: {"by": r.ranked_by, **{k: list(v) if isinstance(v, tuple) else v for k, v in r.ranking}}
-            for r in (run.porter, run.trigram)
-            if not r.skipped
-        },
-        "fused": [
-            {
-                **_st(c),
-                "score": c.score,
-                "porter_rank": c.porter_rank,
-                "trigram_rank": c.trigram_rank,
-                "key_collision": c.key_collision,
-                "rowid": c.rowid,
-                "merged_rowids": list(c.merged_rowids),
-                "contributions": [
-                    {"retriever": x.retriever, "rank": x.rank, "rowid": x.rowid, "value": x.value}
-                    for x in c.contributions
-                ],
-            }
-            for c in run.fusion.candidates
-        ],
-        "pool": [{**_st(c), "score": c.score} for c in run.pool.kept],
-        "filtered": [{**_st(c), "session_id": c.session_id} for c in run.filter.kept],
-        "removed": [{**_st(c), "session_id": c.session_id} for c in run.filter.removed],
-        "filter_note": run.filter.note,
-        "trimmed": [_st(c) for c in run.trim.kept] if run.trim else [],
-        "cut": [_st(c) for c in run.trim.cut] if run.trim else [],
-        "rerank": None,
-        "candidates": [path_to_dict(p) for p in run.paths],
-    }
-    if run.rerank is not None:
-        out["rerank"] = {
-            "terms": list(run.rerank.terms),
-            "results": [
-                {
-                    **_st(e.candidate),
-                    "content_type": e.candidate.content_type,
-                    "title_hits": e.title_hits,
-                    "title_boost": e.title_boost,
-                    "proximity_boost": e.proximity_boost,
-                    "phrase_boost": e.phrase_boost,
-                    "boost": e.boost,
-                    "min_span": e.min_span,
-                    "adjacent_pairs": e.adjacent_pairs,
-                    "old_position": e.old_position,
-                    "new_position": e.new_position,
-                }
-                for e in run.rerank.entries
-            ],
-        }
+def run_to_dict(run: Run) -> dict[str, object]:
+    """The keys of one pass: each pass stage's, in table order, then ``candidates``."""
+    out: dict[str, object] = {}
+    for s in STAGES:
+        if s.scope == "pass" and s.to_json is not None:
+            out.update(s.to_json(run))
+    out["candidates"] = [path_to_dict(p) for p in run.paths]
     return out
 
 
-def empty_part_to_dict(part: EmptyPart) -> dict:
-    """``{"code": ..., **facts}`` for one part of ``Trace.empty`` (a tuple
-    of names becomes a list)."""
-    out: dict = {"code": part.code}
+def empty_part_to_dict(part: EmptyPart) -> dict[str, object]:
+    """``{"code": ..., **facts}`` for one part of ``Trace.empty`` (a tuple of names becomes a list)."""
+    out: dict[str, object] = {"code": part.code}
     for name, value in part.facts:
         out[name] = list(value) if isinstance(value, tuple) else value
     return out
 
 
-def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict:
+def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict[str, object]:
     """The whole trace as JSON-ready dicts and lists (see the module docstring)."""
     p = trace.params
-    out: dict = {}
-    if query_id is not None:
-        out["id"] = query_id
+    out: dict[str, object] = {} if query_id is None else {"id": query_id}
     out.update(
         {
             "schema_version": TRACE_SCHEMA_VERSION,
@@ -184,42 +73,21 @@ def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict:
                 "source_match": p.source_match,
                 "sessions": list(p.sessions) if p.sessions is not None else None,
             },
-            "variant": p.variant.describe(),
+            "variant": variant_spec(p.variant),
             "pool_size": trace.pool_size,
             "fts_limit": trace.fts_limit,
-            "refresh": {
-                "checked": trace.refresh.checked,
-                "stale": list(trace.refresh.stale),
-                "refreshed": trace.refresh.refreshed,
-                "method": trace.refresh.method,
-                "age_ms": trace.refresh.age_ms,
-            },
         }
     )
-    out.update(run_to_dict(trace.first))
-    fz = trace.fuzzy
-    fuzzy = {
-        "ran": fz.ran,
-        "reason": fz.reason,
-        "reason_code": fz.code,
-        "trigger": fz.trigger,
-        "shadow": fz.shadow,
-        "words": list(fz.words),
-        "corrections": [
-            {
-                "word": c.word,
-                "corrected": c.corrected,
-                "max_distance": c.max_distance,
-                "candidates_within": c.candidates_within,
-                "distance": c.distance,
-            }
-            for c in fz.corrections
-        ],
-        "corrected_query": fz.corrected_query,
-    }
-    if fz.rerun is not None:
-        fuzzy.update(run_to_dict(fz.rerun))
-    out["fuzzy"] = fuzzy
+    first_pass = True
+    for s in STAGES:
+        if s.scope == "pass" and first_pass:
+            out.update(run_to_dict(trace.first))
+            first_pass = False
+        elif s.scope == "trace" and s.to_json is not None:
+            out.update(s.to_json(trace))
+    fuzzy = out["fuzzy"]
+    if trace.fuzzy.rerun is not None and isinstance(fuzzy, dict):
+        fuzzy.update(run_to_dict(trace.fuzzy.rerun))
     out["layer"] = trace.layer
     out["final"] = [
         {

@@ -11,11 +11,9 @@ Order (context-mode ``searchWithFallback``):
 6. otherwise the fuzzy fallback corrects the words and re-runs 3-5 with the
    corrected query: layer ``rrf-fuzzy``, or ``none``.
 
-Only this module orders and times stages: the pass stages are declared in
-:data:`engine.pipeline.table.STAGES` and each lives in its own module
-(:mod:`engine.pipeline.stages.retrieve`, :mod:`engine.pipeline.stages.fusion`, :mod:`engine.pipeline.stages.pool`,
-:mod:`engine.pipeline.stages.session_filter`, :mod:`engine.pipeline.stages.trim`, :mod:`engine.pipeline.stages.rerank`),
-behind the hooks of :mod:`engine.pipeline.hooks`. Each pass records every
+Only this module orders and times stages: each lives in its own module
+under :mod:`engine.pipeline.stages`, listed by :data:`engine.pipeline.table.STAGES`
+and reordered by the variant (:func:`pass_plan`). Each pass records every
 candidate's path (:mod:`engine.pipeline.paths`).
 """
 
@@ -23,21 +21,24 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Callable
 
-from engine.store import sql
-from engine.pipeline.empty_reasons import EmptyPart
-from engine.pipeline.stages.fuzzy import correct_word_cached
-from engine.pipeline.trace import FinalResult, FuzzyStage, Run, SearchParams, Trace
-from engine.store.freshness import RefreshReport
+from engine.pipeline.candidates import FUZZY_PREFIX, FinalResult
+from engine.pipeline.empty_reasons import EmptyPart, answered_empty, empty_parts
+from engine.pipeline.hooks import Items, PassContext, Stage, candidates
+from engine.pipeline.params import SearchParams
+from engine.pipeline.passes import Run
 from engine.pipeline.paths import run_paths
-from engine.pipeline.stages.pool import pool_size_for
-from engine.pipeline.query import fuzzy_words
-from engine.pipeline.stages.retrieve import fts_limit_for, retrieve_pair, runs_retriever
 from engine.pipeline.runcache import RunCache
-from engine.pipeline.hooks import PassContext
-from engine.pipeline.table import PASS_STAGES, RETRIEVERS, Stage
+from engine.pipeline.stages import fuzzy
+from engine.pipeline.stages.fuzzy import correct_word_cached
+from engine.pipeline.stages.pool import pool_size_for
+from engine.pipeline.stages.retrieve import Request, fts_limit_for, retrieve_pair, runs_retriever
+from engine.pipeline.table import PASS_STAGES, RETRIEVERS
+from engine.pipeline.trace import Trace
+from engine.pipeline.variants import SETTINGS
+from engine.store import sql
 from engine.store.clock import elapsed_ms
+from engine.store.freshness import RefreshReport
 from engine.store.store import Store
 
 __all__ = ["fts_limit_for", "pass_plan", "pool_size_for", "run_pass", "search", "variant_skips"]
@@ -45,22 +46,31 @@ __all__ = ["fts_limit_for", "pass_plan", "pool_size_for", "run_pass", "search", 
 
 def pass_plan(params: SearchParams) -> tuple[Stage, ...]:
     """The pass stages in the order this search runs them: the table's
-    order, except that the variant ``rerank=off`` leaves the rerank out and
-    ``rerank=before-trim`` runs it just before the trim."""
+    order, with each variant setting's ``plan`` applied (its stage left out,
+    or run just before another: ``rerank=off``, ``rerank=before-trim``)."""
     plan = list(PASS_STAGES)
-    mode = params.variant.rerank
-    if mode != "on":
-        rr = next(s for s in plan if s.id == "rerank")
-        plan.remove(rr)
-        if mode == "before-trim":
-            plan.insert(next(i for i, s in enumerate(plan) if s.id == "trim"), rr)
+    for s in SETTINGS:
+        value = getattr(params.variant, s.name)
+        if s.stage is None or value not in s.plan:
+            continue
+        moved = next(x for x in plan if x.id == s.stage)
+        plan.remove(moved)
+        before = s.plan[value]
+        if before is not None:
+            plan.insert(next(i for i, x in enumerate(plan) if x.id == before), moved)
     return tuple(plan)
 
 
 def variant_skips(params: SearchParams) -> dict[str, str]:
-    """Pass stages the variant leaves out, with the setting that does it
-    (``{"rerank": "rerank=off"}``)."""
-    return {"rerank": "rerank=off"} if params.variant.rerank == "off" else {}
+    """Pass stages a variant setting other than the reference leaves out, with
+    the setting (``{"rerank": "rerank=off"}``); a stage the reference itself
+    leaves out is not listed."""
+    out = {}
+    for s in SETTINGS:
+        value = getattr(params.variant, s.name)
+        if s.stage is not None and value != s.reference and value in s.plan and s.plan[value] is None:
+            out[s.stage] = f"{s.key}={value}"
+    return out
 
 
 def run_pass(
@@ -72,205 +82,37 @@ def run_pass(
     fts_limit: int,
     timings: list[tuple[str, float]],
     pass_name: str = "first",
-    runs: "RunCache | None" = None,
+    runs: RunCache | None = None,
     paths: bool = True,
 ) -> Run:
-    """Run the pass stages of :func:`pass_plan` once for ``query``, timing
-    each (``timings`` gets ``(stage id, ms)``, ids prefixed ``fuzzy:`` in
-    the re-run), and record every candidate's path (``paths=False``: leave
-    ``run.paths`` empty). With ``runs``, the retriever stages take their
-    runs from that cache (default: an exact handle on the store's run
-    cache, :mod:`engine.pipeline.runcache`). The retrievers the variant runs are
-    fetched first, together (:func:`engine.pipeline.stages.retrieve.retrieve_pair`: at
-    once on two connections for a large store), and each retriever stage's
-    time is its own statement's (or cache lookup's)."""
-    prefix = "fuzzy:" if pass_name == "fuzzy" else ""
-    if runs is None:
-        runs = RunCache(store, exact=True)
-    wanted = [name for name in RETRIEVERS if runs_retriever(params, name)]
-    prefetched = retrieve_pair(
-        store, conn, wanted, query, fts_limit, params.source, params.source_match, params.content_type, runs=runs
-    )
-    records: list[tuple[str, object]] = []
-    done: dict[str, object] = {}
-    retrievers: list = []
-    items: tuple = ()
+    """Run the stages of :func:`pass_plan` once for ``query``, timing each
+    (``timings`` gets ``(stage id, ms)``, ``fuzzy:``-prefixed in the re-run),
+    and record every candidate's path (``paths=False``: leave them empty).
+    The retrievers the variant runs are fetched first, together, through
+    ``runs`` (default: an exact handle on the store's run cache); each
+    retriever stage's time is its own statement's (or cache lookup's)."""
+    prefix = FUZZY_PREFIX if pass_name == "fuzzy" else ""
+    runs = runs if runs is not None else RunCache(store, exact=True)
+    wanted = [Request.of(name, query, fts_limit, params) for name in RETRIEVERS if runs_retriever(params, name)]
+    ahead = retrieve_pair(store, conn, wanted, runs=runs)
+    records: dict[str, object] = {}
+    items: Items = ()
     for spec in pass_plan(params):
-        assert spec.hooks is not None
-        ctx = PassContext(
-            conn, store, params, query, pool_size, fts_limit, dict(done), tuple(retrievers), runs, prefetched
-        )
+        ctx = PassContext(conn, store, params, query, pool_size, fts_limit, dict(records), ahead)
         start = time.perf_counter()
-        record = spec.hooks.step(ctx, items)
+        record = spec.run_step(ctx, items)
         ms = elapsed_ms(start)
-        if spec.kind == "retriever" and spec.id in prefetched:
-            ms = record.elapsed_ms  # fetched by retrieve_pair: its own statement's time
-        record = replace(record, elapsed_ms=ms)
+        if spec.id in ahead:
+            ms = spec.elapsed_of(record) or 0.0  # fetched by retrieve_pair: its own statement's time
+        records[spec.id] = spec.timed(record, ms)
         timings.append((prefix + spec.id, ms))
-        records.append((spec.id, record))
-        done[spec.id] = record
         if spec.kind == "retriever":
-            retrievers.append(record)
             continue
-        items = tuple(spec.hooks.ranked(record))
+        items = spec.ranked_of(records[spec.id])
         if spec.ends_pass_when_empty and not items:
             break
-    run = Run(query, tuple(records), items, pass_name)
+    run = Run(query, tuple(records.items()), candidates(items), pass_name)
     return replace(run, paths=run_paths(run)) if paths else run
-
-
-def _refresh(store: Store, conn: sql.Connection) -> RefreshReport:
-    return store.refresh_for_search(conn)
-
-
-def _fuzzy(
-    conn: sql.Connection,
-    store: Store,
-    params: SearchParams,
-    first: Run,
-    pool_size: int,
-    fts_limit: int,
-    timings: list[tuple[str, float]],
-    runs: "RunCache | None" = None,
-    paths: bool = True,
-) -> FuzzyStage:
-    policy = params.variant.fuzzy
-    found = len(first.filter.kept)
-    if policy == "never":
-        return FuzzyStage(False, "policy-never")
-    if found and policy == "fallback":
-        return FuzzyStage(False, "first-pass-found", first_pass_results=found)
-    if not store.schema.has_vocabulary:
-        return FuzzyStage(False, "no-vocabulary")
-    shadow = bool(found)
-    start = time.perf_counter()
-    words = fuzzy_words(params.query)
-    if runs is not None:
-        corrections = tuple(runs.correction(conn, w) for w in words)
-    else:
-        corrections = tuple(correct_word_cached(store, conn, w) for w in words)
-    corrected_query = " ".join(c.corrected or c.word for c in corrections)
-    ms = elapsed_ms(start)
-    timings.append(("fuzzy", ms))
-    if not words:
-        code = "no-word"
-    elif corrected_query == " ".join(words):
-        code = "no-correction"
-    else:
-        code = "corrected"
-    if shadow:
-        trigger = "shadow"
-    elif not first.fusion.candidates:
-        trigger = "fusion-empty"
-    elif not first.pool.kept:
-        trigger = "pool-empty"
-    else:
-        trigger = "all-removed"
-    rerun = None
-    if words and corrected_query != " ".join(words):
-        rerun = run_pass(
-            conn,
-            store,
-            params,
-            corrected_query,
-            pool_size,
-            fts_limit,
-            timings,
-            pass_name="fuzzy",
-            runs=runs,
-            paths=paths,
-        )
-    return FuzzyStage(
-        True,
-        code,
-        trigger,
-        tuple(words),
-        corrections,
-        corrected_query,
-        rerun,
-        shadow,
-        ms,
-        first_pass_results=found,
-        pool_size=first.pool.pool_size,
-    )
-
-
-#: At most this many of the store's session ids an ``unknown-sessions`` part
-#: names (:mod:`engine.pipeline.empty_reasons`).
-_SESSIONS_LISTED = 8
-
-
-def _missing_sessions(first: Run, store_sessions: Callable[[], list[str]]) -> list[EmptyPart]:
-    """Why the session filter removed everything, when an allowed id is the
-    culprit: ids no chunk in the store has at all (``unknown-sessions``; one
-    store query, only on this rare path) and ids only candidates outside the
-    pool have (``sessions-not-pooled``). ``[]`` when every allowed id was
-    seen on a removed candidate."""
-    flt = first.filter
-    seen = {c.session_id for c in flt.removed}
-    absent = [s for s in dict.fromkeys(flt.allow_set or ()) if s not in seen]
-    if not absent:
-        return []
-    known = store_sessions()
-    unknown = [s for s in absent if s not in known]
-    parts = []
-    if unknown:
-        named = sorted(s for s in known if s)
-        parts.append(
-            EmptyPart.of(
-                "unknown-sessions",
-                sessions=tuple(unknown),
-                store_sessions=tuple(named[:_SESSIONS_LISTED]),
-                store_session_count=len(named),
-            )
-        )
-    matched_elsewhere = [s for s in absent if s in known]
-    if matched_elsewhere:
-        parts.append(EmptyPart.of("sessions-not-pooled", sessions=tuple(matched_elsewhere)))
-    return parts
-
-
-def _empty_parts(
-    params: SearchParams, first: Run, fuzzy: FuzzyStage, store_sessions: Callable[[], list[str]] = lambda: []
-) -> tuple[EmptyPart, ...]:
-    """Why a search with layer ``none`` returned nothing, as the parts of
-    :mod:`engine.pipeline.empty_reasons`: at most one about the first pass (with the
-    session parts after ``filter-removed-all``), then one about the typo
-    fallback; ``(unexplained,)`` when none applies."""
-    if not params.query.strip():
-        return (EmptyPart.of("empty-query"),)
-    parts: list[EmptyPart] = []
-    if not first.fusion.candidates and first.porter.fts_limit == 0:
-        parts.append(EmptyPart.of("fts-limit-0"))
-    elif not first.fusion.candidates:
-        failed = first.porter if first.porter.error else first.trigram if first.trigram.error else None
-        if failed is not None:
-            parts.append(EmptyPart.of("retriever-error", retriever=failed.name, error=failed.error))
-        else:
-            parts.append(
-                EmptyPart.of(
-                    "no-match",
-                    retrievers=tuple(name for name in RETRIEVERS if runs_retriever(params, name)),
-                    variant_retrievers=params.variant.retrievers,
-                    source=params.source,
-                    source_match=params.source_match,
-                    content_type=params.content_type,
-                )
-            )
-    elif not first.pool.kept and params.limit != 0:
-        parts.append(EmptyPart.of("pool-empty", pool_size=first.pool.pool_size))
-    elif first.filter.allow_set is not None and not first.filter.kept:
-        parts.append(EmptyPart.of("filter-removed-all", removed=len(first.filter.removed)))
-        parts += _missing_sessions(first, store_sessions)
-    elif params.limit == 0:
-        parts.append(EmptyPart.of("limit-0", layer="none"))
-    if not fuzzy.ran or fuzzy.rerun is None:
-        parts.append(EmptyPart.of("fuzzy", fuzzy_code=fuzzy.code))
-    elif not fuzzy.rerun.filter.kept:
-        parts.append(EmptyPart.of("fuzzy", fuzzy_code=fuzzy.code, corrected_query=fuzzy.corrected_query))
-    elif params.limit == 0:
-        parts.append(EmptyPart.of("limit-0", layer="none"))
-    return tuple(parts) or (EmptyPart.of("unexplained"),)
 
 
 def search(
@@ -278,7 +120,7 @@ def search(
     params: SearchParams,
     conn: sql.Connection | None = None,
     *,
-    runs: "RunCache | None" = None,
+    runs: RunCache | None = None,
     refresh: bool = True,
     paths: bool = True,
 ) -> Trace:
@@ -312,20 +154,21 @@ def search(
             :meth:`~engine.store.store.Store.reading`); the message names the path.
         StoreError: the store cannot be read otherwise (locked, I/O error).
     """
-    return store.reading(lambda c: _search(store, params, c, runs, refresh, paths), conn)
+    trace: Trace = store.reading(lambda c: _search(store, params, c, runs, refresh, paths), conn)
+    return trace
 
 
 def _search(
     store: Store,
     params: SearchParams,
     conn: sql.Connection | None,
-    runs: "RunCache | None",
+    runs: RunCache | None,
     check: bool,
     paths: bool,
 ) -> Trace:
     with store.using(conn) as c:
         timings: list[tuple[str, float]] = []
-        refresh = _refresh(store, c) if check else RefreshReport()
+        refresh = store.refresh_for_search(c) if check else RefreshReport()
         timings.append(("refresh", refresh.elapsed_ms))
         pool_size = pool_size_for(params)
         fts_limit = fts_limit_for(params, pool_size)
@@ -335,19 +178,29 @@ def _search(
         own_txn = store.begin_read(c)
         try:
             first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings, runs=runs, paths=paths)
-            fuzzy = _fuzzy(c, store, params, first, pool_size, fts_limit, timings, runs, paths)
+            correct = (
+                (lambda w: runs.correction(c, w)) if runs is not None else (lambda w: correct_word_cached(store, c, w))
+            )
+            fz = fuzzy.step(store, params, first, correct)
+            if fz.ran:
+                timings.append(("fuzzy", fz.elapsed_ms))
+            if fz.reruns and fz.corrected_query is not None:
+                again = run_pass(
+                    c, store, params, fz.corrected_query, pool_size, fts_limit, timings, "fuzzy", runs, paths
+                )
+                fz = replace(fz, rerun=again)
         except BaseException:
             store.end_read(c, own_txn, failed=True)
             raise
         store.end_read(c, own_txn)
     if first.filter.kept:
         layer, results = "rrf", first.results
-    elif fuzzy.rerun is not None and fuzzy.rerun.filter.kept and not fuzzy.shadow:
-        layer, results = "rrf-fuzzy", fuzzy.rerun.results
+    elif fz.rerun is not None and fz.rerun.filter.kept and not fz.shadow:
+        layer, results = "rrf-fuzzy", fz.rerun.results
     else:
         layer, results = "none", ()
-    answering = first if layer == "rrf" else fuzzy.rerun if layer == "rrf-fuzzy" else None
-    boosts = {}
+    answering = first if layer == "rrf" else fz.rerun if layer == "rrf-fuzzy" else None
+    boosts: dict[str, float] = {}
     if answering is not None and answering.rerank is not None:
         boosts = {e.candidate.key: e.boost for e in answering.rerank.entries}
     final = tuple(FinalResult(i + 1, cand, layer, boosts.get(cand.key)) for i, cand in enumerate(results))
@@ -357,9 +210,9 @@ def _search(
             with store.using(conn) as c:
                 return [sid for sid, _ in store.session_counts(c)]
 
-        empty = _empty_parts(params, first, fuzzy, store_sessions)
+        empty: tuple[EmptyPart, ...] = empty_parts(params, first, fz, store_sessions)
     elif not final:
-        empty = (EmptyPart.of("limit-0", layer=layer),)
+        empty = answered_empty(layer)
     else:
         empty = ()
-    return Trace(params, pool_size, fts_limit, refresh, first, fuzzy, layer, final, empty, tuple(timings))
+    return Trace(params, pool_size, fts_limit, refresh, first, fz, layer, final, empty, tuple(timings))

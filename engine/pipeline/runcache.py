@@ -1,41 +1,22 @@
 """The store's retriever-run cache, and the handles searches read it through.
 
-Every retriever run a search makes is kept once per store, in
-:attr:`engine.store.store.Store.runs` (a :class:`engine.store.cache.VersionedLRU` of ``{row count: run}`` per run key), for one store *data
-version* at a time (:meth:`engine.store.store.Store.data_version`: it changes with
-any commit by any connection, in this process or another). A run is valid
-for the version noted when the read transaction it was made in began
-(:meth:`engine.store.store.Store.begin_read` sets ``conn.read_version``); inside a
-transaction the caller opened some other way the version is unknown and
-nothing is read or stored. The first entry stored under a new version drops
-every older one (:class:`engine.store.cache.VersionedLRU`). Typo corrections live
-beside the runs in :attr:`engine.store.store.Store.corrections`
-(:func:`engine.pipeline.stages.fuzzy.correct_word_cached`; 256 words, as the reference).
+Runs are kept per store in :attr:`engine.store.store.Store.runs`, by
+:attr:`~engine.pipeline.stages.retrieve.Request.key` (everything but the row
+count) and then by row count, for one store data version at a time (the one
+``conn``'s read transaction noted: :meth:`engine.store.store.Store.begin_read`;
+outside one nothing is read or stored). Typo corrections live beside them
+(:func:`engine.pipeline.stages.fuzzy.correct_word_cached`). Failed runs are not kept.
 
-A retriever run depends only on the retriever, the sanitised query, the SQL
-filters (source, source match, content type) and the row count
-(``fts_limit``): :func:`run_key` is everything but the row count, and each
-entry holds the runs fetched for that key by row count.
+A :class:`RunCache` is a handle on those entries with a reuse mode and counters:
 
-:class:`RunCache` is a *handle* on those entries (no storage of its own:
-every handle of a store shares them), with a reuse mode and counters:
-
-* ``exact=True`` (what a plain :func:`engine.pipeline.run.search` uses) reuses
-  only a run fetched at the same row count: the answer is then the one the
-  statement gives.
-* ``exact=False`` (a counterfactual's probes, :mod:`engine.lab.counterfactual`)
-  also answers ``LIMIT n`` from a run fetched with ``LIMIT m >= n`` (its
-  first ``n`` rows), and any limit from a run that came back with fewer rows
-  than its limit (it holds every match). This rests on SQLite's ``ORDER BY
-  ... LIMIT`` being a prefix of the full order (ties keep rowid order); it
-  is checked against the real statement on every golden case
-  (``tests/engine/test_runcache.py``), and
-  :func:`engine.lab.counterfactual.would_return_with` confirms such an answer
-  with an exact re-run. A miss after a shallower run fetches ``max(n, 2 ×
-  its limit)`` rows, so a growing scan of row counts costs a logarithmic
-  number of statements.
-
-Runs that failed (an FTS5 syntax error recorded on the run) are not kept.
+* ``exact=True`` (a plain search) reuses only a run of the same row count;
+* ``exact=False`` (a counterfactual's probes) also answers ``LIMIT n`` from
+  a run of ``LIMIT m >= n`` (its first ``n`` rows) or from a run that came
+  back short (it holds every match): SQLite's ``ORDER BY ... LIMIT`` is a
+  prefix of the full order (ties by rowid), checked on every golden case
+  (``tests/engine/test_runcache.py``); the counterfactual confirms such an
+  answer with an exact run. A miss after a shallower run fetches ``max(n,
+  2 × its limit)`` rows, so a growing scan costs a logarithmic number of statements.
 """
 
 from __future__ import annotations
@@ -43,41 +24,28 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Hashable
+from typing import Hashable
 
+from engine.pipeline.stages.fuzzy import Correction, correct_word_cached
+from engine.pipeline.stages.retrieve import HalfShare, Request, RetrieverRun, retrieve
 from engine.store import sql
-from engine.pipeline.stages.fuzzy import correct_word_cached
-from engine.pipeline.trace import Correction, RetrieverRun
-from engine.pipeline.query import sanitize_porter, sanitize_trigram
-from engine.pipeline.stages.retrieve import retrieve
 from engine.store.cache import VersionedLRU
 from engine.store.clock import elapsed_ms
-
-if TYPE_CHECKING:
-    from engine.pipeline.stages.retrieve import HalfShare
-    from engine.store.schema import SchemaInfo
-    from engine.store.store import Store
-
-
-def run_key(retriever: str, query: str, source: str | None, source_match: str, content_type: str | None) -> tuple:
-    """What a retriever run depends on besides its row count: ``(retriever,
-    sanitised query, source filter, source match, content type)`` (the match
-    mode only counts when there is a source filter)."""
-    sanitized = sanitize_porter(query, "OR") if retriever == "porter" else sanitize_trigram(query, "OR")
-    return (retriever, sanitized, source or None, source_match if source else None, content_type or None)
-
+from engine.store.schema import SchemaInfo
+from engine.store.store import Store
 
 #: Row counts kept per run key (the smallest go first).
 MAX_LIMITS_PER_KEY = 8
+#: The store's entries: per run key, the runs by row count.
+Entries = VersionedLRU[dict[int, RetrieverRun]]
 
 
-def runs_for(entries: VersionedLRU[dict[int, Any]], version: Hashable | None, key: tuple) -> dict[int, RetrieverRun]:
-    """The runs of ``key`` in the store's run cache, by row count (empty when
-    none or another version)."""
+def runs_for(entries: Entries, version: Hashable | None, key: Hashable) -> dict[int, RetrieverRun]:
+    """The runs of ``key`` by row count (empty when none or another version)."""
     return entries.get(version, key) or {}
 
 
-def keep(entries: VersionedLRU[dict[int, Any]], version: Hashable | None, key: tuple, run: RetrieverRun) -> None:
+def keep(entries: Entries, version: Hashable | None, key: Hashable, run: RetrieverRun) -> None:
     """Store ``run`` (fetched at ``run.fts_limit``) under ``key``, keeping at
     most :data:`MAX_LIMITS_PER_KEY` row counts per key (thread-safe: one put)."""
     if version is None or run.error is not None:
@@ -91,7 +59,8 @@ def keep(entries: VersionedLRU[dict[int, Any]], version: Hashable | None, key: t
 
 def _version(conn: sql.Connection) -> Hashable | None:
     """The data version ``conn``'s read transaction noted, or ``None``."""
-    return getattr(conn, "read_version", None) if conn.in_transaction else None
+    version: Hashable | None = getattr(conn, "read_version", None) if conn.in_transaction else None
+    return version
 
 
 class RunCache:
@@ -108,15 +77,16 @@ class RunCache:
         exact: reuse a run only for the same row count (no prefix reuse).
     """
 
-    def __init__(self, store: "Store", exact: bool = False):
+    def __init__(self, store: Store, exact: bool = False) -> None:
         self.store = store
         self.exact = exact
         self._lock = threading.Lock()
         self.hits = self.misses = self.rows_fetched = self.slices = 0
 
-    def _answer(self, version: Hashable | None, key: tuple, fts_limit: int) -> tuple[RetrieverRun | None, int | None]:
-        """``(answer, deepest row count held)`` for ``key`` at ``fts_limit``."""
-        have = runs_for(self.store.runs, version, key)
+    def _answer(self, version: Hashable | None, request: Request) -> tuple[RetrieverRun | None, int | None]:
+        """``(answer, deepest row count held)`` for ``request``."""
+        fts_limit = request.fts_limit
+        have = runs_for(self.store.runs, version, request.key)
         if not have:
             return None, None
         deepest = max(have)
@@ -133,89 +103,48 @@ class RunCache:
             self.slices += 1
         return replace(run, fts_limit=fts_limit, hits=run.hits[:fts_limit], elapsed_ms=0.0), deepest
 
-    def cached(
-        self,
-        conn: sql.Connection,
-        retriever: str,
-        query: str,
-        fts_limit: int,
-        source: str | None = None,
-        source_match: str = "like",
-        content_type: str | None = None,
-    ) -> RetrieverRun | None:
+    def cached(self, conn: sql.Connection, request: Request) -> RetrieverRun | None:
         """What :meth:`run` would answer on ``conn`` without running SQL, or ``None``."""
         start = time.perf_counter()
-        hit, _ = self._answer(_version(conn), run_key(retriever, query, source, source_match, content_type), fts_limit)
+        hit, _ = self._answer(_version(conn), request)
         return None if hit is None else replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
 
-    def lookup(
-        self,
-        conn: sql.Connection,
-        retriever: str,
-        query: str,
-        fts_limit: int,
-        source: str | None = None,
-        source_match: str = "like",
-        content_type: str | None = None,
-    ) -> RetrieverRun | None:
-        """:meth:`cached`, counted as a hit when it answers (what :meth:`run`
-        does before it runs SQL)."""
-        hit = self.cached(conn, retriever, query, fts_limit, source, source_match, content_type)
+    def lookup(self, conn: sql.Connection, request: Request) -> RetrieverRun | None:
+        """:meth:`cached`, counted as a hit when it answers (what :meth:`run` does before it runs SQL)."""
+        hit = self.cached(conn, request)
         if hit is not None:
             with self._lock:
                 self.hits += 1
         return hit
 
     def run(
-        self,
-        conn: sql.Connection,
-        schema: "SchemaInfo",
-        retriever: str,
-        query: str,
-        fts_limit: int,
-        source: str | None = None,
-        source_match: str = "like",
-        content_type: str | None = None,
-        *,
-        share: "HalfShare | None" = None,
+        self, conn: sql.Connection, schema: SchemaInfo, request: Request, *, share: HalfShare | None = None
     ) -> RetrieverRun:
-        """:func:`engine.pipeline.stages.retrieve.retrieve` with the same arguments, answered
-        from the store's entries when this handle's mode allows.
+        """:func:`engine.pipeline.stages.retrieve.retrieve`, answered from the
+        store's entries when this handle's mode allows.
 
         Returns:
-            A :class:`RetrieverRun` whose ``fts_limit`` is the one asked for
-            and whose ``hits`` are the first ``fts_limit`` rows (1-based
-            ranks, as fetched); a reused one has ``cached=True`` and
-            ``elapsed_ms`` the lookup's time.
+            A :class:`RetrieverRun` at the row count asked for (its first
+            ``fts_limit`` rows, 1-based ranks as fetched); a reused one has
+            ``cached=True`` and ``elapsed_ms`` the lookup's time.
 
         Raises:
             engine.store.sql.Error: the store cannot be read (as :func:`retrieve`).
         """
         start = time.perf_counter()
         version = _version(conn)
-        key = run_key(retriever, query, source, source_match, content_type)
-        hit, deepest = self._answer(version, key, fts_limit)
+        hit, deepest = self._answer(version, request)
         if hit is not None:
             with self._lock:
                 self.hits += 1
             return replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
+        fts_limit = request.fts_limit
         fetch = fts_limit if deepest is None or self.exact else max(fts_limit, 2 * deepest)
-        run = retrieve(
-            conn,
-            schema,
-            retriever,
-            query,
-            fetch,
-            source,
-            source_match,
-            content_type,
-            share=share,
-            phrase_rows=getattr(self.store, "phrase_rows", None),
-        )
+        run = retrieve(conn, schema, request.at(fetch), share=share, phrase_rows=self.store.phrase_rows)
         with self._lock:
             self.misses += 1
             self.rows_fetched += len(run.hits)
-        keep(self.store.runs, version, key, run)
+        keep(self.store.runs, version, request.key, run)
         if fetch == fts_limit:
             return run
         with self._lock:

@@ -31,3 +31,8 @@ def filter_words(source: str | None, source_match: str, content_type: str | None
     if content_type:
         parts.append(f"content_type = '{content_type}'")
     return " and ".join(parts)
+
+
+def number(x: float) -> str:
+    """Up to 6 decimals without trailing zeros (``0.032787``, ``1``, ``0``)."""
+    return f"{x:.6f}".rstrip("0").rstrip(".") if x else "0"

@@ -12,7 +12,7 @@ The store keeps three (:attr:`engine.store.store.Store.runs`, read and filled by
 :mod:`engine.pipeline.runcache`,
 :attr:`engine.store.store.Store.corrections` and
 :attr:`engine.store.store.Store.phrase_rows`): retriever runs, keyed by
-:func:`engine.pipeline.runcache.run_key` (retriever, sanitised query, filters) and
+:attr:`engine.pipeline.stages.retrieve.Request.key` (retriever, sanitised query, filters) and
 then by row count, read through :class:`engine.pipeline.runcache.RunCache` handles;
 fuzzy corrections, keyed by the normalised word; and the rows each FTS5
 phrase matches, keyed by ``(table, phrase)`` (:func:`engine.pipeline.stages.topk.top_k`). The correction cache

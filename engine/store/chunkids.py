@@ -93,18 +93,6 @@ class ChunkIds:
         if not self.by_id:
             object.__setattr__(self, "by_id", {cid: rowid for rowid, cid in self.by_rowid.items()})
 
-    def id_of(self, rowid: int) -> str:
-        """The chunk id of ``rowid``.
-
-        Raises:
-            KeyError: no chunk has that row id (in this version of the store).
-        """
-        return self.by_rowid[rowid]
-
-    def rowid_of(self, chunk_id: str) -> int | None:
-        """The row id of ``chunk_id``, or ``None`` when no chunk has it."""
-        return self.by_id.get(chunk_id)
-
     def __len__(self) -> int:
         return len(self.by_rowid)
 

@@ -185,9 +185,3 @@ def backup(source: Connection, dest: Connection) -> None:
     """
     with dest.backup("main", source, "main") as job:
         job.step(-1)
-
-
-def has_tokenizer(conn: Connection, name: str) -> bool:
-    """True when FTS5 offers the tokenizer ``name`` (``"trigram"``,
-    ``"porter"``, ``"unicode61"``) on ``conn``."""
-    return bool(conn.fts5_tokenizer_available(name))

@@ -41,13 +41,12 @@ def test_ids_are_unique(rows):
 def test_collisions_in_a_store(store):
     index_collide(store)
     ids = chunk_ids(store)
-    assert [ids.id_of(r) for r in (1, 2, 3)] == [
+    assert [ids.by_rowid[r] for r in (1, 2, 3)] == [
         "guide.md::Guide",
         "guide.md::Guide > Example",
         "guide.md::Guide > Example#2",
     ]
-    assert ids.rowid_of("guide.md::Guide > Example#2") == 3
-    assert ids.rowid_of("nope") is None
+    assert ids.by_id["guide.md::Guide > Example#2"] == 3 and "nope" not in ids.by_id
 
 
 def test_cached_until_the_store_changes(store):
@@ -92,7 +91,7 @@ def _snapshot(db) -> dict[str, tuple]:
     """chunk id → (rowid, source, title, content) of every chunk of ``db``."""
     with Store.open_readonly(db) as s:
         ids = chunk_ids(s)
-        return {ids.id_of(c.rowid): (c.rowid, c.source, c.title, c.content) for c in s.iter_chunks()}
+        return {ids.by_rowid[c.rowid]: (c.rowid, c.source, c.title, c.content) for c in s.iter_chunks()}
 
 
 def test_ids_survive_reindexing_a_folder(tmp_path):

@@ -7,15 +7,8 @@ import json
 import pytest
 
 from engine import SearchParams, Variant
-from engine.lab.compare import (
-    CompareCounts,
-    compare,
-    compare_set,
-    comparison_to_dict,
-    parse_variant,
-    set_comparison_to_dict,
-    variant_spec,
-)
+from engine.lab.compare import CompareCounts, compare, compare_set, comparison_to_dict, set_comparison_to_dict
+from engine.pipeline.variants import parse_variant, variant_spec
 
 from ..helpers import index_zebra
 
@@ -55,12 +48,14 @@ def test_parse_variant_reference(spec):
     assert parse_variant(spec) == Variant()
 
 
-def test_parse_variant_is_lenient_about_spacing_case_and_field_names():
+def test_parse_variant_is_lenient_about_spacing_and_case_and_knows_one_spelling():
     assert parse_variant(" Key = ROWID , rrf-k=5,") == Variant(fusion_key="rowid", rrf_k=5)
-    assert parse_variant("fusion_key=rowid,pool_size=4,pool_size_sessions=9") == Variant(
+    assert parse_variant("key=rowid,pool=4,pool_sessions=9") == Variant(
         fusion_key="rowid", pool_size=4, pool_size_sessions=9
     )
     assert parse_variant("pool=default,fts_limit=auto") == Variant()
+    with pytest.raises(ValueError, match="unknown variant key 'fusion_key'"):
+        parse_variant("fusion_key=rowid")
 
 
 @pytest.mark.parametrize(
@@ -74,7 +69,6 @@ def test_parse_variant_is_lenient_about_spacing_case_and_field_names():
 )
 def test_parse_variant_round_trips(v):
     assert parse_variant(variant_spec(v)) == v
-    assert parse_variant(v.describe()) == v
 
 
 @pytest.mark.parametrize(
@@ -114,7 +108,7 @@ def test_compare_marks_up_and_down(zebra):
     assert cmp.counts == CompareCounts(improved=1, worsened=1)
     assert cmp.overlap == 1.0
     assert cmp.trace_a.params.variant == Variant() and cmp.trace_b.params.variant.rerank == "off"
-    row = cmp.row_for(1)
+    row = next(r for r in cmp.rows if 1 in (r.rowid_a, r.rowid_b))
     assert row.boost_a is not None and row.boost_b is None  # no rerank in B
     assert row.score_a == row.score_b == 1 / (60 + 1) + 1 / (60 + 1)
 

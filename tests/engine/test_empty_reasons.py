@@ -15,7 +15,7 @@ import pytest
 
 from engine import EmptyPart, FuzzyStage, SearchParams, Store, Variant, search, trace_to_dict
 from engine.pipeline.empty_reasons import EMPTY_CODES, empty_sentence, part_sentence
-from engine.pipeline.stages.fuzzy_reasons import FUZZY_CODES
+from engine.pipeline.stages.fuzzy import FUZZY_CODES
 
 
 def _parts(trace) -> list[tuple[str, dict]]:

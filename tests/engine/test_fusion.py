@@ -1,7 +1,8 @@
 """Reciprocal rank fusion: scores written as formulas, ties, collisions."""
 
 from engine.pipeline.stages.fusion import fuse
-from engine.pipeline.trace import Hit, RetrieverRun
+from engine.pipeline.candidates import Hit
+from engine.pipeline.stages.retrieve import RetrieverRun
 
 
 def hit(rank, rowid, source, title):

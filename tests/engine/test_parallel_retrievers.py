@@ -38,9 +38,9 @@ def spy(monkeypatch):
     calls: list[tuple[str, str, object]] = []
     real = runcache_mod.retrieve  # every pipeline statement goes through the run cache
 
-    def wrapped(conn, schema, name, *args, **kwargs):
-        calls.append((name, threading.current_thread().name, conn))
-        return real(conn, schema, name, *args, **kwargs)
+    def wrapped(conn, schema, request, **kwargs):
+        calls.append((request.retriever, threading.current_thread().name, conn))
+        return real(conn, schema, request, **kwargs)
 
     monkeypatch.setattr(runcache_mod, "retrieve", wrapped)
     return calls
@@ -89,13 +89,14 @@ def test_a_long_first_statement_runs_beside_the_second(tmp_path, monkeypatch):
     real = runcache_mod.retrieve  # every pipeline statement goes through the run cache
     away_started = threading.Event()
 
-    def slow(conn, schema, name, *args, **kwargs):
+    def slow(conn, schema, request, **kwargs):
+        name = request.retriever
         start = time.perf_counter()
         if name == HERE:
             away_started.wait(10)  # a long statement (GIL released, as SQLite releases it)
         else:
             away_started.set()
-        run = real(conn, schema, name, *args, **kwargs)
+        run = real(conn, schema, request, **kwargs)
         spans[name] = (start, time.perf_counter(), threading.current_thread().name)
         return run
 

@@ -10,10 +10,13 @@ import pytest
 from engine import SearchParams, Variant, search, trace_to_dict
 from engine.lab.journey import journey
 from engine.pipeline.export import TRACE_SCHEMA_VERSION
-from engine.pipeline.trace import Exit, Run, Trace
+from engine.pipeline.candidates import Exit
+from engine.pipeline.passes import Run
+from engine.pipeline.trace import Trace
 from engine.pipeline.paths import REASONS, data_names, run_paths, sentence
 from engine.pipeline.table import STAGES, ranked, stage, stage_lists
 from engine.lab.why import why_not
+from engine.pipeline.variants import variant_spec
 
 from ..helpers import case_params, index_collide, index_herd, index_zebra
 from .test_parity import SETS, _store, parity_cases
@@ -101,7 +104,7 @@ VARIANTS = [
 
 
 @pytest.mark.skipif("stages" not in SETS, reason="needs ../shared/parity/stages")
-@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.describe())
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_spec)
 @pytest.mark.parametrize(
     "query,sessions",
     [("cache", None), ("cache hook", ("sess-A",)), ("cahce", None), ("deploy runner", ()), ("the", None)],

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.pipeline.trace import Candidate
+from engine.pipeline.candidates import Candidate
 from engine.pipeline.stages.rerank import count_adjacent_pairs, find_all_positions, min_span, rerank
 
 

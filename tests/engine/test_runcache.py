@@ -11,8 +11,9 @@ import pytest
 
 from engine import SearchParams, Store, Variant, search, trace_to_dict
 from engine.pipeline.query import porter_words
-from engine.pipeline.stages.retrieve import retrieve
+from engine.pipeline.stages.retrieve import Request, retrieve
 from engine.pipeline.runcache import RunCache
+from engine.pipeline.variants import variant_spec
 
 from ..helpers import case_params
 from .test_parity import SETS, _store, parity_cases
@@ -35,10 +36,10 @@ def test_a_deeper_run_sliced_equals_the_real_statement_on_every_golden_case(set_
     began = store.begin_read(store.conn)  # the entries are kept for the data version noted here
     try:
         for name in ("porter", "trigram"):
-            deep = cache.run(store.conn, store.schema, name, p.query, 60, p.source, p.source_match, p.content_type)
+            deep = cache.run(store.conn, store.schema, Request.of(name, p.query, 60, p))
             for n in (1, 2, 3, 5, 10, 17, 40, 60):
-                real = retrieve(store.conn, store.schema, name, p.query, n, p.source, p.source_match, p.content_type)
-                got = cache.run(store.conn, store.schema, name, p.query, n, p.source, p.source_match, p.content_type)
+                real = retrieve(store.conn, store.schema, Request.of(name, p.query, n, p))
+                got = cache.run(store.conn, store.schema, Request.of(name, p.query, n, p))
                 assert _hits(got) == _hits(real), (name, n)
                 assert got.fts_limit == n and got.query == real.query and got.skipped == real.skipped
             assert deep.fts_limit == 60
@@ -76,7 +77,7 @@ def _strip_times(d):
     "query,sessions", [("cache", None), ("cache hook", ("sess-A",)), ("cahce", None), ("deploy runner", ())]
 )
 @pytest.mark.parametrize(
-    "variant", [Variant(), Variant(fusion_key="rowid"), Variant(rerank="before-trim")], ids=lambda v: v.describe()
+    "variant", [Variant(), Variant(fusion_key="rowid"), Variant(rerank="before-trim")], ids=variant_spec
 )
 def test_a_search_through_the_cache_equals_one_without(query, sessions, variant):
     store = _store("stages")
@@ -132,9 +133,9 @@ def test_exact_mode_reuses_only_the_same_row_count(store):
         store.index_text(f"d{i}.md", f"# Doc {i}\nzebra {i}\n", "markdown")
     cache = RunCache(store, exact=True)
     with _read(store):
-        cache.run(store.conn, store.schema, "porter", "zebra", 10)
-        cache.run(store.conn, store.schema, "porter", "zebra", 5)
-        cache.run(store.conn, store.schema, "porter", "zebra", 5)
+        cache.run(store.conn, store.schema, Request("porter", "zebra", 10))
+        cache.run(store.conn, store.schema, Request("porter", "zebra", 5))
+        cache.run(store.conn, store.schema, Request("porter", "zebra", 5))
     assert (cache.misses, cache.hits) == (2, 1)
     assert porter_words("zebra") == ["zebra"]
 
@@ -145,6 +146,6 @@ def test_a_growing_row_count_doubles_the_fetch(store):
     cache = RunCache(store)
     with _read(store):
         for n in range(10, 51, 2):
-            run = cache.run(store.conn, store.schema, "porter", "zebra", n)
+            run = cache.run(store.conn, store.schema, Request("porter", "zebra", n))
             assert len(run.hits) == n
     assert cache.misses <= 4  # 10, 20, 40, 80 (complete)

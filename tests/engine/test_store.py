@@ -242,10 +242,10 @@ def test_damaged_store_raises_corrupt_store_error(damaged_db):
 
 
 def test_fts_query_errors_are_still_recorded_on_the_run(store):
-    from engine.pipeline.stages.retrieve import retrieve
+    from engine.pipeline.stages.retrieve import Request, retrieve
 
     store.index_text("a.md", "# A\nalpha", "markdown")
-    run = retrieve(store.conn, store.schema, "porter", "alpha", 10)
+    run = retrieve(store.conn, store.schema, Request("porter", "alpha", 10))
     assert run.error is None and run.hits
     from engine.pipeline.stages.retrieve import is_query_error
 

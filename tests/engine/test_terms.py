@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from engine import Store
+from engine import SearchParams, Store, search
 from engine.store import sql
 from engine.lab.terms import (
     DEFAULT_TOKENIZER,
     MatchSpans,
     Stems,
     marked_spans,
-    match_spans,
     porter_stems,
     tokenize,
     tokenizer_of,
+    trace_spans,
 )
 
 from ..conftest import LEGACY, MODERN
@@ -56,8 +56,10 @@ def test_a_foreign_store_is_only_read(path):
     try:
         assert tokenizer_of(s) == "porter unicode61"
         assert porter_stems(s, "indexing")[0].stems == ("index",)
-        rowid = s.conn.execute("SELECT rowid FROM chunks LIMIT 1").fetchone()[0]
-        assert match_spans(s, "the", rowid).rowid == rowid
+        title = s.conn.execute("SELECT title FROM chunks WHERE title != '' LIMIT 1").fetchone()[0]
+        t = search(s, SearchParams(title))
+        rowid = t.final[0].candidate.rowid
+        assert trace_spans(t, rowid).rowid == rowid
     finally:
         s.close()
     assert path.stat().st_mtime_ns == before
@@ -73,7 +75,7 @@ def test_trigram_spans_find_substrings_porter_spans_whole_tokens(store):
     content = "Set writeQuorum and retentionPolicy; a quorum of writes"
     store.index_text("c.md", f"# Config\n{content}\n", "markdown")
     rowid = store.conn.execute("SELECT rowid FROM chunks WHERE title = 'Config'").fetchone()[0]
-    m = match_spans(store, "quorum retention write", rowid)
+    m = trace_spans(search(store, SearchParams("quorum retention write")), rowid)
     text = m.content
     porter = [text[s:e] for s, e in m.porter]
     trigram = [text[s:e] for s, e in m.trigram]
@@ -89,10 +91,8 @@ def test_trigram_spans_find_substrings_porter_spans_whole_tokens(store):
 
 def test_no_match_gives_no_spans(store):
     store.index_text("a.md", "# A\nnothing here\n", "markdown")
-    assert match_spans(store, "zebra", 1) == MatchSpans(1, store.chunk(1).content, (), ())
-    # a query without a 3-character word skips the trigram side
-    assert match_spans(store, "he", 1).trigram == ()
-    assert match_spans(store, "zebra", 999) == MatchSpans(999, "", (), ())
+    assert trace_spans(search(store, SearchParams("zebra")), 1) is None
+    assert trace_spans(search(store, SearchParams("nothing")), 999) is None
 
 
 def test_marked_spans():

@@ -15,7 +15,7 @@ from engine import SearchParams, Store, search, trace_to_dict
 from engine.store import sql
 from engine.pipeline.stages import topk
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
-from engine.pipeline.stages.retrieve import headline, retrieve
+from engine.pipeline.stages.retrieve import PORTER, Request, retrieve
 
 COLUMNS = (
     "title, content, source_id UNINDEXED, content_type UNINDEXED, source_category UNINDEXED, "
@@ -242,10 +242,12 @@ def test_retrieve_through_top_k_equals_fts5_and_says_so(monkeypatch, forced):
     through: list = []
     for q in queries:
         for name in ("porter", "trigram"):
-            a = retrieve(store.conn, store.schema, name, q, 10)
+            a = retrieve(store.conn, store.schema, Request(name, q, 10))
             through.append(a)
     monkeypatch.setattr(topk, "MIN_ROWS", 10**9)
-    plain = [retrieve(store.conn, store.schema, name, q, 10) for q in queries for name in ("porter", "trigram")]
+    plain = [
+        retrieve(store.conn, store.schema, Request(name, q, 10)) for q in queries for name in ("porter", "trigram")
+    ]
     assert [r.hits for r in through] == [r.hits for r in plain]
     assert sum(r.ranked_by == "top-k" for r in through) > 20
     for r in through:
@@ -263,7 +265,7 @@ def test_the_stage_headline_and_the_json_trace_say_how_a_run_was_ranked(forced):
     run = trace.first.porter
     assert run.ranked_by == "top-k"
     read, rows = run.ranking_fact("rows_read"), run.ranking_fact("phrase_rows")
-    line = headline(run, trace.params)
+    line = PORTER.headline_of(run, trace.params)
     assert line.endswith(f"; exact top-k read {read:,} of {sum(rows):,} phrase matches"), line
     ranking = trace_to_dict(trace)["ranking"]["porter"]
     assert ranking["by"] == "top-k" and ranking["rows_read"] == read and ranking["phrase_rows"] == list(rows)
@@ -271,7 +273,7 @@ def test_the_stage_headline_and_the_json_trace_say_how_a_run_was_ranked(forced):
 
 def test_filters_keep_fts5s_ranking(forced):
     store = _store(6, 40)
-    run = retrieve(store.conn, store.schema, "porter", "npm zephyr", 10, source="docs/1")
+    run = retrieve(store.conn, store.schema, Request("porter", "npm zephyr", 10, source="docs/1"))
     assert run.ranked_by == "fts5" and run.ranking == ()
 
 
@@ -300,10 +302,10 @@ def test_a_search_is_the_same_either_way(monkeypatch, forced):
     ],
 )
 def test_the_headline_of_an_fts5_run_says_whether_it_ran_in_halves(ranking, tail):
-    from engine.pipeline.trace import RetrieverRun
+    from engine.pipeline.stages.retrieve import RetrieverRun
 
     run = RetrieverRun("trigram", '"npm"', 10, (), ranking=ranking)
-    assert headline(run, SearchParams(query="npm")).endswith(tail)
+    assert PORTER.headline_of(run, SearchParams(query="npm")).endswith(tail)
 
 
 @pytest.mark.parametrize(

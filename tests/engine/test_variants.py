@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from engine import SearchParams, Variant, search, trace_to_dict
-from engine.lab.compare import parse_variant
+from engine.pipeline.variants import parse_variant, variant_spec
 
 from ..helpers import index_collide, index_herd, index_zebra
 
@@ -58,7 +58,7 @@ def herd(store):
 
 
 def test_default_variant_is_the_reference(zebra):
-    assert Variant().is_reference and Variant().describe() == "reference"
+    assert Variant().is_reference and variant_spec(Variant()) == "reference"
     implicit = search(zebra, SearchParams("zebra crossing", limit=2))
     explicit = search(zebra, SearchParams("zebra crossing", limit=2, variant=parse_variant("reference")))
     assert _strip_timings(trace_to_dict(implicit)) == _strip_timings(trace_to_dict(explicit))
@@ -69,7 +69,7 @@ def test_trace_records_its_variant(zebra):
     v = parse_variant("key=rowid,rerank=off")
     t = search(zebra, SearchParams("zebra", variant=v))
     assert t.params.variant == v
-    assert trace_to_dict(t)["variant"] == "fusion_key=rowid,rerank=off"
+    assert trace_to_dict(t)["variant"] == "key=rowid,rerank=off"  # the spec: one spelling
 
 
 # ─── fusion key ──────────────────────────────────────────────────────────

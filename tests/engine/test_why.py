@@ -7,7 +7,8 @@ import json
 import pytest
 
 from engine import SearchParams, Variant, search
-from engine.lab.why import REASONS, ChunkNotFoundError, distinctive_words, find_chunks, why_not
+from engine.lab.why import REASONS, ChunkNotFoundError, find_chunks, why_not
+from engine.pipeline.stages.retrieve import distinctive_words
 
 from ..helpers import index_collide, index_herd, index_zebra
 

@@ -701,7 +701,7 @@ async def test_a_paste_longer_than_a_query_may_be_is_refused_with_a_warning():
     query box says why nothing was pasted. A paste that fits is pasted."""
     from textual import events
 
-    from engine.pipeline.trace import MAX_QUERY_CHARS
+    from engine.pipeline.params import MAX_QUERY_CHARS
 
     app = build_app()
     async with app.run_test(size=NARROW) as pilot:

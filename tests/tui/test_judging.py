@@ -9,7 +9,7 @@ import pytest
 
 from engine import Store, index_corpus
 from engine.lab.compare import params_for_entry
-from engine.pipeline.trace import Variant
+from engine.pipeline.variants import Variant
 from engine.lab.qrels import default_qrels_path, read_qrels
 from engine.store.userdata import store_file
 from textual.widgets import DataTable, Static

@@ -11,12 +11,13 @@ import pytest
 from textual.widgets import DataTable, Input, OptionList, Select
 
 from engine import SearchParams
-from engine.pipeline.trace import Variant
+from engine.pipeline.variants import Variant
 from tui.browser.screens.params import ParamsChange
 from tui.present.describe import marker_label
 from tui.browser.screens.compare import CompareScreen, counts_text, variant_from_form
 from tui.browser.screens.doctor import DoctorScreen
-from tui.browser.screens.why import ChunkEntry, WhyScreen, match_chunks
+from tui.browser.link import ChunkEntry
+from tui.browser.screens.why import WhyScreen, match_chunks
 
 from .conftest import (
     build_app,

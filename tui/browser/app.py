@@ -26,7 +26,7 @@ from textual.screen import Screen
 from engine import Store, trace_to_dict
 from engine.agent import AgentContext
 from engine.agent.log import Replay
-from engine.pipeline.trace import Variant
+from engine.pipeline.variants import Variant
 
 from tui.present import safe
 from tui.browser.actions import app_action, bindings
@@ -283,7 +283,7 @@ class RankscopeApp(App[None]):
             return
         a, b = self.compare_variants
         if spec_b is not None:
-            from engine.lab.compare import parse_variant
+            from engine.pipeline.variants import parse_variant
 
             b = parse_variant(spec_b)
             self.compare_variants = (a, b)

@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 
 from engine import SearchParams
+from engine.pipeline.variants import variant_spec
 
 
 def command_line(params: SearchParams, db: str | None) -> str:
@@ -36,7 +37,7 @@ def command_line(params: SearchParams, db: str | None) -> str:
         for s in params.sessions or ("",):
             parts += ["--session", s]
     if not params.variant.is_reference:
-        parts.append(f"# variant: {params.variant.describe()}")
+        parts.append(f"# variant: {variant_spec(params.variant)}")
         return " ".join(shlex.quote(p) for p in parts[:-1]) + "  " + parts[-1]
     return " ".join(shlex.quote(p) for p in parts)
 

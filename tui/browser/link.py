@@ -6,14 +6,32 @@ chunk in the browser). No Textual here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from engine import Store
 
 from tui.browser.options import SearchFn
 
-if TYPE_CHECKING:
-    from tui.browser.screens.why import ChunkEntry
+
+@dataclass(frozen=True)
+class ChunkEntry:
+    """One chunk as the finder lists it.
+
+    Attributes:
+        rowid, source, title, content_type, session_id: the chunk
+            (``source`` is ``""`` for an orphan chunk).
+    """
+
+    rowid: int
+    source: str
+    title: str
+    content_type: str
+    session_id: str
+
+    @property
+    def key(self) -> str:
+        """``source::title`` (what the finder matches)."""
+        return f"{self.source}::{self.title}"
 
 
 @dataclass

@@ -169,7 +169,7 @@ class RankscopeCommands(Provider):
             return
         m = _COMPARE.match(query)
         if m and browser is not None:
-            from engine.lab.compare import parse_variant, variant_spec
+            from engine.pipeline.variants import parse_variant, variant_spec
 
             try:
                 spec = variant_spec(parse_variant(m.group(1)))

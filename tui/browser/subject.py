@@ -1,7 +1,7 @@
 """What the journey pane is showing: one chunk picked from a stage.
 
-A :class:`Subject` is built from a fused :class:`~engine.pipeline.trace.Candidate`
-(followed by its fusion key) or from a retriever :class:`~engine.pipeline.trace.Hit`
+A :class:`Subject` is built from a fused :class:`~engine.pipeline.candidates.Candidate`
+(followed by its fusion key) or from a retriever :class:`~engine.pipeline.candidates.Hit`
 (followed by its row, so a row swallowed by a key collision shows where it
 was merged). No Textual here.
 """
@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.lab.journey import JourneyStep, journey
-from engine.pipeline.trace import Candidate, FusionStage, Hit, RetrieverRun, Run, Trace
+from engine.pipeline.paths import Fate, fate
+from engine.pipeline.stages.retrieve import unretrieved
+from engine.pipeline.candidates import Candidate, Hit
+from engine.pipeline.stages.fusion import FusionStage
+from engine.pipeline.stages.retrieve import RetrieverRun
+from engine.pipeline.passes import Run
+from engine.pipeline.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,15 @@ class Subject:
         """Its position at every stage of ``trace`` (see :func:`engine.lab.journey.journey`)."""
         return journey(trace, self.key, self.rowid if self.by_row else None)
 
+    def fate(self, trace: Trace) -> Fate:
+        """Where it went (:func:`engine.pipeline.paths.fate`); a fused candidate,
+        followed by its key, is in the answer when its key is."""
+        if not self.by_row:
+            hit = next((r for r in trace.final if r.candidate.key == self.key), None)
+            if hit is not None:
+                return Fate(hit.candidate.rowid, hit.position, None, "fuzzy" if trace.layer == "rrf-fuzzy" else "first")
+        return fate(trace, self.rowid) or Fate(self.rowid, None, unretrieved(), "first")
+
 
 def row_subject(run: Run, rowid: int, origin: str) -> Subject | None:
     """Chunk ``rowid`` of one pass as a :class:`Subject`: its fused
@@ -76,20 +91,3 @@ def row_subject(run: Run, rowid: int, origin: str) -> Subject | None:
                 if h.rowid == rowid:
                     return Subject.from_hit(h, origin)
     return None
-
-
-def exit_step(steps: list[JourneyStep]) -> JourneyStep | None:
-    """The step where the chunk left the pipeline, or ``None`` if it reached
-    the answer. A row merged into another never reaches the answer itself,
-    so its merge is where it left; otherwise the first step carrying an exit
-    (the path's :class:`~engine.pipeline.trace.Exit`), or the final step when the
-    answer does not hold it."""
-    merged = next((s for s in steps if s.exit is not None and s.exit.reason == "merged"), None)
-    if merged is not None:
-        return merged
-    if steps and steps[-1].position is not None:
-        return None
-    left = next((s for s in steps if s.exit is not None), None)
-    if left is not None:
-        return left
-    return steps[-1] if steps else None

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.lab.compare import ENTRY_KEYS, variant_spec
-from engine.pipeline.trace import SearchParams
+from engine.lab.compare import ENTRY_KEYS
+from engine.pipeline.variants import variant_spec
+from engine.pipeline.params import SearchParams
 from engine.lab.qrels import Qrels, QrelsError, read_qrels, write_qrels
 from engine.store.userdata import (
     CASES_FILE,
@@ -290,7 +291,7 @@ class Case:
         Raises:
             ValueError: a field no longer valid (the message names it).
         """
-        from engine.lab.compare import parse_variant
+        from engine.pipeline.variants import parse_variant
 
         return SearchParams(
             self.query,

@@ -20,7 +20,7 @@ import typer
 from rich.console import Group
 from rich.text import Text
 
-from engine.lab.compare import variant_spec
+from engine.pipeline.variants import variant_spec
 from engine.lab.evaluation import (
     EvalComparison,
     SetEval,

@@ -22,19 +22,17 @@ import typer
 from rich.console import Group
 from rich.text import Text
 
+from engine.pipeline.variants import SPEC_KEYS, parse_variant, variant_spec
 from engine.lab.compare import (
-    SPEC_KEYS,
     Comparison,
     SetComparison,
     compare,
     compare_set,
     comparison_to_dict,
-    parse_variant,
     set_comparison_to_dict,
-    variant_spec,
 )
 from engine.lab.doctor import DoctorReport, check_integrity, diagnose
-from engine.pipeline.trace import Variant
+from engine.pipeline.variants import Variant
 from engine.store.errors import CorruptStoreError, StoreError
 from engine.store.store import Store
 from engine.lab.counterfactual import sentence as counterfactual_sentence
@@ -72,9 +70,9 @@ from tui.present.tablefit import Cell, Column, Fitted, Table
 from .search import load_queries
 
 SPEC_HELP = (
-    "Variant spec: comma-separated key=value with keys "
+    "Variant spec: comma-separated key=value, e.g. key=rowid,rrf_k=10 (keys: "
     + ", ".join(SPEC_KEYS)
-    + ", or 'reference'. Example: --b key=rowid,rrf_k=10"
+    + "), or 'reference'."
 )
 
 

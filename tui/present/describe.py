@@ -24,9 +24,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from engine.lab.compare import ChunkComparison, CompareCounts, Comparison, variant_spec
+from engine.lab.compare import ChunkComparison, CompareCounts, Comparison
+from engine.pipeline.variants import variant_spec
 from engine.lab.doctor import DoctorReport
-from engine.pipeline.table import in_rerun, title
+from engine.pipeline.table import in_rerun, stage, title
 from engine.lab.why import Explanation
 
 from tui.present import safe
@@ -200,8 +201,12 @@ def stage_words(stage: str) -> str:
     return f"fuzzy re-run · {title(stage)}" if in_rerun(stage) else title(stage)
 
 
-def _reason_role(reason: str) -> str:
-    return "good" if reason == "returned" else "warn" if reason == "outranked" else "bad"
+def _reason_role(e: Explanation) -> str:
+    """``good``: returned, as the answer tells it; ``warn``: returned, with a
+    caveat from another stage (moved down by the rerank); ``bad``: left."""
+    if not e.returned:
+        return "bad"
+    return "good" if stage(e.stage).kind == "answer" else "warn"
 
 
 def describe_explanation(e: Explanation) -> Description:
@@ -218,7 +223,7 @@ def describe_explanation(e: Explanation) -> Description:
         verdict = [Span(f"✗ left the pipeline at {stage_words(e.stage)}", "strong")]
         if e.position is not None:
             verdict.append(Span(f" (#{e.position} at that stage)"))
-    verdict += [Span(" · reason ", "dim"), Span(e.reason, _reason_role(e.reason))]
+    verdict += [Span(" · reason ", "dim"), Span(e.reason, _reason_role(e))]
     if e.run == "fuzzy" and not in_rerun(e.stage):
         verdict.append(Span(" (fuzzy re-run)", "dim"))
     return Description((head, where, tuple(verdict), line(e.message)))

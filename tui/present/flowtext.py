@@ -31,10 +31,13 @@ from rich.cells import cell_len
 
 from engine.lab.counterfactual import Counterfactual
 from engine.lab.counterfactual import sentence as counterfactual_sentence
-from engine.lab.flow import Fate, Flow, FlowCell, FlowRow
-from engine.pipeline.trace import FUZZY_PREFIX, Exit, Trace
+from engine.pipeline.paths import Fate
+from engine.lab.flow import Flow, FlowCell, FlowRow
+from engine.pipeline.candidates import FUZZY_PREFIX, Exit
+from engine.pipeline.trace import Trace
+from engine.pipeline.paths import marker as exit_marker
 from engine.pipeline.paths import sentence as exit_sentence
-from engine.pipeline.table import base_id, stage
+from engine.pipeline.table import stage
 from tui.present.cut import ELLIPSIS
 
 if TYPE_CHECKING:
@@ -42,28 +45,6 @@ if TYPE_CHECKING:
 
     from engine.lab.terms import Stems
 
-#: Short column headers by stage id (the table's titles are too long for a cell).
-SHORT = {
-    "porter": "Porter",
-    "trigram": "Trigram",
-    "fusion": "Fused",
-    "pool": "Pool",
-    "filter": "Filter",
-    "trim": "Trim",
-    "rerank": "Rerank",
-    "final": "Final",
-}
-#: Compact headers.
-SHORT_COMPACT = {
-    "porter": "Por",
-    "trigram": "Tri",
-    "fusion": "Fus",
-    "pool": "Pool",
-    "filter": "Filt",
-    "trim": "Trim",
-    "rerank": "Rrk",
-    "final": "Fin",
-}
 #: What the compact symbols mean (printed under a compact table).
 LEGEND = (
     "4↑3 position and move · →57 merged into row 57 · ✗s2 removed by the session filter (session s2) · "
@@ -79,8 +60,10 @@ NOT_RUN = "–"
 
 
 def header(stage_id: str, compact: bool = False) -> str:
-    """A column header: ``Fused`` (compact ``Fus``); in the fuzzy re-run ``~Fused``."""
-    name = (SHORT_COMPACT if compact else SHORT).get(base_id(stage_id)) or stage(stage_id).title
+    """A column header (the stage's ``short`` or ``compact`` title, else its
+    title): ``Fused`` (compact ``Fus``); in the fuzzy re-run ``~Fused``."""
+    s = stage(stage_id)
+    name = (s.compact if compact else s.short) or s.short or s.title
     return ("~" if stage_id.startswith(FUZZY_PREFIX) else "") + name
 
 
@@ -91,48 +74,19 @@ def move_text(move: int | None) -> str:
     return f"↑{move}" if move > 0 else f"↓{-move}" if move < 0 else "="
 
 
+def _cut_id(sid: str) -> str:
+    """A session id longer than :data:`COMPACT_SESSION`, both ends kept (ids often share a prefix)."""
+    return sid[:3] + ELLIPSIS + sid[-(COMPACT_SESSION - 4) :] if len(sid) > COMPACT_SESSION else sid
+
+
 def marker(exit: Exit, compact: bool = False, whole_ids: bool = False) -> str:
-    """Where and why a chunk left, in a word or two: ``merged→57``,
-    ``session s2`` (``session ''``: unattributed), ``cut @3``, ``beyond
-    pool``, ``not retrieved``; another code: the code itself. Compact:
-    ``→57``, ``✗s2``, ``cut@3``, ``beyond``, ``none``, a session id longer
-    than :data:`COMPACT_SESSION` cut in the middle unless ``whole_ids``
-    (the CLI, which never cuts an id)."""
-    r = exit.reason
-    if compact:
-        return _compact_marker(exit, whole_ids)
-    if r == "merged":
-        return f"merged→{exit.get('into_rowid')}"
-    if r == "session-filter":
-        sid = exit.get("session_id")
-        return f"session {sid}" if sid else "session ''"
-    if r == "trimmed":
-        return f"cut @{exit.get('limit')}"
-    if r == "beyond-pool":
-        return "beyond pool"
-    if base_id(exit.stage) in ("retrieve", "fuzzy"):
-        return "not retrieved"
-    return r
-
-
-def _compact_marker(exit: Exit, whole_ids: bool = False) -> str:
-    r = exit.reason
-    if r == "merged":
-        return f"→{exit.get('into_rowid')}"
-    if r == "session-filter":
-        sid = str(exit.get("session_id") or "''")
-        if (
-            len(sid) > COMPACT_SESSION and not whole_ids
-        ):  # keep both ends: ids often share a prefix (sess-docs, sess-ops)
-            sid = sid[:3] + ELLIPSIS + sid[-(COMPACT_SESSION - 4) :]
-        return "✗" + sid
-    if r == "trimmed":
-        return f"cut@{exit.get('limit')}"
-    if r == "beyond-pool":
-        return "beyond"
-    if base_id(exit.stage) in ("retrieve", "fuzzy"):
-        return "none"
-    return r
+    """Where and why a chunk left, in a word or two, as its stage words it
+    (:func:`engine.pipeline.paths.marker`): ``merged→57``, ``session s2``,
+    ``cut @3``, ``beyond pool``, ``not retrieved``; compact ``→57``,
+    ``✗s2``, ``cut@3``, ``beyond``, ``none``, an id longer than
+    :data:`COMPACT_SESSION` cut in the middle unless ``whole_ids`` (the
+    CLI, which never cuts an id)."""
+    return exit_marker(exit, compact, str if whole_ids else _cut_id)
 
 
 def cell_text(cell: FlowCell, compact: bool = False, whole_ids: bool = False) -> str:

@@ -13,12 +13,13 @@ from typing import Callable
 
 from engine.store import sql
 from engine.lab.counterfactual import Counterfactual, parse_pin, would_return_with
-from engine.lab.flow import Absent, Fate, fate
-from engine.pipeline.trace import Trace
+from engine.lab.flow import Absent
+from engine.lab.why import ChunkRef, fate, find_chunks
+from engine.pipeline.paths import Fate
+from engine.pipeline.paths import fate as path_fate
 from engine.pipeline.runcache import RunCache
-from engine.pipeline.table import base_id
+from engine.pipeline.trace import Trace
 from engine.store.store import Store
-from engine.lab.why import ChunkRef, find_chunks
 
 from tui.present import safe
 from tui.present.flowtext import counterfactual_text, fate_text
@@ -42,7 +43,7 @@ class PinOutcome:
     counterfactual: Counterfactual | None
     absent: Absent | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """``{"rowid", "source", "title", "fate", "would_return_with",
         "counterfactual"}`` (``would_return_with``: ``{"param", "value",
         "position"}`` or ``null``)."""
@@ -88,7 +89,7 @@ def pin_outcome(
     [chunk] = find_chunks(store, rowid=rowid, conn=conn)
     f = fate(store, trace, rowid, conn=conn)
     absent = None
-    if f.exit is not None and base_id(f.exit.stage) in ("retrieve", "fuzzy"):
+    if f.exit is not None and path_fate(trace, rowid) is None:
         absent = Absent(chunk.rowid, chunk.source, chunk.title, f.exit)
     cf = None
     if counterfactual:

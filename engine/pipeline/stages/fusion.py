@@ -7,15 +7,30 @@ its key. Keys are ``source::title``: two chunks sharing both merge, the first
 one seen keeps its row and the other vanishes. Sort by score descending;
 ties keep first-seen order (a stable sort).
 
-As the ``fusion`` pass stage (:data:`HOOKS`), a retrieved row that is not in
+As the ``fusion`` stage (:data:`STAGE`), a retrieved row that is not in
 the fused list leaves here with reason ``merged``.
 """
 
 from __future__ import annotations
 
-from engine.pipeline.trace import RRF_K, Candidate, Contribution, Exit, FusionStage, Hit, RetrieverRun, SearchParams
-from engine.pipeline.hooks import PassContext, StageHooks
-from engine.pipeline.words import plural
+from dataclasses import dataclass
+
+from engine.pipeline.candidates import ChunkRef, Data, Exit, Candidate, Contribution, Hit
+from engine.pipeline.hooks import Asking, Explanation, Item, Items, PassContext, PassView, Reason, Records, RecordStage
+from engine.pipeline.params import SearchParams
+from engine.pipeline.stages.retrieve import RetrieverRun
+from engine.pipeline.variants import RRF_K
+from engine.pipeline.words import number, plural
+
+
+@dataclass(frozen=True)
+class FusionStage:
+    """The record: RRF constant ``rrf_k``, every fused key as ``candidates``
+    (score descending, ties in first-seen order), ``elapsed_ms``."""
+
+    rrf_k: int
+    candidates: tuple[Candidate, ...]
+    elapsed_ms: float = 0.0
 
 
 def fusion_key(hit: Hit, mode: str = "source-title") -> str:
@@ -36,7 +51,9 @@ def rrf_contribution(rank: int, rrf_k: int = RRF_K) -> float:
     return 1.0 / (rrf_k + rank)
 
 
-def fuse(runs: list[RetrieverRun], rrf_k: int = RRF_K, key_mode: str = "source-title") -> tuple[Candidate, ...]:
+def fuse(
+    runs: list[RetrieverRun] | tuple[RetrieverRun, ...], rrf_k: int = RRF_K, key_mode: str = "source-title"
+) -> tuple[Candidate, ...]:
     """Fuse runs (in the given order) into candidates sorted by summed score.
 
     Returns:
@@ -89,21 +106,17 @@ def fuse(runs: list[RetrieverRun], rrf_k: int = RRF_K, key_mode: str = "source-t
     return tuple(candidates)
 
 
-# ─── as a pass stage ─────────────────────────────────────────────────────
+# ─── as a stage ──────────────────────────────────────────────────────────
 
 
-def step(ctx: PassContext, items: tuple) -> FusionStage:
-    """Fuse the pass's retriever runs (Porter first) with the variant's k and key."""
+def _step(ctx: PassContext, items: Items) -> FusionStage:
+    """Fuse the pass's retriever runs (in table order: Porter first) with the variant's k and key."""
     v = ctx.params.variant
-    return FusionStage(v.rrf_k, fuse(list(ctx.retrievers), v.rrf_k, v.fusion_key))
+    runs = [r for r in ctx.records.values() if isinstance(r, RetrieverRun)]
+    return FusionStage(v.rrf_k, fuse(runs, v.rrf_k, v.fusion_key))
 
 
-def ranked(stage: FusionStage) -> tuple[Candidate, ...]:
-    """Every fused candidate, best first."""
-    return stage.candidates
-
-
-def headline(stage: FusionStage, params: SearchParams) -> str:
+def _headline(stage: FusionStage, params: SearchParams) -> str:
     """``7 keys fused (k=60); 3 found by both retrievers; 1 chunk merged away ...``"""
     merged = [c for c in stage.candidates if c.merged_rowids]
     both = sum(1 for c in stage.candidates if c.porter_rank and c.trigram_rank)
@@ -114,15 +127,12 @@ def headline(stage: FusionStage, params: SearchParams) -> str:
     return head
 
 
-def exit_of(stage: FusionStage, item: Hit, position: int | None) -> tuple[str, tuple[tuple[str, object], ...]]:
-    """A retrieved row missing from the fused list was merged into the
-    candidate whose ``merged_rowids`` holds it: ``merged`` with
-    ``into_rowid`` (the kept row), ``into_position`` (its 1-based fused
-    position) and ``key`` (the shared fusion key).
+def _exit(stage: FusionStage, item: Item, position: int | None) -> tuple[str, Data]:
+    """``merged`` with ``into_rowid`` (the kept row), ``into_position`` (its
+    fused position) and ``key``.
 
     Raises:
-        LookupError: no candidate holds the row (cannot happen for a row a
-            retriever of this pass returned).
+        LookupError: no candidate holds the row (cannot happen for a row a retriever of this pass returned).
     """
     for i, c in enumerate(stage.candidates, 1):
         if item.rowid in c.merged_rowids:
@@ -130,15 +140,96 @@ def exit_of(stage: FusionStage, item: Hit, position: int | None) -> tuple[str, t
     raise LookupError(f"row {item.rowid} is neither fused nor merged")
 
 
-def _merged(e: Exit) -> str:
-    return f"merged into row {e.get('into_rowid')} (same source::title)"
+def score_words(cand: Candidate, rrf_k: int) -> str:
+    """``RRF score 0.032787 = 1/(60+1) + 1/(60+2)``."""
+    return f"RRF score {number(cand.score)} = " + " + ".join(f"1/({rrf_k}+{c.rank})" for c in cand.contributions)
 
 
-HOOKS = StageHooks(
-    step=step,
-    ranked=ranked,
-    headline=headline,
-    exit=exit_of,
-    sentences={"merged": _merged},
-    data_names={"merged": ("into_rowid", "into_position", "key")},
+def _explain(ask: Asking, run: PassView, exit: Exit, chunk: ChunkRef) -> Explanation:
+    """The merge: the kept row, the chunk's own contributions, and (followed
+    once) what became of the kept row."""
+    fusion = STAGE.get(run)
+    kept_pos = exit.get("into_position")
+    assert isinstance(kept_pos, int), exit
+    kept = fusion.candidates[kept_pos - 1]
+    own = [c for c in kept.contributions if c.rowid == chunk.rowid]
+    own_words = "; ".join(
+        f"{'Porter' if c.retriever == 'porter' else 'trigram'} rank {c.rank}: 1/({fusion.rrf_k}+{c.rank})" for c in own
+    )
+    details: dict[str, object] = {
+        "kept_rowid": kept.rowid,
+        "kept_key": kept.key,
+        "kept_fused_position": kept_pos,
+        "contributions": [{"retriever": c.retriever, "rank": c.rank, "value": c.value} for c in own],
+    }
+    fate = ""
+    sub = ask.follow(ChunkRef.from_candidate(kept), run)
+    if sub is not None and sub.returned:
+        fate = f" Row {kept.rowid} was returned at #{sub.position}."
+        details["kept_outcome"] = sub.reason
+    elif sub is not None:
+        fate = f" Row {kept.rowid} itself {sub.message[:1].lower()}{sub.message[1:]}"
+        details["kept_outcome"] = sub.reason
+    return Explanation(
+        chunk,
+        exit.stage,
+        "merged",
+        f"Fusion merged it into row {kept.rowid} ({kept.title!r}): both have the key {kept.key!r} and the first "
+        f"row seen keeps it. Its contributions ({own_words}) went into row {kept.rowid}'s score "
+        f"{number(kept.score)} (fused #{kept_pos}).{fate}",
+        run.pass_name,
+        None,
+        details,
+    )
+
+
+def _to_json(run: Records) -> dict[str, object]:
+    """``fused`` [{source, title, score, porter_rank, trigram_rank, key_collision,
+    rowid, merged_rowids, contributions [{retriever, rank, rowid, value}]}]."""
+    return {"fused": [_fused_json(c) for c in STAGE.get(run).candidates]}
+
+
+def _fused_json(c: Candidate) -> dict[str, object]:
+    return {
+        "source": c.source,
+        "title": c.title,
+        "score": c.score,
+        "porter_rank": c.porter_rank,
+        "trigram_rank": c.trigram_rank,
+        "key_collision": c.key_collision,
+        "rowid": c.rowid,
+        "merged_rowids": list(c.merged_rowids),
+        "contributions": [
+            {"retriever": x.retriever, "rank": x.rank, "rowid": x.rowid, "value": x.value} for x in c.contributions
+        ],
+    }
+
+
+STAGE = RecordStage(
+    id="fusion",
+    title="Fusion (RRF)",
+    short="Fused",
+    compact="Fus",
+    about=(
+        "Reciprocal rank fusion: a row at position p in a list adds 1/(60 + p) to its key.",
+        "Keys are source::title, so chunks sharing a heading merge (⚠ collision): the first row wins.",
+    ),
+    scope="pass",
+    kind="list",
+    record=FusionStage,
+    step=_step,
+    ranked=lambda s: s.candidates,
+    headline=_headline,
+    exit=_exit,
+    note=lambda s, pos: f"score {s.candidates[pos - 1].score:.6f}",
+    reasons={
+        "merged": Reason(
+            lambda e: f"merged into row {e.get('into_rowid')} (same source::title)",
+            ("into_rowid", "into_position", "key"),
+            lambda e: f"merged→{e.get('into_rowid')}",
+            lambda e, cut: f"→{e.get('into_rowid')}",
+        )
+    },
+    to_json=_to_json,
+    explain=_explain,
 )

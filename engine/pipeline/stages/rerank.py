@@ -13,16 +13,68 @@ Offsets and lengths are UTF-16 code units (JavaScript ``indexOf`` and
 :func:`engine.js.strings.utf16_units` before searching. Sort: boost descending,
 then fused score descending, then input order. This is a rerank score, not BM25.
 
-As the ``rerank`` pass stage (:data:`HOOKS`) it reorders and drops nothing.
+As the ``rerank`` stage (:data:`STAGE`) it reorders and drops nothing;
+why-not says ``outranked`` of a returned chunk it moved down.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engine.js.strings import js_to_lower, utf16_units
-from engine.pipeline.trace import Candidate, RerankEntry, RerankStage, SearchParams
+from engine.pipeline.candidates import Candidate, ChunkRef
+from engine.pipeline.hooks import Asking, Explanation, Items, PassContext, PassView, Records, RecordStage, answer_facts
+from engine.pipeline.hooks import candidates as _candidates
+from engine.pipeline.params import SearchParams
 from engine.pipeline.query import rerank_terms
-from engine.pipeline.hooks import PassContext, StageHooks
-from engine.pipeline.words import abbreviate, plural
+from engine.pipeline.words import abbreviate, number, plural
+
+
+@dataclass(frozen=True)
+class RerankEntry:
+    """Rerank components of one candidate.
+
+    Attributes:
+        candidate: the fused candidate.
+        title_hits: terms found as substrings of the lower-cased title.
+        title_boost: ``w * title_hits / len(terms)``, w = 0.6 code / 0.3 prose.
+        proximity_boost: ``1 / (1 + min_span / len(content))`` (UTF-16 units).
+        phrase_boost: ``0.5 * min(1, adjacent_pairs / 4)``.
+        boost: ``(title_boost + proximity_boost) + phrase_boost``.
+        min_span: smallest window (start of first to start of last term),
+            ``None`` with fewer than two terms or a term missing.
+        adjacent_pairs: ordered term pairs within 30 code units, or ``None``.
+        old_position / new_position: 1-based positions before / after the rerank.
+    """
+
+    candidate: Candidate
+    title_hits: int
+    title_boost: float
+    proximity_boost: float
+    phrase_boost: float
+    boost: float
+    min_span: int | None
+    adjacent_pairs: int | None
+    old_position: int
+    new_position: int
+
+    @property
+    def moved(self) -> int:
+        """Positions gained (positive = moved up)."""
+        return self.old_position - self.new_position
+
+
+@dataclass(frozen=True)
+class RerankStage:
+    """The record: the ``query`` the ``terms`` came from (the corrected text
+    in a fuzzy re-run), one entry per received candidate in the **new**
+    order, and ``elapsed_ms``."""
+
+    query: str
+    terms: tuple[str, ...]
+    entries: tuple[RerankEntry, ...]
+    elapsed_ms: float = 0.0
+
 
 #: Title weight for code and prose chunks.
 TITLE_WEIGHT = {"code": 0.6, "prose": 0.3}
@@ -142,25 +194,125 @@ def rerank(candidates: tuple[Candidate, ...] | list[Candidate], terms: list[str]
     )
 
 
-# ─── as a pass stage ─────────────────────────────────────────────────────
+# ─── as a stage ──────────────────────────────────────────────────────────
 
 
-def step(ctx: PassContext, items: tuple) -> RerankStage:
+def _step(ctx: PassContext, items: Items) -> RerankStage:
     """Rerank the received list with the terms of ``ctx.query``."""
     terms = rerank_terms(ctx.query)
-    return RerankStage(ctx.query, tuple(terms), rerank(tuple(items), terms))
+    return RerankStage(ctx.query, tuple(terms), rerank(_candidates(items), terms))
 
 
-def ranked(stage: RerankStage) -> tuple[Candidate, ...]:
-    """The candidates in their new order."""
-    return tuple(e.candidate for e in stage.entries)
-
-
-def headline(stage: RerankStage, params: SearchParams) -> str:
+def _headline(stage: RerankStage, params: SearchParams) -> str:
     """``terms [cache miss]: 2 results moved``"""
     moved = sum(1 for e in stage.entries if e.moved)
     terms = abbreviate(" ".join(stage.terms)) or "(none)"
     return f"terms [{terms}]: {plural(moved, 'result')} moved"
 
 
-HOOKS = StageHooks(step=step, ranked=ranked, headline=headline)
+def _note(stage: RerankStage, pos: int) -> str:
+    e = stage.entries[pos - 1]
+    arrow = "↑" if e.moved > 0 else "↓" if e.moved < 0 else "="
+    return f"{e.old_position} → {e.new_position} {arrow} (boost {e.boost:.4f})"
+
+
+def _parts(e: RerankEntry) -> str:
+    return f"title {number(e.title_boost)} + proximity {number(e.proximity_boost)} + phrase {number(e.phrase_boost)}"
+
+
+def _kept(ask: Asking, run: PassView, chunk: ChunkRef, position: int) -> Explanation | None:
+    """``outranked``: a returned chunk the rerank moved down, and the rows that passed it."""
+    stage, result = STAGE.of(run), ask.result(chunk.rowid)
+    entry = next((e for e in stage.entries if e.candidate.rowid == chunk.rowid), None) if stage else None
+    if stage is None or entry is None or result is None or entry.new_position <= entry.old_position:
+        return None
+    beaten = [e for e in stage.entries if e.new_position < entry.new_position and e.old_position > entry.old_position]
+    details = answer_facts(result)
+    details.update(
+        {
+            "fused_position": entry.old_position,
+            "rerank_position": entry.new_position,
+            "boost_parts": {
+                "title": entry.title_boost,
+                "proximity": entry.proximity_boost,
+                "phrase": entry.phrase_boost,
+            },
+            "beaten_by": [
+                {
+                    "rowid": e.candidate.rowid,
+                    "title": e.candidate.title,
+                    "boost": e.boost,
+                    "title_boost": e.title_boost,
+                    "proximity_boost": e.proximity_boost,
+                    "phrase_boost": e.phrase_boost,
+                    "fused_position": e.old_position,
+                    "rerank_position": e.new_position,
+                }
+                for e in beaten
+            ],
+        }
+    )
+    by = "; ".join(
+        f"#{e.new_position} {e.candidate.title!r} (fused #{e.old_position}) boost {number(e.boost)} = {_parts(e)}"
+        for e in beaten
+    )
+    return Explanation(
+        chunk,
+        run.prefix + "rerank",
+        "outranked",
+        f"{ask.returned_words(position)}, but the rerank moved it down from fused #{entry.old_position}: its boost "
+        f"{number(entry.boost)} ({_parts(entry)}) lost to {by}.",
+        run.pass_name,
+        position,
+        details,
+        returned=True,
+    )
+
+
+def _to_json(run: Records) -> dict[str, object]:
+    """``rerank``: {terms, results [{source, title, content_type, title_hits,
+    title_boost, proximity_boost, phrase_boost, boost, min_span,
+    adjacent_pairs, old_position, new_position}]}, or null when it did not run."""
+    r = STAGE.of(run)
+    if r is None:
+        return {"rerank": None}
+    results = [
+        {
+            "source": e.candidate.source,
+            "title": e.candidate.title,
+            "content_type": e.candidate.content_type,
+            "title_hits": e.title_hits,
+            "title_boost": e.title_boost,
+            "proximity_boost": e.proximity_boost,
+            "phrase_boost": e.phrase_boost,
+            "boost": e.boost,
+            "min_span": e.min_span,
+            "adjacent_pairs": e.adjacent_pairs,
+            "old_position": e.old_position,
+            "new_position": e.new_position,
+        }
+        for e in r.entries
+    ]
+    return {"rerank": {"terms": list(r.terms), "results": results}}
+
+
+STAGE = RecordStage(
+    id="rerank",
+    title="Rerank",
+    short="Rerank",
+    compact="Rrk",
+    about=(
+        "Title hits (0.6 for code, 0.3 for prose), term proximity and adjacent phrases add a boost;",
+        "results are re-sorted by it (↑ moved up, ↓ down, = stayed).",
+    ),
+    scope="pass",
+    kind="list",
+    record=RerankStage,
+    step=_step,
+    ranked=lambda s: tuple(e.candidate for e in s.entries),
+    headline=_headline,
+    note=_note,
+    answers=("outranked",),
+    to_json=_to_json,
+    kept=_kept,
+)

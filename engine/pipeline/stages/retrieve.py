@@ -5,22 +5,17 @@ label, ordered by ``bm25(table, 5.0, 1.0)`` ascending (title weight 5,
 content weight 1; FTS5 ranks are negative), limited to the candidate count,
 and returns ``highlight(table, 1, char(2), char(3))`` of the content. FTS5
 itself orders the matches (:func:`build_sql`), so only the rows returned are
-joined and highlighted.
-Optional filters run in SQL: source label (``LIKE '%label%'`` with ``\\``,
-``%`` and ``_`` escaped, ``ESCAPE '\\'``; or ``=`` in exact mode) and content
-type. All values are bound parameters.
+joined and highlighted. Optional filters run in SQL: source label (``LIKE
+'%label%'`` with ``\\``, ``%`` and ``_`` escaped, ``ESCAPE '\\'``; or ``=``
+in exact mode) and content type. All values are bound parameters.
 
-As pass stages (``porter`` and ``trigram`` in :mod:`engine.pipeline.table`) they are
-the pass's parallel entries: :data:`PORTER_HOOKS` and :data:`TRIGRAM_HOOKS`.
-A chunk neither returns leaves at the ``retrieve`` stage; the codes for it
-(:data:`RETRIEVE_SENTENCES`) are decided by :mod:`engine.lab.why`, which looks
-further (uncapped runs, filters), except ``not-retrieved``, which says only
-that no retriever returned it.
-
-:func:`retrieve_pair` runs both for one pass of the pipeline: runs computed
-before at the same store data version come from the store's run cache, and
-the two statements run at once on two connections that see the same
-snapshot (SQLite releases the GIL while it works), each timed on its own.
+As stages: :data:`PORTER` and :data:`TRIGRAM`, a pass's parallel entries,
+and :data:`RETRIEVE`, the two together, where a chunk neither returns is
+said to have left (why-not finds which of its codes applies, looking
+beyond the trace: uncapped runs, the filters). :func:`retrieve_pair` runs
+both for one pass: runs of the same store data version come from the run
+cache, and the two statements run at once on two connections that see the
+same snapshot (SQLite releases the GIL while it works), each timed on its own.
 """
 
 from __future__ import annotations
@@ -29,24 +24,100 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.store import sql
+from engine.js.strings import js_to_lower
+from engine.pipeline.candidates import ChunkRef, Exit, Hit
+from engine.pipeline.hooks import Asking, Explanation, Items, PassContext, PassView, Reason, RecordStage, Records, Stage
+from engine.pipeline.params import SearchParams
+from engine.pipeline.query import porter_words, sanitize_porter, sanitize_trigram, trigram_words
 from engine.pipeline.stages import topk
-from engine.pipeline.trace import Exit, Hit, RetrieverRun, SearchParams
-from engine.pipeline.query import sanitize_porter, sanitize_trigram
-from engine.pipeline.hooks import PassContext, StageHooks
+from engine.pipeline.words import abbreviate, plural
+from engine.store import sql
 from engine.store.clock import elapsed_ms
 from engine.store.errors import is_corruption
+from engine.store.indexing import vocabulary_words
 from engine.store.schema import SchemaInfo
 from engine.store.store import Store
-from engine.pipeline.words import abbreviate, plural
 
 if TYPE_CHECKING:
     from engine.store.cache import VersionedLRU
-    from engine.pipeline.runcache import RunCache
 
 TABLES = {"porter": "chunks", "trigram": "chunks_trigram"}
+#: The retriever ids, in fusion's order (Porter first).
+RETRIEVERS = tuple(TABLES)
+
+
+@dataclass(frozen=True)
+class RetrieverRun:
+    """One retriever's ranked run (the record of the ``porter`` and ``trigram`` stages).
+
+    Attributes:
+        name: ``"porter"`` or ``"trigram"``.
+        query: the sanitised MATCH string (``""`` for a skipped run).
+        fts_limit: the ``LIMIT`` used.
+        hits: rows in SQL order (bm25 ascending).
+        skipped: why the retriever did not run, or ``None``.
+        error: an SQLite error message (the run is then empty), or ``None``.
+        elapsed_ms: time spent in SQL (for a cached run: in the cache lookup).
+        cached: served from the store's run cache (:mod:`engine.pipeline.runcache`).
+        ranked_by: ``"fts5"`` (FTS5 scored every match) or ``"top-k"``
+            (:mod:`engine.pipeline.stages.topk`; same rows, order and bm25 bits).
+        ranking: facts of that choice, ``((name, value), ...)``: for ``top-k``
+            ``phrase_rows`` (rows per phrase, query order), ``ranked_phrases``
+            (0-based indexes of the phrases FTS5 ranked), ``rows_read`` and
+            ``texts_tokenized``; for ``fts5`` after a declined attempt,
+            ``declined`` (a :class:`~engine.pipeline.stages.topk.Declined` code); else empty.
+    """
+
+    name: str
+    query: str
+    fts_limit: int
+    hits: tuple[Hit, ...]
+    skipped: str | None = None
+    error: str | None = None
+    elapsed_ms: float = 0.0
+    cached: bool = False
+    ranked_by: str = "fts5"
+    ranking: tuple[tuple[str, object], ...] = ()
+
+    def ranking_fact(self, name: str, default: object = None) -> object:
+        """The value of fact ``name`` in :attr:`ranking`, or ``default``."""
+        return next((v for k, v in self.ranking if k == name), default)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One retriever run asked for: the retriever, the raw query, the row
+    count and the SQL filters (everything a run depends on)."""
+
+    retriever: str
+    query: str
+    fts_limit: int
+    source: str | None = None
+    source_match: str = "like"
+    content_type: str | None = None
+
+    @classmethod
+    def of(cls, retriever: str, query: str, fts_limit: int, params: SearchParams) -> Request:
+        """The run of ``retriever`` for ``query`` under ``params``' filters."""
+        return cls(retriever, query, fts_limit, params.source, params.source_match, params.content_type)
+
+    @property
+    def match(self) -> str:
+        """The sanitised MATCH string (Porter or trigram rules; ``""``: nothing to run)."""
+        return sanitize_porter(self.query, "OR") if self.retriever == "porter" else sanitize_trigram(self.query, "OR")
+
+    @property
+    def key(self) -> tuple[str, str, str | None, str | None, str | None]:
+        """What the run depends on besides its row count (the match mode only with a source filter)."""
+        src = self.source or None
+        return (self.retriever, self.match, src, self.source_match if src else None, self.content_type or None)
+
+    def at(self, fts_limit: int) -> Request:
+        """The same run at another row count."""
+        return replace(self, fts_limit=fts_limit)
 
 
 def is_query_error(exc: BaseException) -> bool:
@@ -135,17 +206,12 @@ def build_sql(
 def retrieve(
     conn: sql.Connection,
     schema: SchemaInfo,
-    retriever: str,
-    query: str,
-    fts_limit: int,
-    source: str | None = None,
-    source_match: str = "like",
-    content_type: str | None = None,
+    request: Request,
     *,
-    share: "HalfShare | None" = None,
-    phrase_rows: "VersionedLRU | None" = None,
+    share: HalfShare | None = None,
+    phrase_rows: VersionedLRU[int] | None = None,
 ) -> RetrieverRun:
-    """Run one retriever for the raw ``query``.
+    """Run one retriever as ``request`` asks.
 
     Without filters, on a large table, :func:`engine.pipeline.stages.topk.top_k` ranks first
     (``ranked_by="top-k"``); when it declines, FTS5's own statement runs
@@ -166,7 +232,14 @@ def retrieve(
         engine.store.sql.Error: the store itself cannot be read (damaged
             pages, locked, I/O error): see :func:`is_query_error`.
     """
-    sanitized = sanitize_porter(query, "OR") if retriever == "porter" else sanitize_trigram(query, "OR")
+    retriever, fts_limit, source, content_type = (
+        request.retriever,
+        request.fts_limit,
+        request.source,
+        request.content_type,
+    )
+    source_match = request.source_match
+    sanitized = request.match
     if not sanitized:
         return RetrieverRun(retriever, "", fts_limit, (), skipped="query has no word of 3+ characters")
     start = time.perf_counter()
@@ -240,12 +313,12 @@ class _Half:
     """One half of a split FTS5 ranking: a statement that either the
     retriever that split it or a helper runs, exactly once."""
 
-    def __init__(self, work: Callable[[sql.Connection], list]) -> None:
+    def __init__(self, work: Callable[[sql.Connection], list[Any]]) -> None:
         self.work = work
         self._lock = threading.Lock()
         self._taken = False
         self.done = threading.Event()
-        self.rows: list = []
+        self.rows: list[Any] = []
         self.error: BaseException | None = None
 
     def claim(self) -> bool:
@@ -323,8 +396,8 @@ def _in_halves(
     share: HalfShare,
     retriever: str,
     statement: str,
-    args: list,
-) -> tuple[list, bool | None]:
+    args: list[Any],
+) -> tuple[list[Any], bool | None]:
     """The rows of ``statement`` (:func:`build_sql`'s, ``LIMIT ?`` last in
     ``args``) ranked as two statements over the lower and upper halves of
     the rowid range, merged by ``(rank, rowid)``. The lower half is offered
@@ -377,7 +450,7 @@ def _retrieve_top_k(
     sanitized: str,
     fts_limit: int,
     start: float,
-    phrase_rows: "VersionedLRU | None" = None,
+    phrase_rows: VersionedLRU[int] | None = None,
 ) -> RetrieverRun:
     """The run through :func:`engine.pipeline.stages.topk.top_k` (no filters): its rows, with
     the columns :func:`build_sql`'s statement selects read by rowid.
@@ -436,7 +509,7 @@ def fts_limit_for(params: SearchParams, pool_size: int) -> int:
     return v.fts_limit if v.fts_limit is not None else max(pool_size * 2, 10)
 
 
-# ─── as pass stages ──────────────────────────────────────────────────────
+# ─── as stages ───────────────────────────────────────────────────────────
 
 
 def runs_retriever(params: SearchParams, name: str) -> bool:
@@ -445,31 +518,27 @@ def runs_retriever(params: SearchParams, name: str) -> bool:
     return params.variant.retrievers in ("both", name)
 
 
-def _step(name: str):
-    def step(ctx: PassContext, items: tuple) -> RetrieverRun:
-        """Run retriever ``name`` for ``ctx.query`` (a skipped run when the
-        variant leaves it out): the run :func:`retrieve_pair` made for this
-        pass (``ctx.prefetched``), else through the run cache ``ctx.runs``,
-        else the statement itself."""
+def _step(name: str) -> Callable[[PassContext, Items], RetrieverRun]:
+    def step(ctx: PassContext, items: Items) -> RetrieverRun:
+        """The run :func:`retrieve_pair` made for this pass, or a skipped
+        run when the variant leaves the retriever out."""
         p = ctx.params
         if not runs_retriever(p, name):
             return RetrieverRun(name, "", ctx.fts_limit, (), skipped=f"variant: {p.variant.retrievers} retriever only")
-        if name in ctx.prefetched:
-            return ctx.prefetched[name]
-        run = ctx.runs.run if ctx.runs is not None else retrieve
-        return run(ctx.conn, ctx.store.schema, name, ctx.query, ctx.fts_limit, p.source, p.source_match, p.content_type)
+        run = ctx.ahead.get(name)
+        if not isinstance(run, RetrieverRun):
+            raise LookupError(f"no {name} run was fetched for this pass")
+        return run
 
     return step
 
 
-def ranked(run: RetrieverRun) -> tuple[Hit, ...]:
-    """The run's rows in bm25 order."""
+def _ranked(run: RetrieverRun) -> Items:
     return run.hits
 
 
-def headline(run: RetrieverRun, params: SearchParams) -> str:
-    """``12 hits for "cache" (limit 20) with source LIKE '%docs%'``, or why it
-    was skipped / failed."""
+def _headline(run: RetrieverRun, params: SearchParams) -> str:
+    """``12 hits for "cache" (limit 20) with source LIKE '%docs%'``, or why it was skipped / failed."""
     if run.skipped:
         return f"skipped: {run.skipped}"
     if run.error:
@@ -488,11 +557,233 @@ def headline(run: RetrieverRun, params: SearchParams) -> str:
     return head
 
 
-PORTER_HOOKS = StageHooks(step=_step("porter"), ranked=ranked, headline=headline)
-TRIGRAM_HOOKS = StageHooks(step=_step("trigram"), ranked=ranked, headline=headline)
+def _retriever(name: str, title: str, about: tuple[str, str], compact: str) -> RecordStage[RetrieverRun]:
+    return RecordStage(
+        id=name,
+        title=title,
+        compact=compact,
+        about=about,
+        scope="pass",
+        kind="retriever",
+        record=RetrieverRun,
+        step=_step(name),
+        ranked=_ranked,
+        headline=_headline,
+        note=lambda run, pos: f"rank {pos}",
+    )
 
 
-# ─── exits at the retrieve stage (a chunk no retriever returned) ─────────
+PORTER = _retriever(
+    "porter",
+    "Porter",
+    (
+        "FTS5 with the Porter stemmer: words are reduced to stems (install, installing → instal).",
+        "Ranked by bm25 with the title weighted 5x; fetches max(2 × pool, 10) rows.",
+    ),
+    "Por",
+)
+TRIGRAM = _retriever(
+    "trigram",
+    "Trigram",
+    (
+        "FTS5 over 3-character slices: finds substrings (CacheMiss inside onCacheMiss) and CJK.",
+        "Same ranking and row count; words under 3 characters are skipped.",
+    ),
+    "Tri",
+)
+_BY_NAME = {"porter": PORTER, "trigram": TRIGRAM}
+
+
+def runs_of(run: Records) -> tuple[RetrieverRun, ...]:
+    """The retriever runs of a pass, Porter first."""
+    return tuple(PORTER.get(run) if name == "porter" else TRIGRAM.get(run) for name in RETRIEVERS)
+
+
+def _to_json(run: Records) -> dict[str, object]:
+    """``porter_query``, ``trigram_query``, ``porter`` / ``trigram`` [{rank,
+    rowid, source, title, bm25, content_type, session_id}],
+    ``retriever_errors`` {retriever: message}, ``ranking`` {retriever: {by, ...facts}}."""
+    runs = runs_of(run)
+    out: dict[str, object] = {f"{r.name}_query": r.query for r in runs}
+    for r in runs:
+        out[r.name] = [
+            {
+                "rank": h.rank,
+                "rowid": h.rowid,
+                "source": h.source,
+                "title": h.title,
+                "bm25": h.bm25,
+                "content_type": h.content_type,
+                "session_id": h.session_id,
+            }
+            for h in r.hits
+        ]
+    out["retriever_errors"] = {r.name: r.error for r in runs if r.error}
+    out["ranking"] = {
+        r.name: {"by": r.ranked_by, **{k: list(v) if isinstance(v, tuple) else v for k, v in r.ranking}}
+        for r in runs
+        if not r.skipped
+    }
+    return out
+
+
+# ─── why-not: a chunk no retriever returned ──────────────────────────────
+
+#: Distinctive words shown for a ``no-term`` chunk.
+DISTINCTIVE_WORDS = 8
+#: At most this many of a chunk's words are checked for document frequency.
+_DF_SCAN = 60
+
+
+def distinctive_words(
+    store: Store, chunk: ChunkRef, n: int = DISTINCTIVE_WORDS, conn: sql.Connection | None = None
+) -> list[str]:
+    """Up to ``n`` words that characterise ``chunk``: its vocabulary words
+    (lower-cased, 3+ characters, no stopwords; title first), ordered by how
+    few chunks contain them (Porter document frequency), then by how often
+    the chunk uses them, then by first occurrence."""
+    c = conn or store.conn
+    words = vocabulary_words(chunk.title + "\n" + chunk.content)[:_DF_SCAN]
+    lower = js_to_lower(chunk.title + "\n" + chunk.content)
+    scored = []
+    for i, w in enumerate(words):
+        try:
+            df = c.execute(
+                "SELECT COUNT(*) FROM chunks WHERE chunks MATCH ?", ('"' + w.replace('"', "") + '"',)
+            ).fetchone()[0]
+        except sql.Error as exc:
+            if is_corruption(exc):
+                raise
+            continue
+        if df == 0:
+            continue
+        scored.append((df, -lower.count(w), i, w))
+    scored.sort()
+    return [w for *_, w in scored[:n]]
+
+
+def full_ranks_words(full: dict[str, dict[str, object] | None], names: tuple[str, ...] | list[str]) -> str:
+    """``Porter: bm25 rank 12 of 40 (bm25 -1.2345); Trigram: no match`` for ``names``."""
+
+    def one(name: str) -> str:
+        label, info = _BY_NAME[name].title, full[name]
+        if info is None:
+            return f"{label}: no match"
+        if "skipped" in info:
+            return f"{label}: skipped ({info['skipped']})"
+        bm25 = info["bm25"]
+        assert isinstance(bm25, float)
+        return f"{label}: bm25 rank {info['rank']} of {info['matches']} (bm25 {bm25:.4f})"
+
+    return "; ".join(one(n) for n in names)
+
+
+def _fts_words(ask: Asking) -> str:
+    if ask.params.variant.fts_limit is not None:
+        return f"fts_limit {ask.fts_limit}, set by the variant"
+    return f"fts_limit {ask.fts_limit} = max(2 × pool size {ask.pool_size}, 10)"
+
+
+def _source_excluded(ask: Asking, chunk: ChunkRef) -> bool:
+    p = ask.params
+    if not p.source:
+        return False
+    if p.source_match == "exact":
+        return chunk.source != p.source
+    row = ask.conn.execute("SELECT ? LIKE ? ESCAPE '\\'", (chunk.source, like_pattern(p.source))).fetchone()
+    return not row[0]
+
+
+def _rank(info: dict[str, object] | None) -> int | None:
+    rank = info.get("rank") if info else None
+    return rank if isinstance(rank, int) else None
+
+
+def _absent_in(ask: Asking, chunk: ChunkRef, run: PassView) -> Explanation:
+    """Why no retriever of ``run`` returned ``chunk``: beyond the rows fetched,
+    only a skipped retriever matches it, or no query term is indexed in it."""
+    params, which, at = ask.params, run.pass_name, run.prefix + "retrieve"
+    full = ask.full_ranks(run.query, chunk.rowid)
+    ran = [name for name in RETRIEVERS if runs_retriever(params, name)]
+    details: dict[str, object] = {"query": run.query, "full_ranks": full, "fts_limit": ask.fts_limit}
+    ranks = [r for r in (_rank(full[n]) for n in ran) if r is not None]
+    if ranks:
+        details["rank"] = min(ranks)
+        return Explanation(
+            chunk,
+            at,
+            "beyond-fts-limit",
+            f"It matches the query but sits beyond the candidates each retriever fetches "
+            f"({_fts_words(ask)}): {full_ranks_words(full, ran)}.",
+            which,
+            min(ranks),
+            details,
+        )
+    skipped = [n for n in full if n not in ran and _rank(full[n]) is not None]
+    if skipped:
+        details["retrievers"] = sorted(ran)
+        return Explanation(
+            chunk,
+            at,
+            "retriever-skipped",
+            f"The variant runs only the {', '.join(sorted(ran)) or 'no'} retriever, which does not match it; "
+            f"the skipped one would have: {full_ranks_words(full, skipped)} (fts_limit {ask.fts_limit}).",
+            which,
+            None,
+            details,
+        )
+    pw, tw = porter_words(run.query), trigram_words(run.query)
+    distinct = distinctive_words(ask.store, chunk, conn=ask.conn)
+    details.update(
+        {
+            "porter_terms": pw,
+            "trigram_terms": tw,
+            "chunk_words": distinct,
+            "porter_query": PORTER.get(run).query,
+            "trigram_query": TRIGRAM.get(run).query,
+        }
+    )
+    looked = f"Porter looked for {', '.join(pw) or '(no word)'} (stemmed)"
+    looked += f", trigram for {', '.join(tw)}" if tw else ", trigram did not run (no word of 3+ characters)"
+    return Explanation(
+        chunk,
+        at,
+        "no-term",
+        f"No query term is indexed in it: {looked}. It is about: {', '.join(distinct) or '(no indexed words)'}.",
+        which,
+        None,
+        details,
+    )
+
+
+def _absent(ask: Asking, chunk: ChunkRef, so_far: Explanation | None) -> Explanation | None:
+    """The first story of a chunk no retriever returned: a filter excludes
+    it, or each pass's reason (the first pass's, unless it is ``no-term``
+    and another pass's is more specific)."""
+    p = ask.params
+    if _source_excluded(ask, chunk):
+        mode = "equal to" if p.source_match == "exact" else "containing"
+        return Explanation(
+            chunk,
+            "retrieve",
+            "source-filter",
+            f"The source filter keeps labels {mode} {p.source!r}; this chunk's source is {chunk.source!r}.",
+            details={"source": chunk.source, "filter": p.source, "source_match": p.source_match},
+        )
+    if p.content_type and chunk.content_type != p.content_type:
+        return Explanation(
+            chunk,
+            "retrieve",
+            "content-type-filter",
+            f"The content-type filter keeps only {p.content_type} chunks; this one is {chunk.content_type}.",
+            details={"content_type": chunk.content_type, "filter": p.content_type},
+        )
+    best: Explanation | None = None
+    for run in ask.passes():
+        exp = _absent_in(ask, chunk, run)
+        if best is None or (best.reason == "no-term" and exp.reason != "no-term"):
+            best = exp
+    return best
 
 
 def _source_filter(e: Exit) -> str:
@@ -500,44 +791,47 @@ def _source_filter(e: Exit) -> str:
     return f"excluded by the source filter (labels {mode} {e.get('filter')!r})"
 
 
-def _content_type_filter(e: Exit) -> str:
-    return f"excluded by the content-type filter (only {e.get('filter')} chunks)"
+def not_retrieved(sentence: Callable[[Exit], str], data: tuple[str, ...], told: bool = True) -> Reason:
+    """A code of a chunk no retriever returned: ``not retrieved`` in a flow cell (compact ``none``)."""
+    return Reason(sentence, data, lambda e: "not retrieved", lambda e, cut: "none", told)
 
 
-def _no_term(e: Exit) -> str:
-    return "not retrieved: no query term is indexed in it"
+def unretrieved(prefix: str = "") -> Exit:
+    """The exit of a chunk no retriever of a pass returned, before why-not looks further."""
+    return Exit(prefix + "retrieve", "not-retrieved")
 
 
-def _retriever_skipped(e: Exit) -> str:
-    return "not retrieved: only a retriever the variant skipped would match it"
-
-
-def _beyond_fts_limit(e: Exit) -> str:
-    return f"not retrieved: it matches at bm25 rank {e.get('rank')}, beyond the {e.get('fts_limit')} rows fetched"
-
-
-def _not_retrieved(e: Exit) -> str:
-    return "not retrieved: neither retriever returned it"
-
-
-#: Codes of the ``retrieve`` stage and their sentences.
-RETRIEVE_SENTENCES = {
-    "source-filter": _source_filter,
-    "content-type-filter": _content_type_filter,
-    "no-term": _no_term,
-    "retriever-skipped": _retriever_skipped,
-    "beyond-fts-limit": _beyond_fts_limit,
-    "not-retrieved": _not_retrieved,
-}
-#: The names in each code's exit data.
-RETRIEVE_DATA = {
-    "source-filter": ("source", "filter", "source_match"),
-    "content-type-filter": ("content_type", "filter"),
-    "no-term": ("porter_terms", "trigram_terms"),
-    "retriever-skipped": ("retrievers",),
-    "beyond-fts-limit": ("rank", "fts_limit"),
-    "not-retrieved": (),
-}
+RETRIEVE = Stage(
+    id="retrieve",
+    title="Retrieve",
+    about=(
+        "Both retrievers together, with the source and content-type filters in their SQL:",
+        "a chunk neither returns within its row count never enters the pass.",
+    ),
+    scope="pass",
+    kind="group",
+    reasons={
+        "source-filter": not_retrieved(_source_filter, ("source", "filter", "source_match")),
+        "content-type-filter": not_retrieved(
+            lambda e: f"excluded by the content-type filter (only {e.get('filter')} chunks)", ("content_type", "filter")
+        ),
+        "no-term": not_retrieved(
+            lambda e: "not retrieved: no query term is indexed in it", ("porter_terms", "trigram_terms")
+        ),
+        "retriever-skipped": not_retrieved(
+            lambda e: "not retrieved: only a retriever the variant skipped would match it", ("retrievers",)
+        ),
+        "beyond-fts-limit": not_retrieved(
+            lambda e: (
+                f"not retrieved: it matches at bm25 rank {e.get('rank')}, beyond the {e.get('fts_limit')} rows fetched"
+            ),
+            ("rank", "fts_limit"),
+        ),
+        "not-retrieved": not_retrieved(lambda e: "not retrieved: neither retriever returned it", (), told=False),
+    },
+    to_json=_to_json,
+    absent=_absent,
+)
 
 
 # ─── both retrievers of a pass ──────────────────────────────────────────────
@@ -564,65 +858,54 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def retrieve_pair(
-    store: Store,
-    conn: sql.Connection,
-    names: tuple[str, ...] | list[str],
-    query: str,
-    fts_limit: int,
-    source: str | None = None,
-    source_match: str = "like",
-    content_type: str | None = None,
-    *,
-    runs: "RunCache",
-) -> dict[str, RetrieverRun]:
-    """Run the retrievers ``names`` (``"porter"``, ``"trigram"``) for ``query``.
+class Runs(Protocol):
+    """Where a pass takes its retriever runs from (:class:`engine.pipeline.runcache.RunCache`)."""
 
-    * A run the store's run cache holds for this data version (the one
-      ``conn``'s :meth:`~engine.store.store.Store.begin_read` noted) is answered
-      by the handle ``runs`` (:class:`engine.pipeline.runcache.RunCache`;
-      ``cached=True``, ``elapsed_ms`` is then the lookup's time).
-    * When both must run and ``conn`` is a file store's read transaction,
-      the second is handed to a worker thread, on another connection of the
-      store whose snapshot is the same as ``conn``'s
-      (:meth:`~engine.store.store.Store.parallel_reader`), while the first runs
-      here (the first is :data:`LONGER_RETRIEVER`, so the caller seldom
-      waits for the worker: it takes the worker's run as soon as its
-      statement is done, without waiting for the thread to return); if no
-      worker has started it by the time the first is done (a short
-      statement, a busy machine), it runs here too, on that connection,
-      rather than waiting for a thread to wake. Otherwise both
-      run one after the other on ``conn``. Each run's ``elapsed_ms`` is its
-      own statement's time.
+    def lookup(self, conn: sql.Connection, request: Request) -> RetrieverRun | None: ...
+
+    def run(
+        self, conn: sql.Connection, schema: SchemaInfo, request: Request, *, share: HalfShare | None = None
+    ) -> RetrieverRun: ...
+
+
+def retrieve_pair(
+    store: Store, conn: sql.Connection, requests: tuple[Request, ...] | list[Request], *, runs: Runs
+) -> dict[str, RetrieverRun]:
+    """Run ``requests`` (one per retriever) through ``runs`` (a cached run
+    comes back ``cached=True``). When two must run and ``conn`` is a file
+    store's read transaction, the second runs on a worker thread, on another
+    connection of the same snapshot (:meth:`~engine.store.store.Store.parallel_reader`),
+    while :data:`LONGER_RETRIEVER` runs here; a worker that has not started
+    by then is not waited for (the second runs here too). Each run's
+    ``elapsed_ms`` is its own statement's time.
 
     Returns:
-        ``{name: RetrieverRun}`` for every name given.
+        ``{retriever name: RetrieverRun}``.
 
     Raises:
         engine.store.sql.Error: the store cannot be read (as :func:`retrieve`).
     """
-    args = (query, fts_limit, source, source_match, content_type)
     out: dict[str, RetrieverRun] = {}
-    todo: list[str] = []
-    for name in names:
-        hit = runs.lookup(conn, name, *args)
+    todo: list[Request] = []
+    for request in requests:
+        hit = runs.lookup(conn, request)
         if hit is None:
-            todo.append(name)
+            todo.append(request)
         else:
-            out[name] = hit
+            out[request.retriever] = hit
     if len(todo) == 2 and store.can_read_in_parallel(conn):
-        todo.sort(key=lambda name: name != LONGER_RETRIEVER)
+        todo.sort(key=lambda r: r.retriever != LONGER_RETRIEVER)
         with store.parallel_reader(conn) as reader:
             if reader is not None:
                 reader.read_version = conn.read_version  # same snapshot: the runs it makes are kept too
                 share = HalfShare()
                 first_done = threading.Event()
                 second_ran = threading.Event()
-                second_out: list = [None, None]  # [run, error]
+                second_out: list[RetrieverRun | BaseException | None] = [None, None]  # [run, error]
 
                 def second_then_help() -> None:
                     try:
-                        second_out[0] = runs.run(reader, store.schema, todo[1], *args, share=share)
+                        second_out[0] = runs.run(reader, store.schema, todo[1], share=share)
                     except BaseException as exc:  # raised in the caller's thread below
                         second_out[1] = exc
                     finally:
@@ -631,9 +914,9 @@ def retrieve_pair(
                     share.help_until(reader, first_done.is_set)  # the first's offered halves
 
                 try:
-                    second: Future = _pool().submit(second_then_help)
+                    second: Future[None] = _pool().submit(second_then_help)
                     try:
-                        out[todo[0]] = runs.run(conn, store.schema, todo[0], *args, share=share)
+                        out[todo[0].retriever] = runs.run(conn, store.schema, todo[0], share=share)
                     finally:
                         first_done.set()
                         share.wake()
@@ -645,14 +928,15 @@ def retrieve_pair(
                     if not started:
                         # no thread had picked it up by the time the first was done (a short
                         # statement, a busy machine): run it here, on the same snapshot
-                        out[todo[1]] = runs.run(reader, store.schema, todo[1], *args)
-                    elif second_out[1] is not None:
+                        out[todo[1].retriever] = runs.run(reader, store.schema, todo[1])
+                    elif isinstance(second_out[1], BaseException):
                         raise second_out[1]
                     else:
-                        out[todo[1]] = second_out[0]
+                        assert isinstance(second_out[0], RetrieverRun)
+                        out[todo[1].retriever] = second_out[0]
                 finally:
                     reader.read_version = None
                 todo = []
-    for name in todo:
-        out[name] = runs.run(conn, store.schema, name, *args)
+    for request in todo:
+        out[request.retriever] = runs.run(conn, store.schema, request)
     return out

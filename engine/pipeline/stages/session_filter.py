@@ -4,19 +4,41 @@ With an allow-set, a pooled candidate passes when its session id is ``""``
 (unattributed) or in the set; without one (``None``) everything passes. An
 empty allow-set ``()`` lets only unattributed chunks through.
 
-As the ``filter`` pass stage (:data:`HOOKS`), a removed candidate leaves with
-reason ``session-filter``. When nothing passes, the pass ends here (the
-table marks the stage ``ends_pass_when_empty``) and the fuzzy fallback may run.
+As the ``filter`` stage (:data:`STAGE`), a removed candidate leaves with
+reason ``session-filter``. When nothing passes, the pass ends here
+(``ends_pass_when_empty``) and the fuzzy fallback may run.
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
 
-from engine.pipeline.trace import Candidate, Exit, FilterStage, SearchParams
-from engine.pipeline.hooks import PassContext, StageHooks
+from engine.pipeline.candidates import Candidate, ChunkRef, Data, Exit
+from engine.pipeline.hooks import Asking, Explanation, Item, Items, PassContext, PassView, Reason, Records, RecordStage
+from engine.pipeline.hooks import candidates as _candidates
+from engine.pipeline.params import SearchParams
+
+
+@dataclass(frozen=True)
+class FilterStage:
+    """The record.
+
+    Attributes:
+        allow_set: the allowed session ids, or ``None`` (no filter ran).
+        kept: received candidates whose session id is ``""`` or allowed, in order.
+        removed: the others, in order.
+        note: a caveat about the filter on this store (an older schema
+            without a session column, where every chunk passes), or ``None``.
+    """
+
+    allow_set: tuple[str, ...] | None
+    kept: tuple[Candidate, ...]
+    removed: tuple[Candidate, ...]
+    elapsed_ms: float = 0.0
+    note: str | None = None
+
 
 #: The filter's note on a store whose schema has no session column.
 NO_SESSION_COLUMN = "this store has no session column (older schema): every chunk is unattributed and passes"
@@ -73,34 +95,30 @@ def unknown_sessions(
     for given in dict.fromkeys(allow_set):
         if not given or given in present:
             continue
-        matcher = difflib.SequenceMatcher(b=given, autojunk=False)  # b is the one difflib caches
-        scored = []
-        for sid in known:
-            matcher.set_seq1(sid)
-            scored.append((-matcher.ratio(), sid))
-        closest = tuple(sid for _, sid in sorted(scored)[: max(shown, 0)])
+        closest: tuple[str, ...] = ()
+        if shown > 0:
+            matcher = difflib.SequenceMatcher(b=given, autojunk=False)  # b is the one difflib caches
+            scored = []
+            for sid in known:
+                matcher.set_seq1(sid)
+                scored.append((-matcher.ratio(), sid))
+            closest = tuple(sid for _, sid in sorted(scored)[:shown])
         out.append(UnknownSession(given, closest, len(known)))
     return tuple(out)
 
 
-# ─── as a pass stage ─────────────────────────────────────────────────────
+# ─── as a stage ──────────────────────────────────────────────────────────
 
 
-def step(ctx: PassContext, items: tuple) -> FilterStage:
-    """Filter the pool by ``ctx.params.sessions`` (with a note when the store
-    has no session column)."""
-    out = session_filter(tuple(items), ctx.params.sessions)
+def _step(ctx: PassContext, items: Items) -> FilterStage:
+    """Filter by ``ctx.params.sessions`` (with a note when the store has no session column)."""
+    out = session_filter(_candidates(items), ctx.params.sessions)
     if ctx.params.sessions is not None and not ctx.store.schema.has_session:
-        out = FilterStage(out.allow_set, out.kept, out.removed, out.elapsed_ms, NO_SESSION_COLUMN)
+        out = replace(out, note=NO_SESSION_COLUMN)
     return out
 
 
-def ranked(stage: FilterStage) -> tuple[Candidate, ...]:
-    """The candidates that passed, in pool order."""
-    return stage.kept
-
-
-def headline(stage: FilterStage, params: SearchParams) -> str:
+def _headline(stage: FilterStage, params: SearchParams) -> str:
     """``allow s1, s2: kept 3, removed 2`` or ``no session allow-set: everything passes``."""
     if stage.allow_set is None:
         return "no session allow-set: everything passes"
@@ -109,9 +127,7 @@ def headline(stage: FilterStage, params: SearchParams) -> str:
     return head + (f" ({stage.note})" if stage.note else "")
 
 
-def exit_of(stage: FilterStage, item: Candidate, position: int | None) -> tuple[str, tuple[tuple[str, object], ...]]:
-    """``session-filter`` with ``position`` (1-based, in the pool),
-    ``session_id`` and ``allow_set`` (a tuple of ids)."""
+def _exit(stage: FilterStage, item: Item, position: int | None) -> tuple[str, Data]:
     return "session-filter", (
         ("position", position),
         ("session_id", item.session_id),
@@ -119,15 +135,68 @@ def exit_of(stage: FilterStage, item: Candidate, position: int | None) -> tuple[
     )
 
 
-def _session_filter(e: Exit) -> str:
-    return f"removed by the session filter (session {e.get('session_id')!r})"
+def _explain(ask: Asking, run: PassView, exit: Exit, chunk: ChunkRef) -> Explanation:
+    at, allow = exit.get("position"), exit.get("allow_set") or ()
+    assert isinstance(allow, tuple) and (at is None or isinstance(at, int)), exit
+    allowed = ", ".join(repr(s) for s in allow) or "(empty: only unattributed chunks)"
+    sid = exit.get("session_id")
+    return Explanation(
+        chunk,
+        exit.stage,
+        "session-filter",
+        f"Pooled at #{at}, then removed by the session filter: its session id {sid!r} is not "
+        f"in the allow-set {allowed} (only '' and allowed ids pass).",
+        run.pass_name,
+        at,
+        {"session_id": sid, "allow_set": list(allow), "pool_position": at},
+    )
 
 
-HOOKS = StageHooks(
-    step=step,
-    ranked=ranked,
-    headline=headline,
-    exit=exit_of,
-    sentences={"session-filter": _session_filter},
-    data_names={"session-filter": ("position", "session_id", "allow_set")},
+def _marker(e: Exit) -> str:
+    sid = e.get("session_id")
+    return f"session {sid}" if sid else "session ''"
+
+
+def _compact(e: Exit, cut: Callable[[str], str]) -> str:
+    return "✗" + cut(str(e.get("session_id") or "''"))
+
+
+def _to_json(run: Records) -> dict[str, object]:
+    """``filtered`` and ``removed`` [{source, title, session_id}], ``filter_note``."""
+    f = STAGE.get(run)
+
+    def rows(cs: tuple[Candidate, ...]) -> list[dict[str, object]]:
+        return [{"source": c.source, "title": c.title, "session_id": c.session_id} for c in cs]
+
+    return {"filtered": rows(f.kept), "removed": rows(f.removed), "filter_note": f.note}
+
+
+STAGE = RecordStage(
+    id="filter",
+    title="Session filter",
+    short="Filter",
+    compact="Filt",
+    about=(
+        "With an allow-set, only chunks of the chosen sessions (or none) pass;",
+        "the others are shown struck through as 'removed'.",
+    ),
+    scope="pass",
+    kind="list",
+    record=FilterStage,
+    step=_step,
+    ranked=lambda s: s.kept,
+    headline=_headline,
+    exit=_exit,
+    note=lambda s, pos: "passed",
+    reasons={
+        "session-filter": Reason(
+            lambda e: f"removed by the session filter (session {e.get('session_id')!r})",
+            ("position", "session_id", "allow_set"),
+            _marker,
+            _compact,
+        )
+    },
+    ends_pass_when_empty=True,
+    to_json=_to_json,
+    explain=_explain,
 )

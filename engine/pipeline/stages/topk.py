@@ -58,7 +58,7 @@ import bisect
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import apsw
 
@@ -204,7 +204,7 @@ def tokenizer_for(conn: sql.Connection, table: str) -> apsw.FTS5Tokenizer:
             ``table-options`` for options that change matching (``detail``
             other than ``full``, ``locale=1``, ``tokendata=1``, ...).
     """
-    cache = conn.__dict__.setdefault("_rankscope_tokenizers", {})
+    cache: dict[str, apsw.FTS5Tokenizer] = conn.__dict__.setdefault("_rankscope_tokenizers", {})
     if table in cache:
         return cache[table]
     row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
@@ -389,7 +389,7 @@ def top_k(
     *,
     min_rows: int | None = None,
     min_matches: int | None = None,
-    counts: VersionedLRU | None = None,
+    counts: VersionedLRU[int] | None = None,
 ) -> Outcome:
     """The first ``k`` rows of ``SELECT ... WHERE t MATCH match ORDER BY
     bm25(t, 5.0, 1.0), rowid`` with their bm25 and content highlight.
@@ -513,7 +513,7 @@ def _ranked(
             if len(best) > k:
                 best.pop()
 
-    def ranked(subset: list[int]):
+    def ranked(subset: list[int]) -> Iterable[Any]:
         q = " OR ".join(match_phrase(texts[i]) for i in subset)
         t = f'"{table}"'
         return conn.execute(

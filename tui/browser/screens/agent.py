@@ -35,6 +35,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from engine import SearchParams, Store
+from engine.pipeline.variants import variant_spec
 from engine.pipeline import table as stages
 from engine.agent import AgentContext, AgentTrace, ResultView, SessionDb, SessionDbError, ThrottleConfig
 from engine.agent.jsvalue import js_json
@@ -97,7 +98,7 @@ def arguments_from_params(params: SearchParams) -> tuple[dict[str, Any], tuple[s
     if params.content_type:
         args["contentType"] = params.content_type
     if not params.variant.is_reference:
-        notes.append(f"ctx_search runs the reference pipeline, not the variant {params.variant.describe()}")
+        notes.append(f"ctx_search runs the reference pipeline, not the variant {variant_spec(params.variant)}")
     return args, tuple(notes)
 
 

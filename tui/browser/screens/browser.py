@@ -22,7 +22,8 @@ from textual.worker import get_current_worker
 
 from engine import SearchParams, Store
 from engine.pipeline import table as stages
-from engine.pipeline.trace import Candidate, Trace
+from engine.pipeline.candidates import Candidate
+from engine.pipeline.trace import Trace
 from engine.store.chunkids import ChunkIds
 from engine.store.rows import StoreCounts
 
@@ -674,11 +675,11 @@ class BrowserScreen(WorkScreen[None]):
         if self.trace is None:
             line.show(PinnedParts(rowid, "search to see its fate"))
             return
-        from engine.lab.flow import row_fate, trace_flows
+        from engine.pipeline.paths import fate as path_fate
 
         from tui.present.flowtext import fate_text
 
-        fate = row_fate(trace_flows(self.trace), rowid)
+        fate = path_fate(self.trace, rowid)
         title = next((c.title for c in self._all_candidates(self.trace) if c.rowid == rowid), None)
         line.show(
             PinnedParts(

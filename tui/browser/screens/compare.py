@@ -24,8 +24,8 @@ from textual.worker import get_current_worker
 from textual.widgets import DataTable, Footer, Input, Label, Select, Static
 
 from engine import SearchParams
-from engine.lab.compare import ChunkComparison, CompareCounts, Comparison, compare_traces, parse_variant, variant_spec
-from engine.pipeline.trace import FUSION_KEYS, FUZZY_POLICIES, RERANK_MODES, RETRIEVER_SETS, Variant
+from engine.lab.compare import ChunkComparison, CompareCounts, Comparison, compare_traces
+from engine.pipeline.variants import BY_KEY, SETTINGS, Variant, parse_variant, variant_spec
 
 from tui.present import safe
 from tui.browser.cmdline import append_params
@@ -37,19 +37,10 @@ from tui.browser.screens.work import WorkScreen
 
 _CLOSE = Binding.Group("Close ", compact=True)
 
-#: Form field id → (short spec key, Variant field) for B's variant.
-SELECT_FIELDS = (
-    ("key", "fusion_key", FUSION_KEYS),
-    ("rerank", "rerank", RERANK_MODES),
-    ("fuzzy", "fuzzy", FUZZY_POLICIES),
-    ("retrievers", "retrievers", RETRIEVER_SETS),
-)
-INT_FIELDS = (
-    ("rrf_k", "rrf_k"),
-    ("fts_limit", "fts_limit"),
-    ("pool", "pool_size"),
-    ("pool_sessions", "pool_size_sessions"),
-)
+#: B's form fields, from the variant table: (spec key, Variant field, choices) of
+#: each choice, then (spec key, Variant field) of each number.
+SELECT_FIELDS = tuple((s.key, s.name, s.choices) for s in SETTINGS if s.choices)
+INT_FIELDS = tuple((s.key, s.name) for s in SETTINGS if not s.choices)
 #: Seconds after the last keystroke in a number field before comparing.
 DEBOUNCE_S = 0.2
 #: The detail columns, in the order they are added while the titles keep
@@ -82,7 +73,7 @@ def variant_from_form(selects: dict[str, str], numbers: dict[str, str]) -> Varia
     for key, value in numbers.items():
         value = value.strip()
         if not value:
-            if key == "rrf_k":
+            if not BY_KEY[key].optional:
                 continue
             value = "default"
         parts.append(f"{key}={value}")
@@ -177,16 +168,16 @@ class CompareScreen(WorkScreen[None]):
                     )
             with Horizontal(classes="lab-row"):
                 yield Label("", classes="lab-side")
-                key, name, choices = SELECT_FIELDS[3]
-                yield Label(key, classes="lab-label")
-                yield Select(
-                    [(c, c) for c in choices],
-                    value=getattr(b, name),
-                    allow_blank=False,
-                    compact=True,
-                    id=f"b-{key}",
-                    classes=f"lab-select lab-{key}",
-                )
+                for key, name, choices in SELECT_FIELDS[3:]:
+                    yield Label(key, classes="lab-label")
+                    yield Select(
+                        [(c, c) for c in choices],
+                        value=getattr(b, name),
+                        allow_blank=False,
+                        compact=True,
+                        id=f"b-{key}",
+                        classes=f"lab-select lab-{key}",
+                    )
                 for key, name in INT_FIELDS[:2]:
                     yield from self._number(key, getattr(b, name))
             with Horizontal(classes="lab-row"):
@@ -218,7 +209,7 @@ class CompareScreen(WorkScreen[None]):
             type="integer",
             placeholder="auto",
             classes="lab-number",
-            tooltip=f"{key}: a whole number" + ("" if key == "rrf_k" else "; empty = the reference formula"),
+            tooltip=f"{key}: a whole number" + ("; empty = the reference formula" if BY_KEY[key].optional else ""),
         )
 
     def on_mount(self) -> None:

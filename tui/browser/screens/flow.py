@@ -39,7 +39,8 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
-from engine.lab.flow import Absent, Fate, Flow, FlowRow, row_fate, trace_flows
+from engine.pipeline.paths import Fate, fate
+from engine.lab.flow import Absent, Flow, FlowRow, trace_flows
 from engine.pipeline.trace import Trace
 from engine.lab.terms import trace_spans
 
@@ -348,10 +349,8 @@ class FlowScreen(ModalScreen[None]):
 
     def _fate(self, index: int, row: FlowRow) -> Fate:
         flow = self.flows[index]
-        fate = row_fate([f for f in self.flows if not f.shadow], row.rowid) if not flow.shadow else None
-        if fate is None:
-            fate = Fate(row.rowid, row.final if flow.answering else None, row.exit, flow.pass_name)
-        return fate
+        known = fate(self.trace, row.rowid) if not flow.shadow else None
+        return known or Fate(row.rowid, row.final if flow.answering else None, row.exit, flow.pass_name)
 
     def _show(self, index: int, row: FlowRow) -> None:
         """The row's chunk, fate and grade (always in view), then its path

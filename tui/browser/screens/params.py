@@ -17,7 +17,7 @@ from textual.validation import Integer
 from textual.widgets import Footer, Input, Label, Select, Static, Switch
 
 from engine import SearchParams
-from engine.pipeline.trace import MAX_LIMIT
+from engine.pipeline.params import MAX_LIMIT
 
 _CLOSE = Binding.Group("Close ", compact=True)
 

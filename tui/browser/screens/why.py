@@ -25,7 +25,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from engine import SearchParams
-from engine.lab.compare import variant_spec
+from engine.pipeline.variants import variant_spec
 from engine.pipeline.trace import Trace
 from engine.lab.why import ChunkNotFoundError, Explanation, why_not
 from engine.store.rows import ChunkRow
@@ -33,7 +33,7 @@ from engine.store.rows import ChunkRow
 from tui.present import safe
 from tui.browser.actions import bindings
 from tui.browser.cmdline import append_params
-from tui.browser.link import BrowserLink
+from tui.browser.link import BrowserLink, ChunkEntry
 from tui.present.cut import end_cut
 from tui.present.describe import describe_explanations, to_rich
 from tui.browser.screens.browser import BrowserScreen
@@ -46,27 +46,6 @@ MAX_MATCHES = 50
 #: Entries whose mean per-word score (rapidfuzz partial_ratio, 0-100) is below this are dropped.
 SCORE_CUTOFF = 75
 _ROWID = re.compile(r"^\s*(?:row\s*|#)?(\d{1,18})\s*$", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class ChunkEntry:
-    """One chunk as the finder lists it.
-
-    Attributes:
-        rowid, source, title, content_type, session_id: the chunk
-            (``source`` is ``""`` for an orphan chunk).
-    """
-
-    rowid: int
-    source: str
-    title: str
-    content_type: str
-    session_id: str
-
-    @property
-    def key(self) -> str:
-        """``source::title`` (what the finder matches)."""
-        return f"{self.source}::{self.title}"
 
 
 def chunk_entries(rows: list[ChunkRow]) -> list[ChunkEntry]:

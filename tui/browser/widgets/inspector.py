@@ -4,7 +4,7 @@ keyboard-navigable list.
 Each stage is a header line (from :func:`engine.lab.journey.stage_summaries`, so the
 browser and ``rankscope search`` tell the same story; titles from
 :data:`engine.pipeline.table.STAGES`) followed by its candidates. Where a candidate
-left the pass is read from its path (:attr:`engine.pipeline.trace.Run.paths`); a
+left the pass is read from its path (:attr:`engine.pipeline.passes.Run.paths`); a
 stage without a renderer of its own here gets the generic one (its ranked
 list, then the candidates that left there with their exit in words). Meaning never rests on colour alone: removed candidates are dim,
 struck through *and* say "removed"; cut ones sit below a cut line and say
@@ -25,8 +25,10 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from engine.lab.journey import StageSummary, stage_summaries
-from engine.pipeline.stages.fuzzy_reasons import trigger_sentence
-from engine.pipeline.trace import Candidate, Hit, RetrieverRun, Run, Trace
+from engine.pipeline.candidates import Candidate, Hit
+from engine.pipeline.stages.retrieve import RetrieverRun
+from engine.pipeline.passes import Run
+from engine.pipeline.trace import Trace
 from engine.pipeline.paths import sentence
 from engine.pipeline.table import base_id, in_rerun, ranked, stage, title
 
@@ -286,7 +288,7 @@ class _Builder:
         fz = self.trace.fuzzy
         if not fz.ran:
             return
-        why = fz.reason if fz.shadow else (trigger_sentence(fz) or fz.reason)
+        why = fz.reason if fz.shadow else (fz.trigger_sentence or fz.reason)
         self.note(f"ran because {why}", "fuzzy")
         for c in fz.corrections:
             t = Text("  " + safe.line(c.word), style="bold")

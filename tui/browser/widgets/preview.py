@@ -11,11 +11,12 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from engine.pipeline.trace import Trace
+from engine.pipeline.paths import sentence
 from engine.pipeline.table import in_rerun, stage, title
 
 from tui.present.render import highlight_text
 from tui.present import safe
-from tui.browser.subject import Subject, exit_step
+from tui.browser.subject import Subject
 
 #: Highlight style: reverse video reads with and without colour.
 MATCH_STYLE = "bold reverse"
@@ -42,21 +43,19 @@ def journey_renderable(subject: Subject, trace: Trace) -> Group:
     table.add_column("stage", no_wrap=True)
     table.add_column("pos", justify="right", no_wrap=True)
     table.add_column("what happened", overflow="fold")
-    merged = next((s for s in steps if s.exit is not None and s.exit.reason == "merged"), None)
     for s in steps:
-        if merged is not None and s.stage == "final" and s.position is not None:
-            s = type(s)(s.stage, None, f"not itself: its key answers #{s.position}, shown as the kept row")
         gone = s.position is None and stage(s.stage).kind != "retriever"
         table.add_row(
             stage_name(s.stage),
             "—" if s.position is None else f"#{s.position}",
             Text(safe.line(s.note), style="bold" if gone else ""),
         )
-    out = exit_step(steps)
-    if out is None:
-        verdict = Text(f"✓ in the answer at #{steps[-1].position} (layer {trace.layer})", style="bold")
+    fate = subject.fate(trace)
+    if fate.exit is None:
+        verdict = Text(f"✓ in the answer at #{fate.position} (layer {trace.layer})", style="bold")
     else:
-        verdict = Text(f"✗ left the pipeline at {stage_name(out.stage)}: {safe.line(out.note)}", style="bold")
+        words = f"✗ left the pipeline at {stage_name(fate.exit.stage)}: {safe.line(sentence(fate.exit))}"
+        verdict = Text(words, style="bold")
     return Group(head, Text(""), table, Text(""), verdict)
 
 

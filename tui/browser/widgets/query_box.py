@@ -19,7 +19,8 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
-from engine.pipeline.trace import MAX_QUERY_CHARS, Trace
+from engine.pipeline.params import MAX_QUERY_CHARS
+from engine.pipeline.trace import Trace
 
 from tui.present import safe
 from tui.browser.actions import bindings, key_shown
