@@ -69,6 +69,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
+from tui.cli.serve import DEFAULT_MAX_SESSIONS
 from tui.cli.visitor import VISITOR_DIR_ENV, make_visitor_folder, remove_visitor_folder
 
 log = logging.getLogger("textual-serve")
@@ -77,8 +78,6 @@ log = logging.getLogger("textual-serve")
 TOKEN_COOKIE = "rankscope_token"
 #: Host names that always mean this machine's loopback.
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-#: Sessions at once when ``--max-sessions`` is not given.
-DEFAULT_MAX_SESSIONS = 8
 #: Seconds a session's process has to quit once asked (the visitor left);
 #: then its process group is sent SIGTERM, and SIGKILL as long again later.
 STOP_TIMEOUT_S = 5.0
