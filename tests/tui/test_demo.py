@@ -256,3 +256,32 @@ def test_the_demo_sets_its_data_and_cache_folders_and_removes_them(tmp_path, mon
     monkeypatch.setenv("SSH_CONNECTION", "10.0.0.1 5000 10.0.0.2 22")
     demo.run_demo(str(store))
     assert seen["demo"].remote and not seen["demo"].folder.exists()
+
+
+# ── rankscope --demo's arguments ─────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--demo", "--stores"], "--demo and --stores: a demo never lists this machine's stores"),
+        (["--demo", "--qrels", "q.json"], "--demo and --qrels: a demo keeps the visitor's grades"),
+        (["--demo", "--idle-timeout", "soon"], "--idle-timeout takes seconds, from 0 (never) to 2592000"),
+        (["--demo", "--idle-timeout"], "--idle-timeout needs a value: rankscope [PATH] --idle-timeout SECONDS"),
+        (["--demo", "--idle-timeout", "10", "a", "b"], "unexpected arguments 'a b'. Usage: rankscope [PATH]"),
+        (["--demo", "/no/such/store.db"], "no such file or folder: /no/such/store.db"),
+    ],
+)
+def test_demo_argument_errors_are_one_line(capsys, monkeypatch, args, message):
+    from tui.cli import main
+
+    monkeypatch.setattr(RankscopeApp, "run", lambda self: pytest.fail("the browser started"))
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith("rankscope: error: ") and message in err and err.count("\n") == 1
+
+
+def test_the_readme_links_the_ssh_recipe():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    assert "(docs/demo-over-ssh.md)" in readme and "rankscope --demo [PATH]" in readme
