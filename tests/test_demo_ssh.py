@@ -241,6 +241,12 @@ def test_the_ssh_recipe_shows_the_browser_and_nothing_else(sshd):
         terminal.type("write quorum")
         terminal.wait_for(lambda out: "Refuse writes below" in terminal.words(out), "search results", since=start)
 
+        # F6: no file the visitor could not fetch; a line saying why instead
+        start = len(terminal.output)
+        terminal.type("\x1b[17~")
+        terminal.wait_for(lambda out: "Export refused" in terminal.words(out), "the export's refusal", since=start)
+        assert not list(visitor.rglob("rankscope-trace-*"))
+
         # a resize reaches the app: it lays the screen out again on 30 rows
         start = len(terminal.output)
         terminal.resize(100, 30)

@@ -254,6 +254,7 @@ def test_the_demo_sets_its_data_and_cache_folders_and_removes_them(tmp_path, mon
     assert seen["data"].parent == folder and folder.parent == tmp_path and not seen["demo"].remote
     assert not folder.exists() and not (tmp_path / "host-data").exists()
     monkeypatch.setenv("SSH_CONNECTION", "10.0.0.1 5000 10.0.0.2 22")
+    monkeypatch.setattr(demo, "parent_name", lambda: "sshd")  # as under the recipe's ForceCommand
     demo.run_demo(str(store))
     assert seen["demo"].remote and not seen["demo"].folder.exists()
 
@@ -285,3 +286,40 @@ def test_demo_argument_errors_are_one_line(capsys, monkeypatch, args, message):
 def test_the_readme_links_the_ssh_recipe():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     assert "(docs/demo-over-ssh.md)" in readme and "rankscope --demo [PATH]" in readme
+
+
+# ── may the visitor read a file written here? ────────────────────────────
+
+
+@pytest.mark.parametrize(
+    "environ, parent, out_of_reach",
+    [
+        ({}, "bash", False),  # at this machine
+        ({}, "sshd", False),  # no SSH variables: not an SSH session
+        ({"SSH_CONNECTION": "10.0.0.1 5000 10.0.0.2 22"}, "bash", False),  # from a shell over SSH
+        ({"SSH_TTY": "/dev/pts/3"}, "tmux: server", False),
+        ({"SSH_CONNECTION": "10.0.0.1 5000 10.0.0.2 22"}, "sshd", True),  # sshd's own command (ForceCommand)
+        ({"SSH_CLIENT": "10.0.0.1 5000 22"}, "sshd-session", True),  # OpenSSH 9.8 on
+        ({"SSH_CONNECTION": "x", "SSH_ORIGINAL_COMMAND": "id"}, "bash", True),  # a forced command replaced theirs
+        ({"SSH_CONNECTION": "x"}, None, True),  # the parent unknown: refused (the safe side)
+    ],
+)
+def test_exports_are_refused_only_where_the_visitor_cannot_read_them(environ, parent, out_of_reach):
+    from tui.cli.demo import files_out_of_reach
+
+    assert files_out_of_reach(environ, parent) is out_of_reach
+
+
+def test_the_parent_process_name_is_read():
+    from tui.cli.demo import parent_name
+
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs Linux's /proc")
+    child = subprocess.run(
+        [sys.executable, "-c", "from tui.cli.demo import parent_name; print(parent_name())"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert child.stdout.strip() == Path(f"/proc/{os.getpid()}/comm").read_text().strip()
+    assert parent_name(2**22 + 12345) is None  # no such process

@@ -8,12 +8,14 @@ person at the keyboard, wherever they are.
   as one zip.
 * **In a terminal**, a user's own session: a new file in the current folder
   (or the folder a test gives), its path shown.
-* **In a terminal demo at this machine** (``rankscope --demo``): a new file
-  in the visitor's temporary folder, its path shown with a note that it goes
-  when they leave.
-* **In a demo over SSH**: refused, saying why: a file written on the
-  server is out of the visitor's reach (the recipe gives no shell and no file
-  transfer), so a path would be a promise rankscope cannot keep.
+* **In a terminal demo the visitor can read files of** (``rankscope --demo``
+  at this machine, or from a shell over SSH): a new file in the visitor's
+  temporary folder, its path shown with a note that it goes when they leave.
+* **In a demo that is the SSH session's command** (the recipe's
+  ``ForceCommand``, :attr:`~tui.browser.options.DemoMode.remote`): refused,
+  saying why: a file written on the server is out of the visitor's reach (no
+  shell, no file transfer), so a path would be a promise rankscope cannot
+  keep.
 
 Files on disk are written by the one output writer
 (:func:`engine.files.writing.write_text_file`), by the callers.

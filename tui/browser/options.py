@@ -29,9 +29,10 @@ class DemoMode:
         folder: the visitor's temporary folder (mode 0700): their grades,
             history and saved cases live under it, and it is removed when
             they leave (:mod:`tui.cli.visitor`).
-        remote: the visitor reached this machine over SSH: a file written
-            here is out of their reach (the demo account has no shell and no
-            file transfer), so exports are refused rather than written.
+        remote: the visitor is over SSH with rankscope as the session's
+            command (``ForceCommand``, ``docs/demo-over-ssh.md``): a file
+            written here is out of their reach (no shell, no file transfer),
+            so exports are refused rather than written.
     """
 
     folder: Path

@@ -13,7 +13,10 @@ What differs from ``rankscope [PATH]``:
   SIGTERM, on the idle timeout;
 * exports (F6, saved cases, screenshots) are delivered to the visitor: a
   download in a web page, a file in the visitor's folder at this machine's
-  own terminal, refused over SSH (:mod:`tui.browser.delivery`).
+  own terminal or at a shell over SSH, refused when rankscope is the SSH
+  session's command (the recipe's ``ForceCommand``: no shell, so a file here
+  is out of the visitor's reach; :func:`files_out_of_reach`,
+  :mod:`tui.browser.delivery`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Callable
+from typing import Callable, Mapping
 
 from tui.browser.options import DemoMode
 from tui.cli.base import CliError
@@ -46,12 +49,36 @@ HANGUP_GRACE_S = 5.0
 ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGHUP", "SIGTERM") if hasattr(signal, name))
 #: Variables sshd sets in a session: their presence means the visitor is at another machine.
 SSH_VARIABLES = ("SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY")
+#: Process names of OpenSSH's server (``sshd-session`` from OpenSSH 9.8 on).
+SSHD_NAMES = frozenset({"sshd", "sshd-session"})
 
 
-def is_remote(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
-    """True when this process runs in an SSH session (sshd's variables are set)."""
+def parent_name(pid: int | None = None) -> str | None:
+    """The process name of ``pid``'s parent (default: this process's), from
+    Linux's ``/proc``; ``None`` where it cannot be read."""
+    try:
+        ppid = os.getppid() if pid is None else int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        return Path(f"/proc/{ppid}/comm").read_text().strip()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def files_out_of_reach(environ: Mapping[str, str] | None = None, parent: str | None = "") -> bool:
+    """True when the visitor cannot read a file written here: they came over
+    SSH (sshd's variables are set) and rankscope is sshd's command, not
+    something they started from a shell: a ``ForceCommand`` (sshd sets
+    ``SSH_ORIGINAL_COMMAND`` when it replaced theirs) or a process whose
+    parent is sshd itself (``parent``: its name, default read from
+    ``/proc``; ``None``, unknown, counts as sshd). A visitor at a shell (or in
+    tmux or screen) over SSH can read their files, as one at this machine can.
+    """
     env = os.environ if environ is None else environ
-    return any(env.get(name) for name in SSH_VARIABLES)
+    if not any(env.get(name) for name in SSH_VARIABLES):
+        return False
+    if env.get("SSH_ORIGINAL_COMMAND") is not None:
+        return True
+    name = parent_name() if parent == "" else parent
+    return name is None or name in SSHD_NAMES
 
 
 def visitor_folder() -> Path:
@@ -120,7 +147,9 @@ def run_demo(path: str | None, idle_timeout: float | None = None) -> None:
         os.environ["RANKSCOPE_CACHE_DIR"] = str(folder / "cache")  # anything cached from now on: the visitor's
         from tui.browser.app import RankscopeApp
 
-        app = RankscopeApp(replace(options, demo=DemoMode(folder, remote=is_remote()), idle_timeout=idle_timeout))
+        app = RankscopeApp(
+            replace(options, demo=DemoMode(folder, remote=files_out_of_reach()), idle_timeout=idle_timeout)
+        )
         ending = _Ending(app.exit, folder)
         for sig in ENDING_SIGNALS:
             signal.signal(sig, ending)

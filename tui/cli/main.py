@@ -44,7 +44,7 @@ APP_HELP = (
     "store's own, see 'rankscope qrels path').\n\n"
     "rankscope --demo \\[PATH] \\[--idle-timeout SECONDS] shows it to a visitor (a terminal, SSH, or "
     "'rankscope serve --demo'): the store read-only, no store picker, their grades, history and saved cases in a "
-    "temporary folder removed when they leave, exports delivered to them (refused over SSH); --idle-timeout "
+    "temporary folder removed when they leave, exports delivered to them (refused when SSH gives them no shell); --idle-timeout "
     "quits after that many seconds without a key.\n\n"
     "The commands below work without the browser; each has --help."
 )
