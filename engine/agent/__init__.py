@@ -16,14 +16,13 @@ from .handler import (
     MAX_TOTAL,
     AgentContext,
     AgentTrace,
-    AgentViewError,
     QueryTrace,
     RefreshMemory,
     ResultView,
     ScopeTrace,
     ctx_search,
 )
-from .schema import SchemaError, SchemaIssue, ToolParams, parse_arguments
+from .schema import AgentViewError, SchemaError, SchemaIssue, ToolParams, parse_arguments
 from .session import AgentSession
 from .sessiondb import RecordedCall, SessionDb, SessionDbError, session_db_for_store
 from .snippet import SnippetTrace, extract_snippet

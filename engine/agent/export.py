@@ -30,6 +30,8 @@ escaping (``tui.present.fmt.json_text`` does).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from engine.pipeline.export import trace_to_dict
 from engine.js.numbers import number_to_string
 
@@ -37,11 +39,11 @@ from .handler import AgentTrace, QueryTrace, ResultView
 from .waste import waste
 
 
-def _pairs(spans) -> list[list[int]]:
+def _pairs(spans: Iterable[tuple[int, int]]) -> list[list[int]]:
     return [[int(a), int(b)] for a, b in spans]
 
 
-def result_to_dict(r: ResultView) -> dict:
+def result_to_dict(r: ResultView) -> dict[str, object]:
     s = r.snippet
     return {
         "position": r.position,
@@ -71,7 +73,7 @@ def result_to_dict(r: ResultView) -> dict:
     }
 
 
-def query_to_dict(q: QueryTrace) -> dict:
+def query_to_dict(q: QueryTrace) -> dict[str, object]:
     return {
         "query": q.query,
         "position": q.position,
@@ -99,7 +101,7 @@ def query_to_dict(q: QueryTrace) -> dict:
     }
 
 
-def agent_trace_to_dict(t: AgentTrace) -> dict:
+def agent_trace_to_dict(t: AgentTrace) -> dict[str, object]:
     """The whole call as JSON-ready data (see the module docstring)."""
     p = t.params
     th = t.throttle

@@ -37,6 +37,7 @@ served are the pre-refresh content.
 from __future__ import annotations
 
 import time
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
@@ -370,7 +371,8 @@ def _read(store: Store, conn: sql.Connection | None, read: Callable[[sql.Connect
 
 
 def _empty_store(c: sql.Connection) -> bool:
-    return c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
+    count: int = c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    return count == 0
 
 
 class ServerSearchParams(SearchParams):
@@ -639,7 +641,18 @@ def _resolve_scope(ctx: AgentContext, params: ToolParams) -> tuple[ScopeTrace, S
     ), db
 
 
-def _run_queries(store, ctx, params, queries, per_query, scope, session_db, memory, events_before_id, conn):
+def _run_queries(
+    store: Store,
+    ctx: AgentContext,
+    params: ToolParams,
+    queries: list[str],
+    per_query: float,
+    scope: ScopeTrace,
+    session_db: SessionDb | None,
+    memory: RefreshMemory,
+    events_before_id: int | None,
+    conn: sql.Connection | None,
+) -> tuple[list[QueryTrace], int, bool, list[str]]:
     """Each query in turn: ``(traces, refresh count, simulated, notes)``."""
     traces: list[QueryTrace] = []
     total = 0
@@ -660,7 +673,7 @@ def _run_queries(store, ctx, params, queries, per_query, scope, session_db, memo
         refresh_count, sim = memory.count(trace)
         simulated = simulated or sim
         rowids = [f.candidate.rowid for f in trace.final]
-        stamps = _read(store, conn, lambda c, rowids=rowids: chunk_timestamps(store, c, rowids))
+        stamps = _read(store, conn, partial(chunk_timestamps, store, rowids=rowids))
         timeline = None
         events: tuple[EventRow, ...] = ()
         if params.sort == "timeline":

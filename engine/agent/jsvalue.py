@@ -67,7 +67,7 @@ def _primary(ch: str) -> tuple[int, int]:
     return (4, ord(ch))
 
 
-def locale_key(text: str) -> tuple:
+def locale_key(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
     """Sort key approximating ``a.localeCompare(b)`` (ICU root collation) for
     ASCII text such as ISO timestamps; other characters sort after ASCII by
     code point. Ties in primary strength fall back to lower-before-upper."""

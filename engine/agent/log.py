@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from engine.js.strings import utf8_len, utf16_len
 from engine.store.store import Store
-from .handler import AgentContext, AgentTrace, AgentViewError, RefreshMemory, ctx_search
+from .handler import AgentContext, AgentTrace, RefreshMemory, ctx_search
+from .schema import AgentViewError
 from .sessiondb import RecordedCall, SessionDb, SkippedRow, parse_created_at
 from .throttle import FloodGuard, ThrottleConfig, ThrottlePosition
 

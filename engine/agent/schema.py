@@ -52,10 +52,10 @@ class SchemaIssue:
         data: the issue object in zod's key order (what the server prints).
     """
 
-    path: tuple
+    path: tuple[str | int, ...]
     code: str
     message: str
-    data: dict
+    data: dict[str, object]
 
     @property
     def field(self) -> str:
@@ -90,9 +90,9 @@ class ToolParams:
     stripped: tuple[str, ...] = ()
     coercions: tuple[str, ...] = field(default_factory=tuple)
 
-    def to_arguments(self) -> dict:
+    def to_arguments(self) -> dict[str, object]:
         """A canonical arguments object that parses back to these params."""
-        out: dict = {}
+        out: dict[str, object] = {}
         if self.queries is not None:
             out["queries"] = list(self.queries)
         if self.limit != DEFAULT_TOOL_LIMIT:
@@ -128,7 +128,7 @@ class SchemaError(ValueError):
         super().__init__("invalid ctx_search arguments: " + "; ".join(i.describe() for i in issues))
 
 
-def _type_issue(path: tuple, expected: str, value: object) -> SchemaIssue:
+def _type_issue(path: tuple[str | int, ...], expected: str, value: object) -> SchemaIssue:
     received = parsed_type(value)
     message = f"Expected {expected}, received {received}"
     return SchemaIssue(
@@ -145,7 +145,7 @@ def _type_issue(path: tuple, expected: str, value: object) -> SchemaIssue:
     )
 
 
-def _enum_issue(path: tuple, options: tuple[str, ...], value: object) -> SchemaIssue:
+def _enum_issue(path: tuple[str | int, ...], options: tuple[str, ...], value: object) -> SchemaIssue:
     joined = " | ".join(f"'{o}'" for o in options)
     if not isinstance(value, str):
         received = parsed_type(value)

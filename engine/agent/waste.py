@@ -66,7 +66,7 @@ class Waste:
     cap_share: float
     queries_capped: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {
             "repeats": [
                 {

@@ -58,7 +58,7 @@ class Stems:
         """True when the tokens differ from the lower-cased word (worth showing ``word → stem``)."""
         return self.stems != (self.word.lower(),)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """``{"word", "stems"}``."""
         return {"word": self.word, "stems": list(self.stems)}
 
