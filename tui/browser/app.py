@@ -524,7 +524,7 @@ class RankscopeApp(App[None]):
         await super().on_event(event)
 
     def _check_idle(self) -> None:
-        """Warn once :data:`IDLE_WARNING_S` before the idle timeout, then quit."""
+        """Warn once, :func:`idle_warning` seconds before the idle timeout; then quit."""
         timeout = self.options.idle_timeout
         if timeout is None:
             return
