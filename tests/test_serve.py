@@ -20,7 +20,7 @@ import pytest
 from aiohttp import WSServerHandshakeError
 from aiohttp.test_utils import TestClient, TestServer
 
-import tui.cli.serve
+import tui.cli.base
 import tui.cli.webserve
 from tui.cli import main
 from tui.cli.webserve import SessionProcess as RealSessionProcess
@@ -364,7 +364,7 @@ def test_serve_states_its_limits_and_passes_them_on(served, capsys, tmp_path):
         main(["serve", "--port", "8128", "--path", str(store), "--idle-timeout", "30"])
     server = served["server"]
     assert server.argv[1:] == ["-m", "tui.cli", str(store.resolve()), "--idle-timeout", "30"]
-    assert server.max_sessions == tui.cli.serve.DEFAULT_MAX_SESSIONS and not server.visitor_folders
+    assert server.max_sessions == tui.cli.base.DEFAULT_MAX_SESSIONS and not server.visitor_folders
     assert "at most 8 sessions at once" in capsys.readouterr().err
 
 
@@ -372,7 +372,7 @@ def test_loopback_serve_has_a_cap_and_no_idle_timeout_by_default(served, capsys)
     with pytest.raises(SystemExit):
         main(["serve", "--port", "8129"])
     server = served["server"]
-    assert server.max_sessions == tui.cli.serve.DEFAULT_MAX_SESSIONS and server.idle_timeout is None
+    assert server.max_sessions == tui.cli.base.DEFAULT_MAX_SESSIONS and server.idle_timeout is None
     assert "idle sessions stay open" in capsys.readouterr().err
 
 

@@ -34,6 +34,10 @@ def fail(message: str) -> NoReturn:
     raise CliError(message)
 
 
+#: ``rankscope serve``'s sessions at once when ``--max-sessions`` is not
+#: given (each is one process of about 60 MB; issue 26: 30 websockets once
+#: started 60 processes).
+DEFAULT_MAX_SESSIONS = 8
 #: The longest ``--idle-timeout`` (seconds: 30 days).
 IDLE_TIMEOUT_MAX = 30 * 86400
 

@@ -26,11 +26,8 @@ from typing import Optional
 
 import typer
 
-from .base import fail, parse_idle_timeout
+from .base import DEFAULT_MAX_SESSIONS, fail, parse_idle_timeout
 
-#: Sessions at once when ``--max-sessions`` is not given (each is one
-#: process of about 100 MB; issue 26: 30 websockets once started 60).
-DEFAULT_MAX_SESSIONS = 8
 #: The most ``--max-sessions`` accepts.
 MAX_SESSIONS_LIMIT = 1000
 #: ``--idle-timeout`` with ``--public`` when not given (seconds).

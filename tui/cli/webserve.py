@@ -69,7 +69,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
-from tui.cli.serve import DEFAULT_MAX_SESSIONS
+from tui.cli.base import DEFAULT_MAX_SESSIONS
 from tui.cli.visitor import VISITOR_DIR_ENV, make_visitor_folder, remove_visitor_folder
 
 log = logging.getLogger("textual-serve")
