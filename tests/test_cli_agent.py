@@ -255,7 +255,7 @@ def test_hand_picked_allow_set():
             ["ctx-search", "x", "--db", str(STORE), "--allow-session", "a", "--sessions-db", str(SESSION_DB)],
             "--allow-session",
         ),
-        (["ctx-search", "x", "--db", str(STORE), "--sessions-db", "/no/such.db"], "no such file"),
+        (["ctx-search", "x", "--db", str(STORE), "--sessions-db", "/no/such.db"], "No such file or directory"),
         (["ctx-search", "x", "--db", "/no/such/store.db"], "no database"),
         (["ctx-search", "x", "--db", str(STORE), "--limit", "1", "--params-json", "{}"], "--params-json"),
     ],
@@ -375,7 +375,7 @@ def test_agent_log_project_filter():
 @pytest.mark.parametrize(
     "args, words",
     [
-        (["agent-log", "--sessions-db", "/no/such.db"], "no such file"),
+        (["agent-log", "--sessions-db", "/no/such.db"], "No such file or directory"),
         (["agent-log", "--sessions-db", str(SESSION_DB), "--replay"], "--replay needs --db"),
         (["agent-log", "--sessions-db", str(SESSION_DB), "--db", str(STORE)], "only used with --replay"),
         (["agent-log", "--sessions-db", str(STORE)], "not a context-mode session DB"),

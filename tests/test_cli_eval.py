@@ -44,12 +44,14 @@ def test_eval_json_schema(db):
     r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_TREC, "--measures", "nDCG@10,RR,R@10", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert list(doc) == ["measures", "stages", "queries", "comparison"]
+    assert list(doc) == ["measures", "stages", "judged", "queries", "comparison"]
     assert doc["measures"] == ["nDCG@10", "RR", "R@10"] and doc["comparison"] is None
     assert list(doc["stages"])[:8] == ["porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final"]
     assert all(set(v) == {"nDCG@10", "RR", "R@10"} for v in doc["stages"].values())
+    assert list(doc["judged"]) == list(doc["stages"])
+    assert all(set(v) == {"Judged@10", "Judged"} for v in doc["judged"].values())
     assert [q["id"] for q in doc["queries"]] == [e["id"] for e in json.loads(QUERIES.read_text()) if e["id"] != "empty"]
-    assert all(set(q) == {"id", "stages"} for q in doc["queries"])
+    assert all(set(q) == {"id", "stages", "judged"} for q in doc["queries"])
     fuzzy = next(q for q in doc["queries"] if q["id"] == "fuzzy")
     # the first pass found nothing: every first-pass stage scores 0 (and counts in the mean)
     assert fuzzy["stages"]["porter"] == {"nDCG@10": 0.0, "RR": 0.0, "R@10": 0.0}
@@ -297,7 +299,10 @@ def test_a_snapshot_from_before_fuzzy_final_is_checked_on_what_it_recorded(db, t
     "content, message",
     [
         ("{}", "is not a rankscope snapshot"),
-        ('{"format": "rankscope-snapshot", "version": 1, "stage_ids": "final", "queries": []}', "'stage_ids' must be"),
+        (
+            '{"format": "rankscope-snapshot", "version": 1, "stage_ids": "final", "queries": []}',
+            "stage_ids must be a list",
+        ),
         ("nope", "cannot read snapshot"),
     ],
 )
@@ -358,7 +363,8 @@ def test_readme_eval_example_is_current(db):
     }
     assert set(rows) == set(doc["stages"])
     for stage, cells in rows.items():
-        assert cells == [f"{doc['stages'][stage][m]:.3f}" for m in doc["measures"]], stage
+        judged = doc["judged"][stage]["Judged@10"]
+        assert cells == [f"{doc['stages'][stage][m]:.3f}" for m in doc["measures"]] + [f"{judged:.2f}"], stage
 
 
 @pytest.mark.parametrize(
@@ -399,3 +405,208 @@ def test_eval_on_a_file_that_is_no_store_says_so_before_looking_for_judgments(tm
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith(f"rankscope: error: {other} is not a context-mode content store"), err
+
+
+# ─── sweeps, divergence, what to grade next ──────────────────────────────
+
+
+def test_a_four_value_sweep_prints_every_stage_for_each_value_with_adjusted_p(db):
+    args = [str(a) for a in ("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--sweep", "pool=3,10,20,40")]
+    args += ["--measures", "nDCG@10,R@10"]
+    r = runner.invoke(app, args, env={"COLUMNS": "140"})
+    assert r.exit_code == 0, r.output
+    doc = json.loads(
+        invoke(
+            "eval",
+            QUERIES,
+            "--db",
+            db,
+            "--qrels",
+            QRELS_JSON,
+            "--sweep",
+            "pool=3,10,20,40",
+            "--measures",
+            "nDCG@10,R@10",
+            "--json",
+        ).output
+    )
+    assert list(doc["variants"]) == ["reference", "pool=3", "pool=10", "pool=20", "pool=40"]
+    means_part, versus_part = r.output.split("Against the reference", 1)
+    lines = means_part.split("▲ best of the variants")[0].splitlines()
+    for stage in doc["variants"]["reference"]["stages"]:
+        rows = [line.split() for line in lines if line.split()[:1] == [stage]]
+        assert rows, stage
+        if len(rows) == 1:  # every variant has the same means there: one row
+            assert rows[0][1:3] == ["all", "5"]
+            continue
+        assert [row[1] for row in rows] == list(doc["variants"])
+        for row in rows:
+            means = doc["variants"][row[1]]["stages"][stage]
+            assert [c.rstrip("▲†? ") for c in row[2:4]] == [f"{means[m]:.3f}" for m in doc["measures"]]
+    versus = [
+        line.split() for line in versus_part.splitlines() if line.split()[:1] and line.split()[0].startswith("pool=")
+    ]
+    for name in ("pool=3", "pool=10", "pool=20", "pool=40"):
+        for m in doc["measures"]:
+            row = next(v for v in versus if v[:2] == [name, m])
+            x = doc["variants"][name]["vs_reference"][m]
+            want = "—" if x["p_adjusted"] is None else f"{x['p_adjusted']:.4f}"
+            assert row[-1].rstrip("†") == want
+    assert any(x["p_adjusted"] is not None for v in doc["variants"].values() for x in v["vs_reference"].values())
+    assert "Holm" in r.output and "Per query, most changed first" in r.output
+    for v in doc["variants"].values():
+        assert {"spec", "stages", "vs_reference"} <= set(v)
+        for x in v["vs_reference"].values():
+            assert {"p", "p_adjusted", "delta"} <= set(x)
+
+
+def test_eval_sweep_grids_and_named_variants(db):
+    r = invoke(
+        "eval",
+        QUERIES,
+        "--db",
+        db,
+        "--qrels",
+        QRELS_JSON,
+        "--sweep",
+        "rerank=on,off",
+        "--sweep",
+        "rrf_k=10,60",
+        "--variant",
+        "big=pool=10,rerank=before-trim",
+        "--test",
+        "wilcoxon",
+        "--json",
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert list(doc["variants"]) == [
+        "rerank=on,rrf_k=60",
+        "rerank=on,rrf_k=10",
+        "rerank=off,rrf_k=10",
+        "rerank=off,rrf_k=60",
+        "big",
+    ]
+    assert doc["reference"] == "rerank=on,rrf_k=60" and doc["test"] == "wilcoxon"
+    assert doc["variants"]["big"]["spec"] == "pool=10,rerank=before-trim"
+    assert doc["runs"]["groups"] == 2  # big's pool changes its retriever runs
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--sweep", "nope=1"], "--sweep nope=1: unknown setting 'nope'"),
+        (["--sweep", "rrf_k=" + ",".join(map(str, range(1, 66)))], "at most 64 run at once"),
+        (["--sweep", "rrf_k=1,2,3,4,5,6,7,8", "--sweep", "pool=1,2,3,4,5,6,7,8,9"], "8 × 9 = 72 variants"),
+        (["--sweep", "rrf_k=1", "--b", "rerank=off"], "--b compares two variants"),
+        (["--variant", "pool=10"], "a name comes first"),
+        (["--against", "x"], "--against names a variant of --sweep or --variant"),
+        (["--sweep", "rrf_k=1", "--against", "x"], "--against: no variant named 'x'"),
+        (["--sort", "divergence"], "--sort divergence needs two variants"),
+        (["--test", "z"], "--test must be one of t, wilcoxon"),
+        (["--stage", "nope"], "--stage: unknown stage 'nope'"),
+        (["--rbo-p", "1"], "--rbo-p: RBO persistence p must be between 0 and 1"),
+        (["--depth", "0"], "--depth must be 1 or more"),
+    ],
+)
+def test_eval_sweep_errors(db, args, message):
+    assert message in error_of(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, *args))
+
+
+def test_eval_ab_carries_rbo_and_jaccard_and_sorts_by_divergence(db):
+    from engine.lab.divergence import jaccard, rbo
+
+    r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--b", "pool=20", "--json")
+    doc = json.loads(r.output)
+    qs = doc["comparison"]["queries"]
+    assert all({"rbo", "jaccard"} <= set(q) for q in qs)
+    changed = [q["id"] for q in qs if q["rbo"] < 1]
+    assert changed
+    # independent: the final lists of 'compare' for the same pair
+    sc = json.loads(invoke("compare", "--queries", QUERIES, "--db", db, "--b", "pool=20", "--json").output)
+    by_id = {q["id"]: q for q in sc["queries"]}
+    for q in qs:
+        rows = by_id[q["id"]]["rows"]
+        fa = [r["rowid_a"] for r in sorted((r for r in rows if r["position_a"]), key=lambda r: r["position_a"])]
+        fb = [r["rowid_b"] for r in sorted((r for r in rows if r["position_b"]), key=lambda r: r["position_b"])]
+        assert q["rbo"] == pytest.approx(rbo(fa, fb)) == pytest.approx(by_id[q["id"]]["rbo"])
+        assert q["jaccard"] == pytest.approx(jaccard(fa, fb, 10)) == pytest.approx(by_id[q["id"]]["jaccard"])
+    text = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--b", "pool=20", "--sort", "divergence").output
+    table = text.split("most changed first", 1)[1]
+    ids = [q["id"] for q in qs]
+    positions = sorted((table.index(f"  {i} "), i) for i in ids)
+    assert [i for _, i in positions][: len(changed)] == sorted(
+        changed, key=lambda i: (next(q["rbo"] for q in qs if q["id"] == i), ids.index(i))
+    )
+
+
+def test_compare_queries_sort_by_divergence(db):
+    doc = json.loads(
+        invoke("compare", "--queries", QUERIES, "--db", db, "--b", "pool=20", "--sort", "divergence", "--json").output
+    )
+    rbos = [q["rbo"] for q in doc["queries"]]
+    assert rbos == sorted(rbos) and rbos[0] < 1
+    assert doc["rbo_p"] == 0.9 and doc["jaccard_k"] == 10
+    assert "--sort orders the queries" in error_of(
+        invoke("compare", "x", "--db", db, "--b", "rrf_k=1", "--sort", "divergence")
+    )
+
+
+def test_eval_ungraded_lists_what_to_grade_without_any_judgment(db):
+    r = invoke("eval", QUERIES, "--db", db, "--ungraded", "--depth", "3", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["depth"] == 3 and doc["variants"] == ["reference"] and doc["queue"]
+    lists = [u["lists"] for u in doc["queue"]]
+    assert lists == sorted(lists, reverse=True)
+    assert set(doc["queue"][0]) == {"query_id", "query", "chunk_id", "lists", "best_rank", "stages", "variants"}
+    # graded chunks leave the queue
+    first = doc["queue"][0]
+    write_qrels(Qrels({first["query_id"]: {first["chunk_id"]: 2}}), default_qrels_path(db))
+    again = json.loads(invoke("eval", QUERIES, "--db", db, "--ungraded", "--depth", "3", "--json").output)
+    assert (first["query_id"], first["chunk_id"]) not in {(u["query_id"], u["chunk_id"]) for u in again["queue"]}
+    assert len(again["queue"]) == len(doc["queue"]) - 1
+    human = invoke("eval", QUERIES, "--db", db, "--ungraded", "--sweep", "rerank=on,off")
+    assert "To grade next" in human.output and "of any stage of 2 variants" in human.output
+
+
+def test_eval_names_the_stores_query_file(db):
+    from engine.store.userdata import query_file_of
+
+    write_qrels(Qrels({"rerank": {"docs/replication.md::Replication > Write quorum": 3}}), default_qrels_path(db))
+    assert query_file_of(db) is None
+    invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON)
+    assert query_file_of(db) is None  # judgments of another file: not the store's own
+    assert invoke("eval", QUERIES, "--db", db).exit_code == 0
+    assert query_file_of(db) == QUERIES.resolve()
+
+
+def test_eval_marks_values_on_few_judged_results(db, tmp_path):
+    thin = tmp_path / "thin.txt"
+    thin.write_text("rerank 0 docs/replication.md::Replication%20>%20Write%20quorum 3\n")
+    r = invoke("eval", QUERIES, "--db", db, "--qrels", thin, "--measures", "nDCG@10")
+    assert r.exit_code == 0, r.output
+    words = " ".join(r.output.split())
+    assert "rests on fewer than half judged results" in words and "nDCG@10 for 1 (rerank)" in words
+    row = next(line for line in r.output.splitlines() if line.startswith("  rerank "))
+    assert "?" in row
+
+
+def test_readme_sweep_example_is_current(db):
+    """The README's 4-value sweep: its final-stage means and Holm-adjusted
+    p-values are what ``rankscope eval --sweep`` computes today."""
+    readme = (REPO / "README.md").read_text("utf-8")
+    block = readme.split("--sweep pool=default,10,20,40 --measures nDCG@10,R@10\n", 1)[1].split("```", 1)[0]
+    args = ["--qrels", QRELS_JSON, "--sweep", "pool=default,10,20,40", "--measures", "nDCG@10,R@10", "--json"]
+    doc = json.loads(invoke("eval", QUERIES, "--db", db, *args).output)
+    means, versus = block.split("Against the reference", 1)
+    finals = {line.split()[1]: line.split()[-3:-1] for line in means.splitlines() if line.startswith("  final ")}
+    assert set(finals) == set(doc["variants"])
+    for name, cells in finals.items():
+        want = [f"{doc['variants'][name]['stages']['final'][m]:.3f}" for m in doc["measures"]]
+        assert [c.rstrip("▲†? ") for c in cells] == want, name
+    rows = [line.split() for line in versus.split("p: two-sided")[0].splitlines() if line.startswith("  pool=")]
+    assert len(rows) == 3 * len(doc["measures"])
+    for row in rows:
+        x = doc["variants"][row[0]]["vs_reference"][row[1]]
+        assert row[-1].rstrip("†") == ("—" if x["p_adjusted"] is None else f"{x['p_adjusted']:.4f}")

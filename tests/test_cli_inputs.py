@@ -190,7 +190,7 @@ def test_special_files_are_refused_unread(db, tmp_path, kind, command):
     }[command]
     r = _run_cli(args, tmp_path)
     assert r.returncode == 2, r.stderr
-    what = "a FIFO" if kind == "fifo" else "a device"
+    what = "a FIFO" if kind == "fifo" else "a character device"
     assert r.stderr.startswith("rankscope: error: cannot read ") and f"{what}, not a regular file" in r.stderr
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 

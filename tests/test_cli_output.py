@@ -82,7 +82,7 @@ def test_out_onto_another_database_is_refused_even_with_force(db, queries, tmp_p
         _refused(
             capsys,
             ["batch", str(queries), "--db", str(db), "--out", str(other), *extra],
-            "is an SQLite database; rankscope never overwrites one",
+            "is an SQLite database; rankscope never overwrites a database or its files",
         )
     assert _digest(other) == before
 

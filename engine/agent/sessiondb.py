@@ -29,8 +29,10 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
+from engine.files.reading import InputFileError, require_regular_file
 from engine.store import sql
 from engine.store.discovery import (
     normalise_project_dir,
@@ -106,7 +108,7 @@ class RecordedCall:
     created_at: str
     project_dir: str
     tool_name: str
-    params: dict | None
+    params: dict[str, Any] | None
     params_raw: str | None
     answer: str | None
     answer_event_id: int | None
@@ -178,8 +180,10 @@ class SessionDb:
 
     def __init__(self, path: str | os.PathLike[str]):
         p = os.fspath(path)
-        if not os.path.isfile(p):
-            raise SessionDbError(f"no session DB at {p}")
+        try:
+            require_regular_file(p, "session DB")  # a FIFO would block SQLite's open forever
+        except InputFileError as exc:
+            raise SessionDbError(str(exc)) from None
         self.path = p
         #: A private folder holding the copy read (a ``-wal`` without ``-shm``), else ``None``.
         self._copy_dir: str | None = None
@@ -229,7 +233,7 @@ class SessionDb:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _q(self, statement: str, args: tuple = ()) -> list[tuple]:
+    def _q(self, statement: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         try:
             return self.conn.execute(statement, args).fetchall()
         except sql.Error as exc:
@@ -237,14 +241,14 @@ class SessionDb:
 
     # ── counts ──────────────────────────────────────────────────────────
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         """``{"sessions": n, "events": n, "ctx_search_calls": n}``."""
         try:
             return session_db_counts(self.conn)
         except sql.Error as exc:
             raise SessionDbError(f"cannot read session DB {self.path}: {exc}") from exc
 
-    def sessions(self) -> list[dict]:
+    def sessions(self) -> list[dict[str, Any]]:
         """``session_meta`` rows in ``started_at`` order, with their event counts."""
         rows = self._q(
             "SELECT m.session_id, m.project_dir, m.started_at, m.last_event_at, "
@@ -322,7 +326,7 @@ class SessionDb:
 
     # ── the agent's recorded searches ───────────────────────────────────
 
-    def _call_rows(self, after_id: int | None) -> list[tuple]:
+    def _call_rows(self, after_id: int | None) -> list[tuple[Any, ...]]:
         """``(id, session_id, created_at, project_dir, data)`` of every
         ``mcp_tool_call`` row, in id order, read as they are (any type)."""
         extra, args = ("AND id > ? ", (after_id,)) if after_id is not None else ("", ())
@@ -357,7 +361,7 @@ class SessionDb:
                 out.append(call)
         return out
 
-    def _recorded_call(self, row: tuple) -> RecordedCall | SkippedRow | None:
+    def _recorded_call(self, row: tuple[Any, ...]) -> RecordedCall | SkippedRow | None:
         """One ``mcp_tool_call`` row as a call, a :class:`SkippedRow` when it
         is malformed, or ``None`` when it records another tool."""
         event_id, session_id, created_at, pdir, raw = row

@@ -1,37 +1,118 @@
-"""Writing output files (``batch --out``, the F6 trace export) without ever
-destroying something: no database is overwritten, no existing file unless
-asked, no symbolic link is followed, and no half-written file is left.
+"""The one output writer: every file rankscope writes goes through here
+(``batch --out`` / ``--trec-run``, ``snapshot save -o``, ``qrels convert``,
+the browser's trace and case exports, the data folder's ``history.json`` /
+``cases.json`` / ``qrels.json``, the cache's fingerprints).
 
-The text is written to a temporary file in the target's folder and then
-put in place in one step: hard-linked to the name (fails if the name exists
-in any form, dangling symlink included, so nothing is overwritten and no
-link is followed) or, when overwriting was asked for, renamed over it
-(``rename`` replaces a symlink itself, never its target). No Textual here.
+What is never written, even when overwriting was asked for (``--force``):
+
+* anything but a regular file: a FIFO (opening it would wait for a reader,
+  forever), a device (replacing ``/dev/null``'s node with a file), a
+  socket, a folder; a symbolic link to one of them counts as one. Nothing is
+  opened to find out (``stat`` only);
+* an SQLite database (its 16-byte header), and any database's ``-wal``,
+  ``-shm`` or ``-journal`` file (by name beside a database, or by the WAL's
+  and journal's own magic numbers): replacing a WAL destroys the
+  transactions committed to it;
+* the store given with ``--db`` and its side files, whether they exist or not.
+
+The text is written to a temporary file (``.NAME.RANDOM.tmp``) in the
+target's folder, with the target's mode (a new file: ``0o666`` less the
+umask, i.e. 0644 under the usual umask 022; a replaced file: its old mode),
+then put in place in one step: hard-linked to the name (fails if the name
+exists in any form, a dangling symlink included: nothing is overwritten and
+no link is followed) or, when overwriting was asked for, renamed over it
+(``rename`` replaces a symlink itself, never its target). The temporary file
+is removed on every error, on ``KeyboardInterrupt`` (SIGINT) and, for a
+write from the main thread, on SIGTERM and SIGHUP (then the signal's default
+action ends the process). No Textual here.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import signal
+import stat as _stat
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator, Sequence
+
+from engine.files.reading import file_kind
 
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
+#: The first 4 bytes of an SQLite write-ahead log (big-endian 0x377f0682 or 0x377f0683).
+WAL_MAGICS = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+#: The first 8 bytes of an SQLite rollback journal.
+JOURNAL_MAGIC = b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7"
+#: The files SQLite keeps beside a database ``X``: ``X-wal``, ``X-shm``, ``X-journal``.
+SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+#: Signals whose default action would end the process mid-write; the
+#: temporary file is removed first (writes from the main thread).
+CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
-class OutputRefused(Exception):
-    """The output file is refused; the message says why (one line)."""
+class OutputRefused(OSError):
+    """The output file is refused; the message says why (one line). An
+    ``OSError`` so that a caller's "cannot write" handling covers it."""
+
+
+def _peek(path: str, size: int) -> bytes:
+    """The first ``size`` bytes of ``path`` when it is a regular file (opened
+    without blocking, checked on the descriptor), else ``b""``."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return b""
+    try:
+        if not _stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, size)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return _stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` is a regular file starting with the SQLite header
-    (rankscope's store or anyone's database). Symlinks are followed for this
-    check only."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == SQLITE_HEADER
-    except OSError:
-        return False
+    (rankscope's store or anyone's database). Symlinks are followed; a FIFO
+    or device is never opened."""
+    name = os.fspath(path)
+    return _is_regular(name) and _peek(name, 16) == SQLITE_HEADER
+
+
+def database_file_role(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is to SQLite, for a refusal message, or ``None``:
+    ``"an SQLite database"``, ``"the wal file of the SQLite database X"``
+    (likewise ``shm``, ``journal``: ``path`` is named ``X-wal`` beside a
+    database ``X``, existing or not), ``"an SQLite write-ahead log"`` or
+    ``"an SQLite rollback journal"`` (by their magic numbers). Symbolic
+    links are followed."""
+    name = os.fspath(path)
+    real = os.path.realpath(name)
+    head = _peek(real, 16)
+    if head == SQLITE_HEADER:
+        return "an SQLite database"
+    for candidate in dict.fromkeys((os.path.abspath(name), real)):
+        for suffix in SIDE_SUFFIXES:
+            if candidate.endswith(suffix) and is_sqlite_file(candidate[: -len(suffix)]):
+                return f"the {suffix[1:]} file of the SQLite database {candidate[: -len(suffix)]}"
+    if head[:4] in WAL_MAGICS:
+        return "an SQLite write-ahead log"
+    if head[:8] == JOURNAL_MAGIC:
+        return "an SQLite rollback journal"
+    return None
 
 
 def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
@@ -41,33 +122,54 @@ def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def kind_refusal(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` must never be written whatever the options, as the end
+    of a sentence starting with the path (``"is a FIFO; rankscope writes
+    regular files only"``), or ``None``: not a regular file (a symbolic
+    link is judged by what it names), an SQLite database or one of a
+    database's files (:func:`database_file_role`)."""
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except OSError:
+        st = None
+    if st is not None and _stat.S_ISDIR(st.st_mode):
+        return "is a folder; give a file name"
+    if st is not None and not _stat.S_ISREG(st.st_mode):
+        link = "a symbolic link to " if os.path.islink(name) else ""
+        return f"is {link}{file_kind(st.st_mode)}; rankscope writes regular files only"
+    role = database_file_role(name)
+    if role is not None:
+        return f"is {role}; rankscope never overwrites a database or its files"
+    return None
+
+
 def check_output(path: Path, option: str, db: Path | None = None, force: bool = False) -> None:
     """Refuse, before any work, an output path that must not be written.
 
-    Refused: a folder; a path in a folder that does not exist; the store
-    ``db`` itself or one of its ``-wal``/``-shm``/``-journal`` files; any
-    existing SQLite database (even with ``force``); any other existing file
-    or symlink unless ``force``.
+    Refused: a path in a folder that does not exist; the store ``db`` itself
+    or one of its ``-wal``/``-shm``/``-journal`` files (existing or not);
+    whatever :func:`kind_refusal` refuses (even with ``force``); any other
+    existing file or symlink unless ``force``.
 
     Raises:
         OutputRefused: with a one-line reason naming ``option`` and ``path``.
     """
-    if path.is_dir():
-        raise OutputRefused(f"{option} {path} is a folder; give a file name")
     parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
+    if not os.path.lexists(path) and not parent.is_dir():
         raise OutputRefused(f"{option} {path}: folder {parent} does not exist")
     if db is not None:
-        for suffix in ("", "-wal", "-shm", "-journal"):
+        for suffix in ("",) + SIDE_SUFFIXES:
             if _same_file(path, f"{db}{suffix}"):
                 what = (
                     "the store given with --db" if not suffix else f"the {suffix[1:]} file of the store given with --db"
                 )
                 raise OutputRefused(f"{option} {path} is {what}; give another file name")
+    reason = kind_refusal(path)
+    if reason is not None:
+        raise OutputRefused(f"{option} {path} {reason}")
     if not os.path.lexists(path):
         return
-    if is_sqlite_file(path):
-        raise OutputRefused(f"{option} {path} is an SQLite database; rankscope never overwrites one")
     if os.path.islink(path):
         if not force:
             raise OutputRefused(
@@ -78,43 +180,129 @@ def check_output(path: Path, option: str, db: Path | None = None, force: bool = 
         raise OutputRefused(f"{option} {path} exists; give another name or add --force to overwrite it")
 
 
-def write_text_file(path: Path, text: str, overwrite: bool = False) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same
-    folder, then put it in place in one step.
+def check_distinct(outputs: Sequence[tuple[str, Path]]) -> None:
+    """Refuse two outputs of one command that are the same file: the same
+    path, or two names of one file (a symlink, a hard link), existing or not.
 
     Args:
-        overwrite: replace an existing file (or symlink: the link itself is
-            replaced, its target untouched); otherwise an existing name of
-            any kind raises ``FileExistsError`` and nothing changes.
+        outputs: ``(option, path)`` pairs, e.g. ``[("--out", p), ("--trec-run", q)]``.
 
     Raises:
-        FileExistsError: ``path`` exists and ``overwrite`` is false.
-        OSError: the folder is not writable, the disk is full, ...; the
-            temporary file is removed.
+        OutputRefused: naming both options.
     """
-    folder = path.parent if str(path.parent) else Path(".")
-    tmp = folder / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    # O_EXCL: a fresh file, never through an existing name or symlink.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise
-            except OSError:
-                # No hard links here (some network or FAT file systems).
-                if os.path.lexists(path):
-                    raise FileExistsError(17, "File exists", str(path)) from None
-                os.replace(tmp, path)
-    finally:
+    for i, (opt_a, a) in enumerate(outputs):
+        for opt_b, b in outputs[i + 1 :]:
+            if _same_file(a, b):
+                raise OutputRefused(f"{opt_a} {a} and {opt_b} {b} are the same file; give each its own name")
+
+
+# ── the write ────────────────────────────────────────────────────────────
+
+_pending: set[str] = set()
+_pending_lock = threading.Lock()
+
+
+def _remove_pending_and_die(signum: int, frame: object) -> None:
+    with _pending_lock:
+        leftovers = list(_pending)
+    for tmp in leftovers:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+@contextmanager
+def removed_on_signal(*paths: str) -> Iterator[None]:
+    """While the block runs, a SIGTERM/SIGHUP whose action is the default
+    (ending the process) removes ``paths`` (temporary files) first, then
+    ends the process by the same signal. Handlers can only be set from the
+    main thread; elsewhere nothing changes. (SIGINT is Python's
+    ``KeyboardInterrupt``: the caller's ``finally`` removes them.)"""
+    installed: list[tuple[int, object]] = []
+    if threading.current_thread() is threading.main_thread():
+        for sig in CLEANUP_SIGNALS:
+            try:
+                if signal.getsignal(sig) == signal.SIG_DFL:
+                    installed.append((sig, signal.signal(sig, _remove_pending_and_die)))
+            except (ValueError, OSError):
+                pass
+    with _pending_lock:
+        _pending.update(paths)
+    try:
+        yield
+    finally:
+        with _pending_lock:
+            _pending.difference_update(paths)
+        for sig, previous in installed:
+            signal.signal(sig, previous)  # type: ignore[arg-type]  # what getsignal gave back
+
+
+def _existing_mode(path: Path) -> int | None:
+    """The permission bits of the regular file ``path`` names (through a
+    symlink), or ``None``."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _stat.S_IMODE(st.st_mode) if _stat.S_ISREG(st.st_mode) else None
+
+
+def write_text_file(path: Path, text: str, overwrite: bool = False, make_folder: bool = False) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same
+    folder, then put it in place in one step (see the module docstring).
+
+    Args:
+        overwrite: replace an existing file (or symlink: the link itself is
+            replaced, its target untouched; the new file keeps the mode of
+            the file replaced); otherwise an existing name of any kind raises
+            ``FileExistsError`` and nothing changes.
+        make_folder: create the folder (and its parents) first.
+
+    Raises:
+        OutputRefused: ``path`` is refused whatever the options
+            (:func:`kind_refusal`: a FIFO, device, folder, database, ...).
+        FileExistsError: ``path`` exists (in any form) and ``overwrite`` is
+            false; checked first, so a caller picking a free name moves on.
+        OSError: the folder is not writable, the disk is full, ...; the
+            temporary file is removed.
+    """
+    if not overwrite and os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "File exists", str(path))
+    reason = kind_refusal(path)
+    if reason is not None:
+        raise OutputRefused(f"{path} {reason}")
+    folder = path.parent if str(path.parent) else Path(".")
+    if make_folder:
+        folder.mkdir(parents=True, exist_ok=True)
+    tmp = str(folder / f".{path.name}.{secrets.token_hex(6)}.tmp")
+    mode = _existing_mode(path) if overwrite else None
+    with removed_on_signal(tmp):
+        # O_EXCL: a fresh file, never through an existing name or symlink.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                if mode is not None and hasattr(os, "fchmod"):
+                    os.fchmod(fh.fileno(), mode)
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if overwrite:
+                os.replace(tmp, path)
+            else:
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    raise
+                except OSError:
+                    # No hard links here (some network or FAT file systems).
+                    if os.path.lexists(path):
+                        raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+                    os.replace(tmp, path)
+        finally:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass

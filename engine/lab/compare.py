@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from engine.lab.divergence import DEFAULT_K, DEFAULT_P, Divergence, check_k, check_p, divergence, most_changed_first
+from engine.lab.qrels import entry_id
 from engine.pipeline.candidates import FinalResult
 from engine.pipeline.export import trace_to_dict
 from engine.pipeline.params import SearchParams
@@ -164,6 +166,13 @@ class Comparison:
         """Shared chunks / the longer final list (0..1); 1.0 when both are empty."""
         return overlap_ratio(self.counts.shared, len(self.final_a), len(self.final_b))
 
+    def divergence(self, p: float = DEFAULT_P, k: int = DEFAULT_K) -> Divergence:
+        """RBO and Jaccard@k of B's final list against A's (chunks by row id; :mod:`engine.lab.divergence`).
+
+        Raises:
+            ValueError: a bad ``p`` or ``k``."""
+        return divergence([r.candidate.rowid for r in self.final_a], [r.candidate.rowid for r in self.final_b], p, k)
+
 
 def overlap_ratio(shared: int, len_a: int, len_b: int) -> float:
     """``shared / max(len_a, len_b)``; 1.0 when both lists are empty."""
@@ -303,6 +312,8 @@ class QueryComparison:
         layer_a / layer_b: match layer of each run.
         size_a / size_b: final list lengths.
         comparison: the full :class:`Comparison` (with both traces).
+        divergence: RBO and Jaccard@k of B's final list against A's
+            (:mod:`engine.lab.divergence`, chunks by row id).
     """
 
     id: str
@@ -314,6 +325,7 @@ class QueryComparison:
     size_a: int
     size_b: int
     comparison: Comparison
+    divergence: Divergence
 
     @property
     def changed(self) -> bool:
@@ -331,6 +343,7 @@ class SetComparison:
         totals: counts summed over every query.
         mean_overlap: mean of the per-query overlaps, or ``None`` for an
             empty set.
+        p / k: RBO persistence and Jaccard depth of the divergences.
     """
 
     variant_a: Variant
@@ -338,6 +351,13 @@ class SetComparison:
     queries: tuple[QueryComparison, ...]
     totals: CompareCounts
     mean_overlap: float | None
+    p: float = DEFAULT_P
+    k: int = DEFAULT_K
+
+    def most_changed_first(self) -> SetComparison:
+        """The same comparison, queries most changed first (lowest RBO, then Jaccard, then file order)."""
+        order = most_changed_first([q.divergence for q in self.queries])
+        return dataclasses.replace(self, queries=tuple(self.queries[i] for i in order))
 
     @property
     def changed_queries(self) -> int:
@@ -408,6 +428,9 @@ def compare_set(
     entries: Iterable[Mapping[str, Any] | SearchParams],
     variant_a: Variant | str | None = None,
     variant_b: Variant | str | None = None,
+    p: float = DEFAULT_P,
+    k: int = DEFAULT_K,
+    run: Callable[[SearchParams], Trace] | None = None,
 ) -> SetComparison:
     """Compare every query of a query file under ``variant_a`` and ``variant_b``.
 
@@ -418,23 +441,29 @@ def compare_set(
             ``content_type``, ``sessions``) or :class:`SearchParams`.
         variant_a / variant_b: a :class:`Variant`, a spec string for
             :func:`engine.pipeline.variants.parse_variant`, or ``None`` for the reference.
+        p / k: RBO persistence and Jaccard depth of each query's :class:`Divergence`.
+        run: runs one search (A's, then B's, query by query); ``None``:
+            :func:`engine.pipeline.run.search` on ``store``'s connection. Its
+            exceptions propagate.
 
     Returns:
-        A :class:`SetComparison`: per-query counts and overlap, totals, and
-        the mean overlap.
+        A :class:`SetComparison`: per-query counts, overlap and divergence,
+        totals, and the mean overlap.
 
     Raises:
-        ValueError: a bad variant spec or a bad entry (all entries are
-            validated before any search runs).
+        ValueError: a bad variant spec, a bad entry (all entries are
+            validated before any search runs), or a bad ``p`` or ``k``.
     """
     va, vb = as_variant(variant_a), as_variant(variant_b)
+    check_p(p)
+    check_k(k)
     items = list(entries)
     pairs = [(params_for_entry(e, va, i), params_for_entry(e, vb, i)) for i, e in enumerate(items)]
     out: list[QueryComparison] = []
     totals = CompareCounts()
     for i, (entry, (pa, pb)) in enumerate(zip(items, pairs)):
-        cmp = compare(store, pa, pb)
-        qid = str(entry.get("id", i + 1)) if isinstance(entry, Mapping) else str(i + 1)
+        cmp = compare(store, pa, pb) if run is None else compare_traces(run(pa), run(pb))
+        qid = entry_id(entry, i) if isinstance(entry, Mapping) else str(i + 1)
         out.append(
             QueryComparison(
                 qid,
@@ -446,11 +475,12 @@ def compare_set(
                 len(cmp.final_a),
                 len(cmp.final_b),
                 cmp,
+                divergence([r.candidate.rowid for r in cmp.final_a], [r.candidate.rowid for r in cmp.final_b], p, k),
             )
         )
         totals = totals + cmp.counts
     mean = sum(q.overlap for q in out) / len(out) if out else None
-    return SetComparison(va, vb, tuple(out), totals, mean)
+    return SetComparison(va, vb, tuple(out), totals, mean, p, k)
 
 
 # ─── JSON ────────────────────────────────────────────────────────────────
@@ -524,7 +554,8 @@ def comparison_to_dict(cmp: Comparison, include_traces: bool = True) -> dict[str
 
 def set_comparison_to_dict(sc: SetComparison) -> dict[str, object]:
     """JSON-ready form: ``variant_a``, ``variant_b``, ``queries`` [{id,
-    query, layer_a, layer_b, size_a, size_b, counts, overlap, rows}],
+    query, layer_a, layer_b, size_a, size_b, counts, overlap, rbo, jaccard,
+    rows}] (in the order of ``sc.queries``), ``rbo_p``, ``jaccard_k``,
     ``totals``, ``mean_overlap``, ``changed_queries``, ``layer_changes``
     (no traces)."""
     return {
@@ -540,10 +571,14 @@ def set_comparison_to_dict(sc: SetComparison) -> dict[str, object]:
                 "size_b": q.size_b,
                 "counts": counts_to_dict(q.counts),
                 "overlap": q.overlap,
+                "rbo": q.divergence.rbo,
+                "jaccard": q.divergence.jaccard,
                 "rows": comparison_to_dict(q.comparison, include_traces=False)["rows"],
             }
             for q in sc.queries
         ],
+        "rbo_p": sc.p,
+        "jaccard_k": sc.k,
         "totals": counts_to_dict(sc.totals),
         "mean_overlap": sc.mean_overlap,
         "changed_queries": sc.changed_queries,

@@ -52,7 +52,13 @@ Outcome when no change is found (:data:`NO_CHANGE_REASONS`):
   no parameter can retrieve it;
 * ``no-single-change``: every change within the bounds was tried (data:
   ``limit_max``, ``pool_size_max``);
-* ``cancelled``: the caller's ``stop()`` said to stop.
+* ``cancelled``: the caller's ``stop()`` said to stop;
+* ``already-above`` (:func:`would_reorder_with` only): the chunk is above
+  the other one already (data: ``position``, ``other_position``).
+
+:func:`would_reorder_with` searches the same changes for one after which a
+chunk is returned *above* another one (both in the answer): "Y would be
+above X with ...", the X-versus-Y question of :mod:`engine.lab.explain`.
 """
 
 from __future__ import annotations
@@ -90,7 +96,7 @@ POOL_FACTOR = 4
 #: The distance of a filter the search did not have (narrowing to the chunk's own source or type).
 NARROWING = 2
 #: Why :attr:`Counterfactual.change` is ``None``.
-NO_CHANGE_REASONS = ("returned", "no-term", "no-single-change", "cancelled")
+NO_CHANGE_REASONS = ("returned", "no-term", "no-single-change", "cancelled", "already-above")
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,8 @@ class Counterfactual:
         reruns: pipeline runs made (a confirming run included).
         ruled_out: changes ruled out without a run.
         elapsed_ms: wall-clock milliseconds of the whole search.
+        finals: with ``change``, the confirming re-run's answer as
+            ``(rowid, 1-based position)`` pairs in answer order; else ``()``.
     """
 
     rowid: int
@@ -140,6 +148,7 @@ class Counterfactual:
     reruns: int = 0
     ruled_out: int = 0
     elapsed_ms: float = 0.0
+    finals: tuple[tuple[int, int], ...] = ()
 
     def get(self, name: str, default: object = None) -> object:
         """One value of ``data``."""
@@ -205,6 +214,8 @@ def sentence(cf: Counterfactual) -> str:
         )
     if cf.reason == "cancelled":
         return "stopped before a change was found"
+    if cf.reason == "already-above":
+        return f"it is above already (#{cf.get('position')} against #{cf.get('other_position')})"
     raise ValueError(f"unknown reason {cf.reason!r}")
 
 
@@ -428,17 +439,78 @@ class _Search:
                     return True
         return False
 
-    def position(self, p: SearchParams, runs: RunCache | None) -> tuple[int | None, str, bool]:
-        """Run the pipeline with ``p``: the chunk's final position (or
-        ``None``), the layer, and whether a retriever run was a prefix of a
-        deeper one (the answer then needs confirming). A probe through the
-        cache skips the paths (only the answer is read); the confirming run
-        computes everything."""
+    def finals(self, p: SearchParams, runs: RunCache | None) -> tuple[dict[int, int], str, bool]:
+        """Run the pipeline with ``p``: ``{rowid: 1-based final position}``,
+        the layer, and whether a retriever run was a prefix of a deeper one
+        (the answer then needs confirming). A probe through the cache skips
+        the paths (only the answer is read); the confirming run computes
+        everything."""
         self.reruns += 1
         before = runs.slices if runs is not None else 0
         t = search(self.store, p, conn=self.conn, runs=runs, refresh=False, paths=runs is None)
-        pos = next((r.position for r in t.final if r.candidate.rowid == self.chunk.rowid), None)
-        return pos, t.layer, runs is not None and runs.slices != before
+        return finals_of(t), t.layer, runs is not None and runs.slices != before
+
+
+def finals_of(trace: Trace) -> dict[int, int]:
+    """``{rowid: 1-based position}`` of the trace's answer."""
+    return {r.candidate.rowid: r.position for r in trace.final}
+
+
+#: What :func:`_first_change` looks for: true for the answer it wants (``{rowid: position}``).
+Goal = Callable[[dict[int, int]], bool]
+
+
+def _first_change(
+    s: _Search,
+    params: SearchParams,
+    trace: Trace,
+    stop: Callable[[], bool] | None,
+    limit_max: int,
+    pool_max: int,
+    goal: Goal,
+) -> Counterfactual:
+    """The change of least distance whose re-run meets ``goal`` (which
+    needs ``s.chunk`` returned: changes that cannot return it are ruled out
+    without a run), confirmed as the module docstring says; else
+    ``no-single-change`` or ``cancelled``."""
+    runs = s.runs
+    exact = RunCache(s.store, exact=True)
+    rowid = s.chunk.rowid
+    for cache in (runs, exact):
+        s.runs = cache
+        for change in _candidates(params, trace, s.chunk, s.store.schema.has_session, limit_max, pool_max):
+            if not s.possible(change.params):
+                s.ruled_out += 1
+                continue
+            if stop is not None and stop():
+                return Counterfactual(rowid, None, reason="cancelled", reruns=s.reruns, ruled_out=s.ruled_out)
+            finals, layer, sliced = s.finals(change.params, cache)
+            if not goal(finals):
+                continue
+            # A run that took a prefix of a deeper run is confirmed by one that takes nothing from a cache.
+            if sliced:
+                finals, layer, _ = s.finals(change.params, None)
+            if goal(finals):
+                return Counterfactual(
+                    rowid,
+                    change,
+                    finals.get(rowid),
+                    layer,
+                    reruns=s.reruns,
+                    ruled_out=s.ruled_out,
+                    finals=tuple(sorted(finals.items(), key=lambda kv: kv[1])),
+                )
+            break  # the cached runs disagreed with SQLite: search again without prefix reuse
+        else:
+            return Counterfactual(
+                rowid,
+                None,
+                reason="no-single-change",
+                data=(("limit_max", limit_max), ("pool_size_max", pool_bound(trace.pool_size, pool_max))),
+                reruns=s.reruns,
+                ruled_out=s.ruled_out,
+            )
+    raise AssertionError("a change met the goal through exact runs but not in the confirming run")
 
 
 def would_return_with(
@@ -513,37 +585,92 @@ def _would_return_with(
     if trace is None:
         trace = search(store, params, conn=conn, runs=runs)
         s.reruns += 1
-    now = next((r.position for r in trace.final if r.candidate.rowid == chunk.rowid), None)
+    now = finals_of(trace).get(chunk.rowid)
     if now is not None:
         return Counterfactual(chunk.rowid, None, reason="returned", data=(("position", now),), reruns=s.reruns)
     if not s.indexed():
         return Counterfactual(chunk.rowid, None, reason="no-term", reruns=s.reruns)
-    exact = RunCache(store, exact=True)
-    for cache in (runs, exact):
-        s.runs = cache
-        for change in _candidates(params, trace, chunk, store.schema.has_session, limit_max, pool_max):
-            if not s.possible(change.params):
-                s.ruled_out += 1
-                continue
-            if stop is not None and stop():
-                return Counterfactual(chunk.rowid, None, reason="cancelled", reruns=s.reruns, ruled_out=s.ruled_out)
-            pos, layer, sliced = s.position(change.params, cache)
-            if pos is None:
-                continue
-            # A run that took a prefix of a deeper run is confirmed by one that takes nothing from a cache.
-            confirmed: int | None = pos
-            if sliced:
-                confirmed, layer, _ = s.position(change.params, None)
-            if confirmed is not None:
-                return Counterfactual(chunk.rowid, change, confirmed, layer, reruns=s.reruns, ruled_out=s.ruled_out)
-            break  # the cached runs disagreed with SQLite: search again without prefix reuse
-        else:
-            return Counterfactual(
-                chunk.rowid,
-                None,
-                reason="no-single-change",
-                data=(("limit_max", limit_max), ("pool_size_max", pool_bound(trace.pool_size, pool_max))),
-                reruns=s.reruns,
-                ruled_out=s.ruled_out,
-            )
-    raise AssertionError("a change returned the chunk through exact runs but not in the confirming run")
+    return _first_change(s, params, trace, stop, limit_max, pool_max, lambda finals: chunk.rowid in finals)
+
+
+def would_reorder_with(
+    store: Store,
+    params: SearchParams,
+    *,
+    above: int,
+    below: int,
+    trace: Trace | None = None,
+    runs: RunCache | None = None,
+    conn: sql.Connection | None = None,
+    stop: Callable[[], bool] | None = None,
+    limit_max: int = LIMIT_MAX,
+    pool_max: int = POOL_MAX,
+) -> Counterfactual:
+    """The smallest single change of ``params`` after which chunk ``below``
+    is returned above chunk ``above`` (both in the answer, ``below`` at the
+    better position): the same changes, order, pruning and proof by
+    re-running as :func:`would_return_with` (a change that cannot return
+    ``below`` is ruled out without a run).
+
+    Returns:
+        A :class:`Counterfactual` for ``below``: the change, ``below``'s
+        position with it, the layer and the re-run's whole answer
+        (:attr:`Counterfactual.finals`); or no change, with ``no-term``
+        (``below`` matches no query term), ``no-single-change``,
+        ``cancelled``, or ``already-above`` (``below`` is above ``above``
+        in the answer already; data: ``position``, ``other_position``).
+
+    Raises:
+        ValueError: ``above == below``, or a ``trace`` made with other parameters.
+        ChunkNotFoundError: no chunk has one of the row ids.
+        CorruptStoreError / StoreError: the store cannot be read.
+    """
+    if above == below:
+        raise ValueError("the two chunks are the same chunk")
+    if trace is not None and trace.params != params:
+        raise ValueError("the trace given was produced with other search parameters")
+    start = time.perf_counter()
+    c = conn or store.conn
+    with sqlite_errors(store.path):
+        find_chunks(store, rowid=above, conn=c)
+        [chunk] = find_chunks(store, rowid=below, conn=c)
+        with store.using(c):
+            cache = runs if runs is not None else RunCache(store)
+            own = store.begin_read(c)
+            try:
+                out = _would_reorder_with(store, c, params, above, chunk, trace, cache, stop, limit_max, pool_max)
+            except BaseException:
+                store.end_read(c, own, failed=True)
+                raise
+            store.end_read(c, own)
+    return replace(out, elapsed_ms=elapsed_ms(start))
+
+
+def _would_reorder_with(
+    store: Store,
+    conn: sql.Connection,
+    params: SearchParams,
+    above: int,
+    chunk: ChunkRef,
+    trace: Trace | None,
+    runs: RunCache,
+    stop: Callable[[], bool] | None,
+    limit_max: int,
+    pool_max: int,
+) -> Counterfactual:
+    below = chunk.rowid
+    s = _Search(store, conn, params, chunk, runs)
+    if trace is None:
+        trace = search(store, params, conn=conn, runs=runs)
+        s.reruns += 1
+
+    def flipped(finals: dict[int, int]) -> bool:
+        return below in finals and above in finals and finals[below] < finals[above]
+
+    now = finals_of(trace)
+    if flipped(now):
+        data = (("position", now[below]), ("other_position", now[above]))
+        return Counterfactual(below, None, reason="already-above", data=data, reruns=s.reruns)
+    if not s.indexed():
+        return Counterfactual(below, None, reason="no-term", reruns=s.reruns)
+    return _first_change(s, params, trace, stop, limit_max, pool_max, flipped)

@@ -32,13 +32,14 @@ import os
 import re
 import tempfile
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from engine.store import sql
 from engine.store.chunking import MAX_CHUNK_BYTES
 from engine.store.consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from engine.lab.journey import plural
-from engine.store.errors import CorruptStoreError, is_corruption
-from engine.store.schema import FTS_SHADOWS, FTS_TABLES
+from engine.store.errors import CorruptStoreError, StoreError, is_corruption
+from engine.store.schema import FTS_TABLES, fts_shadow_tables
 from engine.store.opening import connect_file
 from engine.store.store import Store
 
@@ -281,7 +282,7 @@ class DoctorReport:
         """True when nothing was found."""
         return not self.findings
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (every attribute, plus ``findings`` and ``ok``)."""
         return {
             "path": self.path,
@@ -352,6 +353,12 @@ def diagnose(
         if not integrity:
             raise
         return DoctorReport.unreadable(store.path, store.schema.generation, exc.reason, checks)
+    except StoreError as exc:
+        # a missing shadow table (chunks_content) fails the first read with "no such table", which SQLite does
+        # not call corruption; the integrity checks found the damage: report it as such
+        if not any(c.damage and not c.ok for c in checks):
+            raise
+        return DoctorReport.unreadable(store.path, store.schema.generation, str(exc), checks)
     return dataclasses.replace(report, integrity=checks)
 
 
@@ -400,15 +407,17 @@ def _run_checks(copy: sql.Connection) -> tuple[IntegrityCheck, ...]:
         problems = (str(exc),)
     checks.append(IntegrityCheck("sqlite", problems))
     try:
-        names = {r[0] for r in copy.execute("SELECT name FROM sqlite_master")}
+        declared = {r[0]: r[1] for r in copy.execute("SELECT name, sql FROM sqlite_master")}
     except sql.Error as exc:
-        names = set()
+        declared = {}
         checks[0] = IntegrityCheck("sqlite", checks[0].problems + (str(exc),))
     for table in FTS_TABLES:
-        if table not in names:
+        if table not in declared:
             checks.append(IntegrityCheck(f"fts5:{table}", (f"table {table} is missing",)))
             continue
-        missing = [f"shadow table {table}_{x} is missing" for x in FTS_SHADOWS if f"{table}_{x}" not in names]
+        # the shadow tables this table's own options call for (content='', columnsize=0, ... have fewer)
+        expected = fts_shadow_tables(declared[table], table)
+        missing = [f"shadow table {table}_{x} is missing" for x in expected if f"{table}_{x}" not in declared]
         try:
             copy.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
         except sql.Error as exc:

@@ -41,11 +41,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Literal, Mapping, Union
 
+from typing_extensions import NotRequired, TypedDict
+
+from engine.files.reading import InputFileError, check_shape, json_shape, parse_json_text, read_input_text
+from engine.files.writing import write_text_file
 from engine.store.chunkids import from_trec_token, trec_token
-from engine.store.userdata import QRELS_FILE, store_file, write_text_atomic
+from engine.store.userdata import QRELS_FILE, store_file
 
 #: Allowed grades.
 GRADES = (0, 1, 2, 3)
@@ -58,6 +63,34 @@ JSON_VERSION = 1
 class QrelsError(ValueError):
     """A qrels file cannot be read or holds something that is not a
     judgment; the message names the file and the line or entry."""
+
+
+@json_shape(extra="ignore")
+class QrelsQueryShape(TypedDict):
+    """One query of the JSON form."""
+
+    id: str
+    query: NotRequired[Union[str, None]]
+    judgments: NotRequired[dict[str, int]]
+
+
+@json_shape(extra="ignore")
+class QrelsShape(TypedDict):
+    """The JSON form (``{"format": "rankscope-qrels", ...}``)."""
+
+    format: Literal["rankscope-qrels"]
+    version: int
+    queries: list[QrelsQueryShape]
+
+
+#: ir-measures' dict form: ``{qid: {docid: grade}}``.
+PlainQrelsShape = dict[str, dict[str, int]]
+#: Fields of a TREC qrels line: separated by ASCII whitespace only, as trec_eval's
+#: ``isspace`` in the C locale (a no-break space is part of an id).
+_TREC_SPACE = re.compile(r"[ \t\v\f\r]+")
+#: A grade as trec_eval reads one (``atol``): an optional sign and ASCII digits;
+#: here the whole field must be that (``3x``, ``٣``, ``3.0`` are refused).
+_TREC_GRADE = re.compile(r"[+-]?[0-9]+")
 
 
 def _check_grade(grade: object, where: str) -> int:
@@ -157,30 +190,28 @@ class Qrels:
                 not 0-3 (the message names the 1-based line number).
         """
         q = cls()
-        for n, raw in enumerate(text.splitlines(), 1):
-            line = raw.strip()
+        for n, raw in enumerate(text.split("\n"), 1):
+            line = raw.strip(" \t\v\f\r")
             if not line or line.startswith("#"):
                 continue
-            parts = line.split()
+            parts = _TREC_SPACE.split(line)
             if len(parts) != 4:
                 raise QrelsError(f"{name} line {n}: expected 'qid 0 docid grade' (4 fields); got {len(parts)}: {raw!r}")
             qid, _iteration, doc, grade_text = parts
-            try:
-                grade = int(grade_text)
-            except ValueError:
-                raise QrelsError(f"{name} line {n}: grade must be 0, 1, 2 or 3; got {grade_text!r}") from None
-            _check_grade(grade, f"{name} line {n}")
-            q.set_grade(from_trec_token(qid), from_trec_token(doc), grade)
+            if not _TREC_GRADE.fullmatch(grade_text) or len(grade_text) > 20:
+                raise QrelsError(f"{name} line {n}: grade must be 0, 1, 2 or 3; got {grade_text!r}")
+            _check_grade(int(grade_text), f"{name} line {n}")
+            q.set_grade(from_trec_token(qid), from_trec_token(doc), int(grade_text))
         return q
 
     # ── JSON form ──
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The JSON form (see the module docstring)."""
         qids = list(self.judgments) + [q for q in self.queries if q not in self.judgments]
         out = []
         for qid in qids:
-            entry: dict = {"id": qid}
+            entry: dict[str, Any] = {"id": qid}
             if qid in self.queries:
                 entry["query"] = self.queries[qid]
             entry["judgments"] = dict(self.judgments.get(qid, {}))
@@ -199,34 +230,34 @@ class Qrels:
             version = data.get("version")
             if version != JSON_VERSION:
                 raise QrelsError(f"{name}: unsupported version {version!r} (this rankscope reads {JSON_VERSION})")
-            entries = data.get("queries")
-            if not isinstance(entries, list):
-                raise QrelsError(f"{name}: 'queries' must be a list")
-            for i, e in enumerate(entries, 1):
-                if not isinstance(e, dict) or not isinstance(e.get("id"), str) or not e["id"]:
-                    raise QrelsError(f"{name}: query #{i} must be an object with a non-empty string 'id'")
-                text, docs = e.get("query"), e.get("judgments", {})
-                if text is not None and not isinstance(text, str):
-                    raise QrelsError(f"{name}: query #{i} ({e['id']}): 'query' must be a string")
-                if not isinstance(docs, dict):
-                    raise QrelsError(
-                        f"{name}: query #{i} ({e['id']}): 'judgments' must be an object of chunk id → grade"
-                    )
+            doc = _shaped(data, QrelsShape, name)
+            for i, e in enumerate(doc["queries"], 1):
+                if not e["id"]:
+                    raise QrelsError(f"{name}: queries[{i - 1}].id must not be empty")
+                text = e.get("query")
                 if text is not None:
                     q.queries[e["id"]] = text
-                for doc, grade in docs.items():
-                    _check_grade(grade, f"{name}: query {e['id']}, chunk {doc!r}")
-                    q.set_grade(e["id"], doc, grade)
+                for chunk, grade in e.get("judgments", {}).items():
+                    _check_grade(grade, f"{name}: query {e['id']}, chunk {chunk!r}")
+                    q.set_grade(e["id"], chunk, grade)
             return q
         if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
-            for qid, docs in data.items():
-                for doc, grade in docs.items():
-                    _check_grade(grade, f"{name}: query {qid}, chunk {doc!r}")
-                    q.set_grade(qid, doc, grade)
+            for qid, docs in _shaped(data, PlainQrelsShape, name).items():
+                for chunk, grade in docs.items():
+                    _check_grade(grade, f"{name}: query {qid}, chunk {chunk!r}")
+                    q.set_grade(qid, chunk, grade)
             return q
         raise QrelsError(
             f'{name}: not a qrels file: expected {{"format": "{JSON_FORMAT}", ...}} or {{qid: {{docid: grade}}}}'
         )
+
+
+def _shaped(data: object, shape: object, name: str) -> Any:
+    """:func:`engine.files.reading.check_shape`, its error a :class:`QrelsError`."""
+    try:
+        return check_shape(data, shape, name)
+    except InputFileError as exc:
+        raise QrelsError(str(exc)) from None
 
 
 def is_json_name(path: str | os.PathLike[str]) -> bool:
@@ -235,38 +266,40 @@ def is_json_name(path: str | os.PathLike[str]) -> bool:
 
 
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
-    """Read a qrels file in either form (JSON when it starts with ``{``).
+    """Read a qrels file in either form (JSON when it starts with ``{``),
+    through :mod:`engine.files.reading` (a regular file, size and depth
+    bounded, a leading BOM dropped, numbers and shapes checked strictly).
 
     Raises:
-        FileNotFoundError: no such file.
+        FileNotFoundError: no such file (nothing at all at the path).
         QrelsError: unreadable or malformed (names the file and line/entry).
     """
     p = Path(path)
+    if not os.path.lexists(p):
+        raise FileNotFoundError(2, "No such file or directory", str(p))
     try:
-        text = p.read_text("utf-8")
-    except FileNotFoundError:
-        raise
-    except (OSError, UnicodeDecodeError) as exc:
-        raise QrelsError(f"cannot read qrels {p}: {getattr(exc, 'strerror', None) or exc}") from None
-    if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise QrelsError(f"qrels {p} is not valid JSON: {exc}") from None
-        return Qrels.from_json(data, str(p))
+        text = read_input_text(p, "qrels")
+        if text.lstrip().startswith("{"):
+            return Qrels.from_json(parse_json_text(text, f"cannot read qrels {p}"), f"qrels {p}")
+    except InputFileError as exc:
+        raise QrelsError(str(exc)) from None
     return Qrels.from_trec(text, str(p))
 
 
-def write_qrels(qrels: Qrels, path: str | os.PathLike[str], form: str | None = None) -> None:
-    """Write ``qrels`` atomically; ``form`` is ``"json"`` or ``"trec"``
-    (default: by the file name, :func:`is_json_name`).
+def write_qrels(qrels: Qrels, path: str | os.PathLike[str], form: str | None = None, overwrite: bool = True) -> None:
+    """Write ``qrels`` through :func:`engine.files.writing.write_text_file`
+    (a temporary file renamed into place; the folder is created); ``form``
+    is ``"json"`` or ``"trec"`` (default: by the file name,
+    :func:`is_json_name`); ``overwrite`` replaces an existing file.
 
     Raises:
-        OSError: the file cannot be written.
+        OSError: the file cannot be written (``FileExistsError`` when it
+            exists and ``overwrite`` is false; ``OutputRefused`` for a FIFO,
+            device, folder or database).
         ValueError: an unknown ``form``.
     """
     p = Path(path)
-    write_text_atomic(p, qrels_text(qrels, form or ("json" if is_json_name(p) else "trec")))
+    write_text_file(p, qrels_text(qrels, form or ("json" if is_json_name(p) else "trec")), overwrite, make_folder=True)
 
 
 def qrels_text(qrels: Qrels, form: str) -> str:
@@ -297,4 +330,19 @@ def merged(items: Iterable[Qrels]) -> Qrels:
         for qid, docs in q.judgments.items():
             for doc, grade in docs.items():
                 out.set_grade(qid, doc, grade)
+    return out
+
+
+def entry_id(entry: Mapping[str, object], index: int) -> str:
+    """The id of a query-file entry: its ``id``, else its 1-based number (``index`` is 0-based)."""
+    return str(entry.get("id", index + 1))
+
+
+def query_file_ids(entries: Iterable[object]) -> dict[str, str]:
+    """``{query text: query id}`` of a query file's entries (:func:`entry_id`);
+    the first entry of a text wins; entries without a string ``query`` are skipped."""
+    out: dict[str, str] = {}
+    for i, e in enumerate(entries):
+        if isinstance(e, Mapping) and isinstance(e.get("query"), str):
+            out.setdefault(e["query"], entry_id(e, i))
     return out

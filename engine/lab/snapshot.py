@@ -25,11 +25,15 @@ Pure Python.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence, Union
 
+from typing_extensions import NotRequired, TypedDict
+
+from engine.files.reading import check_shape, json_shape
 from engine.store.chunkids import chunk_ids
 from engine.pipeline.variants import parse_variant, variant_spec
-from engine.lab.evaluation import entry_id, ranked_ids, run_entries
+from engine.lab.evaluation import ranked_ids, run_entries
+from engine.lab.qrels import entry_id
 from engine.pipeline.variants import Variant
 from engine.pipeline.table import RANKED_IDS
 from engine.store.store import Store
@@ -39,6 +43,27 @@ VERSION = 1
 #: The ranked stages a snapshot without ``stage_ids`` did not record: they
 #: joined the stage table after such snapshots were written.
 UNRECORDED_BEFORE_STAGE_IDS = ("fuzzy:final",)
+
+
+@json_shape(extra="ignore")
+class SnapshotQueryShape(TypedDict):
+    """One query of a snapshot."""
+
+    id: NotRequired[Union[str, int]]
+    entry: dict[str, Any]
+    layer: str
+    stages: dict[str, list[str]]
+
+
+@json_shape(extra="ignore")
+class SnapshotShape(TypedDict):
+    """A snapshot document (see the module docstring)."""
+
+    format: Literal["rankscope-snapshot"]
+    version: int
+    variant: NotRequired[str]
+    stage_ids: NotRequired[list[str]]
+    queries: list[SnapshotQueryShape]
 
 
 def recorded_stage_ids(snapshot: Mapping[str, Any]) -> tuple[str, ...]:
@@ -51,7 +76,7 @@ def recorded_stage_ids(snapshot: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(s for s in RANKED_IDS if s not in UNRECORDED_BEFORE_STAGE_IDS)
 
 
-def take_snapshot(store: Store, entries: Sequence[Mapping[str, Any]], variant: Variant | None = None) -> dict:
+def take_snapshot(store: Store, entries: Sequence[Mapping[str, Any]], variant: Variant | None = None) -> dict[str, Any]:
     """Search every entry and record its layer and each stage's chunk ids.
 
     Raises:
@@ -143,7 +168,7 @@ class SnapshotCheck:
     def ok(self) -> bool:
         return not self.changed
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON form: ``{"ok", "checked", "stages", "unrecorded", "changed": [{"id", "query",
         "layer": [old, new], "stages": {stage: {"moved": [[id, old, new]],
         "entered": [[id, new]], "left": [[id, old]]}}}]}``."""
@@ -191,12 +216,16 @@ def parse_stage_list(spec: str | None) -> tuple[str, ...] | None:
     return names
 
 
-def validate_snapshot(data: object, name: str = "snapshot") -> dict:
-    """Check the shape of a snapshot document and return it.
+def validate_snapshot(data: object, name: str = "snapshot") -> dict[str, Any]:
+    """Check a snapshot document (:class:`SnapshotShape`) and return it.
+
+    A check must be able to fail: ``stage_ids``, when present, names at
+    least one stage, and only stages of today's stage table.
 
     Raises:
-        ValueError: not a rankscope snapshot, another version, or a malformed
-            query (the message names it).
+        ValueError: not a rankscope snapshot, another version, a field of
+            the wrong type (the message names it), an empty ``stage_ids`` or
+            one naming an unknown stage.
     """
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f'{name} is not a rankscope snapshot (no "format": "{FORMAT}")')
@@ -204,26 +233,18 @@ def validate_snapshot(data: object, name: str = "snapshot") -> dict:
         raise ValueError(
             f"{name}: unsupported snapshot version {data.get('version')!r} (this rankscope reads {VERSION})"
         )
-    if not isinstance(data.get("variant", "reference"), str):
-        raise ValueError(f"{name}: 'variant' must be a variant spec string")
-    stage_ids = data.get("stage_ids")
-    if stage_ids is not None and not (isinstance(stage_ids, list) and all(isinstance(x, str) for x in stage_ids)):
-        raise ValueError(f"{name}: 'stage_ids' must be a list of stage ids")
-    queries = data.get("queries")
-    if not isinstance(queries, list):
-        raise ValueError(f"{name}: 'queries' must be a list")
-    for i, q in enumerate(queries, 1):
-        ok = (
-            isinstance(q, dict)
-            and isinstance(q.get("entry"), dict)
-            and isinstance(q.get("stages"), dict)
-            and isinstance(q.get("layer"), str)
-            and all(isinstance(v, list) and all(isinstance(d, str) for d in v) for v in q["stages"].values())
+    snap: dict[str, Any] = check_shape(data, SnapshotShape, name)
+    stage_ids = snap.get("stage_ids")
+    if stage_ids is not None and not stage_ids:
+        raise ValueError(
+            f"{name}: 'stage_ids' is empty: the snapshot recorded no stage, so a check would compare nothing"
         )
-        if not ok:
-            raise ValueError(
-                f"{name}: query #{i} must have an 'entry' object, a 'layer' and 'stages' of chunk-id lists"
-            )
+    unknown = [s for s in stage_ids or () if s not in RANKED_IDS]
+    if unknown:
+        raise ValueError(
+            f"{name}: 'stage_ids' names {'an unknown stage' if len(unknown) == 1 else 'unknown stages'} "
+            f"{', '.join(map(repr, unknown))}; stages are {', '.join(RANKED_IDS)}"
+        )
     return data
 
 
@@ -232,17 +253,25 @@ def check_snapshot(store: Store, snapshot: Mapping[str, Any], stages: Sequence[s
     compare each stage (only ``stages`` when given) and the layer.
 
     Raises:
-        ValueError: a malformed snapshot, a bad variant or entry.
+        ValueError: a malformed snapshot, a bad variant or entry, or nothing
+            to compare (no query, or none of ``stages`` recorded): a check
+            that compares nothing must not pass.
         StoreError: the store cannot be read.
     """
     snap = validate_snapshot(snapshot)
     variant = parse_variant(snap.get("variant", "reference"))
     recorded = snap["queries"]
+    wanted = tuple(stages) if stages else None
+    known = recorded_stage_ids(snap)
+    if not recorded:
+        raise ValueError("the snapshot holds no query: a check would compare nothing")
+    if wanted is not None and not any(s in known for s in wanted):
+        raise ValueError(
+            f"the snapshot recorded none of the stages asked for ({', '.join(wanted)}); it recorded {', '.join(known)}"
+        )
     entries = [q["entry"] for q in recorded]
     traces = run_entries(store, entries, variant)
     ids = chunk_ids(store)
-    wanted = tuple(stages) if stages else None
-    known = recorded_stage_ids(snap)
     unrecorded = tuple(s for s in RANKED_IDS if s not in known and (wanted is None or s in wanted))
     changed: list[QueryDiff] = []
     for i, (rec, (_, trace)) in enumerate(zip(recorded, traces)):

@@ -62,6 +62,28 @@ def _rows_to_refs(rows: list[Any]) -> list[ChunkRef]:
     ]
 
 
+def _rowid_not_found(c: sql.Connection, rowid: int) -> str:
+    """Why no chunk could be explained for ``rowid``, as it is: a chunk
+    whose source row is missing (the retrievers join on ``sources``: it can
+    never be returned), no such row id, or no chunk at all."""
+    orphan = c.execute(
+        f"SELECT chunks.source_id, {sql.text('chunks.title')} FROM chunks WHERE chunks.rowid = ?", (rowid,)
+    ).fetchone()
+    if orphan is not None:
+        sid = orphan[0]
+        sid = int(sid) if isinstance(sid, float) and sid.is_integer() else sid  # the FTS column keeps what was stored
+        return (
+            f"chunk rowid {rowid} ({sql.decode(orphan[1])!r}) has no source row (source_id {sid} is not in "
+            "sources): the retrievers join chunks on sources, so it can never be returned "
+            "(rankscope doctor lists it among the orphan chunks)"
+        )
+    total, low, high = c.execute("SELECT COUNT(*), MIN(rowid), MAX(rowid) FROM chunks").fetchone()
+    if not total:
+        return f"no chunk has rowid {rowid}: the store has no chunks"
+    noun = "chunk" if total == 1 else "chunks"
+    return f"no chunk has rowid {rowid} (the store has {total} {noun}, rowids {low}..{high})"
+
+
 def find_chunks(
     store: Store,
     *,
@@ -91,10 +113,7 @@ def find_chunks(
                 raise ValueError(f"rowid must be an integer; got {rowid!r}")
             refs = _rows_to_refs(c.execute(select + "WHERE chunks.rowid = ?", (rowid,)).fetchall())
             if not refs:
-                total = c.execute("SELECT COUNT(*), MIN(rowid), MAX(rowid) FROM chunks").fetchone()
-                raise ChunkNotFoundError(
-                    f"no chunk has rowid {rowid} (the store has {total[0]} chunks, rowids {total[1]}..{total[2]})"
-                )
+                raise ChunkNotFoundError(_rowid_not_found(c, rowid))
             return refs
         assert key is not None
         refs = _rows_to_refs(

@@ -1,4 +1,4 @@
-"""JSON form of a :class:`~engine.pipeline.trace.Trace` (``TRACE_SCHEMA_VERSION`` 4).
+"""JSON form of a :class:`~engine.pipeline.trace.Trace` (``TRACE_SCHEMA_VERSION`` 5).
 
 Field names match ``../shared/parity/*/expected.json`` wherever the two
 overlap, so a trace can be diffed against the reference directly. The
@@ -21,10 +21,19 @@ shape, key by key in this order:
   words, or null), ``empty`` ([{code, ...facts}] of
   :mod:`engine.pipeline.empty_reasons`, ``[]`` with results; tuples become
   lists), ``timings_ms`` {stage id: ms} in execution order.
+* ``anatomy`` (new in version 5): ``null``, or with ``rankscope search
+  --json --explain`` one object per ``final`` chunk, in order: ``{"chunk":
+  {"rowid", "id"}, "retrievers": {"porter"|"trigram": {"rank", "bm25",
+  "rows", "avg_tokens", "row_tokens", "k1", "b", "weights", "phrases",
+  "match", "unsupported"}}, "stages": [{"stage", "position"}]}``, each
+  retriever's bm25 phrase by phrase in the answering pass
+  (:meth:`engine.lab.explain.ChunkAnatomy.to_dict`; the README's "Explain
+  a score" has the schema). The pipeline never computes it: the caller
+  passes it in.
 
 Version history: 2 added ``candidates``, ``fuzzy.candidates``,
 ``fuzzy.reason_code`` and ``fuzzy.trigger``; 3 added ``empty``; 4 added
-``ranking``.
+``ranking``; 5 added ``anatomy``.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from engine.pipeline.trace import Trace
 from engine.pipeline.variants import variant_spec
 
 #: Version of the JSON trace's shape; bumped on any change a reader may notice.
-TRACE_SCHEMA_VERSION = 4
+TRACE_SCHEMA_VERSION = 5
 
 
 def run_to_dict(run: Run) -> dict[str, object]:
@@ -58,8 +67,11 @@ def empty_part_to_dict(part: EmptyPart) -> dict[str, object]:
     return out
 
 
-def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict[str, object]:
-    """The whole trace as JSON-ready dicts and lists (see the module docstring)."""
+def trace_to_dict(
+    trace: Trace, query_id: str | None = None, anatomy: list[dict[str, object]] | None = None
+) -> dict[str, object]:
+    """The whole trace as JSON-ready dicts and lists (see the module
+    docstring); ``anatomy`` is the ``anatomy`` key's value (``None``: null)."""
     p = trace.params
     out: dict[str, object] = {} if query_id is None else {"id": query_id}
     out.update(
@@ -107,4 +119,5 @@ def trace_to_dict(trace: Trace, query_id: str | None = None) -> dict[str, object
     for name, ms in trace.timings_ms:
         timings[name] = timings.get(name, 0.0) + ms
     out["timings_ms"] = timings
+    out["anatomy"] = anatomy
     return out

@@ -42,6 +42,10 @@ class Setting:
         tried: the counterfactual tries each other choice (distance 1).
         words: the value in a counterfactual's words; default ``"{label} {value}"``.
         stage: the stage id it skips or moves, if any.
+        affects: the first stage (table order) whose list it can change:
+            ``"retrieve"`` when it can change a retriever run (its rows, or
+            which retrievers run), so variants that differ only in settings
+            affecting later stages share every retriever run (:func:`shares_runs`).
         plan: choice → :data:`SKIP` (the stage does not run) or the stage id it runs just before.
         about: what it sets, for help texts.
         reference: the reference value (the field's default).
@@ -54,6 +58,7 @@ class Setting:
     tried: bool = False
     words: Callable[[object], str] | None = None
     stage: str | None = None
+    affects: str = "retrieve"
     plan: Mapping[str, str | None] = field(default_factory=dict)
     about: str = ""
     reference: str | int | None = None
@@ -119,9 +124,16 @@ class Variant:
 
     fusion_key: str = setting(
         "source-title",
-        Setting("key", "fusion key", FUSION_KEYS, tried=True, about="source::title (reference) or one key per chunk"),
+        Setting(
+            "key",
+            "fusion key",
+            FUSION_KEYS,
+            tried=True,
+            affects="fusion",
+            about="source::title (reference) or one key per chunk",
+        ),
     )
-    rrf_k: int = setting(RRF_K, Setting("rrf_k", "rrf k", about="the RRF constant k in 1/(k + rank)"))
+    rrf_k: int = setting(RRF_K, Setting("rrf_k", "rrf k", affects="fusion", about="the RRF constant k in 1/(k + rank)"))
     fts_limit: int | None = setting(
         None, Setting("fts_limit", "fts limit", optional=True, about="rows per retriever (reference max(2 × pool, 10))")
     )
@@ -140,6 +152,7 @@ class Variant:
             RERANK_MODES,
             tried=True,
             stage="rerank",
+            affects="trim",
             plan={"off": SKIP, "before-trim": "trim"},
             about="rerank the trimmed list (reference), not at all, or the filtered pool before the trim",
         ),
@@ -150,6 +163,7 @@ class Variant:
             "fuzzy",
             "fuzzy",
             FUZZY_POLICIES,
+            affects="fuzzy",
             about="typo fallback when nothing survived (reference), also as a shadow, never",
         ),
     )
@@ -181,6 +195,13 @@ BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 #: The spec keys, in table order.
 SPEC_KEYS: tuple[str, ...] = tuple(BY_KEY)
 REFERENCE = Variant()
+
+
+def shares_runs(a: Variant, b: Variant) -> bool:
+    """True when ``a`` and ``b`` agree on every setting that can change a
+    retriever run (``affects == "retrieve"``): every first-pass retriever run
+    of one is a run of the other, so a run cache answers the second from the first."""
+    return all(getattr(a, s.name) == getattr(b, s.name) for s in SETTINGS if s.affects == "retrieve")
 
 
 def variant_spec(variant: Variant) -> str:

@@ -162,6 +162,10 @@ class IndexInterrupted(KeyboardInterrupt):
         self.report = report
 
 
+#: The JSON shape of a sessions map: an object of label → session id.
+SESSIONS_MAP_SHAPE = dict[str, str]
+
+
 def _read_at_most(fh: BinaryIO, size: int, max_bytes: int) -> bytes:
     """The file's bytes, at most ``max_bytes + 1`` of them (one more tells
     that it grew past the limit). The buffer is the file's own size (from
@@ -189,15 +193,13 @@ def load_sessions_map(path: str | os.PathLike[str]) -> dict[str, str]:
     is bounded (:func:`engine.files.reading.load_json_input`).
 
     Raises:
-        ValueError: unreadable, not JSON, too large or too deep, not an
-            object, a non-string value, or a label / session id holding a
+        ValueError: unreadable, not JSON, too large or too deep, not of
+            :data:`SESSIONS_MAP_SHAPE` (the message names the label), or a label / session id holding a
             lone surrogate (``\\udXXX`` escapes: not storable text); the
             message names the file.
     """
     p = Path(path)
-    data = load_json_input(p, "sessions map")
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise ValueError(f"sessions map {p} must be a JSON object of label → session id strings")
+    data: dict[str, str] = load_json_input(p, "sessions map", SESSIONS_MAP_SHAPE)
     for label, session in data.items():
         for text, role in ((label, "label"), (session, f"session id of label {label!r}")):
             problem = undecodable(text)

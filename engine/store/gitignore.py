@@ -25,14 +25,21 @@ from typing import Callable
 
 from pathspec import GitIgnoreSpec
 
+from engine.files.reading import InputFileError, read_input_bytes
+
 GITIGNORE = ".gitignore"
 
 
 def _read_lines(path: Path) -> list[str]:
+    """The lines of a rule file, read by :func:`engine.files.reading.read_input_bytes`
+    (a regular file only: a FIFO named ``.gitignore`` would block the walk);
+    a leading BOM dropped as git does, bad UTF-8 replaced. No rules when it
+    cannot be read."""
     try:
-        return path.read_text("utf-8", errors="replace").splitlines()
-    except OSError:
+        data = read_input_bytes(path, GITIGNORE)
+    except InputFileError:
         return []
+    return data.decode("utf-8-sig", errors="replace").splitlines()
 
 
 class GitIgnore:

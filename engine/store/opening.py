@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Literal, Optional
 from urllib.parse import quote
 
+from engine.files.reading import file_kind
+from engine.files.writing import database_file_role, removed_on_signal
 from engine.store import schema, sql
 from engine.store.errors import (
     READONLY_CODE,
@@ -267,7 +269,7 @@ def check_file(p: str) -> None:
     except OSError as exc:
         raise StoreError(f"cannot read {p}: {exc.strerror or exc}") from exc
     if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer forever
-        raise NotADatabaseError(f"{p} is not a database file (a FIFO, socket or device)")
+        raise NotADatabaseError(f"{p} is {file_kind(mode)}, not a database file")
     try:
         with open(p, "rb") as fh:
             header = fh.read(16)
@@ -338,13 +340,22 @@ def create_file(p: str) -> None:
     ``p``, which fails if ``p`` appeared meanwhile (another run won the
     race: its store is used; an empty file is replaced). Where hard links
     are not supported the file is renamed into place unless ``p`` exists by
-    then. The temporary files are removed in every case.
+    then. The temporary files are removed in every case (on SIGTERM and
+    SIGHUP too: :func:`engine.files.writing.removed_on_signal`).
 
     Raises:
         StoreError: SQLite could not build the store (disk full, I/O).
     """
     folder, name = os.path.split(os.path.abspath(p))
     tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.creating")
+    leftovers = (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal")
+    with removed_on_signal(*leftovers):
+        _build_and_place(p, tmp, leftovers)
+
+
+def _build_and_place(p: str, tmp: str, leftovers: tuple[str, ...]) -> None:
+    """:func:`create_file`'s work: build the store at ``tmp``, place it at
+    ``p``, remove ``leftovers`` whatever happens."""
     try:
         with sqlite_errors(p, "create"):
             conn = sql.connect(tmp)
@@ -373,7 +384,7 @@ def create_file(p: str) -> None:
     except OSError as exc:
         raise StoreError(f"cannot create store {p}: {exc.strerror or exc}") from exc
     finally:
-        for leftover in (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"):
+        for leftover in leftovers:
             try:
                 os.unlink(leftover)
             except OSError:
@@ -393,7 +404,9 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
     left half-created gets its missing tables here.
 
     Raises:
-        NotADatabaseError: ``p`` exists and is not an SQLite file.
+        NotADatabaseError: ``p`` exists and is not an SQLite file, or is
+            another database's ``-wal``/``-shm``/``-journal`` file (existing
+            or not) or an SQLite log (:func:`engine.files.writing.database_file_role`).
         NotOurStoreError: ``p`` is an SQLite database rankscope did not
             create (checked before anything is written).
         SchemaError: an existing DB has a different schema.
@@ -404,6 +417,17 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
         parent = Path(p).resolve().parent
         if not parent.is_dir():
             raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
+        try:
+            mode: int | None = os.stat(p).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):  # a FIFO, a device, a folder: said as it is
+            raise NotADatabaseError(f"cannot create store {p}: it is {file_kind(mode)}, not a database file")
+        role = database_file_role(p)
+        if role is not None and role != "an SQLite database":  # another database's -wal/-shm/-journal
+            raise NotADatabaseError(
+                f"cannot create store {p}: it is {role}; rankscope never writes a database's own files"
+            )
         fresh = not has_content(p)
         if fresh:
             check_writable(p, create=True)

@@ -10,6 +10,7 @@ Stores rankscope creates carry ``PRAGMA application_id =`` :data:`APPLICATION_ID
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import quote
@@ -54,6 +55,7 @@ CREATE INDEX IF NOT EXISTS idx_sources_label ON sources(label);
 FTS_TABLES = ("chunks", "chunks_trigram")
 #: Shadow tables FTS5 keeps for each table of the reference schema.
 FTS_SHADOWS = ("data", "idx", "content", "docsize", "config")
+_VIRTUAL_MODULE = re.compile(r"\s*CREATE\s+VIRTUAL\s+TABLE\s.*?\sUSING\s+([A-Za-z0-9_]+)", re.I | re.S)
 #: A chunk's session id with ``NULL`` read as ``""``.
 SESSION_OR_EMPTY = "COALESCE(session_id, '')"
 #: In rankscope's own stores (the only ones written), an index on the
@@ -67,6 +69,35 @@ SOURCE_INDEX_SQL = "CREATE INDEX IF NOT EXISTS rankscope_{table}_source ON {tabl
 APPLICATION_ID = 0x52414E4B
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def table_module(create_sql: str | None) -> str | None:
+    """The module of a virtual table, lower-cased (``"fts5"``), from its
+    ``CREATE VIRTUAL TABLE`` statement in ``sqlite_master``; ``None`` for an
+    ordinary table (or no statement)."""
+    m = _VIRTUAL_MODULE.match(create_sql or "")
+    return m.group(1).lower() if m else None
+
+
+def fts_shadow_tables(create_sql: str | None, table: str) -> tuple[str, ...]:
+    """The shadow tables (suffixes of :data:`FTS_SHADOWS`) FTS5 keeps for the
+    table ``table`` declared by ``create_sql``: the statement is run in an
+    empty in-memory database and what FTS5 made there is listed, so every
+    option counts as FTS5 counts it (``content=''`` and external content
+    have no ``_content``, ``columnsize=0`` no ``_docsize``). All of
+    :data:`FTS_SHADOWS` when the statement cannot be run there (no
+    statement, a tokenizer this SQLite lacks)."""
+    if create_sql:
+        conn = sql.connect(":memory:")
+        try:
+            conn.execute(create_sql)
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            return tuple(x for x in FTS_SHADOWS if f"{table}_{x}" in names)
+        except sql.Error:
+            pass
+        finally:
+            conn.close()
+    return FTS_SHADOWS
 
 
 @dataclass(frozen=True)
@@ -157,16 +188,25 @@ def inspect_schema(conn: sql.Connection, p: str) -> SchemaInfo:
         StoreError: SQLite cannot read the file (:func:`engine.store.errors.sqlite_store_error`).
     """
     try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+        declared = {
+            r[0]: r[1] for r in conn.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('table','view')")
+        }
     except (sql.Error, UnicodeDecodeError) as exc:
         conn.close()
         if sql.primary_code(exc) in (READONLY_CODE, CANTOPEN_CODE) or is_corruption(exc):
             raise sqlite_store_error(exc, p, "open") from exc
         raise NotADatabaseError(f"{p} is not a readable SQLite database: {exc}") from exc
+    tables = set(declared)
     missing = [t for t in ("sources", "chunks", "chunks_trigram") if t not in tables]
     if missing:
         conn.close()
         raise SchemaError(f"{p} is not a context-mode content store: missing table(s) {', '.join(missing)}")
+    for t in FTS_TABLES:
+        module = table_module(declared[t])
+        if module != "fts5":  # a foreign schema, not a damaged store
+            conn.close()
+            kind = "an ordinary table" if module is None else f"a virtual table of module {module}"
+            raise SchemaError(f"{p} is not a context-mode content store: {t} is {kind}, not an FTS5 table")
     try:
         cols = [r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('chunks')")]
         src_cols = {r[1] for r in conn.execute("SELECT * FROM pragma_table_xinfo('sources')")}
@@ -174,7 +214,9 @@ def inspect_schema(conn: sql.Connection, p: str) -> SchemaInfo:
         conn.close()
         if not fts5_available():
             raise SchemaError(f"{p}: cannot read the chunks table ({exc}): this SQLite has no FTS5") from exc
-        missing = [f"{t}_{x}" for t in FTS_TABLES for x in FTS_SHADOWS if f"{t}_{x}" not in tables]
+        missing = [
+            f"{t}_{x}" for t in FTS_TABLES for x in fts_shadow_tables(declared[t], t) if f"{t}_{x}" not in tables
+        ]
         lost = f"; missing: {', '.join(missing)}" if missing else ""
         reason = f"its FTS5 table chunks cannot be opened (SQLite says '{exc}'{lost})"
         raise CorruptStoreError(
@@ -185,7 +227,9 @@ def inspect_schema(conn: sql.Connection, p: str) -> SchemaInfo:
         # SQLite 3.40 refused to read the table's columns without these;
         # 3.54 reads them and fails at the first query instead.
         conn.close()
-        missing = [f"{t}_{x}" for t in FTS_TABLES for x in FTS_SHADOWS if f"{t}_{x}" not in tables]
+        missing = [
+            f"{t}_{x}" for t in FTS_TABLES for x in fts_shadow_tables(declared[t], t) if f"{t}_{x}" not in tables
+        ]
         reason = f"its FTS5 table chunks cannot be opened (missing: {', '.join(missing)})"
         raise CorruptStoreError(
             f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason, check_command=doctor_command(p)
@@ -194,7 +238,7 @@ def inspect_schema(conn: sql.Connection, p: str) -> SchemaInfo:
     for needed in ("title", "content", "source_id", "content_type"):
         if needed not in visible:
             conn.close()
-            raise SchemaError(f"{p}: table chunks lacks column {needed!r}")
+            raise SchemaError(f"{p} is not a context-mode content store: table chunks lacks column {needed!r}")
     return SchemaInfo(
         fts_columns=len(visible),
         has_session="session_id" in visible,

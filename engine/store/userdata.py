@@ -5,8 +5,10 @@ query history and saved cases.
   ``$RANKSCOPE_DATA_DIR`` when that is set (tests, sandboxes).
 * Each store gets a folder of its own: ``<data folder>/stores/<first 16 hex
   digits of sha256(resolved store path)>/``, holding ``qrels.json``,
-  ``history.json`` and ``cases.json`` and a ``store.txt`` naming the store
-  (for people browsing the folder).
+  ``history.json`` and ``cases.json``, a ``store.txt`` naming the store
+  (for people browsing the folder) and ``query-file.txt`` naming the store's
+  query file (the query file ``rankscope eval`` last read with the store's
+  own judgments: the browser grades a query of that file under its id).
 
 Nothing here touches a store: these files live beside the user's other
 application data, never next to a context-mode database.
@@ -15,15 +17,19 @@ application data, never next to a context-mode database.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import tempfile
 from pathlib import Path
+from typing import Any
+
+from engine.files.reading import load_json_input, read_input_text
+from engine.files.writing import write_text_file
 
 #: File names inside a store's data folder.
 QRELS_FILE = "qrels.json"
 HISTORY_FILE = "history.json"
 CASES_FILE = "cases.json"
+#: Names the store's query file (the one ``rankscope eval`` last read for it).
+QUERY_FILE_NOTE = "query-file.txt"
 
 
 def data_dir() -> Path:
@@ -57,28 +63,6 @@ def store_file(store_path: str | os.PathLike[str] | None, name: str) -> Path | N
     return None if folder is None else folder / name
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same
-    folder and ``os.replace``: a crash leaves the old file or the new one,
-    never half of one. Creates the folder.
-
-    Raises:
-        OSError: the folder or file cannot be written.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def remember_store(store_path: str | os.PathLike[str]) -> None:
     """Write ``store.txt`` (the resolved store path) in the store's data
     folder, creating it. Errors are the caller's (``OSError``)."""
@@ -88,24 +72,47 @@ def remember_store(store_path: str | os.PathLike[str]) -> None:
     note = folder / "store.txt"
     text = str(Path(store_path).resolve()) + "\n"
     if not note.exists():
-        write_text_atomic(note, text)
+        write_text_file(note, text, overwrite=True, make_folder=True)
 
 
-def read_json_file(path: Path, what: str) -> object | None:
-    """The JSON in ``path``, or ``None`` when the file does not exist.
+def read_json_file(path: Path, what: str, shape: Any = None) -> Any:
+    """The JSON in ``path`` (read by :func:`engine.files.reading.load_json_input`:
+    a regular file, size, depth and numbers bounded, validated against
+    ``shape`` when given), or ``None`` when the file does not exist.
 
     Raises:
-        ValueError: the file cannot be read or is not JSON; the message names
-            ``what`` and the path.
+        ValueError: (:class:`~engine.files.reading.InputFileError`) the file
+            cannot be read, is not JSON or has the wrong shape; the message
+            names ``what``, the path and the field.
     """
-    try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return load_json_input(path, what, shape)
+
+
+def remember_query_file(store_path: str | os.PathLike[str] | None, query_file: str | os.PathLike[str]) -> None:
+    """Name ``query_file`` (resolved) as the store's query file. Errors are
+    the caller's (``OSError``); nothing for an in-memory store."""
+    note = store_file(store_path, QUERY_FILE_NOTE)
+    if note is None:
+        return
+    text = str(Path(query_file).resolve()) + "\n"
     try:
-        data: object = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{what} {path} is not valid JSON: {exc}") from None
-    return data
+        if read_input_text(note, "the store's query-file note") == text:
+            return
+    except ValueError:
+        pass
+    write_text_file(note, text, overwrite=True, make_folder=True)
+
+
+def query_file_of(store_path: str | os.PathLike[str] | None) -> Path | None:
+    """The store's query file (:func:`remember_query_file`), or ``None``
+    when none is named (or the note cannot be read)."""
+    note = store_file(store_path, QUERY_FILE_NOTE)
+    if note is None:
+        return None
+    try:
+        text = read_input_text(note, "the store's query-file note").strip()
+    except ValueError:
+        return None
+    return Path(text) if text else None

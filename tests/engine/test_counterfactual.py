@@ -151,7 +151,7 @@ def test_stop_cancels(herd):
 
 
 def test_reasons_are_a_closed_set():
-    assert NO_CHANGE_REASONS == ("returned", "no-term", "no-single-change", "cancelled")
+    assert NO_CHANGE_REASONS == ("returned", "no-term", "no-single-change", "cancelled", "already-above")
     assert PARAMS == (
         "limit",
         "pool_size",

@@ -205,7 +205,7 @@ def test_ab_comparison_counts_and_tests(sample):
     rr = cmp.measures[1]
     assert (rr.improved, rr.worsened, rr.p_ttest, rr.p_wilcoxon) == (0, 0, None, None)
     doc = eval_to_dict(a, cmp)
-    assert list(doc) == ["measures", "stages", "queries", "comparison"]
+    assert list(doc) == ["measures", "stages", "judged", "queries", "comparison"]
     assert doc["comparison"]["a"] == "reference" and doc["comparison"]["b"] == "rerank=off"
     assert set(doc["comparison"]["measures"]["RR"]) == {
         "mean_a",
@@ -282,7 +282,7 @@ def test_qrels_editing():
             "grade must be",
         ),
         ('{"a": 1}', "not a qrels file"),
-        ("{nope", "is not valid JSON"),
+        ("{nope", "not JSON (Expecting property name"),
     ],
 )
 def test_malformed_qrels(tmp_path, text, message):
@@ -337,7 +337,7 @@ def test_snapshot_round_trip_and_change(store):
     [
         ({}, "not a rankscope snapshot"),
         ({"format": "rankscope-snapshot", "version": 2, "queries": []}, "unsupported snapshot version 2"),
-        ({"format": "rankscope-snapshot", "version": 1, "queries": [{"entry": {}}]}, "query #1 must have"),
+        ({"format": "rankscope-snapshot", "version": 1, "queries": [{"entry": {}}]}, r"queries\[0\].layer is missing"),
     ],
 )
 def test_bad_snapshots(data, message):

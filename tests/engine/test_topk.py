@@ -13,7 +13,7 @@ import pytest
 
 from engine import SearchParams, Store, search, trace_to_dict
 from engine.store import sql
-from engine.pipeline.stages import topk
+from engine.pipeline.stages import bm25, topk
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
 from engine.pipeline.stages.retrieve import PORTER, Request, retrieve
 
@@ -158,8 +158,8 @@ def test_highlight_equals_fts5(content, query, forced):
         assert [(r.rowid, r.bm25, r.highlighted) for r in out.rows] == _fts5(conn, t, query, 2)
     # the emulation itself, on every row, against FTS5's highlight
     for t in ("t", "p"):
-        tok = topk.tokenizer_for(conn, t)
-        phrases = [tuple(x[2] for x in tok(p.encode(), apsw.FTS5_TOKENIZE_QUERY, None)) for p in topk.phrases_of(query)]
+        tok = bm25.tokenizer_for(conn, t)
+        phrases = [tuple(x[2] for x in tok(p.encode(), apsw.FTS5_TOKENIZE_QUERY, None)) for p in bm25.phrases_of(query)]
         for rowid, text, want in conn.execute(
             f"SELECT rowid, CAST(content AS BLOB), CAST(highlight({t}, 1, char(2), char(3)) AS BLOB) "
             f"FROM {t} WHERE {t} MATCH ?",
@@ -173,8 +173,8 @@ def test_highlight_equals_fts5(content, query, forced):
 
 
 def test_varints():
-    assert topk.varints(bytes([0x86, 0x91, 0x6E, 0x05])) == [100590, 5]
-    assert topk.varints(b"\xff" * 8 + b"\x01") == [(1 << 64) - 255]
+    assert bm25.varints(bytes([0x86, 0x91, 0x6E, 0x05])) == [100590, 5]
+    assert bm25.varints(b"\xff" * 8 + b"\x01") == [(1 << 64) - 255]
 
 
 @pytest.mark.parametrize(

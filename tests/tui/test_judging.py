@@ -361,3 +361,85 @@ async def test_grading_in_the_stages_pane_keeps_the_highlighted_row_in_view(db):
         assert first_line.startswith("★2 ")
         await rendered(pilot)
         assert any(first_line.strip()[:30] in line for line in screen_lines(app)), "the graded row is off screen"
+
+
+# ─── what to grade next ──────────────────────────────────────────────────
+
+
+async def test_u_steps_through_the_ungraded_queue_and_eval_counts_the_grades(db):
+    """eval names the store's query file; the browser grades a query typed
+    with one of its texts under that file's id, through the ungraded queue
+    (u), and eval with that query file counts the grades."""
+    from typer.testing import CliRunner
+
+    from engine.lab.evaluation import ranked_ids, ungraded_in
+    from engine.store.chunkids import chunk_ids
+    from tui.cli import app as cli
+
+    from ..conftest import REPO
+
+    queries = REPO / "docs" / "demo-queries.json"
+    runner = CliRunner()
+    first = runner.invoke(cli, ["eval", str(queries), "--db", str(db), "--ungraded", "--json"])
+    assert first.exit_code == 0, first.output  # no judgments yet: --ungraded still lists the queue
+    rerank_queue = [u for u in json.loads(first.output)["queue"] if u["query_id"] == "rerank"]
+    assert rerank_queue
+    app = app_for(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await search_for(pilot, "write quorum")  # the text of query 'rerank' in demo-queries.json
+        browser = app.browser
+        with Store.open_readonly(db) as store:
+            ids = chunk_ids(store)
+        expected = [u.chunk_id for u in ungraded_in([("", ranked_ids(browser.trace, ids))], {})]
+        assert expected == [u["chunk_id"] for u in sorted(rerank_queue, key=lambda u: (-u["lists"], u["best_rank"]))]
+        await press(pilot, "down", "u")  # leave the query box (there u is text), then step
+        await wait_for(pilot, lambda: notifications(app), what="the queue's first")
+        assert ids.by_rowid.get(browser.selected_chunk().rowid) == expected[0]
+        assert "to grade): 0-3 grades it, u goes on" in notifications(app)[-1].message
+        await press(pilot, "2")
+        await wait_for(pilot, lambda: browser.judged is not None and browser.judged.grades, what="graded")
+        assert notifications(app)[-1].message.endswith("(id rerank)")
+        await press(pilot, "u")  # the graded chunk left the queue: the next one
+        await wait_for(pilot, lambda: ids.by_rowid.get(browser.selected_chunk().rowid) == expected[1], what="second")
+        await press(pilot, "0")
+        await wait_for(pilot, lambda: len(browser.judged.grades) == 2, what="two grades")
+    qrels = read_qrels(default_qrels_path(db))
+    assert qrels.judgments == {"rerank": {expected[0]: 2, expected[1]: 0}}
+    r = runner.invoke(cli, ["eval", str(queries), "--db", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert [q["id"] for q in doc["queries"]] == ["rerank"]
+    assert doc["queries"][0]["stages"]["final"]["RR"] > 0  # grade 2 on a chunk in the answer's top 10
+    again = json.loads(runner.invoke(cli, ["eval", str(queries), "--db", str(db), "--ungraded", "--json"]).output)
+    left = {u["chunk_id"] for u in again["queue"] if u["query_id"] == "rerank"}
+    assert left == set(expected[2:])
+
+
+def test_the_metrics_table_shows_judged_at_10_as_ir_measures_computes_it(db):
+    """The browser's per-stage table ends with Judged@10 (ir-measures' own
+    value for each stage's list) and marks a value resting on fewer than
+    half judged results, with a legend."""
+    import ir_measures
+
+    from engine import SearchParams, search
+    from engine.lab.evaluation import ranked_ids
+    from engine.store.chunkids import chunk_ids
+    from tui.browser.judging import judge_trace, metrics_lines
+
+    with Store.open_readonly(db) as store:
+        trace = search(store, SearchParams("write quorum"))
+        ids = chunk_ids(store)
+        lists = ranked_ids(trace, ids)
+        judgments = {lists["final"][0]: 2}
+        judged = judge_trace(store, trace, "wq", judgments, ids=ids)
+    measure = ir_measures.parse_measure("Judged@10")
+    for stage, ranked in lists.items():
+        run = {"wq": {d: float(len(ranked) - i) for i, d in enumerate(ranked)}}
+        want = ir_measures.calc_aggregate([measure], {"wq": judgments}, run)[measure] if ranked else None
+        assert judged.judged_share(stage) == (None if want is None else pytest.approx(want)), stage
+    lines = [t.plain for t in metrics_lines(judged, 200)]
+    assert lines[1].split()[-1] == "Judged@10"
+    final = next(line.split() for line in lines if line.split()[:1] == ["final"])
+    assert final[-1] == f"{judged.judged_share('final'):.2f}"
+    assert judged.judged_share("final") < 0.5 and any(v.endswith("?") for v in final[1:-1])
+    assert lines[-1].startswith("? rests on fewer than half judged results")

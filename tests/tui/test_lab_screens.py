@@ -247,6 +247,83 @@ async def test_compare_failure_becomes_a_notification():
         assert "Compare failed: variant exploded" in plain(screen.query_one("#compare-empty"))
 
 
+# ─── compare: the query file, most changed first ─────────────────────────
+
+
+@pytest.fixture
+def sample_db(tmp_path):
+    """The sample corpus in a store file, docs/demo-queries.json named as its query file."""
+    from engine import Store, index_corpus
+    from engine.store.userdata import remember_query_file
+
+    from ..conftest import REPO, SAMPLE_CORPUS
+
+    path = tmp_path / "sample.db"
+    with Store.create(path) as s:
+        index_corpus(s, SAMPLE_CORPUS)
+    remember_query_file(path, REPO / "docs" / "demo-queries.json")
+    return path
+
+
+async def test_compare_f6_sorts_the_query_file_by_divergence_and_enter_opens_one(sample_db):
+    """F6 lists the store's query file under A and B, lowest RBO first (then
+    Jaccard, then file order), with the numbers ``compare --queries --json``
+    gives; Enter on a query shows its chunks; F6 goes back to the queries."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from engine import Store
+    from tui.cli import app as cli
+
+    from ..conftest import REPO
+
+    queries = REPO / "docs" / "demo-queries.json"
+    r = CliRunner().invoke(
+        cli, ["compare", "--queries", str(queries), "--db", str(sample_db), "--b", "pool=40", "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    per_query = json.loads(r.output)["queries"]
+    want = sorted(range(len(per_query)), key=lambda i: (per_query[i]["rbo"], per_query[i]["jaccard"], i))
+    assert per_query[want[0]]["rbo"] < 1  # pool=40 changes some answers: the order is not the file's
+    app = build_app(store=Store.open_readonly(sample_db), store_label="sample")
+    app.compare_variants = (Variant(), Variant(pool_size=40))
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_compare(pilot, "write quorum")
+        await press(pilot, "f6")
+        await wait_for(pilot, lambda: screen.queries_table.display, what="the queries table")
+        table = screen.queries_table
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [row[0] for row in rows] == [per_query[i]["id"] for i in want]
+        assert [row[-2:] for row in rows] == [
+            [f"{per_query[i]['rbo']:.2f}", f"{per_query[i]['jaccard']:.2f}"] for i in want
+        ]
+        assert screen.query_one("#compare-box").border_title == "Queries, most changed first"
+        assert table.has_focus
+        await press(pilot, "down", "enter")  # the second most changed
+        second = per_query[want[1]]
+        await wait_for(pilot, lambda: screen.view == "chunks" and screen.table.display, what="its chunks")
+        assert screen.comparison.params_a.query == second["query"]
+        assert screen.params.query == second["query"] and repr(second["query"]) in plain(
+            screen.query_one("#compare-title")
+        )
+        assert f"RBO {second['rbo']:.2f}" in plain(screen.query_one("#compare-notes"))
+        await press(pilot, "f6")
+        await wait_for(pilot, lambda: screen.queries_table.display, what="the queries again")
+        assert screen.queries_table.cursor_row == 1
+
+
+async def test_compare_f6_without_a_query_file_says_how_to_name_one():
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        screen = await open_compare(pilot, "example")
+        await press(pilot, "f6")
+        await wait_for(pilot, lambda: "No query file" in plain(screen.query_one("#compare-empty")), what="the notice")
+        assert not screen.queries_table.display and not screen.table.display
+        await press(pilot, "f6")
+        await wait_for(pilot, lambda: screen.table.display, what="the chunks again")
+
+
 def test_marker_labels_and_counts_are_words():
     from engine.lab.compare import ChunkComparison, CompareCounts
 

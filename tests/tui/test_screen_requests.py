@@ -2,7 +2,8 @@
 their results; the app keeps only what is app-wide (no workers, no relays);
 every message is a dataclass; one handler reports every worker's failure;
 and the UI thread never runs an SQL statement (searching, stemming, pinning,
-grading, saving and reopening cases, the lab screens, the agent view)."""
+grading, a chunk's score and X vs Y, saving and reopening cases, the lab
+screens, the agent view)."""
 
 from __future__ import annotations
 
@@ -208,6 +209,10 @@ async def test_nothing_runs_sql_on_the_ui_thread(tmp_path, ui_thread_statements)
             lambda: browser.judged is not None and browser.judged.grades,
             what=f"the grade ({[n.message for n in notifications(app)]})",
         )
+        await press(pilot, "v", "down")  # X vs Y: both scores, the deciding stage, the change that flips them
+        await wait_for(pilot, lambda: browser.query_one("#journey-versus").display, what="X vs Y")
+        await settle(pilot)
+        assert browser.anatomy is not None and browser.anatomy.rowid != browser.versus_rowid
         await run_command(pilot, "save this case")
         await settle(pilot)
         await press(pilot, "f5")  # the rank flow: grade from there

@@ -327,6 +327,20 @@ ACTIONS: tuple[Action, ...] = (
         needs="subject",
     ),
     Action(
+        "versus",
+        "mark_versus",
+        (Key("v", "v", owner="browser", id="versus.toggle"),),
+        "Versus",
+        "Mark the selected chunk: the journey of another chunk then says why one is above the other",
+        "mark the selected chunk (again: unmark) for X vs Y: the journey of any other chunk shows the stage that "
+        "put one above the other, in numbers, and the one change that would flip them",
+        palette="Mark row {rowid} for X vs Y",
+        palette_help="the journey of another chunk then says why one is above the other: {title} · {source}",
+        target="browser",
+        footer=False,
+        needs="subject",
+    ),
+    Action(
         "edit-params",
         "edit_params",
         (Key("f2", "F2"),),
@@ -580,6 +594,21 @@ ACTIONS: tuple[Action, ...] = (
         "remove the selected chunk's grade for this query",
         target="browser",
         footer=False,
+    ),
+    Action(
+        "judge-next",
+        "next_ungraded",
+        (Key("u", "u", owner="browser", id="judge.next"),),
+        "Ungraded",
+        "Select the next chunk to grade for this query",
+        "step through what to grade next: the chunks in the top 10 of any stage's list with no grade for this "
+        "query, those in the most lists first (0-3 then grades the selected one)",
+        palette="Next ungraded chunk (what to grade next)",
+        palette_help="select the chunk in the top 10 of the most stages that has no grade for this query",
+        target="browser",
+        footer=False,
+        group=GRADE_GROUP,
+        needs="browser",
     ),
     Action(
         "command-palette",

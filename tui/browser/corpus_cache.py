@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from engine.files.reading import load_json_input
+from engine.files.writing import write_text_file
 from engine import Store, StoreError
 from engine.store.gitignore import gitignore_matcher
 from engine.store.corpus import (
@@ -115,7 +117,7 @@ def load_cached(entry: CacheEntry) -> Store | None:
     if not entry.db_path.is_file() or not entry.fingerprint_path.is_file():
         return None
     try:
-        saved = json.loads(entry.fingerprint_path.read_text("utf-8"))
+        saved = load_json_input(entry.fingerprint_path, "cache fingerprint")
     except (OSError, ValueError):
         return None
     if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint(entry.folder):
@@ -188,7 +190,7 @@ class SkipList:
 def cached_skips(entry: CacheEntry) -> SkipList:
     """The files the cached store's indexing skipped (none when unknown)."""
     try:
-        saved = json.loads(entry.fingerprint_path.read_text("utf-8"))
+        saved = load_json_input(entry.fingerprint_path, "cache fingerprint")
     except (OSError, ValueError):
         return SkipList()
     return SkipList.from_json(saved.get("skipped") if isinstance(saved, dict) else None)
@@ -249,9 +251,10 @@ def build_cache(
     os.replace(tmp, entry.db_path)
     _remove(tmp)
     skips = SkipList.from_report(report)
-    entry.fingerprint_path.write_text(
+    write_text_file(
+        entry.fingerprint_path,
         json.dumps({"folder": str(folder), "fingerprint": print_, "format": CACHE_FORMAT, "skipped": skips.to_json()}),
-        "utf-8",
+        overwrite=True,
     )
     if on_skips is not None:
         on_skips(skips)

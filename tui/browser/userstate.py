@@ -23,14 +23,11 @@ from engine.lab.compare import ENTRY_KEYS
 from engine.pipeline.variants import variant_spec
 from engine.pipeline.params import SearchParams
 from engine.lab.qrels import Qrels, QrelsError, read_qrels, write_qrels
-from engine.store.userdata import (
-    CASES_FILE,
-    HISTORY_FILE,
-    read_json_file,
-    remember_store,
-    store_file,
-    write_text_atomic,
-)
+from typing_extensions import NotRequired, TypedDict
+
+from engine.files.reading import check_shape, dataclass_shape, json_shape
+from engine.files.writing import write_text_file
+from engine.store.userdata import CASES_FILE, HISTORY_FILE, read_json_file, remember_store, store_file
 
 #: Queries kept in the history (oldest dropped first).
 HISTORY_MAX = 1000
@@ -40,6 +37,23 @@ def _refuse_if_unreadable(path: Path | None, problem: str | None) -> None:
     """Never write over a file that could not be read: it may hold work."""
     if problem is not None:
         raise ValueError(f"not saved: {path} could not be read ({problem}); fix or move it first")
+
+
+@json_shape(extra="ignore")
+class HistoryShape(TypedDict):
+    """``history.json``: ``{"version": 1, "queries": [query, ...]}`` (oldest first)."""
+
+    version: NotRequired[int]
+    queries: list[str]
+
+
+@json_shape(extra="ignore")
+class CasesShape(TypedDict):
+    """``cases.json``: ``{"version": 1, "cases": [case, ...]}``; each case has
+    the fields of :class:`Case` (checked with :data:`CASE_SHAPE`)."""
+
+    version: NotRequired[int]
+    cases: list[dict[str, object]]
 
 
 def _dump(data: object) -> str:
@@ -62,12 +76,12 @@ class QueryHistory:
         self.problem: str | None = None
         if path is not None:
             try:
-                data = read_json_file(path, "query history")
+                data = read_json_file(path, "query history", HistoryShape)
             except ValueError as exc:
                 self.problem = str(exc)
                 data = None
-            if isinstance(data, dict) and isinstance(data.get("queries"), list):
-                self.entries = [q for q in data["queries"] if isinstance(q, str) and q.strip()][-HISTORY_MAX:]
+            if data is not None:
+                self.entries = [q for q in data["queries"] if q.strip()][-HISTORY_MAX:]
 
     def add(self, query: str) -> bool:
         """Record ``query`` (blank ones are ignored) and save. Returns
@@ -93,7 +107,7 @@ class QueryHistory:
         """
         _refuse_if_unreadable(self.path, self.problem)
         if self.path is not None:
-            write_text_atomic(self.path, _dump({"version": 1, "queries": self.entries}))
+            write_text_file(self.path, _dump({"version": 1, "queries": self.entries}), True, make_folder=True)
 
     def search(self, text: str, limit: int = 200) -> list[str]:
         """fzf-style: queries matching ``text`` (every character in order,
@@ -174,10 +188,12 @@ class Judgments:
         problem: why the file could not be read, or ``None``.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, query_ids: dict[str, str] | None = None) -> None:
         self.path = path
         self.problem: str | None = None
         self.qrels = Qrels()
+        #: ``{query text: id}`` of the store's query file: such a query is graded under that id.
+        self.query_ids: dict[str, str] = dict(query_ids or {})
         if path is not None:
             try:
                 self.qrels = read_qrels(path)
@@ -187,12 +203,15 @@ class Judgments:
                 self.problem = str(exc)
 
     def qid_for(self, query: str, create: bool = False) -> str | None:
-        """The query id judgments of ``query`` use: the id whose recorded text
-        is ``query``, else (with ``create``) a new :func:`query_slug`
-        (``-2``, ``-3`` ... when taken); ``None`` for a blank query or, without
+        """The query id judgments of ``query`` use: its id in the store's
+        query file (:attr:`query_ids`), else the id whose recorded text is
+        ``query``, else (with ``create``) a new :func:`query_slug` (``-2``,
+        ``-3`` ... when taken); ``None`` for a blank query or, without
         ``create``, an unknown one."""
         if not query.strip():
             return None
+        if query in self.query_ids:
+            return self.query_ids[query]
         qid = self.qrels.qid_for_text(query)
         if qid is not None or not create:
             return qid
@@ -322,6 +341,10 @@ class Case:
         return entry
 
 
+#: The JSON shape of one saved case: :class:`Case`'s fields and types.
+CASE_SHAPE = dataclass_shape(Case)
+
+
 class CaseBook:
     """The saved cases of a store (``cases.json``), in saving order; saving a
     case with the id of an earlier one replaces it."""
@@ -332,18 +355,15 @@ class CaseBook:
         self.problem: str | None = None
         if path is None:
             return
+        what = "saved cases"
         try:
-            data = read_json_file(path, "saved cases")
+            data = read_json_file(path, what, CasesShape)
+            items = [] if data is None else data["cases"]
+            where = f"cannot read {what} {path}"
+            self.cases = [Case(**check_shape(item, CASE_SHAPE, where, ("cases", i))) for i, item in enumerate(items)]
         except ValueError as exc:
             self.problem = str(exc)
-            return
-        known = set(Case.__dataclass_fields__)
-        for item in (data or {}).get("cases", []) if isinstance(data, dict) else []:
-            if isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(item.get("query"), str):
-                try:
-                    self.cases.append(Case(**{k: v for k, v in item.items() if k in known}))
-                except TypeError:
-                    continue
+            self.cases = []
 
     def save_case(self, case: Case) -> None:
         """Add (or replace by id) ``case`` and write the file.
@@ -363,7 +383,8 @@ class CaseBook:
         """Write the file. Raises ValueError when it could not be read at start."""
         _refuse_if_unreadable(self.path, self.problem)
         if self.path is not None:
-            write_text_atomic(self.path, _dump({"version": 1, "cases": [c.to_dict() for c in self.cases]}))
+            text = _dump({"version": 1, "cases": [c.to_dict() for c in self.cases]})
+            write_text_file(self.path, text, True, make_folder=True)
 
     def export_texts(self) -> tuple[str, str]:
         """The two files of an export: the cases as a ``queries.json`` list
@@ -385,8 +406,6 @@ class CaseBook:
                 symbolic link included); nothing is left written.
             OSError: a file cannot be written.
         """
-        from engine.files.writing import write_text_file
-
         qrels_path = qrels_beside(path)
         if os.path.lexists(qrels_path):
             raise FileExistsError(errno.EEXIST, "File exists", str(qrels_path))
@@ -419,11 +438,13 @@ def free_export_path(folder: Path, name: str) -> Path:
 
 @dataclass
 class StoreState:
-    """History, cases and judgments of one store, loaded together."""
+    """History, cases and judgments of one store, loaded together, and why
+    the store's query file could not be read (``None``: read, or none named)."""
 
     history: QueryHistory
     cases: CaseBook
     judgments: Judgments
+    query_file_problem: str | None = None
 
     @classmethod
     def load(cls, store_path: str | None, qrels_path: Path | None = None) -> "StoreState":
@@ -436,12 +457,34 @@ class StoreState:
                 remember_store(store_path)
             except OSError:
                 pass  # the note is for people; failing to write it changes nothing
+        query_ids, problem = _query_file_ids(store_path)
         return cls(
             QueryHistory(store_file(store_path, HISTORY_FILE)),
             CaseBook(store_file(store_path, CASES_FILE)),
-            Judgments(qrels_path if qrels_path is not None else default_qrels_path(store_path)),
+            Judgments(qrels_path if qrels_path is not None else default_qrels_path(store_path), query_ids),
+            problem,
         )
 
     def problems(self) -> list[str]:
         """Files that could not be read (each is left as it is until saved over)."""
-        return [p for p in (self.history.problem, self.cases.problem, self.judgments.problem) if p]
+        return [
+            p for p in (self.history.problem, self.cases.problem, self.judgments.problem, self.query_file_problem) if p
+        ]
+
+
+def _query_file_ids(store_path: str | None) -> tuple[dict[str, str], str | None]:
+    """``({query text: id}, problem)`` of the store's query file
+    (:func:`engine.store.userdata.query_file_of`); empty when it names none,
+    and a problem when the file it names cannot be read."""
+    from engine.files.reading import InputFileError, load_json_input
+    from engine.lab.qrels import query_file_ids
+    from engine.store.userdata import query_file_of
+
+    path = query_file_of(store_path)
+    if path is None:
+        return {}, None
+    try:
+        data = load_json_input(path, "query file")
+    except InputFileError as exc:
+        return {}, f"{exc} (the store's query file: its queries are graded under new ids)"
+    return (query_file_ids(data) if isinstance(data, list) else {}), None

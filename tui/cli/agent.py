@@ -12,7 +12,7 @@ import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich import box
@@ -39,12 +39,24 @@ from engine.agent.follow import POLL_SECONDS, SessionFollower
 from engine.agent.log import Replay, Replayer, answer_count, answer_summary, load_calls_checked, replay_calls
 from engine.agent.sessiondb import RecordedCall, SkippedRow
 from engine.agent.schema import SchemaError
+from engine.files.reading import InputFileError, require_regular_file
 
 from tui.present import safe
 from tui.present.cut import clip
 from tui.present.render import plain
 from tui.present.tablefit import Cell, Column, Fitted, Table
-from .base import search_db_option, console, err_console, fail, open_store, warn_unknown_sessions
+from .base import (
+    OPENS_SESSION_DB,
+    OPENS_STORE,
+    TEXT_ARGUMENTS,
+    StorePath,
+    console,
+    err_console,
+    fail,
+    open_store,
+    search_db_option,
+    warn_unknown_sessions,
+)
 
 _LONE = re.compile("[\ud800-\udfff]")
 #: Characters of a call's raw params shown when they cannot be parsed (the queries column).
@@ -52,9 +64,15 @@ RAW_PARAMS_SHOWN = 80
 
 
 def write_text(text: str) -> None:
-    """The answer exactly, as Node would write it: a lone surrogate becomes
-    U+FFFD in UTF-8 (``--json`` keeps it as a ``\\udXXX`` escape)."""
-    sys.stdout.write(_LONE.sub("\ufffd", text))
+    """The answer as Node would write it: a lone surrogate becomes U+FFFD in
+    UTF-8 (``--json`` keeps it as a ``\\udXXX`` escape). Piped or
+    redirected, the bytes are exact; to a terminal, control characters from
+    the store (ESC, BEL, bidirectional controls) are shown as visible
+    symbols (:func:`tui.present.safe.block`), as every command shows them."""
+    text = _LONE.sub("\ufffd", text)
+    if sys.stdout.isatty():
+        text = safe.block(text)
+    sys.stdout.write(text)
     if not text.endswith("\n"):
         sys.stdout.write("\n")
 
@@ -63,6 +81,15 @@ def write_js_json(data: object) -> None:
     """JSON like ``JSON.stringify(data, null, 2)``: non-ASCII kept, lone
     surrogates escaped (so the output is valid UTF-8)."""
     sys.stdout.write(js_json(data, indent=2) + "\n")
+
+
+def session_db_option(path: Path) -> None:
+    """Fail unless ``--sessions-db`` names a regular file (a FIFO, device or
+    folder is named as what it is; nothing is opened)."""
+    try:
+        require_regular_file(path, "--sessions-db")
+    except InputFileError as exc:
+        fail(str(exc))
 
 
 def _session_db_project(path: Path) -> str:
@@ -97,8 +124,8 @@ def build_context(
         return AgentContext(allow_sessions=tuple(allow_session), throttle=throttle)
     if sessions_db is None and project is None:
         return AgentContext(throttle=throttle)
-    if sessions_db is not None and not sessions_db.is_file():
-        fail(f"--sessions-db {sessions_db}: no such file")
+    if sessions_db is not None:
+        session_db_option(sessions_db)
     if sessions_db is None:
         paired = session_db_for_store(db)
         sessions_db = paired[0] if paired else None
@@ -141,20 +168,20 @@ def _arguments(
 
 def ctx_search_cmd(
     queries: List[str] = typer.Argument(None, help="Queries (one ctx_search call with all of them)."),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     limit: Optional[int] = typer.Option(
         None, "--limit", "-n", help="The tool's limit (default 3; the agent gets at most 2)."
     ),
     source: Optional[str] = typer.Option(None, "--source", help="The tool's source filter (partial label match)."),
     content_type: Optional[str] = typer.Option(None, "--content-type", help="code or prose."),
     sort: Optional[str] = typer.Option(None, "--sort", help="relevance (default) or timeline."),
-    params_json: Optional[str] = typer.Option(
+    params_json: Annotated[Optional[str], TEXT_ARGUMENTS] = typer.Option(
         None, "--params-json", help='The tool\'s raw arguments object, e.g. \'{"queries": ["a"], "limit": "5"}\'.'
     ),
     call_number: int = typer.Option(
         1, "--call-number", help="The call's count in its 60 s throttle window (1 = first)."
     ),
-    sessions_db: Optional[Path] = typer.Option(
+    sessions_db: Annotated[Optional[Path], OPENS_SESSION_DB] = typer.Option(
         None, "--sessions-db", help="Run as the Claude Code plugin does: the allow-set comes from this session DB."
     ),
     project: Optional[str] = typer.Option(
@@ -336,14 +363,16 @@ def _other_params(params: Optional[dict]) -> str:
 
 
 def agent_log_cmd(
-    sessions_db: Path = typer.Option(..., "--sessions-db", help="context-mode session DB (opened read-only)."),
+    sessions_db: Annotated[Path, OPENS_SESSION_DB] = typer.Option(
+        ..., "--sessions-db", help="context-mode session DB (opened read-only)."
+    ),
     project: Optional[str] = typer.Option(
         None, "--project", help="Only calls of this project directory; also the plugin's project when replaying."
     ),
     replay: bool = typer.Option(
         False, "--replay", help="Re-run each call with the same params and scope and compare the text."
     ),
-    db: Optional[Path] = typer.Option(
+    db: Annotated[Optional[Path], OPENS_STORE] = typer.Option(
         None, "--db", help="With --replay or --follow: the content store the calls searched (read-only)."
     ),
     as_json: bool = typer.Option(
@@ -359,8 +388,7 @@ def agent_log_cmd(
     """List every ctx_search call recorded in a session DB (time, session, queries, params, whether the answer was
     recorded); with --replay --db STORE, re-run each and report whether the text equals the recorded answer; with
     --follow, print each new call within a second of the hooks writing it."""
-    if not sessions_db.is_file():
-        fail(f"--sessions-db {sessions_db}: no such file")
+    session_db_option(sessions_db)
     if follow:
         if replay:
             fail("--follow replays each new call when --db is given; --replay is for the calls already recorded")

@@ -8,7 +8,9 @@ modules import this one and nothing imports them back: no cycle.
 from __future__ import annotations
 
 import re
+import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, List, NoReturn, Optional
 
@@ -100,13 +102,64 @@ def make_params(
     raise AssertionError("unreachable")
 
 
+# ─── file parameters ─────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class FileRole:
+    """What a command does with the path (or text) a parameter names: the one
+    declaration of the CLI's file parameters, written on the parameter as
+    ``Annotated[Path, READS_QUERIES]`` (Typer ignores it). The tests of the
+    reader and the writer derive their cases from it
+    (:func:`tui.cli.main.file_parameters`): a parameter declared here is fed
+    FIFOs, devices, folders, deep JSON, ... without anyone listing it again.
+
+    Attributes:
+        use: ``"reads"`` (a file parsed through :mod:`engine.files.reading`),
+            ``"text"`` (the value itself is JSON text, parsed the same way),
+            ``"writes"`` (an output, through :mod:`engine.files.writing`),
+            ``"opens"`` (a store or session DB SQLite opens read-only),
+            ``"creates"`` (a store written), ``"indexes"`` (files and folders
+            to index), ``"names"`` (a path only named, never opened).
+        form: what is in it: ``queries``, ``qrels``, ``snapshot``,
+            ``sessions-map``, ``arguments``, ``traces``, ``trec-run``,
+            ``store``, ``session-db``, ``store-or-folder``, ``corpus``,
+            ``folder``.
+    """
+
+    use: str
+    form: str
+
+
+READS_QUERIES = FileRole("reads", "queries")
+READS_QRELS = FileRole("reads", "qrels")
+READS_SNAPSHOT = FileRole("reads", "snapshot")
+READS_SESSIONS_MAP = FileRole("reads", "sessions-map")
+TEXT_ARGUMENTS = FileRole("text", "arguments")
+WRITES_TRACES = FileRole("writes", "traces")
+WRITES_TREC_RUN = FileRole("writes", "trec-run")
+WRITES_SNAPSHOT = FileRole("writes", "snapshot")
+WRITES_QRELS = FileRole("writes", "qrels")
+OPENS_STORE = FileRole("opens", "store")
+OPENS_SESSION_DB = FileRole("opens", "session-db")
+OPENS_STORE_OR_FOLDER = FileRole("opens", "store-or-folder")
+CREATES_STORE = FileRole("creates", "store")
+INDEXES_CORPUS = FileRole("indexes", "corpus")
+NAMES_STORE = FileRole("names", "store")
+NAMES_FOLDER = FileRole("names", "folder")
+
+
 # ─── search options (shared by search, batch, compare and why) ──────────
 
 #: ``--db`` of a command that only searches the store, for a parameter
 #: before the first defaulted one (``db: SearchDb``); after one, write
-#: ``db: Path = search_db_option()`` (``db: SearchDb = ...`` works in Typer
+#: ``db: StorePath = search_db_option()`` (``db: SearchDb = ...`` works in Typer
 #: but does not type-check: ``...`` is not a Path).
-SearchDb = Annotated[Path, typer.Option("--db", help="Store to search (opened read-only).")]
+SearchDb = Annotated[Path, typer.Option("--db", help="Store to search (opened read-only)."), OPENS_STORE]
+
+
+#: A path to a store opened read-only, declared (:class:`FileRole`).
+StorePath = Annotated[Path, OPENS_STORE]
 
 
 def search_db_option() -> Any:
@@ -142,23 +195,44 @@ def unknown_session_text(u: UnknownSession, option: str = "--session") -> str:
     return f"{head}; its {u.store_session_count} {noun}, closest first: {listed}"
 
 
+#: Unknown session ids warned about one line each (with the store's closest
+#: ids); more than this many are summarised in one line.
+UNKNOWN_SESSIONS_LISTED = 3
+
+
+def unknown_sessions_summary(missing: List[str], given: int, store_sessions: int, db: str, option: str) -> str:
+    """The one warning line about many unknown session ids (without the
+    ``rankscope: warning:`` prefix): how many, the first
+    :data:`UNKNOWN_SESSIONS_LISTED`, and where the store's ids are listed."""
+    shown = ", ".join(repr(s) for s in missing[:UNKNOWN_SESSIONS_LISTED])
+    return (
+        f"{option}: {len(missing)} of the {given} session ids given are on no chunk of this store "
+        f"(they let no chunk through): {shown} and {len(missing) - UNKNOWN_SESSIONS_LISTED} more; "
+        f"its {store_sessions} session{'' if store_sessions == 1 else 's'} are listed by: rankscope sessions --db {shlex.quote(db)}"
+    )
+
+
 def warn_unknown_sessions(store: Store, sessions: Optional[List[str]], option: str = "--session") -> None:
-    """Print a ``rankscope: warning:`` line on stderr for each session id of
-    ``sessions`` (the ``option`` given) that no chunk of ``store`` has
-    (:func:`engine.pipeline.stages.session_filter.unknown_sessions`, over
-    :meth:`engine.Store.session_counts`). Nothing is changed: the filter
+    """Warn on stderr about the session ids of ``sessions`` (the ``option``
+    given) that no chunk of ``store`` has: a ``rankscope: warning:`` line
+    each with the store's closest ids
+    (:func:`engine.pipeline.stages.session_filter.unknown_sessions`) for up
+    to :data:`UNKNOWN_SESSIONS_LISTED` of them, one summary line for more
+    (:func:`unknown_sessions_summary`). Nothing is changed: the filter
     still applies. A store without a session column gets no warning: its
     filter lets every chunk through (the search's filter stage says so)."""
     if not sessions or not store.schema.has_session:
         return
     known = [sid for sid, _ in store.session_counts()]
-    for u in unknown_sessions(sessions, known):
-        err_console.print(
-            f"rankscope: warning: {safe.line(unknown_session_text(u, option))}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+    present = set(known)
+    given = list(dict.fromkeys(sessions))
+    missing = [sid for sid in given if sid and sid not in present]  # "" (unattributed) is never unknown
+    if len(missing) <= UNKNOWN_SESSIONS_LISTED:
+        lines = [unknown_session_text(u, option) for u in unknown_sessions(missing, known)]
+    else:
+        lines = [unknown_sessions_summary(missing, len(given), len(present - {""}), str(store.path), option)]
+    for text in lines:
+        err_console.print(f"rankscope: warning: {safe.line(text)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def os_error_text(exc: OSError) -> str:

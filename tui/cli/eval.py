@@ -12,25 +12,43 @@ come from :mod:`engine.lab.evaluation` (ir-measures, trec_eval's definitions).
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich.console import Group
 from rich.text import Text
 
-from engine.pipeline.variants import variant_spec
+from engine.pipeline.variants import SPEC_KEYS, Variant, variant_spec
+from engine.lab.divergence import Divergence, check_p, most_changed_first
 from engine.lab.evaluation import (
+    LOW_JUDGED,
     EvalComparison,
     SetEval,
+    UngradedChunk,
     compare_evals,
     eval_to_dict,
     evaluate_traces,
+    final_divergences,
     parse_measures,
-    run_entries,
+    ungraded_queue,
 )
-from engine.lab.qrels import Qrels, QrelsError, default_qrels_path, read_qrels, write_qrels
+from engine.lab.qrels import Qrels, QrelsError, default_qrels_path, entry_id, read_qrels, write_qrels
+from engine.lab.sweep import (
+    ALPHA,
+    MAX_VARIANTS,
+    TESTS,
+    Axis,
+    SweepEval,
+    evaluate_variants,
+    parse_axis,
+    parse_named,
+    run_variants,
+    sweep_to_dict,
+    variant_set,
+)
+from engine.store.userdata import remember_query_file
 from engine.lab.snapshot import SnapshotCheck, check_snapshot, parse_stage_list, take_snapshot, validate_snapshot
 from engine.pipeline.table import RANKED_IDS
 
@@ -39,17 +57,32 @@ from tui.present.cut import clip
 from tui.present.fmt import json_text
 from tui.present.render import plain
 from tui.present.tablefit import Cell, Column, Fitted, Table
-from .base import search_db_option, console, fail, open_store, write_json
+from .base import (
+    NAMES_STORE,
+    READS_QRELS,
+    READS_QUERIES,
+    READS_SNAPSHOT,
+    WRITES_QRELS,
+    WRITES_SNAPSHOT,
+    StorePath,
+    console,
+    fail,
+    open_store,
+    search_db_option,
+    write_json,
+)
 from .lab import SPEC_HELP, variant_option
+from engine.files.reading import load_json_input
 from engine.files.writing import write_text_file
 from .search import check_output_file, load_queries
 
 # ─── shared ──────────────────────────────────────────────────────────────
 
 
-def load_qrels_option(qrels: Optional[Path], db: Path) -> tuple[Qrels, Path]:
+def load_qrels_option(qrels: Optional[Path], db: Path, missing_ok: bool = False) -> tuple[Qrels, Path]:
     """The judgments of ``--qrels`` or, without it, the store's default file
-    (see :func:`engine.lab.qrels.default_qrels_path`). Errors become CliError."""
+    (see :func:`engine.lab.qrels.default_qrels_path`); with ``missing_ok``, no
+    judgments when the store's file does not exist yet. Errors become CliError."""
     path = qrels if qrels is not None else default_qrels_path(db)
     assert path is not None
     try:
@@ -57,6 +90,8 @@ def load_qrels_option(qrels: Optional[Path], db: Path) -> tuple[Qrels, Path]:
     except FileNotFoundError:
         if qrels is not None:
             fail(f"no such qrels file: {qrels}")
+        if missing_ok:
+            return Qrels(), path
         fail(f"no judgments for {db}: none saved at {path}; give --qrels FILE (TREC 'qid 0 docid grade' or JSON)")
     except QrelsError as exc:
         fail(str(exc))
@@ -76,13 +111,36 @@ def _p(value: Optional[float]) -> str:
 # ─── eval ────────────────────────────────────────────────────────────────
 
 
-def _pair(va: Optional[float], vb: Optional[float]) -> Text:
+def _pair(va: Optional[float], vb: Optional[float], digits: int = 3) -> Text:
     """``0.430`` when A and B agree, else ``0.430 → 0.553`` (green up, red
     down, yellow when one side lacks the stage)."""
     if va is not None and vb is not None and abs(vb - va) < 1e-12:
-        return Text(_fmt(va))
+        return Text(_fmt(va, digits))
     style = "yellow" if va is None or vb is None else ("green" if vb > va else "red")
-    return Text(f"{_fmt(va)} → {_fmt(vb)}", style=style)
+    return Text(f"{_fmt(va, digits)} → {_fmt(vb, digits)}", style=style)
+
+
+#: Marks a value that rests on fewer than half judged results.
+LOW_MARK = "?"
+#: Marks the best variant of a stage on a measure.
+BEST_MARK = "▲"
+#: Marks a variant whose difference from the reference is significant after Holm's correction.
+SIGNIFICANT_MARK = "†"
+
+
+def _judged_cell(value: Optional[float]) -> Text:
+    return Text(_fmt(value, 2), style="yellow" if value is not None and value < LOW_JUDGED else "")
+
+
+def _value(ev: SetEval, stage: str, measure: str) -> Optional[float]:
+    return ev.means.get(stage, {}).get(measure)
+
+
+def _mean_cell(ev: SetEval, stage: str, measure: str) -> Text:
+    """A mean, marked ``?`` when it rests on fewer than half judged results."""
+    share = ev.judged_mean(stage, measure)
+    low = share is not None and share < LOW_JUDGED
+    return Text(_fmt(_value(ev, stage, measure)) + (LOW_MARK if low else " "), style="yellow" if low else "")
 
 
 def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
@@ -90,35 +148,64 @@ def _stage_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
     title = f"Mean over {n} judged {'query' if n == 1 else 'queries'}, per stage" + (
         " (A → B)" if b is not None else ""
     )
-    cols = [Column("stage", "key")] + [Column(m, justify="right") for m in a.measures]
+    jname = a.judged_names[0]
+    cols = [Column("stage", "key")] + [Column(m, justify="right") for m in (*a.measures, jname)]
     stages = [s for s in RANKED_IDS if s in a.stages or (b is not None and s in b.stages)]
     rows: list[list[Cell]] = []
     for s in stages:
         row: list[Cell] = [s]
         for m in a.measures:
-            va = a.means.get(s, {}).get(m)
-            row.append(_fmt(va) if b is None else _pair(va, b.means.get(s, {}).get(m)))
+            row.append(_mean_cell(a, s, m) if b is None else _pair(_value(a, s, m), _value(b, s, m)))
+        ja = a.judged_means.get(s, {}).get(jname)
+        row.append(_judged_cell(ja) if b is None else _pair(ja, b.judged_means.get(s, {}).get(jname), 2))
         rows.append(row)
     return Fitted(Table(title, cols, rows))
 
 
-def _query_table(a: SetEval, b: Optional[SetEval]) -> Fitted:
+def _div_cells(d: Optional[Divergence]) -> list[Cell]:
+    if d is None:
+        return ["—", "—"]
+    style = "" if d.rbo == 1 else "yellow"
+    return [Text(f"{d.rbo:.2f}", style=style), Text(f"{d.jaccard:.2f}", style=style)]
+
+
+def _query_table(a: SetEval, b: Optional[SetEval], cmp: Optional[EvalComparison] = None, sort: str = "file") -> Fitted:
     """Per query: its id (never cut), its text (the room left, wrapped at
     spaces; left out when there is none: the id names the query), its
-    layer and each measure's final value (``A → B`` with ``b``)."""
+    layer and each measure's final value (``A → B`` with ``b``, then the RBO
+    and Jaccard@k of the two final lists; ``sort="divergence"``: most changed first)."""
+    div = dict(cmp.divergence) if cmp is not None else {}
     title = "Per query, final stage" + (" (A → B)" if b is not None else "")
+    if sort == "divergence":
+        title += ", most changed first"
+    jname = a.judged_names[0]
     cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32), Column("layer")]
-    cols += [Column(m, justify="right") for m in a.measures]
+    cols += [Column(m, justify="right") for m in (*a.measures, jname)]
+    if div:
+        k = next(iter(div.values())).k
+        cols += [Column("RBO", justify="right"), Column(f"J@{k}", justify="right")]
     b_by_id = {q.id: q for q in b.queries} if b is not None else {}
+    order = list(range(len(a.queries)))
+    if sort == "divergence" and div:
+        order = most_changed_first([div.get(q.id) for q in a.queries])
     rows: list[list[Cell]] = []
-    for q in a.queries:
+    for i in order:
+        q = a.queries[i]
         layer = q.layer
         cells: list[Cell] = []
         for m in a.measures:
             va = q.value("final", m)
-            cells.append(_fmt(va) if b is None else _pair(va, b_by_id[q.id].value("final", m)))
+            if b is None:
+                low = q.low_judged("final", m)
+                cells.append(Text(_fmt(va) + (LOW_MARK if low else " "), style="yellow" if low else ""))
+            else:
+                cells.append(_pair(va, b_by_id[q.id].value("final", m)))
+        ja = q.judged.get("final", {}).get(jname)
+        cells.append(_judged_cell(ja) if b is None else _pair(ja, b_by_id[q.id].judged.get("final", {}).get(jname), 2))
         if b is not None and b_by_id[q.id].layer != q.layer:
             layer = f"{q.layer}→{b_by_id[q.id].layer}"
+        if div:
+            cells += _div_cells(div.get(q.id))
         rows.append([plain(q.id), plain(clip(q.query, 60)), layer, *cells])
     return Fitted(Table(title, cols, rows))
 
@@ -152,7 +239,46 @@ def _comparison_table(cmp: EvalComparison) -> Fitted:
     )
 
 
-def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None) -> Group:
+def _low_judged_note(ev: SetEval) -> Optional[str]:
+    """Which final values rest on fewer than half judged results, or ``None``."""
+    parts = []
+    for m in ev.measures:
+        ids = ev.low_judged("final", m)
+        if ids:
+            shown = ", ".join(ids[:4]) + (", …" if len(ids) > 4 else "")
+            parts.append(f"{m} for {len(ids)} ({shown})")
+    if not parts:
+        return None
+    return (
+        f"{LOW_MARK} rests on fewer than half judged results (Judged@k of the measure's cutoff below "
+        f"{LOW_JUDGED:g}): grade more (rankscope eval --ungraded). At the final stage: " + "; ".join(parts)
+    )
+
+
+def _notes(a: SetEval) -> list[str]:
+    notes = [
+        "A query whose list is empty at a stage (or whose fuzzy re-run did not happen) scores 0 there; "
+        "means are over every judged query (trec_eval -c).",
+        f"{a.judged_names[0]}: the share of a list's top k that is judged (ir-measures' Judged; mean over "
+        "queries with a list at that stage).",
+    ]
+    low = _low_judged_note(a)
+    if low is not None:
+        notes.append(low)
+    if a.unjudged:
+        shown = ", ".join(a.unjudged[:8]) + (f", … ({len(a.unjudged) - 8} more)" if len(a.unjudged) > 8 else "")
+        notes.append(
+            f"{len(a.unjudged)} unjudged {'query' if len(a.unjudged) == 1 else 'queries'} not counted: {shown}"
+        )
+    if a.unknown_docs:
+        shown = ", ".join(a.unknown_docs[:3]) + (", …" if len(a.unknown_docs) > 3 else "")
+        notes.append(
+            f"{len(a.unknown_docs)} judged chunk id(s) are not in this store (stale judgments or another store): {shown}"
+        )
+    return notes
+
+
+def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None, sort: str = "file") -> Group:
     """Rich rendering of ``rankscope eval``: per-stage means (A and B side by
     side with ``--b``), the A/B tests, per-query final values, then notes."""
     b = cmp.b if cmp is not None else None
@@ -173,29 +299,241 @@ def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None) -> Group:
                 style="dim",
             )
         )
-    parts.append(_query_table(a, b))
-    notes = [
-        "A query whose list is empty at a stage (or whose fuzzy re-run did not happen) scores 0 there; "
-        "means are over every judged query (trec_eval -c).",
-    ]
-    if a.unjudged:
-        shown = ", ".join(a.unjudged[:8]) + (f", … ({len(a.unjudged) - 8} more)" if len(a.unjudged) > 8 else "")
-        notes.append(
-            f"{len(a.unjudged)} unjudged {'query' if len(a.unjudged) == 1 else 'queries'} not counted: {shown}"
+    parts.append(_query_table(a, b, cmp, sort))
+    if cmp is not None and cmp.divergence:
+        d = next(iter(cmp.divergence.values()))
+        parts.append(
+            plain(
+                f"RBO: rank-biased overlap of the two final lists (Webber et al. 2010, extrapolated, p = {d.p:g}); "
+                f"J@{d.k}: Jaccard of their top {d.k}. 1.00 = the same list.",
+                style="dim",
+            )
         )
-    if a.unknown_docs:
-        shown = ", ".join(a.unknown_docs[:3]) + (", …" if len(a.unknown_docs) > 3 else "")
-        notes.append(
-            f"{len(a.unknown_docs)} judged chunk id(s) are not in this store (stale judgments or another store): {shown}"
-        )
-    parts += [plain(n, style="dim") for n in notes]
+    parts += [plain(n, style="dim") for n in _notes(a)]
     return Group(*parts)
 
 
+# ─── sweeps ──────────────────────────────────────────────────────────────
+
+
+def _same_everywhere(sw: SweepEval, stage: str) -> bool:
+    """True when every variant has ``stage`` with the same means."""
+    means = [v.eval.means.get(stage) for v in sw.variants]
+    first = means[0]
+    return first is not None and all(
+        m is not None and all(abs(m[x] - first[x]) < 1e-12 for x in sw.measures) for m in means
+    )
+
+
+def sweep_means_table(sw: SweepEval) -> Fitted:
+    """Means per stage (a section each) and variant; the best of a stage on
+    a measure marked ▲ (when not every variant ties), a mean resting on fewer
+    than half judged results ``?``; a stage where every variant has the same
+    means is one row (``all``)."""
+    ref = sw.by_name(sw.reference).eval
+    n = len(ref.queries)
+    jname = ref.judged_names[0]
+    cols = [Column("stage", "key"), Column("variant", "key")] + [
+        Column(m, justify="right") for m in (*sw.measures, jname)
+    ]
+    rows: list[list[Cell]] = []
+    sections: list[int] = []
+    for stage in sw.stages:
+        sections.append(len(rows))
+        if _same_everywhere(sw, stage):
+            row: list[Cell] = [stage, Text(f"all {len(sw.variants)}", style="dim")]
+            row += [_mean_cell(ref, stage, m) for m in sw.measures]
+            row.append(_judged_cell(ref.judged_means.get(stage, {}).get(jname)))
+            rows.append(row)
+            continue
+        best = {m: sw.best(stage, m) for m in sw.measures}
+        for v in sw.variants:
+            if stage not in v.eval.means:
+                continue
+            name = plain(v.name + (" (ref)" if v.name == sw.reference and v.name != "reference" else ""))
+            row = [stage, name]
+            for m in sw.measures:
+                cell = _mean_cell(v.eval, stage, m)
+                if v.name in best[m] and len(best[m]) < len(sw.variants):
+                    cell = Text(cell.plain.rstrip() + BEST_MARK, style="bold green")
+                if stage == sw.stage and m in v.versus and v.versus[m].significant:
+                    cell.append(SIGNIFICANT_MARK, style="bold")
+                row.append(cell)
+            row.append(_judged_cell(v.eval.judged_means.get(stage, {}).get(jname)))
+            rows.append(row)
+    title = f"Mean over {n} judged {'query' if n == 1 else 'queries'}, per stage and variant"
+    return Fitted(Table(title, cols, rows), sections=sections)
+
+
+def sweep_versus_table(sw: SweepEval) -> Fitted:
+    """Each variant against the reference at the tested stage: per measure
+    the mean, Δ, queries better / worse / tied, p and Holm's adjusted p."""
+    test = "t-test" if sw.test == "t" else "Wilcoxon"
+    cols = [Column("variant", "key"), Column("measure", "key")] + [
+        Column(c, justify="right") for c in ("mean", "Δ", "better", "worse", "tied", f"p ({test})", "p (Holm)")
+    ]
+    rows: list[list[Cell]] = []
+    sections: list[int] = []
+    for v in sw.variants:
+        if v.name == sw.reference:
+            continue
+        sections.append(len(rows))
+        for m in sw.measures:
+            x = v.versus[m]
+            style = "" if abs(x.delta) < 1e-12 else ("green" if x.delta > 0 else "red")
+            adjusted = Text(_p(x.p_adjusted), style="bold" if x.significant else "")
+            if x.significant:
+                adjusted.append(SIGNIFICANT_MARK)
+            rows.append(
+                [
+                    plain(v.name),
+                    m,
+                    _fmt(v.eval.means.get(sw.stage, {}).get(m)),
+                    Text(f"{x.delta:+.3f}", style=style),
+                    str(x.improved),
+                    str(x.worsened),
+                    str(x.tied),
+                    _p(x.p),
+                    adjusted,
+                ]
+            )
+    return Fitted(
+        Table(plain(f"Against the reference {sw.reference}, stage {sw.stage}"), cols, rows), sections=sections
+    )
+
+
+def _most_changed(sw: SweepEval) -> Optional[str]:
+    """The non-reference variant with the lowest mean RBO (``None`` when there is none)."""
+    others = [v for v in sw.variants if v.name != sw.reference]
+    if not others:
+        return None
+    return min(others, key=lambda v: sum(d.rbo for d in v.divergence.values()) / max(1, len(v.divergence))).name
+
+
+def sweep_queries_table(sw: SweepEval, against: str) -> Fitted:
+    """Per judged query, most changed first: RBO and Jaccard@k of
+    ``against``'s final list against the reference's, and each measure's
+    final value (reference → variant)."""
+    v, ref = sw.by_name(against), sw.by_name(sw.reference)
+    ref_by_id = {q.id: q for q in ref.eval.queries}
+    cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32)]
+    cols += [Column("RBO", justify="right"), Column(f"J@{sw.k}", justify="right")]
+    cols += [Column(m, justify="right") for m in sw.measures]
+    queries = v.eval.queries
+    order = most_changed_first([v.divergence.get(q.id) for q in queries])
+    rows: list[list[Cell]] = []
+    for i in order:
+        q = queries[i]
+        r = ref_by_id[q.id]
+        cells = [_pair(r.value(sw.stage, m), q.value(sw.stage, m)) for m in sw.measures]
+        rows.append([plain(q.id), plain(clip(q.query, 60)), *_div_cells(v.divergence.get(q.id)), *cells])
+    title = plain(f"Per query, most changed first: {sw.reference} → {against}, stage {sw.stage}")
+    return Fitted(Table(title, cols, rows))
+
+
+def sweep_renderable(sw: SweepEval, against: Optional[str] = None) -> Group:
+    """Rich rendering of ``rankscope eval --sweep/--variant``."""
+    ref = sw.by_name(sw.reference).eval
+    test = "paired t-test (scipy.stats.ttest_rel)" if sw.test == "t" else "Wilcoxon signed-rank (scipy.stats.wilcoxon)"
+    parts: list = [
+        plain(
+            f"Measures (ir-measures, trec_eval definitions): {', '.join(sw.measures)}; "
+            f"{len(sw.variants)} variants, reference {sw.reference}"
+        ),
+        sweep_means_table(sw),
+        plain(
+            f"{BEST_MARK} best of the variants at that stage; {SIGNIFICANT_MARK} differs from the reference at "
+            f"stage {sw.stage} (Holm-adjusted p < {ALPHA:g}); {LOW_MARK} rests on fewer than half judged results.",
+            style="dim",
+        ),
+    ]
+    if len(sw.variants) > 1:
+        parts.append(sweep_versus_table(sw))
+        parts.append(
+            plain(
+                f"p: two-sided {test} over the judged queries; p (Holm): Holm's step-down correction for "
+                "multiple comparisons over the variants tested on that measure "
+                "(statsmodels multipletests); — = no difference to test.",
+                style="dim",
+            )
+        )
+        name = against or _most_changed(sw)
+        if name is not None and name != sw.reference:
+            parts.append(sweep_queries_table(sw, name))
+            parts.append(
+                plain(
+                    f"RBO: rank-biased overlap of the final lists (Webber et al. 2010, extrapolated, p = {sw.p:g}); "
+                    f"J@{sw.k}: Jaccard of their top {sw.k}; 1.00 = the same list. --against NAME lists another variant.",
+                    style="dim",
+                )
+            )
+    st = sw.stats
+    parts.append(
+        plain(
+            f"{st.searches} searches; {st.retriever_runs} retriever runs fetched, {st.reused} reused "
+            f"({st.groups} group{'s' if st.groups != 1 else ''} of variants sharing every retriever run).",
+            style="dim",
+        )
+    )
+    parts += [plain(n, style="dim") for n in _notes(ref)]
+    return Group(*parts)
+
+
+# ─── the ungraded queue ──────────────────────────────────────────────────
+
+
+def ungraded_renderable(queue: list[UngradedChunk], depth: int, variants: int, qrels_path: Path) -> Group:
+    """``rankscope eval --ungraded``: the queue, one row per (query, chunk)."""
+    if not queue:
+        return Group(plain(f"Nothing to grade: every chunk in the top {depth} of every list has a grade."))
+    cols = [
+        Column("query", "key"),
+        Column("chunk", "free", min_width=16),
+        Column("lists", justify="right"),
+        Column("best", justify="right"),
+        Column("stages", "free", min_width=8, max_width=40),
+    ]
+    rows: list[list[Cell]] = [
+        [plain(u.query_id), plain(u.chunk_id), str(u.lists), str(u.best_rank), plain(", ".join(u.stages))]
+        for u in queue
+    ]
+    where = f"any stage of {variants} variants" if variants > 1 else "any stage"
+    queries = len({u.query_id for u in queue})
+    title = f"To grade next: {len(queue)} chunks of {queries} queries in the top {depth} of {where}, without a grade"
+    return Group(
+        Fitted(Table(title, cols, rows)),
+        plain(
+            f"lists: how many ranked lists hold the chunk in their top {depth}; best: its best rank. "
+            f"Grades go to {qrels_path} (the browser's 0-3 keys; 'u' steps through this queue).",
+            style="dim",
+        ),
+    )
+
+
+SORTS = ("file", "divergence")
+
+
+def _sweep_options(sweep: list[str], variants: list[str]) -> tuple[list[Axis], list[tuple[str, Variant]]]:
+    axes, named = [], []
+    for text in sweep:
+        try:
+            axes.append(parse_axis(text))
+        except ValueError as exc:
+            fail(f"--sweep {text}: {exc}")
+    for text in variants:
+        try:
+            named.append(parse_named(text))
+        except ValueError as exc:
+            fail(f"--variant {text}: {exc}")
+    return axes, named
+
+
 def eval_cmd(
-    queries: Path = typer.Argument(..., help="Query file (queries.json format: a JSON list of {id, query, ...})."),
-    db: Path = search_db_option(),
-    qrels: Optional[Path] = typer.Option(
+    queries: Annotated[Path, READS_QUERIES] = typer.Argument(
+        ..., help="Query file (queries.json format: a JSON list of {id, query, ...})."
+    ),
+    db: StorePath = search_db_option(),
+    qrels: Annotated[Optional[Path], READS_QRELS] = typer.Option(
         None,
         "--qrels",
         help="Judgments: TREC qrels ('qid 0 docid grade', grades 0-3) or rankscope's JSON form. "
@@ -204,22 +542,91 @@ def eval_cmd(
     measures: Optional[str] = typer.Option(
         None, "--measures", help="Comma-separated ir-measures names (default nDCG@10,RR,R@10,P@3)."
     ),
-    a: str = typer.Option("reference", "--a", help="Variant A (default: the reference). " + SPEC_HELP),
+    a: str = typer.Option(
+        "reference", "--a", help="Variant A, the reference of --b, --sweep and --variant. " + SPEC_HELP
+    ),
     b: Optional[str] = typer.Option(None, "--b", help="Variant B: compare A and B with paired tests."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON: {measures, stages, queries, comparison}."),
+    sweep: Optional[List[str]] = typer.Option(
+        None,
+        "--sweep",
+        help="KEY=V1,V2,...: run every value of one variant setting (keys: "
+        + ", ".join(SPEC_KEYS)
+        + "); several --sweep form a grid of at most "
+        + str(MAX_VARIANTS)
+        + " variants. Each is tested against the reference (--a) with Holm's correction.",
+    ),
+    variant: Optional[List[str]] = typer.Option(
+        None, "--variant", help="NAME=SPEC (repeatable): a named variant to compare, e.g. big-pool=pool=10."
+    ),
+    stage: str = typer.Option("final", "--stage", help="The stage the paired tests run on (a stage id)."),
+    test: str = typer.Option(
+        "t", "--test", help="Paired test of --sweep/--variant: t (scipy.stats.ttest_rel) or wilcoxon."
+    ),
+    sort: str = typer.Option(
+        "file",
+        "--sort",
+        help="Per-query order: file, or divergence (most changed final lists first: lowest RBO, then "
+        "Jaccard) with --b, --sweep or --variant. A sweep lists queries by divergence.",
+    ),
+    against: Optional[str] = typer.Option(
+        None,
+        "--against",
+        help="With --sweep/--variant: the variant whose per-query divergence from the reference is listed "
+        "(default: the one that changed most).",
+    ),
+    depth: int = typer.Option(10, "--depth", help="k of Judged@k, Jaccard@k and the ungraded queue's top k."),
+    rbo_p: float = typer.Option(0.9, "--rbo-p", help="Persistence p of rank-biased overlap (0 < p < 1)."),
+    ungraded: bool = typer.Option(
+        False,
+        "--ungraded",
+        help="List what to grade next instead: the chunks in the top k of any stage (of any variant) "
+        "without a grade for their query, most lists first.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (see the README for each shape)."),
 ) -> None:
     """Judge a query file: nDCG, RR, recall and precision at every pipeline
     stage (Porter, trigram, fused, pool, session filter, trim, rerank, final,
     and the fuzzy re-run's stages), the mean over every judged query, and per
-    query the final values.
+    query the final values, with Judged@k (the share of the top k that is
+    judged; a value resting on fewer than half judged results is marked ?).
 
     Documents are chunk ids (SOURCE::TITLE, SOURCE::TITLE#2 for a later chunk
     with the same title in the same source). With --b, A and B side by side:
     queries improved / worsened / tied and a paired t-test and Wilcoxon test
-    per measure on the final stage.
+    per measure on the final stage, and per query the rank-biased overlap
+    (RBO, Webber et al. 2010) and Jaccard@k of the two final lists.
+    With --sweep / --variant, every variant's means per stage (the best
+    marked) and a paired test against the reference with Holm's correction
+    for multiple comparisons. Retriever runs are shared between variants.
     """
     va = variant_option(a, "--a")
     vb = variant_option(b, "--b") if b is not None else None
+    axes, named = _sweep_options(list(sweep or []), list(variant or []))
+    many = bool(axes or named)
+    if many and vb is not None:
+        fail("--b compares two variants; with --sweep or --variant give B as --variant NAME=SPEC")
+    if against is not None and not many:
+        fail("--against names a variant of --sweep or --variant")
+    if sort not in SORTS:
+        fail(f"--sort must be one of {', '.join(SORTS)}; got {sort!r}")
+    if sort == "divergence" and not many and vb is None:
+        fail("--sort divergence needs two variants: give --b, --sweep or --variant")
+    if test not in TESTS:
+        fail(f"--test must be one of {', '.join(TESTS)}; got {test!r}")
+    if stage not in RANKED_IDS:
+        fail(f"--stage: unknown stage {stage!r}; stages are {', '.join(RANKED_IDS)}")
+    if depth < 1:
+        fail(f"--depth must be 1 or more; got {depth}")
+    try:
+        check_p(rbo_p)
+    except ValueError as exc:
+        fail(f"--rbo-p: {exc}")
+    try:
+        vset = variant_set(va, axes, named) if many else None
+    except ValueError as exc:
+        fail(str(exc))
+    if vset is not None and against is not None and against not in vset.names:
+        fail(f"--against: no variant named {against!r}; variants: {', '.join(vset.names)}")
     try:
         ms = parse_measures(measures)
     except ValueError as exc:
@@ -228,28 +635,72 @@ def eval_cmd(
     from engine.store.chunkids import chunk_ids
 
     with open_store(db) as store:  # first: a file that is no store says so, before its judgments are looked for
-        judgments, qrels_path = load_qrels_option(qrels, db)
-        ids_in_file = [str(e.get("id", i + 1)) for i, e in enumerate(entries)]
-        if not any(judgments.judged(q) for q in ids_in_file):
+        judgments, qrels_path = load_qrels_option(qrels, db, missing_ok=ungraded)
+        ids_in_file = [entry_id(e, i) for i, e in enumerate(entries)]
+        if not ungraded and not any(judgments.judged(q) for q in ids_in_file):
             known = ", ".join(list(judgments.judgments)[:5]) or "none"
             fail(
                 f"none of the {len(entries)} queries of {queries} has judgments in {qrels_path} "
-                f"(query ids: {', '.join(ids_in_file[:5])}{', …' if len(ids_in_file) > 5 else ''}; judged ids: {known})"
+                f"(query ids: {', '.join(ids_in_file[:5])}{', …' if len(ids_in_file) > 5 else ''}; judged ids: {known}); "
+                "'--ungraded' lists what to grade"
             )
+        if vset is None:
+            vset = variant_set(va, (), [("B", vb)] if vb is not None else ())
         try:
-            traces_a = run_entries(store, entries, va)
-            traces_b = run_entries(store, entries, vb) if vb is not None else None
+            traces, stats = run_variants(store, entries, vset.variants)
         except ValueError as exc:
             fail(str(exc))
         ids = chunk_ids(store)
-    ev_a = evaluate_traces(traces_a, judgments, ms, ids, va)
+    if qrels is None:
+        _remember(db, queries)
+    if ungraded:
+        queue = ungraded_queue(list(traces.items()), judgments, ids, depth)
+        if as_json:
+            write_json({"depth": depth, "variants": list(vset.names), "queue": [u.to_dict() for u in queue]})
+        else:
+            console.print(ungraded_renderable(queue, depth, len(vset.names), qrels_path))
+        return
+    if many:
+        try:
+            sw = evaluate_variants(
+                traces,
+                vset,
+                judgments,
+                ms,
+                ids,
+                stats,
+                stage=stage,
+                test="t" if test == "t" else "wilcoxon",
+                depth=depth,
+                p=rbo_p,
+            )
+        except ValueError as exc:
+            fail(str(exc))
+        if as_json:
+            write_json(sweep_to_dict(sw))
+        else:
+            console.print(sweep_renderable(sw, against))
+        return
+    traces_a = traces[vset.reference]
+    ev_a = evaluate_traces(traces_a, judgments, ms, ids, va, depth)
     cmp = None
-    if traces_b is not None:
-        cmp = compare_evals(ev_a, evaluate_traces(traces_b, judgments, ms, ids, vb))
+    if vb is not None:
+        traces_b = traces["B"]
+        div = final_divergences(traces_a, traces_b, ids, rbo_p, depth)
+        cmp = compare_evals(ev_a, evaluate_traces(traces_b, judgments, ms, ids, vb, depth), stage, div)
     if as_json:
         write_json(eval_to_dict(ev_a, cmp))
     else:
-        console.print(eval_renderable(ev_a, cmp))
+        console.print(eval_renderable(ev_a, cmp, sort))
+
+
+def _remember(db: Path, queries: Path) -> None:
+    """Name ``queries`` as the store's query file (the browser grades its
+    queries under their ids); a data folder that cannot be written changes nothing."""
+    try:
+        remember_query_file(db, queries)
+    except OSError:
+        pass
 
 
 # ─── snapshot ────────────────────────────────────────────────────────────
@@ -262,9 +713,9 @@ snapshot_app = typer.Typer(
 
 @snapshot_app.command("save")
 def snapshot_save(
-    queries: Path = typer.Argument(..., help="Query file (queries.json format)."),
-    db: Path = search_db_option(),
-    out: Path = typer.Option(..., "-o", "--out", help="Snapshot file to write (JSON)."),
+    queries: Annotated[Path, READS_QUERIES] = typer.Argument(..., help="Query file (queries.json format)."),
+    db: StorePath = search_db_option(),
+    out: Annotated[Path, WRITES_SNAPSHOT] = typer.Option(..., "-o", "--out", help="Snapshot file to write (JSON)."),
     variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
     force: bool = typer.Option(False, "--force", help="Replace an existing snapshot file (never a database)."),
 ) -> None:
@@ -327,8 +778,10 @@ def snapshot_lines(result: SnapshotCheck) -> list[Text]:
 
 @snapshot_app.command("check")
 def snapshot_check(
-    snapshot: Path = typer.Argument(..., help="A snapshot written by 'rankscope snapshot save'."),
-    db: Path = search_db_option(),
+    snapshot: Annotated[Path, READS_SNAPSHOT] = typer.Argument(
+        ..., help="A snapshot written by 'rankscope snapshot save'."
+    ),
+    db: StorePath = search_db_option(),
     stages: Optional[str] = typer.Option(
         None, "--stages", help="Compare only these stage ids (comma-separated, e.g. final); default every stage."
     ),
@@ -340,14 +793,10 @@ def snapshot_check(
         wanted = parse_stage_list(stages)
     except ValueError as exc:
         fail(f"--stages: {exc}")
-    try:
-        data = json.loads(snapshot.read_text("utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(snapshot):
         fail(f"no such snapshot file: {snapshot}")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"cannot read snapshot {snapshot}: {exc}")
     try:
-        validate_snapshot(data, str(snapshot))
+        data = validate_snapshot(load_json_input(snapshot, "snapshot"), str(snapshot))
     except ValueError as exc:
         fail(str(exc))
     with open_store(db) as store:
@@ -374,8 +823,10 @@ qrels_app = typer.Typer(
 
 @qrels_app.command("convert")
 def qrels_convert(
-    source: Path = typer.Argument(..., help="Qrels to read (TREC or JSON, detected from the content)."),
-    target: Path = typer.Argument(
+    source: Annotated[Path, READS_QRELS] = typer.Argument(
+        ..., help="Qrels to read (TREC or JSON, detected from the content)."
+    ),
+    target: Annotated[Path, WRITES_QRELS] = typer.Argument(
         ..., help="File to write: JSON when it ends in .json, else TREC ('qid 0 docid grade')."
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing TARGET (never a database)."),
@@ -389,7 +840,9 @@ def qrels_convert(
         fail(str(exc))
     check_output_file(target, "TARGET", force=force)
     try:
-        write_qrels(q, target)
+        write_qrels(q, target, overwrite=force)
+    except FileExistsError:
+        fail(f"TARGET {target} appeared meanwhile; nothing was written (give another name or --force)")
     except OSError as exc:
         fail(f"cannot write {target}: {exc.strerror or exc}")
     console.print(
@@ -401,7 +854,7 @@ def qrels_convert(
 
 
 @qrels_app.command("path")
-def qrels_path(db: Path = typer.Option(..., "--db", help="The store (not opened).")) -> None:
+def qrels_path(db: Annotated[Path, NAMES_STORE] = typer.Option(..., "--db", help="The store (not opened).")) -> None:
     """Print where the browser saves this store's judgments (and eval reads them by default)."""
     path = default_qrels_path(db)
     console.print(safe.line(str(path)), markup=False, highlight=False, soft_wrap=True)

@@ -1,4 +1,4 @@
-"""What-if lab subcommands: ``compare``, ``why`` and ``doctor``.
+"""What-if lab subcommands: ``compare``, ``why``, ``explain`` and ``doctor``.
 
 Plain functions, registered in :data:`tui.cli.main.COMMANDS`; each renders
 the description of :mod:`tui.present.describe` (the browser's compare, why and doctor
@@ -7,6 +7,7 @@ screens show the same one). Rich only, never Textual.
 * ``rankscope compare QUERY --db DB --b SPEC [--a SPEC] [filters] [--json]``
 * ``rankscope compare --queries FILE --db DB --b SPEC [--a SPEC] [--json]``
 * ``rankscope why QUERY --db DB (--chunk SOURCE::TITLE | --rowid N) [filters] [--variant SPEC] [--json]``
+* ``rankscope explain QUERY --db DB (--chunk ID | --rowid N) [--vs ID | --vs-rowid N] [filters] [--json]``
 * ``rankscope doctor --db DB [--json] [--examples N]``
 
 A variant SPEC is ``key=value`` pairs joined by commas (see
@@ -16,7 +17,7 @@ A variant SPEC is ``key=value`` pairs joined by commas (see
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich.console import Group
@@ -31,6 +32,7 @@ from engine.lab.compare import (
     comparison_to_dict,
     set_comparison_to_dict,
 )
+from engine.lab.divergence import check_k, check_p
 from engine.lab.doctor import DoctorReport, check_integrity, diagnose
 from engine.pipeline.variants import Variant
 from engine.store.errors import CorruptStoreError, StoreError
@@ -39,10 +41,14 @@ from engine.lab.counterfactual import sentence as counterfactual_sentence
 from engine.lab.counterfactual import would_return_with
 from engine.pipeline.run import search
 from engine.pipeline.runcache import RunCache
-from engine.lab.why import ChunkNotFoundError, Explanation, why_not
+from engine.lab.why import ChunkNotFoundError, Explanation, find_chunks, why_not
+from engine.lab.explain import explain_chunk, explain_versus
+from engine.store.chunkids import chunk_ids
 
 from .base import (
+    READS_QUERIES,
     ContentTypeFilter,
+    StorePath,
     Limit,
     OptionalLimit,
     search_db_option,
@@ -64,6 +70,7 @@ from tui.present.describe import (
     line_text,
     to_rich,
 )
+from tui.present.anatomy import describe_anatomy, describe_versus
 from tui.present.cut import clip
 from tui.present.render import plain
 from tui.present.tablefit import Cell, Column, Fitted, Table
@@ -105,7 +112,7 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
     per query, a totals row, the mean overlap (ids and numbers never cut:
     :mod:`tui.present.tablefit`)."""
     cols = [Column("id", "key"), Column("query", "free", min_width=8, max_width=32), Column("layer A→B")] + [
-        Column(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap")
+        Column(c, justify="right") for c in ("A", "B", "↑", "↓", "=", "gone", "new", "overlap", "RBO", f"J@{sc.k}")
     ]
     rows: list[list[Cell]] = []
     for q in sc.queries:
@@ -124,6 +131,8 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
                 str(c.only_in_a),
                 str(c.only_in_b),
                 Text(f"{q.overlap:.2f}", style="" if q.overlap == 1 else "yellow"),
+                Text(f"{q.divergence.rbo:.2f}", style="" if q.divergence.rbo == 1 else "yellow"),
+                Text(f"{q.divergence.jaccard:.2f}", style="" if q.divergence.jaccard == 1 else "yellow"),
             ]
         )
     c = sc.totals
@@ -140,6 +149,8 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
             str(c.only_in_a),
             str(c.only_in_b),
             _opt(sc.mean_overlap, "{:.2f}"),
+            _opt(_mean([q.divergence.rbo for q in sc.queries]), "{:.2f}"),
+            _opt(_mean([q.divergence.jaccard for q in sc.queries]), "{:.2f}"),
         ]
     )
     t = Fitted(
@@ -150,17 +161,26 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
         f"{sc.changed_queries} of {len(sc.queries)} queries changed ({sc.layer_changes} changed layer); "
         + line_text(counts_line(sc.totals, sc.mean_overlap, mean=True)).plain
     )
-    return Group(t, summary)
+    legend = Text(
+        f"RBO: rank-biased overlap of the final lists (Webber et al. 2010, extrapolated, p = {sc.p:g}); "
+        f"J@{sc.k}: Jaccard of their top {sc.k}; 1.00 = the same list. --sort divergence lists the most changed first.",
+        style="dim",
+    )
+    return Group(t, summary, legend)
+
+
+def _mean(values: list[float]) -> Optional[float]:
+    return sum(values) / len(values) if values else None
 
 
 def compare_cmd(
     query: Optional[str] = typer.Argument(
         None, help="Query text (omit with --queries). A query that begins with '-' goes after '--'."
     ),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     b: str = typer.Option(..., "--b", help="Variant B. " + SPEC_HELP),
     a: str = typer.Option("reference", "--a", help="Variant A (default: the reference)."),
-    queries: Optional[Path] = typer.Option(
+    queries: Annotated[Optional[Path], READS_QUERIES] = typer.Option(
         None, "--queries", help="Compare every query of this file (queries.json format) instead."
     ),
     limit: OptionalLimit = None,
@@ -168,6 +188,13 @@ def compare_cmd(
     source_exact: SourceExact = False,
     content_type: ContentTypeFilter = None,
     session: SessionFilter = None,
+    sort: str = typer.Option(
+        "file",
+        "--sort",
+        help="With --queries: file order, or divergence (most changed final lists first: lowest RBO, then Jaccard).",
+    ),
+    rbo_p: float = typer.Option(0.9, "--rbo-p", help="Persistence p of rank-biased overlap (0 < p < 1)."),
+    depth: int = typer.Option(10, "--depth", help="k of Jaccard@k."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (a single query includes both traces)."),
 ) -> None:
     """Run a query (or a query file) under two pipeline variants, A and B, side by side.
@@ -182,6 +209,8 @@ def compare_cmd(
     va, vb = variant_option(a, "--a"), variant_option(b, "--b")
     if (query is None) == (queries is None):
         fail("give either a QUERY or --queries FILE (not both, not neither)")
+    if queries is None and sort != "file":
+        fail("--sort orders the queries of --queries FILE")
     if queries is not None:
         given = [
             name
@@ -195,12 +224,24 @@ def compare_cmd(
         ] + (["--source-exact"] if source_exact else [])
         if given:
             fail(f"{', '.join(given)} apply to a single QUERY; with --queries each entry carries its own")
+        if sort not in ("file", "divergence"):
+            fail(f"--sort must be file or divergence; got {sort!r}")
+        try:
+            check_p(rbo_p)
+        except ValueError as exc:
+            fail(f"--rbo-p: {exc}")
+        try:
+            check_k(depth)
+        except ValueError as exc:
+            fail(f"--depth: {exc}")
         entries = load_queries(queries)
         with open_store(db) as store:
             try:
-                sc = compare_set(store, entries, va, vb)
+                sc = compare_set(store, entries, va, vb, rbo_p, depth)
             except ValueError as exc:
                 fail(str(exc))
+        if sort == "divergence":
+            sc = sc.most_changed_first()
         if as_json:
             write_json(set_comparison_to_dict(sc))
         else:
@@ -233,7 +274,7 @@ def explanation_renderable(e: Explanation) -> Group:
 
 def why_cmd(
     query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     chunk: Optional[str] = typer.Option(
         None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."
     ),
@@ -348,7 +389,7 @@ def doctor_renderable(report: DoctorReport, examples: int = 5) -> Group:
 
 
 def doctor_cmd(
-    db: Path = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
+    db: StorePath = typer.Option(..., "--db", help="Store to inspect (opened read-only; nothing is refreshed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     examples: int = typer.Option(5, "--examples", help="Rows shown per list in the human report."),
     quick: bool = typer.Option(
@@ -383,3 +424,81 @@ def doctor_cmd(
         console.print(doctor_renderable(report, examples))
     if report.damaged:
         raise typer.Exit(1)
+
+
+# ─── explain ─────────────────────────────────────────────────────────────
+
+
+def _rowid_of(store: Store, chunk_id: Optional[str], rowid: Optional[int], option: str) -> Optional[int]:
+    """The row id named by a chunk id (``option``) or a row id (``option``-rowid)."""
+    if rowid is not None:
+        if not ROWID_MIN <= rowid <= ROWID_MAX:
+            fail(f"{option}-rowid {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX})")
+        try:
+            find_chunks(store, rowid=rowid)
+        except ChunkNotFoundError as exc:
+            fail(f"{option}-rowid: {exc}")
+        return rowid
+    if chunk_id is None:
+        return None
+    found = chunk_ids(store).by_id.get(chunk_id)
+    if found is None:
+        try:
+            find_chunks(store, key=chunk_id)  # its error names the source's titles
+        except ChunkNotFoundError as exc:
+            fail(f"{option} {chunk_id!r}: {exc}")
+        fail(f"{option}: no chunk has id {chunk_id!r} (chunk ids: SOURCE::TITLE, then #2, #3 for repeats)")
+    return found
+
+
+def explain_cmd(
+    query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
+    db: StorePath = search_db_option(),
+    chunk: Optional[str] = typer.Option(
+        None, "--chunk", help="The chunk's id: SOURCE::TITLE, or SOURCE::TITLE#2 for a later chunk sharing it."
+    ),
+    rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
+    vs: Optional[str] = typer.Option(
+        None, "--vs", help="Compare with this chunk (its id): why is one above the other?"
+    ),
+    vs_rowid: Optional[int] = typer.Option(None, "--vs-rowid", help="Compare with the chunk of this row id."),
+    limit: Limit = 3,
+    source: SourceFilter = None,
+    source_exact: SourceExact = False,
+    content_type: ContentTypeFilter = None,
+    session: SessionFilter = None,
+    variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the anatomy as JSON (schema: README, 'Explain a score')."
+    ),
+) -> None:
+    """Explain a chunk's score: its bm25 in each retriever phrase by phrase
+    (rows matching, idf, title and content hits, each phrase's part: they add
+    up to FTS5's bm25() exactly) and its position at every stage. With --vs,
+    why one chunk is above the other: the stage that decided it, in numbers,
+    and the one parameter change that would flip them (found by re-running)."""
+    if (chunk is None) == (rowid is None):
+        fail("name the chunk with either --chunk ID or --rowid N (exactly one)")
+    if vs is not None and vs_rowid is not None:
+        fail("name the other chunk with either --vs ID or --vs-rowid N (not both)")
+    params = make_params(
+        query, limit, source, source_exact, content_type, session, variant=variant_option(variant, "--variant")
+    )
+    with open_store(db) as store:
+        warn_unknown_sessions(store, session)
+        x = _rowid_of(store, chunk, rowid, "--chunk" if chunk is not None else "--rowid")
+        y = _rowid_of(store, vs, vs_rowid, "--vs")
+        assert x is not None
+        if y is not None and y == x:
+            fail("--vs names the same chunk as the one explained; name another one")
+        trace = search(store, params)
+        if y is None:
+            anatomy = explain_chunk(store, trace, x)
+            versus = None
+        else:
+            versus = explain_versus(store, trace, x, y)
+            anatomy = versus.chunk
+    if as_json:
+        write_json({"query": query, **anatomy.to_dict(), "vs": None if versus is None else versus.to_dict()})
+        return
+    console.print(to_rich(describe_anatomy(anatomy) if versus is None else describe_versus(versus), fit=True))

@@ -10,17 +10,23 @@ Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
 never a traceback: :func:`main` runs the Typer application with
 ``standalone_mode=False`` so that Click's usage errors (a bad option value, an
 unknown or missing option, an option without its value) come back to it and
-are printed the same way, with one hint line (:func:`usage_error_exit`); and it
-turns :class:`CliError`, any
-:class:`~engine.StoreError` (a damaged store is a
-:class:`~engine.CorruptStoreError`), a stray SQLite error (``engine.store.sql.Error``) and
-``OSError`` into that line.
+are printed the same way, with one hint line (:func:`usage_error_exit`); and
+everything a command raises goes through one error path, :func:`exit_for`:
+running out of memory anywhere (:func:`out_of_memory`) is the one
+:data:`OUT_OF_MEMORY` line; :class:`CliError`, any :class:`~engine.StoreError`
+(a damaged store is a :class:`~engine.CorruptStoreError`), a stray SQLite
+error (``engine.store.sql.Error``) and ``OSError`` are that one line.
+
+The commands' file parameters are declared on the parameters themselves
+(:class:`~tui.cli.base.FileRole`); :func:`file_parameters` lists them.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, List, NoReturn, Optional
 
@@ -33,7 +39,17 @@ from engine.store import sql
 
 from . import agent, lab, search, serve, stores
 from . import eval as eval_cli
-from .base import CliError, error_exit, fail, os_error_text, parse_idle_timeout, unwrap
+from .base import (
+    OPENS_STORE_OR_FOLDER,
+    READS_QRELS,
+    CliError,
+    FileRole,
+    error_exit,
+    fail,
+    os_error_text,
+    parse_idle_timeout,
+    unwrap,
+)
 
 #: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
 APP_HELP = (
@@ -104,7 +120,7 @@ class RankscopeCommand(TyperCommand):
 
 
 #: Subcommands whose first argument is a query text.
-QUERY_COMMANDS = ("search", "compare", "why")
+QUERY_COMMANDS = ("search", "compare", "why", "explain")
 #: Why a query of several words unquoted is an error.
 SPLIT_QUERY_HINT = "A query of several words goes in quotes"
 #: How to search for a text that begins with ``-`` (help texts and errors).
@@ -177,6 +193,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("batch", search.batch),
     ("compare", lab.compare_cmd),
     ("why", lab.why_cmd),
+    ("explain", lab.explain_cmd),
     ("doctor", lab.doctor_cmd),
     ("stores", stores.stores_cmd),
     ("sessions", stores.sessions_cmd),
@@ -199,6 +216,72 @@ for _name, _group in GROUPS:
     # no_args_is_help=False: a group given no subcommand is a usage error like any other (Click's "missing
     # command": one line, exit 2, the hint listing the subcommands), not its help printed as an error
     app.add_typer(_group, name=_name, cls=RankscopeGroup, no_args_is_help=False)
+
+# ─── file parameters ─────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class FileParameter:
+    """A parameter that names a file (or is JSON text), with its declared
+    :class:`~tui.cli.base.FileRole`.
+
+    Attributes:
+        command: the command's words (``("snapshot", "check")``; ``()`` for
+            the browser, ``rankscope [PATH] [--qrels FILE]``).
+        name: the parameter's name in the command's function.
+        flag: its longest option name (``--qrels``), or ``None`` for an argument.
+        role: what the command does with it.
+    """
+
+    command: tuple[str, ...]
+    name: str
+    flag: Optional[str]
+    role: FileRole
+
+
+#: The browser's own file parameters (parsed by :func:`main`, not by Typer).
+BROWSER_FILES = (
+    FileParameter((), "path", None, OPENS_STORE_OR_FOLDER),
+    FileParameter((), "qrels", "--qrels", READS_QRELS),
+)
+
+
+def command_functions() -> tuple[tuple[tuple[str, ...], Callable[..., None]], ...]:
+    """Every command as (its words, its function): :data:`COMMANDS`, then
+    each group's subcommands."""
+    out: list[tuple[tuple[str, ...], Callable[..., None]]] = [((name,), fn) for name, fn in COMMANDS]
+    for group_name, group in GROUPS:
+        for info in group.registered_commands:
+            assert info.name is not None and info.callback is not None  # every subcommand is registered named
+            out.append(((group_name, info.name), info.callback))
+    return tuple(out)
+
+
+def file_parameters() -> tuple[FileParameter, ...]:
+    """Every parameter of every command declared with a
+    :class:`~tui.cli.base.FileRole` (``Annotated[Path, READS_QRELS]``), and
+    :data:`BROWSER_FILES`: what the tests feed FIFOs, devices, folders,
+    deep JSON, BOMs and wrong shapes."""
+    import typing
+
+    from typer.main import get_command
+
+    root = get_command(app)
+    out = list(BROWSER_FILES)
+    for words, fn in command_functions():
+        command: Any = root
+        for word in words:
+            command = command.commands[word]
+        params = {p.name: p for p in command.params}
+        for name, hint in typing.get_type_hints(fn, include_extras=True).items():
+            roles = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, FileRole)]
+            if not roles:
+                continue
+            param = params[name]
+            flag = max(param.opts, key=len) if param.param_type_name == "option" else None
+            out.append(FileParameter(words, name, flag, roles[0]))
+    return tuple(out)
+
 
 # ─── browser entry ───────────────────────────────────────────────────────
 
@@ -249,8 +332,13 @@ def browse(
         fail("--demo and --stores: a demo never lists this machine's stores; give the store or folder to show")
     if demo and qrels is not None:
         fail("--demo and --qrels: a demo keeps the visitor's grades in its temporary folder, never in a file here")
-    if qrels is not None and qrels.is_dir():
-        fail(f"--qrels {qrels} is a folder; give a file (it is created when you grade)")
+    if qrels is not None and os.path.lexists(qrels):  # a new file is created when you grade
+        from engine.lab.qrels import QrelsError, read_qrels
+
+        try:
+            read_qrels(qrels)  # before the screen is taken: a FIFO, a device or a bad file says so here
+        except QrelsError as exc:
+            fail(f"--qrels: {exc}")
     if demo:
         from tui.cli.demo import run_demo
 
@@ -302,6 +390,9 @@ def usage_error_exit(exc: TyperException) -> NoReturn:
 
 def main(argv: Optional[List[str]] = None) -> None:
     """Console-script entry point."""
+    # numpy's OpenBLAS (eval's statistics, on a handful of numbers) starts a thread and a buffer per core when
+    # loaded, and exits the process itself when that memory is refused; one thread is all it needs here.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = list(sys.argv[1:] if argv is None else argv)
     commands = {name for name, _ in COMMANDS} | {name for name, _ in GROUPS}
     try:
@@ -319,22 +410,118 @@ def main(argv: Optional[List[str]] = None) -> None:
         # as Click's standalone mode does: always exit, with typer.Exit(n)'s n (snapshot check's 1,
         # --help's 0) or 0 after a command that returned
         raise SystemExit(status if isinstance(status, int) else 0)
-    except TyperException as exc:  # Click's errors: Typer vendors Click, whose classes derive from this
+    except BaseException as exc:  # noqa: B036 - every outcome goes through the one error path
+        try:
+            exit_for(exc)
+        except MemoryError:  # while saying what went wrong
+            _say_out_of_memory()
+
+
+#: SQLite's primary result code for a failed allocation (``SQLITE_NOMEM``).
+SQLITE_NOMEM = 7
+#: What the dynamic loader says when it cannot map a library for want of memory (glibc's words).
+DLOPEN_NO_MEMORY = ("failed to map segment from shared object", "cannot map zero-fill pages", "cannot allocate memory")
+#: The line printed when memory ran out, wherever it did.
+OUT_OF_MEMORY = "rankscope: error: out of memory (the command needed more memory than this process may use)\n"
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """True when ``exc`` is, or was raised while handling or because of, a
+    failed allocation: Python's ``MemoryError``, SQLite's ``SQLITE_NOMEM``,
+    an ``OSError`` with ``ENOMEM``, a thread that could not be started (its
+    stack is memory too) or a compiled module the loader could not map
+    (:data:`DLOPEN_NO_MEMORY`: numpy's, when eval first needs it). A
+    library may turn one into its own error (ir-measures reports a provider
+    whose import hit ``MemoryError`` as "not available"): the whole chain of
+    causes and contexts is looked at."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError) or sql.primary_code(current) == SQLITE_NOMEM:
+            return True
+        if isinstance(current, RuntimeError) and "can't start new thread" in str(current):
+            return True
+        if isinstance(current, OSError) and current.errno == errno.ENOMEM:
+            return True
+        if isinstance(current, ImportError) and any(m in str(current) for m in DLOPEN_NO_MEMORY):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+_OUT_OF_MEMORY_BYTES = OUT_OF_MEMORY.encode("ascii")
+
+
+def _say_out_of_memory() -> NoReturn:
+    """Write :data:`OUT_OF_MEMORY` with one system call (bytes made at import:
+    nothing is allocated) and exit with status 2."""
+    try:
+        os.write(2, _OUT_OF_MEMORY_BYTES)
+    except OSError:
+        pass
+    raise SystemExit(2) from None
+
+
+def exit_for(exc: BaseException) -> NoReturn:
+    """The CLI's one error path: turn what a command raised into its exit.
+
+    Out of memory, anywhere (:func:`out_of_memory`): the :data:`OUT_OF_MEMORY`
+    line, written with one system call (printing through Rich could need the
+    memory that ran out), exit status 2. Click's errors: :func:`usage_error_exit`.
+    :class:`CliError`, any :class:`~engine.StoreError` and a stray SQLite or
+    ``OSError``: one ``rankscope: error:`` line, exit 2. A reader that left
+    (``| head``): exit 1, silently. Ctrl+C: exit 130. ``SystemExit`` passes.
+    Anything else is a bug and is raised again, unless the process has used
+    up its address space (:func:`at_memory_limit`): then it is out of memory."""
+    if isinstance(exc, SystemExit):
+        raise exc
+    if out_of_memory(exc):
+        _say_out_of_memory()
+    if isinstance(exc, TyperException):  # Click's errors: Typer vendors Click, whose classes derive from this
         usage_error_exit(exc)
-    except typer.Abort:
+    if isinstance(exc, typer.Abort):
         raise SystemExit(1) from None
-    except (CliError, StoreError) as exc:
+    if isinstance(exc, (CliError, StoreError)):
         error_exit(str(exc))
-    except sql.Error as exc:  # last resort: the engine names the store in a StoreError
+    if isinstance(exc, sql.Error):  # last resort: the engine names the store in a StoreError
         error_exit(f"SQLite error: {exc}")
-    except BrokenPipeError:
+    if isinstance(exc, BrokenPipeError):
         # `rankscope ... | head`: the reader left; nothing more to say.
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError):
             pass
         raise SystemExit(1) from None
-    except OSError as exc:  # last resort: an output file, a port, a folder
+    if isinstance(exc, OSError):  # last resort: an output file, a port, a folder
         error_exit(os_error_text(exc))
-    except KeyboardInterrupt:
+    if isinstance(exc, KeyboardInterrupt):
         raise SystemExit(130) from None
+    if at_memory_limit():
+        # a compiled module that failed to allocate may report it as anything ("error return without
+        # exception set"): with the address space used up, that is what happened
+        _say_out_of_memory()
+    raise exc
+
+
+#: Address space left under ``RLIMIT_AS`` below which a process is out of memory (bytes).
+MEMORY_LIMIT_SLACK = 16 * 1024 * 1024
+
+
+def at_memory_limit() -> bool:
+    """True when the process has an address-space limit (``RLIMIT_AS``) and
+    uses all but :data:`MEMORY_LIMIT_SLACK` of it (``VmSize`` of
+    ``/proc/self/status``; False where either cannot be read)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return False
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024 > soft - MEMORY_LIMIT_SLACK
+    except (ImportError, OSError, ValueError, MemoryError):
+        pass
+    return False

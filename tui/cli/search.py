@@ -4,22 +4,30 @@ run a query file. Plain functions; :mod:`tui.cli.main` registers them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional, Union
 
 import typer
+from typing_extensions import NotRequired, TypedDict
 
 from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
 from engine.pipeline.words import plural
 from engine.lab.compare import params_for_entry
 from engine.store.corpus import index_paths, load_sessions_map
-from engine.files.reading import InputFileError, load_json_input
+from engine.files.reading import InputFileError, json_shape, load_json_input
 from engine.js.strings import undecodable
 
 from tui.present import safe
-from engine.files.writing import OutputRefused, check_output, write_text_file
+from engine.files.writing import OutputRefused, check_distinct, check_output, write_text_file
 from tui.present.fmt import json_text
 from .base import (
+    CREATES_STORE,
+    INDEXES_CORPUS,
+    READS_QUERIES,
+    READS_SESSIONS_MAP,
+    WRITES_TRACES,
+    WRITES_TREC_RUN,
     ContentTypeFilter,
+    StorePath,
     Limit,
     search_db_option,
     SessionFilter,
@@ -38,14 +46,16 @@ from .base import (
 
 
 def index(
-    paths: List[Path] = typer.Argument(
+    paths: Annotated[List[Path], INDEXES_CORPUS] = typer.Argument(
         ..., help="Files and folders to index (folder contents are labelled relative to the folder)."
     ),
-    db: Path = typer.Option(
+    db: Annotated[Path, CREATES_STORE] = typer.Option(
         ..., "--db", help="Store to create or update (rankscope's own; never a context-mode store)."
     ),
     session: str = typer.Option("", "--session", help="Session id recorded on every chunk."),
-    sessions_map: Optional[Path] = typer.Option(None, "--sessions-map", help="JSON object of label → session id."),
+    sessions_map: Annotated[Optional[Path], READS_SESSIONS_MAP] = typer.Option(
+        None, "--sessions-map", help="JSON object of label → session id."
+    ),
     max_file_bytes: int = typer.Option(
         10 * 1024 * 1024, "--max-file-bytes", help="Skip files larger than this (bytes)."
     ),
@@ -200,7 +210,7 @@ def search_cmd(
         ...,
         help="Query text (any characters; FTS5 syntax is neutralised). A query that begins with '-' goes after '--'.",
     ),
-    db: Path = search_db_option(),
+    db: StorePath = search_db_option(),
     limit: Limit = 3,
     source: SourceFilter = None,
     source_exact: SourceExact = False,
@@ -220,12 +230,25 @@ def search_cmd(
         "--json",
         help="Print the whole trace as JSON (schema: engine/pipeline/export.py); with --flow the flow rows.",
     ),
+    explain: bool = typer.Option(
+        False,
+        "--explain",
+        help="Add each result's score anatomy: its bm25 in each retriever phrase by phrase "
+        "(with --json, the trace's 'anatomy'; see 'rankscope explain').",
+    ),
 ) -> None:
     """Search a store and show what each pipeline stage did."""
+    if explain and flow:
+        fail("--explain adds to the results or the JSON trace, not to --flow")
     params = make_params(query, limit, source, source_exact, content_type, session)
     with open_store(db) as store:
         warn_unknown_sessions(store, session)
         trace = search(store, params)
+        anatomies = []
+        if explain:
+            from engine.lab.explain import explain_chunks
+
+            anatomies = explain_chunks(store, trace, [r.candidate.rowid for r in trace.final])
         pins = _pins(store, trace, pin or [])
         if flow:
             from engine.lab.terms import porter_stems
@@ -235,7 +258,7 @@ def search_cmd(
         _print_flow(trace, pins, stems, as_json)
         return
     if as_json:
-        data = trace_to_dict(trace)
+        data = trace_to_dict(trace, anatomy=[a.to_dict() for a in anatomies] if explain else None)
         if pin:
             data["pinned"] = [p.to_dict() for p in pins]
         write_json(data)
@@ -244,6 +267,13 @@ def search_cmd(
 
     console.print(trace_renderable(trace, str(db)))
     _print_pins(pins)
+    if anatomies:
+        from tui.present.anatomy import describe_anatomy
+        from tui.present.describe import to_rich
+
+        for a in anatomies:
+            console.print()
+            console.print(to_rich(describe_anatomy(a), fit=True))
 
 
 def _pins(store: Store, trace, specs: list[str]) -> list:
@@ -329,21 +359,32 @@ def _print_flow(trace, pins: list, stems: tuple, as_json: bool) -> None:
 # ─── batch ───────────────────────────────────────────────────────────────
 
 
+@json_shape(extra="allow")
+class QueryEntryShape(TypedDict):
+    """One entry of a query file (``../shared/parity/*/queries.json``); its
+    other keys are checked by :func:`engine.lab.compare.params_for_entry`."""
+
+    query: str
+    id: NotRequired[Union[str, int]]
+
+
+#: The JSON shape of a query file: a list of entries.
+QUERY_FILE_SHAPE = list[QueryEntryShape]
+
+
 def load_queries(path: Path) -> list[dict]:
-    """Read a query file (format of ``../shared/parity/*/queries.json``):
-    a regular file only (never a FIFO or a device), size and nesting bounded
-    (:func:`engine.files.reading.load_json_input`).
+    """Read a query file (:data:`QUERY_FILE_SHAPE`) through
+    :func:`engine.files.reading.load_json_input`: a regular file only (never
+    a FIFO or a device), size and nesting bounded, a BOM dropped.
 
     Raises:
-        CliError: unreadable, not a regular file, too large or too deep, not
-            a JSON list, or an entry without ``query``.
+        CliError: unreadable, not a regular file, too large or too deep, or
+            not of the shape (the message names the entry and field).
     """
     try:
-        data = load_json_input(path, "query file")
+        data: list[dict] = load_json_input(path, "query file", QUERY_FILE_SHAPE)
     except InputFileError as exc:
         fail(str(exc))
-    if not isinstance(data, list) or not all(isinstance(q, dict) and isinstance(q.get("query"), str) for q in data):
-        fail(f"query file {path} must be a JSON list of objects with a string 'query'")
     return data
 
 
@@ -358,12 +399,12 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
 
 
 def batch(
-    queries: Path = typer.Argument(
+    queries: Annotated[Path, READS_QUERIES] = typer.Argument(
         ...,
         help="JSON list of {id, query, why?, limit?, source?, source_match?, content_type?, sessions?}; other keys are an error.",
     ),
-    db: Path = search_db_option(),
-    out: Optional[Path] = typer.Option(
+    db: StorePath = search_db_option(),
+    out: Annotated[Optional[Path], WRITES_TRACES] = typer.Option(
         None,
         "--out",
         help="Write the traces to this new file instead of stdout (never a database; an existing file only with --force).",
@@ -371,7 +412,7 @@ def batch(
     force: bool = typer.Option(
         False, "--force", help="Let --out and --trec-run replace an existing file (never a database)."
     ),
-    trec_run: Optional[Path] = typer.Option(
+    trec_run: Annotated[Optional[Path], WRITES_TREC_RUN] = typer.Option(
         None,
         "--trec-run",
         help="Also write a TREC run ('qid Q0 docid rank score tag'; docid = chunk id, score = n - rank + 1) "
@@ -385,6 +426,11 @@ def batch(
     order; with --trec-run, a TREC run of one stage's ranked chunk ids."""
     if out is not None:
         check_output_file(out, "--out", db=db, force=force)
+    if out is not None and trec_run is not None:
+        try:
+            check_distinct([("--out", out), ("--trec-run", trec_run)])
+        except OutputRefused as exc:
+            fail(str(exc))
     if trec_run is not None:
         check_output_file(trec_run, "--trec-run", db=db, force=force)
         from engine.pipeline.table import RANKED_IDS

@@ -22,11 +22,13 @@ import shlex
 import socket
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
-from .base import DEFAULT_MAX_SESSIONS, fail, parse_idle_timeout
+from engine.files.reading import InputFileError, require_regular_file
+
+from .base import DEFAULT_MAX_SESSIONS, OPENS_STORE_OR_FOLDER, fail, parse_idle_timeout
 
 #: The most ``--max-sessions`` accepts.
 MAX_SESSIONS_LIMIT = 1000
@@ -80,7 +82,7 @@ def serve(
         "127.0.0.1", "--host", help="Address to listen on (loopback by default; anything else needs --public)."
     ),
     port: int = typer.Option(8000, "--port", help="TCP port to listen on."),
-    path: Optional[str] = typer.Option(
+    path: Annotated[Optional[str], OPENS_STORE_OR_FOLDER] = typer.Option(
         None,
         "--path",
         help="What each browser tab opens: a .db store (read-only) or a folder (indexed first); "
@@ -119,6 +121,11 @@ def serve(
     """
     if path is not None and not Path(path).expanduser().exists():
         fail(f"no such file or folder: {path}")
+    if path is not None and not Path(path).expanduser().is_dir():
+        try:  # each tab opens it: a FIFO or a device is refused here, once
+            require_regular_file(Path(path).expanduser(), "--path")
+        except InputFileError as exc:
+            fail(str(exc))
     if not 0 < port < 65536:
         fail(f"port must be between 1 and 65535; got {port}")
     if not 1 <= max_sessions <= MAX_SESSIONS_LIMIT:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 from rich import box
@@ -19,7 +19,7 @@ from rich.text import Text
 from engine.store.discovery import content_dirs, find_stores
 
 from tui.present import safe
-from .base import console, open_store, write_json
+from .base import NAMES_FOLDER, StorePath, console, open_store, write_json
 from tui.present.fmt import human_bytes, looked_in, pack, session_db_summary, short_path
 from tui.present.render import plain
 
@@ -39,7 +39,7 @@ def _counted(value: Optional[int], noun: str) -> str:
 
 
 def stores_cmd(
-    project: Optional[Path] = typer.Option(
+    project: Annotated[Optional[Path], NAMES_FOLDER] = typer.Option(
         None, "--project", help="Only the store of this project directory (named by the hash of its path)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
@@ -198,7 +198,7 @@ def _print_store_block(i) -> None:
 
 
 def sessions_cmd(
-    db: Path = typer.Option(..., "--db", help="Store to read (opened read-only)."),
+    db: StorePath = typer.Option(..., "--db", help="Store to read (opened read-only)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {session_id, chunks}."),
 ) -> None:
     """Session ids in a store with their chunk counts ('' = unattributed)."""

@@ -371,7 +371,12 @@ def describe_comparison(cmp: Comparison, store_path: str | None = None) -> Compa
             for label, t in (("A", ta), ("B", tb))
             if t.empty_reason
         )
-    notes = [side_note("A", ta.layer, len(ta.final)), side_note("B", tb.layer, len(tb.final))]
+    d = cmp.divergence()
+    notes = [
+        side_note("A", ta.layer, len(ta.final)),
+        side_note("B", tb.layer, len(tb.final)),
+        f"RBO {d.rbo:.2f} · J@{d.k} {d.jaccard:.2f}",
+    ]
     for label, t in (("A", ta), ("B", tb)):
         if t.fuzzy.shadow and t.fuzzy.rerun is not None:
             notes.append(

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tui.present import safe
+
+if TYPE_CHECKING:
+    from engine.store.discovery import StoreLocation
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -57,10 +65,21 @@ def query_label(query: str, width: int = QUERY_SHOWN) -> str:
     return f"{query[:width]!r}… ({len(query):,} characters)"
 
 
+#: Characters ``json.dumps(ensure_ascii=False)`` leaves raw that a terminal
+#: acts on: C1 controls (U+009B is a CSI), the bidirectional controls
+#: (:data:`tui.present.safe.BIDI_CONTROLS`: they reorder what follows) and
+#: the line and paragraph separators.
+_JSON_ESCAPED = re.compile("[\u0080-\u009f\u2028\u2029" + "".join(map(chr, safe.BIDI_CONTROLS)) + "]")
+
+
 def json_text(data: object, indent: int | None = 2) -> str:
     """``data`` as JSON (non-ASCII characters kept) with a final newline:
-    what ``--json``, ``batch --out`` and the browser's trace export write."""
-    return json.dumps(data, ensure_ascii=False, indent=indent) + "\n"
+    what ``--json``, ``batch --out`` and the browser's trace export write.
+    C0 controls are escaped by JSON itself; the characters of
+    :data:`_JSON_ESCAPED` are escaped too (``\\u202e``): the same JSON
+    value, and nothing a terminal would act on."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    return _JSON_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def _counted(value: int | None, noun: str) -> str:
@@ -86,7 +105,7 @@ def short_path(path: str) -> str:
     return "~" + path[len(home) :] if home not in ("", "/") and path.startswith(home + os.sep) else path
 
 
-def looked_in(locations: list) -> list[str]:
+def looked_in(locations: Iterable[StoreLocation]) -> list[str]:
     """Where store discovery looked, one line per folder
     (``engine.store.discovery.StoreLocation``): ``~/.claude/context-mode/content
     [Claude Code]``, with its file pattern when not ``*.db``. What

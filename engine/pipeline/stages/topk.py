@@ -9,24 +9,10 @@ with the same ``bm25`` values bit for bit, and the same
 reach the top ``k`` (the MaxScore idea: Turtle and Flood, "Query evaluation:
 strategies and optimizations", IP&M 31(6), 1995).
 
-The formula is FTS5's own (``fts5Bm25Function`` in SQLite's
-``ext/fts5/fts5_aux.c``), evaluated with the same double operations in the
-same order, so a Python float gives the same bits::
-
-    idf(i)  = log((N - n(i) + 0.5) / (n(i) + 0.5)), or 1e-6 when <= 0
-    f(i, r) = sum over phrase i's instances in row r of the column's weight
-    score   = sum over phrases i in query order of
-              idf(i) * (f(i, r) * (k1 + 1.0)) / (f(i, r) + k1 * (1 - b + b * D(r) / avgdl))
-    bm25    = -1.0 * score          (k1 = 1.2, b = 0.75)
-
-``N`` is the table's row count and ``avgdl`` its total token count over its
-row count (FTS5's averages record, ``%_data`` id 1); ``n(i)`` the number of
-rows phrase ``i`` matches (``count(*)`` of a ``MATCH`` on the phrase alone,
-what ``xQueryPhrase`` counts); ``D(r)`` the row's token count in all columns
-(its ``%_docsize`` record). Phrase instances are found by tokenizing the
-row's text with the table's own tokenizer (SQLite's C tokenizer, through
-``apsw``) and matching each phrase's tokens at consecutive positions, as
-FTS5's ``detail=full`` index does.
+Each row's score is FTS5's own, computed by :mod:`engine.pipeline.stages.bm25`
+(``fts5Bm25Function``'s double operations in its order, so the bits are
+the same): ``bm25 = -1.0 * score``, ``score`` the sum over the query's
+phrases of ``idf(i) * f(i, r) (k1 + 1) / (f(i, r) + k1 (1 - b + b D(r) / avgdl))``.
 
 The bound: a phrase adds less than ``idf(i) * (k1 + 1)`` to any row's score
 (``f (k1+1) / (f + k1 L) < k1 + 1`` for ``L > 0``). With the query's phrases
@@ -56,20 +42,15 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import apsw
 
 from engine.store import sql
+from engine.pipeline.stages import bm25
 from engine.store.cache import VersionedLRU
 
-#: FTS5's bm25 constants (``fts5Bm25Function``).
-K1 = 1.2
-B = 0.75
-#: Column weights of every retriever statement: ``bm25(t, 5.0, 1.0)`` (title, content).
-WEIGHTS = (5.0, 1.0)
 #: Slack on every bound comparison (scores are sums of a few terms below ~40;
 #: their rounding error is below 1e-13).
 MARGIN = 1e-9
@@ -90,14 +71,6 @@ MAX_K = 250
 SEED_SHARE_MAX = 0.6
 #: Decline when the phrases left to rank hold more than this share.
 RARE_SHARE_MAX = 0.75
-
-_PHRASE = re.compile(r'"((?:[^"]|"")*)"')
-_OR_QUERY = re.compile(r'^"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*$')
-_TOKENIZE = re.compile(r"tokenize\s*=\s*(['\"])(.*?)\1", re.IGNORECASE | re.DOTALL)
-#: FTS5 options that change what an instance or a row's text is: ``detail``
-#: other than full (no positions: phrases match differently), ``locale``
-#: (per-row tokenizer locale), ``tokendata``, ``contentless_delete``.
-_OPTION = re.compile(r"\b(detail|locale|tokendata|contentless_delete)\s*=\s*['\"]?(\w+)", re.IGNORECASE)
 
 
 #: Why :func:`top_k` leaves a query to FTS5's own ranking.
@@ -167,72 +140,8 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def varints(blob: bytes) -> list[int]:
-    """SQLite varints (big-endian 7-bit groups; the 9th byte carries 8 bits)
-    read one after another from ``blob``."""
-    out: list[int] = []
-    i, n = 0, len(blob)
-    while i < n:
-        v = 0
-        for j in range(9):
-            c = blob[i]
-            i += 1
-            if j == 8:
-                v = (v << 8) | c
-                break
-            v = (v << 7) | (c & 0x7F)
-            if c < 0x80:
-                break
-        out.append(v)
-    return out
-
-
-def phrases_of(match: str) -> list[str] | None:
-    """The phrase texts of ``"a" OR "b" ...`` (``""`` unescaped to ``"``),
-    or ``None`` when ``match`` is anything else."""
-    if not _OR_QUERY.match(match):
-        return None
-    return [m.group(1).replace('""', '"') for m in _PHRASE.finditer(match)]
-
-
-def tokenizer_for(conn: sql.Connection, table: str) -> apsw.FTS5Tokenizer:
-    """The table's tokenizer (its ``tokenize=`` option; unicode61 by
-    default) as an ``apsw`` callable.
-
-    Raises:
-        Declined: ``tokenizer`` when the option cannot be read or loaded;
-            ``table-options`` for options that change matching (``detail``
-            other than ``full``, ``locale=1``, ``tokendata=1``, ...).
-    """
-    cache: dict[str, apsw.FTS5Tokenizer] = conn.__dict__.setdefault("_rankscope_tokenizers", {})
-    if table in cache:
-        return cache[table]
-    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
-    if row is None:
-        raise Declined("tokenizer")
-    for name, value in _OPTION.findall(row[0]):
-        if not (name.lower() == "detail" and value.lower() == "full") and value not in ("0",):
-            raise Declined("table-options")
-    m = _TOKENIZE.search(row[0])
-    words = m.group(2).split() if m else ["unicode61"]
-    if not words or any(not re.fullmatch(r"[A-Za-z0-9_]+", w) for w in words):
-        raise Declined("tokenizer")
-    try:
-        tok = conn.fts5_tokenizer(words[0], words[1:])
-    except apsw.Error:
-        raise Declined("tokenizer") from None
-    cache[table] = tok
-    return tok
-
-
-def _tokens(tok: apsw.FTS5Tokenizer, text: bytes, mode: int) -> list[Any]:
-    """``[(start, end, token), ...]``: byte offsets into ``text`` (UTF-8) and
-    the token, colocated tokens left out; ``mode`` is an ``FTS5_TOKENIZE_*``."""
-    return list(tok(text, mode, None, include_offsets=True, include_colocated=False))
-
-
 class _Scorer:
-    """Exact bm25 of a row from its text (see the module docstring)."""
+    """Exact bm25 of a row from its text (:mod:`engine.pipeline.stages.bm25`)."""
 
     def __init__(self, tok: apsw.FTS5Tokenizer, phrase_tokens: list[tuple[str, ...]], idf: list[float], avgdl: float):
         self.tok = tok
@@ -254,48 +163,20 @@ class _Scorer:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        title_toks = [t[2] for t in _tokens(self.tok, title, apsw.FTS5_TOKENIZE_DOCUMENT)] if title else []
-        content_toks = [t[2] for t in _tokens(self.tok, content, apsw.FTS5_TOKENIZE_DOCUMENT)] if content else []
-        size = len(title_toks) + len(content_toks)
+        hits = bm25.column_hits(self.tok, title, content, self.phrase_tokens)
+        size = hits.title_tokens + hits.content_tokens
         if docsize is not None and size != docsize:
             raise Declined("size-mismatch")
         d = float(size)
         starts: list[list[int]] = []
         score = 0.0
-        for i, phrase in enumerate(self.phrase_tokens):
-            n_title = _count(title_toks, phrase, None)
-            found: list[int] = []
-            _count(content_toks, phrase, found)
-            freq = 0.0
-            # FTS5 adds each instance's column weight in turn: small integers, exact in a double
-            freq += WEIGHTS[0] * n_title
-            freq += WEIGHTS[1] * len(found)
-            score += self.idf[i] * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * d / self.avgdl)))
-            starts.append(found)
+        for i, found in enumerate(hits.content):
+            freq = bm25.weighted_frequency(hits.title[i], len(found))
+            score += bm25.part(self.idf[i], freq, d, self.avgdl)
+            starts.append(list(found))
         out = (score, starts)
         self.memo[key] = out
         return out
-
-
-def _count(tokens: list[str], phrase: tuple[str, ...], found: list[int] | None) -> int:
-    """Instances of ``phrase`` (consecutive tokens) in ``tokens``; their
-    start positions go into ``found`` when given."""
-    if not phrase:
-        return 0
-    first = phrase[0]
-    n = len(phrase)
-    count = 0
-    start = 0
-    try:
-        while True:
-            p = tokens.index(first, start)
-            if n == 1 or tuple(tokens[p : p + n]) == phrase:
-                count += 1
-                if found is not None:
-                    found.append(p)
-            start = p + 1
-    except ValueError:
-        return count
 
 
 def highlight(
@@ -345,7 +226,7 @@ def highlight(
     out: list[bytes] = []
     off = 0
     is_open = False
-    for pos, (s_off, e_off, *_rest) in enumerate(_tokens(tok, text, apsw.FTS5_TOKENIZE_DOCUMENT)):
+    for pos, (s_off, e_off, *_rest) in enumerate(bm25.tokens(tok, text, apsw.FTS5_TOKENIZE_DOCUMENT)):
         if is_open and (pos <= state["start"] or state["start"] < 0) and s_off > off:
             out.append(close)
             is_open = False
@@ -365,20 +246,6 @@ def highlight(
         out.append(close)
     out.append(text[off:])
     return b"".join(out)
-
-
-def table_totals(conn: sql.Connection, table: str) -> tuple[int, int]:
-    """``(N, total tokens)`` from FTS5's averages record (``%_data`` id 1):
-    what ``xRowCount`` and ``xColumnTotalSize(-1)`` return.
-
-    Raises:
-        Declined: ``no-docsize`` when the record is missing.
-    """
-    row = conn.execute(f'SELECT block FROM "{table}_data" WHERE id = 1').fetchone()
-    if row is None or not row[0]:
-        raise Declined("no-docsize")
-    values = varints(bytes(row[0]))
-    return values[0], sum(values[1:])
 
 
 def top_k(
@@ -417,39 +284,25 @@ def top_k(
             too little, or it did not settle the answer; the caller then runs
             FTS5's own ranking.
     """
-    texts = phrases_of(match)
+    texts = bm25.phrases_of(match)
     if texts is None:
         raise Declined("not-or-query")
     if k < 1:
         raise Declined("too-few-rows")
     if k > MAX_K:
         raise Declined("deep-limit")
-    if (
-        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (f"{table}_docsize",)).fetchone()
-        is None
-    ):
+    if not bm25.has_docsize(conn, table):
         raise Declined("no-docsize")
-    n_row, n_token = table_totals(conn, table)
-    if n_row < max(MIN_ROWS if min_rows is None else min_rows, 1):
-        raise Declined("few-matches")
-    tok = tokenizer_for(conn, table)
-    phrase_tokens = [tuple(t[2] for t in _tokens(tok, p.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY)) for p in texts]
+    try:
+        n_row, n_token = bm25.table_totals(conn, table)
+        if n_row < max(MIN_ROWS if min_rows is None else min_rows, 1):
+            raise Declined("few-matches")
+        tok = bm25.tokenizer_for(conn, table)
+    except bm25.Unsupported as unsupported:
+        raise Declined(unsupported.code) from None
+    phrase_tokens = [bm25.phrase_tokens(tok, p) for p in texts]
     # a phrase with no token (``"--"``) matches no row, like a word no row has
-    version = getattr(conn, "read_version", None) if counts is not None and conn.in_transaction else None
-    rows_of: list[int] = []
-    for i, t in enumerate(texts):
-        n = counts.get(version, (table, t)) if counts is not None else None
-        if n is None:
-            n = 0
-            if phrase_tokens[i]:
-                n = int(
-                    conn.execute(
-                        f'SELECT count(*) FROM "{table}" WHERE "{table}" MATCH ?', (match_phrase(t),)
-                    ).fetchone()[0]
-                )
-            if counts is not None:
-                counts.put(version, (table, t), n)
-        rows_of.append(n)
+    rows_of = bm25.phrase_rows(conn, table, texts, phrase_tokens, counts)
     counts_list = rows_of
     try:
         return _ranked(conn, table, texts, phrase_tokens, tok, counts_list, n_row, n_token, k, min_matches)
@@ -486,11 +339,8 @@ def _ranked(
     if sum(counts[j] for j in seed) > SEED_SHARE_MAX * total:
         raise Declined("no-gain")
     avgdl = n_token / n_row
-    idf = []
-    for n_hit in counts:
-        v = math.log((n_row - n_hit + 0.5) / (n_hit + 0.5))
-        idf.append(v if v > 0.0 else 1e-6)
-    bound = [v * (K1 + 1.0) for v in idf]
+    idf = [bm25.idf(n_row, n_hit) for n_hit in counts]
+    bound = [v * (bm25.K1 + 1.0) for v in idf]
     scorer = _Scorer(tok, phrase_tokens, idf, avgdl)
     best: list[tuple[float, int, bytes, bytes]] = []  # (-score, rowid, title, content), best first
     seen: set[int] = set()
@@ -505,7 +355,7 @@ def _ranked(
         key = (title, content)
         if key not in scorer.memo:
             outcome.tokenized += 1
-        size = sum(varints(bytes(size_blob))) if size_blob is not None and key not in scorer.memo else None
+        size = sum(bm25.varints(bytes(size_blob))) if size_blob is not None and key not in scorer.memo else None
         score, _ = scorer.score(title, content, size)
         entry = (-score, rowid, title, content)
         if len(best) < k or entry < best[-1]:
@@ -514,7 +364,7 @@ def _ranked(
                 best.pop()
 
     def ranked(subset: list[int]) -> Iterable[Any]:
-        q = " OR ".join(match_phrase(texts[i]) for i in subset)
+        q = " OR ".join(bm25.match_phrase(texts[i]) for i in subset)
         t = f'"{table}"'
         return conn.execute(
             f"SELECT {t}.rowid, {t}.rank, CAST(title AS BLOB), CAST(content AS BLOB), "
@@ -568,8 +418,3 @@ def _ranked(
         hl = highlight(tok, content, [(p, len(phrase_tokens[i])) for p, i in inst]) if content else b""
         outcome.rows.append(Row(rowid, -1.0 * -neg, hl))
     return outcome
-
-
-def match_phrase(text: str) -> str:
-    """``text`` as one double-quoted FTS5 phrase."""
-    return '"' + text.replace('"', '""') + '"'

@@ -25,6 +25,7 @@ from engine.pipeline import table as stages
 from engine.pipeline.candidates import Candidate
 from engine.pipeline.trace import Trace
 from engine.store.chunkids import ChunkIds
+from engine.store.errors import StoreError
 from engine.store.rows import StoreCounts
 
 from tui.present import safe
@@ -45,6 +46,7 @@ from tui.browser.widgets.query_box import QueryBox
 from tui.browser.widgets.results import ResultsPane
 
 if TYPE_CHECKING:  # imported where used (a lazy import keeps start-up fast)
+    from engine.lab.explain import ChunkAnatomy, Versus
     from engine.pipeline.runcache import RunCache
 
     from tui.browser.judging import QueryJudging
@@ -108,9 +110,10 @@ class BrowserScreen(WorkScreen[None]):
 
     The screen runs its own workers: the search (and the query's stems and
     chunk ids, on the same connection), the pinned chunk's fate, the
-    judgments' metrics, the store's counts and sessions."""
+    judgments' metrics, the store's counts and sessions, the selected
+    chunk's score (and X vs Y with a chunk marked by v)."""
 
-    #: Pane keys r s j, pin p, grades 0-3 and x (tui.browser.actions); the query
+    #: Pane keys r s j, pin p, versus v, grades 0-3 and x (tui.browser.actions); the query
     #: box's keys run :meth:`action_query_down`, :meth:`action_history_older`
     #: and :meth:`action_search_history` here.
     BINDINGS = bindings("browser")
@@ -120,6 +123,7 @@ class BrowserScreen(WorkScreen[None]):
         "judging": "Grading",
         "sessions": "Counting sessions",
         "facts": "Reading the store's counts",
+        "explain": "Reading the score",
     }
 
     @dataclass
@@ -183,6 +187,27 @@ class BrowserScreen(WorkScreen[None]):
 
         params: SearchParams
 
+    @dataclass
+    class Explained(Message):
+        """The selected chunk's score (:func:`engine.lab.explain.explain_chunk`),
+        or ``None`` with ``error``; ``seq``: the request's number (older ones
+        are dropped)."""
+
+        seq: int
+        anatomy: ChunkAnatomy | None
+        error: str = ""
+
+    @dataclass
+    class Compared(Message):
+        """The selected chunk against the marked one: ``versus`` (``None``
+        with ``error``: not compared); ``searching`` while the change that
+        would flip them is still being looked for."""
+
+        seq: int
+        versus: Versus | None
+        searching: bool = False
+        error: str = ""
+
     def __init__(
         self, store: Store, store_label: str, options: AppOptions, overview: StoreOverview | None = None
     ) -> None:
@@ -216,6 +241,14 @@ class BrowserScreen(WorkScreen[None]):
         self.pinned_rowid: int | None = None
         self.pin_outcome: PinOutcome | None = None
         self._pin_seq = 0
+        #: The search and chunk id u last selected (the ungraded queue goes on after it).
+        self._ungraded_last: tuple[Trace, str] | None = None
+        #: The chunk marked with v: the journey of any other chunk says why one is above the other.
+        self.versus_rowid: int | None = None
+        #: The selected chunk's score, once its worker answered (``None`` before).
+        self.anatomy: ChunkAnatomy | None = None
+        self._explain_seq = 0
+        self._flip_runs: RunCache | None = None
         #: The pinned chunk's handle on the store's run cache (engine.pipeline.runcache): its counters span pins.
         self._pin_runs: RunCache | None = None
         #: A reopened case's chunk id, pinned once its search is shown.
@@ -573,7 +606,7 @@ class BrowserScreen(WorkScreen[None]):
         self.query_box.show_queries(None)
         self.results.show_welcome(self.welcome_text())
         self.inspector.show_placeholder()
-        self.journey.clear()
+        self.clear_journey()
         self.set_pane("results")
         self.follow_pin()
         self.refresh_bindings()
@@ -608,7 +641,7 @@ class BrowserScreen(WorkScreen[None]):
         self.query_box.show_queries(None)
         self.results.show_failure(error)
         self.inspector.show_placeholder("No stages: the search failed (Results says why).")
-        self.journey.clear("No journey: the search failed (Results says why).")
+        self.clear_journey("No journey: the search failed (Results says why).")
         text = describe_problem(error)
         if text != self._last_failure:
             self.notify(safe.line(text), title="Search failed", severity="error", timeout=10, markup=False)
@@ -634,9 +667,9 @@ class BrowserScreen(WorkScreen[None]):
         self._last_warning = warning
         self.inspector.show_trace(trace)
         if trace.final:
-            self.journey.show(Subject.from_candidate(trace.final[0].candidate, stages.title("final")), trace)
+            self.follow(Subject.from_candidate(trace.final[0].candidate, stages.title("final")))
         else:
-            self.journey.clear(f"No results: {trace.empty_reason}. Pick any candidate in Stages to see where it left.")
+            self.clear_journey(f"No results: {trace.empty_reason}. Pick any candidate in Stages to see where it left.")
         self.refresh_judging()
         self.follow_pin()
         self.refresh_bindings()  # ↓ goes to the stages when the results list is hidden
@@ -735,13 +768,138 @@ class BrowserScreen(WorkScreen[None]):
         _, second = pin_lines(outcome)
         self.pinned_line.show(PinnedParts(outcome.chunk.rowid, fate_text(outcome.fate), outcome.chunk.title, second))
 
+    # ── the selected chunk's score, and X versus Y ─────────────────────
+
+    def follow(self, subject: Subject) -> None:
+        """The journey follows ``subject``; a worker reads its score (and,
+        with a chunk marked by v, compares the two); a newer one cancels it."""
+        assert self.trace is not None
+        self.journey.show(subject, self.trace)
+        self.anatomy = None
+        self._explain_seq += 1
+        other = self.versus_rowid if self.versus_rowid != subject.rowid else None
+        if other is not None:
+            self.journey.show_versus(Text(f"Versus row {other}: comparing…", style="dim italic"))
+        self._explain(self.trace, subject.rowid, other, self._explain_seq)
+
+    def clear_journey(self, text: str | None = None) -> None:
+        """The journey follows no chunk (``text``: the hint it shows instead);
+        a score still being read is dropped."""
+        self._explain_seq += 1
+        self.anatomy = None
+        self.workers.cancel_group(self, "explain")
+        if text is None:
+            self.journey.clear()
+        else:
+            self.journey.clear(text)
+
+    def action_mark_versus(self) -> None:
+        """v: mark the selected chunk (v on the marked chunk unmarks it); the
+        journey of any other chunk then says why one is above the other."""
+        subject = self.selected_chunk()
+        if subject is None:
+            self.app.notify("Select a chunk first (results, stages or journey), then v marks it.", severity="warning")
+            return
+        if subject.rowid == self.versus_rowid:
+            self.versus_rowid = None
+            self.app.notify(f"Row {subject.rowid} unmarked.", timeout=3)
+        else:
+            self.versus_rowid = subject.rowid
+            self.app.notify(
+                f"Row {subject.rowid} marked: select another chunk to see why one is above the other.", timeout=5
+            )
+        self._mark_journey()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="explain")
+    def _explain(self, trace: Trace, rowid: int, other: int | None, seq: int) -> None:
+        """The score of chunk ``rowid`` (:func:`engine.lab.explain.explain_chunk`),
+        then, with ``other``, what decided their order and the change that
+        would flip it (:func:`engine.lab.counterfactual.would_reorder_with`,
+        through one run cache per store; stopped by a newer request). A chunk
+        gone or a damaged store is a result (posted with its error); anything
+        else fails the worker (:meth:`worker_failed`)."""
+        from engine.lab.counterfactual import would_reorder_with
+        from engine.lab.explain import Versus, decide, explain_chunk, explained_run
+        from engine.lab.why import ChunkNotFoundError
+        from engine.pipeline.runcache import RunCache
+
+        worker = get_current_worker()
+        if worker.is_cancelled:
+            return
+        with self.store.thread_connection() as conn:
+            try:
+                anatomy = explain_chunk(self.store, trace, rowid, conn=conn)
+            except (ChunkNotFoundError, StoreError) as exc:
+                self.post_message(self.Explained(seq, None, describe_problem(exc)))
+                return
+            if worker.is_cancelled:
+                return
+            self.post_message(self.Explained(seq, anatomy))
+            if other is None:
+                return
+            try:
+                y = explain_chunk(self.store, trace, other, conn=conn)
+                versus = Versus(anatomy, y, decide(explained_run(trace), anatomy, y))
+                self.post_message(self.Compared(seq, versus, searching=True))
+                d = versus.decision
+                if d.above is None or d.below is None or worker.is_cancelled:
+                    return
+                if self._flip_runs is None:
+                    self._flip_runs = RunCache(self.store)
+                flip = would_reorder_with(
+                    self.store,
+                    trace.params,
+                    above=d.above,
+                    below=d.below,
+                    trace=trace,
+                    runs=self._flip_runs,
+                    conn=conn,
+                    stop=lambda: worker.is_cancelled,
+                )
+            except (ChunkNotFoundError, StoreError) as exc:
+                self.post_message(self.Compared(seq, None, error=describe_problem(exc)))
+                return
+        if not worker.is_cancelled:
+            self.post_message(self.Compared(seq, replace(versus, flip=flip)))
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """The score's worker failed: the journey says so where the score goes."""
+        if group == "explain" and self.is_mounted:
+            self.journey.show_score(Text(f"Score: not read ({safe.line(describe_problem(error))})", style="italic"))
+            self.journey.show_versus(None)
+
+    @on(Explained)
+    def _explained(self, event: Explained) -> None:
+        if event.seq != self._explain_seq:
+            return  # stale: another chunk is selected by now
+        from tui.present.anatomy import score_renderable
+
+        self.anatomy = event.anatomy
+        if event.anatomy is None:
+            self.journey.show_score(Text(f"Score: not read ({safe.line(event.error)})", style="italic"))
+            self.journey.show_versus(None)
+            return
+        self.journey.show_score(score_renderable(event.anatomy))
+        self.inspector.show_anatomy(event.anatomy)
+
+    @on(Compared)
+    def _compared(self, event: Compared) -> None:
+        if event.seq != self._explain_seq:
+            return
+        if event.versus is None:
+            self.journey.show_versus(Text(f"Versus: not compared ({safe.line(event.error)})", style="italic"))
+            return
+        from tui.present.anatomy import versus_renderable
+
+        self.journey.show_versus(versus_renderable(event.versus, searching=event.searching))
+
     # ── picking ────────────────────────────────────────────────────────
 
     def pick(self, subject: Subject, chosen: bool = False) -> None:
         """Show ``subject``'s journey; on narrow screens ``chosen`` switches to it."""
         if self.trace is None:
             return
-        self.journey.show(subject, self.trace)
+        self.follow(subject)
         self._mark_journey()
         if chosen and self.narrow:
             self.action_show_pane("journey")
@@ -911,6 +1069,55 @@ class BrowserScreen(WorkScreen[None]):
         self.pick(subject)
         return self.grade_subject(subject, grade)
 
+    def action_next_ungraded(self) -> None:
+        """u: select the next chunk of the current query's ungraded queue
+        (:func:`engine.lab.evaluation.ungraded_in` over every stage's top
+        :data:`~engine.lab.evaluation.DEFAULT_DEPTH`): the one after the chunk
+        u selected last in this search, else the first; a graded chunk leaves the queue."""
+        from engine.lab.evaluation import DEFAULT_DEPTH, ranked_ids, ungraded_in
+        from engine.pipeline.table import ranked_lists
+
+        if self.trace is None or self.state is None:
+            self.notify("Search first: the ungraded queue is the current query's.", severity="warning")
+            return
+        if self.ids is None:
+            self.notify("The store's chunk ids are not read yet: press u again in a moment.", severity="warning")
+            return
+        trace, ids = self.trace, self.ids
+        queue = ungraded_in([("", ranked_ids(trace, ids))], self.state.judgments.for_query(trace.params.query))
+        if not queue:
+            self.notify(
+                f"Nothing to grade: every chunk in the top {DEFAULT_DEPTH} of every stage has a grade for this query.",
+                title="Ungraded",
+                timeout=4,
+            )
+            return
+        last = self._ungraded_last[1] if self._ungraded_last is not None and self._ungraded_last[0] is trace else None
+        at = next((i for i, u in enumerate(queue) if u.chunk_id == last), -1)
+        item = queue[(at + 1) % len(queue)]
+        self._ungraded_last = (trace, item.chunk_id)
+        rowid = ids.by_id.get(item.chunk_id)
+        stage = item.stages[0]
+        chunk = next((c for c in ranked_lists(trace).get(stage, ()) if c.rowid == rowid), None)
+        if chunk is None:
+            return
+        from engine.pipeline.candidates import Hit
+
+        origin = stages.title(stages.base_id(stage))
+        self.pick(
+            Subject.from_hit(chunk, origin) if isinstance(chunk, Hit) else Subject.from_candidate(chunk, origin),
+            chosen=True,
+        )
+        self.notify(
+            safe.line(
+                f"{chunk.title} · in {item.lists} of the lists' top {DEFAULT_DEPTH}, best rank {item.best_rank} "
+                f"({queue.index(item) + 1} of {len(queue)} to grade): 0-3 grades it, u goes on"
+            ),
+            title="Ungraded",
+            timeout=6,
+            markup=False,
+        )
+
     def refresh_judging(self) -> None:
         """Recompute the current query's grades and per-stage metrics (in a thread)."""
         if self.trace is None or self.state is None:
@@ -950,12 +1157,16 @@ class BrowserScreen(WorkScreen[None]):
         self._mark_journey()
 
     def _mark_journey(self) -> None:
-        """The journey pane's subtitle names the followed chunk's grade."""
+        """The journey pane's subtitle names the followed chunk's grade and
+        the chunk marked with v."""
         subject = self.journey.subject
         grade = None if subject is None or self.judged is None else self.judged.grades.get(subject.rowid)
         from tui.browser.judging import grade_words
 
-        self.journey.border_subtitle = "" if grade is None else f"graded {grade_words(grade)}"
+        marks = [] if grade is None else [f"graded {grade_words(grade)}"]
+        if self.versus_rowid is not None:
+            marks.append(f"v: versus row {self.versus_rowid}")
+        self.journey.border_subtitle = " · ".join(marks)
 
     # cases
 

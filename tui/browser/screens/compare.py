@@ -6,6 +6,12 @@ pool sizes). One table lines the two final lists up chunk by chunk: the
 position in A and in B and a move marker in words and symbols (↑n, ↓n, =,
 new, gone), then the counts. Enter (or F8) on a row asks "why?" for that
 chunk under the run that lacks it.
+
+F6 turns the table to the queries of the store's query file (the one
+``rankscope eval`` last read for this store), each compared under A and B,
+the most changed first: lowest rank-biased overlap of the two final lists,
+then lowest Jaccard@k (:meth:`engine.lab.compare.SetComparison.most_changed_first`).
+Enter on a query shows its chunks; F6 goes back and forth.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from textual.worker import get_current_worker
 from textual.widgets import DataTable, Footer, Input, Label, Select, Static
 
 from engine import SearchParams
-from engine.lab.compare import ChunkComparison, CompareCounts, Comparison, compare_traces
+from engine.lab.compare import ChunkComparison, CompareCounts, Comparison, SetComparison, compare_set, compare_traces
+from engine.pipeline.trace import Trace
 from engine.pipeline.variants import BY_KEY, SETTINGS, Variant, parse_variant, variant_spec
 
 from tui.present import safe
@@ -54,6 +61,15 @@ TEXT_MIN = 50
 CUT_AT = {"title": " > ", "source": "/"}
 #: Cells between two columns (the table's cell padding, both sides).
 GAP = 2
+#: What the queries view says when the store names no query file.
+NO_QUERY_FILE = (
+    "No query file for this store: `rankscope eval QUERIES.json --db STORE` names one "
+    "(its queries are then compared here, most changed first)."
+)
+
+
+class _Cancelled(Exception):
+    """A newer request replaced the running query-file comparison."""
 
 
 def counts_text(counts: CompareCounts, overlap: float | None = None) -> Text:
@@ -88,7 +104,7 @@ class CompareScreen(WorkScreen[None]):
     first comparison arrives; when neither run returns anything the focus
     goes to B's first field instead. Tab moves to the form."""
 
-    WORK = {"compare": "Compare"}
+    WORK = {"compare": "Compare", "compare-queries": "Comparing the query file"}
 
     @dataclass
     class Compared(Message):
@@ -103,6 +119,16 @@ class CompareScreen(WorkScreen[None]):
 
         variant_a: Variant
         variant_b: Variant
+
+    @dataclass
+    class QueriesCompared(Message):
+        """The query file compared (most changed first), or why it was not:
+        ``problem``. ``seq``: the request's number (older ones are dropped)."""
+
+        seq: int
+        queries: SetComparison | None
+        problem: str = ""
+        source: str = ""
 
     #: Nothing is focused on mount (the table is not shown yet): see :meth:`show_comparison`.
     AUTO_FOCUS = ""
@@ -123,6 +149,13 @@ class CompareScreen(WorkScreen[None]):
             "Why this row?",
             id="compare.why",
             tooltip="Explain the highlighted chunk under the run that lacks it (B, or A for a new one)",
+        ),
+        Binding(
+            "f6",
+            "toggle_queries",
+            "Queries",
+            id="compare.queries",
+            tooltip="The store's query file under A and B, most changed first (RBO, Jaccard@10); Enter opens one",
         ),
     ]
 
@@ -147,6 +180,13 @@ class CompareScreen(WorkScreen[None]):
         self._timer: Timer | None = None
         self._widths: dict[str, int] = {}
         self._ready = False
+        #: ``"chunks"`` (this query, chunk by chunk) or ``"queries"`` (the query file, most changed first).
+        self.view = "chunks"
+        self.query_set: SetComparison | None = None
+        self.query_file = ""
+        self._qseq = 0
+        self._qshown = 0
+        self._q_requested: tuple[Variant, Variant] | None = None
 
     # ── layout ─────────────────────────────────────────────────────────
 
@@ -196,6 +236,7 @@ class CompareScreen(WorkScreen[None]):
         yield Static("", id="compare-counts")
         with Vertical(id="compare-box"):
             yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=False)
+            yield DataTable(id="compare-queries", cursor_type="row", zebra_stripes=False)
             yield Static("", id="compare-empty")
         yield Static("", id="compare-notes", classes="hint")
         yield Footer(compact=True)
@@ -217,6 +258,7 @@ class CompareScreen(WorkScreen[None]):
             field.cursor_blink = self.cursor_blink
         self.query_one("#compare-error", Static).display = False
         self.table.display = False
+        self.queries_table.display = False
         self.query_one("#compare-empty", Static).update(Text("comparing…", style="italic"))
         self._show_title()
         self._ready = True
@@ -226,6 +268,11 @@ class CompareScreen(WorkScreen[None]):
     def table(self) -> DataTable[Text]:
         """The A-vs-B table."""
         return self.query_one("#compare-table", DataTable)
+
+    @property
+    def queries_table(self) -> DataTable[Text]:
+        """The query file's queries, most changed first (F6)."""
+        return self.query_one("#compare-queries", DataTable)
 
     def _show_title(self) -> None:
         p = self.params
@@ -274,6 +321,7 @@ class CompareScreen(WorkScreen[None]):
         event.stop()
         if self._ready and self._read_form():
             self.run_compare()
+            self._rerun_queries()
 
     @on(Input.Changed)
     def _input_changed(self, event: Input.Changed) -> None:
@@ -288,6 +336,7 @@ class CompareScreen(WorkScreen[None]):
         self._timer = None
         if self._read_form():
             self.run_compare()
+            self._rerun_queries()
 
     @on(Input.Submitted)
     def _input_submitted(self, event: Input.Submitted) -> None:
@@ -297,8 +346,10 @@ class CompareScreen(WorkScreen[None]):
             self._timer = None
         if self._read_form():
             self.run_compare(force=True)
-            if self.table.display:
-                self.table.focus()
+            self._rerun_queries()
+            table = self.queries_table if self.view == "queries" else self.table
+            if table.display:
+                table.focus()
 
     # ── comparing ──────────────────────────────────────────────────────
 
@@ -340,8 +391,11 @@ class CompareScreen(WorkScreen[None]):
         self.show_comparison(event.comparison)
 
     def show_comparison(self, cmp: Comparison) -> None:
-        """Show ``cmp``: the table (or why it is empty), the counts and notes."""
+        """Show ``cmp``: the table (or why it is empty), the counts and notes
+        (in the queries view: kept for when the view turns back)."""
         self.comparison = cmp
+        if self.view != "chunks":
+            return
         box = self.query_one("#compare-box")
         box.border_title = "A vs B"
         box.border_subtitle = f"{len(cmp.rows)} chunk{'s' if len(cmp.rows) != 1 else ''} · Enter: why?"
@@ -363,6 +417,171 @@ class CompareScreen(WorkScreen[None]):
         self._fill(keep_cursor=False)
         if refocus:
             self.table.focus()
+
+    # ── the query file, most changed first ──────────────────────────────
+
+    def action_toggle_queries(self) -> None:
+        """F6: the query file's queries under A and B (most changed first), or back to this query's chunks."""
+        if self.view == "chunks":
+            self.view = "queries"
+            self.table.display = False
+            self.query_one("#compare-empty", Static).display = False
+            if self.query_set is not None:
+                self._show_queries()
+            else:
+                self._say_in_queries(Text("comparing the query file…", style="italic"))
+            self.run_queries()
+        else:
+            self.view = "chunks"
+            self.queries_table.display = False
+            if self.comparison is not None:
+                self.show_comparison(self.comparison)
+            else:
+                self.query_one("#compare-box").border_title = "A vs B"
+                self.query_one("#compare-empty", Static).update(Text("comparing…", style="italic"))
+
+    def _rerun_queries(self) -> None:
+        if self.view == "queries":
+            self.run_queries()
+
+    def run_queries(self, force: bool = False) -> None:
+        """Compare the store's query file under A and B (in a thread worker)."""
+        key = (self.variant_a, self.variant_b)
+        if not force and self._q_requested == key:
+            return
+        self._q_requested = key
+        self._qseq += 1
+        self.query_one("#compare-box").border_subtitle = "comparing the query file…"
+        self._compare_queries(self.variant_a, self.variant_b, self._qseq)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="compare-queries")
+    def _compare_queries(self, variant_a: Variant, variant_b: Variant, seq: int) -> None:
+        """Read the store's query file and compare its queries (one connection);
+        post :class:`QueriesCompared`. A missing or bad file is a result (its problem)."""
+        from engine.files.reading import load_json_input
+        from engine.store.userdata import query_file_of
+
+        worker = get_current_worker()
+        store, search = self.link.store, self.link.search_fn
+        path = query_file_of(store.path)
+        if path is None:
+            self.post_message(self.QueriesCompared(seq, None, NO_QUERY_FILE))
+            return
+        try:
+            entries = load_json_input(path, "query file")
+            if not isinstance(entries, list):
+                raise ValueError(f"query file {path}: expected a JSON list of queries")
+            with store.thread_connection() as conn:
+
+                def run(params: SearchParams) -> Trace:
+                    if worker.is_cancelled:
+                        raise _Cancelled
+                    return search(store, params, conn=conn)
+
+                sc = compare_set(store, entries, variant_a, variant_b, run=run)
+        except _Cancelled:
+            return
+        except ValueError as exc:  # the file cannot be read, or an entry is bad: say which
+            self.post_message(self.QueriesCompared(seq, None, f"The store's query file: {exc}"))
+            return
+        if not worker.is_cancelled:
+            self.post_message(self.QueriesCompared(seq, sc.most_changed_first(), source=str(path)))
+
+    @on(QueriesCompared)
+    def _queries_compared(self, event: QueriesCompared) -> None:
+        if event.seq <= self._qshown:
+            return
+        self._qshown = event.seq
+        self.query_set, self.query_file = event.queries, event.source
+        if self.view != "queries":
+            return
+        if event.queries is None:
+            self._say_in_queries(Text(safe.line(event.problem)))
+            self.query_one("#compare-box").border_subtitle = ""
+            return
+        self._show_queries()
+
+    def _say_in_queries(self, text: Text) -> None:
+        self.queries_table.display = False
+        empty = self.query_one("#compare-empty", Static)
+        empty.update(text)
+        empty.display = True
+        self.query_one("#compare-box").border_title = "Queries, most changed first"
+
+    def _show_queries(self) -> None:
+        """The query file's rows (most changed first), the counts and the legend."""
+        sc = self.query_set
+        assert sc is not None
+        box = self.query_one("#compare-box")
+        box.border_title = "Queries, most changed first"
+        n = len(sc.queries)
+        box.border_subtitle = f"{n} quer{'y' if n == 1 else 'ies'} · Enter: its chunks · F6: back"
+        self.query_one("#compare-counts", Static).update(
+            Text(f"{sc.changed_queries} of {n} queries changed ({sc.layer_changes} changed layer)")
+        )
+        self.query_one("#compare-notes", Static).update(
+            Text(
+                safe.line(
+                    f"{self.query_file} · RBO: rank-biased overlap of the final lists (p = {sc.p:g}); "
+                    f"J@{sc.k}: Jaccard of their top {sc.k}; 1.00 = the same list"
+                ),
+                style="dim",
+            )
+        )
+        if not sc.queries:
+            self._say_in_queries(Text("The store's query file has no queries."))
+            return
+        self.query_one("#compare-empty", Static).display = False
+        table = self.queries_table
+        refocus = table.has_focus or self.table.has_focus or self.focused is None
+        row = table.cursor_row if table.row_count else 0
+        table.clear(columns=True)
+        box_width = box.scrollable_content_region.width or box.size.width or 78
+        fixed = {"A": 3, "B": 3, "RBO": 4, f"J@{sc.k}": 4}
+        id_width = min(max((cell_len(q.id) for q in sc.queries), default=2), 24)
+        query_width = max(box_width - id_width - sum(fixed.values()) - GAP * (len(fixed) + 2) - 1, 8)
+        table.add_column("id", key="id", width=id_width)
+        table.add_column("query", key="query", width=query_width)
+        for name, width in fixed.items():
+            table.add_column(name, key=name, width=width)
+        for i, q in enumerate(sc.queries):
+            style = "" if q.divergence.rbo == 1 else "yellow"
+            table.add_row(
+                end_cut(Text(safe.line(q.id)), id_width),
+                end_cut(Text(safe.line(q.query)), query_width),
+                Text(str(q.size_a), justify="right"),
+                Text(str(q.size_b), justify="right"),
+                Text(f"{q.divergence.rbo:.2f}", style=style, justify="right"),
+                Text(f"{q.divergence.jaccard:.2f}", style=style, justify="right"),
+                key=str(i),
+            )
+        table.styles.height = len(sc.queries) + (1 if table.show_header else 0)
+        table.move_cursor(row=min(row, len(sc.queries) - 1), animate=False)
+        table.display = True
+        if refocus:
+            table.focus()
+
+    def open_query(self, index: int) -> None:
+        """Show query ``index`` of the queries view (most changed first) chunk by chunk."""
+        sc = self.query_set
+        if sc is None or not 0 <= index < len(sc.queries):
+            return
+        cmp = sc.queries[index].comparison
+        self.params = replace(cmp.params_a, variant=self.params.variant)
+        self._requested = (cmp.params_a, cmp.params_b)
+        self._seq += 1
+        self._shown_seq = self._seq
+        self._show_title()
+        self.view = "chunks"
+        self.queries_table.display = False
+        self.show_comparison(cmp)
+        if self.table.display:
+            self.table.focus()
+
+    @on(DataTable.RowSelected, "#compare-queries")
+    def _query_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.open_query(event.cursor_row)
 
     def _focus_form_if_nothing_is(self) -> None:
         if self.focused is None:
@@ -427,6 +646,10 @@ class CompareScreen(WorkScreen[None]):
         table.move_cursor(row=min(row, len(cmp.rows) - 1), animate=False)
 
     def on_resize(self) -> None:
+        if self.view == "queries":
+            if self.query_set is not None and self.query_set.queries:
+                self._show_queries()
+            return
         if self.comparison is not None and self.comparison.rows and self._layout() != self._widths:
             self._fill(keep_cursor=True)
 
@@ -447,6 +670,9 @@ class CompareScreen(WorkScreen[None]):
     def action_why_row(self, index: int | None = None) -> None:
         """Open "why?" for the highlighted row (or row ``index``)."""
         cmp = self.comparison
+        if self.view == "queries":
+            self.open_query(self.queries_table.cursor_row)
+            return
         if cmp is None or not cmp.rows or not self.table.display:
             self.app.notify("Nothing to explain yet: no chunk in either answer.", severity="warning")
             return
@@ -470,6 +696,10 @@ class CompareScreen(WorkScreen[None]):
     def worker_failed(self, group: str, error: BaseException) -> None:
         """A compare worker failed (notified already): say so in place."""
         self.query_one("#compare-box").border_subtitle = "compare failed"
+        if group == "compare-queries":
+            if self.view == "queries":
+                self._say_in_queries(Text(f"Compare failed: {safe.line(str(error))}", style="bold"))
+            return
         if self.comparison is None:
             self.query_one("#compare-empty", Static).update(
                 Text(f"Compare failed: {safe.line(str(error))}", style="bold")

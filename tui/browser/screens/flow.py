@@ -12,9 +12,11 @@ the middle so the last heading stays, :func:`tui.present.cut.middle_cut`); only 
 screen too narrow for even the compact table scrolls it sideways.
 
 Under the tables, always in view: the highlighted row's chunk, its fate
-(its final position, or the stage where it left and why) and its grade;
-below that, in a box that scrolls, its path in words and its text with the
-matched words. The tables get the rows that leave room for those (each
+(its final position and what holds it there: the stage that put it under
+the row above and over the row below, :func:`engine.lab.explain.neighbours`;
+or the stage where it left and why) and its grade; below that, in a box
+that scrolls, its path in words, the numbers of those decisions and its
+text with the matched words. The tables get the rows that leave room for those (each
 scrolls its own rows), so at 80x24 the fate line and the key hints show.
 
 ``p`` pins the highlighted row's chunk in the browser (again: unpins it),
@@ -39,12 +41,14 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
+from engine.lab.explain import neighbours
 from engine.pipeline.paths import Fate, fate
 from engine.lab.flow import Absent, Flow, FlowRow, trace_flows
 from engine.pipeline.trace import Trace
 from engine.lab.terms import trace_spans
 
 from tui.present import safe
+from tui.present.anatomy import position_brief, position_words
 from tui.browser.actions import bindings
 from tui.present.flowtext import (
     LEGEND,
@@ -196,6 +200,8 @@ class FlowScreen(ModalScreen[None]):
         self._shown: tuple[int, FlowRow] | None = None
         #: The legend ends the scrolling text (a screen too short for it under the tables).
         self.legend_inline = False
+        #: :meth:`_held_by` per (flow index, row id).
+        self._held: dict[tuple[int, int], tuple[str, str]] = {}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="flow-dialog", classes="dialog"):
@@ -254,9 +260,32 @@ class FlowScreen(ModalScreen[None]):
         most = 1
         for i, flow in enumerate(self.flows):
             for row in flow.rows:
-                fate = len(Text(fate_text(self._fate(i, row))).wrap(console, width))
+                fate = len(Text(self._fate_line(i, row)).wrap(console, width))
                 most = max(most, 1 + fate + (1 if row.rowid in self.grades else 0))
         return most
+
+    def _held_by(self, index: int, row: FlowRow) -> tuple[str, str]:
+        """What holds the row at its place in its pass's answer: the stage
+        that put it under the row above and over the row below, briefly
+        and with the numbers (:func:`tui.present.anatomy.position_brief`,
+        :func:`tui.present.anatomy.position_words`); ``("", "")`` for a row
+        not in that answer."""
+        if row.final is None:
+            return "", ""
+        key = (index, row.rowid)
+        if key not in self._held:
+            run = self.trace.fuzzy.rerun if self.flows[index].pass_name == "fuzzy" else self.trace.first
+            above, below = neighbours(run, row.rowid) if run is not None else (None, None)
+            self._held[key] = (
+                position_brief(above, below, row.rowid),
+                position_words(row.final, above, below, row.rowid),
+            )
+        return self._held[key]
+
+    def _fate_line(self, index: int, row: FlowRow) -> str:
+        """The fate, and for a row in the answer what holds it there."""
+        brief, _ = self._held_by(index, row)
+        return fate_text(self._fate(index, row)) + (f": {brief}" if brief else "")
 
     def _layout(self) -> None:
         """Size the tables to the screen: compact cells when the full ones
@@ -364,13 +393,17 @@ class FlowScreen(ModalScreen[None]):
         detail = Text(head + title, style="bold")
         detail.append(tail)
         detail = end_cut(detail, width)  # one line
-        detail.append("\n" + fate_text(self._fate(index, row)))
+        detail.append("\n" + self._fate_line(index, row))
         if row.rowid in self.grades:
             detail.append(f"\ngraded {grade_words(self.grades[row.rowid])} for this query")
         self.query_one("#flow-detail", Static).update(detail)
         t = Text()
         steps = [f"{header(c.stage)} {cell_text(c)}" for c in row.cells if c.state in ("at", "left")]
-        t.append(" → ".join(steps) + "\n\n")
+        t.append(" → ".join(steps) + "\n")
+        _, held = self._held_by(index, row)
+        if held:
+            t.append(held + "\n")
+        t.append("\n")
         spans = trace_spans(self.trace, row.rowid)
         if spans is not None:
             t.append("reverse: Porter token match · underline: trigram substring match\n", style="dim")

@@ -9,6 +9,9 @@ stage without a renderer of its own here gets the generic one (its ranked
 list, then the candidates that left there with their exit in words). Meaning never rests on colour alone: removed candidates are dim,
 struck through *and* say "removed"; cut ones sit below a cut line and say
 "cut"; rerank moves carry ↑ ↓ =; key collisions carry ⚠ and the swallowed rows.
+The selected chunk's retriever rows also carry its score phrase by phrase
+(:func:`tui.present.anatomy.parts_words`), once a worker has computed it
+(:meth:`StageInspector.show_anatomy`).
 
 :func:`stage_lines` is pure (Rich only) and is what the tests look at;
 :class:`StageInspector` puts the lines in an :class:`~textual.widgets.OptionList`.
@@ -24,6 +27,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from engine.lab.explain import ChunkAnatomy
 from engine.lab.journey import StageSummary, stage_summaries
 from engine.pipeline.candidates import Candidate, Hit
 from engine.pipeline.stages.retrieve import RetrieverRun
@@ -33,6 +37,7 @@ from engine.pipeline.paths import sentence
 from engine.pipeline.table import base_id, in_rerun, ranked, stage, title
 
 from tui.present import safe
+from tui.present.anatomy import parts_words
 from tui.present.cut import cut_beside
 from tui.browser.subject import Subject
 
@@ -89,15 +94,26 @@ def _label(prefix: str, c: Candidate | Hit, style: str = "") -> Text:
     return t
 
 
+def _hits(run: Run) -> list[Hit]:
+    """Every row the pass's retrievers returned (up to :data:`MAX_ROWS` each: the rows shown)."""
+    out: list[Hit] = []
+    for name in ("porter", "trigram"):
+        rec = run.record(name)
+        if isinstance(rec, RetrieverRun):
+            out += rec.hits[:MAX_ROWS]
+    return out
+
+
 def _pos(n: int | None) -> str:
     return f"{n:>3} " if n is not None else "  — "
 
 
 class _Builder:
-    def __init__(self, trace: Trace, width: int, show_timings: bool) -> None:
+    def __init__(self, trace: Trace, width: int, show_timings: bool, anatomy: ChunkAnatomy | None = None) -> None:
         self.trace = trace
         self.width = max(width, 30)
         self.show_timings = show_timings
+        self.anatomy = anatomy
         self.lines: list[StageLine] = []
 
     # ── primitives ──
@@ -133,9 +149,15 @@ class _Builder:
         r: RetrieverRun = run.record(stage)  # type: ignore[assignment]
         if not r.hits:
             return
+        a = self.anatomy
+        parts = a.retriever(base_id(stage)) if a is not None and a.pass_name == run.pass_name else None
         for h in r.hits[:MAX_ROWS]:
             right = Text(f"bm25 {h.bm25:.3f}", style=DIM)
-            self.row(cut_beside(_label(_pos(h.rank), h), right, self.width), stage, Subject.from_hit(h, title(stage)))
+            text = cut_beside(_label(_pos(h.rank), h), right, self.width)
+            if parts is not None and h.rowid == parts_rowid(a):
+                # the selected chunk's score, phrase by phrase (computed in a worker: engine.lab.explain)
+                text.append("\n" + wrap_indented("= " + safe.line(parts_words(parts)), self.width, "      "), style=DIM)
+            self.row(text, stage, Subject.from_hit(h, title(stage)))
         self.more(len(r.hits) - MAX_ROWS, stage)
 
     def fusion(self, run: Run, stage: str) -> None:
@@ -357,10 +379,18 @@ class _Builder:
         return self.lines
 
 
-def stage_lines(trace: Trace, width: int = 78, show_timings: bool = True) -> list[StageLine]:
+def parts_rowid(a: ChunkAnatomy | None) -> int | None:
+    """The row id whose retriever rows carry the score line."""
+    return None if a is None else a.rowid
+
+
+def stage_lines(
+    trace: Trace, width: int = 78, show_timings: bool = True, anatomy: ChunkAnatomy | None = None
+) -> list[StageLine]:
     """Every line of the inspector for ``trace``, in pipeline order, fitted to
-    ``width`` cells (long titles are cut with an ellipsis)."""
-    return _Builder(trace, width, show_timings).build()
+    ``width`` cells (long titles are cut with an ellipsis); with ``anatomy``
+    (the selected chunk's), its retriever rows carry their phrases' parts."""
+    return _Builder(trace, width, show_timings, anatomy).build()
 
 
 class StageInspector(OptionList):
@@ -390,6 +420,8 @@ class StageInspector(OptionList):
         #: per-stage metrics lines shown above the stages (see :mod:`tui.browser.judging`).
         self.grades: dict[int, int] = {}
         self.metrics: list[Text] = []
+        #: The selected chunk's score (:func:`engine.lab.explain.explain_chunk`), shown under its retriever rows.
+        self.anatomy: ChunkAnatomy | None = None
 
     def on_mount(self) -> None:
         self.show_placeholder()
@@ -404,7 +436,19 @@ class StageInspector(OptionList):
     def show_trace(self, trace: Trace) -> None:
         """Render ``trace``; the highlight returns to the top."""
         self.trace = trace
+        self.anatomy = None
         self._render_lines(keep_highlight=False)
+
+    def show_anatomy(self, anatomy: ChunkAnatomy | None) -> None:
+        """Show ``anatomy``'s phrase parts under its chunk's retriever rows
+        (``None``: under none); the highlight stays. Nothing is redrawn when
+        neither the old nor the new chunk has a retriever row here."""
+        old, self.anatomy = self.anatomy, anatomy
+        if self.trace is None or old == anatomy:
+            return
+        shown = {h.rowid for run in (self.trace.first, self.trace.fuzzy.rerun) if run for h in _hits(run)}
+        if {parts_rowid(old), parts_rowid(anatomy)} & shown:
+            self._render_lines(keep_highlight=True)
 
     def _content_width(self) -> int:
         width = self.scrollable_content_region.width or self.size.width or 80
@@ -470,7 +514,7 @@ class StageInspector(OptionList):
         assert self.trace is not None
         graded = bool(self.grades)
         width = self._width - BADGE_CELLS if graded else self._width
-        lines = stage_lines(self.trace, width, self.show_timings)
+        lines = stage_lines(self.trace, width, self.show_timings, self.anatomy)
         if graded:
             pad = Text(" " * BADGE_CELLS)
             out = []

@@ -1,9 +1,14 @@
-"""The journey pane: where one chunk stood at every stage, and the chunk
-itself with the query's matched terms highlighted."""
+"""The journey pane: where one chunk stood at every stage, its score phrase
+by phrase (and, with a chunk marked by ``v``, why one of the two is above
+the other), and the chunk itself with the query's matched terms highlighted.
+
+The score and the comparison need the store (phrase counts, the row's
+tokens, re-runs): the browser computes them in a worker and hands them in
+(:meth:`JourneyPane.show_score`, :meth:`JourneyPane.show_versus`)."""
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -111,6 +116,8 @@ class JourneyPane(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static(id="journey-steps")
+        yield Static(id="journey-versus")
+        yield Static(id="journey-score")
         yield Static(id="journey-preview")
 
     def on_mount(self) -> None:
@@ -131,6 +138,8 @@ class JourneyPane(VerticalScroll):
         self.anchor(False)
         self.subject = None
         self.query_one("#journey-steps", Static).update(Text(text, style="italic"))
+        self.show_score(None)
+        self.show_versus(None)
         self.query_one("#journey-preview", Static).update("")
 
     def show(self, subject: Subject, trace: Trace) -> None:
@@ -138,5 +147,19 @@ class JourneyPane(VerticalScroll):
         self.anchor(False)
         self.subject = subject
         self.query_one("#journey-steps", Static).update(journey_renderable(subject, trace))
+        self.show_score(Text("Score: reading its phrases…", style="dim italic"))
+        self.show_versus(None)
         self.query_one("#journey-preview", Static).update(preview_renderable(subject, trace))
         self.scroll_home(animate=False)
+
+    def show_score(self, renderable: RenderableType | None) -> None:
+        """Show the subject's score section (``None``: none)."""
+        score = self.query_one("#journey-score", Static)
+        score.update(renderable if renderable is not None else "")
+        score.display = renderable is not None
+
+    def show_versus(self, renderable: RenderableType | None) -> None:
+        """Show the comparison with the marked chunk (``None``: none)."""
+        versus = self.query_one("#journey-versus", Static)
+        versus.update(renderable if renderable is not None else "")
+        versus.display = renderable is not None

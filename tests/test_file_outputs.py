@@ -1,0 +1,403 @@
+"""Every file rankscope writes goes through the one writer (issue 26, class 2).
+
+The cases are derived from the CLI's declaration of its output parameters
+(:func:`tui.cli.main.file_parameters`, role ``writes``), each run with
+``--force``: the output is never a FIFO (opening it waited for a reader
+forever), a link to a pipe (``--out >(wc -c)``), a character device
+(``--force`` replaced the node with a file), a folder, an SQLite database,
+or another database's ``-wal``/``-shm``/``-journal`` file (``--force`` onto
+a committed WAL destroyed its rows); two outputs of one command are never
+the same file; a new file gets ``0o666`` less the umask and a replaced one
+keeps its mode; a SIGTERM or SIGINT during the write, or a failing disk,
+leaves no temporary file. The browser's two exports are checked the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.files.writing import OutputRefused, write_text_file
+from tui.cli.main import file_parameters
+
+from .command_lines import LONG_RUNNING, command_line, fresh_factory, make_world, umask
+from .test_file_inputs import assert_refused, run
+
+REPO = Path(__file__).resolve().parent.parent
+PARAMS = list(file_parameters())
+WRITES = [p for p in PARAMS if p.role.use == "writes" and p.command not in LONG_RUNNING]
+
+
+def _id(p) -> str:
+    return " ".join(p.command) + " " + (p.flag or p.name.upper())
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return make_world(tmp_path_factory.mktemp("world"))
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    return fresh_factory(tmp_path / "fresh")
+
+
+def committed_wal(folder: Path) -> Path:
+    """``other.db`` with a row committed to its WAL only (its writer was
+    killed before a checkpoint): the row lives in ``other.db-wal``."""
+    db = folder / "other.db"
+    code = (
+        "import os, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1])\n"
+        "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA wal_autocheckpoint=0')\n"
+        "c.execute('CREATE TABLE t (x)'); c.execute(\"INSERT INTO t VALUES ('kept')\"); c.commit()\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(db)], check=True)
+    assert (folder / "other.db-wal").stat().st_size > 0
+    return db
+
+
+def rows(db: Path) -> list:
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT x FROM t").fetchall()
+
+
+def make_target(kind: str, folder: Path) -> tuple[Path, str, object]:
+    """An existing target of ``kind``, what the refusal says, and a
+    fingerprint of it to compare after."""
+    if kind == "fifo":
+        p = folder / "out.fifo"
+        os.mkfifo(p)
+        return p, "is a FIFO; rankscope writes regular files only", stat.S_ISFIFO
+    if kind == "pipe-link":  # what `--out >(wc -c)` gives: /dev/fd/63, a link to a pipe
+        pipe = folder / "pipe"
+        os.mkfifo(pipe)
+        p = folder / "63"
+        p.symlink_to(pipe)
+        return p, "is a symbolic link to a FIFO", stat.S_ISLNK
+    if kind == "char-device":
+        p = folder / "null"
+        try:
+            os.mknod(p, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a /dev/null of our own
+        except PermissionError:
+            pytest.skip("making a device node needs root")
+        return p, "is a character device", stat.S_ISCHR
+    if kind == "dev-null-link":
+        p = folder / "out.json"
+        p.symlink_to(os.devnull)
+        return p, "is a symbolic link to a character device", stat.S_ISLNK
+    if kind == "folder":
+        p = folder / "sub"
+        p.mkdir()
+        return p, "is a folder", stat.S_ISDIR
+    if kind == "database":
+        p = folder / "other.sqlite"
+        with sqlite3.connect(p) as c:
+            c.execute("CREATE TABLE t (x)")
+            c.execute("INSERT INTO t VALUES ('kept')")
+        c.close()
+        return p, "is an SQLite database; rankscope never overwrites a database or its files", stat.S_ISREG
+    if kind in ("wal", "shm"):
+        db = committed_wal(folder)
+        return Path(f"{db}-{kind}"), f"is the {kind} file of the SQLite database {db}", stat.S_ISREG
+    if kind == "journal-to-be":  # not there yet: SQLite would read one made beside its database
+        db = folder / "other.db"
+        with sqlite3.connect(db) as c:
+            c.execute("CREATE TABLE t (x)")
+        c.close()
+        return Path(f"{db}-journal"), "is the journal file of the SQLite database", lambda mode: mode is None
+    if kind == "wal-by-magic":  # a WAL renamed away from its database
+        db = committed_wal(folder)
+        p = folder / "renamed.log"
+        shutil.copy2(f"{db}-wal", p)
+        return p, "is an SQLite write-ahead log", stat.S_ISREG
+    raise AssertionError(kind)
+
+
+def state(p: Path) -> object:
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return None
+    return (st.st_mode, st.st_size, p.read_bytes() if stat.S_ISREG(st.st_mode) else None)
+
+
+TARGETS = [
+    "fifo",
+    "pipe-link",
+    "char-device",
+    "dev-null-link",
+    "folder",
+    "database",
+    "wal",
+    "shm",
+    "journal-to-be",
+    "wal-by-magic",
+]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("param", WRITES, ids=_id)
+def test_an_output_is_never_written_over_what_must_not_be(param, kind, world, fresh, tmp_path, capsys):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    target, message, _ = make_target(kind, folder)
+    before = state(target)
+    argv = command_line(param.command, PARAMS, world, fresh, {param.name: str(target)}) + ["--force"]
+    code, out, err = run(capsys, argv)
+    assert_refused(code, err, str(target), message)
+    assert state(target) == before
+    if kind in ("wal", "shm"):
+        assert rows(folder / "other.db") == [("kept",)]  # the committed row is still there
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []  # no temporary file
+
+
+#: What creating a store at each target says (``index --db``: no --force there).
+CREATE_REFUSALS = {
+    "fifo": "it is a FIFO, not a database file",
+    "pipe-link": "it is a FIFO, not a database file",
+    "char-device": "it is a character device, not a database file",
+    "dev-null-link": "it is a character device, not a database file",
+    "folder": "it is a folder, not a database file",
+    "database": "it is not a rankscope store",
+    "wal": "it is the wal file of the SQLite database",
+    "shm": "it is the shm file of the SQLite database",
+    "journal-to-be": "it is the journal file of the SQLite database",
+    "wal-by-magic": "it is an SQLite write-ahead log",
+}
+CREATES = [p for p in PARAMS if p.role.use == "creates"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("param", CREATES, ids=_id)
+def test_a_store_is_never_created_over_what_must_not_be(param, kind, world, fresh, tmp_path, capsys):
+    """The store a command creates is an output too: never a FIFO, device
+    or folder, another program's database, or another database's
+    ``-wal``/``-shm``/``-journal`` (``index --db other.db-journal`` made a
+    store there, which SQLite would then take for other.db's journal)."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    target, _, _ = make_target(kind, folder)
+    before = state(target)
+    code, out, err = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(target)}))
+    assert_refused(code, err, str(target), CREATE_REFUSALS[kind])
+    assert state(target) == before
+    if kind in ("wal", "shm"):
+        assert rows(folder / "other.db") == [("kept",)]
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize(
+    "param", [p for p in WRITES if any(q.command == p.command and q.flag == "--db" for q in PARAMS)], ids=_id
+)
+def test_the_store_and_its_side_files_are_refused(param, world, fresh, tmp_path, capsys):
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        target = f"{world['store']}{suffix}"
+        argv = command_line(param.command, PARAMS, world, fresh, {param.name: target}) + ["--force"]
+        code, out, err = run(capsys, argv)
+        assert_refused(code, err, "the store given with --db" if not suffix else f"{suffix[1:]} file of the store")
+
+
+def _commands_with_outputs() -> list[tuple[str, ...]]:
+    counts: dict[tuple[str, ...], int] = {}
+    for p in WRITES:
+        counts[p.command] = counts.get(p.command, 0) + 1
+    return [c for c, n in counts.items() if n > 1]
+
+
+@pytest.mark.parametrize("how", ["same-name", "symlink", "hard-link"])
+@pytest.mark.parametrize("command", _commands_with_outputs(), ids=" ".join)
+def test_two_outputs_of_one_command_are_never_one_file(command, how, world, fresh, tmp_path, capsys):
+    outputs = [p for p in WRITES if p.command == command]
+    first = tmp_path / "one.txt"
+    if how == "same-name":
+        names = [str(first)] * len(outputs)
+    else:
+        first.write_text("keep me\n")
+        alias = tmp_path / "alias.txt"
+        alias.symlink_to(first) if how == "symlink" else os.link(first, alias)
+        names = [str(first), str(alias)] + [str(first)] * (len(outputs) - 2)
+    given = {p.name: n for p, n in zip(outputs, names)}
+    code, out, err = run(capsys, command_line(command, PARAMS, world, fresh, given) + ["--force"])
+    assert_refused(code, err, "are the same file")
+    assert not first.exists() or first.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("param", WRITES, ids=_id)
+def test_modes_new_and_replaced(param, world, fresh, tmp_path, capsys):
+    """A new file: 0o666 less the umask (0644 under umask 022), as any
+    program makes one; a replaced file keeps its mode."""
+    old = os.umask(0o022)
+    try:
+        new = tmp_path / "new.out"
+        code, out, err = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(new)}))
+        assert code == 0, err
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.out"
+        kept.write_text("old\n")
+        kept.chmod(0o600)
+        argv = command_line(param.command, PARAMS, world, fresh, {param.name: str(kept)}) + ["--force"]
+        code, out, err = run(capsys, argv)
+        assert code == 0, err
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and kept.read_text() != "old\n"
+    finally:
+        os.umask(old)
+    assert umask() == old
+
+
+#: Run a command with os.fsync replaced: the write is interrupted by the
+#: signal (or fails like a full disk) after the temporary file is written.
+INTERRUPTED = """
+import os, signal, sys
+how = sys.argv[1]
+def fsync(fd):
+    if how == "ENOSPC":
+        raise OSError(28, "No space left on device")
+    os.kill(os.getpid(), getattr(signal, how))
+os.fsync = fsync
+from tui.cli.main import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGHUP", "ENOSPC"])
+@pytest.mark.parametrize("param", WRITES, ids=_id)
+def test_an_interrupted_write_leaves_nothing(param, how, world, tmp_path):
+    folder = tmp_path / "target"
+    folder.mkdir()
+    target = folder / "out.txt"
+    argv = command_line(param.command, PARAMS, world, fresh_factory(tmp_path / "fresh"), {param.name: str(target)})
+    r = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED, how, *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    expected = {"SIGTERM": -signal.SIGTERM, "SIGHUP": -signal.SIGHUP, "SIGINT": 130, "ENOSPC": 2}[how]
+    assert r.returncode == expected, r.stderr
+    assert "Traceback" not in r.stderr
+    if how == "ENOSPC":
+        assert r.stderr.startswith("rankscope: error: ") and "No space left on device" in r.stderr, r.stderr
+    assert list(folder.iterdir()) == []  # neither the target nor a temporary file
+
+
+#: Run a command with os.link replaced: the signal arrives when the new
+#: store, built under a temporary name, is about to be put in place.
+INTERRUPTED_CREATE = """
+import os, signal, sys
+how = sys.argv[1]
+def link(src, dst, **kw):
+    os.kill(os.getpid(), getattr(signal, how))
+os.link = link
+from tui.cli.main import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGHUP"])
+@pytest.mark.parametrize("param", CREATES, ids=_id)
+def test_an_interrupted_store_creation_leaves_nothing(param, how, world, tmp_path):
+    folder = tmp_path / "target"
+    folder.mkdir()
+    target = folder / "new.db"
+    argv = command_line(param.command, PARAMS, world, fresh_factory(tmp_path / "fresh"), {param.name: str(target)})
+    r = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_CREATE, how, *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    expected = {"SIGTERM": -signal.SIGTERM, "SIGHUP": -signal.SIGHUP, "SIGINT": 130}[how]
+    assert r.returncode == expected, r.stderr
+    assert "Traceback" not in r.stderr
+    assert list(folder.iterdir()) == []  # neither the store nor its temporary files
+
+
+# ── the writer itself, and the browser's exports ─────────────────────────
+
+
+def test_write_text_file_refuses_what_it_must_not_write(tmp_path):
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    with pytest.raises(FileExistsError):  # an existing name of any kind: the caller moves on
+        write_text_file(fifo, "x")
+    with pytest.raises(OutputRefused, match="is a FIFO"):
+        write_text_file(fifo, "x", overwrite=True)
+    db = tmp_path / "d.db"
+    with sqlite3.connect(db) as c:
+        c.execute("CREATE TABLE t (x)")
+    c.close()
+    with pytest.raises(OutputRefused, match="journal file of the SQLite database"):
+        write_text_file(tmp_path / "d.db-journal", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.db", "f"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "database", "dev-null-link"])
+def test_the_case_export_never_writes_over_anything(kind, tmp_path):
+    from tui.browser.userstate import Case, CaseBook
+
+    book = CaseBook(None)
+    book.cases.append(Case("c", "zebra", judgments={"a.md::Zebra": 2}))
+    target, _, _ = make_target(kind, tmp_path)
+    before = state(target)
+    with pytest.raises(FileExistsError):
+        book.export(target)
+    assert state(target) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+async def test_the_trace_export_moves_past_a_fifo(tmp_path, monkeypatch):
+    """F6 writes ``rankscope-trace-QUERY-TIME.json``; a FIFO at that name is
+    left alone (it waited for a reader before) and the next name is used."""
+    import datetime as _dt
+
+    import tui.browser.app
+    from tui.browser.cmdline import export_path
+
+    from .tui.conftest import build_app, search_for
+
+    now = _dt.datetime(2026, 1, 2, 3, 4, 5)
+    monkeypatch.setattr(tui.browser.app, "export_path", lambda q, folder=None: export_path(q, folder, now))
+    monkeypatch.chdir(tmp_path)
+    trap = tmp_path / "rankscope-trace-cache-20260102-030405.json"
+    os.mkfifo(trap)
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await search_for(pilot, "cache")
+        path = app.action_export_trace()
+        await pilot.pause()
+    assert stat.S_ISFIFO(os.lstat(trap).st_mode)
+    assert path is not None and path.name == "rankscope-trace-cache-20260102-030405-2.json"
+    assert json.loads(path.read_text("utf-8"))["query"] == "cache"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask()
+
+
+def test_data_folder_saves_keep_their_mode(tmp_path):
+    """The data folder's files are written by the same writer: a replaced
+    history keeps its mode (it was 0600 through mkstemp before)."""
+    from tui.browser.userstate import QueryHistory
+
+    path = tmp_path / "data" / "history.json"
+    h = QueryHistory(path)
+    h.add("zebra")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask()
+    path.chmod(0o640)
+    h.add("crossing")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert json.loads(path.read_text())["queries"] == ["zebra", "crossing"]
