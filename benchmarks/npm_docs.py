@@ -125,6 +125,106 @@ QUERIES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The light set: what a person types into a search box, in about the
+#: proportions they type it (issue 25): single terms (40%), flags (20%),
+#: a term filtered by source label or content type (20%), no-match
+#: words (10%) and two-word terms (10%). Written for this benchmark; none
+#: is in :data:`QUERIES`. A filtered query is ``(query, source, content_type)``.
+LIGHT_QUERIES: dict[str, tuple[str, ...]] = {
+    "term": (
+        "cache",
+        "token",
+        "scope",
+        "audit",
+        "proxy",
+        "prefix",
+        "semver",
+        "tag",
+        "dependencies",
+        "devDependencies",
+        "bin",
+        "exports",
+        "license",
+        "repository",
+        "homepage",
+        "keywords",
+        "browser",
+        "main",
+        "private",
+        "publishConfig",
+        "optionalDependencies",
+        "npx",
+        "npmrc",
+        "shrinkwrap",
+        "lockfileVersion",
+        "hoisting",
+        "symlink",
+        "integrity",
+        "signatures",
+        "access",
+        "unpublish",
+        "peerDependenciesMeta",
+    ),
+    "flag": (
+        "--force",
+        "--json",
+        "--prefix",
+        "--registry",
+        "--tag",
+        "--access",
+        "--otp",
+        "--scope",
+        "--save-exact",
+        "--no-save",
+        "--production",
+        "--workspaces",
+        "--include",
+        "--loglevel",
+        "--yes",
+        "--before",
+    ),
+    "no-match": (
+        "kubernetes",
+        "terraform",
+        "haskell",
+        "qwertyuiop",
+        "blockchain",
+        "zebra",
+        "photosynthesis",
+        "quaternion",
+    ),
+    "two-word": (
+        "peer dependencies",
+        "lifecycle scripts",
+        "global install",
+        "dist tags",
+        "auth token",
+        "package lock",
+        "npm cache",
+        "scoped packages",
+    ),
+}
+#: Filtered queries of the light set: ``(query, source label substring, content type)``.
+LIGHT_FILTERED: tuple[tuple[str, str | None, str | None], ...] = (
+    ("install", "commands/npm-install.md", None),
+    ("scripts", "using-npm/scripts", None),
+    ("files", "configuring-npm/package-json", None),
+    ("cache", "commands/npm-cache", None),
+    ("registry", "using-npm/registry", None),
+    ("config", "commands/npm-config", None),
+    ("workspaces", "using-npm/workspaces", None),
+    ("token", "commands/npm-token", None),
+    ("install", None, "code"),
+    ("publish", None, "code"),
+    ("init", None, "code"),
+    ("audit", None, "code"),
+    ("version", None, "code"),
+    ("exec", None, "code"),
+    ("login", None, "code"),
+    ("pack", None, "code"),
+)
+
+
 @dataclass(frozen=True)
 class DocFile:
     """One file of the npm docs: ``label`` relative to ``docs/content``."""
@@ -188,6 +288,23 @@ def replica_files(docs: list[DocFile], replicas: int) -> Iterator[tuple[str, Doc
 def queries() -> list[tuple[str, str]]:
     """The 80 ``(category, query)`` pairs in a fixed order."""
     out = [(cat, q) for cat, qs in QUERIES.items() for q in qs]
+    assert len(out) == 80, len(out)
+    return out
+
+
+def light_queries() -> list[tuple[str, str, str | None, str | None]]:
+    """The 80 ``(category, query, source, content_type)`` of the light set,
+    interleaved by category the way a session mixes them (one of each
+    category in turn while it lasts), in a fixed order."""
+    Light = tuple[str, str, str | None, str | None]
+    lists: dict[str, list[Light]] = {cat: [(cat, q, None, None) for q in qs] for cat, qs in LIGHT_QUERIES.items()}
+    lists["filtered"] = [("filtered", q, src, ctype) for q, src, ctype in LIGHT_FILTERED]
+    order = ("term", "flag", "term", "filtered", "no-match", "term", "two-word", "flag", "term", "filtered")
+    out: list[Light] = []
+    while any(lists.values()):
+        for cat in order:
+            if lists[cat]:
+                out.append(lists[cat].pop(0))
     assert len(out) == 80, len(out)
     return out
 

@@ -100,14 +100,32 @@ def sample_db(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def damaged_db(sample_db, tmp_path_factory):
-    """A copy of :func:`sample_db` with 16 KiB of 0xAA written at byte 200000:
-    it opens (the schema pages are intact) but reading ``chunks`` fails with
-    "database disk image is malformed"."""
+    """A copy of :func:`sample_db` whose ``chunks`` b-trees (its content and
+    index shadow tables), all but their root pages, are overwritten with
+    0xAA: it opens (the schema pages are intact) but reading ``chunks``
+    fails with "database disk image is malformed". The pages are found with
+    SQLite's ``dbstat`` table, so the damage lands on them whatever the
+    file's layout."""
     import shutil
+
+    from engine.store import sql
 
     path = tmp_path_factory.mktemp("damaged") / "mid.db"
     shutil.copy2(sample_db, path)
+    conn = sql.connect(str(path))
+    try:
+        size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        pages = [
+            int(p)
+            for (p,) in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name IN ('chunks_content', 'chunks_data') AND path != '/'"
+            )
+        ]
+    finally:
+        conn.close()
+    assert pages, "the sample store's chunks tables have no page below their roots"
     with open(path, "r+b") as fh:
-        fh.seek(200000)
-        fh.write(b"\xaa" * 16384)
+        for page in pages:
+            fh.seek((page - 1) * size)
+            fh.write(b"\xaa" * size)
     return path

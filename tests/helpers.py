@@ -2,10 +2,17 @@
 
 * tiny corpora, each built to show one pipeline behaviour;
 * :func:`case_params`: the :class:`SearchParams` of a golden case;
-* :data:`ENV_VARS`: every variable that moves context-mode's storage.
+* :data:`ENV_VARS`: every variable that moves context-mode's storage;
+* :func:`append_call`: another process appends a ``ctx_search`` call to a
+  session DB the way context-mode's hooks write it.
 """
 
 from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 from engine import SearchParams
 
@@ -71,3 +78,36 @@ def case_params(case: dict) -> SearchParams:
         content_type=p["content_type"],
         sessions=tuple(p["sessions"]) if p["sessions"] is not None else None,
     )
+
+
+#: The last recorded call of the fixture: its mcp row is 72, the call row 73, then external_ref and retrieval.
+LAST_CALL_FIRST_ROW = 72
+
+#: A hook process: copy a recorded call's 4 rows as new rows, as PostToolUse writes them (WAL mode,
+#: one transaction, datetime('now')), print the wall-clock time of the commit, close.
+APPEND = textwrap.dedent(
+    """
+    import sqlite3, sys, time
+    db, first = sys.argv[1], int(sys.argv[2])
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    cols = ("session_id, type, category, priority, data, project_dir, attribution_source, "
+            "attribution_confidence, bytes_avoided, bytes_returned, source_hook, data_hash")
+    rows = conn.execute(f"SELECT {cols} FROM session_events WHERE id BETWEEN ? AND ? ORDER BY id",
+                        (first, first + 3)).fetchall()
+    conn.execute("BEGIN IMMEDIATE")
+    for r in rows:
+        conn.execute(f"INSERT INTO session_events ({cols}, created_at) VALUES ({', '.join('?' * 12)}, "
+                     "datetime('now'))", r)
+    conn.execute("COMMIT")
+    print(time.time(), flush=True)
+    conn.close()
+    """
+)
+
+
+def append_call(db: Path, first_row: int = LAST_CALL_FIRST_ROW) -> float:
+    """Another process appends a call; returns when it committed (epoch s)."""
+    out = subprocess.run([sys.executable, "-c", APPEND, str(db), str(first_row)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return float(out.stdout)

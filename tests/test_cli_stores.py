@@ -328,7 +328,7 @@ def test_index_interrupt_exits_130(project, tmp_path, monkeypatch):
         kw["progress"] = boom
         return real(*a, **kw)
 
-    monkeypatch.setattr("tui.cli.search.index_paths", interrupted)
+    monkeypatch.setattr(corpus, "index_paths", interrupted)  # `rankscope index` imports it when it runs
     db = tmp_path / "s.db"
     r = runner.invoke(app, ["index", str(project), "--db", str(db)])
     assert r.exit_code == 130

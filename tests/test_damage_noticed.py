@@ -25,7 +25,10 @@ from typer.testing import CliRunner
 
 from engine import CorruptStoreError, SearchParams, Store, search
 from engine.lab.doctor import check_integrity, diagnose
+from engine.store.indexing import kind_for_path
 from tui.cli import app, main
+
+from .conftest import SAMPLE_CORPUS
 
 runner = CliRunner()
 
@@ -50,7 +53,15 @@ def _copy(sample_db: Path, folder: Path, name: str) -> Path:
 
 
 def truncated(sample_db: Path, folder: Path) -> Path:
-    path = _copy(sample_db, folder, "truncated.db")
+    """The sample corpus written file by file without the FTS5 merge that
+    ``index`` ends with (as the break-it run's store was: its last page
+    then holds an index segment, not a page the merge freed), cut by its
+    last 536 bytes."""
+    path = folder / "truncated.db"
+    with Store.create(path) as s:
+        for f in sorted(p for p in SAMPLE_CORPUS.rglob("*") if p.is_file() and p.name != "_sessions.json"):
+            kind = kind_for_path(f)
+            s.index_text(f.relative_to(SAMPLE_CORPUS).as_posix(), f.read_text(encoding="utf-8"), kind)
     os.truncate(path, os.path.getsize(path) - 536)
     return path
 

@@ -165,3 +165,86 @@ def test_python_m_runs_every_subcommand(entry):
         )
         assert sub.returncode == 0, (name, sub.stderr)
         assert f"Usage: rankscope {name}" in sub.stdout or "Usage: python -m" in sub.stdout
+
+
+#: What ``rankscope search`` must not load (issue 25): the agent layer, the
+#: evaluation code and its libraries, the browser; and the edit distance
+#: library when no word needs correcting.
+NOT_FOR_SEARCH = (
+    "engine.agent",
+    "rapidfuzz",
+    "engine.lab.evaluation",
+    "scipy",
+    "ir_measures",
+    "pytrec_eval",
+    "textual",
+    "tui.browser",
+)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_search_imports_only_what_it_needs(tmp_path, extra):
+    """A ``rankscope search`` run in a fresh process, on a store with an
+    answer, loads none of :data:`NOT_FOR_SEARCH`; the other subcommands'
+    modules are not imported either."""
+    from engine import Store, index_corpus
+
+    from .conftest import SAMPLE_CORPUS
+
+    db = tmp_path / "s.db"
+    with Store.create(db) as s:
+        index_corpus(s, SAMPLE_CORPUS)
+    code = (
+        "import sys\n"
+        "from tui.cli.main import main\n"
+        "try:\n"
+        f"    main(['search', 'quorum', '--db', {str(db)!r}, *{extra!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+        "print('MODULES', sorted(sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = eval(out.stdout.rsplit("MODULES ", 1)[1])
+    assert "engine.pipeline.run" in loaded and "tui.cli.search" in loaded  # it did search
+    assert [m for m in loaded if m.startswith(NOT_FOR_SEARCH)] == []
+    assert [
+        m for m in loaded if m.startswith("tui.cli.") and m not in ("tui.cli.main", "tui.cli.base", "tui.cli.search")
+    ] == []
+
+
+#: What the browser's first paint must not load (issue 25): the agent layer,
+#: the evaluation code, and the screens not shown until asked.
+NOT_FOR_FIRST_PAINT = (
+    "engine.agent",
+    "engine.lab.evaluation",
+    "engine.lab.compare",
+    "engine.lab.doctor",
+    "scipy",
+    "ir_measures",
+    "tui.browser.screens.agent",
+    "tui.browser.screens.compare",
+    "tui.browser.screens.doctor",
+    "tui.browser.screens.flow",
+    "tui.browser.screens.help",
+    "tui.browser.screens.sessions",
+    "tui.browser.screens.stores",
+    "tui.browser.screens.why",
+)
+
+
+def test_the_browser_imports_its_other_screens_when_opened():
+    """The modules ``rankscope`` (no argument) loads up to ``app.run()`` include
+    none of :data:`NOT_FOR_FIRST_PAINT`; opening a screen loads its module."""
+    code = (
+        "import sys\n"
+        "from tui.cli.launch import app_arguments\n"
+        "from tui.browser.app import RankscopeApp\n"
+        "app = RankscopeApp(app_arguments(None))\n"
+        "print('MODULES', sorted(sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = eval(out.stdout.rsplit("MODULES ", 1)[1])
+    assert "tui.browser.screens.browser" in loaded  # it did build the app
+    assert [m for m in loaded if m.startswith(NOT_FOR_FIRST_PAINT)] == []

@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from engine.js.strings import js_split_ws, js_to_lower, utf16_len
 from engine.lab.counterfactual import Counterfactual, would_return_with
 from engine.lab.why import ChunkRef, Explanation, find_chunks, why_not
+from engine.pipeline.params import SearchParams
 from engine.pipeline.table import depth
+from engine.store import sql
 from engine.store.stopwords import STOPWORDS
 from engine.store.store import Store
 from .handler import AgentContext, AgentTrace, ctx_search
@@ -82,11 +84,11 @@ class CallChange:
     value: object
     distance: int
     words: str
-    arguments: dict
+    arguments: dict[str, Any]
     context: AgentContext
     call_number: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "field": self.field,
@@ -116,7 +118,7 @@ class Delivery:
     line: int
     offset: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "query_position": self.query_position,
             "query": self.query,
@@ -174,7 +176,7 @@ class Advice:
         stage = f"the pipeline's {drop.stage} stage drops it ({drop.message})" if drop is not None else ""
         return f"{name}: no change to the call returns it; {stage}".rstrip("; ")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         c = self.chunk
         return {
             "rowid": c.rowid,
@@ -218,7 +220,7 @@ def _words(text: str) -> list[str]:
 
 
 def _changes(
-    trace: AgentTrace, arguments: dict, ctx: AgentContext, chunk: ChunkRef, chunk_projects: list[str]
+    trace: AgentTrace, arguments: dict[str, Any], ctx: AgentContext, chunk: ChunkRef, chunk_projects: list[str]
 ) -> Iterator[CallChange]:
     """Every change worth a re-run, least distance first (ties in :data:`KINDS` order)."""
     p: ToolParams = trace.params  # type: ignore[assignment]  # answered calls have params
@@ -304,13 +306,15 @@ def _changes(
     yield from sorted(out, key=lambda c: (c.distance, order[c.kind]))
 
 
-def _furthest(store: Store, trace: AgentTrace, rowid: int) -> tuple[Explanation | None, object]:
+def _furthest(
+    store: Store, trace: AgentTrace, rowid: int, conn: sql.Connection | None = None
+) -> tuple[Explanation | None, SearchParams | None]:
     """The why-not explanation of the query where the chunk got furthest, and its search params."""
-    best: tuple[int, Explanation, object] | None = None
+    best: tuple[int, Explanation, SearchParams] | None = None
     for q in trace.queries:
         if q.search is None:
             continue
-        [e] = why_not(store, q.search.params, rowid=rowid, trace=q.search)
+        [e] = why_not(store, q.search.params, rowid=rowid, trace=q.search, conn=conn)
         d = depth(e.stage.removeprefix("fuzzy:"))
         if best is None or d > best[0]:
             best = (d, e, q.search.params)
@@ -326,6 +330,7 @@ def should_have_asked(
     call_number: int = 1,
     position: ThrottlePosition | None = None,
     stop: Callable[[], bool] | None = None,
+    conn: sql.Connection | None = None,
 ) -> Advice:
     """The smallest change to a ``ctx_search`` call that delivers chunk ``rowid``.
 
@@ -335,14 +340,15 @@ def should_have_asked(
             :func:`~engine.agent.handler.ctx_search`.
         stop: called before each re-run; ``True`` stops (outcome
             ``no-change`` with what was tried so far).
+        conn: a connection from ``store.connect()`` for another thread.
 
     Raises:
         ChunkNotFoundError: no chunk has that row id.
         AgentViewError, StoreError, SessionDbError: as ``ctx_search``.
     """
     ctx = context or AgentContext()
-    [chunk] = find_chunks(store, rowid=rowid)
-    trace = ctx_search(store, arguments, ctx, call_number=call_number, position=position)
+    [chunk] = find_chunks(store, rowid=rowid, conn=conn)
+    trace = ctx_search(store, arguments, ctx, call_number=call_number, position=position, conn=conn)
     reruns = 1
     found = delivery_of(trace, rowid)
     if found is not None:
@@ -361,12 +367,12 @@ def should_have_asked(
     for change in _changes(trace, base, ctx, chunk, projects):
         if stop is not None and stop():
             break
-        rerun = ctx_search(store, change.arguments, change.context, call_number=change.call_number)
+        rerun = ctx_search(store, change.arguments, change.context, call_number=change.call_number, conn=conn)
         reruns += 1
         got = delivery_of(rerun, rowid)
         tried.append((change, got is not None))
         if got is not None:
             return Advice(chunk, "change", got, change, tuple(tried), reruns=reruns)
-    dropped, params = _furthest(store, trace, rowid)
-    cf = would_return_with(store, params, rowid=rowid) if params is not None else None  # type: ignore[arg-type]
+    dropped, params = _furthest(store, trace, rowid, conn)
+    cf = would_return_with(store, params, rowid=rowid, conn=conn, stop=stop) if params is not None else None
     return Advice(chunk, "no-change", None, None, tuple(tried), dropped, cf, reruns)

@@ -19,12 +19,14 @@ throttle position, and compares the text with the recorded answer:
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass
 
 from engine.js.strings import utf8_len, utf16_len
+from engine.store import sql
 from engine.store.store import Store
 from .handler import AgentContext, AgentTrace, RefreshMemory, ctx_search
-from .schema import AgentViewError
+from .schema import AgentViewError, SchemaError, parse_arguments
 from .sessiondb import RecordedCall, SessionDb, SkippedRow, parse_created_at
 from .throttle import FloodGuard, ThrottleConfig, ThrottlePosition
 
@@ -45,6 +47,19 @@ def answer_count(text: str | None) -> int | None:
         return int(m.group(1))
     found = _FOOTER.findall(text)
     return int(found[-1]) if found else None
+
+
+def recorded_queries(params: dict[str, object] | None) -> list[str] | None:
+    """The queries of a recorded call's params as the server reads them (the
+    plugin's schema), or ``None`` when the hook cut the params or they fail
+    the schema."""
+    if params is None:
+        return None
+    try:
+        parsed = parse_arguments(params, plugin_mode=True)
+    except (SchemaError, AgentViewError):
+        return None
+    return list(parsed.queries or ())
 
 
 def answer_rows(text: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
@@ -74,7 +89,7 @@ _BLOCKED_FULL = re.compile(r"^BLOCKED: (\d+) search calls in (\S+)s\.")
 _REFRESHED = re.compile(r"^> Auto-refreshed (\d+) stale source")
 
 
-def answer_summary(text: str, queries: list[str] | None = None) -> dict:
+def answer_summary(text: str, queries: list[str] | None = None) -> dict[str, Any]:
     """What an answer gave the agent, in numbers, read from its text:
 
     ``{"bytes": UTF-8 bytes (what the server counts), "units": UTF-16 units,
@@ -304,15 +319,16 @@ class Replayer:
         session_db_path: str,
         project_dir: str | None = None,
         throttle: ThrottleConfig | None = None,
-        conn=None,
-    ):
+        conn: sql.Connection | None = None,
+    ) -> None:
         self.store, self.session_db_path, self.project_dir, self.conn = store, session_db_path, project_dir, conn
         self.config = throttle or ThrottleConfig()
         self.guard = FloodGuard(self.config)
         self.memory = RefreshMemory()
 
-    def replay(self, call: RecordedCall) -> Replay:
-        """Answer ``call`` again and compare.
+    def replay(self, call: RecordedCall, conn: sql.Connection | None = None) -> Replay:
+        """Answer ``call`` again and compare (``conn``: a connection for this
+        one replay, instead of the one given when it was built).
 
         Raises:
             StoreError / SessionDbError: the store or session DB cannot be read.
@@ -347,7 +363,7 @@ class Replayer:
                 position=position,
                 refresh_memory=self.memory,
                 events_before_id=call.answer_event_id or call.event_id,
-                conn=self.conn,
+                conn=conn if conn is not None else self.conn,
             )
         except AgentViewError as exc:
             return Replay(call, "not-replayable", None, position, how, ctx, reason=str(exc))
@@ -363,7 +379,7 @@ def replay_calls(
     calls: list[RecordedCall],
     project_dir: str | None = None,
     throttle: ThrottleConfig | None = None,
-    conn=None,
+    conn: sql.Connection | None = None,
 ) -> list[Replay]:
     """Replay ``calls`` (from :meth:`SessionDb.ctx_search_calls`) in order
     (``conn``: a connection from ``store.connect()`` for another thread).

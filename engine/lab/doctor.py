@@ -15,6 +15,8 @@
 * the vocabulary size (``None`` when the table is missing: no typo fallback);
 * stale file-backed sources (:meth:`engine.store.store.Store.stale_sources`,
   report only: nothing is refreshed);
+* each FTS table's index segments (:mod:`engine.store.segments`): one once
+  merged, as context-mode and ``rankscope index`` leave them;
 * damage (:func:`check_integrity`): SQLite's ``PRAGMA integrity_check`` and
   FTS5's ``integrity-check`` command on both FTS tables, plus their shadow
   tables present. FTS5's check is an ``INSERT``, so it runs on a private
@@ -174,6 +176,9 @@ class DoctorReport:
         stale: stale file-backed sources (not refreshed).
         stale_errors: ``(label, message)`` for sources that could not be checked.
         integrity: :func:`check_integrity` results (empty when not run).
+        segments: ``(table, segments)`` for each FTS table: how many b-trees
+            its FTS5 index is split into (1 once merged; a search reads
+            each; ``None`` when its structure record cannot be read).
         read_error: when the store is too damaged to read the rest of the
             report, the error (the counts are then ``None`` and the lists
             empty); ``None`` otherwise.
@@ -193,6 +198,7 @@ class DoctorReport:
     stale: tuple[StaleSource, ...]
     stale_errors: tuple[tuple[str, str], ...]
     integrity: tuple[IntegrityCheck, ...] = ()
+    segments: tuple[tuple[str, int | None], ...] = ()
     read_error: str | None = None
 
     @classmethod
@@ -201,7 +207,7 @@ class DoctorReport:
     ) -> "DoctorReport":
         """The report on a store too damaged to be read (or opened): the
         integrity checks and the error, nothing else."""
-        return cls(path, schema, None, None, None, (), (), MAX_CHUNK_BYTES, (), (), None, (), (), integrity, error)
+        return cls(path, schema, None, None, None, (), (), MAX_CHUNK_BYTES, (), (), None, (), (), integrity, (), error)
 
     @property
     def damaged(self) -> bool:
@@ -309,6 +315,7 @@ class DoctorReport:
                 {"check": c.check, "ok": c.ok, "damage": c.damage and not c.ok, "problems": list(c.problems)}
                 for c in self.integrity
             ],
+            "segments": {table: n for table, n in self.segments},
             "read_error": self.read_error,
             "damaged": self.damaged,
             "findings": self.findings,
@@ -468,6 +475,7 @@ def _diagnose(store: Store, max_chunk_bytes: int, conn: sql.Connection | None) -
 
         vocab = int(c.execute("SELECT COUNT(*) FROM vocabulary").fetchone()[0]) if store.schema.has_vocabulary else None
         stale_rows, stale_errors = store.stale_sources(c)
+        segments = tuple((t, s.count if s else None) for t, s in store.index_segments(c).items())
 
     return DoctorReport(
         path=store.path,
@@ -483,4 +491,5 @@ def _diagnose(store: Store, max_chunk_bytes: int, conn: sql.Connection | None) -
         vocabulary_size=vocab,
         stale=tuple(StaleSource(label, path) for label, path, _ in stale_rows),
         stale_errors=tuple((label, msg) for label, msg in stale_errors),
+        segments=segments,
     )

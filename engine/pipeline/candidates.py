@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.pipeline.marks import Highlight, text_of
+
 #: Prefix of the fuzzy re-run's stage ids (``fuzzy:trim``).
 FUZZY_PREFIX = "fuzzy:"
 #: An exit's or a story's numbers: ``(name, value)`` pairs in a fixed order.
@@ -27,7 +29,10 @@ class Hit:
         source, title, content, content_type: the chunk.
         session_id: attribution session id (``""`` when unattributed).
         bm25: raw ``bm25(table, 5.0, 1.0)``.
-        highlighted: content with matches wrapped in ``\\x02`` ... ``\\x03``.
+        marked: FTS5's ``highlight(table, 1, char(2), char(3))`` of the
+            content, or a :class:`engine.pipeline.marks.Highlight` that
+            computes it when first asked (a long content, or a top-k row):
+            read it as :attr:`highlighted`.
     """
 
     rank: int
@@ -38,7 +43,12 @@ class Hit:
     content_type: str
     session_id: str
     bm25: float
-    highlighted: str
+    marked: str | Highlight
+
+    @property
+    def highlighted(self) -> str:
+        """The content with matches wrapped in ``\\x02`` ... ``\\x03``."""
+        return text_of(self.marked)
 
     @property
     def key(self) -> str:
@@ -68,8 +78,9 @@ class Candidate:
 
     Attributes:
         key: fusion key (``source::title``, or ``#rowid`` in the rowid variant).
-        rowid, source, title, content, content_type, session_id, highlighted:
-            the *kept* row: the first one seen (Porter run first).
+        rowid, source, title, content, content_type, session_id, marked:
+            the *kept* row: the first one seen (Porter run first);
+            ``marked`` as :attr:`Hit.marked` (read :attr:`highlighted`).
         score: summed RRF score (sum of ``contributions`` in order).
         porter_rank / trigram_rank: first 1-based position of the key in each run, or ``None``.
         contributions: every occurrence added, Porter run first.
@@ -83,12 +94,17 @@ class Candidate:
     content: str
     content_type: str
     session_id: str
-    highlighted: str
+    marked: str | Highlight
     score: float
     porter_rank: int | None
     trigram_rank: int | None
     contributions: tuple[Contribution, ...]
     merged_rowids: tuple[int, ...] = ()
+
+    @property
+    def highlighted(self) -> str:
+        """The content with matches wrapped in ``\\x02`` ... ``\\x03``."""
+        return text_of(self.marked)
 
     @property
     def key_collision(self) -> bool:

@@ -3,7 +3,9 @@ pass's answer and every candidate's path (:class:`Run`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from engine.pipeline.candidates import FUZZY_PREFIX, Candidate, CandidatePath
 from engine.pipeline.stages.fusion import STAGE as FUSION
@@ -29,15 +31,23 @@ class Run:
             order; ids are unprefixed, also in the fuzzy re-run.
         results: this pass's answer in order (empty when nothing survived).
         pass_name: ``"first"`` (raw query) or ``"fuzzy"`` (the re-run).
-        paths: one :class:`CandidatePath` per chunk a retriever returned
-            (:func:`engine.pipeline.paths.run_paths`), deepest first.
+        path_finder: what computes :attr:`paths` from the run
+            (:func:`engine.pipeline.paths.run_paths`), or ``None`` for a run
+            whose paths stay empty.
     """
 
     query: str
     records: tuple[tuple[str, object], ...]
     results: tuple[Candidate, ...]
     pass_name: str = "first"
-    paths: tuple[CandidatePath, ...] = field(default=(), repr=False)
+    path_finder: Callable[[Run], tuple[CandidatePath, ...]] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def paths(self) -> tuple[CandidatePath, ...]:
+        """One :class:`CandidatePath` per chunk a retriever returned, deepest
+        first; computed on first use (a search that nobody inspects never
+        builds them), the same every time."""
+        return () if self.path_finder is None else self.path_finder(self)
 
     @property
     def prefix(self) -> str:

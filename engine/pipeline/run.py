@@ -87,7 +87,8 @@ def run_pass(
 ) -> Run:
     """Run the stages of :func:`pass_plan` once for ``query``, timing each
     (``timings`` gets ``(stage id, ms)``, ``fuzzy:``-prefixed in the re-run),
-    and record every candidate's path (``paths=False``: leave them empty).
+    and every candidate's path, computed when first read (``paths=False``: leave
+    them empty).
     The retrievers the variant runs are fetched first, together, through
     ``runs`` (default: an exact handle on the store's run cache); each
     retriever stage's time is its own statement's (or cache lookup's)."""
@@ -111,8 +112,7 @@ def run_pass(
         items = spec.ranked_of(records[spec.id])
         if spec.ends_pass_when_empty and not items:
             break
-    run = Run(query, tuple(records.items()), candidates(items), pass_name)
-    return replace(run, paths=run_paths(run)) if paths else run
+    return Run(query, tuple(records.items()), candidates(items), pass_name, run_paths if paths else None)
 
 
 def search(

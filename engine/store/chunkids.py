@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Mapping
 from urllib.parse import unquote
 
@@ -42,12 +44,19 @@ from engine.store.store import Store
 OCCURRENCE_MARK = "#"
 
 
-def assign_chunk_ids(rows: list[tuple[int, str | None, str]]) -> dict[int, str]:
+#: Rows read, or given ids, between two calls of a caller's ``pause`` (:func:`chunk_ids`).
+PAUSE_EVERY = 20_000
+
+
+def assign_chunk_ids(
+    rows: list[tuple[int, str | None, str]], pause: Callable[[], object] | None = None
+) -> dict[int, str]:
     """Chunk ids for ``(rowid, source label, title)`` rows.
 
     Args:
         rows: every chunk of a store, in any order (they are sorted by rowid).
             A ``None`` label (orphan chunk) counts as ``""``.
+        pause: called every :data:`PAUSE_EVERY` rows (it may block).
 
     Returns:
         ``{rowid: chunk id}`` following the rules in the module docstring.
@@ -55,7 +64,9 @@ def assign_chunk_ids(rows: list[tuple[int, str | None, str]]) -> dict[int, str]:
     ordered = sorted(rows, key=lambda r: r[0])
     plain: dict[str, int] = {}
     later: list[tuple[int, str]] = []
-    for rowid, label, title in ordered:
+    for i, (rowid, label, title) in enumerate(ordered):
+        if pause is not None and i and not i % PAUSE_EVERY:
+            pause()
         key = f"{label or ''}::{title}"
         if key in plain:
             later.append((rowid, key))
@@ -111,6 +122,8 @@ _IDS_SQL = (  # text through sql.text: a title may hold invalid UTF-8 (read as U
 )
 
 _cache: "weakref.WeakKeyDictionary[Store, ChunkIds]" = weakref.WeakKeyDictionary()
+#: Per store: held while its ids are computed (a second caller waits for the first's answer).
+_computing: "weakref.WeakKeyDictionary[Store, threading.Lock]" = weakref.WeakKeyDictionary()
 _cache_lock = threading.Lock()
 
 
@@ -129,11 +142,19 @@ def store_version(store: Store, conn: sql.Connection | None = None) -> tuple[int
         return tuple(c.execute(_VERSION_SQL).fetchone())
 
 
-def chunk_ids(store: Store, conn: sql.Connection | None = None) -> ChunkIds:
+def chunk_ids(
+    store: Store, conn: sql.Connection | None = None, *, pause: Callable[[], object] | None = None
+) -> ChunkIds:
     """The chunk ids of every chunk of ``store`` (one query over ``chunks``
     joined to ``sources``), cached per store until :func:`store_version`
-    changes. Thread-safe; ``conn`` is a connection from ``store.connect()``
-    when called from another thread.
+    changes. Thread-safe (two callers at once compute them once: the second
+    waits for the first's answer); ``conn`` is a connection from
+    ``store.connect()`` when called from another thread.
+
+    ``pause``, a background caller's, is called every :data:`PAUSE_EVERY` rows
+    read or given ids and may block (the browser's warm-up waits there while
+    a search runs); it is not called on the store's main connection, whose
+    lock a search may be waiting for.
 
     Raises:
         StoreError: the store cannot be read (:class:`CorruptStoreError` when damaged).
@@ -141,14 +162,27 @@ def chunk_ids(store: Store, conn: sql.Connection | None = None) -> ChunkIds:
     version = store_version(store, conn)
     with _cache_lock:
         hit = _cache.get(store)
+        computing = _computing.setdefault(store, threading.Lock())
     if hit is not None and hit.version == version:
         return hit
-    with sqlite_errors(store.path), store.using(conn) as c:
-        rows = c.execute(_IDS_SQL).fetchall()
-    ids = ChunkIds(version, assign_chunk_ids([(int(r), sql.decode(lbl), sql.decode(t)) for r, lbl, t in rows]))
-    with _cache_lock:
-        _cache[store] = ids
-    return ids
+    with computing:
+        with _cache_lock:
+            hit = _cache.get(store)
+        if hit is not None and hit.version == version:
+            return hit  # computed meanwhile by another caller
+        rows: list[tuple[int, str | None, str]] = []
+        with sqlite_errors(store.path), store.using(conn) as c:
+            if c is store.conn:
+                pause = None
+            cursor = iter(c.execute(_IDS_SQL))
+            while batch := list(islice(cursor, PAUSE_EVERY)):
+                rows.extend((int(r), sql.decode(lbl), sql.decode(t)) for r, lbl, t in batch)
+                if pause is not None and len(batch) == PAUSE_EVERY:
+                    pause()
+        ids = ChunkIds(version, assign_chunk_ids(rows, pause))
+        with _cache_lock:
+            _cache[store] = ids
+        return ids
 
 
 # ─── TREC tokens ─────────────────────────────────────────────────────────

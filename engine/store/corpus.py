@@ -28,8 +28,10 @@ Walking real folders:
 
 Each file is stored in one transaction (:meth:`Store.index_text`), so
 interrupting a run (Ctrl-C) leaves every label either as it was or fully
-replaced. Incremental runs re-index only files whose SHA-256 changed and
-remove labels whose file disappeared from a folder indexed again.
+replaced. A run that wrote anything ends by merging the FTS5 indexes
+(:meth:`Store.merge_index`), as context-mode does when its store closes.
+Incremental runs re-index only files whose SHA-256 changed and remove
+labels whose file disappeared from a folder indexed again.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from engine.js.strings import decode_utf8_like_node, to_storage_bytes
 from engine.js.strings import undecodable
 from engine.store.errors import ReadOnlyStoreError, sqlite_errors
 from engine.store.freshness import sha256_text
-from engine.store.indexing import IndexResult, backing_path, kind_for_path
+from engine.store.indexing import IndexResult, MergeReport, backing_path, kind_for_path
 from engine.store.store import Store
 
 #: Name of the sessions map inside a corpus folder (read, never indexed).
@@ -115,6 +117,8 @@ class IndexReport:
         bytes_read: bytes read from every file (indexed, unchanged or skipped).
         files_seen: files considered (after ignore rules).
         max_file_bytes: the size limit used.
+        merge: the FTS5 index merge at the end of the run
+            (:meth:`Store.merge_index`); ``None`` when the run wrote nothing.
     """
 
     results: list[IndexResult] = field(default_factory=list)
@@ -127,6 +131,7 @@ class IndexReport:
     bytes_read: int = 0
     files_seen: int = 0
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    merge: MergeReport | None = None
 
     @property
     def chunks(self) -> int:
@@ -562,6 +567,8 @@ def index_paths(
                     store.delete_label(label)
                     _untrack(store, label)
                     report.removed.append(label)
+        if report.results or report.removed:
+            report.merge = store.merge_index()
     except KeyboardInterrupt as exc:
         if isinstance(exc, IndexInterrupted):
             raise

@@ -366,6 +366,20 @@ class Freshness:
                 self._examine(list(self._by_path))
             return self._answer("scan", 0.0, len(self._by_path))
 
+    def warm(self, conn: sql.Connection, version: object) -> None:
+        """Bring the answer to where a store searched again and again keeps it,
+        ahead of its first search (a browser opening a store): the source rows
+        read, the folders watched where they can be, then every file examined
+        (the watch first: a change during the scan is then an event). The
+        search after it reads the watch's queue only.
+
+        Raises:
+            engine.store.sql.Error: the ``sources`` table cannot be read.
+        """
+        with self._lock:
+            self._checks = max(self._checks, 1)  # the check below counts as a second one: it watches
+            self.check(conn, version)
+
     def _answer(self, method: str, age_ms: float, examined: int) -> Answer:
         stale, errors, paths = [], [], []
         for i in sorted(self._verdicts):

@@ -23,10 +23,24 @@ from engine.store.errors import ReadOnlyStoreError, sqlite_errors
 from engine.store.freshness import Freshness, RefreshReport, check_all, load_sources, read_text, sha256_text
 from engine.store.reading import Connections
 from engine.store.schema import FTS_TABLES, SOURCE_INDEX_SQL, SchemaInfo
+from engine.store.segments import Structure, indexed_rows, optimize, read_structure
 from engine.store.stopwords import STOPWORDS
 
 #: File kinds and the chunker each uses.
 KINDS = ("markdown", "json", "plain")
+#: A writable store merges its FTS5 indexes (:func:`merge_index`) once the
+#: chunks written since the last merge reach the chunks there were then,
+#: and at least this many: the index doubles between merges, so the merges
+#: of one long run rewrite about twice the final index in all (context-mode
+#: merges every 50 inserted sources, which at 100,000 chunks is 127 rewrites).
+MERGE_MIN_ROWS = 1_000
+#: At the end of an indexing run an index is merged fully when the segments
+#: other than its largest hold at least this share of its leaf pages...
+MERGE_SHARE = 0.125
+#: ...or when it has at most this many leaf pages (about 32 MB; merging it
+#: takes well under a second), so that a small incremental run on a large
+#: store does not rewrite the whole index for a few new rows.
+MERGE_ALWAYS_PAGES = 8_192
 _VOCAB_SPLIT = regex.compile(r"[^\p{L}\p{N}_-]+")
 
 
@@ -52,6 +66,41 @@ class IndexResult:
     code_chunks: int
     bytes: int
     vocabulary_added: int
+
+
+@dataclass(frozen=True)
+class TableMerge:
+    """One FTS table's index at a :func:`merge_index`.
+
+    Attributes:
+        table: ``chunks`` or ``chunks_trigram``.
+        before, after: segments before and after (``None``: the structure
+            record could not be read).
+        merged: FTS5's ``optimize`` ran on it.
+    """
+
+    table: str
+    before: int | None
+    after: int | None
+    merged: bool
+
+
+@dataclass(frozen=True)
+class MergeReport:
+    """What :func:`merge_index` did.
+
+    Attributes:
+        tables: one entry per FTS table, in :data:`~engine.store.schema.FTS_TABLES` order.
+        elapsed_ms: wall clock of the whole call (milliseconds).
+    """
+
+    tables: tuple[TableMerge, ...]
+    elapsed_ms: float
+
+    @property
+    def merged(self) -> bool:
+        """True when at least one table was merged."""
+        return any(t.merged for t in self.tables)
 
 
 def kind_for_path(path: str | os.PathLike[str]) -> str:
@@ -230,7 +279,55 @@ def insert(
         except BaseException:
             _rollback(conn)
             raise
+        counter = conns.merges
+        counter.rows_since += len(drafts)
+        if counter.rows_at is None:
+            counter.rows_at = indexed_rows(conn, FTS_TABLES[0])
+        if counter.rows_since >= max(MERGE_MIN_ROWS, counter.rows_at):
+            merge_index(conns, full=True)
     return IndexResult(label, int(source_id), kind, len(drafts), code, len(to_storage_bytes(text)), added)
+
+
+def merge_index(conns: Connections, *, full: bool = False) -> MergeReport:
+    """Merge each FTS table's index into one segment (FTS5's ``optimize``,
+    both tables in one transaction), as context-mode does every 50 inserted
+    sources and on close. A table already in one segment is left alone.
+    Unless ``full``, a table is merged only when that is cheap or due
+    (:data:`MERGE_ALWAYS_PAGES`, :data:`MERGE_SHARE`): what an indexing run
+    calls at its end.
+
+    Raises:
+        ReadOnlyStoreError: the store is read-only (nothing is written to a
+            store rankscope did not create).
+        StoreError: SQLite cannot write it.
+    """
+    _require_writable(conns)
+    start = time.perf_counter()
+    with sqlite_errors(conns.path, "write to"), conns.lock:
+        conn = conns.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            plan: list[tuple[str, Structure | None, bool]] = []
+            for table in FTS_TABLES:
+                s = read_structure(conn, table)
+                due = s is not None and s.count > 1
+                if due and not full and s is not None:
+                    due = s.pages <= MERGE_ALWAYS_PAGES or s.outside_largest >= MERGE_SHARE * s.pages
+                if due:
+                    optimize(conn, table)
+                plan.append((table, s, due))
+            tables = []
+            for table, s, due in plan:
+                after = read_structure(conn, table) if due else s
+                tables.append(TableMerge(table, s.count if s else None, after.count if after else None, due))
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+        if all(t.after is None or t.after <= 1 for t in tables):
+            conns.merges.rows_since = 0
+            conns.merges.rows_at = indexed_rows(conn, FTS_TABLES[0])
+    return MergeReport(tuple(tables), elapsed_ms(start))
 
 
 def delete_label(conns: Connections, label: str) -> int:
@@ -313,6 +410,21 @@ def refresh_for_search(
             index_text(conns, label, text, "markdown", file_path=file_path)
             done.append(label)
         return RefreshReport(answer.checked, tuple(done), True, tuple(errors), elapsed_ms(start), *how)
+
+
+def warm_freshness(conns: Connections, schema: SchemaInfo, freshness: Freshness, conn: sql.Connection) -> None:
+    """Examine the file-backed sources now, on ``conn``, and keep them watched
+    (:meth:`engine.store.freshness.Freshness.warm`), so that the first search
+    does not read every source row and file: what a browser does on opening
+    a store. Writes nothing.
+
+    Raises:
+        StoreError: the store cannot be read.
+    """
+    if not schema.has_file_columns:
+        return
+    with sqlite_errors(conns.path):
+        freshness.warm(conn, conns.data_version())
 
 
 def refresh_stale(conns: Connections, schema: SchemaInfo) -> tuple[list[str], list[tuple[str, str]]]:

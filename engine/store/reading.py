@@ -21,6 +21,7 @@ from typing import Callable, Hashable, Iterator, TypeVar
 
 from engine.store import sql
 from engine.store.errors import is_corruption, is_transient, sqlite_errors, sqlite_store_error
+from engine.store.segments import MergeCounter
 from engine.store.opening import (
     READ_ATTEMPTS,
     RETRY_DELAY_S,
@@ -67,6 +68,8 @@ class Connections:
         self._sentinel: sql.Connection | None = None
         #: Idle read connections for a pass's second retriever, by (file, URI flags).
         self._readers: dict[tuple[str, str], list[sql.Connection]] = {}
+        #: Chunks written since the last FTS5 merge (:func:`engine.store.indexing.merge_index`).
+        self.merges = MergeCounter()
 
     # ── the main connection and new ones ───────────────────────────────
 

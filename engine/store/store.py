@@ -27,11 +27,12 @@ from engine.store.cache import VersionedLRU
 from engine.store.chunking import MAX_CHUNK_BYTES
 from engine.store.errors import sqlite_errors
 from engine.store.freshness import Freshness, RefreshReport
-from engine.store.indexing import IndexResult
+from engine.store.indexing import IndexResult, MergeReport
 from engine.store.opening import ReadMode, ReadTarget
 from engine.store.reading import Connections, DataVersion
 from engine.store.rows import ChunkRow, SourceRow, StoreCounts
-from engine.store.schema import SchemaInfo
+from engine.store.schema import FTS_TABLES, SchemaInfo
+from engine.store.segments import Structure, read_structure
 
 T = TypeVar("T")
 
@@ -251,6 +252,15 @@ class Store:
         """:func:`engine.store.indexing.delete_label`; returns chunks removed."""
         return indexing.delete_label(self.connections, label)
 
+    def merge_index(self, *, full: bool = False) -> MergeReport:
+        """:func:`engine.store.indexing.merge_index`: both FTS5 indexes merged into one segment each."""
+        return indexing.merge_index(self.connections, full=full)
+
+    def index_segments(self, conn: sql.Connection | None = None) -> dict[str, Structure | None]:
+        """Each FTS table's index structure (:func:`engine.store.segments.read_structure`),
+        by table name; ``None`` for a table whose structure record cannot be read. Read-only."""
+        return self._rows(lambda c, _: {table: read_structure(c, table) for table in FTS_TABLES}, conn)
+
     def stale_sources(
         self, conn: sql.Connection | None = None
     ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
@@ -260,6 +270,10 @@ class Store:
     def refresh_for_search(self, conn: sql.Connection) -> RefreshReport:
         """:func:`engine.store.indexing.refresh_for_search`: the refresh stage before a search on ``conn``."""
         return indexing.refresh_for_search(self.connections, self.schema, self.freshness, conn)
+
+    def warm_freshness(self, conn: sql.Connection) -> None:
+        """:func:`engine.store.indexing.warm_freshness`: examine the sources now, ahead of the first search."""
+        indexing.warm_freshness(self.connections, self.schema, self.freshness, conn)
 
     def refresh_stale(self) -> tuple[list[str], list[tuple[str, str]]]:
         """:func:`engine.store.indexing.refresh_stale`: ``(labels refreshed, errors)``."""

@@ -118,3 +118,73 @@ def test_ids_survive_reindexing_a_folder(tmp_path):
     others = {cid: v for cid, v in second.items() if v[1] != "docs/backpressure.md"}
     assert others and all(third[cid][1:] == v[1:] and third[cid][0] != v[0] for cid, v in others.items())
     assert "docs/backpressure.md::Backpressure > A new section" in third
+
+
+def _many_chunks_store(path, n: int) -> Store:
+    s = Store.create(path)
+    s.index_text("many.md", "".join(f"# Part {i}\nword {i}\n" for i in range(n)), "markdown")
+    return s
+
+
+def test_a_background_caller_pauses_between_batches_and_gets_the_same_ids(tmp_path, monkeypatch):
+    """``pause`` runs every PAUSE_EVERY rows read and given ids (the browser's
+    warm-up yields to a search there), never on the main connection, and the
+    ids are those of an uninterrupted computation."""
+    import engine.store.chunkids as ci
+
+    monkeypatch.setattr(ci, "PAUSE_EVERY", 7)
+    with _many_chunks_store(tmp_path / "s.db", 40) as s:
+        plain = ci.assign_chunk_ids([(r.rowid, "many.md", r.title) for r in s.iter_chunks()])
+        pauses: list[int] = []
+        with s.thread_connection() as conn:
+            ids = chunk_ids(s, conn, pause=lambda: pauses.append(1))
+        assert dict(ids.by_rowid) == plain and len(plain) == 40
+        assert len(pauses) == 40 // 7 * 2  # 5 full batches read, then 5 times 7 rows given ids
+        ci._cache.clear()
+        pauses.clear()
+        assert dict(chunk_ids(s, pause=lambda: pauses.append(1)).by_rowid) == plain
+        assert pauses == []  # the main connection: a search may be waiting for its lock
+
+
+def test_two_callers_at_once_compute_once(tmp_path, monkeypatch):
+    """A second caller while the first computes waits for its answer (the
+    browser's search waits for the warm-up's ids rather than computing them too)."""
+    import threading
+
+    import engine.store.chunkids as ci
+
+    monkeypatch.setattr(ci, "PAUSE_EVERY", 5)
+    computed: list[int] = []
+    real = ci.assign_chunk_ids
+    monkeypatch.setattr(ci, "assign_chunk_ids", lambda rows, pause=None: computed.append(1) or real(rows, pause))
+    with _many_chunks_store(tmp_path / "s.db", 20) as s:
+        first_paused = threading.Event()
+        go_on = threading.Event()
+
+        def pause() -> None:
+            first_paused.set()
+            go_on.wait(10)
+
+        out: list[object] = []
+
+        def background() -> None:
+            with s.thread_connection() as conn:
+                out.append(chunk_ids(s, conn, pause=pause))
+
+        t = threading.Thread(target=background)
+        t.start()
+        assert first_paused.wait(10)
+        second: list[object] = []
+
+        def foreground() -> None:
+            with s.thread_connection() as conn:
+                second.append(chunk_ids(s, conn))
+
+        waiter = threading.Thread(target=foreground)
+        waiter.start()
+        waiter.join(0.2)
+        assert waiter.is_alive()  # waiting for the first caller's answer
+        go_on.set()
+        t.join(10)
+        waiter.join(10)
+        assert second[0] is out[0] and computed == [1]

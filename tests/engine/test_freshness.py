@@ -62,6 +62,26 @@ def test_first_search_scans_later_ones_read_the_watch(writable):
     assert methods[0].examined == 2 and methods[-1].examined == 0  # nothing changed: no file examined
 
 
+def test_warming_makes_the_first_search_read_the_watch(tmp_path, writable, docs):
+    """What the browser does on opening a store: the sources are examined and
+    watched before any search, so the first search reads the watch's queue;
+    a change made after the warm-up is seen by that first search, and the
+    warm-up itself writes nothing (a stale source stays as it was)."""
+    _edit(docs / "guide.md", "# Guide\nthe new zeppelin steps\n")
+    writable.close()
+    ro = Store.open_readonly(tmp_path / "s.db")
+    try:
+        with ro.thread_connection() as conn:
+            ro.warm_freshness(conn)
+        assert ro.freshness.method == "watch"
+        _edit(docs / "other.md", "# Other\nnow about zeppelins\n")
+        t = search(ro, SearchParams("zeppelin"))
+        assert t.refresh.method == "watch" and t.refresh.examined == 1  # the file changed since, only
+        assert t.refresh.stale == ("guide.md", "other.md") and t.refresh.refreshed is False
+    finally:
+        ro.close()
+
+
 def test_a_change_is_refreshed_before_the_very_next_search(writable, docs):
     _warm(writable)
     _edit(docs / "guide.md", "# Guide\nthe new zeppelin steps\n")

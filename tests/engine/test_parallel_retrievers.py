@@ -428,6 +428,20 @@ def test_the_caller_takes_the_workers_run_without_waiting_for_its_thread(tmp_pat
         return real(self, conn, finished)
 
     monkeypatch.setattr(HalfShare, "help_until", hold_the_worker)
+    # The caller's own run waits until the worker has taken the second one: on
+    # a corpus this small (and a busy machine) the caller could otherwise be
+    # done before the worker thread wakes, and then runs the second itself.
+    worker_started = threading.Event()
+    real_run = runcache_mod.RunCache.run
+
+    def run_once_the_worker_has_started(self, conn, schema, request, **kw):
+        if threading.current_thread().name.startswith("rankscope-retriever"):
+            worker_started.set()
+        else:
+            worker_started.wait(10)
+        return real_run(self, conn, schema, request, **kw)
+
+    monkeypatch.setattr(runcache_mod.RunCache, "run", run_once_the_worker_has_started)
     try:
         t = search(s, SearchParams("install deploy"))
         assert held.is_set() and still_held == [True]  # returned while the worker was still held

@@ -137,6 +137,7 @@ def ranking(request, monkeypatch):
         monkeypatch.setattr(topk, "MIN_MATCHES", 0)
         monkeypatch.setattr(topk, "SEED_SHARE_MAX", 1.0)
         monkeypatch.setattr(topk, "RARE_SHARE_MAX", 1.0)
+        monkeypatch.setattr(topk, "WALK_MIN_TEXTS", 10**9)
     for name in SETS:  # no run computed the other way may answer
         if _present(name):
             _store(name).runs.clear()

@@ -107,3 +107,57 @@ def test_unicode_17_vocabulary_stores_lowered_rams_horn(store):
     words = [w for (w,) in store.conn.execute("SELECT word FROM vocabulary ORDER BY rowid")]
     assert words[:2] == ["\u0264tag", "registry"]
     assert not any("\ua7cb" in w for w in words)
+
+
+def _positions_one_by_one(text: str, term: str) -> list[int]:
+    out, idx = [], text.find(term)
+    while idx != -1:
+        out.append(idx)
+        idx = text.find(term, idx + 1)
+    return out
+
+
+def _sweep(lists: list[list[int]]) -> float:
+    ptrs, best = [0] * len(lists), float("inf")
+    while True:
+        vals = [lst[p] for lst, p in zip(lists, ptrs)]
+        best = min(best, max(vals) - min(vals))
+        i = vals.index(min(vals))
+        ptrs[i] += 1
+        if ptrs[i] >= len(lists[i]):
+            return best
+
+
+def _pairs_one_by_one(lists: list[list[int]], terms: list[str], gap: int = 30) -> int:
+    total = 0
+    for i in range(min(len(lists), len(terms)) - 1):
+        left, right, j = lists[i], lists[i + 1], 0
+        for p in left:
+            lo = p + len(terms[i])
+            while j < len(right) and right[j] < lo:
+                j += 1
+            if j < len(right) and right[j] <= lo + gap:
+                total += 1
+                j += 1
+    return total
+
+
+def test_the_fast_position_span_and_pair_counts_equal_the_plain_ones():
+    """The split-based positions, the bisection span for two terms and the
+    bisecting pair count (fast on a chunk of megabytes) give what the plain
+    occurrence-by-occurrence forms give, self-overlapping terms included."""
+    import random
+
+    rng = random.Random(4)
+    alphabet = "ab c"
+    terms_pool = ["a", "ab", "aa", "aba", "b c", "abab", "c", "ba", "aaa"]
+    for _ in range(1500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 160)))
+        terms = rng.sample(terms_pool, rng.randint(1, 7))
+        positions = [find_all_positions(text, t) for t in terms]
+        assert positions == [_positions_one_by_one(text, t) for t in terms], (text, terms)
+        if all(positions):
+            assert min_span(positions) == _sweep(positions), (text, terms)
+            for gap in (0, 3, 30):
+                got = count_adjacent_pairs(positions, terms, gap)
+                assert got == _pairs_one_by_one(positions, terms, gap), (text, terms, gap)

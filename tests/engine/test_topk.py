@@ -13,6 +13,7 @@ import pytest
 
 from engine import SearchParams, Store, search, trace_to_dict
 from engine.store import sql
+from engine.pipeline import marks
 from engine.pipeline.stages import bm25, topk
 from engine.pipeline.query import sanitize_porter, sanitize_trigram
 from engine.pipeline.stages.retrieve import PORTER, Request, retrieve
@@ -68,7 +69,13 @@ def table():
 @pytest.fixture
 def forced(monkeypatch):
     """Try top-k on every query, whatever the table's size or the saving."""
-    for name, value in (("MIN_ROWS", 0), ("MIN_MATCHES", 0), ("SEED_SHARE_MAX", 1.0), ("RARE_SHARE_MAX", 1.0)):
+    for name, value in (
+        ("MIN_ROWS", 0),
+        ("MIN_MATCHES", 0),
+        ("SEED_SHARE_MAX", 1.0),
+        ("RARE_SHARE_MAX", 1.0),
+        ("WALK_MIN_TEXTS", 10**9),
+    ):
         monkeypatch.setattr(topk, name, value)
 
 
@@ -169,7 +176,7 @@ def test_highlight_equals_fts5(content, query, forced):
             inst = sorted(
                 (p, len(ph)) for ph in phrases for p in range(len(toks)) if ph and tuple(toks[p : p + len(ph)]) == ph
             )
-            assert topk.highlight(tok, text, inst) == (want or b""), (t, rowid)
+            assert marks.highlight(tok, text, inst) == (want or b""), (t, rowid)
 
 
 def test_varints():

@@ -41,6 +41,7 @@ OWNERS = {
     "browser": BrowserScreen,
     "query": QueryInput,
     "agent": AgentViewScreen,
+    "agentlog": AgentLogScreen,
     "cases": CasesScreen,
     "why": WhyScreen,
     "flow": FlowScreen,

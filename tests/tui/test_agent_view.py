@@ -3,7 +3,10 @@ recorded ``shared/agent-view`` stores; every wait is on a condition."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import shutil
 
 from textual.widgets import OptionList, Static
 
@@ -16,6 +19,7 @@ from tui.browser.screens.agent import AgentViewScreen, chunk_with_windows
 from tui.browser.screens.agent_log import AgentLogScreen
 
 from ..conftest import AGENT_VIEW, SESSION_DB
+from ..helpers import append_call
 from .conftest import (
     notifications,
     plain,
@@ -180,6 +184,7 @@ async def test_agent_log_lists_and_opens_a_recorded_call():
         assert view.trace.text == replay.call.answer
         assert view.request.arguments == replay.call.params and view.call_number == 3
         assert "the agent gets 2 of your 5" in plain(view.query_one("#agent-summary", Static))
+        assert app.screen_stack[-2] is screen  # on top of the log: Esc returns to it
         params = app.browser.params
         assert (params.query, params.limit, params.source, params.content_type) == (
             "circuitBreakers upstream-eu",
@@ -188,6 +193,81 @@ async def test_agent_log_lists_and_opens_a_recorded_call():
             "code",
         )
         assert params.sessions is not None and len(params.sessions) == 3
+
+
+async def test_the_agent_log_follows_the_session_db_live(tmp_path):
+    """Another process appends calls to a copy of the session fixture the way
+    context-mode's hooks do: the open agent log shows each one, the cursor
+    stays put; with follow on, each new call opens its agent view and its
+    first query in the browser; the file replaced is followed from its start."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    db = folder / "5399b2ea68c12e92.db"
+    shutil.copyfile(SESSION_DB, db)
+    app = _app(PLUGIN_STORE, session_db=str(db))
+    async with app.run_test(size=WIDE) as pilot:
+        await search_for(pilot, "x")
+        await run_command(pilot, "Agent log")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the agent log"
+        )
+        log = app.screen
+        title = log.query_one("#agent-log-title", Static)
+        options = log.query_one("#agent-log-list", OptionList)
+        assert "● live" in plain(title) and "follow: off" in plain(title)
+        options.highlighted = 6
+        await processed(pilot)
+        assert sorted(os.listdir(folder)) == [db.name]  # read-only: nothing created beside it
+
+        await asyncio.to_thread(append_call, db)
+        await wait_for(pilot, lambda: len(log.replays) == 14, what="the appended call")
+        new = log.replays[13]
+        assert new.call.event_id == 77 and new.call.params == {"queries": ["sextant"], "source": "ops"}
+        assert new.outcome == "same"
+        assert options.option_count == 14 and options.highlighted == 6  # the cursor did not move
+        assert "sextant" in str(options.get_option_at_index(13).prompt)
+        assert "14 call(s)" in plain(log.query_one("#agent-log-status", Static))
+        assert sorted(os.listdir(folder)) == [db.name]
+
+        # follow: each new call opens on top of the log, which keeps following
+        await press(pilot, "f")
+        assert "follow: on" in plain(title)
+        await asyncio.to_thread(append_call, db, 3)
+        await wait_for(pilot, lambda: len(log.replays) == 15 and answered(app), what="the followed call's view")
+        view = agent_screen(app)
+        first = log.replays[14].call
+        assert view.request.arguments == first.params and app.screen_stack[-2] is log
+        assert app.browser.params.query == recorded_first_query(first.params)
+        await asyncio.to_thread(append_call, db)
+        await wait_for(
+            pilot,
+            lambda: len(log.replays) == 16 and agent_screen(app) not in (None, view) and answered(app),
+            what="the next followed call's view",
+        )
+        assert app.screen_stack[-2] is log  # replaced, not stacked
+        assert agent_screen(app).request.arguments == {"queries": ["sextant"], "source": "ops"}
+        assert app.browser.params.query == "sextant"
+
+        # the file replaced by another (a new inode): followed from its start, nothing opened
+        fresh = tmp_path / "fresh.db"
+        shutil.copyfile(SESSION_DB, fresh)
+        os.replace(fresh, db)
+        await wait_for(pilot, lambda: len(log.replays) == 13, what="the replaced file's calls")
+        assert any("was replaced: following it from its start" in str(n.message) for n in notifications(app))
+        # gone for a moment: marked, still polling; back: live again, from its start
+        os.remove(db)
+        await wait_for(pilot, lambda: log.live is False, what="the file gone")
+        assert "○ unreadable" in plain(title) and "still following" in plain(log.query_one("#agent-log-status", Static))
+        shutil.copyfile(SESSION_DB, db)
+        await wait_for(pilot, lambda: log.live and "● live" in plain(title), what="the file back")
+        assert len(log.replays) == 13 and "still following" not in plain(log.query_one("#agent-log-status", Static))
+        await press(pilot, "l")  # from the followed view: back to the live log
+        await wait_for(pilot, lambda: app.screen is log, what="the live log")
+
+
+def recorded_first_query(params) -> str:
+    queries = params.get("queries")
+    return queries[0] if isinstance(queries, list) else params["query"]
 
 
 async def test_agent_log_without_a_session_db():
@@ -199,6 +279,94 @@ async def test_agent_log_without_a_session_db():
         await press(pilot, "l")
         await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen), what="the agent log")
         assert "No session DB is paired" in plain(app.screen.query_one("#agent-log-status", Static))
+
+
+async def _pinned_agent_view(pilot, rowid: int) -> AgentViewScreen:
+    """Search "halyard message" (limit 6), pin chunk ``rowid``, open the agent view, wait for its advice."""
+    app = pilot.app
+    await search_for(pilot, "halyard message")
+    app.browser.pin(rowid)
+    await press(pilot, "f12")
+    await wait_for(
+        pilot, lambda: answered(app) and agent_screen(app).advice is not None, what="the pinned chunk's advice"
+    )
+    return agent_screen(app)
+
+
+async def test_the_agent_view_says_what_the_agent_should_have_asked_for_the_pinned_chunk():
+    """Chunk 18 is the browser's #3 for "halyard message"; the agent gets 2.
+    The agent view names the change to the call that delivers it, and
+    re-running the call with that change does deliver it; pinning a chunk
+    the agent got says where it is, and marks its result."""
+    from engine.agent.advice import delivery_of
+
+    app = _app(PLUGIN_STORE, params=SearchParams("", limit=6))
+    async with app.run_test(size=NARROW) as pilot:
+        view = await _pinned_agent_view(pilot, 18)
+        advice = view.advice
+        assert advice.outcome == "change" and advice.change is not None
+        line = plain(view.query_one("#agent-pinned", Static))
+        assert "▸ pinned 18" in line and "would deliver it: Q1 #1, answer line 3" in line
+        assert f"{advice.reruns} re-runs" in line
+        with Store.open_readonly(PLUGIN_STORE) as store:
+            asked = ctx_search(store, {"queries": ["halyard message"], "limit": 6})
+            proven = ctx_search(store, advice.change.arguments, call_number=advice.change.call_number)
+        assert delivery_of(asked, 18) is None
+        got = delivery_of(proven, 18)
+        assert got is not None and (got.query_position, got.position, got.line) == (1, 1, 3)
+        # the pin moves while the agent view is open: it follows
+        app.browser.pin(126)
+        await wait_for(
+            pilot,
+            lambda: view.pinned == 126 and view.advice is not None and view.advice.outcome == "delivered",
+            what="the new pin's advice",
+        )
+        assert "delivered: Q1 #2, answer line 10" in plain(view.query_one("#agent-pinned", Static))
+        marked = str(view.query_one("#agent-results", OptionList).get_option_at_index(1).prompt)
+        assert marked.startswith("▸ Q1 2.")
+        app.browser.pin(None)
+        await wait_for(pilot, lambda: not view.query_one("#agent-pinned", Static).display, what="no pinned line")
+
+
+def test_the_agent_view_shows_the_waste_in_what_was_delivered():
+    """Two queries of one call deliver chunk 14 twice: the summary says how
+    many bytes repeat and the share of the cap used; the second delivery is
+    marked as a repeat of the first; a snippet showing none of its matches
+    is flagged."""
+    from dataclasses import replace
+
+    from engine.agent.waste import waste
+    from tui.browser.screens.agent import AgentRequest, result_label, summary_text
+
+    arguments = {"queries": ["halyard message", "halyard"], "limit": 2}
+    with Store.open_readonly(PLUGIN_STORE) as store:
+        trace = ctx_search(store, arguments)
+    found = waste(trace)
+    [repeat] = found.repeats
+    assert repeat.rowid == 14 and repeat.deliveries == ((1, 1), (2, 1))
+    summary = summary_text(trace, AgentRequest(arguments, AgentContext()), found).plain
+    assert f"of the 40 KiB cap ({found.cap_units_used:,} of 40,960 units)" in summary
+    assert f"1 chunk delivered again: {repeat.repeated_bytes:,} B repeated (14 ×2)" in summary
+    first, again = trace.queries[0].results[0], trace.queries[1].results[0]
+    assert "repeats" not in result_label(1, "halyard message", first, found).plain
+    assert "↻ repeats Q1 #1" in result_label(2, "halyard", again, found).plain
+    outside = replace(found, matches_outside=((2, 1, 14),))
+    assert "the snippet shows none of its matches" in result_label(2, "halyard", again, outside).plain
+    assert (
+        "1 snippet shows none of the matches"
+        in summary_text(trace, AgentRequest(arguments, AgentContext()), outside).plain
+    )
+
+
+def test_agent_view_with_a_pinned_chunk_snapshot(snap_compare):
+    """80x24: the summary with the cap used, the pinned chunk's advice, the results."""
+
+    async def run_before(pilot) -> None:
+        await _pinned_agent_view(pilot, 18)
+        await processed(pilot)
+
+    app = _app(PLUGIN_STORE, params=SearchParams("", limit=6))
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
 
 
 def test_chunk_with_windows_marks_cut_and_unseen_text():

@@ -98,9 +98,10 @@ def test_the_app_runs_no_worker_and_relays_nothing():
         for node in ast.walk(tree)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("on_")
     )
-    # a store to browse, the compare screen's variants to keep, a recorded call to open; mount and unmount;
+    # a store to browse, the compare screen's variants to keep, a recorded call to open or follow; mount and unmount;
     # every input event, as someone being there (the idle timeout)
     assert handlers == [
+        "on_agent_log_screen_call_followed",
         "on_agent_log_screen_call_opened",
         "on_compare_screen_variants_chosen",
         "on_event",
@@ -231,6 +232,47 @@ async def test_nothing_runs_sql_on_the_ui_thread(tmp_path, ui_thread_statements)
         await settle(pilot)
         assert browser.pinned_rowid is not None
         armed[0] = False  # closing the store on exit is not a UI-thread query
+    assert not seen, "SQL ran on the UI thread:\n\n" + "\n\n".join(seen[:3])
+
+
+async def test_the_live_agent_log_runs_no_sql_on_the_ui_thread(tmp_path, ui_thread_statements):
+    """The agent log follows the session DB, replays each new call on the
+    store and, following, opens it (the agent view, the browser's search):
+    all in workers."""
+    import asyncio
+    import shutil
+
+    from tui.browser.screens.agent import AgentViewScreen
+    from tui.browser.screens.agent_log import AgentLogScreen
+
+    from ..conftest import AGENT_VIEW, SESSION_DB
+    from ..helpers import append_call
+
+    armed, seen = ui_thread_statements
+    db = tmp_path / "session.db"
+    shutil.copyfile(SESSION_DB, db)
+    store = Store.open_readonly(AGENT_VIEW / "plugin" / "store-P01.db")
+    app = build_app(store=store, store_label="P01", session_db=str(db))
+    armed[0] = True
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await run_command(pilot, "Agent log")
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the log")
+        log = app.screen
+        await press(pilot, "f")
+        await asyncio.to_thread(append_call, db)
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, AgentViewScreen) and app.screen.trace is not None,
+            what="the followed call's agent view",
+        )
+        await wait_for(  # all but the log's own, which follows the file until it closes
+            pilot,
+            lambda: all(w.is_finished for w in app.workers if w.group != "agent-log") and app.browser.trace,
+            what="the agent view's and the browser's work",
+        )
+        assert len(log.replays) == 14 and app.browser.params.query == "sextant"
+        armed[0] = False
     assert not seen, "SQL ran on the UI thread:\n\n" + "\n\n".join(seen[:3])
 
 

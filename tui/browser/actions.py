@@ -33,12 +33,12 @@ from textual.binding import Binding, BindingType
 from engine.pipeline import table as stages
 
 #: Who binds a key: the app, the browser screen, the query input, the agent
-#: view, the saved cases list, the why-not finder, the rank flow (bindings generated from this table); Textual
+#: view, the agent log, the saved cases list, the why-not finder, the rank flow (bindings generated from this table); Textual
 #: itself (ctrl+p, ctrl+q, Enter in an input) or every dialog and lab screen
 #: on its own (Esc): F1 lists those only.
-Owner = Literal["app", "browser", "query", "agent", "cases", "why", "flow", "textual", "screens"]
+Owner = Literal["app", "browser", "query", "agent", "agentlog", "cases", "why", "flow", "textual", "screens"]
 #: The owners whose bindings :func:`bindings` generates.
-BINDING_OWNERS: tuple[Owner, ...] = ("app", "browser", "query", "agent", "cases", "why", "flow")
+BINDING_OWNERS: tuple[Owner, ...] = ("app", "browser", "query", "agent", "agentlog", "cases", "why", "flow")
 #: What an action needs before it can run: nothing, an open browser, a chunk
 #: selected in the browser (the journey's subject) or files the folder's
 #: indexing skipped. The palette offers a row only when its need is met.
@@ -556,12 +556,22 @@ ACTIONS: tuple[Action, ...] = (
         (Key("l", "l", owner="agent", action="app.agent_log", id="agent.log", scope="in the agent view"),),
         "Log",
         "The agent's recorded searches (from the store's session DB)",
-        "agent log: the ctx_search calls recorded in the store's session DB, replayed; Enter opens one "
-        "(from the agent view, or ctrl+p)",
+        "agent log: the ctx_search calls recorded in the store's session DB, replayed, followed live; Enter "
+        "opens one (from the agent view, or ctrl+p)",
         palette="Agent log: the agent's recorded searches…",
-        palette_help="ctx_search calls from the store's session DB, replayed; Enter opens one",
+        palette_help="ctx_search calls from the store's session DB, replayed, followed live; Enter opens one",
         footer=True,
         needs="browser",
+    ),
+    Action(
+        "agent-log-follow",
+        "toggle_follow",
+        (Key("f", "f", owner="agentlog", id="agent-log.follow", scope="in the agent log"),),
+        "Follow",
+        "Follow: open each new call's agent view and pipeline as it arrives",
+        "in the agent log: follow, on or off: each new call the agent makes opens in the agent view, its "
+        "first query in the browser",
+        target="widget",
     ),
     # The evaluation lab: the digits grade the selected chunk in any pane (in the query box they are text).
     Action(

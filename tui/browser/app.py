@@ -17,15 +17,14 @@ import time
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import events
 from textual.app import App
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from engine import Store, trace_to_dict
-from engine.agent import AgentContext
-from engine.agent.log import Replay
+from engine import Store
 from engine.pipeline.variants import Variant
 
 from tui.present import safe
@@ -38,19 +37,17 @@ from tui.browser.palette import RankscopeCommands
 from tui.browser.subject import Subject
 from tui.present.fmt import json_text
 from engine.files.writing import write_text_file
-from tui.browser.screens.agent import AgentRequest, AgentViewScreen
-from tui.browser.screens.agent_log import AgentLogScreen
 from tui.browser.screens.browser import BrowserScreen, StoreOverview
-from tui.browser.screens.compare import CompareScreen
-from tui.browser.screens.doctor import DoctorScreen
-from tui.browser.screens.help import HelpScreen
-from tui.browser.screens.loading import LoadingScreen
-from tui.browser.screens.params import ParamsScreen
-from tui.browser.screens.sessions import SessionsScreen
-from tui.browser.screens.skipped import SkippedScreen
-from tui.browser.screens.stores import StorePickerScreen
-from tui.browser.screens.why import WhyScreen
+from tui.browser.screens.work import WorkScreen
 from tui.browser.theme import ANSI_DARK, ANSI_NO_COLOR, RANKSCOPE_DARK, THEME_NAME
+
+# The other screens (and through them the agent layer and most of the lab)
+# are imported when first opened: the first paint needs the browser only.
+if TYPE_CHECKING:
+    from engine.agent.log import Replay
+    from tui.browser.screens.agent import AgentViewScreen
+    from tui.browser.screens.agent_log import AgentLogScreen
+    from tui.browser.screens.compare import CompareScreen
 
 
 #: The events that show someone is at the keyboard (the idle timeout starts again).
@@ -116,6 +113,8 @@ class RankscopeApp(App[None]):
         self.session_db = options.session_db if options.session_db is not None else paired_session_db(options.store)
         #: The what-if lab's last variants (A, B), kept between openings of the compare screen.
         self.compare_variants: tuple[Variant, Variant] = (Variant(), Variant(fusion_key="rowid"))
+        #: The agent view the live agent log opened last for a new call (following on), or ``None``.
+        self._followed_view: AgentViewScreen | None = None
         #: When someone last pressed a key, clicked or resized (``time.monotonic()``).
         self.last_input = time.monotonic()
         self._idle_warned = False
@@ -129,8 +128,12 @@ class RankscopeApp(App[None]):
 
     def on_mount(self) -> None:
         if self.store is None and self.options.index_job is not None:
+            from tui.browser.screens.loading import LoadingScreen
+
             self.push_screen(LoadingScreen(self.options.index_job, self.store_label))
         elif self.store is None and self.options.store_finder is not None:
+            from tui.browser.screens.stores import StorePickerScreen
+
             self.push_screen(StorePickerScreen(self.options.store_finder))
         if self.options.notice:
             self.notify_plain(self.options.notice, severity="warning")
@@ -149,6 +152,8 @@ class RankscopeApp(App[None]):
     async def on_store_ready(self, event: StoreReady) -> None:
         """A store finished indexing (or was picked), its counts read: browse
         it (then the store browsed before is closed)."""
+        from tui.browser.screens.stores import StorePickerScreen
+
         old = self.store
         self.store, self.store_label, self.session_db = event.store, event.label, paired_session_db(event.store)
         overview = StoreOverview(skipped=event.skipped, suggestions=self.options.suggestions).with_facts(event.facts)
@@ -199,7 +204,7 @@ class RankscopeApp(App[None]):
             return True
         if self.demo and not row.in_demo:
             return False
-        if row.browser_key and isinstance(self.screen, (CompareScreen, WhyScreen, DoctorScreen, AgentLogScreen)):
+        if row.browser_key and isinstance(self.screen, WorkScreen) and not self.screen.BROWSER_KEYS:
             return False
         if row.needs:
             return self.browser is not None
@@ -244,6 +249,8 @@ class RankscopeApp(App[None]):
 
     def action_help(self) -> None:
         """Open (or close) the help screen."""
+        from tui.browser.screens.help import HelpScreen
+
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss(None)
             return
@@ -252,6 +259,8 @@ class RankscopeApp(App[None]):
 
     def action_edit_params(self) -> None:
         """Open the parameters dialog."""
+        from tui.browser.screens.params import ParamsScreen
+
         browser = self._close_dialogs()
         if browser is not None:
             labels = list(browser.overview.source_labels)
@@ -259,6 +268,8 @@ class RankscopeApp(App[None]):
 
     def action_choose_sessions(self) -> None:
         """Open the session dialog."""
+        from tui.browser.screens.sessions import SessionsScreen
+
         browser = self._close_dialogs()
         if browser is not None:
             dialog = SessionsScreen(browser.overview.session_counts, browser.params.sessions, browser.update_params)
@@ -266,6 +277,8 @@ class RankscopeApp(App[None]):
 
     def action_show_skipped(self) -> None:
         """List the files the folder's indexing skipped, and why."""
+        from tui.browser.screens.skipped import SkippedScreen
+
         browser = self._close_dialogs()
         if browser is not None:
             self.push_screen(SkippedScreen(browser.overview.skipped, self.store_label), callback=self._after_dialog)
@@ -278,6 +291,8 @@ class RankscopeApp(App[None]):
 
     def action_compare(self, spec_b: str | None = None) -> None:
         """Open the compare screen for the current search (B from ``spec_b`` if given)."""
+        from tui.browser.screens.compare import CompareScreen
+
         browser = self._close_dialogs()
         if browser is None:
             return
@@ -313,6 +328,8 @@ class RankscopeApp(App[None]):
             self._open_why(browser, subject.rowid if subject is not None else None)
 
     def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
+        from tui.browser.screens.why import WhyScreen
+
         self.push_screen(
             WhyScreen(browser.link, browser.params, rowid=rowid, trace=browser.trace), callback=self._after_dialog
         )
@@ -330,22 +347,36 @@ class RankscopeApp(App[None]):
 
             finder = StoreFinder()
             self.options = replace(self.options, store_finder=finder)
+        from tui.browser.screens.stores import StorePickerScreen
+
         self.push_screen(StorePickerScreen(finder))
 
     # ── the agent view ─────────────────────────────────────────────────
 
     def action_agent_view(self) -> None:
         """Open (or close) the agent view for the current search."""
+        from tui.browser.screens.agent import AgentViewScreen
+
         if isinstance(self.screen, AgentViewScreen):
             self.screen.dismiss(None)
             return
         browser = self._close_dialogs()
         if browser is not None:
-            screen = AgentViewScreen(browser.store, browser.params, session_db=self.session_db)
+            screen = AgentViewScreen(
+                browser.store, browser.params, session_db=self.session_db, pinned=browser.pinned_rowid
+            )
             self.push_screen(screen, callback=self._after_dialog)
 
     def action_agent_log(self) -> None:
-        """Open the agent's recorded searches (the store's session DB)."""
+        """Open the agent's recorded searches (the store's session DB); from
+        an agent view opened from the live agent log, go back to that log."""
+        from tui.browser.screens.agent import AgentViewScreen
+        from tui.browser.screens.agent_log import AgentLogScreen
+
+        stack = self.screen_stack
+        if isinstance(self.screen, AgentViewScreen) and len(stack) > 1 and isinstance(stack[-2], AgentLogScreen):
+            self.screen.dismiss(None)
+            return
         browser = self._close_dialogs()
         if browser is not None:
             self.push_screen(AgentLogScreen(browser.store, self.session_db), callback=self._after_dialog)
@@ -354,17 +385,43 @@ class RankscopeApp(App[None]):
         """Open a recorded call (from the agent log)."""
         self.open_recorded_call(event.replay)
 
-    def open_recorded_call(self, replay: Replay) -> None:
-        """Open the recorded call ``replay`` (its call has params): the browser
-        searches its first query with the limit, filters and allow-set the
-        server used, and the agent view answers the call's own arguments at
-        its throttle position."""
-        from engine.agent import parse_arguments
-
-        browser = self._close_dialogs()
-        call = replay.call
-        if browser is None or call.params is None:
+    def on_agent_log_screen_call_followed(self, event: AgentLogScreen.CallFollowed) -> None:
+        """A new call arrived in the live agent log with following on: open it
+        on top of the log (replacing the previous followed call's agent view),
+        unless the user is looking at something else (the log lists it)."""
+        top = self.screen
+        browser = self.browser
+        followed = top is self._followed_view and len(self.screen_stack) > 1 and self.screen_stack[-2] is event.log
+        if browser is None or event.replay.call.params is None or (top is not event.log and not followed):
             return
+        view = self.recorded_call_view(browser, event.replay)
+        self._followed_view = view
+        if followed:
+            self.switch_screen(view)
+        else:
+            self.push_screen(view)
+
+    def open_recorded_call(self, replay: Replay) -> None:
+        """Open the recorded call ``replay`` (its call has params)
+        (:meth:`recorded_call_view`): on top of the agent log when it is
+        shown (Esc returns to it, still following), else over the browser."""
+        from tui.browser.screens.agent_log import AgentLogScreen
+
+        browser = self.browser if isinstance(self.screen, AgentLogScreen) else self._close_dialogs()
+        if browser is None or replay.call.params is None:
+            return
+        self.push_screen(self.recorded_call_view(browser, replay), callback=self._after_dialog)
+
+    def recorded_call_view(self, browser: BrowserScreen, replay: Replay) -> AgentViewScreen:
+        """The browser searches the recorded call's first query with the
+        limit, filters and allow-set the server used (the pipeline), and the
+        agent view returned answers the call's own arguments at its throttle
+        position. ``replay.call.params`` is not ``None``."""
+        from engine.agent import AgentContext, parse_arguments
+        from tui.browser.screens.agent import AgentRequest, AgentViewScreen
+
+        call = replay.call
+        assert call.params is not None
         parsed = parse_arguments(call.params, plugin_mode=True)
         trace = replay.trace
         limit = trace.effective_limit if trace is not None and trace.effective_limit is not None else 2
@@ -388,8 +445,7 @@ class RankscopeApp(App[None]):
             wanted,
             (f"recorded call of {call.created_at} UTC, session {call.session_id[:8]}",),
         )
-        screen = AgentViewScreen(browser.store, params, request, session_db=self.session_db)
-        self.push_screen(screen, callback=self._after_dialog)
+        return AgentViewScreen(browser.store, params, request, session_db=self.session_db, pinned=browser.pinned_rowid)
 
     def action_rank_flow(self) -> None:
         """Open the rank flow of the search shown (F5 closes it again)."""
@@ -417,6 +473,8 @@ class RankscopeApp(App[None]):
 
     def action_doctor(self) -> None:
         """Open the store diagnostics."""
+        from tui.browser.screens.doctor import DoctorScreen
+
         browser = self._close_dialogs()
         if browser is not None:
             self.push_screen(DoctorScreen(browser.store, self.store_label), callback=self._after_dialog)
@@ -458,6 +516,8 @@ class RankscopeApp(App[None]):
         if route.kind == "refused":
             self.notify_refused()
             return None
+        from engine import trace_to_dict
+
         trace = browser.trace
         text = json_text(trace_to_dict(trace))
         if route.kind == "download":

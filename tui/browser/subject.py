@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.lab.journey import JourneyStep, journey
+from engine.pipeline.marks import Highlight, text_of
 from engine.pipeline.paths import Fate, fate
 from engine.pipeline.stages.retrieve import unretrieved
 from engine.pipeline.candidates import Candidate, Hit
@@ -30,7 +31,8 @@ class Subject:
             journey when ``by_row`` is true.
         by_row: true for a retriever row, false for a fused candidate.
         title, source, content_type, session_id, content: the chunk.
-        highlighted: the content with FTS5 ``\\x02``/``\\x03`` match markers.
+        marked: the content with FTS5 ``\\x02``/``\\x03`` match markers, or
+            what computes it when the preview shows it (read :attr:`highlighted`).
         origin: where it was picked (a stage title from
             :data:`engine.pipeline.table.STAGES`), for the pane header.
     """
@@ -43,22 +45,23 @@ class Subject:
     content_type: str
     session_id: str
     content: str
-    highlighted: str
+    marked: str | Highlight
     origin: str
+
+    @property
+    def highlighted(self) -> str:
+        """The content with FTS5 ``\\x02``/``\\x03`` match markers."""
+        return text_of(self.marked)
 
     @classmethod
     def from_candidate(cls, c: Candidate, origin: str) -> "Subject":
         """Follow a fused candidate by its key."""
-        return cls(
-            c.key, c.rowid, False, c.title, c.source, c.content_type, c.session_id, c.content, c.highlighted, origin
-        )
+        return cls(c.key, c.rowid, False, c.title, c.source, c.content_type, c.session_id, c.content, c.marked, origin)
 
     @classmethod
     def from_hit(cls, h: Hit, origin: str) -> "Subject":
         """Follow one retriever row."""
-        return cls(
-            h.key, h.rowid, True, h.title, h.source, h.content_type, h.session_id, h.content, h.highlighted, origin
-        )
+        return cls(h.key, h.rowid, True, h.title, h.source, h.content_type, h.session_id, h.content, h.marked, origin)
 
     def journey(self, trace: Trace) -> list[JourneyStep]:
         """Its position at every stage of ``trace`` (see :func:`engine.lab.journey.journey`)."""

@@ -8,7 +8,19 @@ compare/why/doctor, :mod:`.stores` stores/sessions, :mod:`.serve`), and
 the console-script entry point :func:`main`.
 """
 
+from typing import Any
+
 from .base import CliError
-from .main import app, main
+from .main import main
 
 __all__ = ["CliError", "app", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: the application with every subcommand (built on first use,
+    see :func:`tui.cli.main.build_app`)."""
+    if name == "app":
+        import importlib
+
+        return importlib.import_module("tui.cli.main").__getattr__("app")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

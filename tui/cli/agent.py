@@ -25,23 +25,21 @@ from engine.agent import (
     SessionDbError,
     ThrottleConfig,
     ctx_search,
-    parse_arguments,
     session_db_for_store,
 )
 from engine.agent.export import agent_trace_to_dict
 from engine.agent.jsvalue import js_json, js_json_parse
 from engine.lab.counterfactual import parse_pin
-from engine.lab.counterfactual import sentence as counterfactual_sentence
 from engine.lab.why import ChunkNotFoundError, find_chunks
 from engine.js.json import JSONParseError, json_stringify
 from engine.agent.advice import should_have_asked
-from engine.agent.follow import POLL_SECONDS, SessionFollower
-from engine.agent.log import Replay, Replayer, answer_count, answer_summary, load_calls_checked, replay_calls
+from engine.agent.follow import POLL_SECONDS, LiveLog
+from engine.agent.log import Replay, answer_count, load_calls_checked, recorded_queries, replay_calls
 from engine.agent.sessiondb import RecordedCall, SkippedRow
-from engine.agent.schema import SchemaError
 from engine.files.reading import InputFileError, require_regular_file
 
 from tui.present import safe
+from tui.present.agentwords import advice_lines
 from tui.present.cut import clip
 from tui.present.render import plain
 from tui.present.tablefit import Cell, Column, Fitted, Table
@@ -263,44 +261,19 @@ def chunk_rowids(store, text: str, option: str) -> list[int]:
 
 def write_advice(advices: list, as_json: bool) -> None:
     """What the agent should have asked, per chunk: JSON (``{"advice": [...]}``,
-    :meth:`engine.agent.advice.Advice.to_dict`) or one paragraph each."""
+    :meth:`engine.agent.advice.Advice.to_dict`) or one paragraph each
+    (:func:`tui.present.agentwords.advice_lines`)."""
     if as_json:
         write_js_json({"advice": [a.to_dict() for a in advices]})
         return
     for i, a in enumerate(advices):
         if i:
             console.print()
-        console.print(safe.line(a.sentence()), markup=False, highlight=False, soft_wrap=True)
-        if a.tried:
-            ok = sum(1 for _, delivered in a.tried if delivered)
-            console.print(
-                safe.line(f"re-ran the call {a.reruns} time(s): {len(a.tried)} change(s) tried, {ok} delivered it"),
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
-        if a.pipeline_change is not None and a.pipeline_change.change is not None:
-            console.print(
-                safe.line(
-                    f"outside the call's reach: {counterfactual_sentence(a.pipeline_change)} (a pipeline setting)"
-                ),
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
+        for line in advice_lines(a):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 # ─── agent-log ───────────────────────────────────────────────────────────
-
-
-def _queries_of(params: Optional[dict]) -> Optional[list]:
-    if params is None:
-        return None
-    try:
-        parsed = parse_arguments(params, plugin_mode=True)
-    except (SchemaError, AgentViewError):
-        return None
-    return list(parsed.queries) if parsed.queries is not None else []
 
 
 def _call_dict(call, replay: Optional[Replay] = None) -> dict:
@@ -313,7 +286,7 @@ def _call_dict(call, replay: Optional[Replay] = None) -> dict:
         "params": call.params,
         "params_raw": call.params_raw,
         "truncated": call.truncated,
-        "queries": _queries_of(call.params),
+        "queries": recorded_queries(call.params),
         "answer_recorded": call.answer is not None,
         "answer_note": call.answer_note,
         "throttle_count": answer_count(call.answer) if call.answer is not None else call.footer_count,
@@ -433,7 +406,7 @@ def agent_log_cmd(
         cols.append(Column("replay"))  # an outcome code: same, differs, not recorded
     rows: list[list[Cell]] = []
     for i, c in enumerate(calls):
-        qs = _queries_of(c.params)
+        qs = recorded_queries(c.params)
         count = answer_count(c.answer)
         answer = "–" if c.answer is None else f"#{count}" if count else "yes"
         row: list[Cell] = [
@@ -499,7 +472,7 @@ def _throttle_words(summary: dict) -> str:
 def follow_line(call: RecordedCall, summary: Optional[dict], replay: Optional[Replay]) -> str:
     """One new call in one line: time, session, throttle state, queries, other
     params, what it received in numbers, and the replay's outcome."""
-    qs = _queries_of(call.params)
+    qs = recorded_queries(call.params)
     queries = " | ".join(qs) if qs is not None else clip(call.params_raw or "", RAW_PARAMS_SHOWN)
     parts = [call.created_at, call.session_id[:8], _throttle_words(summary) if summary else "–", queries]
     other = _other_params(call.params)
@@ -516,41 +489,35 @@ def follow_line(call: RecordedCall, summary: Optional[dict], replay: Optional[Re
 
 
 def follow_calls(sessions_db: Path, project: Optional[str], db: Optional[Path], as_json: bool) -> None:
-    """Poll the session DB (:class:`engine.agent.follow.SessionFollower`)
-    until Ctrl-C; print each new call (one JSON object a line with
-    ``as_json``), replayed on ``db`` when given. Notices (the file replaced,
-    unreadable for a moment) and malformed rows go to stderr."""
-    follower = SessionFollower(str(sessions_db), project)
+    """Poll the session DB (:class:`engine.agent.follow.LiveLog`) until
+    Ctrl-C; print each new call (one JSON object a line with ``as_json``),
+    replayed on ``db`` when given. Notices (the file replaced, unreadable for
+    a moment) and malformed rows go to stderr."""
     seen = 0
     with ExitStack() as stack:
-        replayer = None
-        if db is not None:
-            store = stack.enter_context(open_store(db))
-            replayer = Replayer(store, str(sessions_db), project, ThrottleConfig.from_env())
+        store = stack.enter_context(open_store(db)) if db is not None else None
+        live = LiveLog(str(sessions_db), project, store, ThrottleConfig.from_env())
         try:
-            first = follower.poll()
+            first = live.poll()
             for _code, message in first.notices:
                 _note(message)
-            _note(f"following {sessions_db} from event {follower.last_id} (Ctrl-C stops)")
+            _note(f"following {sessions_db} from event {live.last_id} (Ctrl-C stops)")
             while True:
                 time.sleep(POLL_SECONDS)
-                update = follower.poll()
+                update = live.poll()
                 for _code, message in update.notices:
                     _note(message)
                 warn_skipped(list(update.skipped))
-                for call in update.calls:
-                    summary = answer_summary(call.answer, _queries_of(call.params)) if call.answer is not None else None
-                    try:
-                        replayed = replayer.replay(call) if replayer is not None else None
-                    except SessionDbError as exc:  # the session DB moved under the replay: say so, go on
-                        _note(f"call {call.event_id}: cannot replay now ({exc})")
-                        replayed = None
+                for followed in update.calls:
+                    call = followed.call
+                    if followed.replay_error is not None:  # the session DB moved under the replay: say so, go on
+                        _note(f"call {call.event_id}: cannot replay now ({followed.replay_error})")
                     if as_json:
-                        data = _call_dict(call, replayed)
-                        data["received"] = summary
+                        data = _call_dict(call, followed.replay)
+                        data["received"] = followed.received
                         sys.stdout.write(js_json(data) + "\n")
                     else:
-                        sys.stdout.write(follow_line(call, summary, replayed) + "\n")
+                        sys.stdout.write(follow_line(call, followed.received, followed.replay) + "\n")
                     sys.stdout.flush()
                     seen += 1
         except KeyboardInterrupt:

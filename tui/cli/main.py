@@ -3,8 +3,12 @@
 ``rankscope`` with no argument opens the browser on the bundled
 ``sample_corpus/``; ``rankscope PATH`` opens a store (``.db``, read-only) or
 indexes a folder first. Every subcommand is registered here, explicitly, from
-:data:`COMMANDS` (no import side effects): ``python -m tui.cli`` and
-``python -m tui`` run exactly what ``rankscope`` runs.
+:data:`SUBCOMMANDS` and :data:`SUBGROUPS` (no import side effects): ``python -m
+tui.cli`` and ``python -m tui`` run exactly what ``rankscope`` runs. A run of
+one subcommand imports that subcommand's module only (:func:`build_app`), so
+``rankscope search`` never loads the agent layer, the evaluation code or
+Textual; ``app``, ``COMMANDS`` and ``GROUPS`` (every subcommand) are built on
+first use.
 
 Errors are printed as one line (``rankscope: error: ...``) with exit status 2;
 never a traceback: :func:`main` runs the Typer application with
@@ -24,6 +28,7 @@ The commands' file parameters are declared on the parameters themselves
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import sys
 from dataclasses import dataclass
@@ -37,8 +42,6 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from engine import StoreError
 from engine.store import sql
 
-from . import agent, lab, search, serve, stores
-from . import eval as eval_cli
 from .base import (
     OPENS_STORE_OR_FOLDER,
     READS_QRELS,
@@ -152,15 +155,6 @@ def _plain_metavars(params: list) -> list:
     return params
 
 
-app = typer.Typer(
-    cls=RankscopeGroup,
-    add_completion=False,
-    no_args_is_help=False,
-    help=APP_HELP,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
 def package_version() -> str:
     """The installed rankscope version (``unknown`` when not installed)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -177,7 +171,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", help="Print rankscope's version and exit.", callback=_print_version, is_eager=True
@@ -186,36 +179,82 @@ def _root(
     """Options before the command (``--version``)."""
 
 
-#: Every subcommand, in ``rankscope --help`` order: (name, function).
-COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
-    ("index", search.index),
-    ("search", search.search_cmd),
-    ("batch", search.batch),
-    ("compare", lab.compare_cmd),
-    ("why", lab.why_cmd),
-    ("explain", lab.explain_cmd),
-    ("doctor", lab.doctor_cmd),
-    ("stores", stores.stores_cmd),
-    ("sessions", stores.sessions_cmd),
-    ("ctx-search", agent.ctx_search_cmd),
-    ("agent-log", agent.agent_log_cmd),
-    ("serve", serve.serve),
-    ("eval", eval_cli.eval_cmd),
+#: Every subcommand, in ``rankscope --help`` order: (name, module of
+#: :mod:`tui.cli`, function).
+SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("index", "search", "index"),
+    ("search", "search", "search_cmd"),
+    ("batch", "search", "batch"),
+    ("compare", "lab", "compare_cmd"),
+    ("why", "lab", "why_cmd"),
+    ("explain", "lab", "explain_cmd"),
+    ("doctor", "lab", "doctor_cmd"),
+    ("stores", "stores", "stores_cmd"),
+    ("sessions", "stores", "sessions_cmd"),
+    ("ctx-search", "agent", "ctx_search_cmd"),
+    ("agent-log", "agent", "agent_log_cmd"),
+    ("serve", "serve", "serve"),
+    ("eval", "eval", "eval_cmd"),
 )
-#: Subcommand groups (``rankscope snapshot save|check``, ``rankscope qrels ...``): (name, Typer app).
-GROUPS: tuple[tuple[str, typer.Typer], ...] = (
-    ("snapshot", eval_cli.snapshot_app),
-    ("qrels", eval_cli.qrels_app),
+#: Subcommand groups (``rankscope snapshot save|check``, ``rankscope qrels
+#: ...``): (name, module of :mod:`tui.cli`, Typer app).
+SUBGROUPS: tuple[tuple[str, str, str], ...] = (
+    ("snapshot", "eval", "snapshot_app"),
+    ("qrels", "eval", "qrels_app"),
 )
 
-for _name, _fn in COMMANDS:
-    app.command(_name, cls=RankscopeCommand, help=unwrap(_fn.__doc__))(_fn)
-for _name, _group in GROUPS:
-    for _info in _group.registered_commands:
-        _info.cls = RankscopeCommand
-    # no_args_is_help=False: a group given no subcommand is a usage error like any other (Click's "missing
-    # command": one line, exit 2, the hint listing the subcommands), not its help printed as an error
-    app.add_typer(_group, name=_name, cls=RankscopeGroup, no_args_is_help=False)
+
+def _load(module: str, attr: str) -> Any:
+    return getattr(importlib.import_module(f"tui.cli.{module}"), attr)
+
+
+def build_app(only: Optional[str] = None) -> typer.Typer:
+    """The Typer application with every subcommand and group, or only the
+    one named ``only`` (only its module is imported)."""
+    application = typer.Typer(
+        cls=RankscopeGroup,
+        add_completion=False,
+        no_args_is_help=False,
+        help=APP_HELP,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    application.callback()(_root)
+    for name, module, attr in SUBCOMMANDS:
+        if only in (None, name):
+            fn = _load(module, attr)
+            application.command(name, cls=RankscopeCommand, help=unwrap(fn.__doc__))(fn)
+    for name, module, attr in SUBGROUPS:
+        if only in (None, name):
+            group: typer.Typer = _load(module, attr)
+            for info in group.registered_commands:
+                info.cls = RankscopeCommand
+            # no_args_is_help=False: a group given no subcommand is a usage error like any other (Click's
+            # "missing command": one line, exit 2, the hint listing the subcommands), not its help printed
+            # as an error
+            application.add_typer(group, name=name, cls=RankscopeGroup, no_args_is_help=False)
+    return application
+
+
+_BUILT: dict[str, Any] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """``app`` (the application with every subcommand), ``COMMANDS``
+    (``(name, function)`` pairs) and ``GROUPS`` (``(name, Typer app)``),
+    built on first use: each imports every subcommand's module."""
+    if name not in ("app", "COMMANDS", "GROUPS"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _BUILT:
+        if name == "app":
+            _BUILT[name] = build_app()
+        elif name == "COMMANDS":
+            commands: tuple[tuple[str, Callable[..., None]], ...] = tuple((n, _load(m, a)) for n, m, a in SUBCOMMANDS)
+            _BUILT[name] = commands
+        else:
+            groups: tuple[tuple[str, typer.Typer], ...] = tuple((n, _load(m, a)) for n, m, a in SUBGROUPS)
+            _BUILT[name] = groups
+    return _BUILT[name]
+
 
 # ─── file parameters ─────────────────────────────────────────────────────
 
@@ -249,8 +288,8 @@ BROWSER_FILES = (
 def command_functions() -> tuple[tuple[tuple[str, ...], Callable[..., None]], ...]:
     """Every command as (its words, its function): :data:`COMMANDS`, then
     each group's subcommands."""
-    out: list[tuple[tuple[str, ...], Callable[..., None]]] = [((name,), fn) for name, fn in COMMANDS]
-    for group_name, group in GROUPS:
+    out: list[tuple[tuple[str, ...], Callable[..., None]]] = [((name,), fn) for name, fn in __getattr__("COMMANDS")]
+    for group_name, group in __getattr__("GROUPS"):
         for info in group.registered_commands:
             assert info.name is not None and info.callback is not None  # every subcommand is registered named
             out.append(((group_name, info.name), info.callback))
@@ -266,7 +305,7 @@ def file_parameters() -> tuple[FileParameter, ...]:
 
     from typer.main import get_command
 
-    root = get_command(app)
+    root = get_command(__getattr__("app"))
     out = list(BROWSER_FILES)
     for words, fn in command_functions():
         command: Any = root
@@ -394,7 +433,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     # loaded, and exits the process itself when that memory is refused; one thread is all it needs here.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = list(sys.argv[1:] if argv is None else argv)
-    commands = {name for name, _ in COMMANDS} | {name for name, _ in GROUPS}
+    commands = {name for name, _, _ in SUBCOMMANDS} | {name for name, _, _ in SUBGROUPS}
     try:
         if not args or (args[0] not in commands and args[0] not in ("-h", "--help", "--version")):
             stores, demo = "--stores" in args, "--demo" in args
@@ -406,7 +445,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             idle_timeout = parse_idle_timeout(idle) if idle is not None else None
             browse(rest[0] if rest else None, stores=stores, qrels=qrels, demo=demo, idle_timeout=idle_timeout)
             return
-        status = app(args=args, prog_name="rankscope", standalone_mode=False)
+        application = build_app(args[0]) if args[0] in commands else __getattr__("app")
+        status = application(args=args, prog_name="rankscope", standalone_mode=False)
         # as Click's standalone mode does: always exit, with typer.Exit(n)'s n (snapshot check's 1,
         # --help's 0) or 0 after a command that returned
         raise SystemExit(status if isinstance(status, int) else 0)

@@ -9,10 +9,8 @@ from typing import Annotated, List, Optional, Union
 import typer
 from typing_extensions import NotRequired, TypedDict
 
-from engine import SearchParams, Store, StoreError, Variant, search, trace_to_dict
+from engine import SearchParams, Store, StoreError, Variant, search
 from engine.pipeline.words import plural
-from engine.lab.compare import params_for_entry
-from engine.store.corpus import index_paths, load_sessions_map
 from engine.files.reading import InputFileError, json_shape, load_json_input
 from engine.js.strings import undecodable
 
@@ -72,6 +70,8 @@ def index(
         console.print(safe.line(f"using sessions map {sessions_map}"), markup=False, highlight=False)
     if sessions_map is not None:
         try:
+            from engine.store.corpus import load_sessions_map
+
             sessions = load_sessions_map(sessions_map)
         except ValueError as exc:
             fail(str(exc))
@@ -131,6 +131,8 @@ def index(
             progress.update(task, total=files)
 
         try:
+            from engine.store.corpus import index_paths
+
             report = index_paths(
                 store,
                 paths,
@@ -167,6 +169,13 @@ def _print_index_report(report, db: Path) -> None:
         markup=False,
         highlight=False,
     )
+    if report.merge is not None and report.merge.merged:
+        done = ", ".join(f"{t.table} {t.before} → {t.after}" for t in report.merge.tables if t.merged)
+        console.print(
+            f"merged the FTS5 index segments ({done}) in {report.merge.elapsed_ms / 1000:.2f} s",
+            markup=False,
+            highlight=False,
+        )
     skipped = report.not_indexed
     if skipped:
         kinds = {"too-large": f"over {report.max_file_bytes} bytes"}
@@ -258,6 +267,8 @@ def search_cmd(
         _print_flow(trace, pins, stems, as_json)
         return
     if as_json:
+        from engine import trace_to_dict
+
         data = trace_to_dict(trace, anatomy=[a.to_dict() for a in anatomies] if explain else None)
         if pin:
             data["pinned"] = [p.to_dict() for p in pins]
@@ -304,6 +315,8 @@ def _pins(store: Store, trace, specs: list[str]) -> list:
 
 
 def _print_pins(pins: list) -> None:
+    if not pins:
+        return
     from tui.present.pinning import pin_lines
 
     for p in pins:
@@ -392,6 +405,8 @@ def params_from_entry(entry: dict, index: int) -> SearchParams:
     """SearchParams from one query-file entry (defaults: limit 3, like; see
     :func:`engine.lab.compare.params_for_entry`), turning ValueError into CliError."""
     try:
+        from engine.lab.compare import params_for_entry  # batch only: search does not load the lab
+
         return params_for_entry(entry, Variant(), index)
     except ValueError as exc:
         fail(str(exc))
@@ -448,6 +463,8 @@ def batch(
         failed = [str(qid) for qid, t in results if retriever_failures(t)]
         if trec_run is not None:
             _write_trec_run(store, results, trec_run, stage, force)
+    from engine import trace_to_dict
+
     traces = [trace_to_dict(t, query_id=qid) for qid, t in results]
     if failed:
         shown = ", ".join(failed[:5]) + (f", … ({len(failed) - 5} more)" if len(failed) > 5 else "")

@@ -18,15 +18,13 @@ without colour (``NO_COLOR``) it is at least as visible as the good news.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from engine.lab.compare import ChunkComparison, CompareCounts, Comparison
 from engine.pipeline.variants import variant_spec
-from engine.lab.doctor import DoctorReport
 from engine.pipeline.table import in_rerun, stage, title
 from engine.lab.why import Explanation
 
@@ -35,6 +33,11 @@ from tui.present.cut import clip
 from tui.present.fmt import query_label
 from tui.present.render import retriever_warning
 from tui.present.tablefit import Column, Fitted, Table
+
+# Types only: the browser's first paint loads neither the compare nor the doctor code.
+if TYPE_CHECKING:
+    from engine.lab.compare import ChunkComparison, CompareCounts, Comparison
+    from engine.lab.doctor import DoctorReport
 
 #: Role → Rich style.
 ROLES = {
@@ -405,6 +408,10 @@ def describe_report(report: DoctorReport, label: str = "") -> Description:
             f"{report.schema} · {report.sources} sources · {report.chunks} chunks · "
             f"trigram rows {report.trigram_rows} · vocabulary {vocab}"
         )
+        if report.segments:
+            stats += " · index segments " + ", ".join(
+                f"{table} {'?' if n is None else n}" for table, n in report.segments
+            )
     blocks: list[Line | Table[Line]] = [
         line(Span(label or report.path or "(in memory)", "strong")),
         line(Span(stats, "dim")),

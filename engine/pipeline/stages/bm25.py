@@ -107,18 +107,38 @@ def match_phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def tokenizer_for(conn: sql.Connection, table: str) -> apsw.FTS5Tokenizer:
-    """The table's tokenizer (its ``tokenize=`` option; unicode61 by
-    default) as an ``apsw`` callable, cached on ``conn``.
+def tokenizer_spec(conn: sql.Connection, table: str) -> tuple[str, ...]:
+    """The words of the table's ``tokenize=`` option (``("unicode61",)`` by
+    default), once they are known to load on ``conn`` (the answer, a refusal
+    included, is cached per connection and table).
 
     Raises:
         Unsupported: ``tokenizer`` when the option cannot be read or loaded;
             ``table-options`` for options that change matching (``detail``
             other than ``full``, ``locale=1``, ``tokendata=1``, ...).
     """
-    cache: dict[str, apsw.FTS5Tokenizer] = conn.__dict__.setdefault("_rankscope_tokenizers", {})
-    if table in cache:
-        return cache[table]
+    cache: dict[str, tuple[tuple[str, ...], apsw.FTS5Tokenizer] | Unsupported] = conn.__dict__.setdefault(
+        "_rankscope_tokenizers", {}
+    )
+    found = cache.get(table)
+    if isinstance(found, Unsupported):
+        raise Unsupported(found.code)
+    if found is not None:
+        return found[0]
+    try:
+        spec = _spec(conn, table)
+        tok = conn.fts5_tokenizer(spec[0], list(spec[1:]))
+    except apsw.Error:
+        cache[table] = Unsupported("tokenizer")
+        raise Unsupported("tokenizer") from None
+    except Unsupported as unsupported:
+        cache[table] = unsupported
+        raise
+    cache[table] = (spec, tok)
+    return spec
+
+
+def _spec(conn: sql.Connection, table: str) -> tuple[str, ...]:
     row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
     if row is None:
         raise Unsupported("tokenizer")
@@ -129,11 +149,17 @@ def tokenizer_for(conn: sql.Connection, table: str) -> apsw.FTS5Tokenizer:
     words = m.group(2).split() if m else ["unicode61"]
     if not words or any(not re.fullmatch(r"[A-Za-z0-9_]+", w) for w in words):
         raise Unsupported("tokenizer")
-    try:
-        tok = conn.fts5_tokenizer(words[0], words[1:])
-    except apsw.Error:
-        raise Unsupported("tokenizer") from None
-    cache[table] = tok
+    return tuple(words)
+
+
+def tokenizer_for(conn: sql.Connection, table: str) -> apsw.FTS5Tokenizer:
+    """The table's tokenizer (:func:`tokenizer_spec`) as an ``apsw`` callable on ``conn``.
+
+    Raises:
+        Unsupported: as :func:`tokenizer_spec`.
+    """
+    tokenizer_spec(conn, table)
+    tok: apsw.FTS5Tokenizer = conn.__dict__["_rankscope_tokenizers"][table][1]
     return tok
 
 

@@ -93,7 +93,7 @@ def fuse(
             content=first_hit[k].content,
             content_type=first_hit[k].content_type,
             session_id=first_hit[k].session_id,
-            highlighted=first_hit[k].highlighted,
+            marked=first_hit[k].marked,
             score=scores[k],
             porter_rank=firsts[k].get("porter"),
             trigram_rank=firsts[k].get("trigram"),

@@ -22,8 +22,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from rapidfuzz.distance import Levenshtein
-
 from engine.js.strings import js_to_lower, js_trim, utf16_len, utf16_units
 from engine.pipeline.candidates import ChunkRef
 from engine.pipeline.hooks import Asking, Explanation, Records, RecordStage
@@ -178,6 +176,8 @@ def correct_word(conn: sql.Connection, word: str) -> Correction:
     length = utf16_len(w)
     if length < 3:
         return Correction(w, None, 0, 0)
+    from rapidfuzz.distance import Levenshtein  # here: a search that corrects nothing never loads it
+
     allowed = max_edit_distance(length)
     rows = conn.execute(VOCAB_SQL, (length - allowed, length + allowed)).fetchall()
     units = utf16_units(w)

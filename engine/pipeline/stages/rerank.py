@@ -19,7 +19,12 @@ why-not says ``outranked`` of a returned chunk it moved down.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
+from itertools import accumulate, compress
+from operator import add, le, lt, sub
 
 from engine.js.strings import js_to_lower, utf16_units
 from engine.pipeline.candidates import Candidate, ChunkRef
@@ -83,7 +88,19 @@ PHRASE_GAP = 30
 
 
 def find_all_positions(text: str, term: str) -> list[int]:
-    """Every start offset of ``term`` in ``text`` (overlaps allowed), ascending."""
+    """Every start offset of ``term`` in ``text`` (overlaps allowed), ascending.
+
+    A term none of whose proper prefixes is also its suffix cannot overlap
+    itself, so its occurrences are those ``str.split`` cuts at, and their
+    offsets are summed in C (a 10 MB chunk holds hundreds of thousands of
+    occurrences); any other term is found occurrence by occurrence."""
+    n = len(term)
+    if n and not any(term[:i] == term[n - i :] for i in range(1, n)):
+        parts = text.split(term)
+        # start of occurrence i: the parts before it and i terms; summed in C
+        found = list(accumulate(map(n.__add__, map(len, parts[:-1])), initial=-n))
+        del found[0]
+        return found
     out: list[int] = []
     idx = text.find(term)
     while idx != -1:
@@ -92,45 +109,111 @@ def find_all_positions(text: str, term: str) -> list[int]:
     return out
 
 
+#: Up to this many terms besides the rarest, :func:`min_span` tries every
+#: left/right choice at once for all anchors (2 ** n passes in C); more
+#: terms go anchor by anchor.
+SPAN_COMBINATIONS_MAX = 5
+
+
 def min_span(position_lists: list[list[int]]) -> float:
     """Smallest window (first start to last start) holding one position of
-    every list; a sweep advancing the list at the current minimum.
-    ``inf`` for no lists, 0 for one."""
+    every list (each ascending); ``inf`` for no lists or an empty one, 0
+    for one list.
+
+    A window holding one position ``a`` of the shortest list holds, for
+    every other list, its nearest position at or before ``a`` or its
+    nearest at or after ``a`` (whichever side it holds a position on, the
+    nearest one there is in the window too). So the smallest window is the
+    smallest, over every ``a`` and every choice of side per list, of the
+    farthest left neighbour taken plus the farthest right one: work in the
+    shortest list's length times the choices, done in C (``map``,
+    ``bisect``) rather than a step per position (a 10 MB chunk holds
+    hundreds of thousands). The value equals the reference's sweep."""
     if not position_lists:
         return float("inf")
     if len(position_lists) == 1:
         return 0
-    ptrs = [0] * len(position_lists)
-    best = float("inf")
-    while True:
-        cur_min, cur_max, min_idx = float("inf"), float("-inf"), 0
-        for i, lst in enumerate(position_lists):
-            val = lst[ptrs[i]]
-            if val < cur_min:
-                cur_min, min_idx = val, i
-            if val > cur_max:
-                cur_max = val
-        best = min(best, cur_max - cur_min)
-        ptrs[min_idx] += 1
-        if ptrs[min_idx] >= len(position_lists[min_idx]):
-            return best
+    order = sorted(range(len(position_lists)), key=lambda i: len(position_lists[i]))
+    anchor = position_lists[order[0]]
+    others = [position_lists[i] for i in order[1:]]
+    if not anchor or not all(others):
+        return float("inf")
+    lefts: list[list[int]] = []
+    rights: list[list[int]] = []
+    for other in others:
+        padded = [-_FAR, *other, _FAR]  # int sentinels: comparisons stay int to int
+        at = list(map(partial(bisect_left, padded), anchor))  # first position >= a (index in padded, >= 1)
+        rights.append(list(map(sub, map(padded.__getitem__, at), anchor)))
+        lefts.append(list(map(sub, anchor, map(padded.__getitem__, map((-1).__add__, at)))))
+    n = len(others)
+    if n > SPAN_COMBINATIONS_MAX:
+        best = _span_anchor_by_anchor(lefts, rights)
+    else:
+        best = _FAR
+        for mask in range(1 << n):  # bit j: list j takes its left neighbour
+            taken_left = [lefts[j] for j in range(n) if mask >> j & 1]
+            taken_right = [rights[j] for j in range(n) if not mask >> j & 1]
+            sides = [_farthest(taken) for taken in (taken_left, taken_right) if taken]
+            found = min(sides[0] if len(sides) == 1 else map(add, *sides))
+            if found < best:
+                best = found
+    return best if best < _FAR else float("inf")
+
+
+#: Beyond any position (a missing neighbour is this far away).
+_FAR = 1 << 62
+
+
+def _farthest(columns: list[list[int]]) -> Iterable[int]:
+    """Per anchor, the largest of the ``columns``' values."""
+    return columns[0] if len(columns) == 1 else map(max, *columns)
+
+
+def _span_anchor_by_anchor(lefts: list[list[int]], rights: list[list[int]]) -> int:
+    """:func:`min_span` for many lists: per anchor, the left neighbour for
+    the lists whose left one is nearest and the right one for the rest (the
+    best choice is such a split)."""
+    best = _FAR
+    for sides in zip(*(zip(ls, rs) for ls, rs in zip(lefts, rights))):
+        ordered = sorted(sides)
+        rights_after = [0] * (len(ordered) + 1)
+        for t in range(len(ordered) - 1, -1, -1):
+            rights_after[t] = max(rights_after[t + 1], ordered[t][1])
+        span = rights_after[0]
+        for t, (left, _) in enumerate(ordered):
+            span = min(span, left + rights_after[t + 1])
+        best = min(best, span)
+    return best
 
 
 def count_adjacent_pairs(position_lists: list[list[int]], terms: list[str], gap: int = PHRASE_GAP) -> int:
     """For each consecutive term pair, left occurrences followed by an unused
-    right occurrence starting within ``gap`` units after the left one ends."""
+    right occurrence starting within ``gap`` units after the left one ends
+    (each left occurrence takes the first right one at or after its end).
+
+    Each left occurrence's first right candidate is found by bisection, all
+    at once in C; when no right occurrence is wanted by two left ones, that
+    is the answer, else the occurrences are walked one by one."""
     if len(position_lists) < 2 or len(terms) < 2:
         return 0
     total = 0
     for i in range(min(len(position_lists), len(terms)) - 1):
         left, right = position_lists[i], position_lists[i + 1]
-        left_len = len(terms[i])
+        if not left or not right:
+            continue
+        ends = list(map(len(terms[i]).__add__, left))
+        first = list(map(partial(bisect_left, right), ends))
+        padded = [*right, _FAR]
+        near = list(map(le, map(padded.__getitem__, first), map(gap.__add__, ends)))
+        taken = list(compress(first, near))
+        if all(map(lt, taken, taken[1:])):
+            total += len(taken)
+            continue
+        n_right = len(right)
         j = 0
-        for p in left:
-            lo = p + left_len
-            while j < len(right) and right[j] < lo:
-                j += 1
-            if j < len(right) and right[j] <= lo + gap:
+        for lo in ends:
+            j = bisect_left(right, lo, j)
+            if j < n_right and right[j] <= lo + gap:
                 total += 1
                 j += 1
     return total

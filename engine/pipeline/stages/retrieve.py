@@ -5,9 +5,13 @@ label, ordered by ``bm25(table, 5.0, 1.0)`` ascending (title weight 5,
 content weight 1; FTS5 ranks are negative), limited to the candidate count,
 and returns ``highlight(table, 1, char(2), char(3))`` of the content. FTS5
 itself orders the matches (:func:`build_sql`), so only the rows returned are
-joined and highlighted. Optional filters run in SQL: source label (``LIKE
-'%label%'`` with ``\\``, ``%`` and ``_`` escaped, ``ESCAPE '\\'``; or ``=``
-in exact mode) and content type. All values are bound parameters.
+joined and highlighted; a content longer than
+:data:`engine.pipeline.marks.SQL_MAX_BYTES` is highlighted only when a view
+shows it (:class:`engine.pipeline.marks.Marks`: FTS5's own highlight costs
+time quadratic in such a row's matches). Optional filters run in SQL:
+source label (``LIKE '%label%'`` with ``\\``, ``%`` and ``_`` escaped,
+``ESCAPE '\\'``; or ``=`` in exact mode) and content type. All values are
+bound parameters.
 
 As stages: :data:`PORTER` and :data:`TRIGRAM`, a pass's parallel entries,
 and :data:`RETRIEVE`, the two together, where a chunk neither returns is
@@ -25,14 +29,16 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.js.strings import js_to_lower
+from engine.pipeline import marks
 from engine.pipeline.candidates import ChunkRef, Exit, Hit
 from engine.pipeline.hooks import Asking, Explanation, Items, PassContext, PassView, Reason, RecordStage, Records, Stage
 from engine.pipeline.params import SearchParams
 from engine.pipeline.query import porter_words, sanitize_porter, sanitize_trigram, trigram_words
-from engine.pipeline.stages import topk
+from engine.pipeline.stages import bm25, topk
 from engine.pipeline.words import abbreviate, plural
 from engine.store import sql
 from engine.store.clock import elapsed_ms
@@ -104,12 +110,13 @@ class Request:
         """The run of ``retriever`` for ``query`` under ``params``' filters."""
         return cls(retriever, query, fts_limit, params.source, params.source_match, params.content_type)
 
-    @property
+    @cached_property
     def match(self) -> str:
-        """The sanitised MATCH string (Porter or trigram rules; ``""``: nothing to run)."""
+        """The sanitised MATCH string (Porter or trigram rules; ``""``: nothing to run).
+        Computed once per request (the run cache asks for it on every lookup)."""
         return sanitize_porter(self.query, "OR") if self.retriever == "porter" else sanitize_trigram(self.query, "OR")
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, str, str | None, str | None, str | None]:
         """What the run depends on besides its row count (the match mode only with a source filter)."""
         src = self.source or None
@@ -159,6 +166,7 @@ def build_sql(
     content_type: str | None,
     *,
     reference: bool = False,
+    highlight_max: int | None = None,
 ) -> tuple[str, list[str]]:
     """SQL for one retriever and the names of its parameters in order.
 
@@ -171,6 +179,9 @@ def build_sql(
     joins, filters and highlights rows in that order only until ``LIMIT``
     rows passed. Same rows, same order (ties in rowid order in both), same
     values; at 100,000 chunks about a third less time (docs/performance.md).
+
+    ``highlight_max`` (bytes) leaves ``highlighted`` ``NULL`` for a content
+    longer than that (:mod:`engine.pipeline.marks` highlights it when shown).
 
     Returns:
         ``(sql, param_names)`` where names are drawn from ``match``,
@@ -194,9 +205,12 @@ def build_sql(
     names.append("limit")
     x = sql.text
     rank, order = (f"bm25({t}, 5.0, 1.0)", "rank") if reference else (f"{t}.rank", f"{t}.rank")
+    marked = x(f"highlight({t}, 1, char(2), char(3))")
+    if highlight_max is not None:
+        marked = f"CASE WHEN length({x(t + '.content')}) > {int(highlight_max)} THEN NULL ELSE {marked} END"
     statement = (
         f"SELECT {t}.rowid, {x(t + '.title')}, {x(t + '.content')}, {t}.content_type, {x('sources.label')}, "
-        f"{rank} AS rank, {x(f'highlight({t}, 1, char(2), char(3))')} AS highlighted, {x(session)} "
+        f"{rank} AS rank, {marked} AS highlighted, {x(session)} "
         f"FROM {t} JOIN sources ON sources.id = {t}.source_id "
         f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
     )
@@ -256,7 +270,10 @@ def retrieve(
             if not is_query_error(exc):
                 raise
             ranking = (("declined", "error"),)  # FTS5's own statement below records the error
-    statement, names = build_sql(retriever, schema, source, source_match, content_type)
+    spec = _highlight_spec(conn, TABLES[retriever])
+    statement, names = build_sql(
+        retriever, schema, source, source_match, content_type, highlight_max=marks.SQL_MAX_BYTES if spec else None
+    )
     values = {
         "match": sanitized,
         "source": source if source_match == "exact" else like_pattern(source or ""),
@@ -282,6 +299,14 @@ def retrieve(
             elapsed_ms=elapsed_ms(start),
         )
     dec = sql.decode
+
+    def marked(r: tuple[Any, ...]) -> str | marks.Marks:
+        if r[6] is not None:
+            return dec(r[6]) or ""
+        if spec and r[2] is not None and len(r[2]) > marks.SQL_MAX_BYTES:
+            return _long_marks(conn, retriever, sanitized, int(r[0]), spec, bytes(r[2]))
+        return ""
+
     hits = tuple(
         Hit(
             rank=i + 1,
@@ -292,11 +317,51 @@ def retrieve(
             content_type=r[3] if r[3] is not None else "prose",
             session_id=dec(r[7]) if r[7] is not None else "",
             bm25=float(r[5]),
-            highlighted=dec(r[6]) if r[6] is not None else "",
+            marked=marked(r),
         )
         for i, r in enumerate(rows)
     )
     return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start), ranking=ranking)
+
+
+def _long_marks(
+    conn: sql.Connection, retriever: str, match: str, rowid: int, spec: tuple[str, ...], content: bytes
+) -> str | marks.Marks:
+    """The highlight of a content over :data:`engine.pipeline.marks.SQL_MAX_BYTES`:
+    a :class:`~engine.pipeline.marks.Marks` for an OR of quoted phrases (what
+    the sanitisers write), else FTS5's own, now."""
+    phrases = bm25.phrases_of(match)
+    if phrases is not None:
+        return marks.Marks(spec, content, tuple(phrases))
+    t = TABLES[retriever]
+    row = conn.execute(
+        f"SELECT {sql.text(f'highlight({t}, 1, char(2), char(3))')} FROM {t} WHERE {t} MATCH ? AND rowid = ?",
+        (match, rowid),
+    ).fetchone()
+    return (sql.decode(row[0]) or "") if row is not None else ""
+
+
+def _highlight_spec(conn: sql.Connection, table: str) -> tuple[str, ...] | None:
+    """The table's tokenizer when :class:`engine.pipeline.marks.Marks` can
+    highlight its long contents exactly (a tokenizer that loads on a
+    private connection, no FTS5 option that changes matching); else
+    ``None``: FTS5 highlights every row. Cached per connection and table."""
+    cache = conn.__dict__.setdefault("_rankscope_highlight_specs", {})
+    if table in cache:
+        found: tuple[str, ...] | None = cache[table]
+        return found
+    try:
+        spec: tuple[str, ...] | None = bm25.tokenizer_spec(conn, table)
+    except bm25.Unsupported:
+        spec = None
+    except sql.Error as exc:
+        if not is_query_error(exc):
+            raise
+        return None
+    if spec is not None and not marks.loadable(spec):
+        spec = None
+    cache[table] = spec
+    return spec
 
 
 #: An FTS5 ranking of at least this many phrase matches in all (counted by
@@ -489,7 +554,7 @@ def _retrieve_top_k(
                 content_type=r[3] if r[3] is not None else "prose",
                 session_id=dec(r[5]) if r[5] is not None else "",
                 bm25=row.bm25,
-                highlighted=dec(row.highlighted) if r[2] is not None else "",
+                marked=row.marks if r[2] is not None else "",
             )
         )
     facts: tuple[tuple[str, object], ...] = (

@@ -47,6 +47,7 @@ from typing import Any, Iterable
 
 import apsw
 
+from engine.pipeline.marks import Marks
 from engine.store import sql
 from engine.pipeline.stages import bm25
 from engine.store.cache import VersionedLRU
@@ -71,6 +72,13 @@ MAX_K = 250
 SEED_SHARE_MAX = 0.6
 #: Decline when the phrases left to rank hold more than this share.
 RARE_SHARE_MAX = 0.75
+#: The walk tokenizes at most this many distinct texts per row wanted (and
+#: at least :data:`WALK_MIN_TEXTS` in all); a walk that would tokenize more
+#: declines (``long-walk``), since FTS5 ranks faster than Python tokenizes:
+#: 20,040 log lines that all hold "INFO request" took 7.4 s to walk and
+#: 0.07 s for FTS5 to rank.
+WALK_TEXTS_PER_ROW = 6
+WALK_MIN_TEXTS = 40
 
 
 #: Why :func:`top_k` leaves a query to FTS5's own ranking.
@@ -85,6 +93,7 @@ DECLINED = {
     "weak-bound": "the frequent phrases could still reach the limit",
     "too-few-rows": "fewer matches than rows wanted",
     "deep-limit": "too many rows wanted",
+    "long-walk": "the bound would leave too many rows to score here",
     "size-mismatch": "a row's tokens differ from its stored count",
     "no-source": "a chosen row has no source row",
     "error": "a statement failed",
@@ -111,12 +120,19 @@ class Row:
     Attributes:
         rowid: the FTS5 rowid.
         bm25: ``bm25(t, 5.0, 1.0)`` as FTS5 computes it (negative; lower is better).
-        highlighted: ``highlight(t, 1, char(2), char(3))`` as UTF-8 bytes.
+        marks: its content's ``highlight(t, 1, char(2), char(3))``, computed
+            when first asked (:class:`engine.pipeline.marks.Marks`; the
+            instances are the ones scoring found).
     """
 
     rowid: int
     bm25: float
-    highlighted: bytes
+    marks: Marks
+
+    @property
+    def highlighted(self) -> bytes:
+        """``highlight(t, 1, char(2), char(3))`` as UTF-8 bytes (computed now if not yet)."""
+        return self.marks.bytes()
 
 
 @dataclass
@@ -179,75 +195,6 @@ class _Scorer:
         return out
 
 
-def highlight(
-    tok: apsw.FTS5Tokenizer,
-    text: bytes,
-    instances: list[tuple[int, int]],
-    open_: bytes = b"\x02",
-    close: bytes = b"\x03",
-) -> bytes:
-    """FTS5's ``highlight()`` of one column (``fts5HighlightFunction`` and
-    ``fts5CInstIterNext`` in ``fts5_aux.c``).
-
-    Args:
-        tok: the table's tokenizer.
-        text: the column's text, UTF-8 bytes.
-        instances: ``(start, size)`` of every phrase instance in the column
-            (token positions, 0-based; ``size`` in tokens), in FTS5's
-            instance order (position, then phrase).
-        open_, close: the markers.
-
-    Returns:
-        The text with each run of overlapping instances wrapped in markers.
-    """
-    it = iter(instances)
-    state = {"start": -1, "end": -1}
-    pending: list[tuple[int, int] | None] = [None]
-
-    def next_range() -> None:
-        state["start"] = state["end"] = -1
-        while True:
-            inst = pending[0] if pending[0] is not None else next(it, None)
-            pending[0] = None
-            if inst is None:
-                return
-            io, size = inst
-            i_end = io - 1 + size
-            if state["start"] < 0:
-                state["start"], state["end"] = io, i_end
-            elif io <= state["end"]:
-                if i_end > state["end"]:
-                    state["end"] = i_end
-            else:
-                pending[0] = inst
-                return
-
-    next_range()
-    out: list[bytes] = []
-    off = 0
-    is_open = False
-    for pos, (s_off, e_off, *_rest) in enumerate(bm25.tokens(tok, text, apsw.FTS5_TOKENIZE_DOCUMENT)):
-        if is_open and (pos <= state["start"] or state["start"] < 0) and s_off > off:
-            out.append(close)
-            is_open = False
-        if pos == state["start"] and not is_open:
-            out.append(text[off:s_off])
-            out.append(open_)
-            off = s_off
-            is_open = True
-        if pos == state["end"]:
-            if not is_open:  # only with a range (snippet), never here
-                out.append(open_)
-                is_open = True
-            out.append(text[off:e_off])
-            off = e_off
-            next_range()
-    if is_open:
-        out.append(close)
-    out.append(text[off:])
-    return b"".join(out)
-
-
 def top_k(
     conn: sql.Connection,
     table: str,
@@ -305,7 +252,19 @@ def top_k(
     rows_of = bm25.phrase_rows(conn, table, texts, phrase_tokens, counts)
     counts_list = rows_of
     try:
-        return _ranked(conn, table, texts, phrase_tokens, tok, counts_list, n_row, n_token, k, min_matches)
+        return _ranked(
+            conn,
+            table,
+            texts,
+            phrase_tokens,
+            tok,
+            counts_list,
+            n_row,
+            n_token,
+            k,
+            min_matches,
+            bm25.tokenizer_spec(conn, table),
+        )
     except Declined as declined:
         raise Declined(declined.code, tuple(counts_list), tuple(len(p) for p in phrase_tokens)) from None
 
@@ -321,6 +280,7 @@ def _ranked(
     n_token: int,
     k: int,
     min_matches: int | None,
+    spec: tuple[str, ...],
 ) -> Outcome:
     """:func:`top_k` once the phrases' row counts are known."""
     total = sum(counts)
@@ -344,6 +304,7 @@ def _ranked(
     scorer = _Scorer(tok, phrase_tokens, idf, avgdl)
     best: list[tuple[float, int, bytes, bytes]] = []  # (-score, rowid, title, content), best first
     seen: set[int] = set()
+    budget = max(WALK_TEXTS_PER_ROW * k, WALK_MIN_TEXTS)
 
     def take(rowid: int, title: bytes | None, content: bytes | None, size_blob: bytes | None) -> None:
         title = title or b""
@@ -354,6 +315,8 @@ def _ranked(
         seen.add(rowid)
         key = (title, content)
         if key not in scorer.memo:
+            if outcome.tokenized >= budget:
+                raise Declined("long-walk")
             outcome.tokenized += 1
         size = sum(bm25.varints(bytes(size_blob))) if size_blob is not None and key not in scorer.memo else None
         score, _ = scorer.score(title, content, size)
@@ -415,6 +378,6 @@ def _ranked(
     for neg, rowid, title, content in best:
         _, starts = scorer.score(title, content, None)
         inst = sorted((p, i) for i, ps in enumerate(starts) for p in ps)
-        hl = highlight(tok, content, [(p, len(phrase_tokens[i])) for p, i in inst]) if content else b""
-        outcome.rows.append(Row(rowid, -1.0 * -neg, hl))
+        found = [(p, len(phrase_tokens[i])) for p, i in inst]
+        outcome.rows.append(Row(rowid, -1.0 * -neg, Marks(spec, content, found=found)))
     return outcome

@@ -3,7 +3,12 @@
 context-mode's ``ctx_search`` tool for the current query and parameters
 (:func:`engine.agent.ctx_search`): the per-query limit ("the agent gets 2 of
 your 3"), each result's snippet windows marked on its chunk, a flag when a
-returned chunk's matched terms lie outside its snippet, and the exact text.
+returned chunk's matched terms lie outside its snippet, the waste in what was
+delivered (:mod:`engine.agent.waste`: the share of the 40 KiB cap used,
+repeated deliveries, snippets showing none of their matches), for the
+browser's pinned chunk what the agent should have asked to get it
+(:mod:`engine.agent.advice`, found by re-running the call in a worker), and
+the exact text.
 
 Keys (rows of :mod:`tui.browser.actions`): ``p`` runs it as the Claude Code plugin
 does (the allow-set from the store's session DB), ``+`` / ``-`` move the
@@ -38,11 +43,14 @@ from engine import SearchParams, Store
 from engine.pipeline.variants import variant_spec
 from engine.pipeline import table as stages
 from engine.agent import AgentContext, AgentTrace, ResultView, SessionDb, SessionDbError, ThrottleConfig
+from engine.agent.advice import Advice
 from engine.agent.jsvalue import js_json
+from engine.agent.waste import Waste
 from engine.agent.snippet import SNIPPET_MAX, SnippetTrace
 from engine.js.strings import utf16_units
 
 from tui.present import safe
+from tui.present.agentwords import advice_short, waste_words
 from tui.browser.actions import bindings
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.work import WorkScreen
@@ -155,10 +163,16 @@ def chunk_with_windows(result: ResultView) -> Text:
     return out
 
 
-def result_label(query_position: int, query: str, result: ResultView) -> Text:
-    """One result line: query, place, label › title, how it was cut, flags."""
+def result_label(
+    query_position: int, query: str, result: ResultView, waste: Waste | None = None, pinned: int | None = None
+) -> Text:
+    """One result line: query, place, label › title, how it was cut, flags
+    (``waste``: a delivery that repeats an earlier one, a snippet showing
+    none of the chunk's matches; ``pinned``: the pinned chunk's row id, its
+    result marked ``▸``)."""
     s = result.snippet
-    t = Text(f"Q{query_position} ", style="bold")
+    t = Text("▸ " if pinned is not None and result.rowid == pinned else "", style="bold")
+    t.append(f"Q{query_position} ", style="bold")
     t.append(f"{result.position}. ")
     t.append(safe.line(result.source), style="bold")
     t.append(" › " + safe.line(result.title))
@@ -178,14 +192,22 @@ def result_label(query_position: int, query: str, result: ResultView) -> Text:
         t.append(f"  ⚠ {k} matched term{'s' if k != 1 else ''} outside the snippet", style="bold yellow")
     if result.no_match_in_text:
         t.append("  ⚠ no query term in its text (a title match): the agent sees only the start", style="bold yellow")
+    if waste is not None:
+        if (query_position, result.position, result.rowid) in waste.matches_outside:
+            t.append("  ⚠ the snippet shows none of its matches", style="bold yellow")
+        for r in waste.repeats:
+            if r.rowid == result.rowid and r.deliveries[0] != (query_position, result.position):
+                q, p = r.deliveries[0]
+                t.append(f"  ↻ repeats Q{q} #{p}", style="bold yellow")
     if result.origin != "current-session":
         t.append(f"  ({result.origin})", style="italic")
     return t
 
 
-def summary_text(trace: AgentTrace, request: AgentRequest) -> Text:
+def summary_text(trace: AgentTrace, request: AgentRequest, waste: Waste | None = None) -> Text:
     """The call in a few lines: arguments, throttle, scope, the limit gap,
-    the 40 KiB cap, refresh, flags."""
+    the 40 KiB cap, refresh, flags, and the ``waste`` in what was delivered
+    (:func:`tui.present.agentwords.waste_words`)."""
     t = Text("ctx_search(", style="bold")
     t.append(safe.line(js_json(request.arguments)))
     t.append(")", style="bold")
@@ -239,6 +261,14 @@ def summary_text(trace: AgentTrace, request: AgentRequest) -> Text:
             f"⚠ {len(flagged)} returned chunk(s) whose matching passage the agent did not see in full\n",
             style="bold yellow",
         )
+    if waste is not None:
+        words = waste_words(waste)
+        t.append("delivered: ", style="bold")
+        t.append(words[0])
+        for more in words[1:]:
+            t.append(" · ")
+            t.append("⚠ " + more, style="bold yellow")
+        t.append("\n")
     for note in request.notes + trace.notes:
         t.append(f"note: {safe.line(note)}\n", style="dim")
     return t
@@ -273,17 +303,30 @@ def answer_renderable(trace: AgentTrace) -> Text:
 class AgentViewScreen(WorkScreen[None]):
     """What the agent receives for the browser's search (or a recorded call)."""
 
-    WORK = {"agent": stages.title("agent")}
+    WORK = {"agent": stages.title("agent"), "advice": "What the agent should have asked"}
 
     @dataclass
     class Answered(Message):
         """The call is answered: ``request`` as asked (its plugin project read
-        from the session DB) and its ``trace``, or ``None`` with ``error`` (a
-        call rankscope cannot reproduce); ``seq``: the request's number."""
+        from the session DB), its ``trace`` and the ``waste`` in it, or
+        ``None`` with ``error`` (a call rankscope cannot reproduce); ``seq``:
+        the request's number."""
 
         seq: int
         request: AgentRequest
         trace: AgentTrace | None
+        error: str = ""
+        waste: Waste | None = None
+
+    @dataclass
+    class Advised(Message):
+        """What the agent should have asked for the pinned chunk ``rowid``
+        (:func:`engine.agent.advice.should_have_asked`), or ``None`` with
+        ``error`` (the chunk is gone); ``seq``: the answer it was asked for."""
+
+        seq: int
+        rowid: int
+        advice: Advice | None
         error: str = ""
 
     BINDINGS = [
@@ -307,13 +350,19 @@ class AgentViewScreen(WorkScreen[None]):
         *,
         session_db: str | None = None,
         throttle: ThrottleConfig | None = None,
+        pinned: int | None = None,
     ) -> None:
         """``store``: the browser's store; ``params``: the browser's search; ``request``: a recorded call's own
         request (the agent log), or ``None`` to follow the browser;
         ``session_db``: the store's paired session DB (plugin scope), or
         ``None``; ``throttle``: the throttle thresholds (default: the
-        server's)."""
+        server's); ``pinned``: the browser's pinned chunk (its row id): what
+        the agent should have asked to get it is shown, and follows the pin."""
         super().__init__()
+        #: The pinned chunk's row id, and what the agent should have asked for it (for the answer shown).
+        self.pinned = pinned
+        self.advice: Advice | None = None
+        self.waste: Waste | None = None
         self.store = store
         self.params = params
         self.session_db = session_db
@@ -336,6 +385,7 @@ class AgentViewScreen(WorkScreen[None]):
             classes="lab-title",
         )
         yield Static(Text("asking…", style="italic"), id="agent-summary")
+        yield Static(Text(""), id="agent-pinned")
         yield OptionList(id="agent-results")
         with VerticalScroll(id="agent-box"):
             yield Static(Text(""), id="agent-text")
@@ -346,6 +396,7 @@ class AgentViewScreen(WorkScreen[None]):
         box = self.query_one("#agent-box", VerticalScroll)
         box.border_subtitle = "⟦ ⟧ shown to the agent · dim: cut away · ⚠ matched but not shown"
         self.query_one("#agent-results", OptionList).focus()
+        self.query_one("#agent-pinned", Static).display = self.pinned is not None
         self.run()
 
     # ── asking ──────────────────────────────────────────────────────────
@@ -389,8 +440,10 @@ class AgentViewScreen(WorkScreen[None]):
     def _ask(self, request: AgentRequest, plugin: bool, seq: int) -> None:
         """Answer ``request`` with :func:`engine.agent.ctx_search` on a thread
         connection (in ``plugin`` mode without a project, the session DB's
-        one first); post :class:`Answered`."""
+        one first) and find its waste (:func:`engine.agent.waste.waste`);
+        post :class:`Answered`."""
         from engine.agent import AgentViewError, ctx_search
+        from engine.agent.waste import waste
 
         worker = get_current_worker()
         if plugin and not request.context.plugin_project:
@@ -406,7 +459,8 @@ class AgentViewScreen(WorkScreen[None]):
                 self.post_message(self.Answered(seq, request, None, str(exc)))
                 return
         if not worker.is_cancelled:
-            self.post_message(self.Answered(seq, request, trace))
+            found = waste(trace) if trace.outcome == "answered" else None
+            self.post_message(self.Answered(seq, request, trace, waste=found))
 
     @on(BrowserScreen.ParamsChanged)
     def _params_changed(self, event: BrowserScreen.ParamsChanged) -> None:
@@ -420,8 +474,11 @@ class AgentViewScreen(WorkScreen[None]):
             return
         self._shown_seq = event.seq
         self.request = event.request
+        self.waste = event.waste
         if event.trace is None:
             self.trace = None
+            self.advice = None
+            self._show_pinned()
             self.query_one("#agent-summary", Static).update(
                 Text(f"rankscope cannot reproduce this call: {safe.line(event.error)}", style="bold")
             )
@@ -431,20 +488,110 @@ class AgentViewScreen(WorkScreen[None]):
         self.show(event.trace)
 
     def worker_failed(self, group: str, error: BaseException) -> None:
-        """The agent view failed (notified already): say so in place."""
+        """The agent view or the advice failed (notified already): say so in place."""
+        if group == "advice":
+            self.query_one("#agent-pinned", Static).update(
+                Text(f"▸ {self.pinned}: failed: {safe.line(str(error))}", style="bold")
+            )
+            return
         self._shown_seq = self._seq
         self.query_one("#agent-summary", Static).update(Text(f"Failed: {safe.line(str(error))}", style="bold"))
+
+    # ── the pinned chunk: what the agent should have asked ──────────────
+
+    @on(BrowserScreen.PinChanged)
+    def _pin_changed(self, event: BrowserScreen.PinChanged) -> None:
+        self.pinned = event.rowid
+        if self.trace is not None:
+            self._relabel()
+        self.advise()
+
+    def advise(self) -> None:
+        """Ask, in the worker, what the agent should have asked for the pinned
+        chunk, for the answer shown (nothing pinned: the line is hidden)."""
+        static = self.query_one("#agent-pinned", Static)
+        static.display = self.pinned is not None
+        self.advice = None
+        if self.pinned is None or self.request is None:
+            return
+        self._show_pinned()
+        self._advise(self.request, self.pinned, self._shown_seq)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="advice")
+    def _advise(self, request: AgentRequest, rowid: int, seq: int) -> None:
+        """:func:`engine.agent.advice.should_have_asked` for chunk ``rowid``
+        on a thread connection (a newer request cancels it between re-runs);
+        post :class:`Advised`."""
+        from engine.agent import AgentViewError
+        from engine.agent.advice import should_have_asked
+        from engine.lab.why import ChunkNotFoundError
+
+        worker = get_current_worker()
+        store = self.store
+        with store.thread_connection() as conn:
+            try:
+                advice = should_have_asked(
+                    store,
+                    request.arguments,
+                    request.context,
+                    rowid=rowid,
+                    call_number=request.call_number,
+                    stop=lambda: worker.is_cancelled,
+                    conn=conn,
+                )
+            except (ChunkNotFoundError, AgentViewError) as exc:
+                if not worker.is_cancelled:
+                    self.post_message(self.Advised(seq, rowid, None, str(exc)))
+                return
+        if not worker.is_cancelled:
+            self.post_message(self.Advised(seq, rowid, advice))
+
+    @on(Advised)
+    def _advised(self, event: Advised) -> None:
+        if event.seq != self._shown_seq or event.rowid != self.pinned:
+            return  # stale: another answer or pin is on its way
+        self.advice = event.advice
+        self._show_pinned(event.error)
+
+    def _show_pinned(self, error: str = "") -> None:
+        """The pinned chunk's line: its name, then what the agent should have
+        asked (or that it is being found)."""
+        static = self.query_one("#agent-pinned", Static)
+        if self.pinned is None:
+            static.display = False
+            return
+        static.display = True
+        t = Text(f"▸ pinned {self.pinned}", style="bold")
+        advice = self.advice
+        if advice is not None:
+            t.append(f" {safe.line(advice.chunk.source)} › {safe.line(advice.chunk.title)}", style="bold")
+        t.append(": ")
+        if error:
+            t.append(safe.line(error), style="bold")
+        elif self.trace is None:
+            t.append("no answer to look in", style="dim")
+        elif advice is None:
+            t.append("finding the smallest change to the call that delivers it…", style="italic")
+        else:
+            style = "" if advice.outcome == "delivered" else "bold yellow" if advice.outcome == "change" else "bold"
+            t.append(advice_short(advice), style=style)
+        static.update(t)
 
     # ── showing ─────────────────────────────────────────────────────────
 
     def show(self, trace: AgentTrace) -> None:
-        """Show ``trace``: summary, result list, and the first result's chunk."""
+        """Show ``trace``: summary with its waste, result list, the first
+        result's chunk, and (in a worker) what the agent should have asked
+        for the pinned chunk."""
         self.trace = trace
         assert self.request is not None
-        self.query_one("#agent-summary", Static).update(summary_text(trace, self.request))
+        self.query_one("#agent-summary", Static).update(summary_text(trace, self.request, self.waste))
         options = self.query_one("#agent-results", OptionList)
         self._results = [(q.position, q.query, r) for q in trace.queries for r in q.results]
-        entries = [Option(result_label(p, q, r), id=str(i)) for i, (p, q, r) in enumerate(self._results)]
+        entries = [
+            Option(result_label(p, q, r, self.waste, self.pinned), id=str(i))
+            for i, (p, q, r) in enumerate(self._results)
+        ]
         for q in trace.queries:
             if q.status != "results":
                 entries.append(
@@ -463,6 +610,13 @@ class AgentViewScreen(WorkScreen[None]):
             options.highlighted = 0
         self.show_answer = self.show_answer or not self._results
         self._show_detail(0 if self._results else None)
+        self.advise()
+
+    def _relabel(self) -> None:
+        """Redraw the result lines (the pinned chunk's mark), keeping the highlight."""
+        options = self.query_one("#agent-results", OptionList)
+        for i, (p, q, r) in enumerate(self._results):
+            options.replace_option_prompt_at_index(i, result_label(p, q, r, self.waste, self.pinned))
 
     def _show_detail(self, index: int | None) -> None:
         box = self.query_one("#agent-box", VerticalScroll)

@@ -36,7 +36,7 @@ from tui.browser.link import BrowserLink, ChunkList
 from tui.browser.options import AppOptions
 from tui.present.render import retriever_warning
 from tui.browser.screens.params import ParamsChange
-from tui.browser.screens.work import WorkScreen
+from tui.browser.screens.work import Foreground, WorkScreen
 from tui.browser.subject import Subject
 from tui.browser.widgets.inspector import StageInspector
 from tui.browser.widgets.params_bar import ParamsBar
@@ -56,6 +56,9 @@ if TYPE_CHECKING:  # imported where used (a lazy import keeps start-up fast)
 PANES = ("results", "stages", "journey")
 #: Characters of the query a notification quotes (:func:`tui.present.fmt.query_label`).
 QUERY_SHOWN = 40
+#: The longest the opening warm-up waits for a running search at each pause
+#: (seconds): a search is waited for, a stuck one is not.
+WARM_UP_YIELD_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,13 @@ class BrowserScreen(WorkScreen[None]):
         counts: list[tuple[str, int]]
 
     @dataclass
+    class PinChanged(Message):
+        """The pinned chunk changed (``None``: unpinned) while another screen
+        is on top (it is posted to that screen; the agent view follows it)."""
+
+        rowid: int | None
+
+    @dataclass
     class ParamsChanged(Message):
         """The search parameters changed while a lab screen is on top (it is
         posted to that screen, which follows the change)."""
@@ -224,6 +234,8 @@ class BrowserScreen(WorkScreen[None]):
         #: The chunk ids of the store as the shown search found them (grading,
         #: cases); ``None`` until they are read, just after the search.
         self.ids: ChunkIds | None = None
+        #: The searches running; the warm-up waits for them (:meth:`_warm_chunk_ids`).
+        self.searching = Foreground()
         #: The store's chunk list for the why-not finder (read once, by the first finder).
         self.chunk_list = ChunkList()
         self._seq = 0
@@ -336,13 +348,20 @@ class BrowserScreen(WorkScreen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="chunk-ids")
     def _warm_chunk_ids(self) -> None:
-        """Compute the store's chunk ids once, ahead of the first search (which
-        then finds them cached: :func:`engine.store.chunkids.chunk_ids`)."""
+        """Ahead of the first search, examine the store's file-backed sources
+        and watch their folders (:meth:`engine.store.store.Store.warm_freshness`:
+        the search then reads the watch's queue instead of every source row
+        and file), then compute the chunk ids once (the search finds them
+        cached: :func:`engine.store.chunkids.chunk_ids`), pausing while a
+        search runs (at most :data:`WARM_UP_YIELD_S` per pause): at a million
+        chunks they take seconds of Python, which a search typed meanwhile
+        would otherwise wait behind."""
         from engine.store.chunkids import chunk_ids
 
         try:
             with self.store.thread_connection() as conn:
-                chunk_ids(self.store, conn)
+                self.store.warm_freshness(conn)
+                chunk_ids(self.store, conn, pause=lambda: self.searching.wait(WARM_UP_YIELD_S))
         except Exception:  # only a warm-up: a damaged store is reported by the search itself
             pass
 
@@ -575,13 +594,14 @@ class BrowserScreen(WorkScreen[None]):
         store = self.store
         try:
             with store.thread_connection() as conn:
-                trace = self.options.search_fn(store, params, conn=conn)
-                if worker.is_cancelled:
-                    return
-                try:
-                    stems = tuple(w for s in porter_stems(store, params.query, conn) if (w := stems_words((s,))))
-                except Exception:  # a tokenizer SQLite does not have: show no stems rather than fail the search
-                    stems = ()
+                with self.searching.running():
+                    trace = self.options.search_fn(store, params, conn=conn)
+                    if worker.is_cancelled:
+                        return
+                    try:
+                        stems = tuple(w for s in porter_stems(store, params.query, conn) if (w := stems_words((s,))))
+                    except Exception:  # a tokenizer SQLite does not have: show no stems rather than fail the search
+                        stems = ()
                 if worker.is_cancelled:
                     return
                 self.post_message(self.Searched(seq, trace, stems))
@@ -689,6 +709,8 @@ class BrowserScreen(WorkScreen[None]):
         self.pinned_rowid = rowid
         self.pin_outcome = None
         self.follow_pin()
+        if self.app.screen is not self:
+            self.app.screen.post_message(self.PinChanged(rowid))  # the agent view follows the pin
 
     @property
     def pinned_line(self) -> PinnedLine:

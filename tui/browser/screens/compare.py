@@ -104,6 +104,7 @@ class CompareScreen(WorkScreen[None]):
     first comparison arrives; when neither run returns anything the focus
     goes to B's first field instead. Tab moves to the form."""
 
+    BROWSER_KEYS = False
     WORK = {"compare": "Compare", "compare-queries": "Comparing the query file"}
 
     @dataclass

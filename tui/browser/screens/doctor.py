@@ -38,6 +38,7 @@ def doctor_renderable(report: DoctorReport, label: str = "") -> Group:
 class DoctorScreen(WorkScreen[None]):
     """The store diagnosis, on a screen of its own (run in its worker)."""
 
+    BROWSER_KEYS = False
     BINDINGS = [
         Binding(
             "escape",

@@ -128,6 +128,7 @@ def explanations_renderable(explanations: list[Explanation]) -> Group:
 class WhyScreen(WorkScreen[None]):
     """Find a chunk and see where (and why) it left the pipeline."""
 
+    BROWSER_KEYS = False
     WORK = {"why": "Why not?", "chunks": "Reading the chunk list", "find": "Finding chunks"}
 
     @dataclass
