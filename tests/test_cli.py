@@ -97,7 +97,7 @@ def test_a_file_named_like_a_mistyped_subcommand_is_browsed(tmp_path, monkeypatc
 
     cli_main = sys.modules["tui.cli.main"]
     opened = []
-    monkeypatch.setattr(cli_main, "browse", lambda path, stores=False, qrels=None: opened.append(path))
+    monkeypatch.setattr(cli_main, "browse", lambda path, **options: opened.append(path))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "serch").mkdir()
     main(["serch"])

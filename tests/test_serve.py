@@ -12,41 +12,61 @@ behind an accepted websocket is a stand-in (no process is started).
 
 from __future__ import annotations
 
+import shlex
 import sys
 
+import aiohttp
 import pytest
 from aiohttp import WSServerHandshakeError
 from aiohttp.test_utils import TestClient, TestServer
 
+import tui.cli.base
 import tui.cli.webserve
 from tui.cli import main
+from tui.cli.webserve import SessionProcess as RealSessionProcess
 from tui.cli.webserve import TOKEN_COOKIE, GuardedServer, host_name, is_loopback, same_origin
 
 QUICK_EXIT = f"{sys.executable} -c pass"
 
 
 class FakeAppService:
-    """Stands in for textual-serve's AppService: records that a session
-    started, runs nothing."""
+    """Stands in for a session's process (:class:`tui.cli.webserve.SessionProcess`):
+    records that a session started (its command and environment), runs nothing."""
 
     started: list = []
+    environments: list = []
+    stopped: int = 0
 
-    def __init__(self, command, **kwargs):
-        self.command = command
+    def __init__(self, argv, *, extra_env=None, **kwargs):
+        self.command = shlex.join(argv)
+        self.extra_env = extra_env or {}
 
     async def start(self, width, height):
         FakeAppService.started.append(self.command)
+        FakeAppService.environments.append(self.extra_env)
 
     async def stop(self):
+        FakeAppService.stopped += 1
+
+    async def send_bytes(self, data):
+        pass
+
+    async def set_terminal_size(self, width, height):
+        pass
+
+    async def blur(self):
+        pass
+
+    async def focus(self):
         pass
 
 
 @pytest.fixture(autouse=True)
 def no_sessions(monkeypatch):
-    import textual_serve.server
-
     FakeAppService.started = []
-    monkeypatch.setattr(textual_serve.server, "AppService", FakeAppService)
+    FakeAppService.environments = []
+    FakeAppService.stopped = 0
+    monkeypatch.setattr(tui.cli.webserve, "SessionProcess", FakeAppService)
 
 
 @pytest.fixture
@@ -182,3 +202,193 @@ async def test_token_is_required_then_kept_in_a_cookie():
         assert len(FakeAppService.started) == 1
     finally:
         await client.close()
+
+
+# ── bounded sessions (issue 26 class 9, issue 24 item 2) ─────────────────
+
+
+async def _until(condition, timeout: float = 10.0) -> None:
+    """Wait (polling the event loop) until ``condition()`` holds."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_sessions_past_the_cap_get_a_page_saying_why():
+    server = GuardedServer(QUICK_EXIT, allowed_hosts=["127.0.0.1", "localhost", "::1"], max_sessions=2)
+    client = await _client(server)
+    try:
+        here = {"Origin": f"http://{client.host}:{client.port}"}
+        first = await client.ws_connect("/ws", headers=here)
+        second = await client.ws_connect("/ws", headers=here)
+        await _until(lambda: len(FakeAppService.started) == 2)
+        r = await client.get("/")
+        page = await r.text()
+        assert r.status == 503 and r.headers["Retry-After"] == "60"
+        assert "All 2 sessions of this rankscope server are in use" in page and "--max-sessions 2" in page
+        with pytest.raises(WSServerHandshakeError) as exc:
+            await client.ws_connect("/ws", headers=here)
+        assert exc.value.status == 503
+        assert len(FakeAppService.started) == 2  # no third process
+        await first.close()
+        await _until(lambda: len(server.sessions) == 1)  # a visitor left: the slot is free again
+        assert FakeAppService.stopped >= 1
+        assert (await client.get("/")).status == 200
+        third = await client.ws_connect("/ws", headers=here)
+        await _until(lambda: len(FakeAppService.started) == 3)
+        await third.close()
+        await second.close()
+        await _until(lambda: not server.sessions)
+    finally:
+        await client.close()
+
+
+async def test_static_files_are_served_but_never_listed():
+    client = await _client(GuardedServer(QUICK_EXIT, allowed_hosts=["127.0.0.1", "localhost", "::1"]))
+    try:
+        for folder in ("/static/", "/static/js/", "/static/css/"):
+            r = await client.get(folder)
+            assert r.status in (403, 404), folder
+            assert "textual.js" not in await r.text()
+        assert (await client.get("/static/js/textual.js")).status == 200
+    finally:
+        await client.close()
+
+
+async def test_demo_sessions_get_a_visitor_folder_removed_when_they_leave(tmp_path, monkeypatch):
+    import stat
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    server = GuardedServer(QUICK_EXIT, allowed_hosts=["127.0.0.1", "localhost", "::1"], visitor_folders=True)
+    client = await _client(server)
+    try:
+        ws = await client.ws_connect("/ws", headers={"Origin": f"http://{client.host}:{client.port}"})
+        await _until(lambda: len(FakeAppService.started) == 1)
+        folder = tui.cli.webserve.Path(FakeAppService.environments[0]["RANKSCOPE_VISITOR_DIR"])
+        assert folder.parent == tmp_path and folder.name.startswith("rankscope-visitor-")
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        (folder / "data").mkdir()
+        (folder / "data" / "qrels.json").write_text("{}")
+        await ws.close()
+        await _until(lambda: not server.sessions)
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        await client.close()
+
+
+async def test_an_idle_session_is_closed_by_the_server(monkeypatch):
+    monkeypatch.setattr(tui.cli.webserve, "IDLE_GRACE_S", 0.0)
+    server = GuardedServer(QUICK_EXIT, allowed_hosts=["127.0.0.1", "localhost", "::1"], idle_timeout=0.3)
+    client = await _client(server)
+    try:
+        ws = await client.ws_connect("/ws", headers={"Origin": f"http://{client.host}:{client.port}"})
+        await ws.send_json(["stdin", "q"])  # a key: the clock starts again
+        message = await ws.receive(timeout=10)
+        assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING)
+        await _until(lambda: not server.sessions)
+    finally:
+        await client.close()
+
+
+async def test_a_session_process_that_ignores_quit_is_killed_with_its_group(monkeypatch, tmp_path):
+    """The session's process (and anything it started) is gone after stop(),
+    even when it ignores the quit request and SIGTERM."""
+    import asyncio
+    import os
+
+    from textual_serve.download_manager import DownloadManager
+
+    monkeypatch.setattr(tui.cli.webserve, "STOP_TIMEOUT_S", 0.5)
+    script = (
+        "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "print(child.pid, flush=True); time.sleep(60)"
+    )
+
+    async def write_bytes(data: bytes) -> None:
+        pass
+
+    async def write_str(text: str) -> None:
+        pass
+
+    async def close() -> None:
+        pass
+
+    process = RealSessionProcess(
+        [sys.executable, "-c", script],
+        write_bytes=write_bytes,
+        write_str=write_str,
+        close=close,
+        download_manager=DownloadManager(),
+    )
+    await process._open_app_process(80, 24)
+    assert process._process is not None and process._process.stdout is not None
+    line = await asyncio.wait_for(process._process.stdout.readline(), 10)
+    pids = [process.pid, int(line)]
+    assert os.getpgid(pids[1]) == pids[0]  # the child is in the session's group
+    process._task = asyncio.create_task(asyncio.sleep(60))  # as start() does: a task that never ends
+    await asyncio.wait_for(process.stop(), 10)
+    assert process._process.returncode is not None
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{pid}/stat") as f:  # a zombie awaiting its parent counts as gone
+            return f.read().split()[2] == "Z"
+
+    await _until(lambda: all(gone(p) for p in pids))
+
+
+# ── serve's options ──────────────────────────────────────────────────────
+
+
+def test_serve_states_its_limits_and_passes_them_on(served, capsys, tmp_path):
+    store = tmp_path / "store.db"
+    store.write_bytes(b"")
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--host", "0.0.0.0", "--port", "8127", "--public", "--demo", "--max-sessions", "2"])
+    assert exc.value.code == 0
+    server = served["server"]
+    err = capsys.readouterr().err
+    assert "at most 2 sessions at once" in err and "a session idle for 900 s is closed" in err and "demo:" in err
+    assert server.max_sessions == 2 and server.idle_timeout == 900 and server.visitor_folders
+    assert server.argv[1:] == ["-m", "tui.cli", "--demo", "--idle-timeout", "900"]
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--port", "8128", "--path", str(store), "--idle-timeout", "30"])
+    server = served["server"]
+    assert server.argv[1:] == ["-m", "tui.cli", str(store.resolve()), "--idle-timeout", "30"]
+    assert server.max_sessions == tui.cli.base.DEFAULT_MAX_SESSIONS and not server.visitor_folders
+    assert "at most 8 sessions at once" in capsys.readouterr().err
+
+
+def test_loopback_serve_has_a_cap_and_no_idle_timeout_by_default(served, capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--port", "8129"])
+    server = served["server"]
+    assert server.max_sessions == tui.cli.base.DEFAULT_MAX_SESSIONS and server.idle_timeout is None
+    assert "idle sessions stay open" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-sessions", "0"], "--max-sessions takes 1 to 1000; got 0"),
+        (["--max-sessions", "5000"], "--max-sessions takes 1 to 1000; got 5000"),
+        (["--idle-timeout", "soon"], "--idle-timeout takes seconds"),
+        (["--idle-timeout", "-5"], "--idle-timeout takes seconds"),
+        (["--idle-timeout", "1e400"], "--idle-timeout takes seconds"),
+    ],
+)
+def test_bad_limits_are_one_line_errors(served, capsys, args, message):
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--port", "8130", *args])
+    assert exc.value.code == 2 and "server" not in served
+    err = capsys.readouterr().err
+    assert err.startswith("rankscope: error: ") and message in err and err.count("\n") == 1

@@ -427,21 +427,6 @@ def test_the_caller_takes_the_workers_run_without_waiting_for_its_thread(tmp_pat
             still_held[-1] = False
         return real(self, conn, finished)
 
-    # The caller's own retriever waits until a pool thread has picked up the other one: on a busy
-    # machine the caller may otherwise finish first and run both itself (no worker to hold).
-    from engine.pipeline.runcache import RunCache
-
-    picked_up = threading.Event()
-    real_run = RunCache.run
-
-    def run(self, conn, *args, **kwargs):
-        if threading.current_thread().name.startswith("rankscope-retriever"):
-            picked_up.set()
-        else:
-            assert picked_up.wait(30), "no pool thread picked up the second retriever"
-        return real_run(self, conn, *args, **kwargs)
-
-    monkeypatch.setattr(RunCache, "run", run)
     monkeypatch.setattr(HalfShare, "help_until", hold_the_worker)
     # The caller's own run waits until the worker has taken the second one: on
     # a corpus this small (and a busy machine) the caller could otherwise be

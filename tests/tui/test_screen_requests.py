@@ -98,11 +98,13 @@ def test_the_app_runs_no_worker_and_relays_nothing():
         for node in ast.walk(tree)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("on_")
     )
-    # a store to browse, the compare screen's variants to keep, a recorded call to open or follow; mount and unmount
+    # a store to browse, the compare screen's variants to keep, a recorded call to open or follow; mount and unmount;
+    # every input event, as someone being there (the idle timeout)
     assert handlers == [
         "on_agent_log_screen_call_followed",
         "on_agent_log_screen_call_opened",
         "on_compare_screen_variants_chosen",
+        "on_event",
         "on_mount",
         "on_store_ready",
         "on_unmount",

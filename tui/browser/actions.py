@@ -112,6 +112,9 @@ class Action:
         stage: the id of the stage (:data:`engine.pipeline.table.STAGES`) it shows,
             when it opens one of its own (``"agent"``); F1 names the key
             beside that stage.
+        in_demo: offered in a demo session (``rankscope --demo``); off
+            (no key, no palette entry) when it would show a visitor this
+            machine beyond the store on show.
     """
 
     id: str
@@ -128,6 +131,7 @@ class Action:
     needs: Need = ""
     browser_key: bool = False
     stage: str = ""
+    in_demo: bool = True
 
     @property
     def keys_shown(self) -> str:
@@ -693,6 +697,7 @@ ACTIONS: tuple[Action, ...] = (
         palette_help="Pick one of this machine's content stores (as rankscope --stores); opened read-only",
         footer=False,
         needs="browser",
+        in_demo=False,
     ),
     Action(
         "show-skipped",
@@ -777,9 +782,10 @@ def _app_actions() -> dict[str, Action]:
 _APP_ACTIONS = _app_actions()
 
 
-def palette_rows() -> tuple[Action, ...]:
-    """The rows the command palette offers, in table order."""
-    return tuple(a for a in ACTIONS if a.palette is not None)
+def palette_rows(demo: bool = False) -> tuple[Action, ...]:
+    """The rows the command palette offers, in table order (``demo``: in a
+    demo session, without the rows not :attr:`~Action.in_demo`)."""
+    return tuple(a for a in ACTIONS if a.palette is not None and (a.in_demo or not demo))
 
 
 def help_keys() -> tuple[tuple[str, str], ...]:

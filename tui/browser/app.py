@@ -13,10 +13,13 @@ keys, the palette's actions and the F1 key list come from one table,
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.app import App
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -26,7 +29,8 @@ from engine.pipeline.variants import Variant
 
 from tui.present import safe
 from tui.browser.actions import app_action, bindings
-from tui.browser.cmdline import command_line, export_path
+from tui.browser.cmdline import command_line, export_name, export_path
+from tui.browser.delivery import REFUSED_OVER_SSH, TEMPORARY_NOTE, ExportRoute, route_for, send_download
 from tui.browser.messages import StoreReady
 from tui.browser.options import AppOptions
 from tui.browser.palette import RankscopeCommands
@@ -44,6 +48,27 @@ if TYPE_CHECKING:
     from tui.browser.screens.agent import AgentViewScreen
     from tui.browser.screens.agent_log import AgentLogScreen
     from tui.browser.screens.compare import CompareScreen
+
+
+#: The events that show someone is at the keyboard (the idle timeout starts again).
+PRESENCE_EVENTS = (
+    events.Key,
+    events.MouseDown,
+    events.MouseScrollDown,
+    events.MouseScrollUp,
+    events.Paste,
+    events.Resize,
+)
+#: Said when a demo session starts.
+DEMO_NOTICE = "The store is read-only; your grades, history and saved cases last until you leave."
+#: Said when the store picker is asked for in a demo.
+NO_PICKER_IN_DEMO = "This is a demo: it shows one store, and never lists this machine's others."
+
+
+def idle_warning(timeout: float) -> float:
+    """Seconds before an idle timeout of ``timeout`` seconds that the app
+    warns: 60, or a quarter of a shorter timeout."""
+    return min(60.0, timeout / 4)
 
 
 def paired_session_db(store: Store | None) -> str | None:
@@ -90,6 +115,9 @@ class RankscopeApp(App[None]):
         self.compare_variants: tuple[Variant, Variant] = (Variant(), Variant(fusion_key="rowid"))
         #: The agent view the live agent log opened last for a new call (following on), or ``None``.
         self._followed_view: AgentViewScreen | None = None
+        #: When someone last pressed a key, clicked or resized (``time.monotonic()``).
+        self.last_input = time.monotonic()
+        self._idle_warned = False
 
     # ── screens ────────────────────────────────────────────────────────
 
@@ -109,6 +137,11 @@ class RankscopeApp(App[None]):
             self.push_screen(StorePickerScreen(self.options.store_finder))
         if self.options.notice:
             self.notify_plain(self.options.notice, severity="warning")
+        if self.demo:
+            self.notify_plain(DEMO_NOTICE, title="Demo", timeout=10)
+        timeout = self.options.idle_timeout
+        if timeout is not None:
+            self.set_interval(max(0.05, min(5.0, idle_warning(timeout) / 4)), self._check_idle)
 
     def notify_plain(
         self, message: str, *, title: str = "", severity: SeverityLevel = "information", timeout: float | None = None
@@ -148,6 +181,11 @@ class RankscopeApp(App[None]):
             self.store.close()
 
     @property
+    def demo(self) -> bool:
+        """A demo session (``rankscope --demo``)."""
+        return self.options.demo is not None
+
+    @property
     def browser(self) -> BrowserScreen | None:
         """The browser screen in use (the topmost), once a store is open."""
         for screen in reversed(self.screen_stack):
@@ -164,6 +202,8 @@ class RankscopeApp(App[None]):
         row = app_action(action)
         if row is None:
             return True
+        if self.demo and not row.in_demo:
+            return False
         if row.browser_key and isinstance(self.screen, WorkScreen) and not self.screen.BROWSER_KEYS:
             return False
         if row.needs:
@@ -321,7 +361,10 @@ class RankscopeApp(App[None]):
     def action_open_stores(self) -> None:
         """Show the picker of context-mode content stores on this machine
         (as ``rankscope --stores``); picking one browses it read-only, Escape
-        returns to the current store."""
+        returns to the current store. Not in a demo."""
+        if self.options.demo is not None:
+            self.notify_plain(NO_PICKER_IN_DEMO, severity="warning")
+            return
         finder = self.options.store_finder
         if finder is None:
             from engine.store.discovery import StoreFinder
@@ -480,20 +523,46 @@ class RankscopeApp(App[None]):
         self.copy_to_clipboard(text)
         self.notify_plain(text, title="Copied command line", timeout=8)
 
+    def export_route(self, folder: Path | None = None) -> ExportRoute:
+        """Where an export goes from this session (:mod:`tui.browser.delivery`);
+        ``folder``: a user's own terminal session's folder (default: the current one)."""
+        return route_for(self.is_web, self.options.demo, folder)
+
+    def notify_refused(self) -> None:
+        """Say that exports are off in this session (a demo over SSH)."""
+        self.notify_plain(REFUSED_OVER_SSH, title="Export refused", severity="error", timeout=10)
+
     def action_export_trace(self, folder: Path | None = None) -> Path | None:
-        """Write the shown trace as JSON into ``folder`` (the current directory)."""
+        """Export the shown trace as JSON (:mod:`tui.browser.delivery`): a
+        download in a web page, else a new file in ``folder`` (the current
+        folder; a demo's visitor folder), refused in a demo over SSH. Returns
+        the file written (``None``: none)."""
         browser = self.browser
         if browser is None or browser.trace is None:
             self.notify_plain("Nothing to export yet: search first.", severity="warning")
+            return None
+        route = self.export_route(folder)
+        if route.kind == "refused":
+            self.notify_refused()
             return None
         from engine import trace_to_dict
 
         trace = browser.trace
         text = json_text(trace_to_dict(trace))
+        if route.kind == "download":
+            name = export_name(trace.params.query)
+            send_download(self, name, text.encode("utf-8"), "application/json")
+            self.notify_plain(f"{name}: sent to your web browser as a download", title="Trace exported", timeout=8)
+            return None
+        try:
+            target = route.ready_folder()
+        except OSError as exc:
+            self.notify_plain(f"Cannot write there: {exc.strerror or exc}", title="Export failed", severity="error")
+            return None
         # A new file only: never through a symlink at the name, never over
         # anything (a name taken meanwhile moves on to the next one).
         for _ in range(100):
-            path = export_path(trace.params.query, folder)
+            path = export_path(trace.params.query, target)
             try:
                 write_text_file(path, text, overwrite=False)
             except FileExistsError:
@@ -507,5 +576,60 @@ class RankscopeApp(App[None]):
         else:
             self.notify_plain(f"Cannot write {path}: every name is taken", title="Export failed", severity="error")
             return None
-        self.notify_plain(str(path.absolute()), title="Trace exported", timeout=8)
+        shown = str(path.absolute()) + (f" ({TEMPORARY_NOTE})" if route.temporary else "")
+        self.notify_plain(shown, title="Trace exported", timeout=8)
         return path
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Textual's screenshot (ctrl+p "Screenshot"); in a terminal demo it
+        follows the export route instead of writing to this machine's
+        Downloads folder: the visitor's folder, or refused over SSH."""
+        demo = self.options.demo
+        if demo is None or self.is_web:
+            return super().deliver_screenshot(filename, path, time_format)
+        route = self.export_route()
+        if route.kind == "refused":
+            self.notify_refused()
+            return None
+        name = Path(filename or f"rankscope-screenshot-{datetime.now():%Y%m%d-%H%M%S}.svg").name
+        try:
+            target = route.ready_folder() / name
+            write_text_file(target, self.export_screenshot(), overwrite=False)
+        except OSError as exc:
+            self.notify_plain(f"Cannot write {name}: {exc.strerror or exc}", title="Screenshot", severity="error")
+            return None
+        self.notify_plain(f"{target} ({TEMPORARY_NOTE})", title="Screenshot saved", timeout=8)
+        return None
+
+    # ── idle sessions ──────────────────────────────────────────────────
+
+    async def on_event(self, event: events.Event) -> None:
+        """Every key, click, scroll, paste and resize counts as someone being
+        there (:attr:`~tui.browser.options.AppOptions.idle_timeout`)."""
+        if isinstance(event, PRESENCE_EVENTS):
+            self.last_input = time.monotonic()
+        await super().on_event(event)
+
+    def _check_idle(self) -> None:
+        """Warn once, :func:`idle_warning` seconds before the idle timeout; then quit."""
+        timeout = self.options.idle_timeout
+        if timeout is None:
+            return
+        idle = time.monotonic() - self.last_input
+        if idle >= timeout:
+            self.exit(
+                return_code=0,
+                message=f"rankscope: closed after {timeout:g} s without a key press (--idle-timeout {timeout:g})",
+            )
+        elif idle >= timeout - idle_warning(timeout) and not self._idle_warned:
+            self._idle_warned = True
+            self.notify_plain(
+                f"No key pressed for a while: this session closes in {timeout - idle:.0f} s. Press any key to stay.",
+                title="Still there?",
+                severity="warning",
+                timeout=idle_warning(timeout),
+            )
+        elif idle < timeout - idle_warning(timeout):
+            self._idle_warned = False

@@ -86,16 +86,24 @@ def append_params(text, params: SearchParams) -> None:
         text.append(f" · sessions {line(describe_sessions(params.sessions))}", style="dim")
 
 
-def export_path(query: str, folder: Path | None = None, now: _dt.datetime | None = None) -> Path:
-    """A fresh file name for a JSON trace of ``query`` in ``folder`` (default:
-    the current directory): ``rankscope-trace-<slug>-<YYYYmmdd-HHMMSS>.json``,
-    with ``-2``, ``-3`` ... appended if that name is taken (by anything,
-    a dangling symbolic link included: it is never written through)."""
-    folder = folder or Path.cwd()
+def export_name(query: str, now: _dt.datetime | None = None) -> str:
+    """The file name of a JSON trace of ``query``:
+    ``rankscope-trace-<slug>-<YYYYmmdd-HHMMSS>.json`` (slug: ASCII letters and
+    digits, lower case, at most 40 characters)."""
     now = now or _dt.datetime.now()
     slug = re.sub(r"[^A-Za-z0-9]+", "-", query).strip("-").lower()[:40] or "empty"
-    stem = f"rankscope-trace-{slug}-{now:%Y%m%d-%H%M%S}"
-    path = folder / f"{stem}.json"
+    return f"rankscope-trace-{slug}-{now:%Y%m%d-%H%M%S}.json"
+
+
+def export_path(query: str, folder: Path | None = None, now: _dt.datetime | None = None) -> Path:
+    """A fresh file name for a JSON trace of ``query`` in ``folder`` (default:
+    the current directory): :func:`export_name`, with ``-2``, ``-3`` ...
+    appended if that name is taken (by anything, a dangling symbolic link
+    included: it is never written through)."""
+    folder = folder or Path.cwd()
+    name = export_name(query, now)
+    stem = name[: -len(".json")]
+    path = folder / name
     n = 2
     while os.path.lexists(path):
         path = folder / f"{stem}-{n}.json"

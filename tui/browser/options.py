@@ -19,6 +19,26 @@ if TYPE_CHECKING:
     from engine.store.discovery import StoreInfo
 
 
+@dataclass(frozen=True)
+class DemoMode:
+    """A demo session (``rankscope --demo``, ``rankscope serve --demo``): the
+    visitor is someone else, on this machine's terminal, over SSH or in a web
+    page.
+
+    Attributes:
+        folder: the visitor's temporary folder (mode 0700): their grades,
+            history and saved cases live under it, and it is removed when
+            they leave (:mod:`tui.cli.visitor`).
+        remote: the visitor is over SSH with rankscope as the session's
+            command (``ForceCommand``, ``docs/demo-over-ssh.md``): a file
+            written here is out of their reach (no shell, no file transfer),
+            so exports are refused rather than written.
+    """
+
+    folder: Path
+    remote: bool = False
+
+
 class SearchFn(Protocol):
     """The pipeline entry point (:func:`engine.search`; tests inject failures)."""
 
@@ -51,6 +71,10 @@ class AppOptions:
             name in ``../sessions/``) for the agent view's plugin scope.
         qrels_path: the judgments file to grade into (``--qrels``); default
             the store's own ``qrels.json`` in the user's data folder.
+        demo: a demo session (:class:`DemoMode`): no store picker, exports
+            delivered to the visitor or refused; ``None``: a user's own session.
+        idle_timeout: seconds without a key, click or resize after which
+            the app warns, then quits (``None``: never).
     """
 
     store: Store | None = None
@@ -66,3 +90,5 @@ class AppOptions:
     skipped: SkipList = field(default_factory=SkipList)
     session_db: str | None = None
     qrels_path: Path | None = None
+    demo: DemoMode | None = None
+    idle_timeout: float | None = None

@@ -46,6 +46,9 @@ class PaletteHost(Protocol):
 
     def selected_subject(self) -> Subject | None: ...
 
+    @property
+    def demo(self) -> bool: ...
+
 
 def action_call(target: object, action: str) -> Callable[[], object]:
     """The method the Textual action string ``action`` names on ``target``,
@@ -92,7 +95,7 @@ class RankscopeCommands(Provider):
             "skipped": bool(skipped),
         }
         row: Action
-        for row in palette_rows():
+        for row in palette_rows(demo=app.demo):
             if not met[row.needs]:
                 continue
             target = browser if row.target == "browser" else self.app

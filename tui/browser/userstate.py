@@ -386,27 +386,33 @@ class CaseBook:
             text = _dump({"version": 1, "cases": [c.to_dict() for c in self.cases]})
             write_text_file(self.path, text, True, make_folder=True)
 
+    def export_texts(self) -> tuple[str, str]:
+        """The two files of an export: the cases as a ``queries.json`` list
+        (:meth:`Case.query_entry`) and their judgments as JSON qrels."""
+        from engine.lab.qrels import qrels_text
+
+        qrels = Qrels({c.id: c.judgments for c in self.cases if c.judgments}, {c.id: c.query for c in self.cases})
+        return _dump([c.query_entry() for c in self.cases]), qrels_text(qrels, "json")
+
     def export(self, path: Path) -> tuple[Path, Path]:
         """Write the cases as a ``queries.json`` file at ``path`` and their
         judgments as qrels (JSON form) beside it (:func:`qrels_beside`), so
-        ``rankscope eval PATH --qrels <stem>.qrels.json`` runs them. Returns
-        both paths. Never overwrites: both are new files
-        (:func:`engine.files.writing.write_text_file`).
+        ``rankscope eval PATH --qrels <stem>.qrels.json`` runs them
+        (:meth:`export_texts`). Returns both paths. Never overwrites: both are
+        new files (:func:`engine.files.writing.write_text_file`).
 
         Raises:
             FileExistsError: either name is taken (by anything, a dangling
                 symbolic link included); nothing is left written.
             OSError: a file cannot be written.
         """
-        from engine.lab.qrels import qrels_text
-
         qrels_path = qrels_beside(path)
         if os.path.lexists(qrels_path):
             raise FileExistsError(errno.EEXIST, "File exists", str(qrels_path))
-        qrels = Qrels({c.id: c.judgments for c in self.cases if c.judgments}, {c.id: c.query for c in self.cases})
-        write_text_file(path, _dump([c.query_entry() for c in self.cases]))
+        queries_text, qrels_text = self.export_texts()
+        write_text_file(path, queries_text)
         try:
-            write_text_file(qrels_path, qrels_text(qrels, "json"))
+            write_text_file(qrels_path, qrels_text)
         except OSError:
             path.unlink(missing_ok=True)  # the pair or nothing (the queries file is ours: just written)
             raise

@@ -7,6 +7,7 @@ modules import this one and nothing imports them back: no cycle.
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from dataclasses import dataclass
@@ -33,6 +34,30 @@ class CliError(Exception):
 def fail(message: str) -> NoReturn:
     """Raise a :class:`CliError` with ``message``."""
     raise CliError(message)
+
+
+#: ``rankscope serve``'s sessions at once when ``--max-sessions`` is not
+#: given (each is one process of about 60 MB; issue 26: 30 websockets once
+#: started 60 processes).
+DEFAULT_MAX_SESSIONS = 8
+#: The longest ``--idle-timeout`` (seconds: 30 days).
+IDLE_TIMEOUT_MAX = 30 * 86400
+
+
+def parse_idle_timeout(value: str, option: str = "--idle-timeout") -> Optional[float]:
+    """Seconds from ``value``: ASCII digits with an optional fraction, at most
+    :data:`IDLE_TIMEOUT_MAX`; ``0`` means never (``None``).
+
+    Raises:
+        CliError: anything else (one line naming ``option``).
+    """
+    text = value.strip()
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) or float(text) > IDLE_TIMEOUT_MAX:
+        raise CliError(
+            f"{option} takes seconds, from 0 (never) to {IDLE_TIMEOUT_MAX} (ASCII digits, e.g. 600); got {value!r}"
+        )
+    seconds = float(text)
+    return seconds if seconds > 0 else None
 
 
 def open_store(db: Path, writable: bool = False) -> Store:

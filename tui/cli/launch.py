@@ -44,14 +44,24 @@ def _finder(project_dir: str | None) -> StoreFinderFn | None:
     return StoreFinder(project_dir)
 
 
-def _folder_source(folder: Path) -> AppOptions:
-    """The options for a corpus folder: a cached store or an index job."""
+def _folder_source(folder: Path, demo_cache: Path | None = None) -> AppOptions:
+    """The options for a corpus folder: a cached store or an index job.
+
+    ``demo_cache``: a demo session's own cache folder. The user's cached
+    store is then only read (when it is up to date); otherwise the folder is
+    indexed into ``demo_cache``, never into the user's cache.
+    """
     if (folder / SESSIONS_FILE).is_file():
         try:
             load_sessions_map(folder / SESSIONS_FILE)
         except ValueError as exc:
             raise CliError(str(exc)) from exc
     entry: CacheEntry = cache_entry(folder)
+    if demo_cache is not None:
+        store = load_cached(entry) if entry.db_path.is_file() else None
+        if store is not None:
+            return AppOptions(store=store, store_label=folder.name, skipped=cached_skips(entry))
+        entry = cache_entry(folder, root=demo_cache)
     try:
         entry.db_path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -62,8 +72,9 @@ def _folder_source(folder: Path) -> AppOptions:
     return AppOptions(index_job=entry, store_label=folder.name)
 
 
-def app_arguments(path: str | None, stores: bool = False) -> AppOptions:
-    """The :class:`~tui.browser.options.AppOptions` for ``rankscope [PATH] [--stores]``.
+def app_arguments(path: str | None, stores: bool = False, demo_cache: Path | None = None) -> AppOptions:
+    """The :class:`~tui.browser.options.AppOptions` for ``rankscope [PATH] [--stores]``;
+    ``demo_cache``: a demo session's own cache folder (:func:`_folder_source`).
 
     Raises:
         CliError: the path does not exist, is not a content store, or the
@@ -78,13 +89,13 @@ def app_arguments(path: str | None, stores: bool = False) -> AppOptions:
     if path is None:
         if not SAMPLE_CORPUS.is_dir():
             raise CliError(SAMPLE_MISSING)
-        args = replace(_folder_source(SAMPLE_CORPUS), suggestions=SAMPLE_QUERIES)
+        args = replace(_folder_source(SAMPLE_CORPUS, demo_cache), suggestions=SAMPLE_QUERIES)
     else:
         p = Path(path).expanduser()
         if not p.exists():
             raise CliError(f"no such file or folder: {path}")
         if p.is_dir():
-            args = _folder_source(p.resolve())
+            args = _folder_source(p.resolve(), demo_cache)
         else:
             try:
                 store = Store.open_readonly(p)
@@ -99,17 +110,20 @@ def app_arguments(path: str | None, stores: bool = False) -> AppOptions:
     return replace(args, notice=notice) if notice else args
 
 
-def launch_browser(path: str | None, stores: bool = False, qrels: Path | None = None) -> None:
+def launch_browser(
+    path: str | None, stores: bool = False, qrels: Path | None = None, idle_timeout: float | None = None
+) -> None:
     """Open the browser on ``path`` (see the module docstring) and run it
     until the user quits; ``qrels`` is the judgments file to grade into
-    (``--qrels``; default: the store's own file in the user's data folder).
+    (``--qrels``; default: the store's own file in the user's data folder);
+    ``idle_timeout``: seconds without input before it quits (``None``: never).
 
     Raises:
         CliError: for a bad path (the CLI prints it and exits with status 2).
     """
     from tui.browser.app import RankscopeApp
 
-    app = RankscopeApp(replace(app_arguments(path, stores), qrels_path=qrels))
+    app = RankscopeApp(replace(app_arguments(path, stores), qrels_path=qrels, idle_timeout=idle_timeout))
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

@@ -42,7 +42,17 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from engine import StoreError
 from engine.store import sql
 
-from .base import OPENS_STORE_OR_FOLDER, READS_QRELS, CliError, FileRole, error_exit, fail, os_error_text, unwrap
+from .base import (
+    OPENS_STORE_OR_FOLDER,
+    READS_QRELS,
+    CliError,
+    FileRole,
+    error_exit,
+    fail,
+    os_error_text,
+    parse_idle_timeout,
+    unwrap,
+)
 
 #: ``rankscope --help``. (``\\[`` keeps Rich from reading ``[PATH]`` as markup.)
 APP_HELP = (
@@ -51,6 +61,10 @@ APP_HELP = (
     "corpus; PATH is a .db store (opened read-only) or a folder (indexed into a cached store first); --stores picks "
     "one of your context-mode content stores; --qrels is the judgments file the browser grades into (default: the "
     "store's own, see 'rankscope qrels path').\n\n"
+    "rankscope --demo \\[PATH] \\[--idle-timeout SECONDS] shows it to a visitor (a terminal, SSH, or "
+    "'rankscope serve --demo'): the store read-only, no store picker, their grades, history and saved cases in a "
+    "temporary folder removed when they leave, exports delivered to them (refused when SSH gives them no shell); --idle-timeout "
+    "quits after that many seconds without a key.\n\n"
     "The commands below work without the browser; each has --help."
 )
 
@@ -313,27 +327,50 @@ def file_parameters() -> tuple[FileParameter, ...]:
 SUBCOMMANDS_HELP = "Run 'rankscope --help' for the subcommands."
 
 
-def _take_qrels(args: List[str]) -> tuple[List[str], Optional[Path]]:
-    """Split ``--qrels FILE`` (or ``--qrels=FILE``) off the browser's arguments."""
+#: ``rankscope``'s own usage line (the browser).
+BROWSER_USAGE = "rankscope [PATH] [--stores] [--qrels FILE] [--demo] [--idle-timeout SECONDS]"
+
+
+def _take_value(args: List[str], option: str, usage: str) -> tuple[List[str], Optional[str]]:
+    """Split ``option VALUE`` (or ``option=VALUE``) off the browser's
+    arguments; the last one given wins. Fails (one line) when the value is
+    missing, naming ``usage``."""
     rest: List[str] = []
-    qrels: Optional[Path] = None
+    value: Optional[str] = None
     it = iter(args)
     for a in it:
-        if a == "--qrels" or a.startswith("--qrels="):
+        if a == option or a.startswith(option + "="):
             value = a.partition("=")[2] if "=" in a else next(it, None)
             if not value:
-                fail("--qrels needs a file: rankscope [PATH] --qrels FILE")
-            qrels = Path(value)
+                fail(f"{option} needs a value: {usage}")
         else:
             rest.append(a)
-    return rest, qrels
+    return rest, value
 
 
-def browse(path: Optional[str], stores: bool = False, qrels: Optional[Path] = None) -> None:
+def _take_qrels(args: List[str]) -> tuple[List[str], Optional[Path]]:
+    """Split ``--qrels FILE`` (or ``--qrels=FILE``) off the browser's arguments."""
+    rest, value = _take_value(args, "--qrels", "rankscope [PATH] --qrels FILE")
+    return rest, None if value is None else Path(value)
+
+
+def browse(
+    path: Optional[str],
+    stores: bool = False,
+    qrels: Optional[Path] = None,
+    demo: bool = False,
+    idle_timeout: Optional[float] = None,
+) -> None:
     """Open the browser (imported lazily so the CLI stays Textual-free);
-    ``qrels`` is the judgments file to grade into (default: the store's own)."""
+    ``qrels`` is the judgments file to grade into (default: the store's own);
+    ``demo``: a visitor's session (:mod:`tui.cli.demo`); ``idle_timeout``:
+    seconds without input before the browser quits (``None``: never)."""
     if path is not None and not Path(path).exists():
         fail(f"no such file or folder: {path} (give a .db store or a folder to index)")
+    if demo and stores:
+        fail("--demo and --stores: a demo never lists this machine's stores; give the store or folder to show")
+    if demo and qrels is not None:
+        fail("--demo and --qrels: a demo keeps the visitor's grades in its temporary folder, never in a file here")
     if qrels is not None and os.path.lexists(qrels):  # a new file is created when you grade
         from engine.lab.qrels import QrelsError, read_qrels
 
@@ -341,9 +378,14 @@ def browse(path: Optional[str], stores: bool = False, qrels: Optional[Path] = No
             read_qrels(qrels)  # before the screen is taken: a FIFO, a device or a bad file says so here
         except QrelsError as exc:
             fail(f"--qrels: {exc}")
+    if demo:
+        from tui.cli.demo import run_demo
+
+        run_demo(path, idle_timeout=idle_timeout)
+        return
     from tui.cli.launch import launch_browser
 
-    launch_browser(path, stores=stores, qrels=qrels)
+    launch_browser(path, stores=stores, qrels=qrels, idle_timeout=idle_timeout)
 
 
 def usage_hint(exc: Exception) -> Optional[str]:
@@ -409,15 +451,14 @@ def main(argv: Optional[List[str]] = None) -> None:
         if not args or (
             args[0] not in commands and args[0] not in ("-h", "--help", "--version") and not mistyped_command(args[0])
         ):
-            stores = "--stores" in args
-            rest = [a for a in args if a != "--stores"]
+            stores, demo = "--stores" in args, "--demo" in args
+            rest = [a for a in args if a not in ("--stores", "--demo")]
             rest, qrels = _take_qrels(rest)
+            rest, idle = _take_value(rest, "--idle-timeout", "rankscope [PATH] --idle-timeout SECONDS")
             if len(rest) > 1 or any(a.startswith("-") for a in rest):
-                fail(
-                    f"unexpected arguments {' '.join(rest)!r}. Usage: rankscope [PATH] [--stores] [--qrels FILE]. "
-                    f"{SUBCOMMANDS_HELP}"
-                )
-            browse(rest[0] if rest else None, stores=stores, qrels=qrels)
+                fail(f"unexpected arguments {' '.join(rest)!r}. Usage: {BROWSER_USAGE}. {SUBCOMMANDS_HELP}")
+            idle_timeout = parse_idle_timeout(idle) if idle is not None else None
+            browse(rest[0] if rest else None, stores=stores, qrels=qrels, demo=demo, idle_timeout=idle_timeout)
             return
         application = build_app(args[0]) if args[0] in commands else __getattr__("app")
         status = application(args=args, prog_name="rankscope", standalone_mode=False)

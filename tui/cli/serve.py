@@ -5,6 +5,13 @@ binds to loopback (127.0.0.1) unless ``--host`` says otherwise; binding
 beyond loopback needs ``--public``, prints a warning, and requires a random
 token in the URL. Websockets are accepted only from the served page's own
 origin (:mod:`tui.cli.webserve`).
+
+Sessions are bounded: at most ``--max-sessions`` at once (the next visitor
+gets a page saying why), each one process, closed after ``--idle-timeout``
+seconds without a key (by default 15 minutes with ``--public``, never on
+loopback). ``--demo`` serves ``rankscope --demo`` (:mod:`tui.cli.demo`):
+each visitor gets a temporary folder, removed when they leave, and exports
+as downloads.
 """
 
 from __future__ import annotations
@@ -21,15 +28,39 @@ import typer
 
 from engine.files.reading import InputFileError, require_regular_file
 
-from .base import OPENS_STORE_OR_FOLDER, fail
+from .base import DEFAULT_MAX_SESSIONS, OPENS_STORE_OR_FOLDER, fail, parse_idle_timeout
+
+#: The most ``--max-sessions`` accepts.
+MAX_SESSIONS_LIMIT = 1000
+#: ``--idle-timeout`` with ``--public`` when not given (seconds).
+PUBLIC_IDLE_TIMEOUT = "900"
 
 
-def serve_command(path: Optional[str]) -> str:
-    """The shell command textual-serve runs for each session."""
+def serve_command(path: Optional[str], demo: bool = False, idle_timeout: Optional[float] = None) -> str:
+    """The command each session runs (a shell-quoted argument list; run
+    without a shell): ``rankscope [--demo] [PATH] [--idle-timeout S]``."""
     parts = [sys.executable, "-m", "tui.cli"]
+    if demo:
+        parts.append("--demo")
     if path:
         parts.append(str(Path(path).expanduser().resolve()))
+    if idle_timeout is not None:
+        parts += ["--idle-timeout", f"{idle_timeout:g}"]
     return shlex.join(parts)
+
+
+def limits_line(max_sessions: int, idle_timeout: Optional[float], demo: bool) -> str:
+    """What ``rankscope serve`` says at start about its bounds (one line)."""
+    sessions = f"{max_sessions} session{'s' if max_sessions != 1 else ''}"
+    idle = (
+        f"a session idle for {idle_timeout:g} s is closed (--idle-timeout)"
+        if idle_timeout is not None
+        else "idle sessions stay open (--idle-timeout 0)"
+    )
+    line = f"rankscope: at most {sessions} at once (--max-sessions; the next visitor is told to come back); {idle}"
+    if demo:
+        line += "; demo: stores read-only, no store picker, each visitor's grades and exports removed when they leave"
+    return line
 
 
 def check_port(host: str, port: int) -> None:
@@ -63,6 +94,24 @@ def serve(
         help="Allow a --host beyond loopback: the session is then served to the network, "
         "guarded by a random token in the URL.",
     ),
+    demo: bool = typer.Option(
+        False,
+        "--demo",
+        help="Serve 'rankscope --demo': the store read-only, no store picker, each visitor's grades, history "
+        "and saved cases in a temporary folder removed when they leave, exports sent as downloads.",
+    ),
+    max_sessions: int = typer.Option(
+        DEFAULT_MAX_SESSIONS,
+        "--max-sessions",
+        help="Sessions at once (each is one process); the next visitor gets a page saying all are in use.",
+    ),
+    idle_timeout: Optional[str] = typer.Option(
+        None,
+        "--idle-timeout",
+        metavar="SECONDS",
+        help=f"Close a session after this many seconds without a key (0: never); default {PUBLIC_IDLE_TIMEOUT} "
+        "with --public, never on loopback.",
+    ),
 ) -> None:
     """Serve the browser to a web browser (textual-serve), on loopback unless --host and --public say otherwise.
 
@@ -79,6 +128,8 @@ def serve(
             fail(str(exc))
     if not 0 < port < 65536:
         fail(f"port must be between 1 and 65535; got {port}")
+    if not 1 <= max_sessions <= MAX_SESSIONS_LIMIT:
+        fail(f"--max-sessions takes 1 to {MAX_SESSIONS_LIMIT}; got {max_sessions}")
     from tui.cli.webserve import LOOPBACK_NAMES, GuardedServer, is_loopback
 
     loopback = is_loopback(host)
@@ -87,6 +138,9 @@ def serve(
             f"--host {host} serves beyond this machine: whoever reaches {host}:{port} could drive rankscope and "
             "read every store it opens; add --public to do that (a token in the URL then guards the session)"
         )
+    timeout = parse_idle_timeout(
+        idle_timeout if idle_timeout is not None else ("0" if loopback else PUBLIC_IDLE_TIMEOUT)
+    )
     check_port(host, port)
     if loopback:
         token = None
@@ -103,8 +157,17 @@ def serve(
             file=sys.stderr,
         )
     print(f"rankscope: serving on {url} (ctrl+c stops)", file=sys.stderr)
+    print(limits_line(max_sessions, timeout, demo), file=sys.stderr)
     server = GuardedServer(
-        command=serve_command(path), host=host, port=port, title="rankscope", token=token, allowed_hosts=allowed
+        command=serve_command(path, demo, timeout),
+        host=host,
+        port=port,
+        title="rankscope demo" if demo else "rankscope",
+        token=token,
+        allowed_hosts=allowed,
+        max_sessions=max_sessions,
+        idle_timeout=timeout,
+        visitor_folders=demo,
     )
     try:
         server.serve()

@@ -22,25 +22,70 @@ route:
 Each refusal is an HTTP 403 with a one-line reason. The page's own URLs
 (websocket, static files) are built from the ``Host`` the browser used, so
 ``localhost`` and ``127.0.0.1`` both work and a ``0.0.0.0`` bind serves
-pages that point back at the address the visitor typed. No Textual here
-(textual-serve starts each session as its own process).
+pages that point back at the address the visitor typed.
+
+The sessions are bounded (textual-serve starts one, through a shell, for
+every websocket, and never ends one that does not quit):
+
+* **At most** ``max_sessions`` at once: past that, the page is a 503 that
+  says why (:func:`busy_page`) and a websocket is refused with 503;
+* **one process per session**: the command runs without a shell, in a
+  process group of its own; when the visitor leaves it is asked to quit,
+  and after :data:`STOP_TIMEOUT_S` its whole group is killed
+  (:class:`SessionProcess`);
+* **idle sessions end**: the session's app quits itself after
+  ``idle_timeout`` seconds without a key (``rankscope --idle-timeout``);
+  a session whose websocket brought no key or resize for
+  :data:`IDLE_GRACE_S` longer is closed by the server all the same;
+* **a demo's visitor folder** (``visitor_folders``): the server makes one
+  per session (:mod:`tui.cli.visitor`), hands it to the process, and
+  removes it once the process has ended.
+
+``/static/`` serves textual-serve's files, never a listing of them. No
+Textual here (each session is its own process).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import html
 import ipaddress
+import json
+import logging
+import os
+import shlex
+import signal
 import socket
-from typing import Any, Awaitable, Callable, Iterable
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterable, Sequence
 from urllib.parse import urlsplit
 
-from aiohttp import web
+import aiohttp_jinja2
+import jinja2
+from aiohttp import WSMsgType, web
+from textual_serve.app_service import AppService
 from textual_serve.server import Server
+
+from tui.cli.base import DEFAULT_MAX_SESSIONS
+from tui.cli.visitor import VISITOR_DIR_ENV, make_visitor_folder, remove_visitor_folder
+
+log = logging.getLogger("textual-serve")
 
 #: Cookie the page keeps the token in once opened with ``?token=``.
 TOKEN_COOKIE = "rankscope_token"
 #: Host names that always mean this machine's loopback.
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+#: Seconds a session's process has to quit once asked (the visitor left);
+#: then its process group is sent SIGTERM, and SIGKILL as long again later.
+STOP_TIMEOUT_S = 5.0
+#: Seconds past the idle timeout after which the server closes a session
+#: whose app has not quit by itself.
+IDLE_GRACE_S = 30.0
+#: The terminal size a page may ask for (columns, rows): at least, at most.
+MIN_SIZE, MAX_SIZE = (20, 5), (1000, 500)
 
 
 def is_loopback(host: str) -> bool:
@@ -93,15 +138,137 @@ def same_origin(origin: str | None, host_header: str) -> bool:
     return bool(host_header) and norm(parts.netloc) == norm(host_header)
 
 
+def busy_page(max_sessions: int) -> str:
+    """The HTML page a visitor past the cap gets (with HTTP 503): it says
+    why, and when to come back. Self-contained: no script, no style sheet."""
+    sessions = f"{max_sessions} session{'s' if max_sessions != 1 else ''}"
+    reason = (
+        f"All {sessions} of this rankscope server are in use: it runs at most {sessions} at once "
+        f"(--max-sessions {max_sessions}), so that each one stays quick."
+    )
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>rankscope: all sessions in use</title></head>\n"
+        "<body style='font-family: monospace; max-width: 44em; margin: 4em auto; line-height: 1.5'>\n"
+        f"<h1>rankscope: all sessions in use</h1>\n<p>{html.escape(reason)}</p>\n"
+        "<p>A session ends when its visitor closes the page or leaves it idle. "
+        "Try again in a minute: reload this page.</p>\n</body></html>\n"
+    )
+
+
+def busy_text(max_sessions: int) -> str:
+    """The one-line refusal of a websocket past the cap (HTTP 503)."""
+    return f"rankscope serve: refused: all {max_sessions} sessions are in use (--max-sessions {max_sessions}); try again later"
+
+
+def _clamp(value: str | None, default: int, low: int, high: int) -> int:
+    try:
+        number = int(value) if value is not None else default
+    except ValueError:
+        number = default
+    return max(low, min(high, number))
+
+
+class SessionProcess(AppService):
+    """textual-serve's ``AppService`` for one session, with bounds: the
+    command (an argument list) runs without a shell, in a process group of
+    its own, with ``extra_env`` added to textual-serve's environment;
+    :meth:`stop` ends the whole group within about 3 × :data:`STOP_TIMEOUT_S`
+    whatever it does; and the websocket is closed when the process ends, how
+    ever it ends (textual-serve closes it only on the app's ``exit``)."""
+
+    def __init__(self, argv: Sequence[str], *, extra_env: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(shlex.join(argv), **kwargs)
+        self.argv = list(argv)
+        self.extra_env = dict(extra_env or {})
+
+    async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
+        environment = self._build_environment(width=width, height=height)
+        environment.update(self.extra_env)
+        self._process = process = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=environment,
+            start_new_session=True,
+        )
+        assert process.stdin is not None
+        self._stdin = process.stdin
+        return process
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            await self.remote_close()
+
+    @property
+    def pid(self) -> int | None:
+        """The session's process id (its process group's too), once started."""
+        return None if self._process is None else self._process.pid
+
+    async def stop(self) -> None:
+        """Ask the app to quit; after :data:`STOP_TIMEOUT_S` send its
+        process group SIGTERM, then SIGKILL; wait for the process."""
+        process = self._process
+        try:
+            await asyncio.wait_for(super().stop(), STOP_TIMEOUT_S)
+        except (asyncio.TimeoutError, OSError, RuntimeError):
+            pass
+        if process is None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if process.returncode is not None:
+                break
+            self._signal_group(process.pid, sig)
+            try:
+                await asyncio.wait_for(process.wait(), STOP_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                continue
+        self._signal_group(process.pid, signal.SIGKILL)  # anything the app left in its group
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+
+    @staticmethod
+    def _signal_group(pgid: int, sig: signal.Signals) -> None:
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+@dataclass
+class Session:
+    """One visitor's session.
+
+    Attributes:
+        last_input: ``time.monotonic()`` of the last key or resize from the page.
+        folder: the demo visitor's folder (``None``: not a demo).
+        process: the session's process, once started.
+    """
+
+    last_input: float = field(default_factory=time.monotonic)
+    folder: Path | None = None
+    process: SessionProcess | None = None
+
+
 class GuardedServer(Server):
-    """textual-serve's ``Server`` with the Host, Origin and token checks of
-    the module docstring.
+    """textual-serve's ``Server`` with the Host, Origin and token checks and
+    the session bounds of the module docstring.
 
     Args:
-        command, host, port, title: as ``textual_serve.server.Server``.
+        command, host, port, title: as ``textual_serve.server.Server``
+            (``command`` is split into arguments with ``shlex`` and run
+            without a shell).
         token: the secret every request must carry (``None``: no token).
         allowed_hosts: host names the ``Host`` header may name (``None``:
             any, for serving beyond loopback, where the token guards).
+        max_sessions: sessions at once; the next visitor is refused.
+        idle_timeout: seconds without a key or resize after which the app
+            quits (it is passed the option; the server closes the session
+            :data:`IDLE_GRACE_S` later if it has not); ``None``: never.
+        visitor_folders: make a visitor folder per session (``--demo``).
     """
 
     def __init__(
@@ -113,15 +280,41 @@ class GuardedServer(Server):
         *,
         token: str | None = None,
         allowed_hosts: Iterable[str] | None = None,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        idle_timeout: float | None = None,
+        visitor_folders: bool = False,
     ) -> None:
         super().__init__(command, host=host, port=port, title=title)
+        self.argv = shlex.split(command)
         self.token = token
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self.visitor_folders = visitor_folders
+        #: The sessions open now (a slot is taken before the first ``await``).
+        self.sessions: list[Session] = []
 
     async def _make_app(self) -> web.Application:
-        app = await super()._make_app()
-        app.middlewares.append(self._guard_middleware())
+        """textual-serve's routes (the page, the websocket, downloads, the
+        static files), with the guard in front and no listing of ``/static/``."""
+        app = web.Application(middlewares=[self._guard_middleware()])
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+        app.add_routes(
+            [
+                web.get("/", self.handle_index, name="index"),
+                web.get("/ws", self.handle_websocket, name="websocket"),
+                web.get("/download/{key}", self.handle_download, name="download"),
+                web.static("/static", self.statics_path, show_index=False, name="static"),
+            ]
+        )
+        app.on_startup.append(self.on_startup)
+        app.on_shutdown.append(self.on_shutdown)
         return app
+
+    @property
+    def full(self) -> bool:
+        """Every session slot is taken."""
+        return len(self.sessions) >= self.max_sessions
 
     def refusal(self, request: web.Request) -> str | None:
         """Why ``request`` is refused (``None``: let it through)."""
@@ -143,7 +336,9 @@ class GuardedServer(Server):
 
     def _guard_middleware(self) -> Callable[..., Awaitable[web.StreamResponse]]:
         @web.middleware
-        async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
+        async def guard(
+            request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+        ) -> web.StreamResponse:
             reason = self.refusal(request)
             if reason is not None:
                 return web.Response(status=403, text=reason + "\n")
@@ -156,11 +351,117 @@ class GuardedServer(Server):
 
     async def handle_index(self, request: web.Request) -> Any:
         """textual-serve's page, with its websocket and static URLs built from
-        the ``Host`` the browser used (checked by the middleware first). The
-        wrapped handler reads ``public_url`` before its first ``await``, so
-        concurrent requests cannot see each other's value."""
+        the ``Host`` the browser used (checked by the middleware first); a
+        503 page saying why when every session is taken. The wrapped handler
+        reads ``public_url`` before its first ``await``, so concurrent
+        requests cannot see each other's value."""
+        if self.full:
+            return web.Response(
+                status=503, text=busy_page(self.max_sessions), content_type="text/html", headers={"Retry-After": "60"}
+            )
         self.public_url = f"{request.scheme}://{request.host}"
         return await super().handle_index(request)
 
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """One session: a slot taken (or a 503 when none is free), the
+        visitor folder made, the process started and fed the page's keys and
+        sizes until either side ends; then the process stopped, the folder
+        removed and the slot freed, whatever happened."""
+        if self.full:
+            raise web.HTTPServiceUnavailable(text=busy_text(self.max_sessions) + "\n", headers={"Retry-After": "60"})
+        session = Session()
+        self.sessions.append(session)  # before any await: the cap holds for concurrent requests
+        websocket = web.WebSocketResponse(heartbeat=15)
+        try:
+            if self.visitor_folders:
+                session.folder = make_visitor_folder()
+            await websocket.prepare(request)
+            session.process = SessionProcess(
+                self.argv,
+                extra_env={VISITOR_DIR_ENV: str(session.folder)} if session.folder is not None else None,
+                write_bytes=websocket.send_bytes,
+                write_str=websocket.send_str,
+                close=websocket.close,
+                download_manager=self.download_manager,
+                debug=self.debug,
+            )
+            width = _clamp(request.query.get("width"), 80, MIN_SIZE[0], MAX_SIZE[0])
+            height = _clamp(request.query.get("height"), 24, MIN_SIZE[1], MAX_SIZE[1])
+            await session.process.start(width, height)
+            watcher = asyncio.create_task(self._close_when_idle(session, websocket))
+            try:
+                await self._relay(websocket, session)
+            finally:
+                watcher.cancel()
+        except asyncio.CancelledError:
+            pass
+        except Exception as error:  # a session's failure must not stop the server
+            log.exception(error)
+        finally:
+            await self._end(session)
+            if not websocket.closed:
+                await websocket.close()
+        return websocket
+
+    async def _end(self, session: Session) -> None:
+        """Stop the session's process, remove its folder, free its slot."""
+        try:
+            if session.process is not None:
+                await session.process.stop()
+        finally:
+            if session.folder is not None:
+                remove_visitor_folder(session.folder)
+            if session in self.sessions:
+                self.sessions.remove(session)
+
+    async def _relay(self, websocket: web.WebSocketResponse, session: Session) -> None:
+        """The page's messages to the process (textual-serve's protocol:
+        ``["stdin", text]``, ``["resize", {"width", "height"}]``, ``["ping",
+        x]``, ``["focus"]``, ``["blur"]``); malformed ones are ignored."""
+        process = session.process
+        assert process is not None
+        async for message in websocket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                envelope = json.loads(message.data)
+            except ValueError:
+                continue
+            if not isinstance(envelope, list) or not envelope:
+                continue
+            kind, data = envelope[0], (envelope[1] if len(envelope) > 1 else None)
+            if kind == "stdin" and isinstance(data, str):
+                session.last_input = time.monotonic()
+                await process.send_bytes(data.encode("utf-8", "replace"))
+            elif kind == "resize" and isinstance(data, dict):
+                session.last_input = time.monotonic()
+                width = _clamp(str(data.get("width")), 80, MIN_SIZE[0], MAX_SIZE[0])
+                height = _clamp(str(data.get("height")), 24, MIN_SIZE[1], MAX_SIZE[1])
+                await process.set_terminal_size(width, height)
+            elif kind == "ping":
+                await websocket.send_json(["pong", data])
+            elif kind == "blur":
+                await process.blur()
+            elif kind == "focus":
+                await process.focus()
+
+    async def _close_when_idle(self, session: Session, websocket: web.WebSocketResponse) -> None:
+        """Close the session once it has had no key or resize for the idle
+        timeout plus :data:`IDLE_GRACE_S` (its app should have quit by then)."""
+        if self.idle_timeout is None:
+            return
+        limit = self.idle_timeout + IDLE_GRACE_S
+        while not websocket.closed:
+            idle = time.monotonic() - session.last_input
+            if idle >= limit:
+                log.info("closing a session idle for %.0f s", idle)
+                await websocket.close()
+                return
+            await asyncio.sleep(min(5.0, limit - idle))
+
     async def on_startup(self, app: web.Application) -> None:
         """Quiet: ``rankscope serve`` prints its own address (with the token)."""
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """The server stops: every session's process is stopped and its folder removed."""
+        await asyncio.gather(*(self._end(s) for s in list(self.sessions)), return_exceptions=True)

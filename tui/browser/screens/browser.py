@@ -1296,7 +1296,12 @@ class BrowserScreen(WorkScreen[None]):
         from tui.browser.screens.cases import CasesScreen
 
         if self.state is not None:
-            self.app.push_screen(CasesScreen(self.state.cases, db=self.store.path), callback=self.reopen_case)
+            from tui.browser.delivery import route_for
+
+            route = route_for(self.app.is_web, self.options.demo)
+            self.app.push_screen(
+                CasesScreen(self.state.cases, db=self.store.path, route=route), callback=self.reopen_case
+            )
 
     def reopen_case(self, case: Case | None) -> None:
         """Search a saved case again: its query and parameters; once the

@@ -23,12 +23,15 @@ from engine.pipeline.words import plural
 from tui.present import safe
 from tui.browser.actions import bindings
 from tui.browser.cmdline import eval_command
-from tui.browser.userstate import Case, CaseBook, free_export_path
+from tui.browser.delivery import REFUSED_OVER_SSH, TEMPORARY_NOTE, ExportRoute, send_download, zip_bytes
+from tui.browser.userstate import Case, CaseBook, free_export_path, qrels_beside
 from tui.browser.widgets.footer import KeyFooter
 
 _CLOSE = Binding.Group("Close ", compact=True)
 #: File name of an export (in the current folder; ``rankscope-cases-2.json`` ... when taken).
 EXPORT_NAME = "rankscope-cases.json"
+#: File name of the zip a web page downloads (it holds the two files of an export).
+DOWNLOAD_NAME = "rankscope-cases.zip"
 
 
 def case_text(case: Case) -> Text:
@@ -77,14 +80,18 @@ class CasesScreen(ModalScreen[Case | None]):
         *bindings("cases"),  # e, Delete (tui.browser.actions)
     ]
 
-    def __init__(self, book: CaseBook, folder: Path | None = None, db: str | None = None) -> None:
+    def __init__(
+        self, book: CaseBook, folder: Path | None = None, db: str | None = None, route: ExportRoute | None = None
+    ) -> None:
         """``folder``: where exports go (default: the current folder); ``db``:
         the store's path, named in the export notice's ``rankscope eval``
-        command."""
+        command; ``route``: where an export goes (:mod:`tui.browser.delivery`;
+        default: files in ``folder``)."""
         super().__init__()
         self.book = book
         self.folder = folder
         self.db = db
+        self.route = route
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
@@ -126,14 +133,43 @@ class CasesScreen(ModalScreen[Case | None]):
             self.dismiss(case)
 
     def action_export(self) -> Path | None:
-        """Export every case into new files in the folder (the current one):
+        """Export every case (:mod:`tui.browser.delivery`): into new files in
+        the folder (the current one; a demo's visitor folder):
         ``rankscope-cases.json`` and ``rankscope-cases.qrels.json``, or the
-        next free pair (``rankscope-cases-2.json`` ...); never over an
-        existing file. The notification names both paths written."""
+        next free pair (``rankscope-cases-2.json`` ...), never over an
+        existing file; in a web page, both in one zip download; refused in a
+        demo over SSH. The notification names what was written or sent.
+        Returns the queries file written (``None``: none)."""
         if not self.book.cases:
             self.app.notify("No saved case to export.", severity="warning")
             return None
-        folder = self.folder or Path.cwd()
+        route = self.route or ExportRoute("folder", self.folder or Path.cwd())
+        if route.kind == "refused":
+            self.app.notify(REFUSED_OVER_SSH, title="Export refused", severity="error", markup=False, timeout=10)
+            return None
+        if route.kind == "download":
+            queries_text, qrels_text = self.book.export_texts()
+            names = (EXPORT_NAME, qrels_beside(Path(EXPORT_NAME)).name)
+            send_download(
+                self.app, DOWNLOAD_NAME, zip_bytes(list(zip(names, (queries_text, qrels_text)))), "application/zip"
+            )
+            self.app.notify(
+                safe.line(f"{DOWNLOAD_NAME} ({names[0]} and {names[1]}): sent to your web browser as a download"),
+                title=f"Exported {plural(len(self.book.cases), 'case')}",
+                markup=False,
+                timeout=10,
+            )
+            return None
+        try:
+            folder = route.ready_folder()
+        except OSError as exc:
+            self.app.notify(
+                safe.line(f"Cannot write there: {exc.strerror or exc}"),
+                title="Export failed",
+                severity="error",
+                markup=False,
+            )
+            return None
         for _ in range(100):  # a name taken meanwhile moves on to the next one
             path = free_export_path(folder, EXPORT_NAME)
             try:
@@ -157,8 +193,11 @@ class CasesScreen(ModalScreen[Case | None]):
                 markup=False,
             )
             return None
+        note = f" ({TEMPORARY_NOTE})" if route.temporary else ""
         self.app.notify(
-            safe.line(f"wrote {queries.absolute()} and {qrels.absolute()} · {eval_command(queries, qrels, self.db)}"),
+            safe.line(
+                f"wrote {queries.absolute()} and {qrels.absolute()}{note} · {eval_command(queries, qrels, self.db)}"
+            ),
             title=f"Exported {plural(len(self.book.cases), 'case')}",
             markup=False,
             timeout=10,
