@@ -12,12 +12,19 @@ the tests over them skip, saying why, when it is not.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from .helpers import ENV_VARS
+
+# A suite started in the background (``cmd &`` in a script: SIGINT ignored, and
+# inherited so by every process it starts) still tests what Ctrl-C does: the
+# commands these tests start get SIGINT's default back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 #: The golden data vendored into the repository (provenance: its README.md).

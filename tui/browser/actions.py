@@ -735,6 +735,33 @@ ACTIONS: tuple[Action, ...] = (
 ACTION_BY_ID: dict[str, Action] = {a.id: a for a in ACTIONS}
 
 
+#: The footer group of every screen's close keys.
+CLOSE_GROUP = Binding.Group("Close ", compact=True)
+
+
+def close_keys(
+    screen_id: str, what: str, toggle: str | None = None, escape_tooltip: str | None = None
+) -> list[Binding]:
+    """A screen's close keys: Esc (id ``SCREEN.close``; tooltip ``Close WHAT;
+    focus returns where it was`` unless ``escape_tooltip``) and, when the
+    screen has one, the key that opened it closes it too (``SCREEN.toggle``)."""
+    keys = [
+        Binding(
+            "escape",
+            "close",
+            "Close",
+            group=CLOSE_GROUP,
+            id=f"{screen_id}.close",
+            tooltip=escape_tooltip or f"Close {what}; focus returns where it was",
+        )
+    ]
+    if toggle is not None:
+        keys.append(
+            Binding(toggle, "close", "Close", group=CLOSE_GROUP, id=f"{screen_id}.toggle", tooltip=f"Close {what}")
+        )
+    return keys
+
+
 def _binding(row: Action, key: Key) -> Binding:
     show = row.footer if key.footer is None else key.footer
     return Binding(

@@ -32,7 +32,6 @@ from typing import Any
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import OptionList, Static
@@ -51,12 +50,11 @@ from engine.js.strings import utf16_units
 
 from tui.present import safe
 from tui.present.agentwords import advice_short, waste_words
-from tui.browser.actions import bindings
+from tui.browser.actions import bindings, close_keys
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.work import WorkScreen
 from tui.browser.widgets.footer import KeyFooter
 
-_CLOSE = Binding.Group("Close ", compact=True)
 #: Largest call number the +/- keys reach (the block is at 8 by default).
 MAX_CALL = 20
 
@@ -331,14 +329,7 @@ class AgentViewScreen(WorkScreen[None]):
         error: str = ""
 
     BINDINGS = [
-        Binding(
-            "escape",
-            "close",
-            "Close",
-            group=_CLOSE,
-            id="agent.close",
-            tooltip="Close the agent view; focus returns where it was",
-        ),
+        *close_keys("agent", "the agent view"),
         # p, + -, a, l (tui.browser.actions); the app's agent-view key closes it again
         *bindings("agent"),
     ]

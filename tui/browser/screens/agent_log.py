@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import OptionList, Static
@@ -35,11 +34,9 @@ from engine.agent.log import Replay, answer_count, recorded_queries
 from engine.js.json import json_stringify
 
 from tui.present import safe
-from tui.browser.actions import bindings
+from tui.browser.actions import bindings, close_keys
 from tui.browser.screens.work import WorkScreen
 from tui.browser.widgets.footer import KeyFooter
-
-_CLOSE = Binding.Group("Close ", compact=True)
 
 
 def call_label(n: int, replay: Replay) -> Text:
@@ -159,14 +156,7 @@ class AgentLogScreen(WorkScreen[None]):
         replay: Replay
 
     BINDINGS = [
-        Binding(
-            "escape",
-            "close",
-            "Close",
-            group=_CLOSE,
-            id="agent-log.close",
-            tooltip="Close the agent log; focus returns where it was",
-        ),
+        *close_keys("agent-log", "the agent log"),
         # f (tui.browser.actions)
         *bindings("agentlog"),
     ]

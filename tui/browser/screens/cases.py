@@ -12,7 +12,6 @@ from pathlib import Path
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
@@ -21,13 +20,12 @@ from textual.widgets.option_list import Option
 from engine.pipeline.words import plural
 
 from tui.present import safe
-from tui.browser.actions import bindings
+from tui.browser.actions import bindings, close_keys
 from tui.browser.cmdline import eval_command
 from tui.browser.delivery import REFUSED_OVER_SSH, TEMPORARY_NOTE, ExportRoute, send_download, zip_bytes
 from tui.browser.userstate import Case, CaseBook, free_export_path, qrels_beside
 from tui.browser.widgets.footer import KeyFooter
 
-_CLOSE = Binding.Group("Close ", compact=True)
 #: File name of an export (in the current folder; ``rankscope-cases-2.json`` ... when taken).
 EXPORT_NAME = "rankscope-cases.json"
 #: File name of the zip a web page downloads (it holds the two files of an export).
@@ -76,7 +74,7 @@ class CasesScreen(ModalScreen[Case | None]):
     """
 
     BINDINGS = [
-        Binding("escape", "close", "Close", group=_CLOSE, id="cases.close", tooltip="Close the list"),
+        *close_keys("cases", "the list", escape_tooltip="Close the list"),
         *bindings("cases"),  # e, Delete (tui.browser.actions)
     ]
 

@@ -35,6 +35,7 @@ from engine.pipeline.trace import Trace
 from engine.pipeline.variants import BY_KEY, SETTINGS, Variant, parse_variant, variant_spec
 
 from tui.present import safe
+from tui.browser.actions import close_keys
 from tui.browser.cmdline import append_params
 from tui.present.describe import COMPARE_COLUMNS, ComparisonDescription, counts_line, describe_comparison, line_text
 from tui.present.cut import end_cut, middle_cut
@@ -43,7 +44,6 @@ from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.work import WorkScreen
 from tui.browser.widgets.footer import KeyFooter
 
-_CLOSE = Binding.Group("Close ", compact=True)
 
 #: B's form fields, from the variant table: (spec key, Variant field, choices) of
 #: each choice, then (spec key, Variant field) of each number.
@@ -136,15 +136,7 @@ class CompareScreen(WorkScreen[None]):
     AUTO_FOCUS = ""
 
     BINDINGS = [
-        Binding(
-            "escape",
-            "close",
-            "Close",
-            group=_CLOSE,
-            id="compare.close",
-            tooltip="Close the comparison; focus returns where it was",
-        ),
-        Binding("f7", "close", "Close", group=_CLOSE, id="compare.toggle", tooltip="Close the comparison"),
+        *close_keys("compare", "the comparison", toggle="f7"),
         Binding(
             "f8",
             "why_row",

@@ -11,7 +11,6 @@ from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
@@ -21,10 +20,10 @@ from engine.lab.doctor import DoctorReport, diagnose
 
 from tui.present import safe
 from tui.present.describe import describe_report, to_rich
+from tui.browser.actions import close_keys
 from tui.browser.screens.work import WorkScreen
 from tui.browser.widgets.footer import KeyFooter
 
-_CLOSE = Binding.Group("Close ", compact=True)
 
 #: Rows shown per table (``rankscope doctor --json`` lists them all).
 MAX_ROWS = 100
@@ -41,15 +40,7 @@ class DoctorScreen(WorkScreen[None]):
 
     BROWSER_KEYS = False
     BINDINGS = [
-        Binding(
-            "escape",
-            "close",
-            "Close",
-            group=_CLOSE,
-            id="doctor.close",
-            tooltip="Close the diagnosis; focus returns where it was",
-        ),
-        Binding("f9", "close", "Close", group=_CLOSE, id="doctor.toggle", tooltip="Close the diagnosis"),
+        *close_keys("doctor", "the diagnosis", toggle="f9"),
     ]
 
     WORK = {"doctor": "Doctor"}

@@ -49,7 +49,7 @@ from engine.lab.terms import trace_spans
 
 from tui.present import safe
 from tui.present.anatomy import position_brief, position_words
-from tui.browser.actions import bindings
+from tui.browser.actions import bindings, close_keys
 from tui.present.flowtext import (
     LEGEND,
     MIN_TITLE,
@@ -67,7 +67,6 @@ from tui.browser.judging import BADGE_CELLS, badge, grade_words
 from tui.browser.widgets.preview import spans_text
 from tui.browser.widgets.footer import KeyFooter
 
-_CLOSE = Binding.Group("Close ", compact=True)
 #: Preview characters shown under the table.
 PREVIEW_CHARS = 600
 #: Columns the dialog takes around its content (thick border and padding, each side).
@@ -159,14 +158,7 @@ class FlowScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding(
-            "escape",
-            "close",
-            "Close",
-            group=_CLOSE,
-            id="flow.close",
-            tooltip="Close the rank flow; focus returns where it was",
-        ),
+        *close_keys("flow", "the rank flow"),
         Binding("f5", "close", "Close", show=False, id="flow.close-f5"),
         *bindings("flow"),  # p: pin (tui.browser.actions)
     ]

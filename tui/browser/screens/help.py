@@ -6,17 +6,15 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from engine.pipeline import table as stages
 
-from tui.browser.actions import ACTIONS, help_keys
+from tui.browser.actions import ACTIONS, close_keys, help_keys
 from tui.browser.widgets.footer import KeyFooter
 
-_CLOSE = Binding.Group("Close ", compact=True)
 
 #: (key column, what it does): the F1 key list, from the one action table (tui.browser.actions).
 KEYS = help_keys()
@@ -45,10 +43,7 @@ class HelpScreen(ModalScreen[None]):
     """The stages explained, and the keys."""
 
     BINDINGS = [
-        Binding(
-            "escape", "close", "Close", group=_CLOSE, id="help.close", tooltip="Close help; focus returns where it was"
-        ),
-        Binding("f1", "close", "Close", group=_CLOSE, id="help.toggle", tooltip="Close help"),
+        *close_keys("help", "help", toggle="f1"),
     ]
 
     def compose(self) -> ComposeResult:

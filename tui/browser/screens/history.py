@@ -18,10 +18,9 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui.present import safe
+from tui.browser.actions import close_keys
 from tui.browser.userstate import QueryHistory
 from tui.browser.widgets.footer import KeyFooter
-
-_CLOSE = Binding.Group("Close ", compact=True)
 
 
 class HistorySearchScreen(ModalScreen[str | None]):
@@ -44,9 +43,7 @@ class HistorySearchScreen(ModalScreen[str | None]):
     """
 
     BINDINGS = [
-        Binding(
-            "escape", "close", "Close", group=_CLOSE, id="history.close", tooltip="Close; the query box keeps its text"
-        ),
+        *close_keys("history", "", escape_tooltip="Close; the query box keeps its text"),
         Binding(
             "down",
             "to_list",

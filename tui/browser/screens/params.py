@@ -9,7 +9,6 @@ from typing import Callable
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
@@ -19,9 +18,9 @@ from textual.widgets import Input, Label, Select, Static, Switch
 from engine import SearchParams
 from engine.pipeline.params import MAX_LIMIT
 
+from tui.browser.actions import close_keys
 from tui.browser.widgets.footer import KeyFooter
 
-_CLOSE = Binding.Group("Close ", compact=True)
 
 CONTENT_TYPES = (None, "code", "prose")
 #: The Exact switch's hint, by state.
@@ -79,15 +78,7 @@ class ParamsScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding(
-            "escape",
-            "close",
-            "Close",
-            group=_CLOSE,
-            id="params.close",
-            tooltip="Close the dialog; focus returns where it was",
-        ),
-        Binding("f2", "close", "Close", group=_CLOSE, id="params.toggle", tooltip="Close the dialog"),
+        *close_keys("params", "the dialog", toggle="f2"),
     ]
 
     def __init__(self, params: SearchParams, sources: list[str], apply: ApplyFn) -> None:

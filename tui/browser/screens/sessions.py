@@ -10,7 +10,6 @@ from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.strip import Strip
@@ -20,10 +19,9 @@ from textual.widgets.selection_list import Selection
 from engine.pipeline import table as stages
 
 from tui.present import safe
+from tui.browser.actions import close_keys
 from tui.browser.screens.params import ApplyFn, ParamsChange
 from tui.browser.widgets.footer import KeyFooter
-
-_CLOSE = Binding.Group("Close ", compact=True)
 
 
 def session_prompt(session: str, chunks: int, allowed: bool) -> Text:
@@ -81,15 +79,7 @@ class SessionsScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding(
-            "escape",
-            "close",
-            "Close",
-            group=_CLOSE,
-            id="sessions.close",
-            tooltip="Close the dialog; focus returns where it was",
-        ),
-        Binding("f3", "close", "Close", group=_CLOSE, id="sessions.toggle", tooltip="Close the dialog"),
+        *close_keys("sessions", "the dialog", toggle="f3"),
     ]
 
     def __init__(self, counts: Sequence[tuple[str, int]], allow: tuple[str, ...] | None, apply: ApplyFn) -> None:

@@ -6,16 +6,14 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tui.present import safe
+from tui.browser.actions import close_keys
 from tui.browser.corpus_cache import SkipList
 from tui.browser.widgets.footer import KeyFooter
-
-_CLOSE = Binding.Group("Close ", compact=True)
 
 
 def skipped_renderable(skips: SkipList) -> Table:
@@ -32,14 +30,7 @@ class SkippedScreen(ModalScreen[None]):
     """The files the last indexing of this folder did not index, and why."""
 
     BINDINGS = [
-        Binding(
-            "escape",
-            "close",
-            "Close",
-            group=_CLOSE,
-            id="skipped.close",
-            tooltip="Close the list; focus returns where it was",
-        ),
+        *close_keys("skipped", "the list"),
     ]
 
     def __init__(self, skips: SkipList, label: str) -> None:

@@ -33,7 +33,7 @@ from engine.lab.why import ChunkNotFoundError, Explanation, why_not
 from engine.store.rows import ChunkRow
 
 from tui.present import safe
-from tui.browser.actions import bindings
+from tui.browser.actions import bindings, close_keys
 from tui.browser.cmdline import append_params
 from tui.browser.link import BrowserLink, ChunkEntry
 from tui.present.cut import end_cut
@@ -45,7 +45,6 @@ from tui.browser.widgets.footer import KeyFooter
 if TYPE_CHECKING:
     from engine.pipeline.runcache import RunCache
 
-_CLOSE = Binding.Group("Close ", compact=True)
 
 #: Most matches listed by the finder.
 MAX_MATCHES = 50
@@ -161,15 +160,9 @@ class WhyScreen(WorkScreen[None]):
         changes: list[Counterfactual] | None = None
 
     BINDINGS = [
-        Binding(
-            "escape",
-            "close",
-            "Close",
-            group=_CLOSE,
-            id="why.close",
-            tooltip="Close; focus returns where it was (or to the comparison)",
+        *close_keys(
+            "why", "this screen", toggle="f8", escape_tooltip="Close; focus returns where it was (or to the comparison)"
         ),
-        Binding("f8", "close", "Close", group=_CLOSE, id="why.toggle", tooltip="Close this screen"),
         Binding(
             "down",
             "to_list",
