@@ -15,6 +15,9 @@ from tui.present.cut import middle_cut
         ("ferryctl docs > install > publish > Example", 60, "ferryctl docs > install > publish > Example"),
         ("ferryctl docs > install > publish > Example", 22, "ferryctl d … > Example"),
         ("ferryctl docs > install > publish > Example", 12, "… > Example"),
+        ("Replication > Write quorum", 20, "… > Write quorum"),  # not "Rep … > Write quorum" (issue 24)
+        ("Incident review: 2023-04 outage > What went well", 20, "… > What went well"),
+        ("Replication > Write quorum", 21, "Repl … > Write quorum"),
         ("[heartbeat] coordinator tick, 3 runners registered", 30, "[heartbeat] coo…ers registered"),
         ("a > b", 1, "…"),
         ("x", 0, ""),

@@ -64,11 +64,16 @@ def end_cut(text: str | Text, width: int, *, style: str = "", words: bool = Fals
     return cut
 
 
+#: The least of a title's start :func:`middle_cut` shows before the ellipsis; less is left out.
+MIN_START_CELLS = 4
+
+
 def middle_cut(title: str, width: int, sep: str = " > ") -> str:
     """``title`` in at most ``width`` terminal cells, cut in the middle so
     the last heading stays: ``ferryctl docs > install > publish > Example``
     at 30 → ``ferryctl … > publish > Example``. As many trailing headings as
-    fit are kept whole, then as much of the start as fits. A last heading
+    fit are kept whole, then as much of the start as fits (at least
+    :data:`MIN_START_CELLS`, else none: ``… > Write quorum``). A last heading
     that alone is too long keeps its end (``…tail``); a title without
     ``sep`` keeps its start and its end (``[heartbeat] coo…registered``). With ``sep="/"`` a
     path keeps its file name: ``docs/plugins/hooks-reference.md`` at 24 →
@@ -94,7 +99,7 @@ def middle_cut(title: str, width: int, sep: str = " > ") -> str:
     rest = sep.join(parts[: len(parts) - len(kept)])
     back = (" " if sep.startswith(" ") else "") + ELLIPSIS + sep + sep.join(kept)
     room = width - cell_len(back)
-    if room <= 0:
+    if room < MIN_START_CELLS:  # a stub of the first heading ("Rep … > Write quorum") says nothing
         return (ELLIPSIS + sep + sep.join(kept))[:width]
     return _cells_from_start(rest, room).rstrip() + back
 
