@@ -235,29 +235,21 @@ class RankscopeApp(App[None]):
         self.action_focus_query()
 
     def _after_dialog(self, _result: object = None) -> None:
-        """A dialog or lab screen closed: focus is back where it was before it
-        opened (the browser screen keeps its focused widget, and the query its
-        cursor and selection). Only if that widget is gone or now hidden (e.g.
-        the results table after a search with no results) does the query box
+        """A dialog closed: focus is back where it was before it opened (the
+        browser screen keeps its focused widget, and the query its cursor and
+        selection). Only if that widget is gone or now hidden (e.g. the
+        results table after a search with no results) does the query box
         take focus."""
-        browser = self.browser
-        if browser is None:
-            return
-
-        def check() -> None:
-            if self.screen is not browser:
-                return
-            focused = browser.focused
-            if focused is None or focused not in browser.focus_chain:
-                browser.query_box.focus_query()
-
-        self.call_after_refresh(check)
+        self._restore_focus(lab=False)
 
     def _after_lab(self, _result: object = None) -> None:
         """A lab screen (rank flow, compare, why not?, doctor, agent view or
         log) closed: as :meth:`_after_dialog`, but focus that was in the query
         box goes to the pane shown, as ↓ does: a lab screen looks at the
         results, and r / s / j pressed next were typed into the query."""
+        self._restore_focus(lab=True)
+
+    def _restore_focus(self, lab: bool) -> None:
         browser = self.browser
         if browser is None:
             return
@@ -266,8 +258,10 @@ class RankscopeApp(App[None]):
             if self.screen is not browser:
                 return
             focused = browser.focused
-            if focused is None or focused is browser.query_box.input or focused not in browser.focus_chain:
+            if lab and (focused is None or focused is browser.query_box.input or focused not in browser.focus_chain):
                 browser.action_leave_query()
+            elif not lab and (focused is None or focused not in browser.focus_chain):
+                browser.query_box.focus_query()
 
         self.call_after_refresh(check)
 
