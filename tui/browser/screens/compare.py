@@ -16,6 +16,7 @@ Enter on a query shows its chunks; F6 goes back and forth.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
@@ -191,27 +192,11 @@ class CompareScreen(WorkScreen[None]):
             with Horizontal(classes="lab-row"):
                 yield Label("B", classes="lab-side")
                 for key, name, choices in SELECT_FIELDS[:3]:
-                    yield Label(key, classes="lab-label")
-                    yield Select(
-                        [(c, c) for c in choices],
-                        value=getattr(b, name),
-                        allow_blank=False,
-                        compact=True,
-                        id=f"b-{key}",
-                        classes=f"lab-select lab-{key}",
-                    )
+                    yield from self._choice(key, choices, getattr(b, name))
             with Horizontal(classes="lab-row"):
                 yield Label("", classes="lab-side")
                 for key, name, choices in SELECT_FIELDS[3:]:
-                    yield Label(key, classes="lab-label")
-                    yield Select(
-                        [(c, c) for c in choices],
-                        value=getattr(b, name),
-                        allow_blank=False,
-                        compact=True,
-                        id=f"b-{key}",
-                        classes=f"lab-select lab-{key}",
-                    )
+                    yield from self._choice(key, choices, getattr(b, name))
                 for key, name in INT_FIELDS[:2]:
                     yield from self._number(key, getattr(b, name))
             with Horizontal(classes="lab-row"):
@@ -234,6 +219,17 @@ class CompareScreen(WorkScreen[None]):
             yield Static("", id="compare-empty")
         yield Static("", id="compare-notes", classes="hint")
         yield KeyFooter(compact=True)
+
+    def _choice(self, key: str, choices: Sequence[str], value: str) -> ComposeResult:
+        yield Label(key, classes="lab-label")
+        yield Select(
+            [(c, c) for c in choices],
+            value=value,
+            allow_blank=False,
+            compact=True,
+            id=f"b-{key}",
+            classes=f"lab-select lab-{key}",
+        )
 
     def _number(self, key: str, value: int | None) -> ComposeResult:
         yield Label(key, classes="lab-label")
