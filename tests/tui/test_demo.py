@@ -243,6 +243,7 @@ def test_the_demo_sets_its_data_and_cache_folders_and_removes_them(tmp_path, mon
         (seen["data"] / "qrels.json").write_text("{}")
 
     monkeypatch.setattr(RankscopeApp, "run", run)
+    monkeypatch.setattr("tui.cli.launch.require_terminal", lambda: None)  # the run above needs none
     store = tmp_path / "store.db"
     with Store.create(store) as s:
         index_corpus(s, SAMPLE_CORPUS)

@@ -491,3 +491,26 @@ async def test_store_picker_with_no_stores_says_where_it_looked(home, size):
         assert app.focused is looked and looked.region.bottom <= size[1] - 1
         await press(pilot, "end")
         await wait_for(pilot, lambda: looked.scroll_y == looked.max_scroll_y)
+
+
+@pytest.mark.parametrize("extra", [[], ["--demo"]])
+def test_the_browser_without_a_terminal_is_one_line_and_status_2(extra, tmp_path):
+    """``rankscope </dev/null >out 2>err`` drew 36 KB of escape codes into a
+    file and waited for keys forever; now: one line, exit 2, nothing drawn."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"}
+    env["RANKSCOPE_DATA_DIR"] = str(tmp_path / "data")
+    env["RANKSCOPE_CACHE_DIR"] = str(tmp_path / "cache")
+    out = subprocess.run(
+        [sys.executable, "-m", "tui.cli", *extra],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 2, (out.returncode, out.stderr[-300:])
+    assert out.stderr.startswith("rankscope: error: the browser needs a terminal") and out.stderr.count("\n") == 1
+    assert out.stdout == ""

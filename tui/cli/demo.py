@@ -137,13 +137,14 @@ def run_demo(path: str | None, idle_timeout: float | None = None) -> None:
     Raises:
         CliError: a bad path, or no visitor folder.
     """
-    from tui.cli.launch import app_arguments
+    from tui.cli.launch import app_arguments, require_terminal
 
     folder = visitor_folder()
     previous = {sig: signal.getsignal(sig) for sig in ENDING_SIGNALS}
     try:
         os.environ["RANKSCOPE_DATA_DIR"] = str(folder / "data")
         options = app_arguments(path, demo_cache=folder / "cache")  # reads the user's cache, if up to date
+        require_terminal()
         os.environ["RANKSCOPE_CACHE_DIR"] = str(folder / "cache")  # anything cached from now on: the visitor's
         from tui.browser.app import RankscopeApp
 

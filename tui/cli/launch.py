@@ -13,6 +13,8 @@ Bad paths raise :class:`tui.cli.base.CliError` (one line, exit status 2).
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -110,6 +112,29 @@ def app_arguments(path: str | None, stores: bool = False, demo_cache: Path | Non
     return replace(args, notice=notice) if notice else args
 
 
+def require_terminal() -> None:
+    """Refuse to start the browser without a terminal: standard input and
+    standard error must be one (Textual reads keys from the first and draws
+    on the second), unless textual-serve drives it (its ``TEXTUAL_DRIVER``;
+    pipes to a web page). Without it the app would draw into a file and wait
+    for keys forever.
+
+    Raises:
+        CliError: no terminal.
+    """
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return
+    try:
+        ok = sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        ok = False
+    if not ok:
+        raise CliError(
+            "the browser needs a terminal (its keys come from standard input, it draws on standard error); "
+            "run 'rankscope --help' for the subcommands"
+        )
+
+
 def launch_browser(
     path: str | None, stores: bool = False, qrels: Path | None = None, idle_timeout: float | None = None
 ) -> None:
@@ -123,7 +148,9 @@ def launch_browser(
     """
     from tui.browser.app import RankscopeApp
 
-    app = RankscopeApp(replace(app_arguments(path, stores), qrels_path=qrels, idle_timeout=idle_timeout))
+    options = replace(app_arguments(path, stores), qrels_path=qrels, idle_timeout=idle_timeout)
+    require_terminal()
+    app = RankscopeApp(options)
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)
