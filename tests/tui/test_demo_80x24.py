@@ -134,6 +134,31 @@ async def test_why_not_keeps_typing_and_ctrl_l_in_its_finder():
         assert app.browser.query_box.value == "cache"
 
 
+async def test_why_not_keeps_a_burst_typed_from_a_pane():
+    """Keys typed in one burst from the answer pane (a paste, or tmux
+    send-keys): only the first reached the finder, the rest arrived after
+    the focus moved and were dropped ("troubleshooting" became "t")."""
+    from textual import events
+    from textual.widgets import Input
+
+    from tui.browser.screens.why import WhyScreen
+
+    from .conftest import settle, wait_screen
+
+    app = build_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await search_for(pilot, "consumer lag")
+        await press(pilot, "down", "f8")
+        screen = await wait_screen(pilot, WhyScreen)
+        finder = screen.query_one("#why-find", Input)
+        await settle(pilot)
+        assert app.focused is not finder and finder.value.startswith("row ")
+        for ch in "troubleshooting":  # queued at once, as a terminal delivers a burst
+            app.post_message(events.Key(ch, ch))
+        await wait_for(pilot, lambda: finder.value == "troubleshooting", what="the whole burst in the finder")
+        assert app.focused is finder
+
+
 async def test_why_not_says_what_would_return_it_as_the_cli_does(tmp_path):
     """F8 lacked the "Would return it: …" line that ``rankscope why`` prints
     under each explanation; both take it from one description."""

@@ -326,11 +326,14 @@ class WhyScreen(WorkScreen[None]):
         (it went nowhere), replacing its text as typing there does; keys
         bound here (p pins) keep their meaning."""
         finder = self.query_one("#why-find", Input)
-        if self.focused is finder or not event.is_printable or event.key in self.active_bindings:
+        if not event.is_printable or event.key in self.active_bindings:
             return
         event.stop()
         event.prevent_default()
-        self.focus_finder()  # the finder's focus event is queued now, ahead of the key
+        # Keys typed in a burst were sent to the pane before the first one moved the focus:
+        # they arrive here with the finder focused already, and go to it in order.
+        if self.focused is not finder:
+            self.focus_finder()  # the finder's focus event is queued now, ahead of the key
         finder.post_message(events.Key(event.key, event.character))
 
     def action_to_list(self) -> None:
