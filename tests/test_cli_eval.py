@@ -639,3 +639,23 @@ def test_readme_sweep_example_is_current(db):
     for row in rows:
         x = doc["variants"][row[0]]["vs_reference"][row[1]]
         assert row[-1].rstrip("†") == ("—" if x["p_adjusted"] is None else f"{x['p_adjusted']:.4f}")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["eval", "{q}"],
+        ["eval", "{q}", "--qrels", str(QRELS_JSON)],
+        ["batch", "{q}"],
+        ["compare", "--queries", "{q}", "--b", "key=rowid"],
+    ],
+)
+def test_an_empty_query_file_says_so(db, tmp_path, command):
+    """``[]`` as the query file: eval said "no judgments for …; give --qrels"
+    (or "none of the 0 queries …"); every command that reads a query file
+    now says the file has no queries."""
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    r = invoke(*[str(empty) if a == "{q}" else a for a in command], "--db", db)
+    assert r.exit_code != 0
+    assert "has no queries" in error_of(r), error_of(r)

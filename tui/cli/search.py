@@ -391,13 +391,15 @@ def load_queries(path: Path) -> list[dict]:
     a FIFO or a device), size and nesting bounded, a BOM dropped.
 
     Raises:
-        CliError: unreadable, not a regular file, too large or too deep, or
-            not of the shape (the message names the entry and field).
+        CliError: unreadable, not a regular file, too large or too deep,
+            not of the shape (the message names the entry and field), or empty.
     """
     try:
         data: list[dict] = load_json_input(path, "query file", QUERY_FILE_SHAPE)
     except InputFileError as exc:
         fail(str(exc))
+    if not data:
+        fail(f'query file {path} has no queries (a JSON list of {{"id", "query"}} objects)')
     return data
 
 
