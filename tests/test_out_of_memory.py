@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,8 @@ PARAMS = list(file_parameters())
 #: Bytes of address space each run may add to what the interpreter holds.
 MARGINS_MB = (0, 3, 6, 9, 12, 64)
 COMMANDS = [words for words in COMMAND_LINES if words not in LONG_RUNNING]
+#: How Rust's default allocation-error handler begins its message before it aborts.
+RUST_ABORT = "memory allocation of "
 
 HELPER = r"""
 import json, os, resource, sys
@@ -129,6 +132,11 @@ def outcomes(tmp_path_factory):
 @pytest.mark.parametrize("words", COMMANDS, ids=lambda w: " ".join(w))
 def test_a_command_short_of_memory_ends_in_one_line(words, margin, outcomes):
     code, out, err = outcomes[_id(words, margin)]
+    if code == -signal.SIGABRT and err.startswith(RUST_ABORT):
+        # A compiled Rust module (pydantic-core, rapidfuzz, watchfiles) whose allocation failed: Rust's
+        # handler aborts the process before Python sees anything. Rare (one run in several suites, at the
+        # tightest margins), and no Python code can turn it into the line; never a traceback.
+        return
     assert "Traceback" not in err and "Error" not in err.replace(OUT_OF_MEMORY, ""), err
     assert code >= 0, f"killed by signal {-code}: {err}"
     assert code != 99, err
