@@ -83,6 +83,12 @@ SPEC_HELP = (
 )
 
 
+#: The options ``why`` and ``explain`` share: the query, the chunk's row id, a variant.
+QueryText = Annotated[str, typer.Argument(help="Query text. A query that begins with '-' goes after '--'.")]
+ChunkRowid = Annotated[Optional[int], typer.Option("--rowid", help="The chunk's row id.")]
+VariantSpec = Annotated[str, typer.Option("--variant", help=SPEC_HELP)]
+
+
 def variant_option(spec: str, option: str) -> Variant:
     """Parse a variant spec given to ``option``, turning ValueError into CliError."""
     try:
@@ -274,18 +280,18 @@ def explanation_renderable(e: Explanation, cf: Counterfactual | None = None) -> 
 
 
 def why_cmd(
-    query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
+    query: QueryText,
     db: StorePath = search_db_option(),
     chunk: Optional[str] = typer.Option(
         None, "--chunk", help="The chunk's SOURCE::TITLE key (every chunk sharing it is explained)."
     ),
-    rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
+    rowid: ChunkRowid = None,
     limit: Limit = 3,
     source: SourceFilter = None,
     source_exact: SourceExact = False,
     content_type: ContentTypeFilter = None,
     session: SessionFilter = None,
-    variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
+    variant: VariantSpec = "reference",
     as_json: bool = typer.Option(False, "--json", help="Print the explanations as JSON."),
     agent: bool = typer.Option(
         False,
@@ -455,12 +461,12 @@ def _rowid_of(store: Store, chunk_id: Optional[str], rowid: Optional[int], optio
 
 
 def explain_cmd(
-    query: str = typer.Argument(..., help="Query text. A query that begins with '-' goes after '--'."),
+    query: QueryText,
     db: StorePath = search_db_option(),
     chunk: Optional[str] = typer.Option(
         None, "--chunk", help="The chunk's id: SOURCE::TITLE, or SOURCE::TITLE#2 for a later chunk sharing it."
     ),
-    rowid: Optional[int] = typer.Option(None, "--rowid", help="The chunk's row id."),
+    rowid: ChunkRowid = None,
     vs: Optional[str] = typer.Option(
         None, "--vs", help="Compare with this chunk (its id): why is one above the other?"
     ),
@@ -470,7 +476,7 @@ def explain_cmd(
     source_exact: SourceExact = False,
     content_type: ContentTypeFilter = None,
     session: SessionFilter = None,
-    variant: str = typer.Option("reference", "--variant", help=SPEC_HELP),
+    variant: VariantSpec = "reference",
     as_json: bool = typer.Option(
         False, "--json", help="Print the anatomy as JSON (schema: README, 'Explain a score')."
     ),
