@@ -161,12 +161,7 @@ class CasesScreen(ModalScreen[Case | None]):
         try:
             folder = route.ready_folder()
         except OSError as exc:
-            self.app.notify(
-                safe.line(f"Cannot write there: {exc.strerror or exc}"),
-                title="Export failed",
-                severity="error",
-                markup=False,
-            )
+            self._export_failed(f"Cannot write there: {exc.strerror or exc}")
             return None
         for _ in range(100):  # a name taken meanwhile moves on to the next one
             path = free_export_path(folder, EXPORT_NAME)
@@ -175,21 +170,11 @@ class CasesScreen(ModalScreen[Case | None]):
             except FileExistsError:
                 continue
             except OSError as exc:
-                self.app.notify(
-                    safe.line(f"Cannot write {path}: {exc.strerror or exc}"),
-                    title="Export failed",
-                    severity="error",
-                    markup=False,
-                )
+                self._export_failed(f"Cannot write {path}: {exc.strerror or exc}")
                 return None
             break
         else:
-            self.app.notify(
-                safe.line(f"Cannot write {path}: every name is taken"),
-                title="Export failed",
-                severity="error",
-                markup=False,
-            )
+            self._export_failed(f"Cannot write {path}: every name is taken")
             return None
         note = f" ({TEMPORARY_NOTE})" if route.temporary else ""
         self.app.notify(
@@ -201,6 +186,9 @@ class CasesScreen(ModalScreen[Case | None]):
             timeout=10,
         )
         return queries
+
+    def _export_failed(self, message: str) -> None:
+        self.app.notify(safe.line(message), title="Export failed", severity="error", markup=False)
 
     def action_remove(self) -> None:
         """Delete the highlighted case."""
