@@ -174,6 +174,10 @@ class Store:
         """:meth:`engine.store.reading.Connections.end_read`."""
         self.connections.end_read(conn, began, failed=failed)
 
+    def snapshot(self, conn: sql.Connection) -> AbstractContextManager[sql.Connection]:
+        """:meth:`engine.store.reading.Connections.snapshot`: one read transaction around a block."""
+        return self.connections.snapshot(conn)
+
     def can_read_in_parallel(self, conn: sql.Connection) -> bool:
         """:func:`engine.store.parallel.can_read_in_parallel` with :attr:`parallel`."""
         return parallel.can_read_in_parallel(self.path, conn, self.parallel)
