@@ -74,7 +74,7 @@ from .base import (
 from .lab import SPEC_HELP, variant_option
 from engine.files.reading import load_json_input
 from engine.files.writing import write_text_file
-from .search import check_output_file, load_queries
+from .search import check_output_file, load_queries, write_output
 
 # ─── shared ──────────────────────────────────────────────────────────────
 
@@ -728,14 +728,11 @@ def snapshot_save(
             snap = take_snapshot(store, entries, v)
         except ValueError as exc:
             fail(str(exc))
-    try:
-        write_text_file(out, json_text(snap), overwrite=force)
-    except FileExistsError:
-        fail(f"-o {out} appeared while the queries ran; nothing was written (give another name or --force)")
-    except OSError as exc:
-        fail(f"cannot write -o {out}: {exc.strerror or exc}")
-    console.print(
-        safe.line(f"recorded {len(snap['queries'])} queries to {out}"), markup=False, highlight=False, soft_wrap=True
+    write_output(
+        out,
+        "-o",
+        lambda: write_text_file(out, json_text(snap), overwrite=force),
+        f"recorded {len(snap['queries'])} queries",
     )
 
 
@@ -839,17 +836,12 @@ def qrels_convert(
     except QrelsError as exc:
         fail(str(exc))
     check_output_file(target, "TARGET", force=force)
-    try:
-        write_qrels(q, target, overwrite=force)
-    except FileExistsError:
-        fail(f"TARGET {target} appeared meanwhile; nothing was written (give another name or --force)")
-    except OSError as exc:
-        fail(f"cannot write {target}: {exc.strerror or exc}")
-    console.print(
-        safe.line(f"wrote {q.count()} judgments for {len(q.judgments)} queries to {target}"),
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+    write_output(
+        target,
+        "TARGET",
+        lambda: write_qrels(q, target, overwrite=force),
+        f"wrote {q.count()} judgments for {len(q.judgments)} queries",
+        meanwhile="meanwhile",
     )
 
 
