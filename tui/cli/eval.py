@@ -71,7 +71,7 @@ from .base import (
     search_db_option,
     write_json,
 )
-from .lab import SPEC_HELP, variant_option
+from .lab import SPEC_HELP, rbo_legend, variant_option
 from engine.files.reading import load_json_input
 from engine.files.writing import write_text_file
 from .search import check_output_file, load_queries, write_output
@@ -302,13 +302,7 @@ def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None, sort: str 
     parts.append(_query_table(a, b, cmp, sort))
     if cmp is not None and cmp.divergence:
         d = next(iter(cmp.divergence.values()))
-        parts.append(
-            plain(
-                f"RBO: rank-biased overlap of the two final lists (Webber et al. 2010, extrapolated, p = {d.p:g}); "
-                f"J@{d.k}: Jaccard of their top {d.k}. 1.00 = the same list.",
-                style="dim",
-            )
-        )
+        parts.append(plain(rbo_legend(d.p, d.k, "the two final lists") + ". 1.00 = the same list.", style="dim"))
     parts += [plain(n, style="dim") for n in _notes(a)]
     return Group(*parts)
 
@@ -462,8 +456,7 @@ def sweep_renderable(sw: SweepEval, against: Optional[str] = None) -> Group:
             parts.append(sweep_queries_table(sw, name))
             parts.append(
                 plain(
-                    f"RBO: rank-biased overlap of the final lists (Webber et al. 2010, extrapolated, p = {sw.p:g}); "
-                    f"J@{sw.k}: Jaccard of their top {sw.k}; 1.00 = the same list. --against NAME lists another variant.",
+                    rbo_legend(sw.p, sw.k) + "; 1.00 = the same list. --against NAME lists another variant.",
                     style="dim",
                 )
             )
