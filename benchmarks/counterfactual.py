@@ -47,7 +47,7 @@ from engine.pipeline.run import search
 from engine.pipeline.runcache import RunCache
 from engine.store.store import Store
 
-from .search import DEFAULT_SEED, CorpusGenerator, Vocabulary, build_queries, percentile, table
+from .search import DEFAULT_SEED, CorpusGenerator, Vocabulary, build_queries, parse_sizes, percentile, table
 
 DEFAULT_SIZES = (10_000, 100_000)
 DEFAULT_QUERIES = 60
@@ -209,10 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default %(default)s)")
     ap.add_argument("--tmpdir", default=None, help="folder for the temporary store")
     args = ap.parse_args(argv)
-    try:
-        sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        ap.error(f"--sizes must be comma-separated integers; got {args.sizes!r}")
+    sizes = parse_sizes(ap, args.sizes)
     if not sizes or any(s < 1 for s in sizes) or args.queries < 1:
         ap.error("sizes and --queries must be positive")
     run(sizes, args.queries, args.seed, workdir=args.tmpdir)

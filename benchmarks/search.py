@@ -1201,6 +1201,15 @@ def _loadavg() -> str:
         return "n/a"
 
 
+def parse_sizes(ap: argparse.ArgumentParser, text: str) -> list[int]:
+    """The chunk counts of ``--sizes``: comma-separated integers (``100_000``
+    allowed); anything else is ``ap``'s usage error (exit 2)."""
+    try:
+        return [int(s.replace("_", "")) for s in text.split(",") if s.strip()]
+    except ValueError:
+        ap.error(f"--sizes must be comma-separated integers; got {text!r}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.search", description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -1231,15 +1240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     corpus = args.corpus or ("npm" if npm_docs.find_npm_docs() is not None else "synthetic")
-    try:
-        if args.quick:
-            sizes = list(QUICK_SIZES)
-        elif args.sizes:
-            sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
-        else:
-            sizes = list(DEFAULT_SIZES)
-    except ValueError:
-        ap.error(f"--sizes must be comma-separated integers; got {args.sizes!r}")
+    if args.quick:
+        sizes = list(QUICK_SIZES)
+    elif args.sizes:
+        sizes = parse_sizes(ap, args.sizes)
+    else:
+        sizes = list(DEFAULT_SIZES)
     if args.add_100k and 100_000 not in sizes:
         sizes.append(100_000)
     if args.add_1m and 1_000_000 not in sizes:

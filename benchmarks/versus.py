@@ -66,6 +66,7 @@ from .search import (
     _clear_run_cache,
     _loadavg,
     _open_or_build,
+    parse_sizes,
     percentile,
     sqlite_version,
     table,
@@ -512,10 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--keep", default=None, metavar="DIR", help="reuse (or keep) both sides' built stores in DIR")
     ap.add_argument("--tmpdir", default=None, help="folder for the store copies (default: the system temp dir)")
     args = ap.parse_args(argv)
-    try:
-        sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        ap.error(f"--sizes must be comma-separated integers; got {args.sizes!r}")
+    sizes = parse_sizes(ap, args.sizes)
     if args.add_100k and 100_590 not in sizes:
         sizes.append(100_590)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]

@@ -52,23 +52,22 @@ class InputFileError(ValueError):
     """An input file cannot be used; the message names it and the reason."""
 
 
+#: Each file type's test on ``st_mode`` and its words in messages.
+_FILE_KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
+    (_stat.S_ISREG, "a regular file"),
+    (_stat.S_ISDIR, "a folder"),
+    (_stat.S_ISFIFO, "a FIFO"),
+    (_stat.S_ISSOCK, "a socket"),
+    (_stat.S_ISCHR, "a character device"),
+    (_stat.S_ISBLK, "a block device"),
+)
+
+
 def file_kind(mode: int) -> str:
     """What a file of ``st_mode`` ``mode`` is, for messages: ``"a folder"``,
     ``"a FIFO"``, ``"a socket"``, ``"a character device"``, ``"a block
     device"``, ``"a regular file"`` or ``"a special file"``."""
-    if _stat.S_ISREG(mode):
-        return "a regular file"
-    if _stat.S_ISDIR(mode):
-        return "a folder"
-    if _stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if _stat.S_ISSOCK(mode):
-        return "a socket"
-    if _stat.S_ISCHR(mode):
-        return "a character device"
-    if _stat.S_ISBLK(mode):
-        return "a block device"
-    return "a special file"
+    return next((words for test, words in _FILE_KINDS if test(mode)), "a special file")
 
 
 def _os_reason(exc: OSError) -> str:

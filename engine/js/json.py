@@ -21,7 +21,7 @@ import json
 import math
 import re
 
-from engine.js.numbers import int_to_number, number_to_string
+from engine.js.numbers import int_to_number, literal_text, number_to_string
 
 __all__ = ["JSONParseError", "json_depth", "json_parse", "json_stringify"]
 
@@ -118,12 +118,9 @@ def _quote(text: str) -> str:
 
 def _scalar(v: object) -> str | None:
     """The text of a non-container value, or ``None`` for a container."""
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
+    literal = literal_text(v)
+    if literal is not None:
+        return literal
     if isinstance(v, float):
         return number_to_string(v) if math.isfinite(v) else "null"
     if isinstance(v, int):

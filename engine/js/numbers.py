@@ -156,6 +156,17 @@ def number_to_string(value: float) -> str:
     return sign + digits[0] + "." + digits[1:] + exp_text
 
 
+def literal_text(value: object) -> str | None:
+    """``"null"``, ``"true"`` or ``"false"`` for ``None``, ``True``,
+    ``False`` (the same in ``String()`` and ``JSON.stringify``); ``None``
+    for any other value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return None
+
+
 def to_string(value: object) -> str:
     """``String(value)`` for a JSON value: ``"null"``, ``"true"``, numbers by
     :func:`number_to_string`, arrays joined by ``,`` (``null`` items empty),
@@ -177,12 +188,9 @@ def to_string(value: object) -> str:
             elif item is not None:
                 out.append(to_string(item))
         return "".join(out)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
+    literal = literal_text(value)
+    if literal is not None:
+        return literal
     if isinstance(value, int):
         return number_to_string(int_to_number(value))
     if isinstance(value, float):

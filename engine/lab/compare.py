@@ -14,7 +14,7 @@ a ``source::title`` collision are matched). Pure Python; no Textual.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from engine.lab.divergence import DEFAULT_K, DEFAULT_P, Divergence, check_k, check_p, divergence, most_changed_first
@@ -488,14 +488,7 @@ def compare_set(
 
 def counts_to_dict(counts: CompareCounts) -> dict[str, int]:
     """``{improved, worsened, unchanged, only_in_a, only_in_b, shared}``."""
-    return {
-        "improved": counts.improved,
-        "worsened": counts.worsened,
-        "unchanged": counts.unchanged,
-        "only_in_a": counts.only_in_a,
-        "only_in_b": counts.only_in_b,
-        "shared": counts.shared,
-    }
+    return {**asdict(counts), "shared": counts.shared}
 
 
 def comparison_to_dict(cmp: Comparison, include_traces: bool = True) -> dict[str, object]:

@@ -552,21 +552,45 @@ def would_return_with(
         ChunkNotFoundError: no chunk has that row id.
         CorruptStoreError / StoreError: the store cannot be read.
     """
+    return _timed_in_snapshot(
+        store,
+        params,
+        trace,
+        conn,
+        runs,
+        (rowid,),
+        lambda c, chunk, cache: _would_return_with(store, c, params, chunk, trace, cache, stop, limit_max, pool_max),
+    )
+
+
+def _timed_in_snapshot(
+    store: Store,
+    params: SearchParams,
+    trace: Trace | None,
+    conn: sql.Connection | None,
+    runs: RunCache | None,
+    rowids: tuple[int, ...],
+    work: Callable[[sql.Connection, ChunkRef, RunCache], Counterfactual],
+) -> Counterfactual:
+    """``work(conn, chunk, cache)`` for the last of ``rowids`` (each must
+    name a chunk, checked in order) in one read snapshot, with
+    :attr:`Counterfactual.elapsed_ms` set; ``runs`` or a new cache.
+
+    Raises:
+        ValueError: a ``trace`` made with other parameters.
+        ChunkNotFoundError: no chunk has one of the row ids.
+        CorruptStoreError / StoreError: the store cannot be read.
+    """
     if trace is not None and trace.params != params:
         raise ValueError("the trace given was produced with other search parameters")
     start = time.perf_counter()
     c = conn or store.conn
     with sqlite_errors(store.path):
-        [chunk] = find_chunks(store, rowid=rowid, conn=c)
-        with store.using(c):
-            cache = runs if runs is not None else RunCache(store)
-            own = store.begin_read(c)
-            try:
-                out = _would_return_with(store, c, params, chunk, trace, cache, stop, limit_max, pool_max)
-            except BaseException:
-                store.end_read(c, own, failed=True)
-                raise
-            store.end_read(c, own)
+        for rowid in rowids[:-1]:
+            find_chunks(store, rowid=rowid, conn=c)
+        [chunk] = find_chunks(store, rowid=rowids[-1], conn=c)
+        with store.using(c), store.snapshot(c):
+            out = work(c, chunk, runs if runs is not None else RunCache(store))
     return replace(out, elapsed_ms=elapsed_ms(start))
 
 
@@ -627,23 +651,17 @@ def would_reorder_with(
     """
     if above == below:
         raise ValueError("the two chunks are the same chunk")
-    if trace is not None and trace.params != params:
-        raise ValueError("the trace given was produced with other search parameters")
-    start = time.perf_counter()
-    c = conn or store.conn
-    with sqlite_errors(store.path):
-        find_chunks(store, rowid=above, conn=c)
-        [chunk] = find_chunks(store, rowid=below, conn=c)
-        with store.using(c):
-            cache = runs if runs is not None else RunCache(store)
-            own = store.begin_read(c)
-            try:
-                out = _would_reorder_with(store, c, params, above, chunk, trace, cache, stop, limit_max, pool_max)
-            except BaseException:
-                store.end_read(c, own, failed=True)
-                raise
-            store.end_read(c, own)
-    return replace(out, elapsed_ms=elapsed_ms(start))
+    return _timed_in_snapshot(
+        store,
+        params,
+        trace,
+        conn,
+        runs,
+        (above, below),
+        lambda c, chunk, cache: _would_reorder_with(
+            store, c, params, above, chunk, trace, cache, stop, limit_max, pool_max
+        ),
+    )
 
 
 def _would_reorder_with(

@@ -337,15 +337,8 @@ def explain_chunks(
 
 
 def _explain_in_read(store: Store, conn: sql.Connection | None, trace: Trace, rowids: list[int]) -> list[ChunkAnatomy]:
-    with store.using(conn) as c:
-        own = store.begin_read(c)
-        try:
-            out = [_explain(store, c, trace, rowid) for rowid in rowids]
-        except BaseException:
-            store.end_read(c, own, failed=True)
-            raise
-        store.end_read(c, own)
-    return out
+    with store.using(conn) as c, store.snapshot(c):
+        return [_explain(store, c, trace, rowid) for rowid in rowids]
 
 
 def _explain(store: Store, conn: sql.Connection, trace: Trace, rowid: int) -> ChunkAnatomy:

@@ -175,8 +175,7 @@ def _search(
         # One read transaction for every stage: against a live writer (WAL)
         # all stages see the same snapshot (the run and correction caches key
         # on the data version it notes).
-        own_txn = store.begin_read(c)
-        try:
+        with store.snapshot(c):
             first = run_pass(c, store, params, params.query, pool_size, fts_limit, timings, runs=runs, paths=paths)
             correct = (
                 (lambda w: runs.correction(c, w)) if runs is not None else (lambda w: correct_word_cached(store, c, w))
@@ -189,10 +188,6 @@ def _search(
                     c, store, params, fz.corrected_query, pool_size, fts_limit, timings, "fuzzy", runs, paths
                 )
                 fz = replace(fz, rerun=again)
-        except BaseException:
-            store.end_read(c, own_txn, failed=True)
-            raise
-        store.end_read(c, own_txn)
     if first.filter.kept:
         layer, results = "rrf", first.results
     elif fz.rerun is not None and fz.rerun.filter.kept and not fz.shadow:

@@ -327,6 +327,18 @@ class Connections:
             pass
 
     @contextmanager
+    def snapshot(self, conn: sql.Connection) -> Iterator[sql.Connection]:
+        """Yield ``conn`` inside :meth:`begin_read` ... :meth:`end_read`: one
+        snapshot for the block, rolled back when the block raises."""
+        began = self.begin_read(conn)
+        try:
+            yield conn
+        except BaseException:
+            self.end_read(conn, began, failed=True)
+            raise
+        self.end_read(conn, began)
+
+    @contextmanager
     def parallel_reader(self, conn: sql.Connection) -> Iterator[sql.Connection | None]:
         """A second read connection in a transaction that sees the same
         snapshot as ``conn`` (inside :meth:`begin_read`; a file store), or

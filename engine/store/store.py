@@ -18,16 +18,17 @@ Every SQL value is a bound parameter.
 
 from __future__ import annotations
 
+import functools
 import os
 from contextlib import AbstractContextManager
 from typing import Any, Callable, TypeVar
 
+from typing_extensions import Concatenate, ParamSpec
+
 from engine.store import indexing, opening, parallel, rows, sql
 from engine.store.cache import VersionedLRU
-from engine.store.chunking import MAX_CHUNK_BYTES
 from engine.store.errors import sqlite_errors
 from engine.store.freshness import Freshness, RefreshReport
-from engine.store.indexing import IndexResult, MergeReport
 from engine.store.opening import ReadMode, ReadTarget
 from engine.store.reading import Connections, DataVersion
 from engine.store.rows import ChunkRow, SourceRow, StoreCounts
@@ -35,6 +36,8 @@ from engine.store.schema import FTS_TABLES, SchemaInfo
 from engine.store.segments import Structure, read_structure
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 #: Retriever runs kept per store (a compare, a why-not and a few variants of
 #: the last searches).
@@ -43,6 +46,18 @@ RUN_CACHE_SIZE = 256
 PHRASE_ROWS_CACHE_SIZE = 4096
 #: Fuzzy corrections kept per store (the reference's ``FUZZY_CACHE_SIZE``).
 CORRECTION_CACHE_SIZE = 256
+
+
+def _on_connections(job: Callable[Concatenate[Connections, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """A :class:`Store` method that calls ``job`` (a function of
+    :mod:`engine.store.indexing`) on the store's connections, with the
+    job's own signature and docstring."""
+
+    @functools.wraps(job)
+    def method(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return job(self.connections, *args, **kwargs)
+
+    return method
 
 
 class Store:
@@ -174,6 +189,10 @@ class Store:
         """:meth:`engine.store.reading.Connections.end_read`."""
         self.connections.end_read(conn, began, failed=failed)
 
+    def snapshot(self, conn: sql.Connection) -> AbstractContextManager[sql.Connection]:
+        """:meth:`engine.store.reading.Connections.snapshot`: one read transaction around a block."""
+        return self.connections.snapshot(conn)
+
     def can_read_in_parallel(self, conn: sql.Connection) -> bool:
         """:func:`engine.store.parallel.can_read_in_parallel` with :attr:`parallel`."""
         return parallel.can_read_in_parallel(self.path, conn, self.parallel)
@@ -223,38 +242,12 @@ class Store:
 
     # ── writing ────────────────────────────────────────────────────────
 
-    def index_text(
-        self,
-        label: str,
-        text: str,
-        kind: str = "markdown",
-        *,
-        session_id: str = "",
-        event_id: str = "",
-        file_path: str | None = None,
-        max_chunk_bytes: int = MAX_CHUNK_BYTES,
-        content_hash: str | None = None,
-    ) -> IndexResult:
-        """:func:`engine.store.indexing.index_text`: chunk ``text`` and store it under ``label``."""
-        return indexing.index_text(
-            self.connections,
-            label,
-            text,
-            kind,
-            session_id=session_id,
-            event_id=event_id,
-            file_path=file_path,
-            max_chunk_bytes=max_chunk_bytes,
-            content_hash=content_hash,
-        )
-
-    def delete_label(self, label: str) -> int:
-        """:func:`engine.store.indexing.delete_label`; returns chunks removed."""
-        return indexing.delete_label(self.connections, label)
-
-    def merge_index(self, *, full: bool = False) -> MergeReport:
-        """:func:`engine.store.indexing.merge_index`: both FTS5 indexes merged into one segment each."""
-        return indexing.merge_index(self.connections, full=full)
+    #: :func:`engine.store.indexing.index_text`: chunk ``text`` and store it under ``label``.
+    index_text = _on_connections(indexing.index_text)
+    #: :func:`engine.store.indexing.delete_label`; returns chunks removed.
+    delete_label = _on_connections(indexing.delete_label)
+    #: :func:`engine.store.indexing.merge_index`: both FTS5 indexes merged into one segment each.
+    merge_index = _on_connections(indexing.merge_index)
 
     def index_segments(self, conn: sql.Connection | None = None) -> dict[str, Structure | None]:
         """Each FTS table's index structure (:func:`engine.store.segments.read_structure`),

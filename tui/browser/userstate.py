@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,33 @@ from engine.store.userdata import CASES_FILE, HISTORY_FILE, read_json_file, reme
 HISTORY_MAX = 1000
 
 
-def _refuse_if_unreadable(path: Path | None, problem: str | None) -> None:
-    """Never write over a file that could not be read: it may hold work."""
-    if problem is not None:
-        raise ValueError(f"not saved: {path} could not be read ({problem}); fix or move it first")
+class _SavedFile(ABC):
+    """A file the browser saves after every change, or memory only.
+
+    Attributes:
+        path: the file, or ``None`` (memory only).
+        problem: why the file could not be read at start, or ``None``.
+    """
+
+    path: Path | None
+    problem: str | None
+
+    def save(self) -> None:
+        """Write the file (nothing when memory only). Never over a file that
+        could not be read: it may hold work.
+
+        Raises:
+            ValueError: the file could not be read at start (it is kept as is).
+            OSError: the file cannot be written.
+        """
+        if self.problem is not None:
+            raise ValueError(f"not saved: {self.path} could not be read ({self.problem}); fix or move it first")
+        if self.path is not None:
+            self._write(self.path)
+
+    @abstractmethod
+    def _write(self, path: Path) -> None:
+        """Write the whole file at ``path``."""
 
 
 @json_shape(extra="ignore")
@@ -60,7 +84,7 @@ def _dump(data: object) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 
-class QueryHistory:
+class QueryHistory(_SavedFile):
     """Queries searched in this store, oldest first, each once (a repeat
     moves to the end).
 
@@ -99,15 +123,8 @@ class QueryHistory:
         self.save()
         return True
 
-    def save(self) -> None:
-        """Write the file (nothing for a memory-only history).
-
-        Raises:
-            ValueError: the file could not be read at start (it is kept as is).
-        """
-        _refuse_if_unreadable(self.path, self.problem)
-        if self.path is not None:
-            write_text_file(self.path, _dump({"version": 1, "queries": self.entries}), True, make_folder=True)
+    def _write(self, path: Path) -> None:
+        write_text_file(path, _dump({"version": 1, "queries": self.entries}), True, make_folder=True)
 
     def search(self, text: str, limit: int = 200) -> list[str]:
         """fzf-style: queries matching ``text`` (every character in order,
@@ -178,7 +195,7 @@ def query_slug(query: str) -> str:
     return slug or "query"
 
 
-class Judgments:
+class Judgments(_SavedFile):
     """The browser's judgments: a :class:`~engine.lab.qrels.Qrels` saved to the
     store's ``qrels.json`` (or ``--qrels`` file) after every change.
 
@@ -249,15 +266,8 @@ class Judgments:
         self.save()
         return qid
 
-    def save(self) -> None:
-        """Write the file (nothing when memory only).
-
-        Raises:
-            ValueError: the file could not be read at start (it is kept as is).
-        """
-        _refuse_if_unreadable(self.path, self.problem)
-        if self.path is not None:
-            write_qrels(self.qrels, self.path)
+    def _write(self, path: Path) -> None:
+        write_qrels(self.qrels, path)
 
 
 @dataclass
@@ -345,7 +355,7 @@ class Case:
 CASE_SHAPE = dataclass_shape(Case)
 
 
-class CaseBook:
+class CaseBook(_SavedFile):
     """The saved cases of a store (``cases.json``), in saving order; saving a
     case with the id of an earlier one replaces it."""
 
@@ -379,12 +389,8 @@ class CaseBook:
         self.cases = [c for c in self.cases if c.id != case_id]
         self.save()
 
-    def save(self) -> None:
-        """Write the file. Raises ValueError when it could not be read at start."""
-        _refuse_if_unreadable(self.path, self.problem)
-        if self.path is not None:
-            text = _dump({"version": 1, "cases": [c.to_dict() for c in self.cases]})
-            write_text_file(self.path, text, True, make_folder=True)
+    def _write(self, path: Path) -> None:
+        write_text_file(path, _dump({"version": 1, "cases": [c.to_dict() for c in self.cases]}), True, make_folder=True)
 
     def export_texts(self) -> tuple[str, str]:
         """The two files of an export: the cases as a ``queries.json`` list

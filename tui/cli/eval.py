@@ -71,10 +71,10 @@ from .base import (
     search_db_option,
     write_json,
 )
-from .lab import SPEC_HELP, variant_option
+from .lab import SPEC_HELP, rbo_legend, variant_option
 from engine.files.reading import load_json_input
 from engine.files.writing import write_text_file
-from .search import check_output_file, load_queries
+from .search import check_output_file, load_queries, write_output
 
 # ─── shared ──────────────────────────────────────────────────────────────
 
@@ -302,13 +302,7 @@ def eval_renderable(a: SetEval, cmp: Optional[EvalComparison] = None, sort: str 
     parts.append(_query_table(a, b, cmp, sort))
     if cmp is not None and cmp.divergence:
         d = next(iter(cmp.divergence.values()))
-        parts.append(
-            plain(
-                f"RBO: rank-biased overlap of the two final lists (Webber et al. 2010, extrapolated, p = {d.p:g}); "
-                f"J@{d.k}: Jaccard of their top {d.k}. 1.00 = the same list.",
-                style="dim",
-            )
-        )
+        parts.append(plain(rbo_legend(d.p, d.k, "the two final lists") + ". 1.00 = the same list.", style="dim"))
     parts += [plain(n, style="dim") for n in _notes(a)]
     return Group(*parts)
 
@@ -462,8 +456,7 @@ def sweep_renderable(sw: SweepEval, against: Optional[str] = None) -> Group:
             parts.append(sweep_queries_table(sw, name))
             parts.append(
                 plain(
-                    f"RBO: rank-biased overlap of the final lists (Webber et al. 2010, extrapolated, p = {sw.p:g}); "
-                    f"J@{sw.k}: Jaccard of their top {sw.k}; 1.00 = the same list. --against NAME lists another variant.",
+                    rbo_legend(sw.p, sw.k) + "; 1.00 = the same list. --against NAME lists another variant.",
                     style="dim",
                 )
             )
@@ -728,14 +721,11 @@ def snapshot_save(
             snap = take_snapshot(store, entries, v)
         except ValueError as exc:
             fail(str(exc))
-    try:
-        write_text_file(out, json_text(snap), overwrite=force)
-    except FileExistsError:
-        fail(f"-o {out} appeared while the queries ran; nothing was written (give another name or --force)")
-    except OSError as exc:
-        fail(f"cannot write -o {out}: {exc.strerror or exc}")
-    console.print(
-        safe.line(f"recorded {len(snap['queries'])} queries to {out}"), markup=False, highlight=False, soft_wrap=True
+    write_output(
+        out,
+        "-o",
+        lambda: write_text_file(out, json_text(snap), overwrite=force),
+        f"recorded {len(snap['queries'])} queries",
     )
 
 
@@ -839,17 +829,12 @@ def qrels_convert(
     except QrelsError as exc:
         fail(str(exc))
     check_output_file(target, "TARGET", force=force)
-    try:
-        write_qrels(q, target, overwrite=force)
-    except FileExistsError:
-        fail(f"TARGET {target} appeared meanwhile; nothing was written (give another name or --force)")
-    except OSError as exc:
-        fail(f"cannot write {target}: {exc.strerror or exc}")
-    console.print(
-        safe.line(f"wrote {q.count()} judgments for {len(q.judgments)} queries to {target}"),
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+    write_output(
+        target,
+        "TARGET",
+        lambda: write_qrels(q, target, overwrite=force),
+        f"wrote {q.count()} judgments for {len(q.judgments)} queries",
+        meanwhile="meanwhile",
     )
 
 

@@ -168,11 +168,19 @@ def set_comparison_renderable(sc: SetComparison) -> Group:
         + line_text(counts_line(sc.totals, sc.mean_overlap, mean=True)).plain
     )
     legend = Text(
-        f"RBO: rank-biased overlap of the final lists (Webber et al. 2010, extrapolated, p = {sc.p:g}); "
-        f"J@{sc.k}: Jaccard of their top {sc.k}; 1.00 = the same list. --sort divergence lists the most changed first.",
+        rbo_legend(sc.p, sc.k) + "; 1.00 = the same list. --sort divergence lists the most changed first.",
         style="dim",
     )
     return Group(t, summary, legend)
+
+
+def rbo_legend(p: float, k: int, lists: str = "the final lists") -> str:
+    """What the RBO and J@k columns mean (:mod:`engine.lab.divergence`), for
+    persistence ``p`` and depth ``k``; the caller ends the sentence."""
+    return (
+        f"RBO: rank-biased overlap of {lists} (Webber et al. 2010, extrapolated, p = {p:g}); "
+        f"J@{k}: Jaccard of their top {k}"
+    )
 
 
 def _mean(values: list[float]) -> Optional[float]:

@@ -4,7 +4,7 @@ run a query file. Plain functions; :mod:`tui.cli.main` registers them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, List, Optional, Union
+from typing import Annotated, Callable, List, Optional, Union
 
 import typer
 from typing_extensions import NotRequired, TypedDict
@@ -484,13 +484,12 @@ def batch(
         return
     if out:
         check_output_file(out, "--out", db=db, force=force)  # again: it may have appeared meanwhile
-        try:
-            write_text_file(out, json_text(traces), overwrite=force)
-        except FileExistsError:
-            fail(f"--out {out} appeared while the queries ran; nothing was written (give another name or --force)")
-        except OSError as exc:
-            fail(f"cannot write --out {out}: {exc.strerror or exc}")
-        console.print(safe.line(f"wrote {len(traces)} traces to {out}"), markup=False, highlight=False)
+        write_output(
+            out,
+            "--out",
+            lambda: write_text_file(out, json_text(traces), overwrite=force),
+            f"wrote {len(traces)} traces",
+        )
     else:
         write_json(traces)
 
@@ -501,18 +500,28 @@ def _write_trec_run(store: Store, results: list, path: Path, stage: str, force: 
     from engine.lab.evaluation import trec_run_text
 
     text, lines = trec_run_text(results, chunk_ids(store), stage)
-    try:
-        write_text_file(path, text, overwrite=force)
-    except FileExistsError:
-        fail(f"--trec-run {path} appeared while the queries ran; nothing was written (give another name or --force)")
-    except OSError as exc:
-        fail(f"cannot write --trec-run {path}: {exc.strerror or exc}")
-    console.print(
-        safe.line(f"wrote {lines} run lines for {len(results)} queries (stage {stage}) to {path}"),
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+    write_output(
+        path,
+        "--trec-run",
+        lambda: write_text_file(path, text, overwrite=force),
+        f"wrote {lines} run lines for {len(results)} queries (stage {stage})",
     )
+
+
+def write_output(
+    path: Path, option: str, write: Callable[[], None], done: str, meanwhile: str = "while the queries ran"
+) -> None:
+    """Run ``write`` (which writes ``path``, named by ``option``, at the end
+    of a command) and print ``{done} to {path}``; a file that appeared since
+    :func:`check_output_file` (``FileExistsError``) or any other ``OSError``
+    is one ``fail`` line and nothing written."""
+    try:
+        write()
+    except FileExistsError:
+        fail(f"{option} {path} appeared {meanwhile}; nothing was written (give another name or --force)")
+    except OSError as exc:
+        fail(f"cannot write {option} {path}: {exc.strerror or exc}")
+    console.print(safe.line(f"{done} to {path}"), markup=False, highlight=False, soft_wrap=True)
 
 
 def check_output_file(path: Path, option: str, db: Optional[Path] = None, force: bool = False) -> None:

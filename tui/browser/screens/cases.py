@@ -57,22 +57,6 @@ def case_text(case: Case) -> Text:
 class CasesScreen(ModalScreen[Case | None]):
     """The store's saved cases; dismisses with the one to reopen (or ``None``)."""
 
-    DEFAULT_CSS = """
-    CasesScreen {
-        align: center middle;
-    }
-    #cases-list {
-        height: auto;
-        min-height: 6;
-        max-height: 18;
-        margin: 1 0;
-        border: round $primary-muted;
-    }
-    #cases-list:focus {
-        border: round $accent;
-    }
-    """
-
     BINDINGS = [
         *close_keys("cases", "the list", escape_tooltip="Close the list"),
         *bindings("cases"),  # e, Delete (tui.browser.actions)

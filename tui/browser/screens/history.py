@@ -26,22 +26,6 @@ from tui.browser.widgets.footer import KeyFooter
 class HistorySearchScreen(ModalScreen[str | None]):
     """Pick a query from the history; dismisses with it (or ``None``)."""
 
-    DEFAULT_CSS = """
-    HistorySearchScreen {
-        align: center middle;
-    }
-    #history-list {
-        height: auto;
-        min-height: 6;
-        max-height: 18;
-        margin: 1 0;
-        border: round $primary-muted;
-    }
-    #history-list:focus {
-        border: round $accent;
-    }
-    """
-
     BINDINGS = [
         *close_keys("history", "", escape_tooltip="Close; the query box keeps its text"),
         Binding(

@@ -593,27 +593,26 @@ class StageInspector(OptionList):
 
     def action_cursor_up(self) -> None:
         """The previous candidate; at the first one, scroll to the top (no wrap)."""
-        rows = self._rows()
-        if self.highlighted is None:
-            self.action_first()
-            return
-        before = [i for i in rows if i < self.highlighted]
-        if before:
-            self.highlighted = before[-1]
-        else:
-            self.scroll_home(animate=False)
+        self._step(down=False)
 
     def action_cursor_down(self) -> None:
         """The next candidate; at the last one, scroll to the bottom (no wrap)."""
-        rows = self._rows()
-        if self.highlighted is None:
+        self._step(down=True)
+
+    def _step(self, down: bool) -> None:
+        """One candidate down (or up); past the last (first) one, scroll to
+        the very bottom (top) instead of wrapping. With none highlighted: the first."""
+        current = self.highlighted
+        if current is None:
             self.action_first()
             return
-        after = [i for i in rows if i > self.highlighted]
-        if after:
-            self.highlighted = after[0]
-        else:
+        beyond = [i for i in self._rows() if (i > current if down else i < current)]
+        if beyond:
+            self.highlighted = beyond[0] if down else beyond[-1]
+        elif down:
             self.scroll_end(animate=False)
+        else:
+            self.scroll_home(animate=False)
 
     def action_page_up(self) -> None:
         """A page up; from the first page, to the very top."""
