@@ -173,7 +173,9 @@ async def test_case_export_in_an_ssh_demo_is_refused(db, tmp_path, monkeypatch, 
 
 
 async def test_an_idle_session_warns_then_quits():
-    app = build_app(idle_timeout=1.0)
+    # the warning window is a quarter of the timeout (1 s here): wide enough
+    # for a loaded machine's event loop not to step over it
+    app = build_app(idle_timeout=4.0)
     async with app.run_test(size=WIDE) as pilot:
         await wait_for(pilot, lambda: any(n.title == "Still there?" for n in notifications(app)), what="warning")
         await wait_for(pilot, lambda: app.return_code is not None, what="the exit")
@@ -181,7 +183,7 @@ async def test_an_idle_session_warns_then_quits():
 
 
 async def test_a_key_keeps_the_session_open():
-    app = build_app(idle_timeout=2.0)
+    app = build_app(idle_timeout=4.0)
     async with app.run_test(size=WIDE) as pilot:
         await wait_for(pilot, lambda: any(n.title == "Still there?" for n in notifications(app)), what="warning")
         before = app.last_input
