@@ -11,6 +11,7 @@ the tests over them skip, saying why, when it is not.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import tempfile
@@ -43,6 +44,10 @@ NOT_VENDORED = (
 )
 FIXTURES = GOLDEN / "fixtures"
 SAMPLE_CORPUS = REPO / "sample_corpus"
+#: The README's ten queries over the sample corpus, and their judgments.
+DEMO_QUERIES_FILE = REPO / "docs" / "demo-queries.json"
+DEMO_QUERIES = json.loads(DEMO_QUERIES_FILE.read_text("utf-8"))
+DEMO_QRELS = REPO / "docs" / "demo-qrels.json"
 #: Real context-mode stores: 8 FTS columns (1.0.169) and the legacy 4 (1.0.22).
 MODERN = FIXTURES / "context-mode-1.0.169.db"
 LEGACY = FIXTURES / "context-mode-1.0.22.db"
@@ -128,6 +133,17 @@ def home(tmp_path, monkeypatch):
     tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     return h
+
+
+@pytest.fixture(scope="module")
+def sample_store():
+    """``sample_corpus/`` indexed into an in-memory store, one per test module."""
+    from engine import Store, index_corpus
+
+    s = Store.create(":memory:")
+    index_corpus(s, SAMPLE_CORPUS)
+    yield s
+    s.close()
 
 
 @pytest.fixture(scope="session")
