@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from engine.lab.qrels import Qrels, default_qrels_path, write_qrels
 from tui.cli import CliError, app, main
 
+from .helpers import cli_error
 from .conftest import REPO, SAMPLE_CORPUS
 
 runner = CliRunner()
@@ -130,11 +131,8 @@ def test_eval_without_any_judged_query(db, tmp_path):
 def test_eval_bad_qrels_line_is_one_line_error(db, tmp_path, capsys):
     q = tmp_path / "q.txt"
     q.write_text("rerank 0 a.md::X 9\n")
-    with pytest.raises(SystemExit) as exc:
-        main(["eval", str(QUERIES), "--db", str(db), "--qrels", str(q)])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("rankscope: error: ") and "line 1: grade must be 0, 1, 2 or 3; got 9" in err
+    err = cli_error(["eval", str(QUERIES), "--db", str(db), "--qrels", str(q)], capsys)
+    assert "line 1: grade must be 0, 1, 2 or 3; got 9" in err
 
 
 # ─── batch --trec-run ────────────────────────────────────────────────────
@@ -409,11 +407,8 @@ def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
     queries = tmp_path / "q.json"
     queries.write_text(json.dumps([{"id": "rerank", "query": "quorum"}]))
     subs = {"QUERIES": str(queries), "RUN": str(tmp_path / "run.txt"), "SNAP": str(tmp_path / "snap.json")}
-    with pytest.raises(SystemExit) as exc:
-        main([subs.get(a, a) for a in args] + ["--db", str(damaged_db)])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"rankscope: error: {damaged_db} is damaged") and len(err.splitlines()) == 1
+    err = cli_error([subs.get(a, a) for a in args] + ["--db", str(damaged_db)], capsys)
+    assert err.startswith(f"rankscope: error: {damaged_db} is damaged")
 
 
 @pytest.mark.parametrize("qrels", [None, str(QRELS_TREC)], ids=["default judgments", "--qrels"])
@@ -429,10 +424,7 @@ def test_eval_on_a_file_that_is_no_store_says_so_before_looking_for_judgments(tm
     conn.close()
     queries = tmp_path / "q.json"
     queries.write_text(json.dumps([{"id": "rerank", "query": "quorum"}]))
-    with pytest.raises(SystemExit) as exc:
-        main(["eval", str(queries), "--db", str(other), *(["--qrels", qrels] if qrels else [])])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
+    err = cli_error(["eval", str(queries), "--db", str(other), *(["--qrels", qrels] if qrels else [])], capsys)
     assert err.startswith(f"rankscope: error: {other} is not a context-mode content store"), err
 
 

@@ -21,19 +21,14 @@ from typer.testing import CliRunner
 from tui.cli import app, main
 from engine.files.writing import write_text_file
 
+from .helpers import indexed_by_cli
+
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    root = tmp_path_factory.mktemp("out")
-    folder = root / "c"
-    folder.mkdir()
-    (folder / "a.md").write_text("# Zebra\nzebra crossing\n", "utf-8")
-    path = root / "s.db"
-    r = runner.invoke(app, ["index", str(folder), "--db", str(path)])
-    assert r.exit_code == 0, r.output
-    return path
+    return indexed_by_cli(tmp_path_factory.mktemp("out"))
 
 
 @pytest.fixture
