@@ -17,7 +17,7 @@ from tui.browser.widgets.query_box import QueryParts, fit_queries
 from tui.present.cut import terms_cut
 
 from ..conftest import SAMPLE_CORPUS
-from .conftest import build_app, plain, screen_lines, search_for, settle, wait_for
+from .conftest import browsing, plain, screen_lines, search_for, settle, wait_for
 
 FIVE = '"throttled" OR "producers" OR "partition" OR "replication" OR "quorum"'
 STEMS = ("throttled → throttl", "producers → produc", "partition → partit", "replication → replic")
@@ -166,9 +166,7 @@ def drawn(app, widget) -> list[str]:
     ids=["80x24", "120x40"],
 )
 async def test_the_sanitised_queries_fit_and_both_show(sample, size, query, last):
-    app = build_app(store=Store.open_readonly(sample), store_label="sample")
-    async with app.run_test(size=size) as pilot:
-        await search_for(pilot, query)
+    async with browsing(size, query, store=Store.open_readonly(sample), store_label="sample") as (app, pilot):
         line = app.browser.query_one("#sanitised")
         rows = drawn(app, line)
         assert len(rows) == 2 and rows == plain(line).rstrip("\n").split("\n")
@@ -180,8 +178,7 @@ async def test_the_sanitised_queries_fit_and_both_show(sample, size, query, last
 
 
 async def test_the_sanitised_queries_follow_a_resize(sample):
-    app = build_app(store=Store.open_readonly(sample), store_label="sample")
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with browsing((120, 40), store=Store.open_readonly(sample), store_label="sample") as (app, pilot):
         query = "throttled producers partition replication quorum"
         await search_for(pilot, query)
         line = app.browser.query_one("#sanitised")
@@ -195,9 +192,12 @@ async def test_the_sanitised_queries_follow_a_resize(sample):
 
 
 async def test_the_pinned_line_keeps_the_fate_at_120_columns(sample):
-    app = build_app(store=Store.open_readonly(sample), store_label="sample")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "publish partition-key example throttled producer")
+    async with browsing(
+        (120, 40),
+        "publish partition-key example throttled producer",
+        store=Store.open_readonly(sample),
+        store_label="sample",
+    ) as (app, pilot):
         browser = app.browser
         browser.pin(57)
         await settle(pilot)
@@ -212,9 +212,9 @@ async def test_the_pinned_line_keeps_the_fate_at_120_columns(sample):
 
 
 async def test_the_pinned_line_at_60x18(sample):
-    app = build_app(store=Store.open_readonly(sample), store_label="sample")
-    async with app.run_test(size=(60, 18)) as pilot:
-        await search_for(pilot, "replication quorum write")
+    async with browsing(
+        (60, 18), "replication quorum write", store=Store.open_readonly(sample), store_label="sample"
+    ) as (app, pilot):
         browser = app.browser
         browser.pin(139)
         await settle(pilot)

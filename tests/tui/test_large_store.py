@@ -10,7 +10,7 @@ import tui.browser.screens.browser as browser_module
 from tui.browser import facts
 from tui.browser.facts import read_facts
 
-from .conftest import build_app, plain, processed, stages_store, wait_for
+from .conftest import browsing, plain, processed, stages_store, wait_for
 
 WIDE = (120, 40)
 
@@ -49,8 +49,7 @@ async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
         return real(store, conn)
 
     monkeypatch.setattr(browser_module, "read_sessions", slow)
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE) as (app, pilot):
         await wait_for(
             pilot,
             lambda: app.browser is not None and "sessions being counted" in plain(app.browser.results.message),
@@ -78,8 +77,7 @@ async def test_the_session_count_never_replaces_a_failed_search(monkeypatch):
         return real(store, conn)
 
     monkeypatch.setattr(browser_module, "read_sessions", slow)
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE) as (app, pilot):
         await wait_for(
             pilot, lambda: app.browser is not None and app.browser.overview.sessions_pending, what="the pending count"
         )

@@ -25,7 +25,18 @@ from engine import Store, index_corpus
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.why import WhyScreen
 
-from .conftest import CORPUS, build_app, notifications, press, run_command, search_for, settle, wait_for, wait_screen
+from .conftest import (
+    browsing,
+    CORPUS,
+    build_app,
+    notifications,
+    press,
+    run_command,
+    search_for,
+    settle,
+    wait_for,
+    wait_screen,
+)
 
 BROWSER = Path(tui.browser.app.__file__).parent
 SCREENS = BROWSER / "screens"
@@ -144,9 +155,7 @@ def test_one_handler_reports_every_worker_failure():
 
 
 async def test_the_why_screen_reads_the_chunk_list_once_per_store(monkeypatch):
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         store = app.browser.store
         reads = []
         real = store.iter_chunks
