@@ -157,6 +157,17 @@ def sample_db(tmp_path_factory):
     return path
 
 
+@pytest.fixture
+def sample_file(sample_db, tmp_path):
+    """``tmp_path/sample.db``: a fresh copy of :func:`sample_db`, for a test
+    that writes to the store or beside it (its per-store data files)."""
+    import shutil
+
+    path = tmp_path / "sample.db"
+    shutil.copy2(sample_db, path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def damaged_db(sample_db, tmp_path_factory):
     """A copy of :func:`sample_db` whose ``chunks`` b-trees (its content and

@@ -44,6 +44,14 @@ def answered(app) -> bool:
     return s is not None and s.trace is not None and s._shown_seq == s._seq
 
 
+async def open_agent_log(pilot) -> AgentLogScreen:
+    """Open the agent log from the palette; returns it once it lists its replays."""
+    app = pilot.app
+    await run_command(pilot, "Agent log")
+    await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the agent log")
+    return app.screen
+
+
 def _app(path, **kwargs):
     return build_app(store=Store.open_readonly(path), store_label=path.name, **kwargs)
 
@@ -147,11 +155,7 @@ async def test_plugin_toggle_without_a_session_db_says_why():
 
 async def test_agent_log_lists_and_opens_a_recorded_call():
     async with browsing(WIDE, "x", app=_app(PLUGIN_STORE, session_db=str(SESSION_DB))) as (app, pilot):
-        await run_command(pilot, "Agent log")
-        await wait_for(
-            pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the agent log"
-        )
-        screen = app.screen
+        screen = await open_agent_log(pilot)
         options = screen.query_one("#agent-log-list", OptionList)
         assert options.option_count == 13
         assert "12 of 13 give the recorded answer" in plain(screen.query_one("#agent-log-status", Static))
@@ -191,11 +195,7 @@ async def test_the_agent_log_follows_the_session_db_live(tmp_path):
     db = folder / "5399b2ea68c12e92.db"
     shutil.copyfile(SESSION_DB, db)
     async with browsing(WIDE, "x", app=_app(PLUGIN_STORE, session_db=str(db))) as (app, pilot):
-        await run_command(pilot, "Agent log")
-        await wait_for(
-            pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the agent log"
-        )
-        log = app.screen
+        log = await open_agent_log(pilot)
         title = log.query_one("#agent-log-title", Static)
         options = log.query_one("#agent-log-list", OptionList)
         assert "● live" in plain(title) and "follow: off" in plain(title)

@@ -128,12 +128,8 @@ async def test_f6_in_an_ssh_demo_is_refused_saying_why(tmp_path, monkeypatch, vi
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch):
-    monkeypatch.setenv("RANKSCOPE_DATA_DIR", str(tmp_path / "data"))
-    path = tmp_path / "sample.db"
-    with Store.create(path) as s:
-        index_corpus(s, SAMPLE_CORPUS)
-    return path
+def db(sample_file):
+    return sample_file
 
 
 async def _saved_case_export(app, pilot) -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine import Store, index_corpus
+from engine import Store
 from engine.lab.compare import params_for_entry
 from engine.pipeline.variants import Variant
 from engine.lab.qrels import default_qrels_path, read_qrels
@@ -19,7 +19,6 @@ from tui.browser.screens.cases import CasesScreen
 from tui.browser.screens.flow import FlowScreen
 from tui.browser.screens.history import HistorySearchScreen
 
-from ..conftest import SAMPLE_CORPUS
 from .conftest import (
     browsing,
     screen_lines,
@@ -39,12 +38,9 @@ from .conftest import (
 
 
 @pytest.fixture
-def db(tmp_path):
+def db(sample_file):
     """The sample corpus in a store file (per-store files need a path)."""
-    path = tmp_path / "sample.db"
-    with Store.create(path) as s:
-        index_corpus(s, SAMPLE_CORPUS)
-    return path
+    return sample_file
 
 
 def app_for(db, **kwargs):
@@ -405,9 +401,8 @@ async def test_u_steps_through_the_ungraded_queue_and_eval_counts_the_grades(db)
     from engine.store.chunkids import chunk_ids
     from tui.cli import app as cli
 
-    from ..conftest import REPO
+    from ..conftest import DEMO_QUERIES_FILE as queries
 
-    queries = REPO / "docs" / "demo-queries.json"
     runner = CliRunner()
     first = runner.invoke(cli, ["eval", str(queries), "--db", str(db), "--ungraded", "--json"])
     assert first.exit_code == 0, first.output  # no judgments yet: --ungraded still lists the queue

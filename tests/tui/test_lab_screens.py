@@ -243,21 +243,17 @@ async def test_compare_failure_becomes_a_notification():
 
 
 @pytest.fixture
-def sample_db(tmp_path):
+def sample_queried(sample_file):
     """The sample corpus in a store file, docs/demo-queries.json named as its query file."""
-    from engine import Store, index_corpus
     from engine.store.userdata import remember_query_file
 
-    from ..conftest import REPO, SAMPLE_CORPUS
+    from ..conftest import DEMO_QUERIES_FILE
 
-    path = tmp_path / "sample.db"
-    with Store.create(path) as s:
-        index_corpus(s, SAMPLE_CORPUS)
-    remember_query_file(path, REPO / "docs" / "demo-queries.json")
-    return path
+    remember_query_file(sample_file, DEMO_QUERIES_FILE)
+    return sample_file
 
 
-async def test_compare_f6_sorts_the_query_file_by_divergence_and_enter_opens_one(sample_db):
+async def test_compare_f6_sorts_the_query_file_by_divergence_and_enter_opens_one(sample_queried):
     """F6 lists the store's query file under A and B, lowest RBO first (then
     Jaccard, then file order), with the numbers ``compare --queries --json``
     gives; Enter on a query shows its chunks; F6 goes back to the queries."""
@@ -268,17 +264,16 @@ async def test_compare_f6_sorts_the_query_file_by_divergence_and_enter_opens_one
     from engine import Store
     from tui.cli import app as cli
 
-    from ..conftest import REPO
+    from ..conftest import DEMO_QUERIES_FILE as queries
 
-    queries = REPO / "docs" / "demo-queries.json"
     r = CliRunner().invoke(
-        cli, ["compare", "--queries", str(queries), "--db", str(sample_db), "--b", "pool=40", "--json"]
+        cli, ["compare", "--queries", str(queries), "--db", str(sample_queried), "--b", "pool=40", "--json"]
     )
     assert r.exit_code == 0, r.output
     per_query = json.loads(r.output)["queries"]
     want = sorted(range(len(per_query)), key=lambda i: (per_query[i]["rbo"], per_query[i]["jaccard"], i))
     assert per_query[want[0]]["rbo"] < 1  # pool=40 changes some answers: the order is not the file's
-    app = build_app(store=Store.open_readonly(sample_db), store_label="sample")
+    app = build_app(store=Store.open_readonly(sample_queried), store_label="sample")
     app.compare_variants = (Variant(), Variant(pool_size=40))
     async with app.run_test(size=WIDE) as pilot:
         screen = await open_compare(pilot, "write quorum")
@@ -400,14 +395,22 @@ async def test_why_finder_pins_the_highlighted_match_or_the_explained_chunk():
         await wait_for(pilot, lambda: "pinned row 17" in plain(line), what="the pinned line")
 
 
+async def why_of_the_second_result(pilot, focused: bool = True):
+    """Select the second result, press F8: ``(its candidate, the why screen)``
+    once the screen (``focused``: holding the focus) shows its answer."""
+    app = pilot.app
+    await press(pilot, "down", "down")  # query → results, second result
+    second = app.browser.trace.final[1].candidate
+    await wait_for(pilot, lambda: app.browser.journey.subject.key == second.key)
+    await press(pilot, "f8")
+    screen = await wait_screen(pilot, WhyScreen, focused=focused)
+    await settle_lab(pilot)
+    return second, screen
+
+
 async def test_why_opened_on_a_chunk_focuses_the_answer_so_p_pins_it():
     async with browsing(NARROW, "cache") as (app, pilot):
-        await press(pilot, "down", "down")  # query → results, second result
-        second = app.browser.trace.final[1].candidate
-        await wait_for(pilot, lambda: app.browser.journey.subject.key == second.key)
-        await press(pilot, "f8")
-        screen = await wait_screen(pilot, WhyScreen, focused=False)
-        await settle_lab(pilot)
+        second, screen = await why_of_the_second_result(pilot, focused=False)
         assert app.focused is screen.query_one("#why-box")
         await press(pilot, "p")
         await wait_for(pilot, lambda: app.browser.pinned_rowid == second.rowid, what="the explained chunk pinned")
@@ -416,12 +419,7 @@ async def test_why_opened_on_a_chunk_focuses_the_answer_so_p_pins_it():
 
 async def test_why_not_explains_the_selected_chunk_from_a_pane():
     async with browsing(NARROW, "cache") as (app, pilot):
-        await press(pilot, "down", "down")  # query → results, second result
-        second = app.browser.trace.final[1].candidate
-        await wait_for(pilot, lambda: app.browser.journey.subject.key == second.key)
-        await press(pilot, "f8")
-        screen = await wait_screen(pilot, WhyScreen)
-        await settle_lab(pilot)
+        second, screen = await why_of_the_second_result(pilot)
         (exp,) = screen.explanations
         assert exp.chunk.rowid == second.rowid and exp.reason in ("returned", "outranked")
         assert "✓ in the answer at #2" in plain(screen.query_one("#why-text"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 import tui.browser.screens.browser as browser_module
 from tui.browser import facts
 from tui.browser.facts import read_facts
@@ -38,7 +40,11 @@ def test_read_facts_of_a_small_store_counts_everything():
     assert f.stats == store.stats() and f.session_counts == store.session_counts()
 
 
-async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
+@pytest.fixture
+def held_sessions(monkeypatch):
+    """A store too large for exact facts at once: the browser's session count
+    (read in a worker, never on the UI thread) waits until the test sets the
+    returned event; set at the end whatever happens, so the worker ends."""
     monkeypatch.setattr(facts, "EXACT_FACTS_MAX_CHUNKS", 10)
     release = threading.Event()
     real = browser_module.read_sessions
@@ -49,6 +55,12 @@ async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
         return real(store, conn)
 
     monkeypatch.setattr(browser_module, "read_sessions", slow)
+    yield release
+    release.set()
+
+
+async def test_sessions_are_counted_after_the_first_paint(held_sessions):
+    release = held_sessions
     async with browsing(WIDE) as (app, pilot):
         await wait_for(
             pilot,
@@ -67,16 +79,8 @@ async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
         assert "3 sessions." in welcome and "being counted" not in welcome
 
 
-async def test_the_session_count_never_replaces_a_failed_search(monkeypatch):
-    monkeypatch.setattr(facts, "EXACT_FACTS_MAX_CHUNKS", 10)
-    release = threading.Event()
-    real = browser_module.read_sessions
-
-    def slow(store, conn=None):
-        release.wait(10)
-        return real(store, conn)
-
-    monkeypatch.setattr(browser_module, "read_sessions", slow)
+async def test_the_session_count_never_replaces_a_failed_search(held_sessions):
+    release = held_sessions
     async with browsing(WIDE) as (app, pilot):
         await wait_for(
             pilot, lambda: app.browser is not None and app.browser.overview.sessions_pending, what="the pending count"

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import Store, index_corpus
+from engine import Store
 from engine.lab.qrels import Qrels, qrels_text
 from engine.store.userdata import CASES_FILE, HISTORY_FILE, QRELS_FILE, store_dir
 
-from ..conftest import SAMPLE_CORPUS
 from ..test_file_inputs import DATA_SHAPES, guarded, hostile
 from .conftest import browsing, build_app, notifications, search_for, wait_for
 
@@ -42,11 +41,8 @@ VALID = {
 
 
 @pytest.fixture
-def db(tmp_path):
-    path = tmp_path / "sample.db"
-    with Store.create(path) as s:
-        index_corpus(s, SAMPLE_CORPUS)
-    return path
+def db(sample_file):
+    return sample_file
 
 
 def place(kind: str, name: str, target: Path, scratch: Path) -> str:
