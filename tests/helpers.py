@@ -3,6 +3,7 @@
 * tiny corpora, each built to show one pipeline behaviour;
 * :func:`case_params`: the :class:`SearchParams` of a golden case;
 * :data:`ENV_VARS`: every variable that moves context-mode's storage;
+* :func:`fresh_python`: code run in a new interpreter;
 * :func:`append_call`: another process appends a ``ctx_search`` call to a
   session DB the way context-mode's hooks write it.
 * :func:`cli_error`: a command refused with one ``rankscope: error:`` line;
@@ -113,6 +114,15 @@ APPEND = textwrap.dedent(
     conn.close()
     """
 )
+
+
+def fresh_python(code: str, timeout: float = 120) -> str:
+    """Run ``code`` in a new interpreter (this one's, in the repository);
+    assert it exits 0 (else fail with its stderr); returns its stdout."""
+    repo = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
 
 
 def append_call(db: Path, first_row: int = LAST_CALL_FIRST_ROW) -> float:

@@ -112,6 +112,23 @@ async def browsing(size: tuple[int, int], query: str | None = None, app=None, **
         yield app, pilot
 
 
+def failing_index_app(tmp_path: Path):
+    """The browser started on a one-file corpus whose indexing fails (its
+    store's folder is a file): the loading screen stays and an "Indexing
+    failed" error is notified; notifications recorded."""
+    from tui.browser.app import RankscopeApp
+    from tui.browser.corpus_cache import CacheEntry
+    from tui.browser.options import AppOptions
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # parent is a file
+    return record_notifications(RankscopeApp(AppOptions(index_job=entry, store_label="corpus")))
+
+
 # ── notifications ─────────────────────────────────────────────────────────
 
 

@@ -15,6 +15,7 @@ from tui.browser.screens.params import ParamsScreen
 from tui.browser.screens.sessions import SessionsScreen
 
 from .conftest import (
+    failing_index_app,
     browsing,
     notifications,
     plain,
@@ -75,17 +76,7 @@ async def test_the_exact_switch_hint_follows_the_switch():
 
 
 async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
-    from tui.browser.app import RankscopeApp
-    from tui.browser.options import AppOptions
-    from tui.browser.corpus_cache import CacheEntry
-
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "a.md").write_text("# A\n")
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # fails: the loading screen stays
-    app = record_notifications(RankscopeApp(AppOptions(index_job=entry, store_label="corpus")))
+    app = failing_index_app(tmp_path)  # the loading screen stays
     async with app.run_test(size=NARROW) as pilot:
         await wait_for(pilot, lambda: any("Indexing failed" in (n.title or "") for n in notifications(app)))
         await settle(pilot)
