@@ -121,6 +121,22 @@ def store():
     s.close()
 
 
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """Valid files of every form (:func:`tests.command_lines.make_world`), one set per test module."""
+    from .command_lines import make_world
+
+    return make_world(tmp_path_factory.mktemp("world"))
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """``fresh(name)``: a new path under ``tmp_path/fresh`` (:func:`tests.command_lines.fresh_factory`)."""
+    from .command_lines import fresh_factory
+
+    return fresh_factory(tmp_path / "fresh")
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """An empty home folder, no storage variables, a private temp folder."""
