@@ -56,6 +56,10 @@ LEGACY = FIXTURES / "context-mode-1.0.22.db"
 AGENT_VIEW = GOLDEN / "agent-view"
 #: The session DB written by context-mode 1.0.169's hooks (13 ctx_search calls).
 SESSION_DB = FIXTURES / "session-1.0.169.db"
+#: The plugin-mode store the calls of :data:`SESSION_DB` searched, and the
+#: command line that searches it as they did (add a query or ``--params-json``).
+PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
+PLUGIN_SEARCH = ["ctx-search", "--db", str(PLUGIN_STORE), "--sessions-db", str(SESSION_DB)]
 
 
 #: Variables through which the caller's terminal would change what Rich, Typer and Textual

@@ -13,11 +13,10 @@ from typer.testing import CliRunner
 from tui.cli import app, main
 
 from .helpers import cli_error
-from .conftest import AGENT_VIEW, SESSION_DB
+from .conftest import AGENT_VIEW, PLUGIN_SEARCH, PLUGIN_STORE, SESSION_DB
 
 runner = CliRunner()
 STORE = AGENT_VIEW / "store.db"
-PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
 
 
 @lru_cache(maxsize=None)
@@ -147,13 +146,9 @@ def test_plugin_mode_from_the_session_db():
     r = runner.invoke(
         app,
         [
-            "ctx-search",
+            *PLUGIN_SEARCH,
             "halyard message",
             "failover review",
-            "--db",
-            str(PLUGIN_STORE),
-            "--sessions-db",
-            str(SESSION_DB),
         ],
     )
     assert r.exit_code == 0, r.output
@@ -161,11 +156,7 @@ def test_plugin_mode_from_the_session_db():
     r = runner.invoke(
         app,
         [
-            "ctx-search",
-            "--db",
-            str(PLUGIN_STORE),
-            "--sessions-db",
-            str(SESSION_DB),
+            *PLUGIN_SEARCH,
             "--project",
             golden()["p01"]["params"].get("project", "/tmp/agentview/public/project"),
             "--params-json",
@@ -178,11 +169,7 @@ def test_plugin_mode_from_the_session_db():
     r = runner.invoke(
         app,
         [
-            "ctx-search",
-            "--db",
-            str(PLUGIN_STORE),
-            "--sessions-db",
-            str(SESSION_DB),
+            *PLUGIN_SEARCH,
             "--params-json",
             json.dumps(p03["params"]),
             "--call-number",
@@ -200,11 +187,7 @@ def test_timeline_with_session_events():
     r = runner.invoke(
         app,
         [
-            "ctx-search",
-            "--db",
-            str(PLUGIN_STORE),
-            "--sessions-db",
-            str(SESSION_DB),
+            *PLUGIN_SEARCH,
             "--params-json",
             json.dumps(p04["params"]),
             "--call-number",

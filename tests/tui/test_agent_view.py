@@ -16,7 +16,7 @@ from tui.browser.screens.params import ParamsChange
 from tui.browser.screens.agent import AgentViewScreen, chunk_with_windows
 from tui.browser.screens.agent_log import AgentLogScreen
 
-from ..conftest import AGENT_VIEW, SESSION_DB
+from ..conftest import AGENT_VIEW, PLUGIN_STORE, SESSION_DB
 from ..helpers import append_call
 from .conftest import (
     browsing,
@@ -32,7 +32,6 @@ from .conftest import (
 
 NARROW = (80, 24)
 WIDE = (120, 40)
-PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
 
 
 def agent_screen(app) -> AgentViewScreen | None:

@@ -25,6 +25,7 @@ from engine import Store, index_corpus
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.why import WhyScreen
 
+from ..conftest import PLUGIN_STORE
 from .conftest import (
     browsing,
     CORPUS,
@@ -254,13 +255,13 @@ async def test_the_live_agent_log_runs_no_sql_on_the_ui_thread(tmp_path, ui_thre
     from tui.browser.screens.agent import AgentViewScreen
     from tui.browser.screens.agent_log import AgentLogScreen
 
-    from ..conftest import AGENT_VIEW, SESSION_DB
+    from ..conftest import SESSION_DB
     from ..helpers import append_call
 
     armed, seen = ui_thread_statements
     db = tmp_path / "session.db"
     shutil.copyfile(SESSION_DB, db)
-    store = Store.open_readonly(AGENT_VIEW / "plugin" / "store-P01.db")
+    store = Store.open_readonly(PLUGIN_STORE)
     app = build_app(store=store, store_label="P01", session_db=str(db))
     armed[0] = True
     async with app.run_test(size=WIDE) as pilot:
