@@ -154,7 +154,7 @@ async def test_export_never_writes_through_a_dangling_symlink(tmp_path, monkeypa
     import tui.browser.app
     from tui.browser.cmdline import export_path
 
-    from .tui.conftest import build_app, search_for
+    from .tui.conftest import browsing
 
     now = _dt.datetime(2026, 1, 2, 3, 4, 5)
     monkeypatch.setattr(tui.browser.app, "export_path", lambda q, folder=None: export_path(q, folder, now))
@@ -166,9 +166,7 @@ async def test_export_never_writes_through_a_dangling_symlink(tmp_path, monkeypa
     trap = folder / "rankscope-trace-cache-20260102-030405.json"
     trap.symlink_to(victim)
     monkeypatch.chdir(folder)
-    app = build_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing((120, 40), "cache") as (app, pilot):
         path = app.action_export_trace()
         await pilot.pause()
     assert not victim.exists()

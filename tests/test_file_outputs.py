@@ -359,16 +359,14 @@ async def test_the_trace_export_moves_past_a_fifo(tmp_path, monkeypatch):
     import tui.browser.app
     from tui.browser.cmdline import export_path
 
-    from .tui.conftest import build_app, search_for
+    from .tui.conftest import browsing
 
     now = _dt.datetime(2026, 1, 2, 3, 4, 5)
     monkeypatch.setattr(tui.browser.app, "export_path", lambda q, folder=None: export_path(q, folder, now))
     monkeypatch.chdir(tmp_path)
     trap = tmp_path / "rankscope-trace-cache-20260102-030405.json"
     os.mkfifo(trap)
-    app = build_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing((120, 40), "cache") as (app, pilot):
         path = app.action_export_trace()
         await pilot.pause()
     assert stat.S_ISFIFO(os.lstat(trap).st_mode)
