@@ -44,8 +44,10 @@ from engine.store.store import Store
 OCCURRENCE_MARK = "#"
 
 
-#: Rows read, or given ids, between two calls of a caller's ``pause`` (:func:`chunk_ids`).
-PAUSE_EVERY = 20_000
+#: Rows read, or given ids, between two calls of a caller's ``pause``
+#: (:func:`chunk_ids`): a few milliseconds of work, so that a search typed
+#: meanwhile waits that long at most before the caller steps aside.
+PAUSE_EVERY = 2_000
 
 
 def assign_chunk_ids(

@@ -269,10 +269,12 @@ def test_side_connections_are_reused_and_closed(tmp_path):
 # ─── FTS5 orders the matches: the same rows as the reference's statement ───
 
 
-def _rows(conn, schema, retriever, match, fts_limit, source, source_match, content_type, reference):
+def _rows(conn, schema, retriever, match, fts_limit, source, source_match, content_type, reference, bounded=True):
     from engine.pipeline.stages.retrieve import build_sql, like_pattern
 
-    statement, names = build_sql(retriever, schema, source, source_match, content_type, reference=reference)
+    statement, names = build_sql(
+        retriever, schema, source, source_match, content_type, reference=reference, bounded=bounded
+    )
     values = {
         "match": match,
         "source": source if source_match == "exact" else like_pattern(source or ""),
@@ -282,8 +284,9 @@ def _rows(conn, schema, retriever, match, fts_limit, source, source_match, conte
     return conn.execute(statement, [values[n] for n in names]).fetchall()
 
 
+@pytest.mark.parametrize("bounded", [True, False])
 @pytest.mark.parametrize("name", ["stages", "context7"])
-def test_fts5_ranked_statement_returns_the_reference_statements_rows(name):
+def test_fts5_ranked_statement_returns_the_reference_statements_rows(name, bounded):
     """Every golden query, both retrievers, at the pipeline's row limit and at
     a large one (ties included): rowids, bm25 values, titles, contents and
     highlights equal (==) to the reference's ORDER BY bm25() statement."""
@@ -301,7 +304,7 @@ def test_fts5_ranked_statement_returns_the_reference_statements_rows(name):
             for limit in (10, 1000):
                 args = (s.conn, s.schema, retriever, match, limit, p.source, p.source_match, p.content_type)
                 try:
-                    ours = _rows(*args, reference=False)
+                    ours = _rows(*args, reference=False, bounded=bounded)
                 except Exception as exc:  # a query error must be the same error
                     with pytest.raises(type(exc)):
                         _rows(*args, reference=True)
@@ -321,6 +324,7 @@ def test_every_parity_case_answers_the_same_ranked_in_two_halves(name, tmp_path,
     from engine.pipeline.stages import topk
 
     monkeypatch.setattr(retrieve_mod, "SPLIT_MIN_MATCHES", 0)  # split every statement
+    monkeypatch.setattr(retrieve_mod, "BOUNDED_MIN_MATCHES", 0)  # each half a bounded sort
     monkeypatch.setattr(topk, "MIN_ROWS", 10**9)  # FTS5 ranks every run
     disk = Store.create(tmp_path / "h.db")
     disk.parallel = True
@@ -372,15 +376,19 @@ def test_a_half_run_by_the_helper_merges_into_the_whole_statements_rows(tmp_path
 
     s = _halves_store(tmp_path)
     try:
-        statement, _ = build_sql("porter", s.schema, None, "like", None)
-        args = [sanitize_porter(query, "OR"), 7]
-        whole = s.conn.execute(statement, args).fetchall()
+
+        def statement(rowids):
+            return build_sql("porter", s.schema, None, "like", None, rowids=rowids)
+
+        values = {"match": sanitize_porter(query, "OR"), "limit": 7}
+        text, names = statement(None)
+        whole = s.conn.execute(text, [values[n] for n in names]).fetchall()
         began = s.begin_read(s.conn)
         try:
             with s.parallel_reader(s.conn) as reader:
                 assert reader is not None
                 share = _EagerShare(reader)
-                rows, helped = _in_halves(s.conn, share, "porter", statement, args)
+                rows, helped = _in_halves(s.conn, share, "porter", statement, values, 7)
         finally:
             s.end_read(s.conn, began)
         assert helped is True and share.taken == 1
@@ -396,9 +404,12 @@ def test_an_error_in_the_helpers_half_reaches_the_retriever_that_split(tmp_path)
     broken = Store.create(tmp_path / "other.db").conn  # no such rows, and closed below
     broken.close()
     try:
-        statement, _ = build_sql("porter", s.schema, None, "like", None)
+
+        def statement(rowids):
+            return build_sql("porter", s.schema, None, "like", None, rowids=rowids)
+
         with pytest.raises(Exception) as info:
-            _in_halves(s.conn, _EagerShare(broken), "porter", statement, ['"install"', 5])
+            _in_halves(s.conn, _EagerShare(broken), "porter", statement, {"match": '"install"', "limit": 5}, 5)
         assert "closed" in str(info.value).lower()
     finally:
         s.close()
@@ -486,3 +497,31 @@ def test_closing_a_share_waits_for_a_half_a_helper_runs_and_ends_its_helping():
     share.offer(late)
     share.help_until("reader", lambda: False)  # returns at once, runs nothing
     assert late.claim()  # nobody took it
+
+
+@pytest.mark.parametrize("retriever", ["porter", "trigram"])
+def test_a_match_whose_source_row_is_missing_is_skipped_as_the_reference_skips_it(retriever, monkeypatch):
+    """The bounded sort keeps LIMIT matches before joining their sources; a
+    match with no source row would leave it one short. The reference's inner
+    join skips it and takes the next match: so does the run (the bounded
+    statement alone does not, which is what the fallback is for)."""
+    from engine.pipeline.query import sanitize_porter, sanitize_trigram
+    import engine.pipeline.stages.retrieve as retrieve_mod
+    from engine.pipeline.stages.retrieve import Request, build_sql, retrieve
+
+    monkeypatch.setattr(retrieve_mod, "BOUNDED_MIN_MATCHES", 0)  # the bounded sort on this small store
+    s = _memory_store("stages")
+    match = (sanitize_porter if retriever == "porter" else sanitize_trigram)("cache", "OR")
+    reference = _rows(s.conn, s.schema, retriever, match, 3, None, "like", None, True)
+    first = reference[0][0]
+    table = "chunks" if retriever == "porter" else "chunks_trigram"
+    (source_id,) = s.conn.execute(f"SELECT source_id FROM {table} WHERE rowid = ?", (first,)).fetchone()
+    s.conn.execute("DELETE FROM sources WHERE id = ?", (source_id,))
+    reference = _rows(s.conn, s.schema, retriever, match, 3, None, "like", None, True)
+    assert len(reference) == 3 and first not in [r[0] for r in reference]
+    bounded, names = build_sql(retriever, s.schema, None, "like", None)
+    alone = s.conn.execute(bounded, [{"match": match, "limit": 3}[n] for n in names]).fetchall()
+    assert [r[4] for r in alone].count(None) >= 1  # the bounded statement keeps the orphan
+    run = retrieve(s.conn, s.schema, Request(retriever, "cache", 3))
+    assert [h.rowid for h in run.hits] == [r[0] for r in reference]
+    assert [h.bm25 for h in run.hits] == [r[5] for r in reference]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -167,33 +167,70 @@ def build_sql(
     *,
     reference: bool = False,
     highlight_max: int | None = None,
+    rowids: str | None = None,
+    bounded: bool = True,
 ) -> tuple[str, list[str]]:
     """SQL for one retriever and the names of its parameters in order.
 
     ``reference=True`` gives the reference's own statement: ``bm25(t, 5.0,
     1.0) AS rank ... ORDER BY rank`` sorts every matching row in SQLite's
     sorter, so each one is joined to ``sources`` and carries its title,
-    content and ``highlight()`` into the sort. The default asks FTS5 to rank
-    with the same function (``t.rank MATCH 'bm25(5.0, 1.0)'``, ``ORDER BY
-    t.rank``): FTS5 scores every match and sorts them itself, and SQLite
-    joins, filters and highlights rows in that order only until ``LIMIT``
-    rows passed. Same rows, same order (ties in rowid order in both), same
-    values; at 100,000 chunks about a third less time (docs/performance.md).
+    content and ``highlight()`` into the sort. rankscope's statements rank
+    the same rows in the same order with the same values (ties in rowid
+    order in all three), faster:
+
+    - **Bounded** (``bounded``, no filter): SQLite keeps the best ``LIMIT`` ``(bm25, rowid)``
+      pairs of the matches in a bounded sort (``ORDER BY bm25(...), rowid
+      LIMIT ?`` in a materialised ``WITH``: one bm25 per match, nothing else
+      carried), and only those rows are read, joined and highlighted. A row
+      whose source is missing comes back with a ``NULL`` label (``LEFT
+      JOIN``): the reference's inner join drops it and takes the next match,
+      so :func:`retrieve` then runs the other form, which does the same.
+      :func:`retrieve` uses it for many matches (:data:`BOUNDED_MIN_MATCHES`).
+    - **Otherwise** (a source or content-type filter, or few matches) FTS5 ranks every match with
+      the same function (``t.rank MATCH 'bm25(5.0, 1.0)'``, ``ORDER BY
+      t.rank``) and SQLite joins, filters and highlights rows in that order
+      only until ``LIMIT`` rows passed (testing a filter inside the bounded
+      sort reads every match's row: no faster).
 
     ``highlight_max`` (bytes) leaves ``highlighted`` ``NULL`` for a content
     longer than that (:mod:`engine.pipeline.marks` highlights it when shown).
+    ``rowids`` (``"<="`` or ``">"``, rankscope's statements only) ranks the
+    matches on that side of a rowid (parameter ``mid``) alone: one half of
+    :func:`_in_halves`.
 
     Returns:
         ``(sql, param_names)`` where names are drawn from ``match``,
-        ``source``, ``content_type``, ``limit``.
+        ``source``, ``content_type``, ``mid``, ``limit``.
 
     Raises:
-        ValueError: unknown retriever name.
+        ValueError: unknown retriever name, or ``rowids`` with ``reference``.
     """
     if retriever not in TABLES:
         raise ValueError(f"retriever must be 'porter' or 'trigram'; got {retriever!r}")
+    if rowids not in (None, "<=", ">") or (rowids and reference):
+        raise ValueError(f"rowids must be '<=' or '>' on rankscope's statement; got {rowids!r}")
     t = TABLES[retriever]
     session = schema.session_column(t)
+    x = sql.text
+    marked = x(f"highlight({t}, 1, char(2), char(3))")
+    if highlight_max is not None:
+        marked = f"CASE WHEN length({x(t + '.content')}) > {int(highlight_max)} THEN NULL ELSE {marked} END"
+    columns = (
+        f"{t}.rowid, {x(t + '.title')}, {x(t + '.content')}, {t}.content_type, {x('sources.label')}, "
+        "{rank} AS rank, " + f"{marked} AS highlighted, {x(session)}"
+    )
+    half = [f"{t}.rowid {rowids} ?"] if rowids else []
+    if bounded and not reference and not source and not content_type:
+        best = " AND ".join([f"{t} MATCH ?", *half])
+        statement = (
+            f"WITH best AS MATERIALIZED (SELECT {t}.rowid AS id, bm25({t}, 5.0, 1.0) AS score FROM {t} "
+            f"WHERE {best} ORDER BY score, {t}.rowid LIMIT ?) "
+            f"SELECT {columns.format(rank='best.score')} "
+            f"FROM best JOIN {t} ON {t}.rowid = best.id LEFT JOIN sources ON sources.id = {t}.source_id "
+            f"WHERE {t} MATCH ? ORDER BY best.score, best.id"
+        )
+        return statement, ["match", *(["mid"] if rowids else []), "limit", "match"]
     where = [f"{t} MATCH ?"] if reference else [f"{t} MATCH ?", f"{t}.rank MATCH 'bm25(5.0, 1.0)'"]
     names = ["match"]
     if source:
@@ -202,15 +239,12 @@ def build_sql(
     if content_type:
         where.append(f"{t}.content_type = ?")
         names.append("content_type")
+    where += half
+    names += ["mid"] if rowids else []
     names.append("limit")
-    x = sql.text
     rank, order = (f"bm25({t}, 5.0, 1.0)", "rank") if reference else (f"{t}.rank", f"{t}.rank")
-    marked = x(f"highlight({t}, 1, char(2), char(3))")
-    if highlight_max is not None:
-        marked = f"CASE WHEN length({x(t + '.content')}) > {int(highlight_max)} THEN NULL ELSE {marked} END"
     statement = (
-        f"SELECT {t}.rowid, {x(t + '.title')}, {x(t + '.content')}, {t}.content_type, {x('sources.label')}, "
-        f"{rank} AS rank, {marked} AS highlighted, {x(session)} "
+        f"SELECT {columns.format(rank=rank)} "
         f"FROM {t} JOIN sources ON sources.id = {t}.source_id "
         f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
     )
@@ -258,12 +292,14 @@ def retrieve(
         return RetrieverRun(retriever, "", fts_limit, (), skipped="query has no word of 3+ characters")
     start = time.perf_counter()
     ranking: tuple[tuple[str, object], ...] = ()
-    matches = 0
+    matches = 0  # phrase matches counted, when every phrase is one token
+    counted = 0  # phrase matches counted, any phrases
     if not source and not content_type and fts_limit > 0:
         try:
             return _retrieve_top_k(conn, schema, retriever, sanitized, fts_limit, start, phrase_rows)
         except topk.Declined as declined:
             ranking = (("declined", declined.code),)
+            counted = sum(declined.phrase_rows)
             if declined.phrase_sizes and max(declined.phrase_sizes) <= 1:
                 matches = sum(declined.phrase_rows)  # one-token phrases: an idf pass costs little
         except sql.Error as exc:
@@ -271,22 +307,40 @@ def retrieve(
                 raise
             ranking = (("declined", "error"),)  # FTS5's own statement below records the error
     spec = _highlight_spec(conn, TABLES[retriever])
-    statement, names = build_sql(
-        retriever, schema, source, source_match, content_type, highlight_max=marks.SQL_MAX_BYTES if spec else None
-    )
-    values = {
+    values: dict[str, object] = {
         "match": sanitized,
         "source": source if source_match == "exact" else like_pattern(source or ""),
         "content_type": content_type,
         "limit": fts_limit,
     }
-    try:
+
+    def ranked(bounded: bool) -> list[Any]:
+        def statement(rowids: str | None) -> tuple[str, list[str]]:
+            highlight_max = marks.SQL_MAX_BYTES if spec else None
+            return build_sql(
+                retriever,
+                schema,
+                source,
+                source_match,
+                content_type,
+                highlight_max=highlight_max,
+                rowids=rowids,
+                bounded=bounded,
+            )
+
+        nonlocal ranking
         if share is not None and matches >= SPLIT_MIN_MATCHES:
-            rows, helped = _in_halves(conn, share, retriever, statement, [values[n] for n in names])
+            rows, helped = _in_halves(conn, share, retriever, statement, values, fts_limit)
             if helped is not None:
                 ranking += (("halves", 2), ("half_helped", helped))
-        else:
-            rows = conn.execute(statement, [values[n] for n in names]).fetchall()
+            return rows
+        text, names = statement(None)
+        return conn.execute(text, [values[n] for n in names]).fetchall()
+
+    try:
+        rows = ranked(counted >= BOUNDED_MIN_MATCHES)
+        if any(r[4] is None for r in rows):  # a match without its source row: the reference skips it
+            rows = ranked(False)
     except sql.Error as exc:
         if not is_query_error(exc) and not _shadow_missing(conn, TABLES[retriever]):
             raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
@@ -362,6 +416,19 @@ def _highlight_spec(conn: sql.Connection, table: str) -> tuple[str, ...] | None:
         spec = None
     cache[table] = spec
     return spec
+
+
+#: :func:`build_sql`'s bounded sort ranks a query without filters when a
+#: declined :func:`engine.pipeline.stages.topk.top_k` counted at least this
+#: many phrase matches; fewer (or none counted: a small table) and FTS5 ranks
+#: them itself. Its fixed price is the second ``MATCH`` that reads and
+#: highlights the ``LIMIT`` rows (a trigram phrase is matched again per row).
+#: Measured statement by statement on npm's docs at 14,370 chunks (light
+#: set, median of 7): below about 1,900 matches FTS5's own ranking was the
+#: faster (``repository``, trigram, 290 matches: 0.88 against 2.60 ms),
+#: above it the bounded sort (``npm cache``, trigram, 11,020: 12.8 → 4.9
+#: ms; ``config`` at 1,000,152 chunks, 672,336: 558 → 388 ms).
+BOUNDED_MIN_MATCHES = 2_000
 
 
 #: An FTS5 ranking of at least this many phrase matches in all (counted by
@@ -460,18 +527,20 @@ def _in_halves(
     conn: sql.Connection,
     share: HalfShare,
     retriever: str,
-    statement: str,
-    args: list[Any],
+    statement: Callable[[str | None], tuple[str, list[str]]],
+    values: Mapping[str, object],
+    limit: int,
 ) -> tuple[list[Any], bool | None]:
-    """The rows of ``statement`` (:func:`build_sql`'s, ``LIMIT ?`` last in
-    ``args``) ranked as two statements over the lower and upper halves of
-    the rowid range, merged by ``(rank, rowid)``. The lower half is offered
-    on ``share``; this thread runs the upper one, then the lower one too
-    unless a helper took it (then it waits for the helper's rows).
+    """The rows of ``statement(None)`` (:func:`build_sql`'s, with its
+    parameters named in ``values``, ``limit`` its ``LIMIT``) ranked as two statements over the lower
+    and upper halves of the rowid range (``statement("<=")`` and
+    ``statement(">")``), merged by ``(rank, rowid)``. The lower half is
+    offered on ``share``; this thread runs the upper one, then the lower one
+    too unless a helper took it (then it waits for the helper's rows).
 
     FTS5 computes bm25's idf and average length over the whole table
     whatever the rowid range (``xQueryPhrase``, ``xRowCount``), so each row
-    keeps its bm25 bits, and FTS5 orders ties by rowid: the first ``LIMIT``
+    keeps its bm25 bits, and ties go in rowid order: the first ``LIMIT``
     rows of the merge are the whole statement's. Each half computes the idf
     again (one more pass over each phrase's rows): the price of letting a
     second core rank.
@@ -488,15 +557,14 @@ def _in_halves(
         f"SELECT (SELECT rowid FROM {t} ORDER BY rowid LIMIT 1), (SELECT rowid FROM {t} ORDER BY rowid DESC LIMIT 1)"
     ).fetchone()
     if ends[0] is None or ends[0] == ends[1]:
-        return conn.execute(statement, args).fetchall(), None
-    mid = (int(ends[0]) + int(ends[1])) // 2
-    head, _, tail = statement.rpartition(" ORDER BY ")
-    halves = (f"{head} AND {t}.rowid <= ? ORDER BY {tail}", f"{head} AND {t}.rowid > ? ORDER BY {tail}")
-    bound = [*args[:-1], mid, args[-1]]
-    lower = _Half(lambda c: c.execute(halves[0], bound).fetchall())
+        text, names = statement(None)
+        return conn.execute(text, [values[n] for n in names]).fetchall(), None
+    bound = {**values, "mid": (int(ends[0]) + int(ends[1])) // 2}
+    (low, low_names), (high, high_names) = statement("<="), statement(">")
+    lower = _Half(lambda c: c.execute(low, [bound[n] for n in low_names]).fetchall())
     share.offer(lower)
     try:
-        upper = conn.execute(halves[1], bound).fetchall()
+        upper = conn.execute(high, [bound[n] for n in high_names]).fetchall()
     finally:
         helped = not lower.claim()
         if not helped:
@@ -505,7 +573,7 @@ def _in_halves(
     if lower.error is not None:
         raise lower.error
     merged = sorted(lower.rows + upper, key=lambda r: (r[5], r[0]))
-    return merged[: args[-1]], helped
+    return merged[:limit], helped
 
 
 def _retrieve_top_k(

@@ -358,7 +358,7 @@ class BrowserScreen(WorkScreen[None]):
         the search then reads the watch's queue instead of every source row
         and file), then compute the chunk ids once (the search finds them
         cached: :func:`engine.store.chunkids.chunk_ids`), pausing while a
-        search runs (at most :data:`WARM_UP_YIELD_S` per pause): at a million
+        query is typed and searched (at most :data:`WARM_UP_YIELD_S` per pause): at a million
         chunks they take seconds of Python, which a search typed meanwhile
         would otherwise wait behind."""
         from engine.store.chunkids import chunk_ids
@@ -528,6 +528,10 @@ class BrowserScreen(WorkScreen[None]):
         self.action_show_pane(self.leave_target())
 
     # ── searching ──────────────────────────────────────────────────────
+
+    @on(QueryBox.Typed)
+    def _typed(self) -> None:
+        self.searching.touch()  # the warm-up steps aside while a query is typed and searched
 
     @on(QueryBox.QueryChanged)
     def _query_changed(self, event: QueryBox.QueryChanged) -> None:

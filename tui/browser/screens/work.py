@@ -80,6 +80,14 @@ class Foreground:
                     self._idle_since = time.monotonic()
                 self._cond.notify_all()
 
+    def touch(self) -> None:
+        """Mark the foreground as busy now without running anything (a key
+        typed into the query: its search follows the debounce): :meth:`wait`
+        blocks for :attr:`settle_s` from now."""
+        with self._cond:
+            self._idle_since = max(self._idle_since, time.monotonic())
+            self._cond.notify_all()
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block while foreground work runs or ended less than :attr:`settle_s`
         ago, at most ``timeout`` seconds; True when the foreground is idle by then."""

@@ -219,6 +219,10 @@ class QueryBox(Vertical):
         query: str
         submitted: bool
 
+    class Typed(Message):
+        """The query text changed (every keystroke; its search follows
+        :data:`DEBOUNCE_S` later in :class:`QueryChanged`)."""
+
     def __init__(self, value: str = "", *, cursor_blink: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
         self._value = value
@@ -279,6 +283,7 @@ class QueryBox(Vertical):
         if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(DEBOUNCE_S, self._fire)
+        self.post_message(self.Typed())
 
     @on(Input.Submitted, "#query")
     def _submitted(self, event: Input.Submitted) -> None:
