@@ -219,6 +219,7 @@ class QueryBox(Vertical):
         query: str
         submitted: bool
 
+    @dataclass
     class Typed(Message):
         """The query text changed (every keystroke; its search follows
         :data:`DEBOUNCE_S` later in :class:`QueryChanged`)."""
