@@ -11,6 +11,7 @@ the tests over them skip, saying why, when it is not.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import tempfile
@@ -43,6 +44,10 @@ NOT_VENDORED = (
 )
 FIXTURES = GOLDEN / "fixtures"
 SAMPLE_CORPUS = REPO / "sample_corpus"
+#: The README's ten queries over the sample corpus, and their judgments.
+DEMO_QUERIES_FILE = REPO / "docs" / "demo-queries.json"
+DEMO_QUERIES = json.loads(DEMO_QUERIES_FILE.read_text("utf-8"))
+DEMO_QRELS = REPO / "docs" / "demo-qrels.json"
 #: Real context-mode stores: 8 FTS columns (1.0.169) and the legacy 4 (1.0.22).
 MODERN = FIXTURES / "context-mode-1.0.169.db"
 LEGACY = FIXTURES / "context-mode-1.0.22.db"
@@ -51,6 +56,10 @@ LEGACY = FIXTURES / "context-mode-1.0.22.db"
 AGENT_VIEW = GOLDEN / "agent-view"
 #: The session DB written by context-mode 1.0.169's hooks (13 ctx_search calls).
 SESSION_DB = FIXTURES / "session-1.0.169.db"
+#: The plugin-mode store the calls of :data:`SESSION_DB` searched, and the
+#: command line that searches it as they did (add a query or ``--params-json``).
+PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
+PLUGIN_SEARCH = ["ctx-search", "--db", str(PLUGIN_STORE), "--sessions-db", str(SESSION_DB)]
 
 
 #: Variables through which the caller's terminal would change what Rich, Typer and Textual
@@ -116,6 +125,22 @@ def store():
     s.close()
 
 
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """Valid files of every form (:func:`tests.command_lines.make_world`), one set per test module."""
+    from .command_lines import make_world
+
+    return make_world(tmp_path_factory.mktemp("world"))
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """``fresh(name)``: a new path under ``tmp_path/fresh`` (:func:`tests.command_lines.fresh_factory`)."""
+    from .command_lines import fresh_factory
+
+    return fresh_factory(tmp_path / "fresh")
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """An empty home folder, no storage variables, a private temp folder."""
@@ -130,6 +155,17 @@ def home(tmp_path, monkeypatch):
     return h
 
 
+@pytest.fixture(scope="module")
+def sample_store():
+    """``sample_corpus/`` indexed into an in-memory store, one per test module."""
+    from engine import Store, index_corpus
+
+    s = Store.create(":memory:")
+    index_corpus(s, SAMPLE_CORPUS)
+    yield s
+    s.close()
+
+
 @pytest.fixture(scope="session")
 def sample_db(tmp_path_factory):
     """``sample_corpus/`` indexed into a store on disk (do not modify it)."""
@@ -138,6 +174,17 @@ def sample_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("sample") / "sample.db"
     with Store.create(path) as s:
         index_corpus(s, SAMPLE_CORPUS)
+    return path
+
+
+@pytest.fixture
+def sample_file(sample_db, tmp_path):
+    """``tmp_path/sample.db``: a fresh copy of :func:`sample_db`, for a test
+    that writes to the store or beside it (its per-store data files)."""
+    import shutil
+
+    path = tmp_path / "sample.db"
+    shutil.copy2(sample_db, path)
     return path
 
 

@@ -3,8 +3,11 @@
 * tiny corpora, each built to show one pipeline behaviour;
 * :func:`case_params`: the :class:`SearchParams` of a golden case;
 * :data:`ENV_VARS`: every variable that moves context-mode's storage;
+* :func:`fresh_python`: code run in a new interpreter;
 * :func:`append_call`: another process appends a ``ctx_search`` call to a
   session DB the way context-mode's hooks write it.
+* :func:`cli_error`: a command refused with one ``rankscope: error:`` line;
+  :func:`indexed_by_cli`: a one-file store written by ``rankscope index``.
 * :func:`spans`, :func:`rounds`, :func:`folder_bytes`: concurrency and soak
   tests work for a number of seconds, not a number of rounds, and watch the
   size of their temporary files.
@@ -113,11 +116,56 @@ APPEND = textwrap.dedent(
 )
 
 
+def fresh_python(code: str, timeout: float = 120) -> str:
+    """Run ``code`` in a new interpreter (this one's, in the repository);
+    assert it exits 0 (else fail with its stderr); returns its stdout."""
+    repo = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 def append_call(db: Path, first_row: int = LAST_CALL_FIRST_ROW) -> float:
     """Another process appends a call; returns when it committed (epoch s)."""
     out = subprocess.run([sys.executable, "-c", APPEND, str(db), str(first_row)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return float(out.stdout)
+
+
+# ─── the CLI ───
+# (tui.cli is imported when called: importing it fixes its console's width, and this module is
+# imported by conftest before pytest_configure clears the caller's terminal variables)
+
+
+def cli_error(args: list[str], capsys) -> str:
+    """Run ``rankscope ARGS`` in-process; assert it exits 2 with exactly one
+    line on stderr, ``rankscope: error: …``, and no traceback anywhere.
+    Returns that line without its newline."""
+    from tui.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    out = capsys.readouterr()
+    assert out.err.startswith("rankscope: error: ") and out.err.count("\n") == 1, out.err
+    assert "Traceback" not in out.err + out.out
+    return out.err.rstrip("\n")
+
+
+def indexed_by_cli(root: Path) -> Path:
+    """``root/s.db``: ``rankscope index`` of a folder holding one file, ``a.md``
+    (``# Zebra`` / ``zebra crossing``)."""
+    from typer.testing import CliRunner
+
+    from tui.cli import app
+
+    folder = root / "c"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Zebra\nzebra crossing\n", "utf-8")
+    path = root / "s.db"
+    r = CliRunner().invoke(app, ["index", str(folder), "--db", str(path)])
+    assert r.exit_code == 0, r.output
+    return path
 
 
 # ─── concurrency and soak tests: bounded by a deadline, not a count ───

@@ -21,11 +21,10 @@ import pytest
 
 from engine.agent.follow import SessionFollower
 
-from .conftest import AGENT_VIEW, SESSION_DB
+from .conftest import PLUGIN_STORE, SESSION_DB
 from .helpers import append_call
 
 RANKSCOPE = [sys.executable, "-m", "tui.cli"]
-PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
 
 
 class Follow:

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from tui.cli import app, main
 
+from .helpers import cli_error
 from .conftest import MODERN, PARITY
 
 CORPUS = PARITY / "stages" / "corpus"
@@ -68,12 +69,7 @@ def test_batch(db, tmp_path):
 )
 def test_errors_are_one_line(db, capsys, args, message):
     args = [str(db) if a == "DB" else a for a in args]
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
-    assert err.startswith("rankscope: error:")
+    assert message in cli_error(args, capsys)
 
 
 @pytest.mark.parametrize("args", [["serch", "foo"], ["serch"], ["evl", "q.json", "--db", "x.db"]])
@@ -183,20 +179,11 @@ def test_main_turns_stray_errors_into_one_line(monkeypatch, capsys):
 # ─── bad output paths, ports, undecodable queries ───────────────────────
 
 
-def _one_line_error(args, capsys) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("rankscope: error:") and len(err.strip().splitlines()) == 1, err
-    return err.strip()
-
-
 def test_batch_out_must_be_a_writable_file(db, tmp_path, capsys):
     queries = str(PARITY / "stages" / "queries.json")
-    err = _one_line_error(["batch", queries, "--db", str(db), "--out", str(tmp_path / "nodir" / "x.json")], capsys)
+    err = cli_error(["batch", queries, "--db", str(db), "--out", str(tmp_path / "nodir" / "x.json")], capsys)
     assert err == f"rankscope: error: --out {tmp_path / 'nodir' / 'x.json'}: folder {tmp_path / 'nodir'} does not exist"
-    err = _one_line_error(["batch", queries, "--db", str(db), "--out", str(tmp_path)], capsys)
+    err = cli_error(["batch", queries, "--db", str(db), "--out", str(tmp_path)], capsys)
     assert err == f"rankscope: error: --out {tmp_path} is a folder; give a file name"
 
 
@@ -207,7 +194,7 @@ def test_serve_on_a_taken_port_is_one_line(capsys):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        err = _one_line_error(["serve", "--port", str(port)], capsys)
+        err = cli_error(["serve", "--port", str(port)], capsys)
     assert err == f"rankscope: error: cannot serve on 127.0.0.1:{port}: Address already in use"
 
 
@@ -220,7 +207,7 @@ def test_serve_help_describes_every_option():
 @pytest.mark.parametrize("query", ["quorum \udcff", "\ud800"])
 def test_undecodable_query_is_rejected(db, capsys, query):
     """Undecodable argv bytes arrive as lone surrogates (surrogateescape)."""
-    err = _one_line_error(["search", query, "--db", str(db)], capsys)
+    err = cli_error(["search", query, "--db", str(db)], capsys)
     pos = query.index(query[-1])
     assert err == (
         f"rankscope: error: query contains an undecodable character U+{ord(query[-1]):04X} at position "
@@ -231,7 +218,7 @@ def test_undecodable_query_is_rejected(db, capsys, query):
 def test_batch_entry_with_a_lone_surrogate(db, tmp_path, capsys):
     queries = tmp_path / "q.json"
     queries.write_text('[{"id": "bad", "query": "quorum \\ud800 x"}]', "utf-8")
-    err = _one_line_error(["batch", str(queries), "--db", str(db)], capsys)
+    err = cli_error(["batch", str(queries), "--db", str(db)], capsys)
     assert "query #1 (bad): query contains an undecodable character U+D800 at position 7" in err
 
 
@@ -247,7 +234,7 @@ def test_bad_query_file_entries(db, tmp_path, capsys, entry, message, command):
     queries = tmp_path / "q.json"
     queries.write_text(json.dumps([entry]))
     args = ["batch", str(queries)] if command == "batch" else ["compare", "--queries", str(queries), "--b", "key=rowid"]
-    err = _one_line_error([*args, "--db", str(db)], capsys)
+    err = cli_error([*args, "--db", str(db)], capsys)
     assert message in err
 
 

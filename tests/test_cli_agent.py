@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 from tui.cli import app, main
 
-from .conftest import AGENT_VIEW, SESSION_DB
+from .helpers import cli_error
+from .conftest import AGENT_VIEW, PLUGIN_SEARCH, PLUGIN_STORE, SESSION_DB
 
 runner = CliRunner()
 STORE = AGENT_VIEW / "store.db"
-PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
 
 
 @lru_cache(maxsize=None)
@@ -38,15 +38,6 @@ def no_throttle_env(monkeypatch):
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COLUMNS", "160")
-
-
-def _fail(args, capsys) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("rankscope: error:") and "Traceback" not in err
-    return err
 
 
 # ─── ctx-search ──────────────────────────────────────────────────────────
@@ -155,13 +146,9 @@ def test_plugin_mode_from_the_session_db():
     r = runner.invoke(
         app,
         [
-            "ctx-search",
+            *PLUGIN_SEARCH,
             "halyard message",
             "failover review",
-            "--db",
-            str(PLUGIN_STORE),
-            "--sessions-db",
-            str(SESSION_DB),
         ],
     )
     assert r.exit_code == 0, r.output
@@ -169,11 +156,7 @@ def test_plugin_mode_from_the_session_db():
     r = runner.invoke(
         app,
         [
-            "ctx-search",
-            "--db",
-            str(PLUGIN_STORE),
-            "--sessions-db",
-            str(SESSION_DB),
+            *PLUGIN_SEARCH,
             "--project",
             golden()["p01"]["params"].get("project", "/tmp/agentview/public/project"),
             "--params-json",
@@ -186,11 +169,7 @@ def test_plugin_mode_from_the_session_db():
     r = runner.invoke(
         app,
         [
-            "ctx-search",
-            "--db",
-            str(PLUGIN_STORE),
-            "--sessions-db",
-            str(SESSION_DB),
+            *PLUGIN_SEARCH,
             "--params-json",
             json.dumps(p03["params"]),
             "--call-number",
@@ -208,11 +187,7 @@ def test_timeline_with_session_events():
     r = runner.invoke(
         app,
         [
-            "ctx-search",
-            "--db",
-            str(PLUGIN_STORE),
-            "--sessions-db",
-            str(SESSION_DB),
+            *PLUGIN_SEARCH,
             "--params-json",
             json.dumps(p04["params"]),
             "--call-number",
@@ -261,7 +236,7 @@ def test_hand_picked_allow_set():
     ],
 )
 def test_bad_input_is_one_line(args, words, capsys):
-    assert words in _fail(args, capsys)
+    assert words in cli_error(args, capsys)
 
 
 @pytest.mark.parametrize(
@@ -293,7 +268,7 @@ def test_params_json_limits_at_their_edges_are_answered(limit, words, capsys):
 
 def test_deep_params_json_is_one_line(capsys):
     deep = "[" * 50_000 + "]" * 50_000
-    err = _fail(["ctx-search", "--db", str(STORE), "--params-json", deep], capsys)
+    err = cli_error(["ctx-search", "--db", str(STORE), "--params-json", deep], capsys)
     assert "nested more than 64 levels deep" in err
 
 
@@ -382,7 +357,7 @@ def test_agent_log_project_filter():
     ],
 )
 def test_agent_log_bad_input(args, words, capsys):
-    assert words in _fail(args, capsys)
+    assert words in cli_error(args, capsys)
 
 
 def test_agent_log_at_80_columns_wraps_free_text_at_spaces_and_keeps_numbers_whole(tmp_path):

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from engine.lab.qrels import Qrels, default_qrels_path, write_qrels
 from tui.cli import CliError, app, main
 
+from .helpers import cli_error
 from .conftest import REPO, SAMPLE_CORPUS
 
 runner = CliRunner()
@@ -22,6 +23,11 @@ QRELS_TREC = REPO / "docs" / "demo-qrels.txt"
 
 def invoke(*args):
     return runner.invoke(app, [str(a) for a in args])
+
+
+def run_eval(db, *args):
+    """``rankscope eval`` of the demo queries with the shipped JSON qrels, then ``args``."""
+    return invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, *args)
 
 
 def error_of(result) -> str:
@@ -61,13 +67,13 @@ def test_eval_json_schema(db):
 
 def test_eval_reads_both_qrels_forms_alike(db):
     a = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_TREC, "--json")
-    b = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--json")
+    b = run_eval(db, "--json")
     assert a.exit_code == b.exit_code == 0
     assert json.loads(a.output) == json.loads(b.output)
 
 
 def test_eval_human(db):
-    r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON)
+    r = run_eval(db)
     assert r.exit_code == 0, r.output
     for text in (
         "Mean over 9 judged queries, per stage",
@@ -81,7 +87,7 @@ def test_eval_human(db):
 
 
 def test_eval_ab(db):
-    r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--b", "rerank=off", "--json")
+    r = run_eval(db, "--b", "rerank=off", "--json")
     assert r.exit_code == 0, r.output
     cmp = json.loads(r.output)["comparison"]
     assert cmp["a"] == "reference" and cmp["b"] == "rerank=off" and cmp["stage"] == "final"
@@ -89,7 +95,7 @@ def test_eval_ab(db):
     nd = cmp["measures"]["nDCG@10"]
     assert nd["improved"] + nd["worsened"] + nd["tied"] == 9 and nd["worsened"] >= 1
     assert 0 < nd["p_ttest"] <= 1 and 0 < nd["p_wilcoxon"] <= 1
-    human = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--b", "rerank=off")
+    human = run_eval(db, "--b", "rerank=off")
     assert human.exit_code == 0
     for text in ("A reference  vs  B rerank=off, stage final", "better", "p (t)", "p (W)", "→"):
         assert text in human.output, text
@@ -130,11 +136,8 @@ def test_eval_without_any_judged_query(db, tmp_path):
 def test_eval_bad_qrels_line_is_one_line_error(db, tmp_path, capsys):
     q = tmp_path / "q.txt"
     q.write_text("rerank 0 a.md::X 9\n")
-    with pytest.raises(SystemExit) as exc:
-        main(["eval", str(QUERIES), "--db", str(db), "--qrels", str(q)])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("rankscope: error: ") and "line 1: grade must be 0, 1, 2 or 3; got 9" in err
+    err = cli_error(["eval", str(QUERIES), "--db", str(db), "--qrels", str(q)], capsys)
+    assert "line 1: grade must be 0, 1, 2 or 3; got 9" in err
 
 
 # ─── batch --trec-run ────────────────────────────────────────────────────
@@ -355,7 +358,7 @@ def test_readme_eval_example_is_current(db):
         "$ COLUMNS=110 rankscope eval docs/demo-queries.json --db /tmp/sample.db --qrels docs/demo-qrels.json\n", 1
     )[1]
     block = block.split("```", 1)[0].split("Per query", 1)[0]
-    doc = json.loads(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--json").output)
+    doc = json.loads(run_eval(db, "--json").output)
     rows = {
         line.split()[0]: line.split()[1:]
         for line in block.splitlines()
@@ -409,11 +412,8 @@ def test_a_damaged_store_is_one_line_error(damaged_db, tmp_path, capsys, args):
     queries = tmp_path / "q.json"
     queries.write_text(json.dumps([{"id": "rerank", "query": "quorum"}]))
     subs = {"QUERIES": str(queries), "RUN": str(tmp_path / "run.txt"), "SNAP": str(tmp_path / "snap.json")}
-    with pytest.raises(SystemExit) as exc:
-        main([subs.get(a, a) for a in args] + ["--db", str(damaged_db)])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"rankscope: error: {damaged_db} is damaged") and len(err.splitlines()) == 1
+    err = cli_error([subs.get(a, a) for a in args] + ["--db", str(damaged_db)], capsys)
+    assert err.startswith(f"rankscope: error: {damaged_db} is damaged")
 
 
 @pytest.mark.parametrize("qrels", [None, str(QRELS_TREC)], ids=["default judgments", "--qrels"])
@@ -429,10 +429,7 @@ def test_eval_on_a_file_that_is_no_store_says_so_before_looking_for_judgments(tm
     conn.close()
     queries = tmp_path / "q.json"
     queries.write_text(json.dumps([{"id": "rerank", "query": "quorum"}]))
-    with pytest.raises(SystemExit) as exc:
-        main(["eval", str(queries), "--db", str(other), *(["--qrels", qrels] if qrels else [])])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
+    err = cli_error(["eval", str(queries), "--db", str(other), *(["--qrels", qrels] if qrels else [])], capsys)
     assert err.startswith(f"rankscope: error: {other} is not a context-mode content store"), err
 
 
@@ -444,21 +441,7 @@ def test_a_four_value_sweep_prints_every_stage_for_each_value_with_adjusted_p(db
     args += ["--measures", "nDCG@10,R@10"]
     r = runner.invoke(app, args, env={"COLUMNS": "140"})
     assert r.exit_code == 0, r.output
-    doc = json.loads(
-        invoke(
-            "eval",
-            QUERIES,
-            "--db",
-            db,
-            "--qrels",
-            QRELS_JSON,
-            "--sweep",
-            "pool=3,10,20,40",
-            "--measures",
-            "nDCG@10,R@10",
-            "--json",
-        ).output
-    )
+    doc = json.loads(invoke(*args, "--json").output)
     assert list(doc["variants"]) == ["reference", "pool=3", "pool=10", "pool=20", "pool=40"]
     means_part, versus_part = r.output.split("Against the reference", 1)
     lines = means_part.split("▲ best of the variants")[0].splitlines()
@@ -490,13 +473,8 @@ def test_a_four_value_sweep_prints_every_stage_for_each_value_with_adjusted_p(db
 
 
 def test_eval_sweep_grids_and_named_variants(db):
-    r = invoke(
-        "eval",
-        QUERIES,
-        "--db",
+    r = run_eval(
         db,
-        "--qrels",
-        QRELS_JSON,
         "--sweep",
         "rerank=on,off",
         "--sweep",
@@ -539,13 +517,13 @@ def test_eval_sweep_grids_and_named_variants(db):
     ],
 )
 def test_eval_sweep_errors(db, args, message):
-    assert message in error_of(invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, *args))
+    assert message in error_of(run_eval(db, *args))
 
 
 def test_eval_ab_carries_rbo_and_jaccard_and_sorts_by_divergence(db):
     from engine.lab.divergence import jaccard, rbo
 
-    r = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--b", "pool=20", "--json")
+    r = run_eval(db, "--b", "pool=20", "--json")
     doc = json.loads(r.output)
     qs = doc["comparison"]["queries"]
     assert all({"rbo", "jaccard"} <= set(q) for q in qs)
@@ -560,7 +538,7 @@ def test_eval_ab_carries_rbo_and_jaccard_and_sorts_by_divergence(db):
         fb = [r["rowid_b"] for r in sorted((r for r in rows if r["position_b"]), key=lambda r: r["position_b"])]
         assert q["rbo"] == pytest.approx(rbo(fa, fb)) == pytest.approx(by_id[q["id"]]["rbo"])
         assert q["jaccard"] == pytest.approx(jaccard(fa, fb, 10)) == pytest.approx(by_id[q["id"]]["jaccard"])
-    text = invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON, "--b", "pool=20", "--sort", "divergence").output
+    text = run_eval(db, "--b", "pool=20", "--sort", "divergence").output
     table = text.split("most changed first", 1)[1]
     ids = [q["id"] for q in qs]
     positions = sorted((table.index(f"  {i} "), i) for i in ids)
@@ -604,7 +582,7 @@ def test_eval_names_the_stores_query_file(db):
 
     write_qrels(Qrels({"rerank": {"docs/replication.md::Replication > Write quorum": 3}}), default_qrels_path(db))
     assert query_file_of(db) is None
-    invoke("eval", QUERIES, "--db", db, "--qrels", QRELS_JSON)
+    run_eval(db)
     assert query_file_of(db) is None  # judgments of another file: not the store's own
     assert invoke("eval", QUERIES, "--db", db).exit_code == 0
     assert query_file_of(db) == QUERIES.resolve()

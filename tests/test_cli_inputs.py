@@ -16,39 +16,27 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from engine import SearchParams, Store, index_paths
 from engine.store.corpus import collect_files, load_sessions_map
 from engine.files.reading import InputFileError, load_json_input, read_input_text
 from engine.store.gitignore import gitignore_matcher
-from tui.cli import app, main
+from tui.cli import main
+
+from .helpers import cli_error, indexed_by_cli
 
 REPO = Path(__file__).resolve().parent.parent
-runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    root = tmp_path_factory.mktemp("inputs")
-    folder = root / "c"
-    folder.mkdir()
-    (folder / "a.md").write_text("# Zebra\nzebra crossing\n", "utf-8")
-    path = root / "s.db"
-    r = runner.invoke(app, ["index", str(folder), "--db", str(path)])
-    assert r.exit_code == 0, r.output
-    return path
+    return indexed_by_cli(tmp_path_factory.mktemp("inputs"))
 
 
 def one_line_error(capsys, args, contains: str) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    assert exc.value.code == 2
-    out = capsys.readouterr()
-    assert out.err.startswith("rankscope: error: ") and out.err.count("\n") == 1, out.err
-    assert contains in out.err, out.err
-    assert "Traceback" not in out.err + out.out
-    return out.err
+    err = cli_error(args, capsys)
+    assert contains in err, err
+    return err
 
 
 # ── why --rowid beyond SQLite's integer range ────────────────────────────

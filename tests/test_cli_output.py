@@ -21,19 +21,14 @@ from typer.testing import CliRunner
 from tui.cli import app, main
 from engine.files.writing import write_text_file
 
+from .helpers import indexed_by_cli
+
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    root = tmp_path_factory.mktemp("out")
-    folder = root / "c"
-    folder.mkdir()
-    (folder / "a.md").write_text("# Zebra\nzebra crossing\n", "utf-8")
-    path = root / "s.db"
-    r = runner.invoke(app, ["index", str(folder), "--db", str(path)])
-    assert r.exit_code == 0, r.output
-    return path
+    return indexed_by_cli(tmp_path_factory.mktemp("out"))
 
 
 @pytest.fixture
@@ -159,7 +154,7 @@ async def test_export_never_writes_through_a_dangling_symlink(tmp_path, monkeypa
     import tui.browser.app
     from tui.browser.cmdline import export_path
 
-    from .tui.conftest import build_app, search_for
+    from .tui.conftest import browsing
 
     now = _dt.datetime(2026, 1, 2, 3, 4, 5)
     monkeypatch.setattr(tui.browser.app, "export_path", lambda q, folder=None: export_path(q, folder, now))
@@ -171,9 +166,7 @@ async def test_export_never_writes_through_a_dangling_symlink(tmp_path, monkeypa
     trap = folder / "rankscope-trace-cache-20260102-030405.json"
     trap.symlink_to(victim)
     monkeypatch.chdir(folder)
-    app = build_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing((120, 40), "cache") as (app, pilot):
         path = app.action_export_trace()
         await pilot.pause()
     assert not victim.exists()

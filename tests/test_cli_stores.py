@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from engine import Store
 from engine.store import indexing
 from engine.store.discovery import store_name_for_project
-from tui.cli import app, main
+from tui.cli import app
 
+from .helpers import cli_error
 from .conftest import LEGACY, MODERN
 
 runner = CliRunner()
@@ -26,16 +27,6 @@ runner = CliRunner()
 def wide(monkeypatch):
     """Tables wide enough that no store name or status is folded."""
     monkeypatch.setenv("COLUMNS", "160")
-
-
-def _fail(args, capsys) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("rankscope: error:") and "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1
-    return err
 
 
 # ─── stores ──────────────────────────────────────────────────────────────
@@ -156,7 +147,7 @@ def test_sessions(capsys):
     ]
     r = runner.invoke(app, ["sessions", "--db", str(LEGACY)])
     assert "122" in r.output and "4-column" in r.output
-    err = _fail(["sessions", "--db", "/nonexistent/x.db"], capsys)
+    err = cli_error(["sessions", "--db", "/nonexistent/x.db"], capsys)
     assert "no database at /nonexistent/x.db" in err
 
 
@@ -249,7 +240,7 @@ def test_index_errors_are_one_line(project, tmp_path, capsys, args, message):
         "NOTADB": str(tmp_path / "notadb.db"),
     }
     before = legacy.read_bytes()
-    err = _fail([subs.get(a, a) for a in args], capsys)
+    err = cli_error([subs.get(a, a) for a in args], capsys)
     assert message in err
     assert legacy.read_bytes() == before
 
@@ -260,10 +251,10 @@ def test_index_refuses_a_context_mode_store(project, home, capsys):
     target = folder / "0123456789abcdef.db"
     shutil.copy2(MODERN, target)
     before = target.read_bytes()
-    err = _fail(["index", str(project), "--db", str(target)], capsys)
+    err = cli_error(["index", str(project), "--db", str(target)], capsys)
     assert "refusing to write" in err and "never writes to stores it did not create" in err
     assert target.read_bytes() == before
-    err = _fail(["index", str(project), "--db", str(folder / "new.db")], capsys)  # not even a new file there
+    err = cli_error(["index", str(project), "--db", str(folder / "new.db")], capsys)  # not even a new file there
     assert "refusing to write" in err
     assert sorted(p.name for p in folder.iterdir()) == ["0123456789abcdef.db"]
 
@@ -285,7 +276,7 @@ def test_index_never_writes_to_a_store_it_did_not_create(project, home, capsys, 
     shutil.copy2(fixture, target)
     os.chmod(target, 0o644)
     before = _digest(target)
-    err = _fail(["index", str(project), "--db", str(target)], capsys)
+    err = cli_error(["index", str(project), "--db", str(target)], capsys)
     assert f"refusing to write to {target}: it is not a rankscope store" in err
     assert "looks like a context-mode content store" in err and "index into a new --db instead" in err
     assert _digest(target) == before
@@ -299,7 +290,7 @@ def test_index_refuses_an_unknown_sqlite_database(project, tmp_path, capsys):
     conn.commit()
     conn.close()
     before = _digest(target)
-    err = _fail(["index", str(project), "--db", str(target)], capsys)
+    err = cli_error(["index", str(project), "--db", str(target)], capsys)
     assert "it is not a rankscope store (it is an SQLite database of unknown origin)" in err
     assert _digest(target) == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "proj"]
 

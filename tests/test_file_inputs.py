@@ -34,7 +34,7 @@ from engine.store.userdata import CASES_FILE, HISTORY_FILE, QRELS_FILE, store_di
 from tui.browser.userstate import StoreState
 from tui.cli.main import BROWSER_FILES, command_functions, file_parameters, main
 
-from .command_lines import COMMAND_LINES, LONG_RUNNING, command_line, fresh_factory, make_world
+from .command_lines import COMMAND_LINES, LONG_RUNNING, command_line
 
 PARAMS = list(file_parameters())
 READS = [p for p in PARAMS if p.role.use == "reads"]
@@ -93,16 +93,6 @@ def assert_refused(code: int, err: str, *contains: str) -> None:
     assert "Traceback" not in err
     for text in contains:
         assert text in err, err
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
-
-
-@pytest.fixture
-def fresh(tmp_path):
-    return fresh_factory(tmp_path / "out")
 
 
 def test_every_command_has_a_command_line():
@@ -202,22 +192,14 @@ def test_an_input_file_is_read_safely_or_refused(param, kind, world, fresh, tmp_
     argv = command_line(param.command, PARAMS, world, fresh, {param.name: str(path)})
     code, out, err = run(capsys, argv)
     assert_refused(code, err, str(path), *contains)
-    assert [f for f in (tmp_path / "out").rglob("*") if not f.is_dir()] == []  # nothing written
+    assert [f for f in (tmp_path / "fresh").rglob("*") if not f.is_dir()] == []  # nothing written
 
 
 @pytest.mark.parametrize("param", [p for p in READS if p.command not in LONG_RUNNING], ids=_id)
 def test_a_bom_changes_nothing(param, world, fresh, tmp_path, capsys):
     """The valid file with a UTF-8 BOM is read as the file without one (the
     same output, byte for byte, the same exit status)."""
-    src = Path(world[param.role.form])
-    bom = tmp_path / ("bom-" + src.name)
-    bom.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
-    plain = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(src)}))
-    marked = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(bom)}))
-    assert plain[0] == 0, plain[2]
-    assert marked[0] == plain[0], marked[2]
-    assert same_output(marked[1].replace(str(bom), str(src))) == same_output(plain[1])
-    assert same_output(marked[2].replace(str(bom), str(src))) == same_output(plain[2])
+    assert_bom_changes_nothing(Path(world[param.role.form]), param, world, fresh, tmp_path, capsys)
 
 
 @pytest.mark.parametrize(
@@ -230,13 +212,20 @@ def test_a_bom_on_json_qrels_changes_nothing(param, world, fresh, tmp_path, caps
 
     src = tmp_path / "qrels.json"
     src.write_text(qrels_text(read_qrels(world["qrels"]), "json"), "utf-8")
-    bom = tmp_path / "bom-qrels.json"
+    assert_bom_changes_nothing(src, param, world, fresh, tmp_path, capsys)
+
+
+def assert_bom_changes_nothing(src: Path, param, world, fresh, tmp_path: Path, capsys) -> None:
+    """``param`` given ``src``, then a copy of it with a UTF-8 BOM: both exit
+    0 with the same output, byte for byte (but for :func:`same_output`)."""
+    bom = tmp_path / ("bom-" + src.name)
     bom.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
     plain = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(src)}))
     marked = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(bom)}))
     assert plain[0] == 0, plain[2]
     assert marked[0] == plain[0], marked[2]
     assert same_output(marked[1].replace(str(bom), str(src))) == same_output(plain[1])
+    assert same_output(marked[2].replace(str(bom), str(src))) == same_output(plain[2])
 
 
 def same_output(text: str) -> str:

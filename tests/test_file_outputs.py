@@ -29,7 +29,7 @@ import pytest
 from engine.files.writing import OutputRefused, write_text_file
 from tui.cli.main import file_parameters
 
-from .command_lines import LONG_RUNNING, command_line, fresh_factory, make_world, umask
+from .command_lines import LONG_RUNNING, command_line, fresh_factory, umask
 from .test_file_inputs import assert_refused, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,16 +39,6 @@ WRITES = [p for p in PARAMS if p.role.use == "writes" and p.command not in LONG_
 
 def _id(p) -> str:
     return " ".join(p.command) + " " + (p.flag or p.name.upper())
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
-
-
-@pytest.fixture
-def fresh(tmp_path):
-    return fresh_factory(tmp_path / "fresh")
 
 
 def committed_wal(folder: Path) -> Path:
@@ -272,21 +262,31 @@ main(sys.argv[2:])
 """
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGHUP", "ENOSPC"])
-@pytest.mark.parametrize("param", WRITES, ids=_id)
-def test_an_interrupted_write_leaves_nothing(param, how, world, tmp_path):
+def interrupted(
+    script: str, how: str, param, world, tmp_path: Path, name: str
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """Run ``param``'s command under ``script`` (signal or error ``how``),
+    its output ``param`` at ``name`` in an empty folder: ``(the folder, the run)``."""
     folder = tmp_path / "target"
     folder.mkdir()
-    target = folder / "out.txt"
-    argv = command_line(param.command, PARAMS, world, fresh_factory(tmp_path / "fresh"), {param.name: str(target)})
+    argv = command_line(
+        param.command, PARAMS, world, fresh_factory(tmp_path / "fresh"), {param.name: str(folder / name)}
+    )
     r = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED, how, *argv],
+        [sys.executable, "-c", script, how, *argv],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
+    return folder, r
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGHUP", "ENOSPC"])
+@pytest.mark.parametrize("param", WRITES, ids=_id)
+def test_an_interrupted_write_leaves_nothing(param, how, world, tmp_path):
+    folder, r = interrupted(INTERRUPTED, how, param, world, tmp_path, "out.txt")
     expected = {"SIGTERM": -signal.SIGTERM, "SIGHUP": -signal.SIGHUP, "SIGINT": 130, "ENOSPC": 2}[how]
     assert r.returncode == expected, r.stderr
     assert "Traceback" not in r.stderr
@@ -311,18 +311,7 @@ main(sys.argv[2:])
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGHUP"])
 @pytest.mark.parametrize("param", CREATES, ids=_id)
 def test_an_interrupted_store_creation_leaves_nothing(param, how, world, tmp_path):
-    folder = tmp_path / "target"
-    folder.mkdir()
-    target = folder / "new.db"
-    argv = command_line(param.command, PARAMS, world, fresh_factory(tmp_path / "fresh"), {param.name: str(target)})
-    r = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_CREATE, how, *argv],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    folder, r = interrupted(INTERRUPTED_CREATE, how, param, world, tmp_path, "new.db")
     expected = {"SIGTERM": -signal.SIGTERM, "SIGHUP": -signal.SIGHUP, "SIGINT": 130}[how]
     assert r.returncode == expected, r.stderr
     assert "Traceback" not in r.stderr
@@ -370,16 +359,14 @@ async def test_the_trace_export_moves_past_a_fifo(tmp_path, monkeypatch):
     import tui.browser.app
     from tui.browser.cmdline import export_path
 
-    from .tui.conftest import build_app, search_for
+    from .tui.conftest import browsing
 
     now = _dt.datetime(2026, 1, 2, 3, 4, 5)
     monkeypatch.setattr(tui.browser.app, "export_path", lambda q, folder=None: export_path(q, folder, now))
     monkeypatch.chdir(tmp_path)
     trap = tmp_path / "rankscope-trace-cache-20260102-030405.json"
     os.mkfifo(trap)
-    app = build_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing((120, 40), "cache") as (app, pilot):
         path = app.action_export_trace()
         await pilot.pause()
     assert stat.S_ISFIFO(os.lstat(trap).st_mode)

@@ -10,7 +10,6 @@ from engine.lab.counterfactual import would_return_with
 from engine.lab.flow import FlowCell, trace_flows
 from engine.lab.why import fate
 from engine.pipeline.candidates import Exit
-from tui.present.cut import middle_cut
 from tui.present.flowtext import (
     cell_text,
     counterfactual_text,
@@ -74,28 +73,6 @@ def test_movement_of_results(store):
     assert [movement(r) for r in flow.rows[:2]] == ["2→1 ↑1", "1→2 ↓1"]
     [one] = trace_flows(search(store, SearchParams("zebra crossing", limit=1)))
     assert movement(one.rows[0]) == "1→1 =" and movement(one.rows[-1]) == "" and movement(None) == ""
-
-
-@pytest.mark.parametrize(
-    "title,width,expected",
-    [
-        ("ferryctl docs > install > publish > Example", 30, "ferryctl … > publish > Example"),
-        ("ferryctl docs > install > publish > Example", 60, "ferryctl docs > install > publish > Example"),
-        ("ferryctl docs > install > publish > Example", 22, "ferryctl d … > Example"),
-        ("ferryctl docs > install > publish > Example", 12, "… > Example"),
-        ("A very long single heading without parts", 12, "A very…parts"),  # keeps its start and end
-        ("a > b", 1, "…"),
-        ("x", 0, ""),
-    ],
-)
-def test_middle_cut_keeps_the_last_heading(title, width, expected):
-    got = middle_cut(title, width)
-    assert got == expected and cell_len(got) <= width
-
-
-def test_middle_cut_counts_terminal_cells():
-    got = middle_cut("配置 > 部署 > 发布说明 > 示例标题", 16)
-    assert cell_len(got) <= 16 and got.endswith("> 示例标题")
 
 
 def test_fate_and_counterfactual_lines(store):

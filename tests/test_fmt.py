@@ -19,6 +19,7 @@ from tui.present.cut import middle_cut
         ("Incident review: 2023-04 outage > What went well", 20, "… > What went well"),
         ("Replication > Write quorum", 21, "Repl … > Write quorum"),
         ("[heartbeat] coordinator tick, 3 runners registered", 30, "[heartbeat] coo…ers registered"),
+        ("A very long single heading without parts", 12, "A very…parts"),  # keeps its start and end
         ("a > b", 1, "…"),
         ("x", 0, ""),
     ],

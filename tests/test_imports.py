@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import REPO
+from .helpers import fresh_python
 
 PACKAGES = ("engine", "tui", "benchmarks")
 
@@ -132,9 +133,7 @@ def test_engine_loads_without_ui_libraries():
         f"for m in {ENGINE_MODULES!r}: importlib.import_module(m)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    assert fresh_python(code).strip() == "[]"
 
 
 #: Run in a fresh interpreter: each subcommand's ``--help`` the way ``python -m PACKAGE`` runs
@@ -193,6 +192,11 @@ def test_python_m_runs_every_subcommand(package):
 #: What ``rankscope search`` must not load (issue 25): the agent layer, the
 #: evaluation code and its libraries, the browser; and the edit distance
 #: library when no word needs correcting.
+def modules_after(code: str) -> list[str]:
+    """The names in ``sys.modules`` once ``code`` ran in a new interpreter (exit 0)."""
+    return eval(fresh_python(f"{code}import sys\nprint('MODULES', sorted(sys.modules))\n").rsplit("MODULES ", 1)[1])
+
+
 NOT_FOR_SEARCH = (
     "engine.agent",
     "rapidfuzz",
@@ -206,29 +210,19 @@ NOT_FOR_SEARCH = (
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"]])
-def test_search_imports_only_what_it_needs(tmp_path, extra):
+def test_search_imports_only_what_it_needs(sample_db, extra):
     """A ``rankscope search`` run in a fresh process, on a store with an
     answer, loads none of :data:`NOT_FOR_SEARCH`; the other subcommands'
     modules are not imported either."""
-    from engine import Store, index_corpus
-
-    from .conftest import SAMPLE_CORPUS
-
-    db = tmp_path / "s.db"
-    with Store.create(db) as s:
-        index_corpus(s, SAMPLE_CORPUS)
+    db = sample_db
     code = (
-        "import sys\n"
         "from tui.cli.main import main\n"
         "try:\n"
         f"    main(['search', 'quorum', '--db', {str(db)!r}, *{extra!r}])\n"
         "except SystemExit as exc:\n"
         "    assert exc.code == 0, exc.code\n"
-        "print('MODULES', sorted(sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    loaded = eval(out.stdout.rsplit("MODULES ", 1)[1])
+    loaded = modules_after(code)
     assert "engine.pipeline.run" in loaded and "tui.cli.search" in loaded  # it did search
     assert [m for m in loaded if m.startswith(NOT_FOR_SEARCH)] == []
     assert [
@@ -260,14 +254,10 @@ def test_the_browser_imports_its_other_screens_when_opened():
     """The modules ``rankscope`` (no argument) loads up to ``app.run()`` include
     none of :data:`NOT_FOR_FIRST_PAINT`; opening a screen loads its module."""
     code = (
-        "import sys\n"
         "from tui.cli.launch import app_arguments\n"
         "from tui.browser.app import RankscopeApp\n"
         "app = RankscopeApp(app_arguments(None))\n"
-        "print('MODULES', sorted(sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    loaded = eval(out.stdout.rsplit("MODULES ", 1)[1])
+    loaded = modules_after(code)
     assert "tui.browser.screens.browser" in loaded  # it did build the app
     assert [m for m in loaded if m.startswith(NOT_FOR_FIRST_PAINT)] == []

@@ -24,13 +24,8 @@ from engine.store.schema import SCHEMA_SQL
 
 from tui.cli.main import file_parameters
 
-from .command_lines import LONG_RUNNING, command_line, fresh_factory, make_world
+from .command_lines import LONG_RUNNING, command_line, fresh_factory
 from .test_file_inputs import assert_refused, run
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
 
 
 # ── snapshot check ───────────────────────────────────────────────────────

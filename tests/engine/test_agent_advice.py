@@ -18,10 +18,9 @@ from engine.agent.waste import waste
 from engine.js.strings import utf16_len
 from tui.cli import main
 
-from ..conftest import AGENT_VIEW, SESSION_DB
+from ..conftest import AGENT_VIEW, PLUGIN_SEARCH, PLUGIN_STORE, SESSION_DB
 
 STORE = AGENT_VIEW / "store.db"
-PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
 PROJECT = "/tmp/agentview/public/project"
 PLUGIN = AgentContext(plugin_project=PROJECT, session_db=str(SESSION_DB))
 
@@ -107,11 +106,7 @@ def test_delivered_already_says_where():
 
 def test_cli_why_gives_the_change_as_data(capsys):
     args = [
-        "ctx-search",
-        "--db",
-        str(PLUGIN_STORE),
-        "--sessions-db",
-        str(SESSION_DB),
+        *PLUGIN_SEARCH,
         "--params-json",
         '{"queries": ["halyard message", "failover review"], "project": "/tmp/agentview/elsewhere"}',
     ]

@@ -76,12 +76,23 @@ def test_untitled_and_empty_titles(store):
     assert "3 chunks with an empty or Untitled title" in r.findings
 
 
-def test_source_counts_that_disagree(store):
-    store.index_text("a.md", "# A\ntext\n# B\n```\ncode\n```\n", "markdown")
+def _miscounted(store, a_md: str, damage: str):
+    """Index ``a.md`` (text ``a_md``) and ``b.md``, run the SQL ``damage``,
+    diagnose: ``(report, [(label, what, recorded, actual)] of its count mismatches)``."""
+    store.index_text("a.md", a_md, "markdown")
     store.index_text("b.md", "# C\ntext\n", "markdown")
-    store.conn.execute("UPDATE sources SET chunk_count = 5, code_chunk_count = 0 WHERE label = 'a.md'")
+    store.conn.execute(damage)
     r = diagnose(store)
-    assert [(m.label, m.what, m.recorded, m.actual) for m in r.count_mismatches] == [
+    return r, [(m.label, m.what, m.recorded, m.actual) for m in r.count_mismatches]
+
+
+def test_source_counts_that_disagree(store):
+    r, mismatches = _miscounted(
+        store,
+        "# A\ntext\n# B\n```\ncode\n```\n",
+        "UPDATE sources SET chunk_count = 5, code_chunk_count = 0 WHERE label = 'a.md'",
+    )
+    assert mismatches == [
         ("a.md", "chunk_count", 5, 2),
         ("a.md", "code_chunk_count", 0, 1),
     ]
@@ -98,11 +109,10 @@ def test_source_counts_that_disagree(store):
 
 def test_trigram_rows_of_a_source_that_disagree(store):
     # Totals agree, but one trigram row names the wrong source.
-    store.index_text("a.md", "# A\ntext\n# B\nmore\n", "markdown")
-    store.index_text("b.md", "# C\ntext\n", "markdown")
-    store.conn.execute("UPDATE chunks_trigram SET source_id = 2 WHERE rowid = 1")
-    r = diagnose(store)
-    assert [(m.label, m.what, m.recorded, m.actual) for m in r.count_mismatches] == [
+    r, mismatches = _miscounted(
+        store, "# A\ntext\n# B\nmore\n", "UPDATE chunks_trigram SET source_id = 2 WHERE rowid = 1"
+    )
+    assert mismatches == [
         ("a.md", "trigram rows", 2, 1),
         ("b.md", "trigram rows", 1, 2),
     ]

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from engine import SearchParams, Store, Variant, search
+from engine import SearchParams, Variant, search
 from engine.store.chunkids import chunk_ids
 from engine.lab.evaluation import (
     compare_evals,
@@ -28,11 +28,9 @@ from engine.lab.snapshot import check_snapshot, diff_lists, parse_stage_list, ta
 from engine.pipeline.run import pass_plan
 from engine.pipeline.table import RANKED_IDS, ranked_lists, stage_lists
 
-from ..conftest import REPO, SAMPLE_CORPUS
+from ..conftest import DEMO_QRELS, DEMO_QUERIES, REPO
 from ..helpers import index_collide, index_zebra
 
-DEMO_QUERIES = json.loads((REPO / "docs" / "demo-queries.json").read_text("utf-8"))
-DEMO_QRELS = REPO / "docs" / "demo-qrels.json"
 P = SearchParams("the reference")
 
 
@@ -40,16 +38,6 @@ def evaluate_set(store, entries, qrels, measures, variant=Variant()):
     """What ``rankscope eval`` does: search every entry, then evaluate the traces."""
     ms = measures if isinstance(measures, tuple) else parse_measures(measures)
     return evaluate_traces(run_entries(store, entries, variant), qrels, ms, chunk_ids(store), variant)
-
-
-@pytest.fixture(scope="module")
-def sample():
-    from engine import index_corpus
-
-    s = Store.create(":memory:")
-    index_corpus(s, SAMPLE_CORPUS)
-    yield s
-    s.close()
 
 
 # ─── measures ────────────────────────────────────────────────────────────
@@ -136,8 +124,8 @@ def test_a_merged_chunk_is_in_the_retriever_lists_but_not_after_fusion(store):
     assert named["fusion"] == ["guide.md::Guide > Example"]
 
 
-def test_fuzzy_stages_appear_when_the_rerun_happens(sample):
-    trace = search(sample, SearchParams("replicaton quorom"))
+def test_fuzzy_stages_appear_when_the_rerun_happens(sample_store):
+    trace = search(sample_store, SearchParams("replicaton quorom"))
     lists = ranked_lists(trace)
     assert [s for s in lists if s.startswith("fuzzy:")] == [
         f"fuzzy:{s}" for s in ("porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final")
@@ -149,9 +137,9 @@ def test_fuzzy_stages_appear_when_the_rerun_happens(sample):
     assert stage_lists(trace)["final"] == ()
 
 
-def test_evaluate_trace_for_one_query(sample):
-    trace = search(sample, SearchParams("write quorum"))
-    ids = chunk_ids(sample)
+def test_evaluate_trace_for_one_query(sample_store):
+    trace = search(sample_store, SearchParams("write quorum"))
+    ids = chunk_ids(sample_store)
     per = evaluate_trace(trace, {"docs/replication.md::Replication > Write quorum": 3}, ids, parse_measures("RR"))
     assert per["rerank"]["RR"] == 1.0 and per["trim"]["RR"] == 0.5 and per["final"]["RR"] == 1.0
     assert evaluate_trace(trace, {}, ids) == {}
@@ -160,9 +148,9 @@ def test_evaluate_trace_for_one_query(sample):
 # ─── a query set ─────────────────────────────────────────────────────────
 
 
-def test_evaluate_the_demo_queries(sample):
+def test_evaluate_the_demo_queries(sample_store):
     qrels = read_qrels(DEMO_QRELS)
-    ev = evaluate_set(sample, DEMO_QUERIES, qrels, "R@10,RR")
+    ev = evaluate_set(sample_store, DEMO_QUERIES, qrels, "R@10,RR")
     assert ev.unjudged == ("empty",) and ev.unknown_docs == ()
     assert [q.id for q in ev.queries] == [e["id"] for e in DEMO_QUERIES if e["id"] != "empty"]
     # every stage the reference runs, in table order; the fuzzy query re-ran, so its stages are evaluated
@@ -182,17 +170,17 @@ def test_evaluate_the_demo_queries(sample):
     assert sf.stages["filter"]["R@10"] < sf.stages["pool"]["R@10"]
 
 
-def test_stale_judgments_are_reported(sample):
+def test_stale_judgments_are_reported(sample_store):
     qrels = Qrels({"rerank": {"nowhere.md::Gone": 2, "docs/replication.md::Replication > Write quorum": 3}})
-    ev = evaluate_set(sample, [{"id": "rerank", "query": "write quorum"}], qrels, "RR")
+    ev = evaluate_set(sample_store, [{"id": "rerank", "query": "write quorum"}], qrels, "RR")
     assert ev.unknown_docs == ("nowhere.md::Gone",)
 
 
-def test_ab_comparison_counts_and_tests(sample):
+def test_ab_comparison_counts_and_tests(sample_store):
     qrels = read_qrels(DEMO_QRELS)
     ms = parse_measures("nDCG@10,RR")
-    a = evaluate_set(sample, DEMO_QUERIES, qrels, ms)
-    b = evaluate_set(sample, DEMO_QUERIES, qrels, ms, Variant(rerank="off"))
+    a = evaluate_set(sample_store, DEMO_QUERIES, qrels, ms)
+    b = evaluate_set(sample_store, DEMO_QUERIES, qrels, ms, Variant(rerank="off"))
     cmp = compare_evals(a, b)
     nd = cmp.measures[0]
     assert nd.measure == "nDCG@10" and nd.improved + nd.worsened + nd.tied == len(a.queries)
@@ -240,10 +228,10 @@ def test_trec_run_lines_have_strictly_decreasing_scores():
 # ─── qrels files ─────────────────────────────────────────────────────────
 
 
-def test_the_shipped_qrels_agree_and_name_real_chunks(sample):
+def test_the_shipped_qrels_agree_and_name_real_chunks(sample_store):
     as_json, as_trec = read_qrels(DEMO_QRELS), read_qrels(REPO / "docs" / "demo-qrels.txt")
     assert as_json.judgments == as_trec.judgments and as_json.count() > 50
-    ids = chunk_ids(sample)
+    ids = chunk_ids(sample_store)
     assert [d for docs in as_json.judgments.values() for d in docs if d not in ids] == []
     assert set(as_json.queries.values()) <= {e["query"] for e in DEMO_QUERIES}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from engine import SearchParams, Variant, search
@@ -19,7 +19,7 @@ from engine.pipeline.table import depth
 
 from ..helpers import case_params, index_collide, index_herd, index_zebra
 from .test_parity import _store, parity_cases
-from .test_properties import SESSIONS, WORDS, corpus_store
+from .test_properties import LIMITS, SEARCHES, SESSIONS, VARIANTS, WORDS, corpus_store
 
 FIRST = ("porter", "trigram", "fusion", "pool", "filter", "trim", "rerank", "final")
 
@@ -212,22 +212,8 @@ def test_the_fate_of_returned_and_dropped_rows(store):
     assert path_fate(trace, 999) is None
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    WORDS,
-    st.integers(min_value=1, max_value=6),
-    SESSIONS,
-    st.sampled_from(
-        [
-            Variant(),
-            Variant(fusion_key="rowid"),
-            Variant(rerank="before-trim", pool_size=6),
-            Variant(fuzzy="always"),
-            Variant(pool_size=2),
-            Variant(rerank="off"),
-        ]
-    ),
-)
+@SEARCHES
+@given(WORDS, LIMITS, SESSIONS, st.sampled_from([*VARIANTS, Variant(rerank="off")]))
 def test_every_flow_row_leaves_where_why_not_says(query, limit, sessions, variant):
     """For every candidate in the flows, why-not agrees with the flows' rows:
     a returned row is where why-not says, else why-not names the deepest

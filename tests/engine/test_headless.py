@@ -1,11 +1,8 @@
 """The engine is headless: importing it (and running a search) never loads Textual."""
 
-import subprocess
-import sys
-
 import pytest
 
-from ..conftest import REPO
+from ..helpers import fresh_python
 
 
 def test_engine_never_imports_textual():
@@ -20,9 +17,7 @@ def test_engine_never_imports_textual():
         "assert not bad, bad\n"
         "print('clean')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "clean"
+    assert fresh_python(code, timeout=60).strip() == "clean"
 
 
 #: SHA-256 of the reference stopword list (``../shared/stopwords.txt``, the 102

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 
 import ir_measures
 import pytest
 
-from engine import Store, Variant
+from engine import Variant
 from engine.lab.evaluation import (
     LOW_JUDGED,
     evaluate_traces,
@@ -22,20 +21,7 @@ from engine.lab.evaluation import (
 from engine.lab.qrels import Qrels, read_qrels
 from engine.store.chunkids import chunk_ids, from_trec_token
 
-from ..conftest import REPO, SAMPLE_CORPUS
-
-DEMO_QUERIES = json.loads((REPO / "docs" / "demo-queries.json").read_text("utf-8"))
-DEMO_QRELS = REPO / "docs" / "demo-qrels.json"
-
-
-@pytest.fixture(scope="module")
-def sample():
-    from engine import index_corpus
-
-    s = Store.create(":memory:")
-    index_corpus(s, SAMPLE_CORPUS)
-    yield s
-    s.close()
+from ..conftest import DEMO_QRELS, DEMO_QUERIES
 
 
 def _thin(qrels: Qrels, keep: int) -> Qrels:
@@ -44,10 +30,10 @@ def _thin(qrels: Qrels, keep: int) -> Qrels:
 
 
 @pytest.mark.parametrize("stage", ["porter", "fusion", "final"])
-def test_judged_at_k_equals_ir_measures_own(sample, stage):
+def test_judged_at_k_equals_ir_measures_own(sample_store, stage):
     qrels = _thin(read_qrels(DEMO_QRELS), 2)
-    traces = run_entries(sample, DEMO_QUERIES, Variant())
-    ids = chunk_ids(sample)
+    traces = run_entries(sample_store, DEMO_QUERIES, Variant())
+    ids = chunk_ids(sample_store)
     ev = evaluate_traces(traces, qrels, parse_measures("nDCG@10,P@3,RR"), ids, depth=5)
     assert ev.judged_names == ("Judged@5", "Judged@10", "Judged@3", "Judged")
     # independently: the stage's TREC run, read back, through ir-measures' default providers
@@ -74,10 +60,13 @@ def test_judged_at_k_equals_ir_measures_own(sample, stage):
     assert any(v is not None and v < LOW_JUDGED for q in ev.queries for v in q.judged.get(stage, {}).values())
 
 
-def test_low_judged_is_flagged_per_measure_cutoff(sample):
+def test_low_judged_is_flagged_per_measure_cutoff(sample_store):
     qrels = _thin(read_qrels(DEMO_QRELS), 1)
     ev = evaluate_traces(
-        run_entries(sample, DEMO_QUERIES, Variant()), qrels, parse_measures("nDCG@10,P@3"), chunk_ids(sample)
+        run_entries(sample_store, DEMO_QUERIES, Variant()),
+        qrels,
+        parse_measures("nDCG@10,P@3"),
+        chunk_ids(sample_store),
     )
     assert judged_name_of("nDCG@10") == "Judged@10" and judged_name_of("RR") == "Judged"
     for q in ev.queries:
@@ -99,10 +88,12 @@ def test_ungraded_in_orders_by_lists_then_rank():
     assert [u.chunk_id for u in ungraded_in(lists, {}, depth=1)] == ["b", "a", "c"]
 
 
-def test_the_ungraded_queue_of_a_query_file(sample):
+def test_the_ungraded_queue_of_a_query_file(sample_store):
     qrels = _thin(read_qrels(DEMO_QRELS), 2)
-    ids = chunk_ids(sample)
-    runs = [(n, run_entries(sample, DEMO_QUERIES, v)) for n, v in [("ref", Variant()), ("off", Variant(rerank="off"))]]
+    ids = chunk_ids(sample_store)
+    runs = [
+        (n, run_entries(sample_store, DEMO_QUERIES, v)) for n, v in [("ref", Variant()), ("off", Variant(rerank="off"))]
+    ]
     queue = ungraded_queue(runs, qrels, ids, depth=3)
     assert queue
     keys = [(u.query_id, u.chunk_id) for u in queue]

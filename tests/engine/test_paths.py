@@ -185,24 +185,36 @@ def test_a_session_removal(store):
     assert sentence(p.exit) == "removed by the session filter (session 'other')"
 
 
-def test_a_trim_cut(store):
+@pytest.mark.parametrize(
+    "sessions, before, position, exit, words",
+    [
+        (
+            ("mine",),
+            "filter",
+            5,
+            Exit("trim", "trimmed", (("position", 5), ("limit", 3))),
+            "cut by the trim (#5 > limit 3)",
+        ),
+        (
+            None,
+            "fusion",
+            4,
+            Exit("pool", "beyond-pool", (("position", 4), ("pool_size", 3))),
+            "beyond the pool (fused #4, pool 3)",
+        ),
+    ],
+    ids=["a trim cut", "beyond pool"],
+)
+def test_a_cut_at_a_rank(store, sessions, before, position, exit, words):
+    """The chunk at rank ``position`` of stage ``before``'s list exits at the
+    next stage (``exit``), and its sentence says so."""
     index_herd(store)
-    trace = search(store, SearchParams("zebra", limit=3, sessions=("mine",)))
-    fifth = trace.first.filter.kept[4]
-    p = only(trace.first, fifth.rowid)
-    assert p.exit == Exit("trim", "trimmed", (("position", 5), ("limit", 3)))
-    assert p.positions["filter"] == 5 and p.positions["trim"] is None
-    assert sentence(p.exit) == "cut by the trim (#5 > limit 3)"
-
-
-def test_beyond_pool(store):
-    index_herd(store)
-    trace = search(store, SearchParams("zebra", limit=3))
-    fourth = trace.first.fusion.candidates[3]
-    p = only(trace.first, fourth.rowid)
-    assert p.exit == Exit("pool", "beyond-pool", (("position", 4), ("pool_size", 3)))
-    assert p.positions["fusion"] == 4 and p.positions["pool"] is None
-    assert sentence(p.exit) == "beyond the pool (fused #4, pool 3)"
+    trace = search(store, SearchParams("zebra", limit=3, sessions=sessions))
+    listed = {"filter": trace.first.filter.kept, "fusion": trace.first.fusion.candidates}[before]
+    p = only(trace.first, listed[position - 1].rowid)
+    assert p.exit == exit
+    assert p.positions[before] == position and p.positions[exit.stage] is None
+    assert sentence(p.exit) == words
 
 
 def test_a_chunk_no_retriever_returned_has_no_path_and_why_names_it(store):

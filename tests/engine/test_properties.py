@@ -136,21 +136,21 @@ WORDS = st.lists(
 ).map(" ".join)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    WORDS,
-    st.integers(min_value=1, max_value=6),
-    SESSIONS,
-    st.sampled_from(
-        [
-            Variant(),
-            Variant(fusion_key="rowid"),
-            Variant(rerank="before-trim", pool_size=6),
-            Variant(fuzzy="always"),
-            Variant(pool_size=2),
-        ]
-    ),
-)
+#: Limits and variants the searches of the properties run with.
+LIMITS = st.integers(min_value=1, max_value=6)
+VARIANTS = [
+    Variant(),
+    Variant(fusion_key="rowid"),
+    Variant(rerank="before-trim", pool_size=6),
+    Variant(fuzzy="always"),
+    Variant(pool_size=2),
+]
+#: Each example searches the parity corpus: no deadline, fewer examples.
+SEARCHES = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SEARCHES
+@given(WORDS, LIMITS, SESSIONS, st.sampled_from(VARIANTS))
 def test_path_exit_is_where_why_not_says_the_chunk_left(query, limit, sessions, variant):
     """For every candidate that entered a pass, why-not names the stage and
     reason of its path's exit (of the deeper pass, when it entered both), or

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from engine import SearchParams, Store, index_corpus, search
+from engine import SearchParams, search
 from engine.store.corpus import SESSIONS_FILE, collect_files
 
 from ..conftest import REPO, SAMPLE_CORPUS
@@ -114,26 +114,18 @@ def by_id(qid: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def store():
-    s = Store.create(":memory:")
-    index_corpus(s, SAMPLE_CORPUS)
-    yield s
-    s.close()
+def chunks(sample_store):
+    return sample_store.iter_chunks()
 
 
 @pytest.fixture(scope="module")
-def chunks(store):
-    return store.iter_chunks()
-
-
-@pytest.fixture(scope="module")
-def trace(store):
+def trace(sample_store):
     cache: dict = {}
 
     def run(qid: str, **override):
         key = (qid, tuple(sorted(override.items())))
         if key not in cache:
-            cache[key] = search(store, params(by_id(qid), **override))
+            cache[key] = search(sample_store, params(by_id(qid), **override))
         return cache[key]
 
     return run
@@ -152,11 +144,11 @@ def test_file_count_between_20_and_40():
     assert SESSIONS_FILE not in [label for label, _ in files]
 
 
-def test_every_file_is_indexed(store):
+def test_every_file_is_indexed(sample_store):
     labels = [label for label, _ in collect_files(SAMPLE_CORPUS)]
-    indexed = [s.label for s in store.sources()]
+    indexed = [s.label for s in sample_store.sources()]
     assert indexed == labels
-    assert all(s.chunk_count > 0 for s in store.sources())
+    assert all(s.chunk_count > 0 for s in sample_store.sources())
 
 
 def test_sessions_map_has_three_sessions_and_leaves_files_unattributed():
@@ -167,8 +159,8 @@ def test_sessions_map_has_three_sessions_and_leaves_files_unattributed():
     assert labels - set(sessions), "some files are unattributed"
 
 
-def test_chunks_carry_the_sessions(store):
-    counts = dict(store.session_counts())
+def test_chunks_carry_the_sessions(sample_store):
+    counts = dict(sample_store.session_counts())
     assert set(counts) == {"", *ALL_SESSIONS}
 
 
@@ -286,7 +278,7 @@ def test_trigram_only(trace, chunks):
     assert "config/broker.json::producer" in keys(c.candidate for c in t.final)
 
 
-def test_fusion_key_collision(trace, store):
+def test_fusion_key_collision(trace, sample_store):
     t = trace("key-collision")
     assert t.layer == "rrf"
     merged = [c for c in t.first.fusion.candidates if c.merged_rowids]
@@ -294,7 +286,7 @@ def test_fusion_key_collision(trace, store):
     for c in merged:
         assert c.key_collision
         for rowid in c.merged_rowids:
-            other = store.chunk(rowid)
+            other = sample_store.chunk(rowid)
             assert (other.source, other.title) == (c.source, c.title)
             assert other.content != c.content
     final = [r.candidate for r in t.final]
@@ -358,7 +350,7 @@ def test_fuzzy_correction(trace):
     assert t.final[0].candidate.key == "docs/replication.md::Replication > Write quorum"
 
 
-def test_weak_match_blocks_correction(trace, store):
+def test_weak_match_blocks_correction(trace, sample_store):
     t = trace("fuzzy-blocked")
     assert t.layer == "rrf"
     assert t.fuzzy.ran is False
@@ -367,7 +359,7 @@ def test_weak_match_blocks_correction(trace, store):
     for r in t.final:
         assert "tombstone" in r.candidate.content.lower()
     # the typo alone would have been corrected
-    alone = search(store, SearchParams("replicaton", limit=3))
+    alone = search(sample_store, SearchParams("replicaton", limit=3))
     assert alone.layer == "rrf-fuzzy"
     assert [c.corrected for c in alone.fuzzy.corrections] == ["replication"]
 
@@ -393,16 +385,16 @@ def test_empty_result_with_reason(trace):
     assert t.empty_reason == "no match in either index; fuzzy found no correction"
 
 
-def test_porter_forgives_idempotancy(store):
+def test_porter_forgives_idempotancy(sample_store):
     """Documented curiosity: Porter stems 'idempotancy' like 'idempotency'."""
-    t = search(store, SearchParams("idempotancy", limit=3))
+    t = search(sample_store, SearchParams("idempotancy", limit=3))
     assert t.layer == "rrf" and not t.fuzzy.ran
     assert all(r.candidate.source == "docs/idempotency.md" for r in t.final)
 
 
-def test_windowed_log_collision_tops_the_fused_pool(store):
+def test_windowed_log_collision_tops_the_fused_pool(sample_store):
     """Documented in docs/demo-queries.md: four broker.log windows merge into one key."""
-    t = search(store, SearchParams("consumer lag", limit=3, sessions=("sess-ops",)))
+    t = search(sample_store, SearchParams("consumer lag", limit=3, sessions=("sess-ops",)))
     top = t.first.fusion.candidates[0]
     assert top.source == "logs/broker.log" and len(top.merged_rowids) == 3
     entry = next(e for e in t.first.rerank.entries if e.candidate.key == top.key)

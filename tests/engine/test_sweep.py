@@ -27,21 +27,7 @@ from engine.pipeline.table import STAGES
 from engine.pipeline.variants import REFERENCE, SETTINGS, SPEC_KEYS, shares_runs
 from engine.store.chunkids import chunk_ids
 
-from ..conftest import REPO, SAMPLE_CORPUS
-
-DEMO_QUERIES = json.loads((REPO / "docs" / "demo-queries.json").read_text("utf-8"))
-DEMO_QRELS = REPO / "docs" / "demo-qrels.json"
-
-
-@pytest.fixture(scope="module")
-def sample_path(tmp_path_factory):
-    from engine import index_corpus
-
-    path = tmp_path_factory.mktemp("sweep") / "sample.db"
-    s = Store.create(path)
-    index_corpus(s, SAMPLE_CORPUS)
-    s.close()
-    return path
+from ..conftest import DEMO_QRELS, DEMO_QUERIES, SAMPLE_CORPUS
 
 
 # ─── the grid comes from the variant table ───────────────────────────────
@@ -141,25 +127,25 @@ def _count_fts(store: Store) -> list[str]:
     return seen
 
 
-def test_a_sweep_over_later_stages_reruns_no_fts5_statement(sample_path):
-    with Store.open_readonly(sample_path) as store:
+def test_a_sweep_over_later_stages_reruns_no_fts5_statement(sample_db):
+    with Store.open_readonly(sample_db) as store:
         seen = _count_fts(store)
         run_entries(store, DEMO_QUERIES, REFERENCE)
         one = len(seen)
         assert one > 0
-    with Store.open_readonly(sample_path) as store:  # a cold cache again
+    with Store.open_readonly(sample_db) as store:  # a cold cache again
         seen = _count_fts(store)
         vs = variant_set(REFERENCE, [parse_axis("rerank=on,off,before-trim"), parse_axis("rrf_k=10,60")])
         traces, stats = run_variants(store, DEMO_QUERIES, vs.variants)
         assert len(seen) == one  # six variants, the statements of one
         assert stats.groups == 1 and stats.searches == 6 * len(DEMO_QUERIES) and stats.reused > 0
-    with Store.open_readonly(sample_path) as store:
+    with Store.open_readonly(sample_db) as store:
         seen = _count_fts(store)
         run_variants(store, DEMO_QUERIES, variant_set(REFERENCE, [parse_axis("pool=3,20")]).variants)
         assert len(seen) > one  # a larger pool fetches more rows: its own statements
 
 
-def test_runs_are_shared_one_query_at_a_time_past_the_store_cache(sample_path):
+def test_runs_are_shared_one_query_at_a_time_past_the_store_cache(sample_db):
     """More queries than the store's run cache holds: one variant after the
     other would fetch every run again; one query at a time fetches each once."""
     from engine.store.store import RUN_CACHE_SIZE
@@ -171,23 +157,23 @@ def test_runs_are_shared_one_query_at_a_time_past_the_store_cache(sample_path):
     entries = entries[: RUN_CACHE_SIZE // 2 + 20]
     assert len(entries) * 2 > RUN_CACHE_SIZE
     variants = [REFERENCE, Variant(rerank="off"), Variant(rrf_k=10)]
-    with Store.open_readonly(sample_path) as store:
+    with Store.open_readonly(sample_db) as store:
         seen = _count_fts(store)
         run_entries(store, entries, REFERENCE)
         one = len(seen)
-    with Store.open_readonly(sample_path) as store:
+    with Store.open_readonly(sample_db) as store:
         seen = _count_fts(store)
         for v in variants:
             run_entries(store, entries, v)
         assert len(seen) > one
-    with Store.open_readonly(sample_path) as store:
+    with Store.open_readonly(sample_db) as store:
         seen = _count_fts(store)
         run_variants(store, entries, [(str(i), v) for i, v in enumerate(variants)])
         assert len(seen) == one
 
 
-def test_shared_runs_give_the_traces_of_separate_runs(sample_path):
-    with Store.open_readonly(sample_path) as store:
+def test_shared_runs_give_the_traces_of_separate_runs(sample_db):
+    with Store.open_readonly(sample_db) as store:
         vs = variant_set(REFERENCE, [parse_axis("rerank=off,on")], [parse_named("big=pool=10,rerank=before-trim")])
         traces, _ = run_variants(store, DEMO_QUERIES, vs.variants)
         ids = chunk_ids(store)
@@ -210,10 +196,10 @@ def test_holm_matches_a_hand_computation():
     assert holm([]) == []
 
 
-def test_a_four_value_sweep_is_tested_against_the_reference_with_holm(sample_path):
+def test_a_four_value_sweep_is_tested_against_the_reference_with_holm(sample_db):
     ms = parse_measures("nDCG@10,R@10,P@3")
     qrels = read_qrels(DEMO_QRELS)
-    with Store.open_readonly(sample_path) as store:
+    with Store.open_readonly(sample_db) as store:
         vs = variant_set(REFERENCE, [parse_axis("pool=3,10,20,40")])
         traces, stats = run_variants(store, DEMO_QUERIES, vs.variants)
         ids = chunk_ids(store)
@@ -233,7 +219,7 @@ def test_a_four_value_sweep_is_tested_against_the_reference_with_holm(sample_pat
         for v in sw.variants[1:]:
             assert v.versus[m].delta == pytest.approx(v.eval.means["final"][m] - ref.eval.means["final"][m])
     # each variant's evaluation is what a separate run gives
-    with Store.open_readonly(sample_path) as store:
+    with Store.open_readonly(sample_db) as store:
         alone = evaluate_traces(run_entries(store, DEMO_QUERIES, Variant(pool_size=20)), qrels, ms, chunk_ids(store))
     assert sw.by_name("pool=20").eval.means == alone.means
     doc = json.loads(json.dumps(sweep_to_dict(sw)))

@@ -22,6 +22,8 @@ import asyncio
 import inspect
 import time
 import unicodedata
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -96,6 +98,35 @@ def build_app(**kwargs):
     kwargs.setdefault("show_timings", False)
     kwargs.setdefault("cursor_blink", False)
     return record_notifications(RankscopeApp(AppOptions(store=store, **kwargs)))
+
+
+@asynccontextmanager
+async def browsing(size: tuple[int, int], query: str | None = None, app=None, **kwargs) -> AsyncIterator[tuple]:
+    """``(app, pilot)``: ``app`` (default: :func:`build_app` with ``kwargs``)
+    running at ``size`` (columns, rows) and, given ``query``, searched for
+    (:func:`search_for`)."""
+    app = build_app(**kwargs) if app is None else app
+    async with app.run_test(size=size) as pilot:
+        if query is not None:
+            await search_for(pilot, query)
+        yield app, pilot
+
+
+def failing_index_app(tmp_path: Path):
+    """The browser started on a one-file corpus whose indexing fails (its
+    store's folder is a file): the loading screen stays and an "Indexing
+    failed" error is notified; notifications recorded."""
+    from tui.browser.app import RankscopeApp
+    from tui.browser.corpus_cache import CacheEntry
+    from tui.browser.options import AppOptions
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # parent is a file
+    return record_notifications(RankscopeApp(AppOptions(index_job=entry, store_label="corpus")))
 
 
 # ── notifications ─────────────────────────────────────────────────────────

@@ -33,7 +33,7 @@ from tui.browser.screens.stores import StorePickerScreen
 from tui.browser.screens.why import WhyScreen
 from tui.browser.widgets.query_box import QueryInput
 
-from .conftest import build_app, plain, press, processed, search_for, wait_screen
+from .conftest import browsing, plain, press, processed, wait_screen
 
 #: The classes whose bindings the table generates, by owner.
 OWNERS = {
@@ -181,9 +181,7 @@ def _binding_for(row: Action):
 
 async def test_palette_offers_every_palette_action_with_the_same_key():
     skipped = SkipList((Skip("logo.png", "binary file", "binary"),))
-    app = build_app(skipped=skipped)
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache", skipped=skipped) as (app, pilot):
         assert app.selected_subject() is not None  # so the "selected chunk" entry is offered
         hits = await _palette_hits(app)
         subject = app.selected_subject()
@@ -216,8 +214,7 @@ async def test_palette_offers_every_palette_action_with_the_same_key():
 
 
 async def test_palette_hides_actions_whose_need_is_not_met():
-    app = build_app()  # no skipped files; no search yet, so no selected chunk
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):  # no skipped files; no search yet, so no selected chunk
         await wait_screen(pilot, BrowserScreen)
         await processed(pilot)
         hits = await _palette_hits(app)
@@ -228,8 +225,7 @@ async def test_palette_hides_actions_whose_need_is_not_met():
 
 
 async def test_f1_screen_shows_the_table():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await wait_screen(pilot, BrowserScreen)
         await press(pilot, "f1")
         await wait_screen(pilot, HelpScreen)

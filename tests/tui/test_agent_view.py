@@ -13,19 +13,18 @@ from textual.widgets import OptionList, Static
 from engine import SearchParams, Store
 from engine.agent import AgentContext, ctx_search
 from tui.browser.screens.params import ParamsChange
-from tui.browser.app import RankscopeApp
-from tui.browser.options import AppOptions
 from tui.browser.screens.agent import AgentViewScreen, chunk_with_windows
 from tui.browser.screens.agent_log import AgentLogScreen
 
-from ..conftest import AGENT_VIEW, SESSION_DB
+from ..conftest import AGENT_VIEW, PLUGIN_STORE, SESSION_DB
 from ..helpers import append_call
 from .conftest import (
+    browsing,
+    build_app,
     notifications,
     plain,
     press,
     processed,
-    record_notifications,
     run_command,
     search_for,
     wait_for,
@@ -33,7 +32,6 @@ from .conftest import (
 
 NARROW = (80, 24)
 WIDE = (120, 40)
-PLUGIN_STORE = AGENT_VIEW / "plugin" / "store-P01.db"
 
 
 def agent_screen(app) -> AgentViewScreen | None:
@@ -45,17 +43,22 @@ def answered(app) -> bool:
     return s is not None and s.trace is not None and s._shown_seq == s._seq
 
 
+async def open_agent_log(pilot) -> AgentLogScreen:
+    """Open the agent log from the palette; returns it once it lists its replays."""
+    app = pilot.app
+    await run_command(pilot, "Agent log")
+    await wait_for(pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the agent log")
+    return app.screen
+
+
 def _app(path, **kwargs):
-    store = Store.open_readonly(path)
-    return record_notifications(
-        RankscopeApp(AppOptions(store=store, store_label=path.name, show_timings=False, cursor_blink=False, **kwargs))
-    )
+    return build_app(store=Store.open_readonly(path), store_label=path.name, **kwargs)
 
 
 async def test_agent_view_shows_what_the_agent_receives():
-    app = _app(AGENT_VIEW / "store.db", params=SearchParams("", limit=3))
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "heartbeat interval")
+    async with browsing(
+        NARROW, "heartbeat interval", app=_app(AGENT_VIEW / "store.db", params=SearchParams("", limit=3))
+    ) as (app, pilot):
         await press(pilot, "f12")
         await wait_for(pilot, lambda: answered(app), what="the agent view")
         screen = agent_screen(app)
@@ -88,9 +91,7 @@ async def test_agent_view_shows_what_the_agent_receives():
 
 
 async def test_f12_opens_and_closes_the_agent_view_and_f5_is_the_rank_flow():
-    app = _app(AGENT_VIEW / "store.db")
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "relay")
+    async with browsing(NARROW, "relay", app=_app(AGENT_VIEW / "store.db")) as (app, pilot):
         await press(pilot, "f5")  # F5 is the rank flow (issue 9); F5 again closes it
         await wait_for(pilot, lambda: type(app.screen).__name__ == "FlowScreen", what="the rank flow")
         await press(pilot, "f5")
@@ -103,9 +104,7 @@ async def test_f12_opens_and_closes_the_agent_view_and_f5_is_the_rank_flow():
 
 
 async def test_agent_view_follows_parameter_changes():
-    app = _app(AGENT_VIEW / "store.db")
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "relay")
+    async with browsing(WIDE, "relay", app=_app(AGENT_VIEW / "store.db")) as (app, pilot):
         await press(pilot, "f12")
         await wait_for(pilot, lambda: answered(app), what="the agent view")
         screen = agent_screen(app)
@@ -119,9 +118,7 @@ async def test_agent_view_follows_parameter_changes():
 
 
 async def test_plugin_toggle_applies_the_session_allow_set():
-    app = _app(PLUGIN_STORE, session_db=str(SESSION_DB))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "failover review")
+    async with browsing(WIDE, "failover review", app=_app(PLUGIN_STORE, session_db=str(SESSION_DB))) as (app, pilot):
         await press(pilot, "f12")
         await wait_for(pilot, lambda: answered(app), what="the agent view")
         screen = agent_screen(app)
@@ -142,9 +139,7 @@ async def test_plugin_toggle_applies_the_session_allow_set():
 
 
 async def test_plugin_toggle_without_a_session_db_says_why():
-    app = _app(AGENT_VIEW / "store.db")
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "relay")
+    async with browsing(NARROW, "relay", app=_app(AGENT_VIEW / "store.db")) as (app, pilot):
         await press(pilot, "f12")
         await wait_for(pilot, lambda: answered(app), what="the agent view")
         await press(pilot, "p")
@@ -158,14 +153,8 @@ async def test_plugin_toggle_without_a_session_db_says_why():
 
 
 async def test_agent_log_lists_and_opens_a_recorded_call():
-    app = _app(PLUGIN_STORE, session_db=str(SESSION_DB))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "x")
-        await run_command(pilot, "Agent log")
-        await wait_for(
-            pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the agent log"
-        )
-        screen = app.screen
+    async with browsing(WIDE, "x", app=_app(PLUGIN_STORE, session_db=str(SESSION_DB))) as (app, pilot):
+        screen = await open_agent_log(pilot)
         options = screen.query_one("#agent-log-list", OptionList)
         assert options.option_count == 13
         assert "12 of 13 give the recorded answer" in plain(screen.query_one("#agent-log-status", Static))
@@ -204,14 +193,8 @@ async def test_the_agent_log_follows_the_session_db_live(tmp_path):
     folder.mkdir()
     db = folder / "5399b2ea68c12e92.db"
     shutil.copyfile(SESSION_DB, db)
-    app = _app(PLUGIN_STORE, session_db=str(db))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "x")
-        await run_command(pilot, "Agent log")
-        await wait_for(
-            pilot, lambda: isinstance(app.screen, AgentLogScreen) and app.screen.replays, what="the agent log"
-        )
-        log = app.screen
+    async with browsing(WIDE, "x", app=_app(PLUGIN_STORE, session_db=str(db))) as (app, pilot):
+        log = await open_agent_log(pilot)
         title = log.query_one("#agent-log-title", Static)
         options = log.query_one("#agent-log-list", OptionList)
         assert "● live" in plain(title) and "follow: off" in plain(title)
@@ -271,9 +254,7 @@ def recorded_first_query(params) -> str:
 
 
 async def test_agent_log_without_a_session_db():
-    app = _app(AGENT_VIEW / "store.db")
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "relay")
+    async with browsing(NARROW, "relay", app=_app(AGENT_VIEW / "store.db")) as (app, pilot):
         await press(pilot, "f12")
         await wait_for(pilot, lambda: answered(app), what="the agent view")
         await press(pilot, "l")
@@ -300,8 +281,7 @@ async def test_the_agent_view_says_what_the_agent_should_have_asked_for_the_pinn
     the agent got says where it is, and marks its result."""
     from engine.agent.advice import delivery_of
 
-    app = _app(PLUGIN_STORE, params=SearchParams("", limit=6))
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, app=_app(PLUGIN_STORE, params=SearchParams("", limit=6))) as (app, pilot):
         view = await _pinned_agent_view(pilot, 18)
         advice = view.advice
         assert advice.outcome == "change" and advice.change is not None
@@ -399,9 +379,7 @@ def test_the_chunk_views_title_says_in_words_how_the_snippet_was_cut():
 async def test_esc_from_the_agent_log_returns_to_the_agent_view():
     """Issue 24: the agent log opened with l from the agent view closed the
     view; Esc then landed on the browser, where the next p pinned a chunk."""
-    app = _app(PLUGIN_STORE, session_db=str(SESSION_DB))
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "x")
+    async with browsing(NARROW, "x", app=_app(PLUGIN_STORE, session_db=str(SESSION_DB))) as (app, pilot):
         await press(pilot, "f12")
         await wait_for(pilot, lambda: answered(app), what="the agent view")
         view = agent_screen(app)

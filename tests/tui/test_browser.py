@@ -17,8 +17,8 @@ from tui.browser.screens.params import ParamsScreen
 from tui.browser.screens.sessions import SessionsScreen
 
 from .conftest import (
+    browsing,
     screen_lines,
-    build_app,
     notifications,
     plain,
     press,
@@ -45,8 +45,7 @@ def inspector_text(app) -> str:
 
 
 async def test_start_screen_shows_the_store_and_focuses_the_query():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await wait_for(pilot, lambda: app.browser is not None and app.focused is not None)
         browser = app.browser
         assert isinstance(app.focused, Input) and app.focused.id == "query"
@@ -56,9 +55,7 @@ async def test_start_screen_shows_the_store_and_focuses_the_query():
 
 
 async def test_query_fills_results_and_inspector():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "heartbeat")
+    async with browsing(WIDE, "heartbeat") as (app, pilot):
         browser = app.browser
         trace = browser.trace
         assert trace is not None and trace.params.query == "heartbeat"
@@ -88,8 +85,7 @@ async def test_query_fills_results_and_inspector():
 
 
 async def test_search_as_you_type_is_debounced():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE) as (app, pilot):
         browser = await wait_screen(pilot, BrowserScreen)
         for key in "cache":  # typed at 20 keys a second, faster than the debounce
             send_keys(pilot, key)
@@ -100,9 +96,7 @@ async def test_search_as_you_type_is_debounced():
 
 
 async def test_typo_query_shows_the_corrections():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "artifcats")
+    async with browsing(WIDE, "artifcats") as (app, pilot):
         trace = app.browser.trace
         assert trace.layer == "rrf-fuzzy"
         text = inspector_text(app)
@@ -113,9 +107,7 @@ async def test_typo_query_shows_the_corrections():
 
 
 async def test_repeated_headings_flag_the_collision():
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "example")
+    async with browsing(WIDE, "example", params=SearchParams("", limit=5)) as (app, pilot):
         text = inspector_text(app)
         assert "⚠ key collision: swallowed rows 46, 51 (same source::title)" in text
         # the swallowed row's journey says where it went
@@ -131,9 +123,7 @@ async def test_repeated_headings_flag_the_collision():
 
 
 async def test_limit_change_reaches_pool_and_trim():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         assert app.browser.trace.params.limit == 3
         await press(pilot, "f2")
         dialog = await wait_screen(pilot, ParamsScreen)
@@ -153,9 +143,7 @@ async def test_limit_change_reaches_pool_and_trim():
 
 
 async def test_invalid_limit_is_refused_in_the_dialog():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         await press(pilot, "f2")
         dialog = await wait_screen(pilot, ParamsScreen)
         dialog.query_one("#limit", Input).value = "99999"
@@ -170,9 +158,7 @@ async def test_escape_after_an_invalid_limit_restores_the_applied_limit(size):
     way) → Escape: the search is back at 12, the limit it had when the
     dialog opened, not a half-typed one. A valid limit typed before Escape stays (changes apply
     at once)."""
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(size, "cache") as (app, pilot):
         await press(pilot, "f2")
         dialog = await wait_screen(pilot, ParamsScreen)
         await type_text(pilot, "12")
@@ -201,9 +187,7 @@ async def test_escape_after_an_invalid_limit_restores_the_applied_limit(size):
 
 
 async def test_session_filter_removes_candidates():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         await press(pilot, "f3")
         await wait_screen(pilot, SessionsScreen)
         # the first session in the list is the one with most chunks: sess-A
@@ -223,9 +207,7 @@ async def test_session_filter_removes_candidates():
 
 
 async def test_content_type_from_the_command_palette_filters_the_retrievers():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         await run_command(pilot, "code only")
         await settle(pilot)
         trace = app.browser.trace
@@ -235,9 +217,7 @@ async def test_content_type_from_the_command_palette_filters_the_retrievers():
 
 
 async def test_palette_limit_command():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         await run_command(pilot, "limit 2")
         await settle(pilot)
         assert app.browser.trace.params.limit == 2
@@ -245,9 +225,7 @@ async def test_palette_limit_command():
 
 
 async def test_selecting_a_cut_candidate_shows_its_journey():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         browser = app.browser
         trace = browser.trace
         cut = trace.first.trim.cut
@@ -270,9 +248,7 @@ async def test_selecting_a_cut_candidate_shows_its_journey():
 
 
 async def test_selecting_a_result_row_shows_its_journey_and_preview():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         await press(pilot, "down")  # query box → results table
         await wait_for(pilot, lambda: app.focused is browser.results.table)
@@ -286,9 +262,7 @@ async def test_selecting_a_result_row_shows_its_journey_and_preview():
 
 
 async def test_empty_result_says_why():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "deployment")
+    async with browsing(WIDE, "deployment") as (app, pilot):
         trace = app.browser.trace
         assert trace.layer == "none" and not trace.final
         message = plain(app.browser.results.message)
@@ -299,9 +273,7 @@ async def test_empty_result_says_why():
 
 @pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "120x40"])
 async def test_an_emptied_query_box_shows_the_welcome_text_again(size):
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(size, "cache") as (app, pilot):
         browser = app.browser
         if browser.narrow:
             await press(pilot, "down", "s")  # the stages shown: the welcome text brings the results back
@@ -335,8 +307,7 @@ async def test_the_welcome_text_names_the_keys_of_the_action_table(monkeypatch):
 
     from tui.browser import actions
 
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await wait_for(pilot, lambda: app.browser is not None and app.browser.is_mounted)
         text = " ".join(plain(app.browser.results.message).split())
         assert "Type a query · F5 shows its rank flow · F1 the keys" in text
@@ -363,8 +334,7 @@ async def test_the_whole_welcome_text_can_be_read_with_the_keyboard_at_60x14():
     """At 60x14 the welcome text is taller than the results pane (at 60x18 it
     fits): ↓ from the query box focuses it, ↓ scrolls it line by line to its
     last line, Home goes back to the first; every word is shown once, in order."""
-    app = build_app()
-    async with app.run_test(size=(60, 14)) as pilot:
+    async with browsing((60, 14)) as (app, pilot):
         await wait_for(pilot, lambda: query_input(app) is not None and app.focused is query_input(app))
         browser = app.browser
         box = browser.results.message.parent
@@ -391,8 +361,7 @@ async def test_the_whole_welcome_text_can_be_read_with_the_keyboard_at_60x14():
 async def test_down_then_a_digit_before_the_first_search_leaves_the_query_alone():
     """60x18, fresh start: ↓ leaves the query box for the welcome text, so a
     digit typed next is a grade key (nothing to grade yet), not a search."""
-    app = build_app()
-    async with app.run_test(size=(60, 18)) as pilot:
+    async with browsing((60, 18)) as (app, pilot):
         await wait_for(pilot, lambda: query_input(app) is not None and app.focused is query_input(app))
         browser = app.browser
         await press(pilot, "down")
@@ -419,9 +388,7 @@ async def test_down_then_a_digit_before_the_first_search_leaves_the_query_alone(
 
 
 async def test_everything_filtered_by_session_says_so():
-    app = build_app(params=SearchParams("", sessions=("sess-A",)))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "rescheduled")
+    async with browsing(WIDE, "rescheduled", params=SearchParams("", sessions=("sess-A",))) as (app, pilot):
         trace = app.browser.trace
         message = plain(app.browser.results.message)
         assert trace.layer == "none"
@@ -439,8 +406,7 @@ async def test_search_error_becomes_a_notification_and_the_app_stays_usable():
             raise RuntimeError("disk on fire")
         return search(store, params, conn=conn)
 
-    app = build_app(search_fn=broken)
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE, search_fn=broken) as (app, pilot):
         await wait_screen(pilot, BrowserScreen)
         await type_text(pilot, "cache")
         await press(pilot, "enter")
@@ -454,9 +420,7 @@ async def test_search_error_becomes_a_notification_and_the_app_stays_usable():
 
 
 async def test_stale_results_are_dropped():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         browser = app.browser
         shown = browser.trace
         old = Trace(**{**shown.__dict__, "params": SearchParams("stale")})
@@ -466,9 +430,7 @@ async def test_stale_results_are_dropped():
 
 
 async def test_ctrl_l_and_slash_focus_the_query_with_text_selected():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         await press(pilot, "s")  # in the query box a letter is text
         assert app.browser.query_box.value == "caches"
         await press(pilot, "backspace", "down", "s")
@@ -487,8 +449,7 @@ async def test_ctrl_l_and_slash_focus_the_query_with_text_selected():
 
 
 async def test_escape_from_help_returns_to_the_query():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await press(pilot, "f1")
         await wait_screen(pilot, HelpScreen)
         await press(pilot, "escape")
@@ -496,8 +457,7 @@ async def test_escape_from_help_returns_to_the_query():
 
 
 async def test_ctrl_l_closes_a_dialog():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await press(pilot, "f3")
         await wait_screen(pilot, SessionsScreen)
         await press(pilot, "ctrl+l")
@@ -505,9 +465,7 @@ async def test_ctrl_l_closes_a_dialog():
 
 
 async def test_copy_command_line():
-    app = build_app(params=SearchParams("", limit=5, sessions=("sess-A",)))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "it's cache")
+    async with browsing(WIDE, "it's cache", params=SearchParams("", limit=5, sessions=("sess-A",))) as (app, pilot):
         await press(pilot, "f4")
         expected = "rankscope search 'it'\"'\"'s cache' --db '<store.db>' --limit 5 --session sess-A"
         await wait_for(pilot, lambda: app.clipboard == expected)
@@ -516,9 +474,7 @@ async def test_copy_command_line():
 
 async def test_export_trace(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         await press(pilot, "f6")
         # the export says where it wrote, once written
         await wait_for(pilot, lambda: any("rankscope-trace-cache-" in n.message for n in notifications(app)))
@@ -530,9 +486,7 @@ async def test_export_trace(tmp_path, monkeypatch):
 
 
 async def test_narrow_panes_switch_with_keys_and_tabs():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         assert browser.has_class("-narrow")
         assert browser.results.region.height > 0 and browser.inspector.region.height == 0
@@ -545,9 +499,7 @@ async def test_narrow_panes_switch_with_keys_and_tabs():
 
 
 async def test_wide_shows_all_panes():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         browser = app.browser
         assert browser.has_class("-wide")
         await wait_for(
@@ -558,8 +510,7 @@ async def test_wide_shows_all_panes():
 
 @pytest.mark.parametrize("size", [NARROW, WIDE])
 async def test_bindings_have_ids_and_tooltips(size):
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
+    async with browsing(size) as (app, pilot):
         await wait_screen(pilot, BrowserScreen)
         from tui.browser.app import RankscopeApp
         from tui.browser.screens.loading import LoadingScreen
@@ -583,9 +534,7 @@ async def test_bindings_have_ids_and_tooltips(size):
 
 
 async def test_palette_goes_to_a_stage():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "artifcats")
+    async with browsing(NARROW, "artifcats") as (app, pilot):
         await run_command(pilot, "go to stage: fuzzy")
         browser = app.browser
         await wait_for(pilot, lambda: browser.pane == "stages" and app.focused is browser.inspector)
@@ -597,9 +546,7 @@ async def test_palette_goes_to_a_stage():
 
 
 async def test_palette_source_substring_filter():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         await run_command(pilot, "source docs/")
         await settle(pilot)
         trace = app.browser.trace
@@ -609,9 +556,7 @@ async def test_palette_source_substring_filter():
 
 
 async def test_clicking_a_stage_row_shows_its_journey():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "heartbeat")
+    async with browsing(WIDE, "heartbeat") as (app, pilot):
         browser = app.browser
         ins = browser.inspector
         # the first Porter row: find its line on screen and click it
@@ -637,9 +582,7 @@ async def test_control_characters_from_the_store_never_reach_the_terminal():
         "markdown",
         session_id="s\x1b[1m",
     )
-    app = build_app(store=store, store_label="evil")
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache", store=store, store_label="evil") as (app, pilot):
         browser = app.browser
         assert browser.trace.final
         shown = "\n".join(
@@ -657,9 +600,7 @@ async def test_control_characters_from_the_store_never_reach_the_terminal():
 async def test_params_dialog_source_exact_and_content_type():
     from textual.widgets import Select, Switch
 
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         await press(pilot, "f2")
         dialog = await wait_screen(pilot, ParamsScreen)
         await press(pilot, "tab")  # limit → source
@@ -687,9 +628,7 @@ async def test_params_dialog_source_exact_and_content_type():
 @pytest.mark.parametrize("size", [(60, 18), (80, 24)], ids=["60x18", "80x24"])
 async def test_a_narrow_results_pane_keeps_every_number_whole(size):
     """The title gives way (cut in the middle); rrf and boost stay whole on screen."""
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
-        await search_for(pilot, "consumer lag")
+    async with browsing(size, "consumer lag") as (app, pilot):
         await rendered(pilot)
         text = "\n".join(screen_lines(app))
         for r in app.browser.trace.final:
@@ -703,9 +642,7 @@ async def test_a_paste_longer_than_a_query_may_be_is_refused_with_a_warning():
 
     from engine.pipeline.params import MAX_QUERY_CHARS
 
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "quorum")
+    async with browsing(NARROW, "quorum") as (app, pilot):
         await press(pilot, "ctrl+l")  # the query box, its text selected: a paste replaces it
         box = query_input(app)
         box.post_message(events.Paste("x" * MAX_QUERY_CHARS))

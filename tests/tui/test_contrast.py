@@ -39,7 +39,7 @@ from tui.browser.screens.params import ParamsScreen
 from tui.browser.screens.sessions import SessionsScreen
 from tui.browser.screens.why import WhyScreen
 
-from .conftest import build_app, press, rendered, screen_strips, search_for, settle, wait_for, wait_screen
+from .conftest import browsing, press, rendered, screen_strips, search_for, settle, wait_for, wait_screen
 from .test_lab_screens import settle_lab
 
 #: WCAG 2.x AA for text (success criterion 1.4.3).
@@ -203,8 +203,7 @@ async def test_every_text_is_readable(size, no_color, monkeypatch):
         monkeypatch.setenv("NO_COLOR", "1")  # read when the app is built (Textual's Monochrome filter)
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=size) as pilot:
+    async with browsing(size, params=SearchParams("", limit=5)) as (app, pilot):
         assert app.no_color == no_color
         problems = await walk_screens(pilot, wide=size[0] >= 110)
     assert not problems, "text under 4.5:1:\n" + "\n".join(problems)
@@ -243,9 +242,7 @@ async def test_compare_bad_news_is_at_least_as_visible_as_good_news(no_color, mo
         monkeypatch.setenv("NO_COLOR", "1")
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "example")
+    async with browsing((120, 40), "example", params=SearchParams("", limit=5)) as (app, pilot):
         await press(pilot, "f7")
         screen = await wait_screen(pilot, CompareScreen)
         await settle_lab(pilot)
@@ -357,8 +354,7 @@ async def test_the_selected_row_stands_out(no_color, monkeypatch):
         monkeypatch.setenv("NO_COLOR", "1")
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with browsing((80, 24), params=SearchParams("", limit=5)) as (app, pilot):
         assert app.no_color == no_color
         await search_for(pilot, "example")
         table = app.browser.results.table

@@ -16,7 +16,7 @@ from tui.cli import CliError, main
 from tui.cli.launch import app_arguments
 
 from .conftest import (
-    build_app,
+    browsing,
     damaged_store,
     notifications,
     plain,
@@ -78,8 +78,7 @@ def test_a_damaged_cache_is_rebuilt(corpus, tmp_path):
 
 async def test_a_failing_search_is_explained_and_the_app_keeps_running(index_damaged):
     store = Store.open_readonly(index_damaged)
-    app = build_app(store=store)
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, store=store) as (app, pilot):
         await wait_for(pilot, lambda: app.focused is not None and app.focused is query_input(app))
         await type_text(pilot, "cache")
         await press(pilot, "enter")
@@ -118,8 +117,7 @@ async def test_a_store_whose_counts_cannot_be_read_still_opens_in_the_app(counts
     """The app given such a store directly (the launcher refuses it): the
     start screen says so instead of crashing."""
     store = Store.open_readonly(counts_damaged)
-    app = build_app(store=store)
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, store=store) as (app, pilot):
         await wait_for(pilot, lambda: app.focused is not None and app.focused is query_input(app))
         assert app.is_running
         assert "counts could not be read" in plain(app.browser.results.message)
@@ -159,8 +157,7 @@ async def test_the_picker_refuses_a_store_marked_unreadable(counts_damaged):
         schema=None,
         error="cannot read: database disk image is malformed",
     )
-    app = _picker_app([info])
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, app=_picker_app([info])) as (app, pilot):
         await _wait_for_the_list(pilot)
         assert "cannot be opened" in str(app.screen.query_one("#stores-list").get_option_at_index(0).prompt)
         await press(pilot, "enter")
@@ -176,8 +173,7 @@ async def test_the_picker_refuses_a_damaged_store_not_yet_marked(counts_damaged)
     from tui.browser.screens.stores import StorePickerScreen
 
     info = SimpleNamespace(path=counts_damaged, size_bytes=1, sources=1, chunks=1, schema=None, error=None)
-    app = _picker_app([info])
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, app=_picker_app([info])) as (app, pilot):
         await _wait_for_the_list(pilot)
         await press(pilot, "enter")
         await wait_for(pilot, lambda: any(n.severity == "error" and "damaged" in n.message for n in notifications(app)))

@@ -31,7 +31,17 @@ from tui.cli.visitor import (
 )
 
 from ..conftest import SAMPLE_CORPUS
-from .conftest import build_app, notifications, press, processed, run_command, search_for, wait_for, wait_screen
+from .conftest import (
+    browsing,
+    build_app,
+    notifications,
+    press,
+    processed,
+    run_command,
+    search_for,
+    wait_for,
+    wait_screen,
+)
 from .test_actions import _palette_hits
 
 WIDE = (120, 40)
@@ -63,9 +73,7 @@ def web(monkeypatch):
 
 
 async def test_a_demo_never_lists_this_machines_stores(visitor_dir):
-    app = build_app(demo=DemoMode(visitor_dir))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache", demo=DemoMode(visitor_dir)) as (app, pilot):
         assert not app.check_action("open_stores", ())
         hits = await _palette_hits(app)
         assert not any(t.startswith("Open a context-mode store") for t in hits)
@@ -85,9 +93,7 @@ async def test_a_demo_never_lists_this_machines_stores(visitor_dir):
 
 async def test_f6_in_a_web_page_is_a_download(web, tmp_path, monkeypatch, visitor_dir):
     monkeypatch.chdir(tmp_path)
-    app = build_app(demo=DemoMode(visitor_dir))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache", demo=DemoMode(visitor_dir)) as (app, pilot):
         await press(pilot, "f6")
         await wait_for(pilot, lambda: len(web) == 1, what="the download")
         name, data, mime = web[0]
@@ -100,9 +106,7 @@ async def test_f6_in_a_web_page_is_a_download(web, tmp_path, monkeypatch, visito
 
 async def test_f6_in_a_terminal_demo_writes_into_the_visitor_folder(tmp_path, monkeypatch, visitor_dir):
     monkeypatch.chdir(tmp_path)
-    app = build_app(demo=DemoMode(visitor_dir))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache", demo=DemoMode(visitor_dir)) as (app, pilot):
         await press(pilot, "f6")
         await wait_for(pilot, lambda: any(TEMPORARY_NOTE in n.message for n in notifications(app)), what="export")
         [written] = list((visitor_dir / "exports").glob("rankscope-trace-cache-*.json"))
@@ -113,9 +117,7 @@ async def test_f6_in_a_terminal_demo_writes_into_the_visitor_folder(tmp_path, mo
 
 async def test_f6_in_an_ssh_demo_is_refused_saying_why(tmp_path, monkeypatch, visitor_dir):
     monkeypatch.chdir(tmp_path)
-    app = build_app(demo=DemoMode(visitor_dir, remote=True))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache", demo=DemoMode(visitor_dir, remote=True)) as (app, pilot):
         await press(pilot, "f6")
         await wait_for(pilot, lambda: any(n.message == REFUSED_OVER_SSH for n in notifications(app)), what="refusal")
         assert [n.severity for n in notifications(app) if n.message == REFUSED_OVER_SSH] == ["error"]
@@ -126,12 +128,8 @@ async def test_f6_in_an_ssh_demo_is_refused_saying_why(tmp_path, monkeypatch, vi
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch):
-    monkeypatch.setenv("RANKSCOPE_DATA_DIR", str(tmp_path / "data"))
-    path = tmp_path / "sample.db"
-    with Store.create(path) as s:
-        index_corpus(s, SAMPLE_CORPUS)
-    return path
+def db(sample_file):
+    return sample_file
 
 
 async def _saved_case_export(app, pilot) -> None:
@@ -147,8 +145,10 @@ async def _saved_case_export(app, pilot) -> None:
 
 async def test_case_export_in_a_web_page_is_one_zip_download(web, db, tmp_path, monkeypatch, visitor_dir):
     monkeypatch.chdir(tmp_path)
-    app = build_app(store=Store.open_readonly(db), store_label="sample", demo=DemoMode(visitor_dir))
-    async with app.run_test(size=(140, 45)) as pilot:
+    async with browsing((140, 45), store=Store.open_readonly(db), store_label="sample", demo=DemoMode(visitor_dir)) as (
+        app,
+        pilot,
+    ):
         await _saved_case_export(app, pilot)
         await wait_for(pilot, lambda: len(web) == 1, what="the download")
     name, data, mime = web[0]
@@ -162,8 +162,9 @@ async def test_case_export_in_a_web_page_is_one_zip_download(web, db, tmp_path, 
 
 async def test_case_export_in_an_ssh_demo_is_refused(db, tmp_path, monkeypatch, visitor_dir):
     monkeypatch.chdir(tmp_path)
-    app = build_app(store=Store.open_readonly(db), store_label="sample", demo=DemoMode(visitor_dir, remote=True))
-    async with app.run_test(size=(140, 45)) as pilot:
+    async with browsing(
+        (140, 45), store=Store.open_readonly(db), store_label="sample", demo=DemoMode(visitor_dir, remote=True)
+    ) as (app, pilot):
         await _saved_case_export(app, pilot)
         await wait_for(pilot, lambda: any(n.message == REFUSED_OVER_SSH for n in notifications(app)), what="refusal")
     assert not list(tmp_path.rglob("rankscope-cases*"))
@@ -175,16 +176,14 @@ async def test_case_export_in_an_ssh_demo_is_refused(db, tmp_path, monkeypatch, 
 async def test_an_idle_session_warns_then_quits():
     # the warning window is a quarter of the timeout (1 s here): wide enough
     # for a loaded machine's event loop not to step over it
-    app = build_app(idle_timeout=4.0)
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE, idle_timeout=4.0) as (app, pilot):
         await wait_for(pilot, lambda: any(n.title == "Still there?" for n in notifications(app)), what="warning")
         await wait_for(pilot, lambda: app.return_code is not None, what="the exit")
     assert app.return_code == 0
 
 
 async def test_a_key_keeps_the_session_open():
-    app = build_app(idle_timeout=4.0)
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE, idle_timeout=4.0) as (app, pilot):
         await wait_for(pilot, lambda: any(n.title == "Still there?" for n in notifications(app)), what="warning")
         before = app.last_input
         await press(pilot, "x")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import build_app, press, rendered, search_for, wait_for
+from .conftest import browsing, press, rendered, wait_for
 
 NARROW = (80, 24)
 
@@ -31,9 +31,7 @@ def cut_footer_keys(screen) -> list[str]:
 async def test_the_footer_shows_only_whole_keys_at_80_columns():
     """``f4 Cop▏^p palette`` once focus left the query box: the keys that do
     not fit are left out whole (F1 and the palette list them)."""
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         await rendered(pilot)
         assert cut_footer_keys(app.screen) == []
         await press(pilot, "down")
@@ -61,9 +59,7 @@ async def test_the_sessions_dialog_says_what_tab_and_space_do():
 
     from .conftest import wait_screen
 
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         await press(pilot, "down", "f3")
         screen = await wait_screen(pilot, SessionsScreen)
         hints = " ".join(str(s.render()) for s in screen.query(Static) if s.has_class("hint"))
@@ -82,9 +78,7 @@ async def test_the_sessions_dialog_says_what_tab_and_space_do():
 async def test_the_journey_follows_the_pane_switched_to():
     """The journey showed the last candidate picked in Stages (a row far
     down) while the Results cursor sat on row 1, until the cursor moved."""
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         first = browser.results.subject_at(0)
         await press(pilot, "down")
@@ -112,9 +106,7 @@ async def test_why_not_keeps_typing_and_ctrl_l_in_its_finder():
 
     from .conftest import settle, type_text, wait_screen
 
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         await press(pilot, "down", "f8")  # opened on result 1: the answer has the focus
         screen = await wait_screen(pilot, WhyScreen)
         finder = screen.query_one("#why-find", Input)
@@ -145,9 +137,7 @@ async def test_why_not_keeps_a_burst_typed_from_a_pane():
 
     from .conftest import settle, wait_screen
 
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "consumer lag")
+    async with browsing(NARROW, "consumer lag") as (app, pilot):
         await press(pilot, "down", "f8")
         screen = await wait_screen(pilot, WhyScreen)
         finder = screen.query_one("#why-find", Input)
@@ -169,9 +159,7 @@ async def test_why_not_says_what_would_return_it_as_the_cli_does(tmp_path):
 
     from .conftest import plain, settle, wait_screen
 
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         trace = app.browser.trace
         answer = {r.candidate.rowid for r in trace.final}
         missing = next(c.rowid for c in trace.first.fusion.candidates if c.rowid not in answer)
@@ -222,9 +210,7 @@ async def test_rank_flow_titles_that_differ_read_differently_at_80x24(tmp_path):
         )
     store = Store.create(tmp_path / "s.db")
     index_corpus(store, folder)
-    app = build_app(store=store, store_label="notes")
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "went well")
+    async with browsing(NARROW, "went well", store=store, store_label="notes") as (app, pilot):
         await press(pilot, "f5")
         screen = await wait_screen(pilot, FlowScreen, focused=False)
         await settle(pilot)
@@ -252,8 +238,7 @@ async def test_the_first_screen_says_what_to_try_in_one_line_and_fits(size, no_c
         monkeypatch.setenv("NO_COLOR", "1")  # read when the app is built
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
+    async with browsing(size) as (app, pilot):
         await wait_for(pilot, lambda: query_input(app) is not None and app.focused is query_input(app))
         await rendered(pilot)
         assert app.no_color == no_color
@@ -275,9 +260,7 @@ async def test_after_a_lab_screen_r_s_j_show_panes_not_typed_into_the_query(key)
     the s was typed into the query box (focus went back there) and searched
     "caches". A lab screen looks at the results: closing it puts the focus
     on the pane shown, as ↓ does."""
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         assert app.focused is browser.query_box.input
         await press(pilot, key)

@@ -17,7 +17,7 @@ from tui.browser.actions import ACTION_BY_ID, help_keys, palette_rows
 from tui.browser.screens.flow import FlowScreen
 
 from .conftest import (
-    build_app,
+    browsing,
     plain,
     press,
     processed,
@@ -83,9 +83,7 @@ def inspector_text(browser) -> str:
 
 @pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "120x40"])
 async def test_the_journey_and_the_inspector_show_the_selected_chunks_score(size):
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(size, "cache") as (app, pilot):
         browser = app.browser
         await wait_for(pilot, lambda: browser.anatomy is not None, what="the score worker")
         await processed(pilot)
@@ -107,8 +105,7 @@ async def test_the_score_is_not_on_the_searchs_path(held_scores):
     """The search is shown, and the browser answers keys, while the score is
     still being read (in its own worker, after the search); then it comes."""
     entered, release = held_scores
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await search_shown(pilot, "cache")
         browser = app.browser
         await wait_for(pilot, lambda: entered.is_set(), what="the score's worker")
@@ -129,8 +126,7 @@ async def test_a_score_read_for_a_search_replaced_by_an_empty_one_is_dropped(hel
     """A search with no result clears the journey: the score still being
     read for the previous search's top chunk never shows up there."""
     entered, release = held_scores
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await search_shown(pilot, "cache")
         browser = app.browser
         await wait_for(pilot, lambda: entered.is_set(), what="the score's worker")
@@ -144,9 +140,7 @@ async def test_a_score_read_for_a_search_replaced_by_an_empty_one_is_dropped(hel
 
 
 async def test_a_newer_selection_wins_and_the_score_follows_it():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         browser = app.browser
         await press(pilot, "down")
         await wait_for(pilot, lambda: app.focused is browser.results.table)
@@ -158,9 +152,7 @@ async def test_a_newer_selection_wins_and_the_score_follows_it():
 
 
 async def test_v_marks_a_chunk_and_the_journey_of_another_says_why_one_is_above():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         browser = app.browser
         first, second = (r.candidate.rowid for r in browser.trace.final[:2])
         await press(pilot, "down")
@@ -189,8 +181,7 @@ async def test_v_marks_a_chunk_and_the_journey_of_another_says_why_one_is_above(
 
 
 async def test_v_without_a_selection_says_what_to_do():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await search_for(pilot, "deployment")  # no result: nothing is selected
         browser = app.browser
         await press(pilot, "down")
@@ -201,9 +192,7 @@ async def test_v_without_a_selection_says_what_to_do():
 
 
 async def test_the_rank_flow_names_what_holds_the_row_in_place():
-    app = build_app(params=SearchParams("", limit=3))
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache", params=SearchParams("", limit=3)) as (app, pilot):
         await press(pilot, "f5")
         screen = await wait_screen(pilot, FlowScreen)
         await press(pilot, "down")

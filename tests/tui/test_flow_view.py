@@ -13,6 +13,7 @@ from engine import SearchParams, Store
 from tui.browser.screens.flow import HINTS, FlowScreen
 
 from .conftest import (
+    browsing,
     screen_lines,
     build_app,
     notifications,
@@ -55,8 +56,7 @@ def column(screen: FlowScreen, name: str, table: int = 0) -> list[str]:
 
 
 async def test_a_collision_shows_merged_in_the_fused_column():
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE, params=SearchParams("", limit=5)) as (app, pilot):
         screen = await open_flow(pilot, "example")
         assert headers(screen) == [
             "row",
@@ -80,8 +80,7 @@ async def test_a_collision_shows_merged_in_the_fused_column():
 
 
 async def test_a_session_removal_a_trim_cut_and_a_rerank_move():
-    app = build_app(params=SearchParams("", limit=3, sessions=("sess-A",)))
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE, params=SearchParams("", limit=3, sessions=("sess-A",))) as (app, pilot):
         screen = await open_flow(pilot, "cache hook")
         assert any(c.startswith("session sess-") for c in column(screen, "Filter"))
         assert column(screen, "Trim").count("cut @3") >= 3
@@ -97,8 +96,7 @@ async def test_a_session_removal_a_trim_cut_and_a_rerank_move():
 
 
 async def test_a_fuzzy_rerun_shows_both_passes_compact_at_80_columns():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         screen = await open_flow(pilot, "cahce")
         titles = [plain(w).strip() for w in screen.query(".flow-title")]
         assert titles == ["fuzzy re-run 'cache' (the answer)", "first pass 'cahce' (not the answer)"]
@@ -112,8 +110,7 @@ async def test_on_a_short_screen_the_rows_come_first_and_the_legend_scrolls():
     """At 60x18 the legend under the tables would leave them one row each:
     every row stays in view and the legend ends the scrolling text; at 80x24
     it stands under the tables."""
-    app = build_app()
-    async with app.run_test(size=(60, 18)) as pilot:
+    async with browsing((60, 18)) as (app, pilot):
         screen = await open_flow(pilot, "write quorum")
         table = screen.query_one("#flow-table-0", DataTable)
         assert table.row_count >= 3
@@ -127,17 +124,13 @@ async def test_on_a_short_screen_the_rows_come_first_and_the_legend_scrolls():
 
 
 async def test_the_palette_opens_the_rank_flow():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         await run_command(pilot, "Rank flow")
         await wait_screen(pilot, FlowScreen, focused=False)
 
 
 async def test_results_show_the_movement_and_the_row_id():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         table = app.browser.results.table
         rows = [[str(getattr(c, "plain", c)) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert [r[1:3] for r in rows] == [["1→1 =", "17"], ["3→2 ↑1", "92"], ["2→3 ↓1", "91"]]
@@ -145,9 +138,7 @@ async def test_results_show_the_movement_and_the_row_id():
 
 
 async def test_pin_with_p_then_the_line_follows_as_you_type():
-    app = build_app(params=SearchParams("", limit=3))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache", params=SearchParams("", limit=3)) as (app, pilot):
         browser = app.browser
         await press(pilot, "down")  # into the results: row 1 is selected
         await wait_for(pilot, lambda: browser.selected_chunk() is not None)
@@ -171,9 +162,7 @@ async def test_pin_with_p_then_the_line_follows_as_you_type():
 
 
 async def test_pin_a_cut_chunk_shows_the_limit_that_returns_it():
-    app = build_app(params=SearchParams("", limit=3, sessions=("sess-A",)))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache hook")
+    async with browsing(WIDE, "cache hook", params=SearchParams("", limit=3, sessions=("sess-A",))) as (app, pilot):
         browser = app.browser
         browser.pin(73)  # filtered #4, cut at limit 3
         await settle(pilot)
@@ -187,9 +176,7 @@ async def test_pin_a_cut_chunk_shows_the_limit_that_returns_it():
 
 
 async def test_pin_a_chunk_no_retriever_returned():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "deploy runner")
+    async with browsing(WIDE, "deploy runner") as (app, pilot):
         browser = app.browser
         browser.pin(17)  # "cache > dir": no query term in it
         await settle(pilot)
@@ -203,9 +190,7 @@ async def test_pin_a_chunk_no_retriever_returned():
 
 
 async def test_stems_beside_the_sanitised_query():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "caching hooks")
+    async with browsing(WIDE, "caching hooks") as (app, pilot):
         sanitised = plain(app.browser.query_one("#sanitised"))
         assert "caching → cach" in sanitised and "hooks → hook" in sanitised
 
@@ -240,8 +225,7 @@ async def test_at_80x24_the_fate_line_and_the_key_hints_stay_in_view(sample_db):
     """Trial: at 80x24 "retention" then F5 showed only "row 33 retention ·
     config/broker.json" of the selected row; its fate, text and the key
     hints were cut off."""
-    app = sample_app(sample_db)
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, app=sample_app(sample_db)) as (app, pilot):
         screen = await open_flow(pilot, "retention")
         assert screen.compact
         for text in (
@@ -268,8 +252,7 @@ async def test_at_80x24_the_fate_line_and_the_key_hints_stay_in_view(sample_db):
 
 
 async def test_at_80x24_both_passes_and_the_fate_fit():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         screen = await open_flow(pilot, "cahce")
         assert len(screen.flows) == 2
         for text in (
@@ -287,16 +270,14 @@ async def test_at_80x24_both_passes_and_the_fate_fit():
 async def test_the_title_column_takes_the_width_the_other_columns_leave(sample_db):
     """Trial: at 120x40 rows 56, 60, 57 and 61 all read "ferryctl comm … >
     Example" with about 12 empty columns on the right."""
-    app = sample_app(sample_db)
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE, app=sample_app(sample_db)) as (app, pilot):
         screen = await open_flow(pilot, "example")
         assert not screen.compact and fills_the_width(screen)
         titles = {rowid: title_cell(screen, rowid) for rowid in (56, 60, 57, 61)}
         assert all(t.endswith(" > Example") for t in titles.values()), titles  # the middle cut
         assert titles[60] == titles[61] and titles[56] == titles[57]  # merged rows: the same title
         assert "consume" in titles[60] and "publish" in titles[56], titles
-    app = sample_app(sample_db)
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, app=sample_app(sample_db)) as (app, pilot):
         screen = await open_flow(pilot, "retention")
         assert screen.compact and fills_the_width(screen)
         assert title_cell(screen, 68).endswith(" > retention")
@@ -305,8 +286,7 @@ async def test_the_title_column_takes_the_width_the_other_columns_leave(sample_d
 
 
 async def test_p_pins_the_highlighted_row_in_the_browser_and_marks_it_at_once():
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, params=SearchParams("", limit=5)) as (app, pilot):
         screen = await open_flow(pilot, "example")
         browser = app.browser
         await press(pilot, "down")
@@ -344,8 +324,7 @@ async def test_grade_keys_grade_the_highlighted_row_through_the_browser(sample_d
     flow shows the badge and the grade line."""
     db = tmp_path / "sample.db"
     shutil.copy(sample_db, db)
-    app = sample_app(db)
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, app=sample_app(db)) as (app, pilot):
         screen = await open_flow(pilot, "retention")
         browser = app.browser
         await press(pilot, "down")
@@ -380,9 +359,7 @@ async def test_grade_keys_grade_the_highlighted_row_through_the_browser(sample_d
 
 
 async def test_grading_a_chunk_no_retriever_returned_says_why_not():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "deploy runner")
+    async with browsing(WIDE, "deploy runner") as (app, pilot):
         app.browser.pin(17)  # "cache > dir": no query term in it; the flow shows it as a last row
         await settle(pilot)
         await press(pilot, "f5")
@@ -398,8 +375,7 @@ async def test_grading_a_chunk_no_retriever_returned_says_why_not():
 
 
 async def test_a_resize_lays_the_flow_out_again(sample_db):
-    app = sample_app(sample_db)
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE, app=sample_app(sample_db)) as (app, pilot):
         screen = await open_flow(pilot, "retention")
         assert not screen.compact and fills_the_width(screen)
         await press(pilot, "down")
@@ -413,9 +389,7 @@ async def test_a_resize_lays_the_flow_out_again(sample_db):
 
 
 async def test_the_flow_opens_on_the_pinned_row():
-    app = build_app(params=SearchParams("", limit=3, sessions=("sess-A",)))
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache hook")
+    async with browsing(WIDE, "cache hook", params=SearchParams("", limit=3, sessions=("sess-A",))) as (app, pilot):
         browser = app.browser
         browser.pin(73)  # filtered #4, cut at limit 3: not the first row
         await settle(pilot)

@@ -10,14 +10,13 @@ from __future__ import annotations
 import pytest
 from rich.cells import cell_len
 
-from engine import Store, index_corpus
+from engine import Store
 from tui.browser.screens.params import ParamsChange
 from tui.browser.widgets.pinned_line import PinnedParts, first_line, pinned_text
 from tui.browser.widgets.query_box import QueryParts, fit_queries
 from tui.present.cut import terms_cut
 
-from ..conftest import SAMPLE_CORPUS
-from .conftest import build_app, plain, screen_lines, search_for, settle, wait_for
+from .conftest import browsing, plain, screen_lines, search_for, settle, wait_for
 
 FIVE = '"throttled" OR "producers" OR "partition" OR "replication" OR "quorum"'
 STEMS = ("throttled → throttl", "producers → produc", "partition → partit", "replication → replic")
@@ -142,14 +141,6 @@ def test_the_pinned_lines_end_is_cut_between_words_never_inside_a_number():
 # ── in the browser ──────────────────────────────────────────────────────
 
 
-@pytest.fixture
-def sample(tmp_path):
-    path = tmp_path / "sample.db"
-    with Store.create(path) as s:
-        index_corpus(s, SAMPLE_CORPUS)
-    return path
-
-
 def drawn(app, widget) -> list[str]:
     """The rows of the screen ``widget`` covers, inside its padding."""
     region = widget.content_region
@@ -165,10 +156,8 @@ def drawn(app, widget) -> list[str]:
     ],
     ids=["80x24", "120x40"],
 )
-async def test_the_sanitised_queries_fit_and_both_show(sample, size, query, last):
-    app = build_app(store=Store.open_readonly(sample), store_label="sample")
-    async with app.run_test(size=size) as pilot:
-        await search_for(pilot, query)
+async def test_the_sanitised_queries_fit_and_both_show(sample_db, size, query, last):
+    async with browsing(size, query, store=Store.open_readonly(sample_db), store_label="sample") as (app, pilot):
         line = app.browser.query_one("#sanitised")
         rows = drawn(app, line)
         assert len(rows) == 2 and rows == plain(line).rstrip("\n").split("\n")
@@ -179,9 +168,8 @@ async def test_the_sanitised_queries_fit_and_both_show(sample, size, query, last
         assert "…" in text  # something was cut, and it says so
 
 
-async def test_the_sanitised_queries_follow_a_resize(sample):
-    app = build_app(store=Store.open_readonly(sample), store_label="sample")
-    async with app.run_test(size=(120, 40)) as pilot:
+async def test_the_sanitised_queries_follow_a_resize(sample_db):
+    async with browsing((120, 40), store=Store.open_readonly(sample_db), store_label="sample") as (app, pilot):
         query = "throttled producers partition replication quorum"
         await search_for(pilot, query)
         line = app.browser.query_one("#sanitised")
@@ -194,16 +182,25 @@ async def test_the_sanitised_queries_follow_a_resize(sample):
         assert len(rows) == 2 and " · trigram " in " ".join(rows)
 
 
-async def test_the_pinned_line_keeps_the_fate_at_120_columns(sample):
-    app = build_app(store=Store.open_readonly(sample), store_label="sample")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "publish partition-key example throttled producer")
-        browser = app.browser
-        browser.pin(57)
-        await settle(pilot)
-        line = browser.pinned_line
-        await wait_for(pilot, lambda: "would return it" in plain(line), what="the counterfactual")
-        await settle(pilot)
+async def pin(pilot, rowid: int, shows: str):
+    """Pin chunk ``rowid``; wait until the pinned line shows ``shows`` and is drawn; returns the line."""
+    browser = pilot.app.browser
+    browser.pin(rowid)
+    await settle(pilot)
+    line = browser.pinned_line
+    await wait_for(pilot, lambda: shows in plain(line), what=f"the pinned line to show {shows!r}")
+    await settle(pilot)
+    return line
+
+
+async def test_the_pinned_line_keeps_the_fate_at_120_columns(sample_db):
+    async with browsing(
+        (120, 40),
+        "publish partition-key example throttled producer",
+        store=Store.open_readonly(sample_db),
+        store_label="sample",
+    ) as (app, pilot):
+        line = await pin(pilot, 57, "would return it")
         first, second = drawn(app, line)
         assert first.startswith("▸ pinned row 57 ferryc")
         assert first.endswith("> Example: left at Fusion (RRF): merged into row 56 (same source::title)")
@@ -211,16 +208,12 @@ async def test_the_pinned_line_keeps_the_fate_at_120_columns(sample):
         assert second == "  fusion key rowid would return it at #3"
 
 
-async def test_the_pinned_line_at_60x18(sample):
-    app = build_app(store=Store.open_readonly(sample), store_label="sample")
-    async with app.run_test(size=(60, 18)) as pilot:
-        await search_for(pilot, "replication quorum write")
+async def test_the_pinned_line_at_60x18(sample_db):
+    async with browsing(
+        (60, 18), "replication quorum write", store=Store.open_readonly(sample_db), store_label="sample"
+    ) as (app, pilot):
         browser = app.browser
-        browser.pin(139)
-        await settle(pilot)
-        line = browser.pinned_line
-        await wait_for(pilot, lambda: "in the answer" in plain(line), what="the fate")
-        await settle(pilot)
+        line = await pin(pilot, 139, "in the answer")
         [first] = drawn(app, line)  # returned: no counterfactual
         # the title is cut (its last heading alone is too long: its end stays); the fate is whole
         assert first.startswith("▸ pinned row 139 …") and first.endswith("the write quorum: #3 in the answer")

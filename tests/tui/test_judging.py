@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine import Store, index_corpus
+from engine import Store
 from engine.lab.compare import params_for_entry
 from engine.pipeline.variants import Variant
 from engine.lab.qrels import default_qrels_path, read_qrels
@@ -19,8 +19,8 @@ from tui.browser.screens.cases import CasesScreen
 from tui.browser.screens.flow import FlowScreen
 from tui.browser.screens.history import HistorySearchScreen
 
-from ..conftest import SAMPLE_CORPUS
 from .conftest import (
+    browsing,
     screen_lines,
     build_app,
     notifications,
@@ -38,12 +38,9 @@ from .conftest import (
 
 
 @pytest.fixture
-def db(tmp_path):
+def db(sample_file):
     """The sample corpus in a store file (per-store files need a path)."""
-    path = tmp_path / "sample.db"
-    with Store.create(path) as s:
-        index_corpus(s, SAMPLE_CORPUS)
-    return path
+    return sample_file
 
 
 def app_for(db, **kwargs):
@@ -51,8 +48,7 @@ def app_for(db, **kwargs):
 
 
 async def test_history_up_down_and_persisted(db):
-    app = app_for(db)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with browsing((120, 40), app=app_for(db)) as (app, pilot):
         for q in ("write quorum", "retention", "throttling"):
             await search_for(pilot, q)
         box = app.browser.query_box
@@ -77,8 +73,7 @@ async def test_history_up_down_and_persisted(db):
 
 
 async def test_ctrl_r_searches_the_history(db):
-    app = app_for(db)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with browsing((120, 40), app=app_for(db)) as (app, pilot):
         for q in ("write quorum", "retention", "consumer lag"):
             await search_for(pilot, q)
         await press(pilot, "ctrl+l", "ctrl+r")
@@ -121,9 +116,7 @@ async def test_the_history_keeps_queries_searched_as_typed(db):
 
 
 async def test_grading_in_every_pane_with_metrics(db):
-    app = app_for(db)
-    async with app.run_test(size=(140, 45)) as pilot:
-        await search_for(pilot, "write quorum")
+    async with browsing((140, 45), "write quorum", app=app_for(db)) as (app, pilot):
         browser = app.browser
         await press(pilot, "down")  # results; the journey follows the top result
         top = browser.trace.final[0].candidate
@@ -176,9 +169,7 @@ async def test_grading_in_every_pane_with_metrics(db):
 
 
 async def test_graded_chunks_carry_their_badge_in_the_flow_view(db):
-    app = app_for(db)
-    async with app.run_test(size=(140, 45)) as pilot:
-        await search_for(pilot, "write quorum")
+    async with browsing((140, 45), "write quorum", app=app_for(db)) as (app, pilot):
         browser = app.browser
         await press(pilot, "down", "down")  # the second result
         second = browser.trace.final[1].candidate
@@ -198,9 +189,7 @@ async def test_graded_chunks_carry_their_badge_in_the_flow_view(db):
 
 async def test_saved_cases_reopen_and_export(db, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    app = app_for(db)
-    async with app.run_test(size=(140, 45)) as pilot:
-        await search_for(pilot, "write quorum")
+    async with browsing((140, 45), "write quorum", app=app_for(db)) as (app, pilot):
         browser = app.browser
         await press(pilot, "down", "down")  # the second result is the pinned chunk
         second = browser.trace.final[1].candidate
@@ -244,9 +233,7 @@ async def test_saved_cases_reopen_and_export(db, tmp_path, monkeypatch):
 
 async def test_judgments_go_to_the_qrels_option_file(db, tmp_path):
     target = tmp_path / "mine.txt"
-    app = app_for(db, qrels_path=target)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "throttling")
+    async with browsing((120, 40), "throttling", app=app_for(db, qrels_path=target)) as (app, pilot):
         await press(pilot, "down", "1")
         await wait_for(pilot, lambda: target.exists(), what="the qrels file")
     assert target.read_text().startswith("throttling 0 docs/backpressure.md::")
@@ -256,9 +243,7 @@ async def test_judgments_go_to_the_qrels_option_file(db, tmp_path):
 async def test_an_unreadable_qrels_file_is_never_overwritten(db, tmp_path):
     target = tmp_path / "bad.txt"
     target.write_text("this is not qrels\n")
-    app = app_for(db, qrels_path=target)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "throttling")
+    async with browsing((120, 40), "throttling", app=app_for(db, qrels_path=target)) as (app, pilot):
         await press(pilot, "down", "1")
         await wait_for(
             pilot,
@@ -297,9 +282,7 @@ async def test_a_case_pins_the_p_pinned_chunk_and_reopening_follows_it(db, tmp_p
     another pin), the case's chunk is pinned and selected, and on a narrow
     screen r then j keep the journey on it."""
     monkeypatch.chdir(tmp_path)
-    app = app_for(db)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await search_for(pilot, "write quorum")
+    async with browsing((80, 24), "write quorum", app=app_for(db)) as (app, pilot):
         browser = app.browser
         third = browser.trace.final[2].candidate
         await press(pilot, "down", "down", "down")  # the third result
@@ -342,9 +325,7 @@ async def test_exporting_cases_never_overwrites(db, tmp_path, monkeypatch):
     (tmp_path / "rankscope-cases.json").write_text("mine\n")
     (tmp_path / "rankscope-cases-2.qrels.json").write_text("mine too\n")
     (tmp_path / "rankscope-cases-3.json").symlink_to(tmp_path / "nowhere")  # a dangling link is a taken name
-    app = app_for(db)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "write quorum")
+    async with browsing((120, 40), "write quorum", app=app_for(db)) as (app, pilot):
         await run_command(pilot, "Save this case")
         await wait_for(pilot, lambda: store_file(db, "cases.json").exists(), what="the saved case")
         await run_command(pilot, "Saved cases")
@@ -370,9 +351,7 @@ async def test_exporting_cases_never_overwrites(db, tmp_path, monkeypatch):
 
 
 async def test_grading_in_the_stages_pane_keeps_the_highlighted_row_in_view(db):
-    app = app_for(db)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await search_for(pilot, "throttling")
+    async with browsing((80, 24), "throttling", app=app_for(db)) as (app, pilot):
         browser = app.browser
         ins = browser.inspector
         await press(pilot, "down", "s")
@@ -394,9 +373,7 @@ async def test_grading_in_the_flow_raises_no_notices_over_its_table(db):
     """Issue 24: three grades in the rank flow at 80x24 raised three
     "Judged" notices that covered half its table for about 5 s. The flow
     shows each grade in place (the badge, the detail line)."""
-    app = app_for(db)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await search_for(pilot, "write quorum")
+    async with browsing((80, 24), "write quorum", app=app_for(db)) as (app, pilot):
         await press(pilot, "f5")
         screen = await wait_screen(pilot, FlowScreen, focused=False)
         await settle(pilot)
@@ -424,16 +401,14 @@ async def test_u_steps_through_the_ungraded_queue_and_eval_counts_the_grades(db)
     from engine.store.chunkids import chunk_ids
     from tui.cli import app as cli
 
-    from ..conftest import REPO
+    from ..conftest import DEMO_QUERIES_FILE as queries
 
-    queries = REPO / "docs" / "demo-queries.json"
     runner = CliRunner()
     first = runner.invoke(cli, ["eval", str(queries), "--db", str(db), "--ungraded", "--json"])
     assert first.exit_code == 0, first.output  # no judgments yet: --ungraded still lists the queue
     rerank_queue = [u for u in json.loads(first.output)["queue"] if u["query_id"] == "rerank"]
     assert rerank_queue
-    app = app_for(db)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with browsing((120, 40), app=app_for(db)) as (app, pilot):
         await search_for(pilot, "write quorum")  # the text of query 'rerank' in demo-queries.json
         browser = app.browser
         with Store.open_readonly(db) as store:

@@ -5,7 +5,7 @@ have already been delivered to the widget that had focus."""
 
 from __future__ import annotations
 
-from .conftest import build_app, press, processed, search_for, send_keys, settle, wait_for
+from .conftest import browsing, press, processed, send_keys, settle, wait_for
 
 WIDE = (120, 40)
 NARROW = (80, 24)
@@ -19,9 +19,7 @@ async def burst(pilot, *keys: str) -> None:
 
 
 async def test_tab_then_keys_go_to_the_newly_focused_widget():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         await burst(pilot, "tab", "s")  # Tab to the results, then pane key s
         await wait_for(pilot, lambda: browser.pane == "stages" and app.focused is browser.inspector)
@@ -33,9 +31,7 @@ async def test_tab_then_keys_go_to_the_newly_focused_widget():
 
 
 async def test_ctrl_l_then_typing_replaces_the_query():
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(WIDE, "cache") as (app, pilot):
         browser = app.browser
         await press(pilot, "down", "s")
         await wait_for(pilot, lambda: app.focused is browser.inspector)
@@ -47,9 +43,7 @@ async def test_ctrl_l_then_typing_replaces_the_query():
 
 
 async def test_down_from_the_query_then_a_pane_key():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         await burst(pilot, "down", "j")
         await wait_for(pilot, lambda: browser.pane == "journey" and app.focused is browser.journey)

@@ -20,6 +20,7 @@ from tui.browser.link import ChunkEntry
 from tui.browser.screens.why import WhyScreen, match_chunks
 
 from .conftest import (
+    browsing,
     build_app,
     notifications,
     plain,
@@ -71,8 +72,7 @@ async def open_compare(pilot, query: str) -> CompareScreen:
 
 
 async def test_compare_rowid_key_brings_back_merged_rows():
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, params=SearchParams("", limit=5)) as (app, pilot):
         screen = await open_compare(pilot, "example")
         # B = the reference: both runs agree
         screen.query_one("#b-key", Select).value = "source-title"
@@ -98,8 +98,7 @@ async def test_compare_rowid_key_brings_back_merged_rows():
 
 
 async def test_compare_number_fields_and_a_spec():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         screen = await open_compare(pilot, "cache")
         screen.query_one("#b-key", Select).value = "source-title"
         screen.query_one("#b-rerank", Select).value = "before-trim"
@@ -133,8 +132,7 @@ async def test_compare_number_fields_and_a_spec():
 
 
 async def test_compare_row_opens_why_under_the_run_that_lacks_it():
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, params=SearchParams("", limit=5)) as (app, pilot):
         screen = await open_compare(pilot, "example")
         screen.query_one("#b-key", Select).value = "rowid"
         await settle_lab(pilot)
@@ -156,8 +154,7 @@ async def test_compare_row_opens_why_under_the_run_that_lacks_it():
 async def test_compare_opens_on_the_table_and_enter_asks_why():
     """F7 opens with the table focused: Enter on a row asks why at once (it
     used to open on B's first dropdown, where Enter did nothing)."""
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW, params=SearchParams("", limit=5)) as (app, pilot):
         screen = await open_compare(pilot, "example")
         assert app.focused is screen.table and screen.table.cursor_row == 0
         await press(pilot, "enter")
@@ -173,8 +170,7 @@ async def test_compare_cuts_titles_in_the_middle_and_shows_boosts_when_wide(size
     """Titles are cut in the middle and keep their last heading; every row
     reads differently; at 120 columns the fused scores and the rerank
     boosts of A and B are there, as in the CLI."""
-    app = build_app(params=SearchParams("", limit=5))
-    async with app.run_test(size=size) as pilot:
+    async with browsing(size, params=SearchParams("", limit=5)) as (app, pilot):
         screen = await open_compare(pilot, "installing linux verify")
         screen.query_one("#b-rerank", Select).value = "off"
         await wait_for(pilot, lambda: screen.comparison.params_b.variant.rerank == "off")
@@ -201,8 +197,7 @@ async def test_compare_cuts_titles_in_the_middle_and_shows_boosts_when_wide(size
 
 
 async def test_compare_follows_a_palette_parameter_change():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         screen = await open_compare(pilot, "example")
         app.browser.update_params(ParamsChange(limit=5))
         await wait_for(pilot, lambda: screen.comparison.params_a.limit == 5)
@@ -212,8 +207,7 @@ async def test_compare_follows_a_palette_parameter_change():
 
 
 async def test_compare_empty_query_says_why():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await press(pilot, "f7")
         screen = await wait_screen(pilot, CompareScreen)
         await settle_lab(pilot)
@@ -233,9 +227,7 @@ async def test_compare_failure_becomes_a_notification():
             raise RuntimeError("variant exploded")
         return search(store, params, conn=conn)
 
-    app = build_app(search_fn=flaky)
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache", search_fn=flaky) as (app, pilot):
         await press(pilot, "f7")
         screen = await wait_screen(pilot, CompareScreen)
         await settle_lab(pilot, strict=False)
@@ -251,21 +243,17 @@ async def test_compare_failure_becomes_a_notification():
 
 
 @pytest.fixture
-def sample_db(tmp_path):
+def sample_queried(sample_file):
     """The sample corpus in a store file, docs/demo-queries.json named as its query file."""
-    from engine import Store, index_corpus
     from engine.store.userdata import remember_query_file
 
-    from ..conftest import REPO, SAMPLE_CORPUS
+    from ..conftest import DEMO_QUERIES_FILE
 
-    path = tmp_path / "sample.db"
-    with Store.create(path) as s:
-        index_corpus(s, SAMPLE_CORPUS)
-    remember_query_file(path, REPO / "docs" / "demo-queries.json")
-    return path
+    remember_query_file(sample_file, DEMO_QUERIES_FILE)
+    return sample_file
 
 
-async def test_compare_f6_sorts_the_query_file_by_divergence_and_enter_opens_one(sample_db):
+async def test_compare_f6_sorts_the_query_file_by_divergence_and_enter_opens_one(sample_queried):
     """F6 lists the store's query file under A and B, lowest RBO first (then
     Jaccard, then file order), with the numbers ``compare --queries --json``
     gives; Enter on a query shows its chunks; F6 goes back to the queries."""
@@ -276,17 +264,16 @@ async def test_compare_f6_sorts_the_query_file_by_divergence_and_enter_opens_one
     from engine import Store
     from tui.cli import app as cli
 
-    from ..conftest import REPO
+    from ..conftest import DEMO_QUERIES_FILE as queries
 
-    queries = REPO / "docs" / "demo-queries.json"
     r = CliRunner().invoke(
-        cli, ["compare", "--queries", str(queries), "--db", str(sample_db), "--b", "pool=40", "--json"]
+        cli, ["compare", "--queries", str(queries), "--db", str(sample_queried), "--b", "pool=40", "--json"]
     )
     assert r.exit_code == 0, r.output
     per_query = json.loads(r.output)["queries"]
     want = sorted(range(len(per_query)), key=lambda i: (per_query[i]["rbo"], per_query[i]["jaccard"], i))
     assert per_query[want[0]]["rbo"] < 1  # pool=40 changes some answers: the order is not the file's
-    app = build_app(store=Store.open_readonly(sample_db), store_label="sample")
+    app = build_app(store=Store.open_readonly(sample_queried), store_label="sample")
     app.compare_variants = (Variant(), Variant(pool_size=40))
     async with app.run_test(size=WIDE) as pilot:
         screen = await open_compare(pilot, "write quorum")
@@ -314,8 +301,7 @@ async def test_compare_f6_sorts_the_query_file_by_divergence_and_enter_opens_one
 
 
 async def test_compare_f6_without_a_query_file_says_how_to_name_one():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         screen = await open_compare(pilot, "example")
         await press(pilot, "f6")
         await wait_for(pilot, lambda: "No query file" in plain(screen.query_one("#compare-empty")), what="the notice")
@@ -351,9 +337,7 @@ def test_marker_labels_and_counts_are_words():
 
 
 async def test_why_not_for_a_chunk_removed_by_the_session_filter():
-    app = build_app(params=SearchParams("", sessions=("sess-A",)))
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache", params=SearchParams("", sessions=("sess-A",))) as (app, pilot):
         removed = app.browser.trace.first.filter.removed[0]
         await press(pilot, "f8")
         screen = await wait_screen(pilot, WhyScreen)
@@ -380,9 +364,7 @@ async def test_why_not_for_a_chunk_removed_by_the_session_filter():
 
 
 async def test_why_finder_pins_the_highlighted_match_or_the_explained_chunk():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         await press(pilot, "f8")
         screen = await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
@@ -413,16 +395,22 @@ async def test_why_finder_pins_the_highlighted_match_or_the_explained_chunk():
         await wait_for(pilot, lambda: "pinned row 17" in plain(line), what="the pinned line")
 
 
+async def why_of_the_second_result(pilot, focused: bool = True):
+    """Select the second result, press F8: ``(its candidate, the why screen)``
+    once the screen (``focused``: holding the focus) shows its answer."""
+    app = pilot.app
+    await press(pilot, "down", "down")  # query → results, second result
+    second = app.browser.trace.final[1].candidate
+    await wait_for(pilot, lambda: app.browser.journey.subject.key == second.key)
+    await press(pilot, "f8")
+    screen = await wait_screen(pilot, WhyScreen, focused=focused)
+    await settle_lab(pilot)
+    return second, screen
+
+
 async def test_why_opened_on_a_chunk_focuses_the_answer_so_p_pins_it():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
-        await press(pilot, "down", "down")  # query → results, second result
-        second = app.browser.trace.final[1].candidate
-        await wait_for(pilot, lambda: app.browser.journey.subject.key == second.key)
-        await press(pilot, "f8")
-        screen = await wait_screen(pilot, WhyScreen, focused=False)
-        await settle_lab(pilot)
+    async with browsing(NARROW, "cache") as (app, pilot):
+        second, screen = await why_of_the_second_result(pilot, focused=False)
         assert app.focused is screen.query_one("#why-box")
         await press(pilot, "p")
         await wait_for(pilot, lambda: app.browser.pinned_rowid == second.rowid, what="the explained chunk pinned")
@@ -430,24 +418,15 @@ async def test_why_opened_on_a_chunk_focuses_the_answer_so_p_pins_it():
 
 
 async def test_why_not_explains_the_selected_chunk_from_a_pane():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
-        await press(pilot, "down", "down")  # query → results, second result
-        second = app.browser.trace.final[1].candidate
-        await wait_for(pilot, lambda: app.browser.journey.subject.key == second.key)
-        await press(pilot, "f8")
-        screen = await wait_screen(pilot, WhyScreen)
-        await settle_lab(pilot)
+    async with browsing(NARROW, "cache") as (app, pilot):
+        second, screen = await why_of_the_second_result(pilot)
         (exp,) = screen.explanations
         assert exp.chunk.rowid == second.rowid and exp.reason in ("returned", "outranked")
         assert "✓ in the answer at #2" in plain(screen.query_one("#why-text"))
 
 
 async def test_why_finder_accepts_a_row_id_and_enter():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "heartbeat")
+    async with browsing(NARROW, "heartbeat") as (app, pilot):
         await press(pilot, "f8")
         await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
@@ -478,8 +457,7 @@ def test_match_chunks_ranks_words_anywhere_and_typos():
 
 
 async def test_doctor_lists_fusion_key_collisions():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await press(pilot, "f9")
         screen = await wait_screen(pilot, DoctorScreen)
         await settle_lab(pilot)
@@ -543,9 +521,7 @@ def test_doctor_renderable_shows_every_kind_of_finding():
     ],
 )
 async def test_palette_opens_the_lab_screens(typed, screen_type):
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         await run_command(pilot, typed)
         await wait_screen(pilot, screen_type)
         await settle_lab(pilot)
@@ -554,9 +530,7 @@ async def test_palette_opens_the_lab_screens(typed, screen_type):
 
 
 async def test_palette_compare_with_a_typed_spec():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         await run_command(pilot, "compare rrf_k=5,rerank=off")
         screen = await wait_screen(pilot, CompareScreen)
         await settle_lab(pilot)
@@ -566,9 +540,7 @@ async def test_palette_compare_with_a_typed_spec():
 
 
 async def test_lab_keys_toggle_and_browser_keys_wait():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         for key, cls in (("f7", CompareScreen), ("f8", WhyScreen), ("f9", DoctorScreen)):
             await press(pilot, key)
             await wait_screen(pilot, cls)
@@ -581,8 +553,7 @@ async def test_lab_keys_toggle_and_browser_keys_wait():
 
 
 async def test_lab_bindings_have_ids_and_tooltips():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await wait_for(pilot, lambda: app.browser is not None)
         for cls in (CompareScreen, WhyScreen, DoctorScreen):
             for b in cls.BINDINGS:
@@ -599,8 +570,7 @@ async def test_lab_screens_never_send_store_control_characters():
         "markdown",
         session_id="s\x1b[1m",
     )
-    app = build_app(store=store, store_label="evil")
-    async with app.run_test(size=WIDE) as pilot:
+    async with browsing(WIDE, store=store, store_label="evil") as (app, pilot):
         screen = await open_compare(pilot, "cache")
         shown = "\n".join(" ".join(r) for r in table_rows(screen))
         await press(pilot, "escape", "f8")

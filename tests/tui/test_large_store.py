@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 import tui.browser.screens.browser as browser_module
 from tui.browser import facts
 from tui.browser.facts import read_facts
 
-from .conftest import build_app, plain, processed, stages_store, wait_for
+from .conftest import browsing, plain, processed, stages_store, wait_for
 
 WIDE = (120, 40)
 
@@ -38,7 +40,11 @@ def test_read_facts_of_a_small_store_counts_everything():
     assert f.stats == store.stats() and f.session_counts == store.session_counts()
 
 
-async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
+@pytest.fixture
+def held_sessions(monkeypatch):
+    """A store too large for exact facts at once: the browser's session count
+    (read in a worker, never on the UI thread) waits until the test sets the
+    returned event; set at the end whatever happens, so the worker ends."""
     monkeypatch.setattr(facts, "EXACT_FACTS_MAX_CHUNKS", 10)
     release = threading.Event()
     real = browser_module.read_sessions
@@ -49,8 +55,13 @@ async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
         return real(store, conn)
 
     monkeypatch.setattr(browser_module, "read_sessions", slow)
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
+    yield release
+    release.set()
+
+
+async def test_sessions_are_counted_after_the_first_paint(held_sessions):
+    release = held_sessions
+    async with browsing(WIDE) as (app, pilot):
         await wait_for(
             pilot,
             lambda: app.browser is not None and "sessions being counted" in plain(app.browser.results.message),
@@ -68,18 +79,9 @@ async def test_sessions_are_counted_after_the_first_paint(monkeypatch):
         assert "3 sessions." in welcome and "being counted" not in welcome
 
 
-async def test_the_session_count_never_replaces_a_failed_search(monkeypatch):
-    monkeypatch.setattr(facts, "EXACT_FACTS_MAX_CHUNKS", 10)
-    release = threading.Event()
-    real = browser_module.read_sessions
-
-    def slow(store, conn=None):
-        release.wait(10)
-        return real(store, conn)
-
-    monkeypatch.setattr(browser_module, "read_sessions", slow)
-    app = build_app()
-    async with app.run_test(size=WIDE) as pilot:
+async def test_the_session_count_never_replaces_a_failed_search(held_sessions):
+    release = held_sessions
+    async with browsing(WIDE) as (app, pilot):
         await wait_for(
             pilot, lambda: app.browser is not None and app.browser.overview.sessions_pending, what="the pending count"
         )

@@ -19,11 +19,11 @@ from tui.browser.cmdline import command_line, describe_params, export_path
 from tui.cli.launch import SAMPLE_CORPUS, app_arguments
 
 from .conftest import (
+    failing_index_app,
     notifications,
     plain,
     press,
     processed,
-    record_notifications,
     run_command,
     settle,
     type_text,
@@ -257,18 +257,9 @@ async def test_loading_screen_indexes_then_browses(corpus):
 
 
 async def test_loading_failure_is_reported(tmp_path):
-    from tui.browser.app import RankscopeApp
-    from tui.browser.options import AppOptions
-    from tui.browser.corpus_cache import CacheEntry
     from tui.browser.screens.loading import LoadingScreen
 
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "a.md").write_text("# A\n")
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # parent is a file
-    app = record_notifications(RankscopeApp(AppOptions(index_job=entry, store_label="corpus")))
+    app = failing_index_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(
             pilot,

@@ -10,15 +10,13 @@ from tui.browser.screens.help import HelpScreen
 from tui.browser.screens.params import ParamsScreen
 from tui.browser.screens.sessions import SessionsScreen
 
-from .conftest import build_app, press, processed, rendered, search_for, send_keys, settle, wait_for, wait_screen
+from .conftest import browsing, press, processed, rendered, search_for, send_keys, settle, wait_for, wait_screen
 
 NARROW = (80, 24)
 
 
 async def test_tab_from_the_query_goes_to_the_visible_pane():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         query = browser.query_box.input
         await press(pilot, "down", "s")  # show the stages
@@ -41,9 +39,7 @@ async def test_tab_from_the_query_goes_to_the_visible_pane():
 
 
 async def test_home_scrolls_the_stages_to_the_very_top_and_nothing_wraps():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         ins = browser.inspector
         await press(pilot, "down", "s")
@@ -83,9 +79,7 @@ async def test_home_scrolls_the_stages_to_the_very_top_and_nothing_wraps():
 
 
 async def test_closing_a_dialog_returns_focus_where_it_was():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         query = browser.query_box.input
         assert app.focused is query and query.selected_text == ""
@@ -110,9 +104,7 @@ async def test_closing_a_dialog_returns_focus_where_it_was():
 
 async def test_the_footer_offers_pane_and_grade_keys_only_outside_the_query_box():
     """(Textual leaves out bindings of keys the focused input takes as text.)"""
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         keys = app.screen.active_bindings
         assert not {"r", "s", "j", "0", "1", "2", "3"} & set(keys)  # letters and digits are text in the query box
         await press(pilot, "down")
@@ -135,8 +127,7 @@ async def test_end_in_the_journey_reaches_the_chunks_last_line(size):
     """End right after the journey is shown (a burst: nothing measured yet,
     where End did nothing), and End kept when the text re-wraps to a
     narrower pane (where the end measured at the key press was short)."""
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
+    async with browsing(size) as (app, pilot):
         await search_for(pilot, "network errors")  # a 5 KB chunk first
         send_keys(pilot, *(("tab", "j") if size == NARROW else ("tab", "tab", "tab")), "end")
         await settle(pilot)
@@ -165,9 +156,7 @@ def _footer_down(app) -> str | None:
 async def test_the_footer_names_the_pane_down_goes_to():
     """↓ from the query box goes to the pane shown (narrow) and the footer
     says which: not ``↓ Results`` while Stages or Journey is shown."""
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         browser = app.browser
         await wait_for(pilot, lambda: _footer_down(app) == "Results")
         for key, pane, label in (("s", "stages", "Stages"), ("j", "journey", "Journey"), ("r", "results", "Results")):

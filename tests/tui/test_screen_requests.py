@@ -25,7 +25,19 @@ from engine import Store, index_corpus
 from tui.browser.screens.browser import BrowserScreen
 from tui.browser.screens.why import WhyScreen
 
-from .conftest import CORPUS, build_app, notifications, press, run_command, search_for, settle, wait_for, wait_screen
+from ..conftest import PLUGIN_STORE
+from .conftest import (
+    browsing,
+    CORPUS,
+    build_app,
+    notifications,
+    press,
+    run_command,
+    search_for,
+    settle,
+    wait_for,
+    wait_screen,
+)
 
 BROWSER = Path(tui.browser.app.__file__).parent
 SCREENS = BROWSER / "screens"
@@ -144,9 +156,7 @@ def test_one_handler_reports_every_worker_failure():
 
 
 async def test_the_why_screen_reads_the_chunk_list_once_per_store(monkeypatch):
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         store = app.browser.store
         reads = []
         real = store.iter_chunks
@@ -245,13 +255,13 @@ async def test_the_live_agent_log_runs_no_sql_on_the_ui_thread(tmp_path, ui_thre
     from tui.browser.screens.agent import AgentViewScreen
     from tui.browser.screens.agent_log import AgentLogScreen
 
-    from ..conftest import AGENT_VIEW, SESSION_DB
+    from ..conftest import SESSION_DB
     from ..helpers import append_call
 
     armed, seen = ui_thread_statements
     db = tmp_path / "session.db"
     shutil.copyfile(SESSION_DB, db)
-    store = Store.open_readonly(AGENT_VIEW / "plugin" / "store-P01.db")
+    store = Store.open_readonly(PLUGIN_STORE)
     app = build_app(store=store, store_label="P01", session_db=str(db))
     armed[0] = True
     async with app.run_test(size=WIDE) as pilot:

@@ -15,7 +15,8 @@ from tui.browser.screens.params import ParamsScreen
 from tui.browser.screens.sessions import SessionsScreen
 
 from .conftest import (
-    build_app,
+    failing_index_app,
+    browsing,
     notifications,
     plain,
     press,
@@ -23,7 +24,6 @@ from .conftest import (
     query_input,
     record_notifications,
     run_command,
-    search_for,
     settle,
     wait_for,
     wait_screen,
@@ -43,9 +43,7 @@ def footer_keys(screen) -> set[str]:
 
 
 async def test_session_boxes_read_x_or_blank_and_the_filter_hint_follows_the_switch():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         await press(pilot, "f3")
         dialog = await wait_screen(pilot, SessionsScreen)
         await processed(pilot)
@@ -67,8 +65,7 @@ async def test_session_boxes_read_x_or_blank_and_the_filter_hint_follows_the_swi
 
 
 async def test_the_exact_switch_hint_follows_the_switch():
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
+    async with browsing(NARROW) as (app, pilot):
         await wait_for(pilot, lambda: query_input(app) is not None)
         await press(pilot, "f2")
         dialog = await wait_screen(pilot, ParamsScreen)
@@ -79,17 +76,7 @@ async def test_the_exact_switch_hint_follows_the_switch():
 
 
 async def test_the_loading_screen_footer_offers_ctrl_q(tmp_path):
-    from tui.browser.app import RankscopeApp
-    from tui.browser.options import AppOptions
-    from tui.browser.corpus_cache import CacheEntry
-
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "a.md").write_text("# A\n")
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    entry = CacheEntry(corpus, blocker / "x.db", blocker / "x.fingerprint")  # fails: the loading screen stays
-    app = record_notifications(RankscopeApp(AppOptions(index_job=entry, store_label="corpus")))
+    app = failing_index_app(tmp_path)  # the loading screen stays
     async with app.run_test(size=NARROW) as pilot:
         await wait_for(pilot, lambda: any("Indexing failed" in (n.title or "") for n in notifications(app)))
         await settle(pilot)
@@ -161,9 +148,7 @@ async def test_indexing_from_the_browser_says_which_files_were_skipped(tmp_path)
 
 async def test_export_notification_gives_the_absolute_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    app = build_app()
-    async with app.run_test(size=NARROW) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(NARROW, "cache") as (app, pilot):
         path = app.action_export_trace(Path("."))  # a relative folder: the notification still names it in full
         assert path is not None and path.exists()
         expected = str((tmp_path / path.name).resolve())

@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import Store, index_corpus
+from engine import Store
 from engine.lab.qrels import Qrels, qrels_text
 from engine.store.userdata import CASES_FILE, HISTORY_FILE, QRELS_FILE, store_dir
 
-from ..conftest import SAMPLE_CORPUS
 from ..test_file_inputs import DATA_SHAPES, guarded, hostile
-from .conftest import build_app, notifications, search_for, wait_for
+from .conftest import browsing, build_app, notifications, search_for, wait_for
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs and /dev/zero"
@@ -42,11 +41,8 @@ VALID = {
 
 
 @pytest.fixture
-def db(tmp_path):
-    path = tmp_path / "sample.db"
-    with Store.create(path) as s:
-        index_corpus(s, SAMPLE_CORPUS)
-    return path
+def db(sample_file):
+    return sample_file
 
 
 def place(kind: str, name: str, target: Path, scratch: Path) -> str:
@@ -113,9 +109,7 @@ async def test_a_bom_on_a_data_file_changes_nothing(name, db, tmp_path):
     folder.mkdir(parents=True, exist_ok=True)
     text, part = VALID[name]
     (folder / name).write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
-    app = build_app(store=Store.open_readonly(db), store_label="sample")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await search_for(pilot, "write quorum")
+    async with browsing((120, 40), "write quorum", store=Store.open_readonly(db), store_label="sample") as (app, pilot):
         state = app.browser.state
         assert state is not None and state.problems() == []
         held = {

@@ -9,7 +9,7 @@ import pytest
 
 from tui.browser.screens.why import WhyScreen
 
-from .conftest import build_app, plain, press, rendered, screen_lines, search_for, settle, wait_screen
+from .conftest import browsing, plain, press, rendered, screen_lines, search_for, settle, wait_screen
 from .test_lab_screens import settle_lab
 
 SIZES = [(80, 24), (120, 40)]
@@ -21,8 +21,7 @@ async def test_the_header_separates_its_parts(size):
     """``porter "write" OR "quorum" · trigram …`` and ``sessions off · F2/F3
     change``: a visible separator between the parts, not spaces alone
     (``"quorum"trigram``, ``offF2/F3 change``)."""
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
+    async with browsing(size) as (app, pilot):
         await settle(pilot)
         lines = screen_lines(app)
         assert any(line.strip() == "porter — · trigram —" for line in lines)
@@ -34,9 +33,7 @@ async def test_the_header_separates_its_parts(size):
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
 async def test_the_chunk_heading_reads_as_one_phrase(size):
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(size, "cache") as (app, pilot):
         heading = plain(app.browser.query_one("#journey-preview")).splitlines()[0]
         # Porter token matches and trigram substring matches are counted apart (issue 9, item 4).
         assert heading.startswith("Chunk · highlighted matches: Porter 1 ")
@@ -47,8 +44,7 @@ async def test_the_chunk_heading_reads_as_one_phrase(size):
 async def test_the_footer_ends_with_the_palette_key(size):
     """The palette key fills the footer's last column: the keys that do not
     fit scroll under it and none shows beside it (a stray ``f`` at 60x18)."""
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
+    async with browsing(size) as (app, pilot):
         for step in ("start", "query", "results"):
             if step == "query":
                 await search_for(pilot, "cache")
@@ -61,9 +57,7 @@ async def test_the_footer_ends_with_the_palette_key(size):
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
 async def test_the_why_panel_is_as_wide_as_the_finder(size):
-    app = build_app()
-    async with app.run_test(size=size) as pilot:
-        await search_for(pilot, "cache")
+    async with browsing(size, "cache") as (app, pilot):
         await press(pilot, "f8")
         screen = await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
