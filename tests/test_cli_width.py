@@ -6,6 +6,7 @@ Tables too wide for the terminal are split (:mod:`tui.present.tablefit`)."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -125,6 +126,49 @@ def test_compare_set_at_80_columns_keeps_ids_whole(db):
         row = cells_of_rows(out, q["id"])
         assert row, (q["id"], out)
         assert f"{q['overlap']:.2f}" in row
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_eval_ungraded_keeps_chunk_ids_readable(db, width):
+    """The chunk column of ``eval --ungraded`` wraps an id after its
+    ``::``, its slashes and between title words, never inside a name: at 80
+    columns it cut ``docs/replication.md::Replication`` to ``…::Repl…``."""
+    out = invoke("eval", QUERIES, "--db", db, "--ungraded", width=width)
+    check_fits(out, width)
+    lines = out.splitlines()
+    head = next(n for n, line in enumerate(lines) if line.split()[:2] == ["query", "chunk"])
+    left, right = lines[head].index("chunk"), lines[head].index("lists")
+    ids: list[str] = []
+    for line in lines[head + 2 :]:
+        if not line.strip():
+            break
+        piece = line[left:right].strip()
+        assert not piece.endswith("…"), line  # Rich's cut lost a name's end
+        if line[:left].strip():  # a new row
+            ids.append(piece)
+        elif piece:
+            ids[-1] += piece if ids[-1].endswith(("/", "::")) else " " + piece
+    queue = json.loads(invoke("eval", QUERIES, "--db", db, "--ungraded", "--json"))["queue"]
+    want = [u["chunk_id"] for u in queue]
+    assert len(ids) == len(want), out
+    for got, whole in zip(ids, want):
+        if got != whole:  # only a piece wider than the column is cut, in the middle
+            start, end = got.split("…")
+            assert whole.startswith(start) and whole.endswith(end) and " " not in whole[len(start) : -len(end)], got
+
+
+def test_chunk_id_cell_cuts_a_piece_too_wide_in_the_middle():
+    from tui.present.render import ChunkIdText
+
+    cell = ChunkIdText("config/retention-policies.json::Retention > hot")
+    assert cell.narrowest == len("retention-policies.json::")
+    console = Console(width=16, file=io.StringIO(), color_system=None)
+    with console.capture() as cap:
+        console.print(cell)
+    lines = [line.rstrip() for line in cap.get().splitlines()]
+    assert lines[0] == "config/" and lines[-1] == "Retention > hot", lines
+    assert lines[1].startswith("retentio") and lines[1].endswith("json::") and "…" in lines[1], lines
+    assert all(len(line) <= 16 for line in lines), lines
 
 
 def words_of(row: str, text: str) -> bool:

@@ -55,7 +55,7 @@ from engine.pipeline.table import RANKED_IDS
 from tui.present import safe
 from tui.present.cut import clip
 from tui.present.fmt import json_text
-from tui.present.render import plain
+from tui.present.render import ChunkIdText, plain
 from tui.present.tablefit import Cell, Column, Fitted, Table
 from .base import (
     NAMES_STORE,
@@ -487,7 +487,7 @@ def ungraded_renderable(queue: list[UngradedChunk], depth: int, variants: int, q
         Column("stages", "free", min_width=8, max_width=40),
     ]
     rows: list[list[Cell]] = [
-        [plain(u.query_id), plain(u.chunk_id), str(u.lists), str(u.best_rank), plain(", ".join(u.stages))]
+        [plain(u.query_id), ChunkIdText(u.chunk_id), str(u.lists), str(u.best_rank), plain(", ".join(u.stages))]
         for u in queue
     ]
     where = f"any stage of {variants} variants" if variants > 1 else "any stage"

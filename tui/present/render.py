@@ -19,7 +19,7 @@ from engine.pipeline.paths import sentence
 from engine.pipeline.table import RETRIEVERS, in_rerun, title
 
 from tui.present import safe
-from tui.present.cut import clip
+from tui.present.cut import clip, middle_cut
 from tui.present.fmt import query_label
 from tui.present.tablefit import Cell, Column, Fitted, Stack, Table
 
@@ -70,6 +70,44 @@ class PathText:
                 current += name
         lines.append(current)
         yield Text("\n".join(lines), style=self.style, overflow="fold")
+
+
+#: A chunk id's pieces: a path's names with their ``/``, the source with its
+#: ``::``, the title's words with the spaces after them.
+_ID_PIECES = re.compile(r"(?:[^/:\s]|:(?!:))*(?:/|::|\s+)|(?:[^/:\s]|:(?!:))+")
+
+
+class ChunkIdText(PathText):
+    """A chunk id (``SOURCE::TITLE``, :mod:`engine.store.chunkids`) for a table
+    cell: wraps after the source's ``/``, after ``::`` and between the title's
+    words (``docs/replication.md::`` over ``Replication > Write quorum``), never
+    inside a name; a piece wider than the column is cut in the middle
+    (:func:`tui.present.cut.middle_cut`), so no id loses its start or its end.
+    Its narrowest width is its longest piece (cells)."""
+
+    def _names(self) -> list[str]:
+        return _ID_PIECES.findall(self.text) or [""]
+
+    @property
+    def narrowest(self) -> int:
+        """Its longest piece, without the spaces after it (cells)."""
+        return max(cell_len(n.rstrip()) for n in self._names())
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.narrowest, cell_len(self.text.rstrip()))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        lines, current = [], ""
+        for name in self._names():
+            if current.strip() and cell_len((current + name).rstrip()) > width:
+                lines.append(current)
+                current = name
+            else:
+                current += name
+        lines.append(current)
+        cut = [middle_cut(line.rstrip(), width, sep="\x00") for line in lines]
+        yield Text("\n".join(cut), style=self.style, no_wrap=True, overflow="crop")
 
 
 def highlight_text(highlighted: str, style: str = "bold reverse") -> Text:
