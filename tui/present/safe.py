@@ -8,7 +8,11 @@ nothing is executed. Bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE
 and friends, :data:`BIDI_CONTROLS`) would silently reorder what follows them
 ("Trojan source" file names such as ``invoice\\u202Efdp.exe`` showing as
 ``invoiceexe.pdf``); they are shown as their abbreviation in angle brackets
-(``⟨RLO⟩``). No Textual here.
+(``⟨RLO⟩``). The other invisible format characters (Unicode category Cf,
+:data:`FORMAT_RANGES`: a zero-width space inside ``write\u200bquorum``,
+a soft hyphen, a word joiner) are shown the same way, by abbreviation
+(``⟨ZWSP⟩``) or code point (``⟨U+2061⟩``): a query or a title that looks
+like another is never a different text in disguise. No Textual here.
 """
 
 from __future__ import annotations
@@ -34,6 +38,37 @@ BIDI_CONTROLS = {
     0x2069: "PDI",
 }
 _BASE.update({c: f"\u27e8{name}\u27e9" for c, name in BIDI_CONTROLS.items()})  # ⟨RLO⟩
+
+#: The code points of Unicode's category Cf (format characters; Unicode 14,
+#: checked against :mod:`unicodedata` by the tests), inclusive ranges.
+FORMAT_RANGES = (
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+)
+#: Abbreviations of the common format characters that are not bidirectional controls.
+FORMAT_NAMES = {0x00AD: "SHY", 0x200B: "ZWSP", 0x200C: "ZWNJ", 0x200D: "ZWJ", 0x2060: "WJ", 0xFEFF: "ZWNBSP"}
+for _first, _last in FORMAT_RANGES:
+    for _c in range(_first, _last + 1):
+        _BASE.setdefault(_c, f"\u27e8{FORMAT_NAMES.get(_c, f'U+{_c:04X}')}\u27e9")
 
 #: Single-line text (titles, labels, ids): every control character is shown.
 _LINE = dict(_BASE)
