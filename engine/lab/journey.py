@@ -16,7 +16,7 @@ from engine.pipeline.paths import sentence
 from engine.pipeline.run import pass_plan, variant_skips
 from engine.pipeline.stages import fuzzy, refresh
 from engine.pipeline.stages.retrieve import unretrieved
-from engine.pipeline.table import BY_ID, stage, title
+from engine.pipeline.table import BY_ID, pass_ended_by, stage, title
 from engine.pipeline.trace import Trace
 from engine.pipeline.words import SUMMARY_TEXT_MAX, abbreviate, plural
 
@@ -77,7 +77,7 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
     prefix = prefix or run.prefix
     skips = variant_skips(params)
     shown = [s.id for s in pass_plan(params)] + list(skips)
-    gate = next((sid for sid in run.order if BY_ID[sid].ends_pass_when_empty), None)
+    ended = pass_ended_by(run)
     out = []
     for sid in shown:
         spec = BY_ID[sid]
@@ -88,7 +88,7 @@ def run_summaries(run: Run, limit: int, prefix: str = "", params: SearchParams |
         elif sid in skips:
             out.append(StageSummary(prefix + sid, spec.title, f"did not run: variant {skips[sid]}"))
         else:
-            after = f": nothing survived the {title(gate).lower()}" if gate else ""
+            after = f": {ended.emptied}" if ended is not None else ""
             out.append(StageSummary(prefix + sid, spec.title, f"did not run{after}"))
     return out
 

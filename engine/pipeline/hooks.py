@@ -203,6 +203,10 @@ class Stage:
         reasons: every exit reason code it gives, with its words.
         answers: the codes of its why-not stories about a returned chunk (``kept``).
         ends_pass_when_empty: an empty output ends the pass.
+        emptied: what an empty output of it means, as the reason the rest of
+            the pass did not run (``"nothing was retrieved"``); the earliest
+            empty stage of a pass that ended gives it
+            (:func:`engine.pipeline.table.pass_ended_by`). ``""``: never the cause.
         to_json: its keys of the JSON trace, read from a pass (pass stages) or the trace.
         explain: why-not's story of a chunk that left here (default: the exit's sentence).
         kept: why-not's story of a returned chunk, when this stage has one.
@@ -220,6 +224,7 @@ class Stage:
     reasons: Mapping[str, Reason] = field(default_factory=dict)
     answers: tuple[str, ...] = ()
     ends_pass_when_empty: bool = False
+    emptied: str = ""
     to_json: Callable[[Records], dict[str, object]] | None = None
     explain: Callable[[Asking, PassView, Exit, ChunkRef], Explanation] | None = None
     kept: Callable[[Asking, PassView, ChunkRef, int], Explanation | None] | None = None

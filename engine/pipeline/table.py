@@ -131,6 +131,20 @@ def ranked(run: Run, stage_id: str) -> tuple[Hit | Candidate, ...]:
     return () if record is None else s.ranked_of(record)
 
 
+def pass_ended_by(run: Run) -> Stage | None:
+    """The stage whose empty output ended ``run`` early (its ``emptied`` says
+    why the rest did not run), or ``None`` when the pass did not end early:
+    the earliest empty stage (the retrievers as their group, ``retrieve``,
+    empty when every retriever that ran returned nothing) up to the stage
+    that ended the pass (``ends_pass_when_empty``, empty and last to run)."""
+    if not run.order or not stage(run.order[-1]).ends_pass_when_empty or ranked(run, run.order[-1]):
+        return None
+    if all(not ranked(run, sid) for sid in run.order if sid in RETRIEVERS):
+        return BY_ID["retrieve"]
+    gate = stage(run.order[-1])
+    return next((s for s in PASS_STAGES if s.emptied and s.id in run.order and not ranked(run, s.id)), gate)
+
+
 def run_stage_ids(run: Run) -> tuple[str, ...]:
     """Full ids of the stages that ran in ``run``, in execution order, then its ``final``."""
     return tuple(run.prefix + sid for sid in run.order) + (run.prefix + "final",)

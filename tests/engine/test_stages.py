@@ -104,6 +104,28 @@ def test_ranked_lists_per_stage_and_per_trace(store):
     ] * 2
 
 
+def test_a_pass_that_ended_says_which_stage_emptied_it(store):
+    """The stages a pass did not run name the earliest empty stage (its
+    ``emptied``): with no match and no session filter the Stages pane said
+    "nothing survived the session filter"."""
+    index_zebra(store)
+
+    def skipped(params: SearchParams) -> list[str]:
+        t = search(store, params)
+        return [s.headline for s in stage_summaries(t) if s.stage in ("trim", "rerank")]
+
+    nothing = SearchParams("kafka", variant=Variant(fuzzy="never"))
+    assert skipped(nothing) == ["did not run: nothing was retrieved"] * 2
+    assert (
+        skipped(SearchParams("zebra", limit=0, variant=Variant(fuzzy="never")))
+        == ["did not run: the candidate pool was empty"] * 2
+    )
+    from engine.pipeline.table import pass_ended_by
+
+    assert pass_ended_by(search(store, nothing).first) is BY_ID["retrieve"]
+    assert pass_ended_by(search(store, SearchParams("zebra")).first) is None
+
+
 def test_summaries_and_timings_follow_the_table(store):
     index_zebra(store)
     trace = search(store, SearchParams("zebra crossing", limit=2, variant=Variant(rerank="before-trim")))

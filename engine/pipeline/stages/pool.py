@@ -108,6 +108,7 @@ STAGE = RecordStage(
     headline=_headline,
     exit=_exit,
     note=lambda s, pos: "in the pool",
+    emptied="the candidate pool was empty",
     reasons={
         "beyond-pool": Reason(
             lambda e: f"beyond the pool (fused #{e.get('position')}, pool {e.get('pool_size')})",

@@ -943,6 +943,7 @@ RETRIEVE = Stage(
     ),
     scope="pass",
     kind="group",
+    emptied="nothing was retrieved",
     reasons={
         "source-filter": not_retrieved(_source_filter, ("source", "filter", "source_match")),
         "content-type-filter": not_retrieved(

@@ -197,6 +197,7 @@ STAGE = RecordStage(
         )
     },
     ends_pass_when_empty=True,
+    emptied="nothing survived the session filter",
     to_json=_to_json,
     explain=_explain,
 )
