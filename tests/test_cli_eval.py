@@ -637,3 +637,36 @@ def test_an_empty_query_file_says_so(db, tmp_path, command):
     r = invoke(*[str(empty) if a == "{q}" else a for a in command], "--db", db)
     assert r.exit_code != 0
     assert "has no queries" in error_of(r), error_of(r)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["eval", "{q}", "--db", "{db}", "--ungraded"],
+        ["eval", "{q}", "--db", "{db}", "--qrels", str(QRELS_JSON)],
+        ["compare", "--queries", "{q}", "--db", "{db}", "--b", "key=rowid"],
+        ["batch", "{q}", "--db", "{db}"],
+        ["snapshot", "save", "{q}", "--db", "{db}", "-o", "{out}"],
+    ],
+)
+def test_a_query_file_with_duplicate_ids_is_refused(db, tmp_path, capsys, command):
+    """Results, judgments, TREC runs and snapshots are keyed by query id: two
+    entries with one id (also an entry whose id is another's number) were
+    accepted silently, and eval scored both queries as one."""
+    queries = tmp_path / "dup.json"
+    entries = [{"id": "q1", "query": "write quorum"}, {"query": "retention"}, {"id": "q1", "query": "kafka"}]
+    entries.append({"id": "2", "query": "consumer lag"})
+    queries.write_text(json.dumps(entries))
+    out = tmp_path / "snap.json"
+    line = cli_error([a.format(q=queries, db=db, out=out) for a in command], capsys)
+    assert "query ids must be unique" in line
+    assert "'q1' is the id of entries 1 and 3" in line and "'2' is the id of entries 2 and 4" in line
+    assert not out.exists()
+
+
+def test_compare_set_refuses_duplicate_ids():
+    from engine.lab.compare import compare_set
+    from engine.store.store import Store
+
+    with Store.create() as store, pytest.raises(ValueError, match="'a' is the id of entries 1 and 2"):
+        compare_set(store, [{"id": "a", "query": "x"}, {"id": "a", "query": "y"}], "reference", "key=rowid")

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from engine.lab.divergence import DEFAULT_K, DEFAULT_P, Divergence, check_k, check_p, divergence, most_changed_first
-from engine.lab.qrels import entry_id
+from engine.lab.qrels import check_query_ids, entry_id
 from engine.pipeline.candidates import FinalResult
 from engine.pipeline.export import trace_to_dict
 from engine.pipeline.params import SearchParams
@@ -451,14 +451,16 @@ def compare_set(
         totals, and the mean overlap.
 
     Raises:
-        ValueError: a bad variant spec, a bad entry (all entries are
-            validated before any search runs), or a bad ``p`` or ``k``.
+        ValueError: a bad variant spec, a bad entry or two entries with one
+            id (all entries are validated before any search runs), or a bad
+            ``p`` or ``k``.
     """
     va, vb = as_variant(variant_a), as_variant(variant_b)
     check_p(p)
     check_k(k)
     items = list(entries)
     pairs = [(params_for_entry(e, va, i), params_for_entry(e, vb, i)) for i, e in enumerate(items)]
+    check_query_ids([e if isinstance(e, Mapping) else {} for e in items])
     out: list[QueryComparison] = []
     totals = CompareCounts()
     for i, (entry, (pa, pb)) in enumerate(zip(items, pairs)):

@@ -43,7 +43,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Union
+from typing import Any, Iterable, Literal, Mapping, Sequence, Union
 
 from typing_extensions import NotRequired, TypedDict
 
@@ -336,6 +336,27 @@ def merged(items: Iterable[Qrels]) -> Qrels:
 def entry_id(entry: Mapping[str, object], index: int) -> str:
     """The id of a query-file entry: its ``id``, else its 1-based number (``index`` is 0-based)."""
     return str(entry.get("id", index + 1))
+
+
+def check_query_ids(entries: Sequence[Mapping[str, object]]) -> None:
+    """Refuse a query file in which two entries have one id (:func:`entry_id`):
+    results, judgments, TREC runs and snapshots are keyed by query id, so
+    their queries would be scored and compared as one.
+
+    Raises:
+        ValueError: names each duplicated id and its entries (1-based), e.g.
+            ``query ids must be unique; 'q1' is the id of entries 1 and 3``.
+    """
+    seen: dict[str, list[int]] = {}
+    for i, e in enumerate(entries):
+        seen.setdefault(entry_id(e, i), []).append(i + 1)
+    dups = [
+        f"{qid!r} is the id of entries {', '.join(map(str, n[:-1]))} and {n[-1]}"
+        for qid, n in seen.items()
+        if len(n) > 1
+    ]
+    if dups:
+        raise ValueError("query ids must be unique (results and judgments are keyed by id); " + "; ".join(dups))
 
 
 def query_file_ids(entries: Iterable[object]) -> dict[str, str]:

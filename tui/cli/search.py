@@ -392,7 +392,8 @@ def load_queries(path: Path) -> list[dict]:
 
     Raises:
         CliError: unreadable, not a regular file, too large or too deep,
-            not of the shape (the message names the entry and field), or empty.
+            not of the shape (the message names the entry and field), empty,
+            or two entries with one id (:func:`engine.lab.qrels.check_query_ids`).
     """
     try:
         data: list[dict] = load_json_input(path, "query file", QUERY_FILE_SHAPE)
@@ -400,6 +401,12 @@ def load_queries(path: Path) -> list[dict]:
         fail(str(exc))
     if not data:
         fail(f'query file {path} has no queries (a JSON list of {{"id", "query"}} objects)')
+    from engine.lab.qrels import check_query_ids
+
+    try:
+        check_query_ids(data)
+    except ValueError as exc:
+        fail(f"query file {path}: {exc}")
     return data
 
 
