@@ -46,6 +46,7 @@ COMMAND_LINES: dict[tuple[str, ...], list[str]] = {
     ("snapshot", "check"): ["snapshot", "check", "{snapshot}", "--db", "{db}"],
     ("qrels", "convert"): ["qrels", "convert", "{source}", "{target}"],
     ("qrels", "path"): ["qrels", "path", "--db", "{db}"],
+    ("qrels", "query-file"): ["qrels", "query-file", "{queries}", "--db", "{db}"],
 }
 #: Commands that do not end by themselves when called validly (they are fed
 #: only inputs that must be refused before they start).

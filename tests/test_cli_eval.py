@@ -577,14 +577,32 @@ def test_eval_ungraded_lists_what_to_grade_without_any_judgment(db):
     assert "To grade next" in human.output and "of any stage of 2 variants" in human.output
 
 
-def test_eval_names_the_stores_query_file(db):
+def test_eval_writes_nothing_in_the_data_folder(tmp_path):
+    """eval only reads: it wrote query-file.txt into the user's data folder
+    (with the store's own judgments, --ungraded included) without being asked."""
+    from engine.store.userdata import data_dir, query_file_of
+
+    db = tmp_path / "sample.db"
+    assert invoke("index", SAMPLE_CORPUS, "--db", db).exit_code == 0
+    assert invoke("eval", QUERIES, "--db", db, "--ungraded").exit_code == 0
+    assert query_file_of(db) is None
+    write_qrels(Qrels({"rerank": {"docs/replication.md::Replication > Write quorum": 3}}), default_qrels_path(db))
+    before = sorted(data_dir().rglob("*"))
+    assert invoke("eval", QUERIES, "--db", db).exit_code == 0
+    assert sorted(data_dir().rglob("*")) == before
+    assert query_file_of(db) is None
+
+
+def test_qrels_query_file_names_the_stores_query_file(db, tmp_path, capsys):
     from engine.store.userdata import query_file_of
 
-    write_qrels(Qrels({"rerank": {"docs/replication.md::Replication > Write quorum": 3}}), default_qrels_path(db))
     assert query_file_of(db) is None
-    run_eval(db)
-    assert query_file_of(db) is None  # judgments of another file: not the store's own
-    assert invoke("eval", QUERIES, "--db", db).exit_code == 0
+    r = invoke("qrels", "query-file", QUERIES, "--db", db)
+    assert r.exit_code == 0, r.output
+    assert query_file_of(db) == QUERIES.resolve()
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    assert "has no queries" in cli_error(["qrels", "query-file", str(bad), "--db", str(db)], capsys)
     assert query_file_of(db) == QUERIES.resolve()
 
 

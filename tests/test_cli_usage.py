@@ -60,7 +60,7 @@ def run_main(capsys, args: list[str]) -> tuple[int, str, str]:
             "(rankscope snapshot --help shows the subcommands: save, check)",
         ),
         (["snapshot"], "missing command", "(rankscope snapshot --help shows the subcommands: save, check)"),
-        (["qrels"], "missing command", "(rankscope qrels --help shows the subcommands: convert, path)"),
+        (["qrels"], "missing command", "(rankscope qrels --help shows the subcommands: convert, path, query-file)"),
         (
             ["search", "replicaton", "quorom", "--db", "DB"],
             "got unexpected extra argument(s) (quorom). A query of several words goes in quotes",

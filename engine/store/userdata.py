@@ -7,8 +7,8 @@ query history and saved cases.
   digits of sha256(resolved store path)>/``, holding ``qrels.json``,
   ``history.json`` and ``cases.json``, a ``store.txt`` naming the store
   (for people browsing the folder) and ``query-file.txt`` naming the store's
-  query file (the query file ``rankscope eval`` last read with the store's
-  own judgments: the browser grades a query of that file under its id).
+  query file (named by ``rankscope qrels query-file``: the browser grades a
+  query of that file under its id).
 
 Nothing here touches a store: these files live beside the user's other
 application data, never next to a context-mode database.
@@ -28,7 +28,7 @@ from engine.files.writing import write_text_file
 QRELS_FILE = "qrels.json"
 HISTORY_FILE = "history.json"
 CASES_FILE = "cases.json"
-#: Names the store's query file (the one ``rankscope eval`` last read for it).
+#: Names the store's query file (``rankscope qrels query-file``).
 QUERY_FILE_NOTE = "query-file.txt"
 
 

@@ -392,7 +392,7 @@ async def test_grading_in_the_flow_raises_no_notices_over_its_table(db):
 
 
 async def test_u_steps_through_the_ungraded_queue_and_eval_counts_the_grades(db):
-    """eval names the store's query file; the browser grades a query typed
+    """`qrels query-file` names the store's query file; the browser grades a query typed
     with one of its texts under that file's id, through the ungraded queue
     (u), and eval with that query file counts the grades."""
     from typer.testing import CliRunner
@@ -408,6 +408,7 @@ async def test_u_steps_through_the_ungraded_queue_and_eval_counts_the_grades(db)
     assert first.exit_code == 0, first.output  # no judgments yet: --ungraded still lists the queue
     rerank_queue = [u for u in json.loads(first.output)["queue"] if u["query_id"] == "rerank"]
     assert rerank_queue
+    assert runner.invoke(cli, ["qrels", "query-file", str(queries), "--db", str(db)]).exit_code == 0
     async with browsing((120, 40), app=app_for(db)) as (app, pilot):
         await search_for(pilot, "write quorum")  # the text of query 'rerank' in demo-queries.json
         browser = app.browser

@@ -497,7 +497,8 @@ def ungraded_renderable(queue: list[UngradedChunk], depth: int, variants: int, q
         Fitted(Table(title, cols, rows)),
         plain(
             f"lists: how many ranked lists hold the chunk in their top {depth}; best: its best rank. "
-            f"Grades go to {qrels_path} (the browser's 0-3 keys; 'u' steps through this queue).",
+            f"Grades go to {qrels_path} (the browser's 0-3 keys; 'u' steps through this queue; "
+            "'rankscope qrels query-file' lets the browser grade these queries under their ids).",
             style="dim",
         ),
     )
@@ -644,8 +645,6 @@ def eval_cmd(
         except ValueError as exc:
             fail(str(exc))
         ids = chunk_ids(store)
-    if qrels is None:
-        _remember(db, queries)
     if ungraded:
         queue = ungraded_queue(list(traces.items()), judgments, ids, depth)
         if as_json:
@@ -685,15 +684,6 @@ def eval_cmd(
         write_json(eval_to_dict(ev_a, cmp))
     else:
         console.print(eval_renderable(ev_a, cmp, sort))
-
-
-def _remember(db: Path, queries: Path) -> None:
-    """Name ``queries`` as the store's query file (the browser grades its
-    queries under their ids); a data folder that cannot be written changes nothing."""
-    try:
-        remember_query_file(db, queries)
-    except OSError:
-        pass
 
 
 # ─── snapshot ────────────────────────────────────────────────────────────
@@ -843,3 +833,24 @@ def qrels_path(db: Annotated[Path, NAMES_STORE] = typer.Option(..., "--db", help
     """Print where the browser saves this store's judgments (and eval reads them by default)."""
     path = default_qrels_path(db)
     console.print(safe.line(str(path)), markup=False, highlight=False, soft_wrap=True)
+
+
+@qrels_app.command("query-file")
+def qrels_query_file(
+    queries: Annotated[Path, READS_QUERIES] = typer.Argument(..., help="Query file (queries.json format)."),
+    db: Annotated[Path, NAMES_STORE] = typer.Option(..., "--db", help="The store (not opened)."),
+) -> None:
+    """Name QUERIES as the store's query file (query-file.txt in its data
+    folder): the browser grades a query typed with the text of one of its
+    queries under that query's id, and its compare screen (F7, then F6) lists them."""
+    load_queries(queries)  # a file that cannot be read, or with duplicate ids, is refused here
+    try:
+        remember_query_file(db, queries)
+    except OSError as exc:
+        fail(f"cannot write the store's query-file note: {exc}")
+    console.print(
+        safe.line(f"{queries.resolve()} is the query file of {db} (the browser grades its queries under their ids)"),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )

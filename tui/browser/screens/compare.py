@@ -8,7 +8,7 @@ new, gone), then the counts. Enter (or F8) on a row asks "why?" for that
 chunk under the run that lacks it.
 
 F6 turns the table to the queries of the store's query file (the one
-``rankscope eval`` last read for this store), each compared under A and B,
+``rankscope qrels query-file`` named for this store), each compared under A and B,
 the most changed first: lowest rank-biased overlap of the two final lists,
 then lowest Jaccard@k (:meth:`engine.lab.compare.SetComparison.most_changed_first`).
 Enter on a query shows its chunks; F6 goes back and forth.
@@ -65,7 +65,7 @@ CUT_AT = {"title": " > ", "source": "/"}
 GAP = 2
 #: What the queries view says when the store names no query file.
 NO_QUERY_FILE = (
-    "No query file for this store: `rankscope eval QUERIES.json --db STORE` names one "
+    "No query file for this store: `rankscope qrels query-file QUERIES.json --db STORE` names one "
     "(its queries are then compared here, most changed first)."
 )
 
