@@ -349,6 +349,84 @@ def test_every_parity_case_answers_the_same_ranked_in_two_halves(name, tmp_path,
     print(f"{halves} statements in halves, {helped} with a half run by the other thread")
 
 
+def _reference_answers(name: str) -> list[dict]:
+    """Every golden case's answer on the in-memory store as searches run
+    (a small store: top-k declines before counting anything)."""
+    reference = _memory_store(name)
+    out = []
+    for q in json.loads((parity_set(name) / "expected.json").read_text("utf-8"))["queries"]:
+        reference.runs.clear()
+        out.append(_answer(search(reference, case_params(q))))
+    return out
+
+
+def _assert_answers_as_reference(name: str, wanted: list[dict]) -> None:
+    """Every golden case on a fresh in-memory store, with whatever is
+    patched now, answers as ``wanted`` (ranking facts aside)."""
+    store = Store.create(":memory:")  # its own: the reference's run cache must not answer for it
+    index_corpus(store, parity_set(name) / "corpus")
+    queries = json.loads((parity_set(name) / "expected.json").read_text("utf-8"))["queries"]
+    for q, want in zip(queries, wanted):
+        got = _answer(search(store, case_params(q)))
+        for d in (got, want, got["fuzzy"], want["fuzzy"]):
+            d.pop("ranking", None)
+        assert got == want, q["id"]
+
+
+@pytest.mark.parametrize("bounded", [0, 10**9])
+@pytest.mark.parametrize("name", ["stages", "context7"])
+def test_every_parity_case_answers_the_same_without_its_unmatched_phrases(name, bounded, monkeypatch):
+    """Top-k made to count every run's phrases and then decline: FTS5 ranks
+    the query without the phrases that match no row (a typo beside a real
+    word), bounded sort or not, and every golden case's trace is the one the
+    full query gives, bm25 bits and highlights included."""
+    import engine.pipeline.stages.retrieve as retrieve_mod
+    from engine.pipeline.stages import topk
+
+    wanted = _reference_answers(name)
+    monkeypatch.setattr(topk, "MIN_ROWS", 0)
+    monkeypatch.setattr(topk, "MIN_MATCHES", 10**9)  # counted, then declined: few-matches
+    monkeypatch.setattr(retrieve_mod, "BOUNDED_MIN_MATCHES", bounded)
+    dropped: list[str] = []
+    real = retrieve_mod.without_unmatched
+
+    def spy(match: str, phrase_rows: tuple[int, ...]) -> str:
+        out = real(match, phrase_rows)
+        if out != match:
+            dropped.append(match)
+        return out
+
+    monkeypatch.setattr(retrieve_mod, "without_unmatched", spy)
+    _assert_answers_as_reference(name, wanted)
+    assert dropped, "no golden query has a phrase that matches nothing"
+
+
+@pytest.mark.parametrize("name", ["stages", "context7"])
+def test_every_parity_case_answers_the_same_when_one_phrase_is_declined_uncounted(name, monkeypatch):
+    """As on a large table: a query of one multi-token phrase (a trigram word)
+    is declined without counting its rows and ranked by the bounded sort;
+    every golden case answers as the reference's statements do."""
+    from engine.pipeline.stages import topk
+
+    wanted = _reference_answers(name)
+    monkeypatch.setattr(topk, "MIN_ROWS", 0)
+    monkeypatch.setattr(topk, "UNCOUNTED_ROWS", 0)
+    uncounted: list[str] = []
+    real = topk.top_k
+
+    def spy(conn, table, match, k, **kwargs):
+        try:
+            return real(conn, table, match, k, **kwargs)
+        except topk.Declined as declined:
+            if declined.large:
+                uncounted.append(match)
+            raise
+
+    monkeypatch.setattr(topk, "top_k", spy)
+    _assert_answers_as_reference(name, wanted)
+    assert uncounted, "no golden query is one trigram word"
+
+
 def _halves_store(tmp_path) -> Store:
     s = Store.create(tmp_path / "halves.db")
     index_corpus(s, SAMPLE_CORPUS)

@@ -294,12 +294,16 @@ def retrieve(
     ranking: tuple[tuple[str, object], ...] = ()
     matches = 0  # phrase matches counted, when every phrase is one token
     counted = 0  # phrase matches counted, any phrases
+    ranked_match = sanitized  # the MATCH the statement runs
+    many = False  # many matches (counted, or a large table): the bounded sort
     if not source and not content_type and fts_limit > 0:
         try:
             return _retrieve_top_k(conn, schema, retriever, sanitized, fts_limit, start, phrase_rows)
         except topk.Declined as declined:
             ranking = (("declined", declined.code),)
             counted = sum(declined.phrase_rows)
+            many = counted >= BOUNDED_MIN_MATCHES or declined.large
+            ranked_match = without_unmatched(sanitized, declined.phrase_rows)
             if declined.phrase_sizes and max(declined.phrase_sizes) <= 1:
                 matches = sum(declined.phrase_rows)  # one-token phrases: an idf pass costs little
         except sql.Error as exc:
@@ -308,7 +312,7 @@ def retrieve(
             ranking = (("declined", "error"),)  # FTS5's own statement below records the error
     spec = _highlight_spec(conn, TABLES[retriever])
     values: dict[str, object] = {
-        "match": sanitized,
+        "match": ranked_match,
         "source": source if source_match == "exact" else like_pattern(source or ""),
         "content_type": content_type,
         "limit": fts_limit,
@@ -338,7 +342,7 @@ def retrieve(
         return conn.execute(text, [values[n] for n in names]).fetchall()
 
     try:
-        rows = ranked(counted >= BOUNDED_MIN_MATCHES)
+        rows = ranked(many)
         if any(r[4] is None for r in rows):  # a match without its source row: the reference skips it
             rows = ranked(False)
     except sql.Error as exc:
@@ -376,6 +380,24 @@ def retrieve(
         for i, r in enumerate(rows)
     )
     return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start), ranking=ranking)
+
+
+def without_unmatched(match: str, phrase_rows: tuple[int, ...]) -> str:
+    """``match`` (an OR of quoted phrases) without the phrases that match no
+    row, given each phrase's row count (``phrase_rows``, query order, as a
+    declined :func:`engine.pipeline.stages.topk.top_k` counted them).
+
+    Such a phrase adds ``+0.0`` to every row's bm25 sum (its frequency is 0)
+    and marks nothing in ``highlight()``, so FTS5 returns the same rows, bits
+    and highlights without it; with it, FTS5 still walks its tokens' doclists
+    to find that it never occurs (a trigram typo: six frequent trigrams).
+    ``match`` itself is returned when nothing was counted, every phrase
+    matches, or none does.
+    """
+    texts = bm25.phrases_of(match)
+    if texts is None or len(texts) != len(phrase_rows) or all(phrase_rows) or not any(phrase_rows):
+        return match
+    return " OR ".join(bm25.match_phrase(t) for t, n in zip(texts, phrase_rows) if n)
 
 
 def _long_marks(
@@ -420,8 +442,10 @@ def _highlight_spec(conn: sql.Connection, table: str) -> tuple[str, ...] | None:
 
 #: :func:`build_sql`'s bounded sort ranks a query without filters when a
 #: declined :func:`engine.pipeline.stages.topk.top_k` counted at least this
-#: many phrase matches; fewer (or none counted: a small table) and FTS5 ranks
-#: them itself. Its fixed price is the second ``MATCH`` that reads and
+#: many phrase matches, or declined one phrase uncounted on a large table
+#: (:data:`engine.pipeline.stages.topk.UNCOUNTED_ROWS`: even a rare trigram
+#: word ranked faster that way at 1,000,152 chunks, ``provenance`` 35 → 18
+#: ms); fewer (or none counted: a small table) and FTS5 ranks them itself. Its fixed price is the second ``MATCH`` that reads and
 #: highlights the ``LIMIT`` rows (a trigram phrase is matched again per row).
 #: Measured statement by statement on npm's docs at 14,370 chunks (light
 #: set, median of 7): below about 1,900 matches FTS5's own ranking was the

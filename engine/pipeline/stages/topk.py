@@ -81,6 +81,15 @@ WALK_TEXTS_PER_ROW = 6
 WALK_MIN_TEXTS = 40
 
 
+#: From this many rows in the table, a query of one phrase of several tokens
+#: (a trigram word) is declined (``one-phrase``) without counting its rows:
+#: one phrase leaves no bound to prune with whatever its count, and counting
+#: a trigram phrase is a phrase match over the whole table (50–100 ms for a
+#: frequent word at 1,000,152 chunks). A one-token phrase is still counted
+#: (a doclist's size: a few milliseconds), for the split into halves.
+UNCOUNTED_ROWS = 100_000
+
+
 #: Why :func:`top_k` leaves a query to FTS5's own ranking.
 DECLINED = {
     "not-or-query": "the MATCH string is not an OR of quoted phrases",
@@ -104,13 +113,23 @@ class Declined(Exception):
     """:func:`top_k` cannot answer this query exactly; ``code`` says why
     (:data:`DECLINED`)."""
 
-    def __init__(self, code: str, phrase_rows: tuple[int, ...] = (), phrase_sizes: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self,
+        code: str,
+        phrase_rows: tuple[int, ...] = (),
+        phrase_sizes: tuple[int, ...] = (),
+        *,
+        large: bool = False,
+    ) -> None:
         super().__init__(code)
         self.code = code
         #: Rows each phrase matches (query order), when counted before declining; else ``()``.
         self.phrase_rows = phrase_rows
         #: Tokens in each phrase (query order), when counted; else ``()``.
         self.phrase_sizes = phrase_sizes
+        #: Declined uncounted on a table of at least :data:`UNCOUNTED_ROWS`
+        #: rows: FTS5 will rank what may be many matches.
+        self.large = large
 
 
 @dataclass(frozen=True)
@@ -248,6 +267,8 @@ def top_k(
     except bm25.Unsupported as unsupported:
         raise Declined(unsupported.code) from None
     phrase_tokens = [bm25.phrase_tokens(tok, p) for p in texts]
+    if len(texts) == 1 and len(phrase_tokens[0]) > 1 and n_row >= UNCOUNTED_ROWS:
+        raise Declined("one-phrase", large=True)
     # a phrase with no token (``"--"``) matches no row, like a word no row has
     rows_of = bm25.phrase_rows(conn, table, texts, phrase_tokens, counts)
     counts_list = rows_of
