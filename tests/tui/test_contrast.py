@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pytest
 from rich.cells import cell_len
 from rich.color import Color, ColorSystem
-from textual.widgets import DataTable, OptionList, Select
+from textual.widgets import DataTable, Input, OptionList, Select
 
 from engine import SearchParams
 from tui.browser.screens.agent import AgentViewScreen
@@ -371,7 +371,10 @@ async def test_the_selected_row_stands_out(no_color, monkeypatch):
         await rendered(pilot)
         flow_table = flow.query_one("#flow-table-0", DataTable)
         check_selection(app, flow_table, cursor_lines(flow_table), "rank flow")
-        await press(pilot, "escape", "f8")
+        await press(pilot, "escape")
+        # focus back in the query (where F5 was pressed): F8 then opens the finder, not a chunk
+        await wait_for(pilot, lambda: isinstance(app.focused, Input) and app.focused.id == "query")
+        await press(pilot, "f8")
         why = await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
         await press(pilot, "down", "down")

@@ -573,7 +573,10 @@ async def test_lab_screens_never_send_store_control_characters():
     async with browsing(WIDE, store=store, store_label="evil") as (app, pilot):
         screen = await open_compare(pilot, "cache")
         shown = "\n".join(" ".join(r) for r in table_rows(screen))
-        await press(pilot, "escape", "f8")
+        await press(pilot, "escape")
+        # focus back in the query (where F7 was pressed): F8 then opens the finder, not a chunk
+        await wait_for(pilot, lambda: isinstance(app.focused, Input) and app.focused.id == "query")
+        await press(pilot, "f8")
         why = await wait_screen(pilot, WhyScreen)
         await settle_lab(pilot)
         await type_text(pilot, "cache")
