@@ -87,7 +87,7 @@ async def test_ctrl_r_searches_the_history(db):
         assert app.browser.trace.params.query == "write quorum"
 
 
-async def test_the_history_keeps_queries_searched_as_typed(db):
+async def test_the_history_keeps_queries_searched_as_typed(db, monkeypatch):
     """Issue 24: ctrl+r kept 2 of 8 queries searched (only Enter and leaving
     the box remembered one; searches run as you type) and opened with the
     box's text, "No match." for a query not remembered. A shown query is
@@ -95,6 +95,9 @@ async def test_the_history_keeps_queries_searched_as_typed(db):
     cutting it back), or when a dialog or ctrl+r opens over it."""
     from textual.widgets import Input
 
+    import tui.browser.widgets.query_box as query_box
+
+    monkeypatch.setattr(query_box, "DEBOUNCE_S", 0.01)  # 63 prefixes searched one by one: no pause needed
     app = app_for(db)
     queries = ["write quorum", "retention", "consumer lag", "throttling", "inflight", "kafka", "tombstone", "cache"]
     async with app.run_test(size=(80, 24)) as pilot:
