@@ -45,7 +45,10 @@ def children(pid: int) -> list[int]:
     """The child processes of ``pid`` (Linux: ``/proc``)."""
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except FileNotFoundError:  # a thread that ended since the listing: it has no children
+            continue
     return found
 
 
