@@ -205,8 +205,14 @@ class Store:
     # ── rows (:mod:`engine.store.rows`; a failed read raises StoreError naming the path) ──
 
     def _rows(self, query: Callable[[sql.Connection, SchemaInfo], T], conn: sql.Connection | None) -> T:
+        """``query`` on ``conn``, or on the main connection holding :attr:`lock`
+        (an in-memory store's writer holds it for its whole transaction: a
+        read from another thread waits for it instead of seeing half a write)."""
         with sqlite_errors(self.path):
-            return query(conn or self.conn, self.schema)
+            if conn is not None:
+                return query(conn, self.schema)
+            with self.lock:
+                return query(self.conn, self.schema)
 
     def chunk(self, rowid: int, conn: sql.Connection | None = None) -> ChunkRow | None:
         """:func:`engine.store.rows.chunk`: the chunk at ``rowid``, or ``None``."""

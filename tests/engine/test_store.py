@@ -309,3 +309,35 @@ def test_close_waits_for_a_thread_using_the_shared_connection():
     assert not closer.is_alive()
     with pytest.raises(sql.Error):  # the connection is closed
         store.conn.execute("SELECT 1")
+
+
+def test_a_read_on_the_main_connection_waits_for_the_store_lock():
+    """An in-memory store has one connection, and its writers hold the
+    store's lock for their whole transaction: a row read without a
+    connection of its own (``store.sources()``) from another thread waits
+    for the lock instead of reading in the middle of a write."""
+    import threading
+
+    from engine import Store
+
+    store = Store.create(":memory:")
+    store.index_text("a.md", "# A\n\nalpha\n", "markdown")
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with store.lock:
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    assert held.wait(10)
+    got: list[object] = []
+    reader = threading.Thread(target=lambda: got.append(store.sources()))
+    reader.start()
+    reader.join(0.3)
+    assert reader.is_alive() and not got  # waiting for the writer
+    release.set()
+    reader.join(10)
+    t.join(10)
+    assert [s.label for s in got[0]] == ["a.md"]
