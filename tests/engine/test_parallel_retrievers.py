@@ -588,7 +588,8 @@ def test_a_match_whose_source_row_is_missing_is_skipped_as_the_reference_skips_i
     from engine.pipeline.stages.retrieve import Request, build_sql, retrieve
 
     monkeypatch.setattr(retrieve_mod, "BOUNDED_MIN_MATCHES", 0)  # the bounded sort on this small store
-    s = _memory_store("stages")
+    s = Store.create(":memory:")  # its own: a source row is deleted below (the shared one stays whole)
+    index_corpus(s, parity_set("stages") / "corpus")
     match = (sanitize_porter if retriever == "porter" else sanitize_trigram)("cache", "OR")
     reference = _rows(s.conn, s.schema, retriever, match, 3, None, "like", None, True)
     first = reference[0][0]
