@@ -186,7 +186,7 @@ def keystroke_to_results(
         engine_ms = (time.perf_counter() - t0) * 1000.0
         match = sanitize_porter(query, "OR")
         matches = s.conn.execute("SELECT count(*) FROM chunks WHERE chunks MATCH ?", (match,)).fetchone()[0]
-        rarity = (int(matches), int(s.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]))
+        rarity = (int(matches), s.stats().chunks)
     if not trace.final:
         raise SystemExit(f"{query!r} finds nothing in {store}: pick a query with results")
     title = trace.final[0].candidate.title

@@ -293,7 +293,6 @@ def retrieve(
     start = time.perf_counter()
     ranking: tuple[tuple[str, object], ...] = ()
     matches = 0  # phrase matches counted, when every phrase is one token
-    counted = 0  # phrase matches counted, any phrases
     ranked_match = sanitized  # the MATCH the statement runs
     many = False  # many matches (counted, or a large table): the bounded sort
     if not source and not content_type and fts_limit > 0:
@@ -305,7 +304,7 @@ def retrieve(
             many = counted >= BOUNDED_MIN_MATCHES or declined.large
             ranked_match = without_unmatched(sanitized, declined.phrase_rows)
             if declined.phrase_sizes and max(declined.phrase_sizes) <= 1:
-                matches = sum(declined.phrase_rows)  # one-token phrases: an idf pass costs little
+                matches = counted  # one-token phrases: an idf pass costs little
         except sql.Error as exc:
             if not is_query_error(exc):
                 raise
