@@ -30,12 +30,12 @@ def run_main(capsys, args: list[str]) -> tuple[int, str, str]:
     [
         (
             ["search", "x", "--db", "DB", "--limit", "abc"],
-            "invalid value for '--limit' / '-n': 'abc' should be a valid integer",
+            "invalid value for '--limit' / '-n': 'abc' is not a valid int",
             "(rankscope search --help shows the options)",
         ),
         (
             ["why", "x", "--db", "DB", "--rowid", "1.5"],
-            "invalid value for '--rowid': '1.5' should be a valid integer",
+            "invalid value for '--rowid': '1.5' is not a valid int",
             "(rankscope why --help shows the options)",
         ),
         (

@@ -37,7 +37,7 @@ from typing import Any, Callable, List, NoReturn, Optional
 
 import typer
 from typer.exceptions import TyperException
-from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from engine import StoreError
 from engine.store import sql
@@ -131,22 +131,11 @@ DASH_QUERY_HINT = "A query that begins with '-' goes after '--'"
 
 
 def _plain_metavars(params: list) -> list:
-    """Set a flag's metavar to nothing, a repeatable option's to its element
-    type (``<str>``) and a variadic argument's type to ``<path>...``; other
-    parameters keep Typer's."""
+    """Set a flag's metavar to nothing and a repeatable option's to its
+    element type (``<str>``); other parameters keep Typer's (a variadic
+    argument shows ``{paths}...`` in the usage line)."""
     for param in params:
-        if param.metavar is not None:
-            continue
-        if isinstance(param, TyperArgument):
-            if param.nargs != 1:  # the type column, not the name: shadow the method on this instance
-                shown = "<path>..." if "Path" in str(param.type_descriptor.annotation) else "<str>..."
-
-                def display_type(ctx: Any, shown: str = shown) -> str:
-                    return shown
-
-                param.display_type_rich = display_type  # type: ignore[method-assign]  # deliberate, this instance only
-            continue
-        if not isinstance(param, TyperOption):
+        if param.metavar is not None or not isinstance(param, TyperOption):
             continue
         if param.is_flag:
             param.metavar = ""
@@ -406,15 +395,9 @@ def usage_hint(exc: Exception) -> Optional[str]:
 
 def usage_message(exc: TyperException) -> str:
     """Click's message for ``exc``, as the rest of a ``rankscope: error:``
-    line: no final full stop, a lower-case first word, and the value given
-    where Typer's type check leaves it out (``invalid value for '--limit':
-    'abc' should be a valid integer``, not ``Input should be``)."""
+    line: no final full stop and a lower-case first word (``invalid value
+    for '--limit' / '-n': 'abc' is not a valid int``)."""
     message = exc.format_message().rstrip(".")
-    errors = getattr(exc.__cause__, "errors", None)  # pydantic's ValidationError behind a bad value
-    if callable(errors) and ": Input should" in message:
-        found = errors()
-        if found and "input" in found[0]:
-            message = message.replace(": Input should", f": {found[0]['input']!r} should", 1)
     return message[:1].lower() + message[1:] if message[1:2].islower() else message
 
 
