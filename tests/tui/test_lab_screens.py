@@ -55,6 +55,17 @@ async def settle_lab(pilot, strict: bool = True) -> None:
             )
 
 
+async def focus_left_the_query(pilot) -> None:
+    """A lab screen opened from the query box closed: once the browser is
+    back on top, focus is on the pane ↓ goes to (``r`` / ``s`` / ``j``
+    typed next are not typed into the query), and stays there."""
+    app = pilot.app
+    browser = app.browser
+    await wait_for(pilot, lambda: app.screen is browser and app.focused is browser.pane_widget(browser.leave_target()))
+    await settle(pilot)
+    assert app.focused is browser.pane_widget(browser.leave_target())
+
+
 def table_rows(screen: CompareScreen) -> list[list[str]]:
     table = screen.query_one("#compare-table", DataTable)
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
@@ -360,7 +371,7 @@ async def test_why_not_for_a_chunk_removed_by_the_session_filter():
         assert "reason session-filter" in text and "Session filter" in text
         assert "removed by the session filter" in text and "sess-A" in text
         await press(pilot, "escape")
-        await wait_for(pilot, lambda: app.focused is app.browser.query_box.input)
+        await focus_left_the_query(pilot)
 
 
 async def test_why_finder_pins_the_highlighted_match_or_the_explained_chunk():
@@ -470,7 +481,7 @@ async def test_doctor_lists_fusion_key_collisions():
         assert "docs/configuration.md::Configuration > Options > Example" in text and "46, 48, 51" in text
         assert "Chunks over 4096 bytes (3)" in text and "Empty or Untitled titles (5)" in text
         await press(pilot, "escape")
-        await wait_for(pilot, lambda: app.focused is app.browser.query_box.input)
+        await focus_left_the_query(pilot)
 
 
 def test_doctor_renderable_shows_every_kind_of_finding():

@@ -250,12 +250,21 @@ class RankscopeApp(App[None]):
         self._restore_focus(lab=True)
 
     def _restore_focus(self, lab: bool) -> None:
+        """Apply :meth:`_after_dialog`'s or :meth:`_after_lab`'s rule once
+        the browser screen is back on top. Textual calls a screen's result
+        callback before or after popping it depending on timing, so the rule
+        waits for the closing screen to leave the stack (not on a refresh:
+        under load the pop came later and the rule was skipped)."""
         browser = self.browser
         if browser is None:
             return
+        closing = self.screen if self.screen is not browser else None
 
         def check() -> None:
-            if self.screen is not browser:
+            if closing is not None and closing in self.screen_stack:
+                self.call_after_refresh(check)  # not popped yet
+                return
+            if self.screen is not browser:  # another screen opened meanwhile: it owns the focus
                 return
             focused = browser.focused
             if lab and (focused is None or focused is browser.query_box.input or focused not in browser.focus_chain):
