@@ -688,3 +688,24 @@ def test_compare_set_refuses_duplicate_ids():
 
     with Store.create() as store, pytest.raises(ValueError, match="'a' is the id of entries 1 and 2"):
         compare_set(store, [{"id": "a", "query": "x"}, {"id": "a", "query": "y"}], "reference", "key=rowid")
+
+
+@pytest.mark.parametrize("spec", ["P@0", "nDCG@0", "R@0", "AP@0", "Success@0", "RR@0", "nDCG@-3", "P(rel=0)@3", "P"])
+def test_a_measure_it_cannot_compute_is_one_line_before_any_evaluation(db, spec):
+    """``P@0`` (any cutoff below 1) aborted the process in trec_eval (exit
+    134) and ``P(rel=0)@3`` was a traceback: run in a process of its own,
+    each is one line, exit 2."""
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "eval", str(QUERIES), "--db", str(db), "--qrels", str(QRELS_TREC)]
+        + ["--measures", f"nDCG@10,{spec}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("rankscope: error: --measures: ") and f"'{spec}'" in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr

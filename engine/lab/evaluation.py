@@ -95,8 +95,9 @@ def parse_measures(spec: str | Sequence[str] | None) -> tuple[Any, ...]:
     names; ``None`` = :data:`DEFAULT_MEASURES`). Duplicates are dropped.
 
     Raises:
-        ValueError: an empty list, a name ir-measures cannot parse, or a
-            measure its ``pytrec_eval`` provider (trec_eval) does not compute.
+        ValueError: an empty list, a name ir-measures cannot parse, a
+            measure its ``pytrec_eval`` provider (trec_eval) does not compute,
+            or a parameter it cannot take (:func:`parameter_problem`).
     """
     import ir_measures
 
@@ -110,17 +111,57 @@ def parse_measures(spec: str | Sequence[str] | None) -> tuple[Any, ...]:
     for name in names:
         try:
             m = ir_measures.parse_measure(name)
-        except (ValueError, NameError, SyntaxError, TypeError, AttributeError) as exc:
+        except (ValueError, NameError, SyntaxError, TypeError, AttributeError, AssertionError) as exc:
             raise ValueError(
                 f"unknown measure {name!r} ({exc}); use ir-measures syntax such as nDCG@10, RR, R@10, P@3"
             ) from None
+        missing = [k for k, info in m.SUPPORTED_PARAMS.items() if info.required and k not in m.params]
+        if missing:
+            what = " and ".join(PARAMETER_NAMES.get(k, k) for k in missing)
+            raise ValueError(f"measure {name!r} needs {what}; e.g. {m.NAME}@{0.5 if 'recall' in missing else 10}")
+        try:
+            m.validate_params()  # ir-measures' own checks (types, choices), by assert
+        except AssertionError as exc:
+            raise ValueError(f"measure {name!r}: {exc}") from None
         if not ir_measures.pytrec_eval.supports(m):
             raise ValueError(
                 f"measure {name!r} is not computed by trec_eval (pytrec_eval); try nDCG@k, RR, R@k, P@k, AP"
             )
+        problem = parameter_problem(m.params)
+        if problem is not None:
+            raise ValueError(f"measure {name!r}: {problem}")
         if str(m) not in {str(x) for x in out}:
             out.append(m)
     return tuple(out)
+
+
+#: A measure parameter as an error names it.
+PARAMETER_NAMES = {
+    "cutoff": "the cutoff (@k)",
+    "rel": "the relevance level (rel=)",
+    "recall": "the recall level (IPrec@r)",
+}
+#: The parameters whose value must be a whole number of at least 1: a
+#: cutoff (``@k``: trec_eval asserts on 0, ``P@0`` aborted the process)
+#: and a relevance level (``rel=``: pytrec_eval raises TypeError below 1).
+WHOLE_PARAMETERS = ("cutoff", "rel")
+
+
+def parameter_problem(params: Mapping[str, Any]) -> str | None:
+    """Why a parsed measure's parameters cannot be evaluated, or ``None``:
+    a :data:`WHOLE_PARAMETERS` value that is not a whole number 1 or more,
+    or an ``IPrec`` recall level outside 0..1. Checked before trec_eval
+    sees the measure (it aborts the process on some)."""
+    for key in WHOLE_PARAMETERS:
+        value = params.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return f"{PARAMETER_NAMES[key]} must be a whole number 1 or more; got {value!r}"
+    recall = params.get("recall")
+    if recall is not None and (isinstance(recall, bool) or not 0 <= recall <= 1):
+        return f"{PARAMETER_NAMES['recall']} must be between 0 and 1; got {recall!r}"
+    return None
 
 
 def score_run(ranked: Sequence[str]) -> dict[str, float]:

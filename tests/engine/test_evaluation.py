@@ -92,6 +92,67 @@ def test_bad_measures(spec, message):
         parse_measures(spec)
 
 
+def _families(param: str) -> list[str]:
+    """Every measure family the project accepts (ir-measures' pytrec_eval
+    provider, which :func:`parse_measures` admits) that takes ``param``."""
+    import ir_measures
+
+    return sorted({m.NAME for m in ir_measures.pytrec_eval.SUPPORTED_MEASURES if param in m.params})
+
+
+@pytest.mark.parametrize("family", _families("cutoff"))
+@pytest.mark.parametrize("cutoff", ["0", "True"])
+def test_a_cutoff_below_1_is_refused_before_trec_eval_sees_it(family, cutoff):
+    """``P@0`` reached trec_eval, which asserts ("Negative cutoff detected")
+    and aborts the process; every family with a cutoff is checked alike
+    (``RR`` takes none in trec_eval; ``IPrec``'s ``@`` is a recall level)."""
+    spec = f"{family}@{cutoff}"
+    if family == "IPrec":
+        assert [str(m) for m in parse_measures("IPrec@0.5")] == ["IPrec@0.5"]
+        with pytest.raises(ValueError, match=r"recall level \(IPrec@r\) must be between 0 and 1"):
+            parse_measures("IPrec@1.5")
+        return
+    said = r"the cutoff \(@k\) must be a whole number 1 or more" if family != "RR" else "not computed by trec_eval"
+    with pytest.raises(ValueError, match=rf"measure '{re.escape(spec)}'(:| is) {said}"):
+        parse_measures(spec)
+    assert parse_measures(f"{family}@1" if family != "RR" else "RR")
+
+
+@pytest.mark.parametrize("family", _families("rel"))
+def test_a_relevance_level_below_1_is_refused(family):
+    """``P(rel=0)@3`` reached pytrec_eval, whose TypeError ("Argument
+    relevance_level should be positive") escaped as a traceback."""
+    at = "@3" if "cutoff" in _cutoff_required(family) else ""
+    if family == "NumRel":  # trec_eval's num_rel takes rel=1 only
+        with pytest.raises(ValueError, match="not computed by trec_eval"):
+            parse_measures("NumRel(rel=0)")
+        return
+    with pytest.raises(ValueError, match=r"the relevance level \(rel=\) must be a whole number 1 or more; got 0"):
+        parse_measures(f"{family}(rel=0){at}")
+    assert parse_measures(f"{family}(rel=2){at}")
+
+
+def _cutoff_required(family: str) -> list[str]:
+    import ir_measures
+
+    return [k for k, info in ir_measures.parse_measure(family).SUPPORTED_PARAMS.items() if info.required]
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("P@1.5", "'P@1.5': invalid param cutoff=1.5"),
+        ("SetF(beta=0)", r"'SetF\(beta=0\)': invalid param beta=0"),
+        ("P", r"'P' needs the cutoff \(@k\); e.g. P@10"),
+        ("IPrec", r"'IPrec' needs the recall level \(IPrec@r\); e.g. IPrec@0.5"),
+    ],
+)
+def test_parameters_ir_measures_rejects_are_a_value_error(spec, message):
+    """Each of these escaped as an AssertionError (a traceback) before."""
+    with pytest.raises(ValueError, match=message):
+        parse_measures(spec)
+
+
 def test_default_measures_and_duplicates():
     assert [str(m) for m in parse_measures(None)] == ["nDCG@10", "RR", "R@10", "P@3"]
     assert [str(m) for m in parse_measures("RR, RR ,R@5")] == ["RR", "R@5"]
