@@ -110,7 +110,7 @@ def parse_measures(spec: str | Sequence[str] | None) -> tuple[Any, ...]:
     out: list[Any] = []
     for name in names:
         try:
-            m = ir_measures.parse_measure(name)
+            m: Any = ir_measures.parse_measure(name)
         except (ValueError, NameError, SyntaxError, TypeError, AttributeError, AssertionError) as exc:
             raise ValueError(
                 f"unknown measure {name!r} ({exc}); use ir-measures syntax such as nDCG@10, RR, R@10, P@3"
