@@ -176,6 +176,50 @@ def test_main_turns_stray_errors_into_one_line(monkeypatch, capsys):
         assert capsys.readouterr().err == f"rankscope: error: {text}\n"
 
 
+@pytest.mark.parametrize(
+    "exc, text",
+    [
+        (
+            TypeError("Argument relevance_level should be positive."),
+            "TypeError: Argument relevance_level should be positive.",
+        ),
+        (KeyError("x"), "KeyError: 'x'"),
+        (AssertionError(), "AssertionError"),
+        (RuntimeError("two\nlines"), "RuntimeError: two␊lines"),
+    ],
+)
+def test_main_turns_any_unexpected_exception_into_one_line(monkeypatch, capsys, exc, text):
+    """The last resort: an exception no rule knows (a bug) is one line
+    naming its type and message, no traceback, exit 70 (EX_SOFTWARE);
+    it was raised again (a traceback, exit 1)."""
+    import tui.cli.search as cli
+
+    def boom(*a, **kw):
+        raise exc
+
+    monkeypatch.setattr(cli, "search", boom)
+    with pytest.raises(SystemExit) as raised:
+        main(["search", "x", "--db", str(MODERN)])
+    assert raised.value.code == 70
+    out = capsys.readouterr()
+    assert (
+        out.err == f"rankscope: internal error: {text} (a bug in rankscope; please report it with the command line)\n"
+    )
+    assert "Traceback" not in out.err + out.out
+
+
+def test_main_keeps_ctrl_c_quiet(monkeypatch, capsys):
+    import tui.cli.search as cli
+
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "search", interrupted)
+    with pytest.raises(SystemExit) as raised:
+        main(["search", "x", "--db", str(MODERN)])
+    assert raised.value.code == 130 and capsys.readouterr().err == ""
+
+
 # ─── bad output paths, ports, undecodable queries ───────────────────────
 
 

@@ -510,8 +510,9 @@ def exit_for(exc: BaseException) -> NoReturn:
     :class:`CliError`, any :class:`~engine.StoreError` and a stray SQLite or
     ``OSError``: one ``rankscope: error:`` line, exit 2. A reader that left
     (``| head``): exit 1, silently. Ctrl+C: exit 130. ``SystemExit`` passes.
-    Anything else is a bug and is raised again, unless the process has used
-    up its address space (:func:`at_memory_limit`): then it is out of memory."""
+    Anything else is out of memory when the process has used up its address
+    space (:func:`at_memory_limit`), else a bug: one line naming it
+    (:func:`internal_error_exit`), never a traceback."""
     if isinstance(exc, SystemExit):
         raise exc
     if out_of_memory(exc):
@@ -539,7 +540,29 @@ def exit_for(exc: BaseException) -> NoReturn:
         # a compiled module that failed to allocate may report it as anything ("error return without
         # exception set"): with the address space used up, that is what happened
         _say_out_of_memory()
-    raise exc
+    if not isinstance(exc, Exception):  # GeneratorExit and the like: not an error of the command
+        raise exc
+    internal_error_exit(exc)
+
+
+#: Exit status of a bug (an exception no handler knew): sysexits' ``EX_SOFTWARE``.
+INTERNAL_ERROR_EXIT = 70
+
+
+def internal_error_exit(exc: Exception) -> NoReturn:
+    """The last resort: an exception no other rule of :func:`exit_for`
+    knows is a bug in rankscope. One line, ``rankscope: internal error:
+    TYPE: MESSAGE (...)``, no traceback; exit :data:`INTERNAL_ERROR_EXIT`."""
+    from tui.present import safe
+
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    line = f"rankscope: internal error: {safe.line(text)} (a bug in rankscope; please report it with the command line)"
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(INTERNAL_ERROR_EXIT) from None
 
 
 #: Address space left under ``RLIMIT_AS`` below which a process is out of memory (bytes).
