@@ -29,7 +29,7 @@ import pytest
 from engine.files.writing import OutputRefused, write_text_file
 from tui.cli.main import file_parameters
 
-from .command_lines import LONG_RUNNING, command_line, fresh_factory, umask
+from .command_lines import LONG_RUNNING, command_line, fresh_factory, umask, valid_value
 from .test_file_inputs import assert_refused, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -198,6 +198,92 @@ def test_the_store_and_its_side_files_are_refused(param, world, fresh, tmp_path,
         argv = command_line(param.command, PARAMS, world, fresh, {param.name: target}) + ["--force"]
         code, out, err = run(capsys, argv)
         assert_refused(code, err, "the store given with --db" if not suffix else f"{suffix[1:]} file of the store")
+
+
+def _outputs_onto_inputs() -> list[tuple[object, object]]:
+    """Every output parameter of every command with every input parameter
+    of the same command (declared: :attr:`tui.cli.base.FileRole.is_input`)."""
+    return [
+        (out, inp)
+        for out in WRITES
+        for inp in PARAMS
+        if inp.command == out.command and inp.role.is_input and inp.role.form not in ("corpus", "folder")
+    ]
+
+
+@pytest.mark.parametrize("how", ["same-name", "symlink", "hard-link"])
+@pytest.mark.parametrize("out, inp", _outputs_onto_inputs(), ids=lambda p: _id(p).strip())
+def test_an_output_is_never_one_of_the_commands_inputs(out, inp, how, world, fresh, tmp_path, capsys):
+    """``batch Q.json --out Q.json --force`` replaced the query file (as did
+    ``--trec-run``, ``snapshot save -o`` and ``qrels convert``): an output
+    that is, by any name, a file the same command reads is refused even
+    with ``--force``, naming what the file is; it is left as it was."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    source = Path(valid_value(inp, world, fresh))
+    copy = folder / source.name
+    shutil.copy2(source, copy)
+    before = copy.read_bytes()
+    target = copy
+    if how != "same-name":
+        target = folder / ("alias" + source.suffix)
+        target.symlink_to(copy) if how == "symlink" else os.link(copy, target)
+    argv = command_line(out.command, PARAMS, world, fresh, {inp.name: str(copy), out.name: str(target)})
+    code, _, err = run(capsys, argv + ["--force"])
+    said = "is the store given with --db" if inp.flag == "--db" else f"is {inp.role.noun}; give another name"
+    assert_refused(code, err, f" {target} {said}")
+    assert copy.read_bytes() == before and (how != "symlink" or target.is_symlink())
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("how", ["under", "link-into"])
+@pytest.mark.parametrize("param", WRITES, ids=_id)
+def test_nothing_under_a_system_folder_is_written_even_with_force(
+    param, how, world, fresh, tmp_path, capsys, monkeypatch
+):
+    """``batch --out /dev/stdout`` with stdout redirected to a file: the
+    link leads to a regular file, and ``--force`` would have replaced the
+    link ``/dev/stdout`` itself. Nothing under ``/dev``, ``/proc`` or
+    ``/sys`` (nor through a link leading there) is written. Tried on a
+    stand-in system folder (``SYSTEM_FOLDERS`` patched), never on the real one."""
+    import engine.files.writing as writing
+
+    system = tmp_path / "sysdev"
+    system.mkdir()
+    real = tmp_path / "redirected.txt"
+    real.write_text("the terminal's log\n")
+    (system / "stdout").symlink_to(real)  # what /dev/stdout is when stdout goes to a file
+    (system / "plain").write_text("kernel state\n")
+    monkeypatch.setattr(writing, "SYSTEM_FOLDERS", (str(system),))
+    if how == "under":
+        target, said = system / "stdout", f"is under {system}, a folder of the system; rankscope never writes there"
+    else:
+        target = tmp_path / "mine.txt"
+        target.symlink_to(system / "plain")
+        said = f"leads into {system}, a folder of the system; rankscope never writes there"
+    code, _, err = run(
+        capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(target)}) + ["--force"]
+    )
+    assert_refused(code, err, f" {target} {said}")
+    assert (system / "stdout").is_symlink() and os.readlink(system / "stdout") == str(real)
+    assert target.is_symlink() and real.read_text() == "the terminal's log\n"
+    assert (system / "plain").read_text() == "kernel state\n"
+    assert sorted(p.name for p in system.iterdir()) == ["plain", "stdout"]
+
+
+def test_the_writer_knows_the_real_system_folders(tmp_path):
+    """Looked at by name only: nothing is written under them."""
+    from engine.files.writing import kind_refusal, system_folder_of
+
+    assert system_folder_of("/dev/stdout") == ("/dev", False)
+    assert system_folder_of("/proc/self/fd/1") == ("/proc", False)
+    assert system_folder_of("/sys/kernel/x") == ("/sys", False)
+    assert system_folder_of(tmp_path / "x.json") is None and system_folder_of("/devices/x") is None
+    link = tmp_path / "null.json"
+    link.symlink_to(os.devnull)
+    with pytest.raises(OutputRefused, match="is a symbolic link to a character device"):
+        write_text_file(link, "x", overwrite=True)
+    assert link.is_symlink() and kind_refusal(link) is not None
 
 
 def _commands_with_outputs() -> list[tuple[str, ...]]:

@@ -13,7 +13,13 @@ What is never written, even when overwriting was asked for (``--force``):
   ``-shm`` or ``-journal`` file (by name beside a database, or by the WAL's
   and journal's own magic numbers): replacing a WAL destroys the
   transactions committed to it;
-* the store given with ``--db`` and its side files, whether they exist or not.
+* the store given with ``--db`` and its side files, whether they exist or
+  not, and any other file the same command reads (its query file, ...), by
+  any of its names;
+* anything under :data:`SYSTEM_FOLDERS` (``/dev``, ``/proc``, ``/sys``), by
+  its name or by where a symbolic link leads (``/dev/stdout`` leads to
+  a regular file when stdout is redirected: replacing the link would break
+  the system).
 
 The text is written to a temporary file (``.NAME.RANDOM.tmp``) in the
 target's folder, with the target's mode (a new file: ``0o666`` less the
@@ -115,6 +121,25 @@ def database_file_role(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+#: Folders of the running system, never written into (not even with
+#: ``--force``): their entries are devices, kernel state and links such as
+#: ``/dev/stdout`` that the system needs.
+SYSTEM_FOLDERS = ("/dev", "/proc", "/sys")
+
+
+def system_folder_of(path: str | os.PathLike[str]) -> tuple[str, bool] | None:
+    """The :data:`SYSTEM_FOLDERS` entry ``path`` lies under, by its own
+    (absolute, normalised) name, or else by where its symbolic links lead,
+    with ``True`` in the second case; ``None`` when neither."""
+    name = os.fspath(path)
+    for candidate, through_link in ((os.path.abspath(name), False), (os.path.realpath(name), True)):
+        for folder in SYSTEM_FOLDERS:
+            root = folder.rstrip("/")
+            if candidate == root or candidate.startswith(root + "/"):
+                return folder, through_link
+    return None
+
+
 def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -126,7 +151,8 @@ def kind_refusal(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` must never be written whatever the options, as the end
     of a sentence starting with the path (``"is a FIFO; rankscope writes
     regular files only"``), or ``None``: not a regular file (a symbolic
-    link is judged by what it names), an SQLite database or one of a
+    link is judged by what it names), anything under (or a link leading
+    into) :data:`SYSTEM_FOLDERS`, an SQLite database or one of a
     database's files (:func:`database_file_role`)."""
     name = os.fspath(path)
     try:
@@ -138,19 +164,35 @@ def kind_refusal(path: str | os.PathLike[str]) -> str | None:
     if st is not None and not _stat.S_ISREG(st.st_mode):
         link = "a symbolic link to " if os.path.islink(name) else ""
         return f"is {link}{file_kind(st.st_mode)}; rankscope writes regular files only"
+    system = system_folder_of(name)
+    if system is not None:
+        folder, through_link = system
+        where = f"leads into {folder}" if through_link else f"is under {folder}"
+        return f"{where}, a folder of the system; rankscope never writes there"
     role = database_file_role(name)
     if role is not None:
         return f"is {role}; rankscope never overwrites a database or its files"
     return None
 
 
-def check_output(path: Path, option: str, db: Path | None = None, force: bool = False) -> None:
+def check_output(
+    path: Path,
+    option: str,
+    db: Path | None = None,
+    force: bool = False,
+    inputs: Sequence[tuple[str, Path]] = (),
+) -> None:
     """Refuse, before any work, an output path that must not be written.
 
     Refused: a path in a folder that does not exist; the store ``db`` itself
     or one of its ``-wal``/``-shm``/``-journal`` files (existing or not);
+    any of the command's ``inputs``, by any name (a symlink, a hard link);
     whatever :func:`kind_refusal` refuses (even with ``force``); any other
     existing file or symlink unless ``force``.
+
+    Args:
+        inputs: ``(what it is, path)`` for each file the same command reads
+            (``("the query file", Path("q.json"))``); refused even with ``force``.
 
     Raises:
         OutputRefused: with a one-line reason naming ``option`` and ``path``.
@@ -165,6 +207,9 @@ def check_output(path: Path, option: str, db: Path | None = None, force: bool = 
                     "the store given with --db" if not suffix else f"the {suffix[1:]} file of the store given with --db"
                 )
                 raise OutputRefused(f"{option} {path} is {what}; give another file name")
+    for what, source in inputs:
+        if _same_file(path, source):
+            raise OutputRefused(f"{option} {path} is {what}; give another name")
     reason = kind_refusal(path)
     if reason is not None:
         raise OutputRefused(f"{option} {path} {reason}")

@@ -12,7 +12,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, List, NoReturn, Optional
+from typing import Annotated, Any, List, Mapping, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -129,6 +129,53 @@ class FileRole:
 
     use: str
     form: str
+
+    @property
+    def is_input(self) -> bool:
+        """True when the command reads the path (or only names it): an output
+        of the same command must never be that file."""
+        return self.use in ("reads", "opens", "indexes", "names")
+
+    @property
+    def noun(self) -> str:
+        """What the path is, for a message: ``"the query file"``."""
+        return FORM_NOUNS[self.form]
+
+
+#: What a path of each :attr:`FileRole.form` is, as a message names it.
+FORM_NOUNS = {
+    "queries": "the query file",
+    "qrels": "the qrels file",
+    "snapshot": "the snapshot file",
+    "sessions-map": "the sessions map",
+    "arguments": "the arguments",
+    "traces": "the traces file",
+    "trec-run": "the TREC run",
+    "store": "the store",
+    "session-db": "the session database",
+    "store-or-folder": "the store",
+    "corpus": "a file indexed",
+    "folder": "the folder",
+}
+
+
+def declared_inputs(command: Any, values: Mapping[str, Any]) -> list[tuple[str, Path]]:
+    """The files ``command`` (a command's function) reads, from its
+    :class:`FileRole` declarations: ``(what it is, path)`` for each input
+    parameter whose value in ``values`` (the function's ``locals()``) is a
+    path (or a list of paths), for :func:`engine.files.writing.check_output`."""
+    import typing
+
+    out: list[tuple[str, Path]] = []
+    for name, hint in typing.get_type_hints(command, include_extras=True).items():
+        roles = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, FileRole)]
+        if not roles or not roles[0].is_input:
+            continue
+        value = values.get(name)
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, Path):
+                out.append((roles[0].noun, item))
+    return out
 
 
 READS_QUERIES = FileRole("reads", "queries")

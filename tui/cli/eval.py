@@ -66,6 +66,7 @@ from .base import (
     WRITES_SNAPSHOT,
     StorePath,
     console,
+    declared_inputs,
     fail,
     open_store,
     search_db_option,
@@ -703,7 +704,7 @@ def snapshot_save(
     force: bool = typer.Option(False, "--force", help="Replace an existing snapshot file (never a database)."),
 ) -> None:
     """Record, per query, the layer and each stage's ranked chunk ids."""
-    check_output_file(out, "-o", db=db, force=force)
+    check_output_file(out, "-o", db=db, force=force, inputs=declared_inputs(snapshot_save, locals()))
     v = variant_option(variant, "--variant")
     entries = load_queries(queries)
     with open_store(db) as store:
@@ -818,7 +819,7 @@ def qrels_convert(
         fail(f"no such qrels file: {source}")
     except QrelsError as exc:
         fail(str(exc))
-    check_output_file(target, "TARGET", force=force)
+    check_output_file(target, "TARGET", force=force, inputs=declared_inputs(qrels_convert, locals()))
     write_output(
         target,
         "TARGET",

@@ -4,7 +4,7 @@ run a query file. Plain functions; :mod:`tui.cli.main` registers them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Callable, List, Optional, Union
+from typing import Annotated, Callable, List, Optional, Sequence, Union
 
 import typer
 from typing_extensions import NotRequired, TypedDict
@@ -32,6 +32,7 @@ from .base import (
     SourceExact,
     SourceFilter,
     console,
+    declared_inputs,
     err_console,
     fail,
     make_params,
@@ -448,15 +449,16 @@ def batch(
 ) -> None:
     """Run a query file and write a JSON list of traces, one per query, in
     order; with --trec-run, a TREC run of one stage's ranked chunk ids."""
+    inputs = declared_inputs(batch, locals())
     if out is not None:
-        check_output_file(out, "--out", db=db, force=force)
+        check_output_file(out, "--out", db=db, force=force, inputs=inputs)
     if out is not None and trec_run is not None:
         try:
             check_distinct([("--out", out), ("--trec-run", trec_run)])
         except OutputRefused as exc:
             fail(str(exc))
     if trec_run is not None:
-        check_output_file(trec_run, "--trec-run", db=db, force=force)
+        check_output_file(trec_run, "--trec-run", db=db, force=force, inputs=inputs)
         from engine.pipeline.table import RANKED_IDS
 
         if stage not in RANKED_IDS:
@@ -490,7 +492,7 @@ def batch(
     if trec_run is not None and out is None:
         return
     if out:
-        check_output_file(out, "--out", db=db, force=force)  # again: it may have appeared meanwhile
+        check_output_file(out, "--out", db=db, force=force, inputs=inputs)  # again: it may have appeared meanwhile
         write_output(
             out,
             "--out",
@@ -531,11 +533,19 @@ def write_output(
     console.print(safe.line(f"{done} to {path}"), markup=False, highlight=False, soft_wrap=True)
 
 
-def check_output_file(path: Path, option: str, db: Optional[Path] = None, force: bool = False) -> None:
+def check_output_file(
+    path: Path,
+    option: str,
+    db: Optional[Path] = None,
+    force: bool = False,
+    inputs: Sequence[tuple[str, Path]] = (),
+) -> None:
     """Fail early (before any work) when ``path`` must not be written: a
-    folder, a missing folder, the store ``db`` or any SQLite database, or an
-    existing file without ``force`` (:func:`engine.files.writing.check_output`)."""
+    folder, a missing folder, the store ``db``, one of the command's
+    ``inputs`` (:func:`~tui.cli.base.declared_inputs`) or any SQLite
+    database, or an existing file without ``force``
+    (:func:`engine.files.writing.check_output`)."""
     try:
-        check_output(path, option, db=db, force=force)
+        check_output(path, option, db=db, force=force, inputs=inputs)
     except OutputRefused as exc:
         fail(str(exc))
