@@ -116,7 +116,10 @@ def test_a_later_chunk_of_a_shared_key_is_named_by_its_id(db):
     [
         ((), "exactly one"),
         (("--rowid", "1", "--chunk", "a.md::Zebra crossing guide"), "exactly one"),
-        (("--rowid", "99"), "no chunk has rowid 99"),
+        (("--rowid", "99"), "--rowid: no chunk has rowid 99"),  # was "--rowid-rowid: ..."
+        (("--rowid", "1", "--vs-rowid", "99"), "--vs-rowid: no chunk has rowid 99"),
+        (("--rowid", str(2**63)), f"--rowid {2**63} is outside SQLite's row id range"),
+        (("--rowid", "1", "--vs-rowid", str(-(2**63) - 1)), f"--vs-rowid {-(2**63) - 1} is outside"),
         (("--chunk", "a.md::Nope"), "--chunk 'a.md::Nope': no chunk has key 'a.md::Nope'; source 'a.md' has titles"),
         (("--rowid", "1", "--vs-rowid", "1"), "same chunk"),
         (("--rowid", "1", "--vs", "x::y", "--vs-rowid", "2"), "not both"),

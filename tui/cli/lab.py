@@ -446,15 +446,18 @@ def doctor_cmd(
 # ─── explain ─────────────────────────────────────────────────────────────
 
 
-def _rowid_of(store: Store, chunk_id: Optional[str], rowid: Optional[int], option: str) -> Optional[int]:
-    """The row id named by a chunk id (``option``) or a row id (``option``-rowid)."""
+def _rowid_of(
+    store: Store, chunk_id: Optional[str], rowid: Optional[int], option: str, rowid_option: str
+) -> Optional[int]:
+    """The row id named by a chunk id (given with ``option``, ``--chunk``)
+    or a row id (given with ``rowid_option``, ``--rowid``)."""
     if rowid is not None:
         if not ROWID_MIN <= rowid <= ROWID_MAX:
-            fail(f"{option}-rowid {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX})")
+            fail(f"{rowid_option} {rowid} is outside SQLite's row id range ({ROWID_MIN} to {ROWID_MAX})")
         try:
             find_chunks(store, rowid=rowid)
         except ChunkNotFoundError as exc:
-            fail(f"{option}-rowid: {exc}")
+            fail(f"{rowid_option}: {exc}")
         return rowid
     if chunk_id is None:
         return None
@@ -503,8 +506,8 @@ def explain_cmd(
     )
     with open_store(db) as store:
         warn_unknown_sessions(store, session)
-        x = _rowid_of(store, chunk, rowid, "--chunk" if chunk is not None else "--rowid")
-        y = _rowid_of(store, vs, vs_rowid, "--vs")
+        x = _rowid_of(store, chunk, rowid, "--chunk", "--rowid")
+        y = _rowid_of(store, vs, vs_rowid, "--vs", "--vs-rowid")
         assert x is not None
         if y is not None and y == x:
             fail("--vs names the same chunk as the one explained; name another one")
