@@ -399,10 +399,47 @@ def check_integrity(source: Store | str, conn: sql.Connection | None = None) -> 
                     finally:
                         src.close()
             except sql.Error as exc:
-                return (IntegrityCheck("copy", (str(exc) or type(exc).__name__,), damage=is_corruption(exc)),)
+                path = source.path if isinstance(source, Store) else str(source)
+                said = str(exc) or type(exc).__name__
+                short = truncation(path) if path is not None else None
+                problems = (f"the copy stopped early: {short}", said) if short else (said,)
+                return (IntegrityCheck("copy", problems, damage=short is not None or is_corruption(exc)),)
             return _run_checks(copy)
         finally:
             copy.close()
+
+
+#: SQLite's database header: its size, and where it keeps the page size
+#: (2 bytes, big-endian; 1 means 65536), the change counter, the size in
+#: pages (4 bytes each) and the change counter that size is valid for
+#: (https://www.sqlite.org/fileformat2.html#the_database_header).
+HEADER_BYTES, PAGE_SIZE_AT, CHANGE_COUNTER_AT, PAGE_COUNT_AT, VALID_FOR_AT = 100, 16, 24, 28, 92
+
+
+def truncation(path: str) -> str | None:
+    """How much of the database file ``path`` is missing, in words
+    (``"the file is truncated: 51,200 bytes where its header says
+    8,130,560 (1,985 pages of 4,096 bytes)"``), or ``None``: the file is as
+    long as its header says, the header's size is not valid (an old
+    writer's), or the file cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(HEADER_BYTES)
+            size = os.fstat(fh.fileno()).st_size
+    except OSError:
+        return None
+    if len(head) < HEADER_BYTES:
+        return f"the file is truncated: {size:,} bytes, less than SQLite's {HEADER_BYTES}-byte header"
+    page_size = int.from_bytes(head[PAGE_SIZE_AT : PAGE_SIZE_AT + 2], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[PAGE_COUNT_AT : PAGE_COUNT_AT + 4], "big")
+    valid = head[CHANGE_COUNTER_AT : CHANGE_COUNTER_AT + 4] == head[VALID_FOR_AT : VALID_FOR_AT + 4]
+    if not valid or not pages or size >= pages * page_size:
+        return None
+    return (
+        f"the file is truncated: {size:,} bytes where its header says {pages * page_size:,} "
+        f"({pages:,} pages of {page_size:,} bytes)"
+    )
 
 
 def _run_checks(copy: sql.Connection) -> tuple[IntegrityCheck, ...]:

@@ -181,7 +181,18 @@ def backup(source: Connection, dest: Connection) -> None:
     transaction: the copy is then that snapshot.
 
     Raises:
-        Error: a page cannot be read (a damaged file: ``CorruptError``) or written.
+        Error: a page cannot be read (a damaged file: ``CorruptError``) or
+            written, in SQLite's words for what stopped the copy (the step
+            itself reports the destination's "not an error"; the finish
+            reports the cause).
     """
-    with dest.backup("main", source, "main") as job:
+    job = dest.backup("main", source, "main")
+    try:
         job.step(-1)
+    except Error:
+        try:
+            job.finish()
+        except Error as cause:
+            raise cause from None
+        raise
+    job.finish()

@@ -177,3 +177,32 @@ def test_real_context_mode_stores(name, schema):
     assert r.chunks == r.trigram_rows > 100 and r.sources == 11
     assert r.count_mismatches == () and r.orphan_chunks == 0
     assert r.collisions and all(c.count >= 2 for c in r.collisions)
+
+
+def test_a_truncated_store_says_so_not_sqlites_success_string(tmp_path, capsys):
+    """A store cut to 50 KB: the private copy stops at the first missing
+    page. The backup step reports the destination's message, SQLite's
+    "not an error"; the doctor printed "private copy failed: not an error"."""
+    from engine.lab.doctor import check_integrity, truncation
+    from tui.cli import main
+
+    full = tmp_path / "full.db"
+    with Store.create(full) as s:
+        for i in range(300):
+            s.index_text(f"f{i}.md", f"# Title {i}\n\n" + f"text about topic {i} and zebra crossings " * 40, "markdown")
+    cut = tmp_path / "trunc.db"
+    cut.write_bytes(full.read_bytes()[: 50 * 1024])
+    assert truncation(str(full)) is None
+    (check,) = check_integrity(str(cut))
+    assert check.check == "copy" and check.damage
+    assert check.problems[0].startswith(
+        "the copy stopped early: the file is truncated: 51,200 bytes where its header says "
+    )
+    assert "not an error" not in " ".join(check.problems)
+    with pytest.raises(SystemExit) as exc:
+        main(["doctor", "--db", str(cut), "--json"])
+    assert exc.value.code == 1
+    report = json.loads(capsys.readouterr().out)
+    (copy,) = report["integrity"]
+    assert copy["problems"][0].startswith("the copy stopped early: the file is truncated")
+    assert copy["problems"][1] == "database disk image is malformed"
