@@ -321,10 +321,16 @@ def _help_texts():
     group = typer.main.get_command(app)
     yield "rankscope", group.help or ""
     assert len(group.commands) >= 9
-    for name, cmd in group.commands.items():
-        yield name, cmd.help or ""
-        for param in cmd.params:
-            yield f"{name} {param.name}", getattr(param, "help", None) or ""
+
+    def walk(prefix, commands):
+        for name, cmd in commands.items():
+            yield f"{prefix}{name}", cmd.help or ""
+            for param in cmd.params:
+                yield f"{prefix}{name} {param.name}", getattr(param, "help", None) or ""
+            # a group's subcommands too: `qrels query-file` broke mid-sentence, unchecked
+            yield from walk(f"{prefix}{name} ", getattr(cmd, "commands", {}))
+
+    yield from walk("", group.commands)
 
 
 def test_help_paragraphs_have_no_hard_line_breaks():
@@ -343,6 +349,8 @@ def test_rendered_help_does_not_break_sentences():
         assert not any(line.endswith((" it", " Untitled", " so")) for line in lines), (name, r.output)
     r = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert "the stage where it left the pipeline" in r.output
+    qrels = runner.invoke(app, ["qrels", "--help"], env={"COLUMNS": "200"}).output
+    assert "(query-file.txt in its data folder): the browser grades a query typed with the text of one of its" in qrels
     assert "oversized chunks, Untitled titles" in r.output
 
 

@@ -217,6 +217,8 @@ def build_app(only: Optional[str] = None) -> typer.Typer:
             group: typer.Typer = _load(module, attr)
             for info in group.registered_commands:
                 info.cls = RankscopeCommand
+                if info.help is None and info.callback is not None:  # as for the commands above: one line a paragraph
+                    info.help = unwrap(info.callback.__doc__)
             # no_args_is_help=False: a group given no subcommand is a usage error like any other (Click's
             # "missing command": one line, exit 2, the hint listing the subcommands), not its help printed
             # as an error
