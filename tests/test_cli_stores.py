@@ -295,6 +295,22 @@ def test_index_refuses_an_unknown_sqlite_database(project, tmp_path, capsys):
     assert _digest(target) == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "proj"]
 
 
+def test_index_refuses_an_existing_empty_file(project, tmp_path, capsys):
+    """``index --db notes.md`` where notes.md is empty turned it into a store
+    (SQLite reads an empty file as an empty database): it is not a store
+    rankscope made. One line, exit 2, the file untouched, nothing beside it."""
+    target = tmp_path / "notes.md"
+    target.write_bytes(b"")
+    mtime = target.stat().st_mtime_ns
+    err = cli_error(["index", str(project), "--db", str(target)], capsys)
+    assert err == (
+        f"rankscope: error: cannot create store {target}: it is an empty file, not a store rankscope made; "
+        "remove it or give another name"
+    )
+    assert target.read_bytes() == b"" and target.stat().st_mtime_ns == mtime
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.md", "proj"]
+
+
 def test_index_updates_its_own_store(project, tmp_path):
     db = tmp_path / "s.db"
     assert runner.invoke(app, ["index", str(project), "--db", str(db)]).exit_code == 0

@@ -338,7 +338,8 @@ def create_file(p: str) -> None:
     """Place a new, complete, empty store at ``p``: built (mark, WAL,
     schema) in ``.NAME.RANDOM.creating`` beside it, then hard-linked to
     ``p``, which fails if ``p`` appeared meanwhile (another run won the
-    race: its store is used; an empty file is replaced). Where hard links
+    race: its store is used; an empty file that appeared meanwhile is
+    replaced). Where hard links
     are not supported the file is renamed into place unless ``p`` exists by
     then. The temporary files are removed in every case (on SIGTERM and
     SIGHUP too: :func:`engine.files.writing.removed_on_signal`).
@@ -404,9 +405,10 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
     left half-created gets its missing tables here.
 
     Raises:
-        NotADatabaseError: ``p`` exists and is not an SQLite file, or is
-            another database's ``-wal``/``-shm``/``-journal`` file (existing
-            or not) or an SQLite log (:func:`engine.files.writing.database_file_role`).
+        NotADatabaseError: ``p`` exists and is not an SQLite file (an
+            empty file included), or is another database's
+            ``-wal``/``-shm``/``-journal`` file (existing or not) or an SQLite
+            log (:func:`engine.files.writing.database_file_role`).
         NotOurStoreError: ``p`` is an SQLite database rankscope did not
             create (checked before anything is written).
         SchemaError: an existing DB has a different schema.
@@ -427,6 +429,12 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
         if role is not None and role != "an SQLite database":  # another database's -wal/-shm/-journal
             raise NotADatabaseError(
                 f"cannot create store {p}: it is {role}; rankscope never writes a database's own files"
+            )
+        if mode is not None and not has_content(p):
+            # an empty file: SQLite would read it as an empty database, but rankscope did not make it
+            raise NotADatabaseError(
+                f"cannot create store {p}: it is an empty file, not a store rankscope made; "
+                "remove it or give another name"
             )
         fresh = not has_content(p)
         if fresh:

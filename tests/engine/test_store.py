@@ -177,9 +177,10 @@ def test_created_stores_carry_the_mark(tmp_path):
     with Store.create(p) as s:  # "create" on our own store opens it
         assert {x.label for x in s.sources()} == {"a.md", "b.md"}
     empty = tmp_path / "empty.db"
-    empty.write_bytes(b"")  # SQLite reads an empty file as an empty database
-    Store.create(empty).close()
-    assert read_application_id(empty) == APPLICATION_ID
+    empty.write_bytes(b"")  # SQLite reads an empty file as an empty database; rankscope did not make it
+    with pytest.raises(NotADatabaseError, match="it is an empty file, not a store rankscope made"):
+        Store.create(empty)
+    assert empty.read_bytes() == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "s.db"]
 
 
 def _foreign(tmp_path, kind: str):
