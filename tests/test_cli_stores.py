@@ -337,11 +337,72 @@ def test_index_interrupt_exits_130(project, tmp_path, monkeypatch):
 
     monkeypatch.setattr(corpus, "index_paths", interrupted)  # `rankscope index` imports it when it runs
     db = tmp_path / "s.db"
+    Store.create(db).close()  # an existing store is updated in place, one transaction per file
     r = runner.invoke(app, ["index", str(project), "--db", str(db)])
     assert r.exit_code == 130
     assert "interrupted after 1 indexed" in r.output and "consistent" in r.output
     with Store.open_readonly(db) as store:
         assert len(store.sources()) == 1
+
+
+@pytest.mark.parametrize("after", [1, 2])
+def test_an_interrupted_index_into_a_new_store_leaves_nothing(project, tmp_path, monkeypatch, after):
+    """The README: the store ``index --db`` creates is built under a
+    temporary name and removed on an interrupt. It was built in place, and
+    Ctrl+C left a store with the files indexed so far."""
+    real = indexing.insert
+    calls = []
+
+    def commit_then_interrupt(*a, **kw):
+        result = real(*a, **kw)
+        calls.append(result.label)
+        if len(calls) == after:
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(indexing, "insert", commit_then_interrupt)
+    db = tmp_path / "new.db"
+    r = runner.invoke(app, ["index", str(project), "--db", str(db)])
+    assert r.exit_code == 130
+    assert f"interrupted after {after} indexed and 0 unchanged files: the new store {db} was not created" in " ".join(
+        r.output.split()
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["proj"]  # neither the store nor a temporary file
+
+
+def test_a_new_store_gets_its_name_only_when_complete(project, tmp_path, monkeypatch):
+    """While a new store is indexed, nothing is at its name; then it is put
+    there whole. Another run's store that appeared meanwhile is indexed
+    into (tests/engine/test_store_creation.py); anything else is refused
+    and left as it is."""
+    real = indexing.insert
+    seen = []
+    db = tmp_path / "new.db"
+
+    def watch(*a, **kw):
+        seen.append(sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(indexing, "insert", watch)
+    r = runner.invoke(app, ["index", str(project), "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    assert seen and all(names == ["proj"] for names in seen)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.db", "proj"]
+    with Store.open_readonly(db) as store:
+        assert len(store.sources()) == len(seen)
+
+    other = tmp_path / "other.db"
+
+    def squatter(*a, **kw):
+        if not other.exists():
+            other.write_bytes(b"someone else's")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(indexing, "insert", squatter)
+    r = runner.invoke(app, ["index", str(project), "--db", str(other)])
+    assert r.exit_code != 0 and "not an SQLite database" in str(r.exception)
+    assert other.read_bytes() == b"someone else's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.db", "other.db", "proj"]
 
 
 # ─── read-only files and folders (needs a process without root's rights to write) ───
@@ -418,6 +479,7 @@ def test_index_interrupt_after_a_commit_reports_every_stored_file(project, tmp_p
 
     monkeypatch.setattr(indexing, "insert", commit_then_interrupt)
     db = tmp_path / "s.db"
+    Store.create(db).close()  # an existing store keeps what was committed
     r = runner.invoke(app, ["index", str(project), "--db", str(db)])
     assert r.exit_code == 130
     monkeypatch.setattr(indexing, "insert", real)

@@ -295,6 +295,62 @@ def _existing_mode(path: Path) -> int | None:
     return _stat.S_IMODE(st.st_mode) if _stat.S_ISREG(st.st_mode) else None
 
 
+def _place_new(tmp: str, path: Path) -> None:
+    """Give the complete file ``tmp`` the name ``path``, never over anything:
+    a hard link (fails if the name exists in any form, a dangling symlink
+    included); where hard links are not supported, a rename unless ``path``
+    exists by then.
+
+    Raises:
+        FileExistsError: ``path`` exists.
+    """
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        # No hard links here (some network or FAT file systems).
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.replace(tmp, path)
+
+
+@contextmanager
+def built_aside(path: Path, side_suffixes: Sequence[str] = SIDE_SUFFIXES) -> Iterator[Path]:
+    """A new file made whole before it gets its name (``index --db`` of a
+    store that does not exist yet): yields a temporary name
+    ``.NAME.RANDOM.tmp`` in ``path``'s folder, for the caller to build the
+    file at (and close it); when the block ends without an error, the file
+    is put at ``path`` (:func:`_place_new`: never over anything). The
+    temporary file and its ``side_suffixes`` files (an SQLite database's
+    ``-wal``, ``-shm``, ``-journal``) are removed in every case: an error,
+    ``KeyboardInterrupt`` (SIGINT) and, from the main thread, SIGTERM and
+    SIGHUP (:func:`removed_on_signal`).
+
+    Raises:
+        FileExistsError: ``path`` appeared while the file was built; it is
+            left as it is and the new file removed.
+        OutputRefused: a side file with content remains (the file is not
+            complete without it): nothing is put in place.
+    """
+    folder = path.parent if str(path.parent) else Path(".")
+    tmp = str(folder / f".{path.name}.{secrets.token_hex(6)}.tmp")
+    leftovers = (tmp, *(tmp + suffix for suffix in side_suffixes))
+    with removed_on_signal(*leftovers):
+        try:
+            yield Path(tmp)
+            for side in leftovers[1:]:
+                if os.path.exists(side) and os.path.getsize(side) > 0:
+                    raise OutputRefused(f"the new file is not complete without {side}, which remains")
+            _place_new(tmp, path)
+        finally:
+            for leftover in leftovers:
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
+
+
 def write_text_file(path: Path, text: str, overwrite: bool = False, make_folder: bool = False) -> None:
     """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same
     folder, then put it in place in one step (see the module docstring).
@@ -337,15 +393,7 @@ def write_text_file(path: Path, text: str, overwrite: bool = False, make_folder:
             if overwrite:
                 os.replace(tmp, path)
             else:
-                try:
-                    os.link(tmp, path)
-                except FileExistsError:
-                    raise
-                except OSError:
-                    # No hard links here (some network or FAT file systems).
-                    if os.path.lexists(path):
-                        raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
-                    os.replace(tmp, path)
+                _place_new(tmp, path)
         finally:
             try:
                 os.unlink(tmp)

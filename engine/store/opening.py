@@ -392,6 +392,62 @@ def _build_and_place(p: str, tmp: str, leftovers: tuple[str, ...]) -> None:
                 pass
 
 
+def check_target(p: str) -> None:
+    """Refuse, before anything is written, a path no store may be created
+    or opened for writing at: a missing folder, anything but a regular
+    file, another database's ``-wal``/``-shm``/``-journal`` file (existing
+    or not) or an SQLite log, an existing empty file (not a store rankscope
+    made).
+
+    Raises:
+        StoreError: the folder does not exist.
+        NotADatabaseError: any other case.
+    """
+    parent = Path(p).resolve().parent
+    if not parent.is_dir():
+        raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
+    try:
+        mode: int | None = os.stat(p).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):  # a FIFO, a device, a folder: said as it is
+        raise NotADatabaseError(f"cannot create store {p}: it is {file_kind(mode)}, not a database file")
+    role = database_file_role(p)
+    if role is not None and role != "an SQLite database":  # another database's -wal/-shm/-journal
+        raise NotADatabaseError(f"cannot create store {p}: it is {role}; rankscope never writes a database's own files")
+    if mode is not None and not has_content(p):
+        # an empty file: SQLite would read it as an empty database, but rankscope did not make it
+        raise NotADatabaseError(
+            f"cannot create store {p}: it is an empty file, not a store rankscope made; remove it or give another name"
+        )
+
+
+def _stray_wal(p: str) -> StoreError:
+    return StoreError(
+        f"cannot create store {p}: a {os.path.basename(p)}-wal file of some other database is "
+        "beside it (SQLite would replay it); remove it or choose another name"
+    )
+
+
+def check_new_store(p: str) -> None:
+    """The checks :func:`create` makes before it builds a store at ``p``,
+    which does not exist, for a caller that builds it under another name
+    and puts it at ``p`` when complete (``index --db`` of a new store):
+    :func:`check_target`, no ``-wal`` with content beside ``p`` (SQLite
+    would replay it into the store), a writable folder.
+
+    Raises:
+        StoreError, NotADatabaseError: naming ``p``.
+    """
+    check_target(p)
+    try:
+        if os.path.getsize(p + "-wal") > 0:
+            raise _stray_wal(p)
+    except OSError:
+        pass
+    check_writable(p, create=True)
+
+
 def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
     """Create a writable store at ``p`` (or open one rankscope created
     earlier); ``":memory:"`` for a scratch store. A new store is marked
@@ -416,36 +472,14 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
     """
     fresh = True
     if p != ":memory:":
-        parent = Path(p).resolve().parent
-        if not parent.is_dir():
-            raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
-        try:
-            mode: int | None = os.stat(p).st_mode
-        except OSError:
-            mode = None
-        if mode is not None and not stat.S_ISREG(mode):  # a FIFO, a device, a folder: said as it is
-            raise NotADatabaseError(f"cannot create store {p}: it is {file_kind(mode)}, not a database file")
-        role = database_file_role(p)
-        if role is not None and role != "an SQLite database":  # another database's -wal/-shm/-journal
-            raise NotADatabaseError(
-                f"cannot create store {p}: it is {role}; rankscope never writes a database's own files"
-            )
-        if mode is not None and not has_content(p):
-            # an empty file: SQLite would read it as an empty database, but rankscope did not make it
-            raise NotADatabaseError(
-                f"cannot create store {p}: it is an empty file, not a store rankscope made; "
-                "remove it or give another name"
-            )
+        check_target(p)
         fresh = not has_content(p)
         if fresh:
             check_writable(p, create=True)
             create_file(p)
             fresh = False
         if not os.path.isdir(p) and (not os.path.exists(p) or os.path.getsize(p) == 0):
-            raise StoreError(
-                f"cannot create store {p}: a {os.path.basename(p)}-wal file of some other database is "
-                "beside it (SQLite would replay it); remove it or choose another name"
-            )
+            raise _stray_wal(p)
         check_file(p)
         check_owned(p)
         check_writable(p)

@@ -3,8 +3,10 @@ run a query file. Plain functions; :mod:`tui.cli.main` registers them."""
 
 from __future__ import annotations
 
+import os
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Callable, List, Optional, Sequence, Union
+from typing import Annotated, Any, Callable, List, Optional, Sequence, Union
 
 import typer
 from typing_extensions import NotRequired, TypedDict
@@ -15,7 +17,7 @@ from engine.files.reading import InputFileError, json_shape, load_json_input
 from engine.js.strings import undecodable
 
 from tui.present import safe
-from engine.files.writing import OutputRefused, check_distinct, check_output, write_text_file
+from engine.files.writing import OutputRefused, built_aside, check_distinct, check_output, write_text_file
 from tui.present.fmt import json_text
 from .base import (
     CREATES_STORE,
@@ -62,8 +64,6 @@ def index(
     no_gitignore: bool = typer.Option(False, "--no-gitignore", help="Do not honour .gitignore files."),
 ) -> None:
     """Index files and folders into a store: .md markdown, .json JSON, else plain text."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     sessions = None
     folders = [p for p in paths if p.is_dir()]
     if sessions_map is None and len(folders) == 1 and (folders[0] / "_sessions.json").is_file():
@@ -92,10 +92,52 @@ def index(
             f"refusing to write to {db}: {owner}. rankscope never writes to stores it did not create; "
             f"open it read-only with: rankscope {db}"
         )
-    # One call whether db exists or not: creation is atomic (two runs on a
-    # fresh path share one store) and a half-created store of ours resumes.
+    # A store that does not exist yet is built under a temporary name beside
+    # it and put in place when indexing ends (an interrupt or a failure
+    # leaves nothing at db); an existing store of ours is updated in place,
+    # one transaction per file.
+    existed = os.path.lexists(db)
+    if not existed:
+        from engine.store.opening import check_new_store
+
+        try:
+            check_new_store(str(db))  # its errors name db, not the temporary name
+        except StoreError as exc:
+            fail(str(exc))
     try:
-        store = Store.create(db)
+        with ExitStack() as building:
+            target = db if existed else building.enter_context(built_aside(db))
+            report = _index_into(target, db, existed, paths, sessions, session, max_file_bytes, full, no_gitignore)
+    except FileExistsError:
+        # Another run put its store there first: index into that one (what it
+        # has already is unchanged), so two runs on a new path share one store;
+        # anything else that appeared there is refused as usual.
+        report = _index_into(db, db, True, paths, sessions, session, max_file_bytes, full, no_gitignore)
+    except OutputRefused as exc:
+        fail(f"cannot put the new store at {db}: {exc}")
+    _print_index_report(report, db)
+
+
+def _index_into(
+    target: Path,
+    db: Path,
+    existed: bool,
+    paths: List[Path],
+    sessions: Optional[dict[str, str]],
+    session: str,
+    max_file_bytes: int,
+    full: bool,
+    no_gitignore: bool,
+) -> Any:
+    """:func:`index`'s work: index ``paths`` into the store at ``target``
+    (``db`` itself when it ``existed``, else its temporary name), with a
+    progress bar; the store is closed when this returns. Ctrl+C: a line
+    saying what is kept, exit 130. Returns the
+    :class:`~engine.store.corpus.IndexReport`."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    try:
+        store = Store.create(target)
     except StoreError as exc:
         fail(str(exc))
     from engine.store.gitignore import gitignore_matcher
@@ -149,13 +191,23 @@ def index(
             store.close()
             done = getattr(exc, "report", None)
             so_far = f" after {len(done.results)} indexed and {len(done.unchanged)} unchanged files" if done else ""
-            err_console.print(
-                f"interrupted{so_far}: each file is stored in one transaction, so the store is consistent "
-                "(the file in progress keeps its previous content)"
-            )
+            if existed:
+                err_console.print(
+                    f"interrupted{so_far}: each file is stored in one transaction, so the store is consistent "
+                    "(the file in progress keeps its previous content)"
+                )
+            else:
+                err_console.print(
+                    safe.line(f"interrupted{so_far}: the new store {db} was not created (nothing is left)"),
+                    markup=False,
+                    highlight=False,
+                )
             raise typer.Exit(130) from exc
+        except BaseException:
+            store.close()  # before its files are removed (a new store) or the process ends
+            raise
     store.close()
-    _print_index_report(report, db)
+    return report
 
 
 def _print_index_report(report, db: Path) -> None:
