@@ -226,6 +226,26 @@ async def test_an_edited_file_of_a_browsed_folder_shows_in_the_next_search(tmp_p
         assert "Guide > Escape hatch" in [h.candidate.title for h in trace.final]
 
 
+async def test_a_demo_indexes_a_folder_into_a_read_only_store(tmp_path):
+    """A demo of a folder the user's cache does not hold indexes it into the
+    visitor's cache and browses it read-only, like every demo store."""
+    from tui.browser.app import RankscopeApp
+    from tui.browser.options import DemoMode
+    from tui.browser.screens.browser import BrowserScreen
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nThe airlock opens inward.\n")
+    visitor = tmp_path / "visitor"
+    visitor.mkdir()
+    args = app_arguments(str(folder), demo_cache=visitor / "cache")
+    assert args.index_job is not None
+    app = RankscopeApp(replace(args, demo=DemoMode(visitor), show_timings=False, cursor_blink=False))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_screen(pilot, BrowserScreen, timeout=INDEXING_TIMEOUT)
+        assert app.store.read_only
+
+
 def test_a_demo_reads_the_users_cached_store_read_only(corpus, tmp_path):
     """A demo visitor never writes to the user's cache: an up-to-date cached
     store is opened read-only for them (the stale refresh only lists)."""

@@ -213,8 +213,10 @@ def build_cache(
     progress: Callable[[str, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     on_skips: Callable[[SkipList], None] | None = None,
+    writable: bool = True,
 ) -> Store:
-    """Index ``entry.folder`` into a fresh cached store and open it read-only.
+    """Index ``entry.folder`` into a fresh cached store and open it for
+    writing (``writable=False``: read-only, a demo's store).
 
     The store is written to a temporary file and renamed into place, so an
     interrupted build never leaves a half-filled store behind a valid
@@ -262,4 +264,4 @@ def build_cache(
     )
     if on_skips is not None:
         on_skips(skips)
-    return Store.open_writable(entry.db_path)
+    return Store.open_writable(entry.db_path) if writable else Store.open_readonly(entry.db_path)
