@@ -155,3 +155,19 @@ def test_each_command_was_really_short_of_memory_and_then_not(words, outcomes):
     runs = [outcomes[_id(words, m)] for m in MARGINS_MB]
     assert any(err == OUT_OF_MEMORY for _, _, err in runs), runs
     assert runs[-1][0] in (0, 1) and runs[-1][2] != OUT_OF_MEMORY, runs[-1]
+
+
+def test_the_out_of_memory_line_is_said_once(monkeypatch, capfd):
+    """The exit raised after the line could itself fail to allocate: the
+    MemoryError went back to main's handler, which said it again (two lines,
+    seen once under load with ``snapshot save`` at 9 MB). The exit is made
+    at import and the line written once."""
+    import importlib
+
+    cli_main = importlib.import_module("tui.cli.main")  # the module (tui.cli.main the attribute is the function)
+    monkeypatch.setattr(cli_main, "_OUT_OF_MEMORY_SAID", [False])
+    for _ in range(2):
+        with pytest.raises(SystemExit) as exc:
+            cli_main._say_out_of_memory()
+        assert exc.value.code == 2
+    assert capfd.readouterr().err == OUT_OF_MEMORY

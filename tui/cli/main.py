@@ -491,16 +491,23 @@ def out_of_memory(exc: BaseException) -> bool:
 
 
 _OUT_OF_MEMORY_BYTES = OUT_OF_MEMORY.encode("ascii")
+#: Made at import, like the bytes: creating the exit when memory is gone
+#: failed with a MemoryError, which came back here and said it twice.
+_OUT_OF_MEMORY_EXIT = SystemExit(2)
+#: Whether :data:`OUT_OF_MEMORY` was written (once per process).
+_OUT_OF_MEMORY_SAID = [False]
 
 
 def _say_out_of_memory() -> NoReturn:
     """Write :data:`OUT_OF_MEMORY` with one system call (bytes made at import:
-    nothing is allocated) and exit with status 2."""
-    try:
-        os.write(2, _OUT_OF_MEMORY_BYTES)
-    except OSError:
-        pass
-    raise SystemExit(2) from None
+    nothing is allocated), once per process, and exit with status 2."""
+    if not _OUT_OF_MEMORY_SAID[0]:
+        _OUT_OF_MEMORY_SAID[0] = True
+        try:
+            os.write(2, _OUT_OF_MEMORY_BYTES)
+        except OSError:
+            pass
+    raise _OUT_OF_MEMORY_EXIT from None
 
 
 def exit_for(exc: BaseException) -> NoReturn:
