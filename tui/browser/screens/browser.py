@@ -988,7 +988,8 @@ class BrowserScreen(WorkScreen[None]):
         remember it. Searches run as you type, so few are submitted."""
         shown = self._shown_query
         if shown and query.strip() and not (query.startswith(shown) or shown.startswith(query)):
-            self.remember_query(shown)
+            if self.history_cursor is None or not self.history_cursor.stepped_to(shown):
+                self._record(shown)  # a query stepped to is in the history: moving it would reorder the steps
             self._shown_query = ""
 
     def remember_shown(self) -> None:
@@ -1001,11 +1002,16 @@ class BrowserScreen(WorkScreen[None]):
         self.remember_shown()
 
     def remember_query(self, query: str) -> None:
-        """Add ``query`` to the history (Enter, or leaving the query box)."""
-        if self.state is None:
-            return
+        """Add ``query`` to the history (Enter, or leaving the query box)
+        and end stepping through the history."""
         if self.history_cursor is not None:
             self.history_cursor.reset()
+        self._record(query)
+
+    def _record(self, query: str) -> None:
+        """Add ``query`` to the history, leaving any stepping through it as it is."""
+        if self.state is None:
+            return
         try:
             self.state.history.add(query)
         except (OSError, ValueError) as exc:
@@ -1026,7 +1032,7 @@ class BrowserScreen(WorkScreen[None]):
         newer query (then the draft). False when not stepping (↓ then leaves)."""
         if self.state is None or self.history_cursor is None or not self.history_cursor.browsing:
             return False
-        text = self.history_cursor.newer(self.state.history)
+        text = self.history_cursor.newer()
         if text is not None:
             self.query_box.set_query(text)
         return True
