@@ -472,6 +472,31 @@ async def test_copy_command_line():
         await wait_for(pilot, lambda: any(n.message == expected for n in notifications(app)))
 
 
+async def test_notifications_stay_up_by_severity(monkeypatch):
+    """At 80x24 a toast covers the journey pane and dialogs: "Copied command
+    line" stayed 8 s, the skipped-files warning 12 s. Information now goes
+    after 5 s, warnings after 8, errors after 12 (the app's one table)."""
+    from textual.app import App
+
+    shown: list[tuple[str, str, float | None]] = []
+    textual_notify = App.notify
+
+    def recording(self, message, *, title="", severity="information", timeout=None, markup=True):
+        shown.append((title, severity, timeout))  # what Textual is asked to show, for how long
+        textual_notify(self, message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    monkeypatch.setattr(App, "notify", recording)
+    async with browsing(NARROW, "cache") as (app, pilot):
+        await press(pilot, "f4")
+        await wait_for(pilot, lambda: any(title == "Copied command line" for title, *_ in shown))
+        app.browser._save_failed("History", OSError(28, "No space left on device", "history.json"))
+        app.browser.show_failure(RuntimeError("database disk image is malformed"))
+    timeouts = {title: (severity, timeout) for title, severity, timeout in shown}
+    assert timeouts["Copied command line"] == ("information", 5.0)
+    assert timeouts["History not saved"] == ("error", 12.0)
+    assert timeouts["Search failed"] == ("error", 12.0)
+
+
 async def test_export_trace(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     async with browsing(WIDE, "cache") as (app, pilot):

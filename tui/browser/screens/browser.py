@@ -671,7 +671,7 @@ class BrowserScreen(WorkScreen[None]):
         self.clear_journey("No journey: the search failed (Results says why).")
         text = describe_problem(error)
         if text != self._last_failure:
-            self.notify(safe.line(text), title="Search failed", severity="error", timeout=10, markup=False)
+            self.notify(safe.line(text), title="Search failed", severity="error", markup=False)
         self._last_failure = text
 
     def show_trace(self, trace: Trace, stems: tuple[str, ...] = ()) -> None:
@@ -690,9 +690,7 @@ class BrowserScreen(WorkScreen[None]):
         if warning:
             self.results.border_subtitle = (self.results.border_subtitle or "") + " · ⚠ a retriever failed"
             if warning != self._last_warning:
-                self.notify(
-                    safe.line(warning), title="A retriever failed", severity="warning", timeout=15, markup=False
-                )
+                self.notify(safe.line(warning), title="A retriever failed", severity="warning", markup=False)
         self._last_warning = warning
         self.inspector.show_trace(trace)
         if trace.final:
@@ -976,11 +974,11 @@ class BrowserScreen(WorkScreen[None]):
         self.state = StoreState.load(self.store.path, self.options.qrels_path)
         self.history_cursor = HistoryCursor()
         for problem in self.state.problems():
-            self.notify(safe.line(problem), title="Not read", severity="warning", timeout=10, markup=False)
+            self.notify(safe.line(problem), title="Not read", severity="warning", markup=False)
 
     def _save_failed(self, what: str, exc: Exception) -> None:
         text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
-        self.notify(safe.line(text), title=f"{what} not saved", severity="error", timeout=10, markup=False)
+        self.notify(safe.line(text), title=f"{what} not saved", severity="error", markup=False)
 
     def _moved_on(self, query: str) -> None:
         """The query box now reads ``query``: when it is another query (not
