@@ -8,6 +8,7 @@ one pane shows at a time under a tab bar (keys r s j, or the tabs).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterator
 
@@ -42,7 +43,7 @@ from tui.browser.widgets.inspector import StageInspector
 from tui.browser.widgets.params_bar import ParamsBar
 from tui.browser.widgets.pinned_line import PinnedLine, PinnedParts
 from tui.browser.widgets.preview import JourneyPane
-from tui.browser.widgets.query_box import QueryBox
+from tui.browser.widgets.query_box import SEARCHING_SHOWN_AFTER_S, QueryBox
 from tui.browser.widgets.results import ResultsPane
 from tui.browser.widgets.footer import KeyFooter
 
@@ -581,7 +582,15 @@ class BrowserScreen(WorkScreen[None]):
             self.show_welcome()
             return
         self.results.border_subtitle = "searching…"
+        self.set_timer(SEARCHING_SHOWN_AFTER_S, functools.partial(self._still_searching, self._seq))
         self._search(self.params, self._seq)
+
+    def _still_searching(self, seq: int) -> None:
+        """Search ``seq`` is still running after :data:`SEARCHING_SHOWN_AFTER_S`:
+        say so beneath the query box, in sight whichever pane is shown (a
+        long query on a large store takes seconds)."""
+        if seq == self._seq and self._shown_seq < seq:
+            self.query_box.show_searching()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="search")
     def _search(self, params: SearchParams, seq: int) -> None:
