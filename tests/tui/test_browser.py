@@ -750,3 +750,27 @@ async def test_a_long_running_search_is_shown_beneath_the_query_box_in_any_pane(
             gate.set()
         await settle(pilot)
         assert app.browser.trace.params.query == box.value and "searching" not in shown()
+
+
+@pytest.mark.parametrize("stage", ["Porter", "Trim", "Fuzzy"])
+async def test_go_to_stage_puts_its_section_at_the_top_at_80x24(stage):
+    """Palette "Go to stage: …" from the results pane at 80x24: the stage
+    inspector was scrolled before its pane was laid out (no height yet),
+    then only far enough to show the header: "Fuzzy" sat on its last line,
+    its content off-screen, and "Porter" stayed where it was. The header
+    is now the inspector's first line (the last section: as high as the
+    list scrolls, its content in sight)."""
+    async with browsing(NARROW, "replicaton quorom") as (app, pilot):
+        await run_command(pilot, f"Go to stage: {stage}")
+        await settle(pilot)
+        ins = app.browser.inspector
+        lines = screen_lines(app)
+        top = next(i for i, line in enumerate(lines) if line.startswith("╭─ Stages"))
+        bottom = next(i for i, line in enumerate(lines) if line.startswith("╰") and i > top)
+        content = [line.strip("│ ▁▂▃▄▅▆▇█") for line in lines[top + 1 : bottom]]
+        at = [i for i, line in enumerate(content) if line == "▌" + stage]
+        assert at, content
+        if ins.scroll_y < ins.max_scroll_y:
+            assert at[0] == 0, content
+        else:  # the list's end: the section whole below its header
+            assert at[0] + 1 < len(content) and not content[at[0] + 1].startswith("▌"), content
