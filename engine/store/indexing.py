@@ -380,9 +380,12 @@ def refresh_for_search(
     """The refresh stage before a search on ``conn``: which file-backed
     sources are stale (from ``freshness``, kept current without examining
     every file each time), and, when ``conn`` is this writable store's main
-    connection, re-index them first (the reference's auto-refresh: each file
-    is read once, and the bytes hashed are the bytes indexed). Read-only
-    stores and other connections only report what would be refreshed.
+    connection, or another connection of it with no transaction open (a
+    search thread's: the writes go through the main connection and its
+    snapshot begins after them), re-index them first (the reference's
+    auto-refresh: each file is read once, and the bytes hashed are the bytes
+    indexed). Read-only stores, and a connection inside a transaction (it
+    could not see the new rows), only report what would be refreshed.
 
     Raises:
         StoreError: the store cannot be read or written.
@@ -395,7 +398,7 @@ def refresh_for_search(
         how = (answer.method, answer.age_ms, answer.examined)
         if not answer.checked:
             return RefreshReport(elapsed_ms=elapsed_ms(start), method=how[0], age_ms=how[1], examined=how[2])
-        if conns.read_only or conn is not conns.conn or not answer.stale:
+        if conns.read_only or (conn is not conns.conn and conn.in_transaction) or not answer.stale:
             return RefreshReport(answer.checked, answer.stale, False, answer.errors, elapsed_ms(start), *how)
         done: list[str] = []
         errors = list(answer.errors)

@@ -81,7 +81,7 @@ def test_build_then_reuse_then_rebuild(tmp_path):
     seen = []
     store = build_cache(entry, progress=lambda label, n: seen.append(label))
     assert seen == ["a.md"]
-    assert store.read_only and store.stats().chunks == 1
+    assert not store.read_only and store.stats().chunks == 1  # rankscope's own: its stale refresh may write
     assert store.session_counts() == [("s1", 1)]
     store.close()
     assert not Path(str(entry.db_path) + "-wal").exists()
@@ -181,7 +181,7 @@ def test_folder_is_indexed_once_then_cached(corpus, tmp_path):
     assert args.index_job is not None and args.store_label == "corpus"
     build_cache(args.index_job).close()
     args = app_arguments(str(corpus))
-    assert isinstance(args.store, Store) and args.store.read_only
+    assert isinstance(args.store, Store) and not args.store.read_only
     args.store.close()
 
 
@@ -192,6 +192,66 @@ def test_db_file_opens_read_only(tmp_path):
     s.close()
     args = app_arguments(str(db))
     assert args.store.read_only and args.store_label == "s.db"
+    args.store.close()
+
+
+async def test_an_edited_file_of_a_browsed_folder_shows_in_the_next_search(tmp_path):
+    """A folder's cached store is rankscope's own: a file edited while the
+    browser runs is re-indexed by the next search (the stale refresh
+    stage), as context-mode does, and its new text is found."""
+    from tui.browser.app import RankscopeApp
+    from tui.browser.screens.browser import BrowserScreen
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    guide = folder / "guide.md"
+    guide.write_text("# Guide\n\nThe airlock opens inward.\n")
+    args = app_arguments(str(folder))
+    app = RankscopeApp(replace(args, show_timings=False, cursor_blink=False))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_screen(pilot, BrowserScreen, timeout=INDEXING_TIMEOUT)
+        await type_text(pilot, "airlock")
+        await press(pilot, "enter")
+        await settle(pilot)
+        assert [h.candidate.title for h in app.browser.trace.final] == ["Guide"]
+        guide.write_text("# Guide\n\nThe airlock opens inward.\n\n## Escape hatch\n\nThe escape pod seats four.\n")
+        later = guide.stat().st_mtime_ns + 5_000_000_000
+        os.utime(guide, ns=(later, later))
+        await press(pilot, "ctrl+l")
+        await type_text(pilot, "escape pod")
+        await press(pilot, "enter")
+        await settle(pilot)
+        trace = app.browser.trace
+        assert trace.refresh.stale == ("guide.md",) and trace.refresh.refreshed
+        assert "Guide > Escape hatch" in [h.candidate.title for h in trace.final]
+
+
+async def test_a_demo_indexes_a_folder_into_a_read_only_store(tmp_path):
+    """A demo of a folder the user's cache does not hold indexes it into the
+    visitor's cache and browses it read-only, like every demo store."""
+    from tui.browser.app import RankscopeApp
+    from tui.browser.options import DemoMode
+    from tui.browser.screens.browser import BrowserScreen
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nThe airlock opens inward.\n")
+    visitor = tmp_path / "visitor"
+    visitor.mkdir()
+    args = app_arguments(str(folder), demo_cache=visitor / "cache")
+    assert args.index_job is not None
+    app = RankscopeApp(replace(args, demo=DemoMode(visitor), show_timings=False, cursor_blink=False))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_screen(pilot, BrowserScreen, timeout=INDEXING_TIMEOUT)
+        assert app.store.read_only
+
+
+def test_a_demo_reads_the_users_cached_store_read_only(corpus, tmp_path):
+    """A demo visitor never writes to the user's cache: an up-to-date cached
+    store is opened read-only for them (the stale refresh only lists)."""
+    build_cache(app_arguments(str(corpus)).index_job).close()
+    args = app_arguments(str(corpus), demo_cache=tmp_path / "visitor-cache")
+    assert isinstance(args.store, Store) and args.store.read_only
     args.store.close()
 
 
@@ -248,7 +308,7 @@ async def test_loading_screen_indexes_then_browses(corpus):
     app = RankscopeApp(replace(args, show_timings=False, cursor_blink=False))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_screen(pilot, BrowserScreen, timeout=INDEXING_TIMEOUT)
-        assert app.store.read_only
+        assert not app.store.read_only
         await wait_for(pilot, lambda: "24 sources, 129 chunks" in plain(app.screen.results.message))
         await type_text(pilot, "cache")
         await press(pilot, "enter")

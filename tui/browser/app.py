@@ -135,7 +135,7 @@ class RankscopeApp(App[None]):
         if self.store is None and self.options.index_job is not None:
             from tui.browser.screens.loading import LoadingScreen
 
-            self.push_screen(LoadingScreen(self.options.index_job, self.store_label))
+            self.push_screen(LoadingScreen(self.options.index_job, self.store_label, writable=not self.demo))
         elif self.store is None and self.options.store_finder is not None:
             from tui.browser.screens.stores import StorePickerScreen
 

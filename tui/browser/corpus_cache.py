@@ -10,9 +10,12 @@ cache directory and re-used while the folder is unchanged.
 * The files indexing passed over (binary, too large, unreadable, ...) are
   listed in the fingerprint file too (``skipped``), so the browser can show
   them whether it indexed the folder just now or found it cached.
-* A cached store is opened read-only (:meth:`engine.Store.open_readonly`):
-  the browser never writes to it, and each search thread opens its own
-  connection.
+* A cached store is rankscope's own, so it is opened for writing
+  (:meth:`engine.Store.open_writable`): as in context-mode, a search first
+  re-indexes the sources whose file changed since indexing (the stale
+  refresh stage), so an edit shows in the next search. A file added or
+  removed changes the fingerprint: the store is rebuilt at the next start.
+  Each search thread opens its own connection.
 
 The cache directory is ``platformdirs.user_cache_dir("rankscope")``, or
 ``$RANKSCOPE_CACHE_DIR`` when that is set (tests, sandboxes).
@@ -110,8 +113,9 @@ def fingerprint(folder: str | os.PathLike[str]) -> str:
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def load_cached(entry: CacheEntry) -> Store | None:
-    """The cached store, opened read-only, if it exists, its fingerprint
+def load_cached(entry: CacheEntry, writable: bool = True) -> Store | None:
+    """The cached store, opened for writing (``writable=False``: read-only,
+    for a demo visitor reading the user's cache), if it exists, its fingerprint
     matches the folder now and its counts can be read; else ``None`` (never
     raises for a stale or broken cache: it is simply rebuilt)."""
     if not entry.db_path.is_file() or not entry.fingerprint_path.is_file():
@@ -123,7 +127,7 @@ def load_cached(entry: CacheEntry) -> Store | None:
     if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint(entry.folder):
         return None
     try:
-        store = Store.open_readonly(entry.db_path)
+        store = Store.open_writable(entry.db_path) if writable else Store.open_readonly(entry.db_path)
     except StoreError:
         return None
     from tui.browser.facts import read_facts
@@ -209,8 +213,10 @@ def build_cache(
     progress: Callable[[str, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     on_skips: Callable[[SkipList], None] | None = None,
+    writable: bool = True,
 ) -> Store:
-    """Index ``entry.folder`` into a fresh cached store and open it read-only.
+    """Index ``entry.folder`` into a fresh cached store and open it for
+    writing (``writable=False``: read-only, a demo's store).
 
     The store is written to a temporary file and renamed into place, so an
     interrupted build never leaves a half-filled store behind a valid
@@ -258,4 +264,4 @@ def build_cache(
     )
     if on_skips is not None:
         on_skips(skips)
-    return Store.open_readonly(entry.db_path)
+    return Store.open_writable(entry.db_path) if writable else Store.open_readonly(entry.db_path)

@@ -60,7 +60,7 @@ def _folder_source(folder: Path, demo_cache: Path | None = None) -> AppOptions:
             raise CliError(str(exc)) from exc
     entry: CacheEntry = cache_entry(folder)
     if demo_cache is not None:
-        store = load_cached(entry) if entry.db_path.is_file() else None
+        store = load_cached(entry, writable=False) if entry.db_path.is_file() else None
         if store is not None:
             return AppOptions(store=store, store_label=folder.name, skipped=cached_skips(entry))
         entry = cache_entry(folder, root=demo_cache)

@@ -44,10 +44,12 @@ class LoadingScreen(WorkScreen[None]):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, LoadingScreen.Progress)
 
-    def __init__(self, entry: CacheEntry, label: str) -> None:
+    def __init__(self, entry: CacheEntry, label: str, writable: bool = True) -> None:
         super().__init__()
         self.entry = entry
         self.label = label
+        #: Open the built store for writing (its stale refresh may re-index); ``False`` in a demo.
+        self.writable = writable
         #: Indexing failed and the screen says so: progress posted before the failure, handled after it, is dropped.
         self.failed = False
 
@@ -81,7 +83,13 @@ class LoadingScreen(WorkScreen[None]):
             self.post_message(self.Progress(done, total, label))
 
         skips: list[SkipList] = []
-        store = build_cache(self.entry, progress=progress, cancelled=lambda: worker.is_cancelled, on_skips=skips.append)
+        store = build_cache(
+            self.entry,
+            progress=progress,
+            cancelled=lambda: worker.is_cancelled,
+            on_skips=skips.append,
+            writable=self.writable,
+        )
         try:
             facts = read_facts(store)
         except BaseException:
