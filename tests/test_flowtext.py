@@ -135,3 +135,4 @@ def test_the_rich_table_fits_80_columns_compact_and_120_in_full(store):
         for word in expect:
             assert word in text, (width, word)
     assert "→57 merged into row 57" in LEGEND
+    assert "beyond: past the pool size" in LEGEND  # the cell's word, then what it means, as for the others

@@ -47,11 +47,25 @@ def test_cursor_steps_like_a_shell():
     for q in ("a", "b", "c"):
         h.add(q)
     cur = HistoryCursor()
-    assert cur.newer(h) is None  # not stepping
+    assert cur.newer() is None  # not stepping
     assert cur.older(h, "c") == "b"  # "c" is already in the box: skipped
     assert cur.older(h, "b") == "a" and cur.older(h, "a") is None
-    assert cur.newer(h) == "b" and cur.newer(h) == "c" and cur.newer(h) == "c"  # the draft
+    assert cur.newer() == "b" and cur.newer() == "c" and cur.newer() == "c"  # the draft
     assert not cur.browsing
+
+
+def test_cursor_steps_through_the_history_as_it_was_when_stepping_began():
+    h = QueryHistory(None)
+    for q in ("a", "b", "c"):
+        h.add(q)
+    cur = HistoryCursor()
+    assert cur.older(h, "") == "c"
+    h.add("b")  # recorded while stepping (a stepped query's search): ["a", "c", "b"]
+    assert cur.older(h, "c") == "b" and cur.older(h, "b") == "a"
+    assert cur.stepped_to("c") and not cur.stepped_to("z")
+    assert cur.newer() == "b" and cur.newer() == "c" and cur.newer() == ""
+    assert not cur.browsing and not cur.stepped_to("c")
+    assert cur.older(h, "") == "b"  # a new stepping sees the history as it is now
 
 
 def test_an_unreadable_file_is_kept(tmp_path):

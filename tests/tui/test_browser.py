@@ -31,6 +31,7 @@ from .conftest import (
     type_text,
     wait_for,
     wait_screen,
+    TIMEOUT,
     rendered,
 )
 
@@ -472,6 +473,31 @@ async def test_copy_command_line():
         await wait_for(pilot, lambda: any(n.message == expected for n in notifications(app)))
 
 
+async def test_notifications_stay_up_by_severity(monkeypatch):
+    """At 80x24 a toast covers the journey pane and dialogs: "Copied command
+    line" stayed 8 s, the skipped-files warning 12 s. Information now goes
+    after 5 s, warnings after 8, errors after 12 (the app's one table)."""
+    from textual.app import App
+
+    shown: list[tuple[str, str, float | None]] = []
+    textual_notify = App.notify
+
+    def recording(self, message, *, title="", severity="information", timeout=None, markup=True):
+        shown.append((title, severity, timeout))  # what Textual is asked to show, for how long
+        textual_notify(self, message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    monkeypatch.setattr(App, "notify", recording)
+    async with browsing(NARROW, "cache") as (app, pilot):
+        await press(pilot, "f4")
+        await wait_for(pilot, lambda: any(title == "Copied command line" for title, *_ in shown))
+        app.browser._save_failed("History", OSError(28, "No space left on device", "history.json"))
+        app.browser.show_failure(RuntimeError("database disk image is malformed"))
+    timeouts = {title: (severity, timeout) for title, severity, timeout in shown}
+    assert timeouts["Copied command line"] == ("information", 5.0)
+    assert timeouts["History not saved"] == ("error", 12.0)
+    assert timeouts["Search failed"] == ("error", 12.0)
+
+
 async def test_export_trace(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     async with browsing(WIDE, "cache") as (app, pilot):
@@ -656,3 +682,95 @@ async def test_a_paste_longer_than_a_query_may_be_is_refused_with_a_warning():
             "Nothing was pasted."
         )
         assert box.value == "x" * MAX_QUERY_CHARS
+
+
+async def test_characters_typed_past_the_query_limit_say_the_query_was_cut():
+    """Keys arriving one at a time (a terminal without bracketed paste, tmux
+    send-keys) stopped at the input's max_length without a word: a
+    10,500-character paste was searched cut to 10,000. The first refused
+    character now says the query was cut at the limit (once, until the
+    query is shorter again)."""
+    from engine.pipeline.params import MAX_QUERY_CHARS
+
+    def cut_notes():
+        return [n for n in notifications(app) if n.title == "Query cut"]
+
+    async with browsing(NARROW, "quorum") as (app, pilot):
+        await press(pilot, "ctrl+l")
+        box = query_input(app)
+        box.value = "x" * (MAX_QUERY_CHARS - 5)
+        box.cursor_position = len(box.value)
+        send_keys(pilot, *"quorumquorum")  # 12 keys, 5 fit
+        await wait_for(pilot, lambda: len(cut_notes()) == 1, what="the 'Query cut' warning")
+        await processed(pilot)
+        assert box.value == "x" * (MAX_QUERY_CHARS - 5) + "quoru"
+        (note,) = cut_notes()
+        assert note.severity == "warning"
+        assert note.message == ("Query cut to 10,000 characters (the limit): what was typed past it was not added.")
+        await wait_for(pilot, lambda: app.browser.trace.params.query == box.value, what="the cut query's search")
+        await press(pilot, "backspace")
+        send_keys(pilot, *"mm")  # one fits, one is cut again: said again
+        await wait_for(pilot, lambda: len(cut_notes()) == 2, what="a second 'Query cut' warning")
+        assert box.value.endswith("quorm")
+
+
+async def test_a_long_running_search_is_shown_beneath_the_query_box_in_any_pane():
+    """A 9,000-character query on a large store searches for seconds: the
+    panes kept the previous query's results with nothing saying a search
+    was running (only the results pane's border, hidden when another pane
+    is shown at 80x24). Beneath the query box, in sight in every pane, a
+    search running longer than SEARCHING_SHOWN_AFTER_S now says so."""
+    import threading
+
+    from textual import events
+
+    from engine import search
+
+    gate = threading.Event()
+
+    def slow_search(store, params, conn=None):
+        if len(params.query) > 1000:
+            gate.wait(TIMEOUT)  # released by the test
+        return search(store, params, conn=conn)
+
+    def shown() -> str:
+        return "\n".join(screen_lines(app))
+
+    async with browsing(NARROW, "write quorum", search_fn=slow_search) as (app, pilot):
+        await press(pilot, "down", "j")  # the journey pane: the results pane is hidden
+        await settle(pilot)
+        assert app.browser.pane == "journey" and "searching" not in shown()
+        await press(pilot, "ctrl+l")
+        box = query_input(app)
+        box.post_message(events.Paste("write quorum " * 700))
+        try:
+            await wait_for(pilot, lambda: "searching…" in shown(), what="the searching line")
+            assert app.browser.pane == "journey"
+        finally:
+            gate.set()
+        await settle(pilot)
+        assert app.browser.trace.params.query == box.value and "searching" not in shown()
+
+
+@pytest.mark.parametrize("stage", ["Porter", "Trim", "Fuzzy"])
+async def test_go_to_stage_puts_its_section_at_the_top_at_80x24(stage):
+    """Palette "Go to stage: …" from the results pane at 80x24: the stage
+    inspector was scrolled before its pane was laid out (no height yet),
+    then only far enough to show the header: "Fuzzy" sat on its last line,
+    its content off-screen, and "Porter" stayed where it was. The header
+    is now the inspector's first line (the last section: as high as the
+    list scrolls, its content in sight)."""
+    async with browsing(NARROW, "replicaton quorom") as (app, pilot):
+        await run_command(pilot, f"Go to stage: {stage}")
+        await settle(pilot)
+        ins = app.browser.inspector
+        lines = screen_lines(app)
+        top = next(i for i, line in enumerate(lines) if line.startswith("╭─ Stages"))
+        bottom = next(i for i, line in enumerate(lines) if line.startswith("╰") and i > top)
+        content = [line.strip("│ ▁▂▃▄▅▆▇█") for line in lines[top + 1 : bottom]]
+        at = [i for i, line in enumerate(content) if line == "▌" + stage]
+        assert at, content
+        if ins.scroll_y < ins.max_scroll_y:
+            assert at[0] == 0, content
+        else:  # the list's end: the section whole below its header
+            assert at[0] + 1 < len(content) and not content[at[0] + 1].startswith("▌"), content

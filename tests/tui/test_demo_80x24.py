@@ -221,6 +221,60 @@ async def test_rank_flow_titles_that_differ_read_differently_at_80x24(tmp_path):
         assert {"2023", "2024"} <= {w[w.index("202") : w.index("202") + 4] for w in went_well if "202" in w}
 
 
+async def test_rank_flow_titles_keep_their_last_heading_before_and_after_grading(tmp_path):
+    """Two "Write quorum" sections under different first headings: the rank
+    flow's title column (60x18) kept their end (``…Write quorum``) at one width and,
+    once a grade badge narrowed the column, their start
+    (``Replication > Wr…``). Titles are cut in the middle at every width:
+    as little of the start as tells them apart, and the last heading's end."""
+    from textual.widgets import DataTable
+
+    from engine import Store, index_corpus
+    from tui.browser.screens.flow import FlowScreen
+
+    from .conftest import settle, wait_for, wait_screen
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, top in (("replication", "Replication"), ("consistency", "Consistency levels and their trade-offs")):
+        (folder / f"{name}.md").write_text(
+            f"# {top}\n\n## Write quorum\n\nA write quorum of two replicas acknowledges each write.\n"
+        )
+    store = Store.create(tmp_path / "s.db")
+    index_corpus(store, folder)
+
+    def quorum_titles(screen) -> list[str]:
+        table = screen.query_one(DataTable)
+        titles = [str(table.get_row_at(r)[1]).removeprefix("★2").strip() for r in range(table.row_count)]
+        return [t for t in titles if t.startswith(("R", "C", "…"))]
+
+    async with browsing((60, 18), "write quorum", store=store, store_label="notes") as (app, pilot):
+        await press(pilot, "f5")
+        screen = await wait_screen(pilot, FlowScreen, focused=False)
+        await settle(pilot)
+        before = quorum_titles(screen)
+        await press(pilot, "2")
+        await wait_for(pilot, lambda: app.browser.judged is not None and app.browser.judged.grades, what="the grade")
+        await settle(pilot)
+        after = quorum_titles(screen)
+        for titles in (before, after):
+            assert len(titles) == 2 and titles[0] != titles[1], titles
+            assert all(t.endswith("quorum") for t in titles), (before, after)
+        assert before != after  # the column narrowed
+
+
+def test_look_alike_titles_keep_their_last_heading_at_every_width():
+    from tui.present.cut import ELLIPSIS, distinct_cuts
+
+    a, b = "Replication > Write quorum", "Consistency levels > Write quorum"
+    for width in range(4, 40):
+        cuts = distinct_cuts([a, b], width)
+        assert cuts[a] != cuts[b] and max(len(cuts[a]), len(cuts[b])) <= width, (width, cuts)
+        for title, cut in cuts.items():
+            end = cut.rsplit(ELLIPSIS, 1)[-1]
+            assert end and title.endswith(end), (width, cut)
+
+
 @pytest.mark.parametrize(
     "size, no_color", [((80, 24), False), ((80, 24), True), ((60, 18), False)], ids=["80x24", "80x24-NO_COLOR", "60x18"]
 )

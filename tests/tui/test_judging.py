@@ -72,6 +72,44 @@ async def test_history_up_down_and_persisted(db):
         assert again.browser.query_box.value == "throttling"
 
 
+async def test_history_steps_through_the_history_as_it_was_while_each_step_is_searched(db):
+    """Up with a pause after each step (longer than the debounce, so each
+    query stepped to is searched): the search of a stepped query remembered
+    the one shown before it, which reset the cursor and moved that query to
+    the newest place, so Up alternated between the two newest queries.
+    Stepping now walks the history as it was when stepping began."""
+    queries = ("publish partition-key example", "consume example 2", "consumer lag")
+    async with browsing((120, 40), app=app_for(db)) as (app, pilot):
+        for q in queries:
+            await search_for(pilot, q)
+        browser = app.browser
+        box = browser.query_box
+
+        def searched(query: str) -> bool:
+            return browser.trace is not None and browser.trace.params.query == query
+
+        await press(pilot, "ctrl+l")
+        seen = []
+        for _ in range(3):
+            await press(pilot, "up")
+            await wait_for(pilot, lambda: searched(box.value), what="the stepped query's search")
+            await settle(pilot)
+            seen.append(box.value)
+        assert seen == ["consume example 2", "publish partition-key example", "publish partition-key example"]
+        for expected in ("consume example 2", "consumer lag", "consumer lag"):  # then the draft
+            await press(pilot, "down")
+            assert box.value == expected
+            await wait_for(pilot, lambda: searched(box.value), what="the stepped query's search")
+            await settle(pilot)
+        assert not browser.history_cursor.browsing
+        assert browser.state.history.entries == list(queries)  # stepping reordered nothing
+        await press(pilot, "up", "up")
+        assert box.value == "publish partition-key example"
+        await press(pilot, "enter")  # the query kept is the newest now
+        await settle(pilot)
+        assert browser.state.history.entries == ["consume example 2", "consumer lag", "publish partition-key example"]
+
+
 async def test_ctrl_r_searches_the_history(db):
     async with browsing((120, 40), app=app_for(db)) as (app, pilot):
         for q in ("write quorum", "retention", "consumer lag"):

@@ -119,3 +119,29 @@ async def test_a_bom_on_a_data_file_changes_nothing(name, db, tmp_path):
         }[part]
         assert held, held
     assert not any(n.title == "Not read" for n in notifications(app))
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("nodir/q.json", "--qrels nodir/q.json: folder nodir does not exist"),
+        ("store.db-wal", "--qrels store.db-wal is the wal file of the store given with --db; give another file name"),
+    ],
+)
+def test_a_new_qrels_file_is_refused_where_no_file_may_be_written(name, message, db, tmp_path, monkeypatch, capsys):
+    """``rankscope STORE --qrels nodir/q.json``: grading then created
+    ``nodir/`` and wrote the file; the CLI refuses a missing folder (and the
+    store's own files) at startup, as every other output
+    (:func:`engine.files.writing.check_output`), and writes nothing."""
+    from tui.browser.app import RankscopeApp
+    from tui.cli import main
+
+    store = tmp_path / "store.db"
+    store.write_bytes(Path(db).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(RankscopeApp, "run", lambda self: pytest.fail("the browser started"))
+    with pytest.raises(SystemExit) as exc:
+        main([str(store.name), "--qrels", name])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err == f"rankscope: error: {message}\n", err
+    assert not (tmp_path / "nodir").exists() and not (tmp_path / "store.db-wal").exists()

@@ -41,6 +41,11 @@ from tui.browser.screens.browser import BrowserScreen, StoreOverview
 from tui.browser.screens.work import WorkScreen
 from tui.browser.theme import ANSI_DARK, ANSI_NO_COLOR, RANKSCOPE_DARK, THEME_NAME
 
+#: Seconds a notification stays up by severity (when its caller gives none):
+#: a toast covers the journey pane and dialogs at 80x24, so information goes
+#: soon; warnings and errors stay longer.
+NOTIFY_SECONDS: dict[SeverityLevel, float] = {"information": 5.0, "warning": 8.0, "error": 12.0}
+
 # The other screens (and through them the agent layer and most of the lab)
 # are imported when first opened: the first paint needs the browser only.
 if TYPE_CHECKING:
@@ -138,10 +143,24 @@ class RankscopeApp(App[None]):
         if self.options.notice:
             self.notify_plain(self.options.notice, severity="warning")
         if self.demo:
-            self.notify_plain(DEMO_NOTICE, title="Demo", timeout=10)
+            self.notify_plain(DEMO_NOTICE, title="Demo")
         timeout = self.options.idle_timeout
         if timeout is not None:
             self.set_interval(max(0.05, min(5.0, idle_warning(timeout) / 4)), self._check_idle)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's notification; without ``timeout`` it stays up
+        :data:`NOTIFY_SECONDS` of its severity."""
+        seconds = NOTIFY_SECONDS[severity] if timeout is None else timeout
+        super().notify(message, title=title, severity=severity, timeout=seconds, markup=markup)
 
     def notify_plain(
         self, message: str, *, title: str = "", severity: SeverityLevel = "information", timeout: float | None = None
@@ -173,7 +192,6 @@ class RankscopeApp(App[None]):
                 f"{event.skipped.summary()}. The start screen says so; ctrl+p 'Skipped files' lists them.",
                 title=f"Indexed {event.label}",
                 severity="warning",
-                timeout=12,
             )
 
     def on_unmount(self) -> None:
@@ -524,7 +542,7 @@ class RankscopeApp(App[None]):
         if text is None:
             return
         self.copy_to_clipboard(text)
-        self.notify_plain(text, title="Copied command line", timeout=8)
+        self.notify_plain(text, title="Copied command line")
 
     def export_route(self, folder: Path | None = None) -> ExportRoute:
         """Where an export goes from this session (:mod:`tui.browser.delivery`);
@@ -533,7 +551,7 @@ class RankscopeApp(App[None]):
 
     def notify_refused(self) -> None:
         """Say that exports are off in this session (a demo over SSH)."""
-        self.notify_plain(REFUSED_OVER_SSH, title="Export refused", severity="error", timeout=10)
+        self.notify_plain(REFUSED_OVER_SSH, title="Export refused", severity="error")
 
     def action_export_trace(self, folder: Path | None = None) -> Path | None:
         """Export the shown trace as JSON (:mod:`tui.browser.delivery`): a
@@ -555,7 +573,7 @@ class RankscopeApp(App[None]):
         if route.kind == "download":
             name = export_name(trace.params.query)
             send_download(self, name, text.encode("utf-8"), "application/json")
-            self.notify_plain(f"{name}: sent to your web browser as a download", title="Trace exported", timeout=8)
+            self.notify_plain(f"{name}: sent to your web browser as a download", title="Trace exported")
             return None
         try:
             target = route.ready_folder()
@@ -580,7 +598,7 @@ class RankscopeApp(App[None]):
             self.notify_plain(f"Cannot write {path}: every name is taken", title="Export failed", severity="error")
             return None
         shown = str(path.absolute()) + (f" ({TEMPORARY_NOTE})" if route.temporary else "")
-        self.notify_plain(shown, title="Trace exported", timeout=8)
+        self.notify_plain(shown, title="Trace exported")
         return path
 
     def deliver_screenshot(
@@ -603,7 +621,7 @@ class RankscopeApp(App[None]):
         except OSError as exc:
             self.notify_plain(f"Cannot write {name}: {exc.strerror or exc}", title="Screenshot", severity="error")
             return None
-        self.notify_plain(f"{target} ({TEMPORARY_NOTE})", title="Screenshot saved", timeout=8)
+        self.notify_plain(f"{target} ({TEMPORARY_NOTE})", title="Screenshot saved")
         return None
 
     # ── idle sessions ──────────────────────────────────────────────────

@@ -149,10 +149,13 @@ class QueryHistory(_SavedFile):
 class HistoryCursor:
     """Up/Down through a :class:`QueryHistory` from the query box, like a
     shell: Up goes to older entries, Down to newer ones and finally back to
-    the text that was being typed."""
+    the text that was being typed. Stepping walks the history as it was when
+    stepping began (:attr:`entries`): queries recorded meanwhile (each query
+    stepped to is searched) neither move nor add a step."""
 
     def __init__(self) -> None:
-        self.index: int | None = None  # position in entries while browsing
+        self.index: int | None = None  # 0-based position in entries while browsing
+        self.entries: list[str] = []  # the history when stepping began, oldest first
         self.draft = ""
 
     @property
@@ -162,30 +165,36 @@ class HistoryCursor:
     def older(self, history: QueryHistory, current: str) -> str | None:
         """The entry before the current one, skipping one equal to
         ``current`` (the box's text); ``None`` at the oldest."""
-        if not history.entries:
-            return None
         if self.index is None:
+            if not history.entries:
+                return None
+            self.entries = list(history.entries)
             self.draft = current
-            self.index = len(history.entries)
+            self.index = len(self.entries)
         while self.index > 0:
             self.index -= 1
-            if history.entries[self.index] != current:  # skip what the box already shows
-                return history.entries[self.index]
+            if self.entries[self.index] != current:  # skip what the box already shows
+                return self.entries[self.index]
         return None
 
-    def newer(self, history: QueryHistory) -> str | None:
+    def newer(self) -> str | None:
         """The entry after the current one, the draft after the newest, or
         ``None`` when not browsing."""
         if self.index is None:
             return None
         self.index += 1
-        if self.index >= len(history.entries):
-            self.index = None
+        if self.index >= len(self.entries):
+            self.reset()
             return self.draft
-        return history.entries[self.index]
+        return self.entries[self.index]
+
+    def stepped_to(self, query: str) -> bool:
+        """Whether ``query`` is one of the entries being stepped through."""
+        return self.index is not None and query in self.entries
 
     def reset(self) -> None:
         self.index = None
+        self.entries = []
 
 
 def query_slug(query: str) -> str:

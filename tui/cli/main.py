@@ -362,7 +362,14 @@ def browse(
         fail("--demo and --stores: a demo never lists this machine's stores; give the store or folder to show")
     if demo and qrels is not None:
         fail("--demo and --qrels: a demo keeps the visitor's grades in its temporary folder, never in a file here")
-    if qrels is not None and os.path.lexists(qrels):  # a new file is created when you grade
+    if qrels is not None and not os.path.lexists(qrels):  # created when you grade: where it may be written
+        from engine.files.writing import OutputRefused, check_output
+
+        try:
+            check_output(qrels, "--qrels", db=Path(path) if path is not None and Path(path).is_file() else None)
+        except OutputRefused as exc:
+            fail(str(exc))
+    elif qrels is not None:
         from engine.lab.qrels import QrelsError, read_qrels
 
         try:

@@ -110,7 +110,9 @@ def distinct_cuts(titles: Sequence[str], width: int, sep: str = " > ") -> dict[s
     (``Incident 2023-04 > What went well`` and ``Incident 2024-01 > What
     went well`` both ``I… > What went well``), each shows from the word where
     they start to differ (``…2023-04 > What went well``), its middle cut if
-    needed, else just that start (``…2023-04 > Wh…``). Returns title → cut."""
+    needed, else as little of that start as tells them apart and the rest
+    of the width from its end (``…2023…hat went well``: the last heading's
+    end stays at every width). Returns title → cut."""
     import os.path
 
     unique = list(dict.fromkeys(titles))
@@ -130,10 +132,23 @@ def distinct_cuts(titles: Sequence[str], width: int, sep: str = " > ") -> dict[s
                 at = t.rfind(" ", 0, max(at - 1, 0)) + 1
             tails[t] = ELLIPSIS + t[at:].lstrip() if at else t
         shown = {t: middle_cut(tail, width, sep) for t, tail in tails.items()}
+        if len(set(shown.values())) < len(group):  # as little of the start as tells them apart, then the end
+            for start in range(1, width - 1):
+                if len({_cells_from_start(tail, start) for tail in tails.values()}) == len(group):
+                    shown = {t: _both_ends(tail, width, start) for t, tail in tails.items()}
+                    break
         if len(set(shown.values())) < len(group):
             shown = {t: end_cut(tail, width).plain for t, tail in tails.items()}
         cuts.update(shown)
     return cuts
+
+
+def _both_ends(text: str, width: int, start: int) -> str:
+    """``text`` in ``width`` cells: its first ``start`` cells, ``…``, and
+    its end (``text`` itself when it fits)."""
+    if cell_len(text) <= width:
+        return text
+    return _cells_from_start(text, start).rstrip() + ELLIPSIS + _cells_from_end(text, width - 1 - start).lstrip()
 
 
 def _cells_from_start(text: str, width: int) -> str:

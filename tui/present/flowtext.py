@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 #: What the compact symbols mean (printed under a compact table).
 LEGEND = (
     "4↑3 position and move · →57 merged into row 57 · ✗s2 removed by the session filter (session s2) · "
-    "cut@3 cut at limit 3 · beyond the pool · none: not retrieved · · not returned by this retriever · "
+    "cut@3 cut at limit 3 · beyond: past the pool size · none: not retrieved · · not returned by this retriever · "
     "– did not run"
 )
 #: Longest session id shown whole in a compact cell (longer: both ends, ``ses…ops``).

@@ -8,6 +8,7 @@ one pane shows at a time under a tab bar (keys r s j, or the tabs).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterator
 
@@ -42,7 +43,7 @@ from tui.browser.widgets.inspector import StageInspector
 from tui.browser.widgets.params_bar import ParamsBar
 from tui.browser.widgets.pinned_line import PinnedLine, PinnedParts
 from tui.browser.widgets.preview import JourneyPane
-from tui.browser.widgets.query_box import QueryBox
+from tui.browser.widgets.query_box import SEARCHING_SHOWN_AFTER_S, QueryBox
 from tui.browser.widgets.results import ResultsPane
 from tui.browser.widgets.footer import KeyFooter
 
@@ -581,7 +582,15 @@ class BrowserScreen(WorkScreen[None]):
             self.show_welcome()
             return
         self.results.border_subtitle = "searching…"
+        self.set_timer(SEARCHING_SHOWN_AFTER_S, functools.partial(self._still_searching, self._seq))
         self._search(self.params, self._seq)
+
+    def _still_searching(self, seq: int) -> None:
+        """Search ``seq`` is still running after :data:`SEARCHING_SHOWN_AFTER_S`:
+        say so beneath the query box, in sight whichever pane is shown (a
+        long query on a large store takes seconds)."""
+        if seq == self._seq and self._shown_seq < seq:
+            self.query_box.show_searching()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="search")
     def _search(self, params: SearchParams, seq: int) -> None:
@@ -671,7 +680,7 @@ class BrowserScreen(WorkScreen[None]):
         self.clear_journey("No journey: the search failed (Results says why).")
         text = describe_problem(error)
         if text != self._last_failure:
-            self.notify(safe.line(text), title="Search failed", severity="error", timeout=10, markup=False)
+            self.notify(safe.line(text), title="Search failed", severity="error", markup=False)
         self._last_failure = text
 
     def show_trace(self, trace: Trace, stems: tuple[str, ...] = ()) -> None:
@@ -690,9 +699,7 @@ class BrowserScreen(WorkScreen[None]):
         if warning:
             self.results.border_subtitle = (self.results.border_subtitle or "") + " · ⚠ a retriever failed"
             if warning != self._last_warning:
-                self.notify(
-                    safe.line(warning), title="A retriever failed", severity="warning", timeout=15, markup=False
-                )
+                self.notify(safe.line(warning), title="A retriever failed", severity="warning", markup=False)
         self._last_warning = warning
         self.inspector.show_trace(trace)
         if trace.final:
@@ -976,11 +983,11 @@ class BrowserScreen(WorkScreen[None]):
         self.state = StoreState.load(self.store.path, self.options.qrels_path)
         self.history_cursor = HistoryCursor()
         for problem in self.state.problems():
-            self.notify(safe.line(problem), title="Not read", severity="warning", timeout=10, markup=False)
+            self.notify(safe.line(problem), title="Not read", severity="warning", markup=False)
 
     def _save_failed(self, what: str, exc: Exception) -> None:
         text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
-        self.notify(safe.line(text), title=f"{what} not saved", severity="error", timeout=10, markup=False)
+        self.notify(safe.line(text), title=f"{what} not saved", severity="error", markup=False)
 
     def _moved_on(self, query: str) -> None:
         """The query box now reads ``query``: when it is another query (not
@@ -988,7 +995,8 @@ class BrowserScreen(WorkScreen[None]):
         remember it. Searches run as you type, so few are submitted."""
         shown = self._shown_query
         if shown and query.strip() and not (query.startswith(shown) or shown.startswith(query)):
-            self.remember_query(shown)
+            if self.history_cursor is None or not self.history_cursor.stepped_to(shown):
+                self._record(shown)  # a query stepped to is in the history: moving it would reorder the steps
             self._shown_query = ""
 
     def remember_shown(self) -> None:
@@ -1001,11 +1009,16 @@ class BrowserScreen(WorkScreen[None]):
         self.remember_shown()
 
     def remember_query(self, query: str) -> None:
-        """Add ``query`` to the history (Enter, or leaving the query box)."""
-        if self.state is None:
-            return
+        """Add ``query`` to the history (Enter, or leaving the query box)
+        and end stepping through the history."""
         if self.history_cursor is not None:
             self.history_cursor.reset()
+        self._record(query)
+
+    def _record(self, query: str) -> None:
+        """Add ``query`` to the history, leaving any stepping through it as it is."""
+        if self.state is None:
+            return
         try:
             self.state.history.add(query)
         except (OSError, ValueError) as exc:
@@ -1026,7 +1039,7 @@ class BrowserScreen(WorkScreen[None]):
         newer query (then the draft). False when not stepping (↓ then leaves)."""
         if self.state is None or self.history_cursor is None or not self.history_cursor.browsing:
             return False
-        text = self.history_cursor.newer(self.state.history)
+        text = self.history_cursor.newer()
         if text is not None:
             self.query_box.set_query(text)
         return True

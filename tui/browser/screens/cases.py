@@ -127,7 +127,7 @@ class CasesScreen(ModalScreen[Case | None]):
             return None
         route = self.route or ExportRoute("folder", self.folder or Path.cwd())
         if route.kind == "refused":
-            self.app.notify(REFUSED_OVER_SSH, title="Export refused", severity="error", markup=False, timeout=10)
+            self.app.notify(REFUSED_OVER_SSH, title="Export refused", severity="error", markup=False)
             return None
         if route.kind == "download":
             queries_text, qrels_text = self.book.export_texts()
@@ -139,7 +139,6 @@ class CasesScreen(ModalScreen[Case | None]):
                 safe.line(f"{DOWNLOAD_NAME} ({names[0]} and {names[1]}): sent to your web browser as a download"),
                 title=f"Exported {plural(len(self.book.cases), 'case')}",
                 markup=False,
-                timeout=10,
             )
             return None
         try:
@@ -167,7 +166,6 @@ class CasesScreen(ModalScreen[Case | None]):
             ),
             title=f"Exported {plural(len(self.book.cases), 'case')}",
             markup=False,
-            timeout=10,
         )
         return queries
 

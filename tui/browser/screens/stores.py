@@ -183,7 +183,6 @@ class StorePickerScreen(WorkScreen[None]):
                 title="Cannot open the store",
                 severity="error",
                 markup=False,
-                timeout=10,
             )
             return
         self._open(Path(str(info.path)))
@@ -208,5 +207,5 @@ class StorePickerScreen(WorkScreen[None]):
 
     @on(Refused)
     def _refused(self, event: Refused) -> None:
-        self.notify(safe.line(event.problem), title="Cannot open the store", severity="error", markup=False, timeout=10)
+        self.notify(safe.line(event.problem), title="Cannot open the store", severity="error", markup=False)
         self.query_one("#stores-list", OptionList).focus()

@@ -44,9 +44,7 @@ class WorkScreen(Screen[ResultT]):
         error = event.worker.error
         assert error is not None  # set in the ERROR state
         what = self.WORK.get(event.worker.group, "Background task")
-        self.notify(
-            safe.line(describe_problem(error)), title=f"{what} failed", severity="error", timeout=10, markup=False
-        )
+        self.notify(safe.line(describe_problem(error)), title=f"{what} failed", severity="error", markup=False)
         self.worker_failed(event.worker.group, error)
 
     def worker_failed(self, group: str, error: BaseException) -> None:

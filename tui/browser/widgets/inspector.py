@@ -415,6 +415,8 @@ class StageInspector(OptionList):
         self._stages: list[str] = []
         self._headers: list[int] = []
         self._width = 0
+        #: The stage header :meth:`show_stage` put at the top before the inspector was laid out (its pane just shown).
+        self._top_pending: int | None = None
         self.border_title = "Stages"
         #: ``{rowid: grade}`` of the current query's judged chunks, and the
         #: per-stage metrics lines shown above the stages (see :mod:`tui.browser.judging`).
@@ -532,14 +534,23 @@ class StageInspector(OptionList):
     def on_resize(self) -> None:
         if self.trace is not None and self._content_width() != self._width:
             self._render_lines(keep_highlight=True)
+        if self._top_pending is not None and self.size.height:
+            self.call_after_refresh(self._scroll_pending)
+
+    def _scroll_pending(self) -> None:
+        index, self._top_pending = self._top_pending, None
+        if index is not None and index == self.highlighted:  # still there: nothing moved it meanwhile
+            self.scroll_to_highlight(top=True)
 
     def show_stage(self, stage: str) -> bool:
         """Scroll so that the header of ``stage`` (an id such as ``fuzzy`` or
-        ``fuzzy:porter``) is at the top; Down then moves into its rows.
-        Returns false when the trace has no such stage."""
+        ``fuzzy:porter``) is at the top; Down then moves into its rows. Not
+        laid out yet (its pane was just shown: no height to scroll in), it
+        scrolls once it is. Returns false when the trace has no such stage."""
         for i in self._headers:
             if self._stages[i] == stage:
                 self._jump(i)
+                self._top_pending = None if self.size.height else i
                 return True
         return False
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import io
 from collections.abc import Sequence
+from typing import Any
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -30,6 +31,12 @@ from tui.present.cut import ELLIPSIS, terms_cut
 DEBOUNCE_S = 0.15
 #: Lines the sanitised queries may take beneath the input (app.tcss: ``#sanitised`` max-height).
 QUERY_LINES = 2
+#: The line beneath the input while a search runs longer than
+#: :data:`SEARCHING_SHOWN_AFTER_S` (the panes still show the previous search).
+SEARCHING_TEXT = "searching… (the panes show the previous query until it is done)"
+#: A search running this long (seconds) is shown as such beneath the input;
+#: a quicker one is not, so typing does not make the line flicker.
+SEARCHING_SHOWN_AFTER_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -159,16 +166,28 @@ class SanitisedLine(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(queries_text(None), id=id)
         self.parts: QueryParts | None = None
+        self.searching = False
 
     def show(self, parts: QueryParts | None) -> None:
-        """Show ``parts`` (``None``: nothing searched)."""
+        """Show ``parts`` (``None``: nothing searched); a search shown ends :attr:`searching`."""
         self.parts = parts
+        self.searching = False
+        self.refit()
+
+    def show_searching(self) -> None:
+        """A search is taking a while: say so (:data:`SEARCHING_TEXT`) in
+        place of the previous query's parts, until :meth:`show`."""
+        self.searching = True
         self.refit()
 
     def refit(self) -> None:
         """Lay the parts out for the current width."""
         width = self.size.width
-        self.update(fit_queries(self.parts, width))
+        if self.searching:
+            text = Text(SEARCHING_TEXT, style="italic")
+            self.update(Text("\n").join(_wrapped(text, width)[:QUERY_LINES]) if width > 0 else text)
+        else:
+            self.update(fit_queries(self.parts, width))
 
     def on_resize(self) -> None:
         self.refit()
@@ -183,9 +202,13 @@ class QueryInput(Input):
 
     BINDINGS = bindings("query")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cut_told = False  # the query reached the limit and typing past it was reported
+
     def on_paste(self, event: events.Paste) -> None:
         """A paste that would make the query longer than a query may be
-        (:data:`engine.pipeline.trace.MAX_QUERY_CHARS`) is refused with a warning
+        (:data:`engine.pipeline.params.MAX_QUERY_CHARS`) is refused with a warning
         naming both lengths, instead of being dropped without a word (the
         input's ``max_length``). Only the first line is pasted, as
         :class:`~textual.widgets.Input` pastes."""
@@ -197,12 +220,40 @@ class QueryInput(Input):
         if length > MAX_QUERY_CHARS:
             event.prevent_default()
             event.stop()
-            self.notify(
-                f"The query would be {length:,} characters; a query holds at most {MAX_QUERY_CHARS:,}. "
-                "Nothing was pasted.",
-                title="Paste too long",
-                severity="warning",
-            )
+            self._paste_refused(length)
+
+    def _paste_refused(self, length: int) -> None:
+        """Say that a paste making the query ``length`` characters was refused."""
+        self.notify(
+            f"The query would be {length:,} characters; a query holds at most {MAX_QUERY_CHARS:,}. Nothing was pasted.",
+            title="Paste too long",
+            severity="warning",
+        )
+
+    def replace(self, text: str, start: int, end: int) -> None:
+        """:meth:`textual.widgets.Input.replace`, which refuses without a word
+        a change making the query longer than :data:`MAX_QUERY_CHARS`: a
+        paste (ctrl+v) is then refused with :meth:`_paste_refused`; typed
+        characters (one key at a time: a terminal without bracketed paste,
+        tmux send-keys) stop at the limit, and the first refused one says
+        the query was cut there (once, until the query is shorter again)."""
+        lo, hi = sorted((max(0, start), min(len(self.value), end)))
+        length = len(self.value) - (hi - lo) + len(text)
+        if length > MAX_QUERY_CHARS:
+            if len(text) > 1:
+                self._paste_refused(length)
+            elif not self._cut_told:
+                self._cut_told = True
+                self.notify(
+                    f"Query cut to {MAX_QUERY_CHARS:,} characters (the limit): what was typed past it was not added.",
+                    title="Query cut",
+                    severity="warning",
+                )
+        super().replace(text, start, end)
+
+    def watch_value(self, value: str) -> None:
+        if len(value) < MAX_QUERY_CHARS:
+            self._cut_told = False
 
 
 class QueryBox(Vertical):
@@ -273,6 +324,10 @@ class QueryBox(Vertical):
         string per word, :func:`tui.present.flowtext.stems_words`) after the Porter
         query; fitted to two lines (:func:`fit_queries`)."""
         self.query_one(SanitisedLine).show(None if trace is None else QueryParts.of(trace, stems))
+
+    def show_searching(self) -> None:
+        """Say beneath the input that a search is running (:meth:`SanitisedLine.show_searching`)."""
+        self.query_one(SanitisedLine).show_searching()
 
     def _fire(self) -> None:
         self._timer = None
