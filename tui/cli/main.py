@@ -438,6 +438,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     # loaded, and exits the process itself when that memory is refused; one thread is all it needs here.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = list(sys.argv[1:] if argv is None else argv)
+    sys.unraisablehook = _quiet_when_out_of_memory  # a finalizer's MemoryError: the one line says it
     commands = {name for name, _, _ in SUBCOMMANDS} | {name for name, _, _ in SUBGROUPS}
     try:
         if not args or (
@@ -495,6 +496,17 @@ def out_of_memory(exc: BaseException) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def _quiet_when_out_of_memory(unraisable: Any) -> None:
+    """``sys.unraisablehook`` of a CLI run: an exception no code can catch (a
+    finalizer's, a library callback's) that is :func:`out_of_memory` is not
+    printed (Python's default prints a traceback, or dumps the object when
+    even ``sys.stderr`` cannot be looked up); the command's own failure
+    says :data:`OUT_OF_MEMORY`. Anything else goes to Python's default hook."""
+    if unraisable.exc_value is not None and out_of_memory(unraisable.exc_value):
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 _OUT_OF_MEMORY_BYTES = OUT_OF_MEMORY.encode("ascii")
