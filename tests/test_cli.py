@@ -501,6 +501,27 @@ def test_an_unknown_session_is_a_warning_and_the_command_still_runs(db, args):
         ]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["batch", "{q}"],
+        ["compare", "--queries", "{q}", "--b", "key=rowid", "--json"],
+        ["snapshot", "save", "{q}", "-o", "{out}"],
+        ["eval", "{q}", "--ungraded", "--json"],
+    ],
+    ids=lambda a: " ".join(a[:2]) if a[0] == "snapshot" else a[0],
+)
+def test_a_query_files_unknown_session_is_a_warning_as_with_session(db, tmp_path, args):
+    """Every command that runs a query file warns about an entry's session id
+    no chunk has, once, as ``--session`` does, and still runs (exit 0)."""
+    q = tmp_path / "q.json"
+    q.write_text(json.dumps([{"id": "1", "query": "cache", "sessions": ["nosuch"]}, {"id": "2", "query": "quorum"}]))
+    words = [a.format(q=q, out=tmp_path / "snap.json") for a in args]
+    r = runner.invoke(app, [*words, "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    assert r.stderr == _unknown_session_warning('query file "sessions"', "nosuch", 3, "sess-A, sess-B, sess-C")
+
+
 def test_known_sessions_and_unattributed_get_no_warning_and_each_unknown_one_line(db):
     r = runner.invoke(app, ["search", "cache", "--db", str(db), "--session", "sess-A", "--session", "", "--json"])
     assert r.exit_code == 0 and r.stderr == ""

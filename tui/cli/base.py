@@ -282,6 +282,14 @@ def warn_unknown_sessions(store: Store, sessions: Optional[List[str]], option: s
         err_console.print(f"rankscope: warning: {safe.line(text)}", markup=False, highlight=False, soft_wrap=True)
 
 
+def warn_query_file_sessions(store: Store, entries: List[dict]) -> None:
+    """:func:`warn_unknown_sessions` for the ``sessions`` of a query file's
+    entries, as ``--session`` gets it: every command that runs a query file
+    calls this once its store is open."""
+    given = [sid for e in entries for sid in (e.get("sessions") or ()) if isinstance(sid, str)]
+    warn_unknown_sessions(store, given, 'query file "sessions"')
+
+
 def os_error_text(exc: OSError) -> str:
     """One line for an OSError: ``strerror: filename`` (or its message)."""
     if exc.strerror and exc.filename is not None:

@@ -71,6 +71,7 @@ from .base import (
     open_store,
     search_db_option,
     write_json,
+    warn_query_file_sessions,
 )
 from .lab import SPEC_HELP, rbo_legend, variant_option
 from engine.files.reading import load_json_input
@@ -641,6 +642,7 @@ def eval_cmd(
             )
         if vset is None:
             vset = variant_set(va, (), [("B", vb)] if vb is not None else ())
+        warn_query_file_sessions(store, entries)
         try:
             traces, stats = run_variants(store, entries, vset.variants)
         except ValueError as exc:
@@ -708,6 +710,7 @@ def snapshot_save(
     v = variant_option(variant, "--variant")
     entries = load_queries(queries)
     with open_store(db) as store:
+        warn_query_file_sessions(store, entries)
         try:
             snap = take_snapshot(store, entries, v)
         except ValueError as exc:

@@ -61,6 +61,7 @@ from .base import (
     open_store,
     warn_unknown_sessions,
     write_json,
+    warn_query_file_sessions,
 )
 from tui.present.describe import (
     counts_line,
@@ -250,6 +251,7 @@ def compare_cmd(
             fail(f"--depth: {exc}")
         entries = load_queries(queries)
         with open_store(db) as store:
+            warn_query_file_sessions(store, entries)
             try:
                 sc = compare_set(store, entries, va, vb, rbo_p, depth)
             except ValueError as exc:

@@ -41,6 +41,7 @@ from .base import (
     open_store,
     warn_unknown_sessions,
     write_json,
+    warn_query_file_sessions,
 )
 
 # ─── index ───────────────────────────────────────────────────────────────
@@ -522,6 +523,7 @@ def batch(
     from tui.present.render import retriever_failures
 
     with open_store(db) as store:
+        warn_query_file_sessions(store, entries)
         results = [(e.get("id", str(i + 1)), search(store, p)) for i, (e, p) in enumerate(zip(entries, params))]
         failed = [str(qid) for qid, t in results if retriever_failures(t)]
         if trec_run is not None:
