@@ -286,7 +286,10 @@ def warn_query_file_sessions(store: Store, entries: List[dict]) -> None:
     """:func:`warn_unknown_sessions` for the ``sessions`` of a query file's
     entries, as ``--session`` gets it: every command that runs a query file
     calls this once its store is open."""
-    given = [sid for e in entries for sid in (e.get("sessions") or ()) if isinstance(sid, str)]
+    lists = [e.get("sessions") for e in entries]
+    given = [
+        sid for ids in lists if isinstance(ids, list) for sid in ids if isinstance(sid, str)
+    ]  # others: refused later
     warn_unknown_sessions(store, given, 'query file "sessions"')
 
 
