@@ -247,14 +247,20 @@ _pending: set[str] = set()
 _pending_lock = threading.Lock()
 
 
+def remove_leftovers(*paths: str) -> None:
+    """Remove each of ``paths`` that exists (temporary files a write leaves
+    behind); a path already gone, or that cannot be removed, is skipped."""
+    for path in paths:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def _remove_pending_and_die(signum: int, frame: object) -> None:
     with _pending_lock:
         leftovers = list(_pending)
-    for tmp in leftovers:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    remove_leftovers(*leftovers)
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
@@ -344,11 +350,7 @@ def built_aside(path: Path, side_suffixes: Sequence[str] = SIDE_SUFFIXES) -> Ite
                     raise OutputRefused(f"the new file is not complete without {side}, which remains")
             _place_new(tmp, path)
         finally:
-            for leftover in leftovers:
-                try:
-                    os.unlink(leftover)
-                except OSError:
-                    pass
+            remove_leftovers(*leftovers)
 
 
 def write_text_file(path: Path, text: str, overwrite: bool = False, make_folder: bool = False) -> None:
@@ -395,7 +397,4 @@ def write_text_file(path: Path, text: str, overwrite: bool = False, make_folder:
             else:
                 _place_new(tmp, path)
         finally:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            remove_leftovers(tmp)

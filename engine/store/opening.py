@@ -29,7 +29,7 @@ from typing import Literal, Optional
 from urllib.parse import quote
 
 from engine.files.reading import file_kind
-from engine.files.writing import database_file_role, removed_on_signal
+from engine.files.writing import database_file_role, remove_leftovers, removed_on_signal
 from engine.store import schema, sql
 from engine.store.errors import (
     READONLY_CODE,
@@ -385,11 +385,7 @@ def _build_and_place(p: str, tmp: str, leftovers: tuple[str, ...]) -> None:
     except OSError as exc:
         raise StoreError(f"cannot create store {p}: {exc.strerror or exc}") from exc
     finally:
-        for leftover in leftovers:
-            try:
-                os.unlink(leftover)
-            except OSError:
-                pass
+        remove_leftovers(*leftovers)
 
 
 def check_target(p: str) -> None:
