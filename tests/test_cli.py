@@ -229,6 +229,11 @@ def test_batch_out_must_be_a_writable_file(db, tmp_path, capsys):
     assert err == f"rankscope: error: --out {tmp_path / 'nodir' / 'x.json'}: folder {tmp_path / 'nodir'} does not exist"
     err = cli_error(["batch", queries, "--db", str(db), "--out", str(tmp_path)], capsys)
     assert err == f"rankscope: error: --out {tmp_path} is a folder; give a file name"
+    (tmp_path / "file.json").write_text("{}")
+    err = cli_error(["batch", queries, "--db", str(db), "--out", str(tmp_path / "file.json" / "x.json")], capsys)
+    assert err == (
+        f"rankscope: error: --out {tmp_path / 'file.json' / 'x.json'}: {tmp_path / 'file.json'} is not a folder"
+    )
 
 
 def test_serve_on_a_taken_port_is_one_line(capsys):
@@ -550,3 +555,20 @@ def test_an_unknown_session_names_the_six_closest_of_many(tmp_path):
     names, more = listed.split(" and ")
     assert names.split(", ")[:2] == ["build-2025", "build-2024"] and len(names.split(", ")) == 6
     assert more == "3 more" and "its 9 sessions" in line[0]
+
+
+@pytest.mark.parametrize("words", [["search", "quorum"], ["sessions"]], ids=lambda w: w[0])
+def test_a_closed_standard_output_is_one_line(words, db):
+    """Started with stdout closed (``>&-``), a command said nothing and
+    exited 0: its answer vanished. It now says why, exit 2."""
+    import shlex
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "tui.cli", *words, "--db", str(db)]
+    r = subprocess.run(["bash", "-c", " ".join(map(shlex.quote, argv)) + " >&-"], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (
+        "rankscope: error: standard output is closed: the command's output has nowhere to go "
+        "(redirect it to a file or /dev/null)\n"
+    )

@@ -153,7 +153,17 @@ BAD_NUMBERS = {
     "sessions-map": ('{"a.md": "s1", "n": 1' + "0" * 400 + "}", "an integer of 401 digits"),
 }
 
-FILE_CASES = ["fifo", "dev-zero", "folder", "too-large", "deep-json", "not-utf8", "wrong-shape", "bad-number"]
+FILE_CASES = [
+    "fifo",
+    "dev-zero",
+    "folder",
+    "too-large",
+    "deep-json",
+    "not-utf8",
+    "lone-surrogate",
+    "wrong-shape",
+    "bad-number",
+]
 
 
 def hostile(kind: str, form: str, folder: Path) -> tuple[Path, tuple[str, ...]]:
@@ -179,6 +189,9 @@ def hostile(kind: str, form: str, folder: Path) -> tuple[Path, tuple[str, ...]]:
     if kind == "not-utf8":
         path.write_bytes(b'["\xff"]')
         return path, ("not UTF-8 (invalid byte at offset 2)",)
+    if kind == "lone-surrogate":  # valid JSON, no Unicode text: trec_eval's C++ crashed on one (segfault)
+        path.write_text('{"id": "\\ud800"}', "ascii")  # an object: JSON for every form (a list is TREC qrels)
+        return path, ("holds a lone surrogate (\\ud800)",)
     text, message = (WRONG_SHAPES if kind == "wrong-shape" else BAD_NUMBERS)[form]
     path.write_text(text, "utf-8")
     return path, (message,)

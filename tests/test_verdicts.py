@@ -153,6 +153,35 @@ def test_a_foreign_schema_is_not_called_damaged(param, name, world, tmp_path, ca
     assert "damaged" not in err
 
 
+#: Every parameter naming a store a command opens or creates.
+STORE_PATHS = [
+    p
+    for p in file_parameters()
+    if p.role.form in ("store", "store-or-folder")
+    and p.role.use in ("opens", "creates")
+    and p.command not in LONG_RUNNING
+]
+
+
+@pytest.mark.parametrize("param", STORE_PATHS, ids=lambda p: " ".join(p.command) + " " + (p.flag or p.name))
+def test_a_store_name_that_is_not_utf8_is_one_line(param, world, tmp_path, capsys):
+    """A store whose file name is not UTF-8 (bytes Python reads as lone
+    surrogates) cannot be reached by SQLite: every command says so in one
+    line (it was an internal error: UnicodeEncodeError), and creates nothing."""
+    import os
+
+    db = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/\xfe.db"))
+    if param.role.use == "opens":
+        os.link(world["store"], db)
+    argv = command_line(
+        param.command, list(file_parameters()), world, fresh_factory(tmp_path / "out"), {param.name: str(db)}
+    )
+    code, out, err = run(capsys, argv)
+    assert_refused(code, err, "its name is not UTF-8 text")
+    if param.role.use == "creates":
+        assert not os.path.lexists(db)
+
+
 @pytest.mark.parametrize("shadow", ["docsize", "content", "idx"])
 def test_a_missing_shadow_table_is_still_damage(shadow, tmp_path, capsys):
     db = _make(tmp_path / "s.db", "", "reference")

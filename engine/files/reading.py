@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import os
 import stat as _stat
 from typing import Any, Callable, TypeVar
@@ -230,7 +231,40 @@ def parse_json_text(
         raise InputFileError(f"{where}: not JSON ({str(exc).split(';')[0]})") from None
     if json_depth_exceeds(data, max_depth):
         raise InputFileError(f"{where}: JSON nested more than {max_depth} levels deep")
+    found = lone_surrogate_at(data)
+    if found is not None:
+        path, char = found
+        raise InputFileError(
+            f"{where}: the string at {path} holds a lone surrogate (\\u{ord(char):04x}): JSON allows the escape, "
+            "but it is no Unicode character (an id or text cut in the middle of a pair?)"
+        )
     return data
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_at(data: object) -> tuple[str, str] | None:
+    """The first string of parsed JSON ``data`` (an object's keys included)
+    holding a lone surrogate, as ``(JSON path, the surrogate)``: JSON's
+    ``\\ud800`` parses to one, which no UTF-8 encoder (nor trec_eval's C++)
+    accepts; ``None`` when there is none. Walks without recursion."""
+    stack: list[tuple[object, str]] = [(data, "$")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            hit = _SURROGATE.search(item)
+            if hit:
+                return path, hit.group()
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                hit = _SURROGATE.search(key)
+                if hit:
+                    return f"{path} (a key)", hit.group()
+                stack.append((value, f"{path}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((value, f"{path}[{i}]") for i, value in enumerate(item))
+    return None
 
 
 # ── shapes ───────────────────────────────────────────────────────────────

@@ -199,6 +199,8 @@ def check_output(
     """
     parent = path.parent if str(path.parent) else Path(".")
     if not os.path.lexists(path) and not parent.is_dir():
+        if os.path.lexists(parent):
+            raise OutputRefused(f"{option} {path}: {parent} is not a folder")
         raise OutputRefused(f"{option} {path}: folder {parent} does not exist")
     if db is not None:
         for suffix in ("",) + SIDE_SUFFIXES:

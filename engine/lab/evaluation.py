@@ -145,19 +145,23 @@ PARAMETER_NAMES = {
 #: cutoff (``@k``: trec_eval asserts on 0, ``P@0`` aborted the process)
 #: and a relevance level (``rel=``: pytrec_eval raises TypeError below 1).
 WHOLE_PARAMETERS = ("cutoff", "rel")
+#: The largest such value trec_eval reads: a C ``int`` (a larger cutoff came
+#: back under another measure name, a larger level was a TypeError).
+MAX_WHOLE_PARAMETER = 2**31 - 1
 
 
 def parameter_problem(params: Mapping[str, Any]) -> str | None:
     """Why a parsed measure's parameters cannot be evaluated, or ``None``:
-    a :data:`WHOLE_PARAMETERS` value that is not a whole number 1 or more,
+    a :data:`WHOLE_PARAMETERS` value that is not a whole number from 1 to
+    :data:`MAX_WHOLE_PARAMETER`,
     or an ``IPrec`` recall level outside 0..1. Checked before trec_eval
     sees the measure (it aborts the process on some)."""
     for key in WHOLE_PARAMETERS:
         value = params.get(key)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            return f"{PARAMETER_NAMES[key]} must be a whole number 1 or more; got {value!r}"
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WHOLE_PARAMETER:
+            return f"{PARAMETER_NAMES[key]} must be a whole number from 1 to {MAX_WHOLE_PARAMETER:,}; got {value!r}"
     recall = params.get("recall")
     if recall is not None and (isinstance(recall, bool) or not 0 <= recall <= 1):
         return f"{PARAMETER_NAMES['recall']} must be between 0 and 1; got {recall!r}"

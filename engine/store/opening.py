@@ -399,6 +399,7 @@ def check_target(p: str) -> None:
         StoreError: the folder does not exist.
         NotADatabaseError: any other case.
     """
+    require_utf8_name(p, "create")
     parent = Path(p).resolve().parent
     if not parent.is_dir():
         raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
@@ -444,6 +445,23 @@ def check_new_store(p: str) -> None:
     check_writable(p, create=True)
 
 
+def require_utf8_name(p: str, verb: str) -> None:
+    """Refuse a store path that is not UTF-8 text (a name of undecodable
+    bytes reaches Python as lone surrogates): SQLite opens files by UTF-8
+    names, so no connection could reach it.
+
+    Raises:
+        StoreError: ``cannot VERB store P: its name is not UTF-8 text ...``.
+    """
+    try:
+        p.encode("utf-8")
+    except UnicodeEncodeError:
+        raise StoreError(
+            f"cannot {verb} store {p}: its name is not UTF-8 text (SQLite opens files by UTF-8 names); "
+            "rename it or give a link to it"
+        ) from None
+
+
 def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
     """Create a writable store at ``p`` (or open one rankscope created
     earlier); ``":memory:"`` for a scratch store. A new store is marked
@@ -466,6 +484,7 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
         SchemaError: an existing DB has a different schema.
         StoreError: the folder does not exist or is not writable.
     """
+    require_utf8_name(p, "create")
     fresh = True
     if p != ":memory:":
         check_target(p)
@@ -511,6 +530,7 @@ def open_writable(p: str) -> tuple[sql.Connection, SchemaInfo]:
     Raises:
         StoreNotFoundError, NotADatabaseError, NotOurStoreError, SchemaError, StoreError.
     """
+    require_utf8_name(p, "open")
     check_file(p)
     check_owned(p)
     check_writable(p)
@@ -569,6 +589,7 @@ def open_readonly(p: str) -> tuple[sql.Connection, SchemaInfo, ReadTarget]:
         SchemaError: SQLite, but not a content store.
         StoreError: SQLite cannot read it.
     """
+    require_utf8_name(p, "open")
     check_file(p)
     last: StoreError | None = None
     stable_failures = 0

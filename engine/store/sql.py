@@ -143,8 +143,16 @@ def connect(target: str, *, read_only: bool = False, uri: bool = False) -> Conne
     ``file:PATH?QUERY`` URI. Read-write connections create a missing file.
 
     Raises:
-        Error: SQLite cannot open it (``CantOpenError``, ...).
+        Error: SQLite cannot open it (``CantOpenError``, ...), or its name
+            is not UTF-8 text (``CantOpenError``: SQLite takes UTF-8 names; a
+            name of undecodable bytes comes from Python as lone surrogates).
     """
+    try:
+        target.encode("utf-8")
+    except UnicodeEncodeError:
+        raise apsw.CantOpenError(
+            "its name is not UTF-8 text (SQLite opens files by UTF-8 names); rename it or give a link to it"
+        ) from None
     flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     if uri:
         flags |= apsw.SQLITE_OPEN_URI

@@ -101,10 +101,11 @@ def _families(param: str) -> list[str]:
 
 
 @pytest.mark.parametrize("family", _families("cutoff"))
-@pytest.mark.parametrize("cutoff", ["0", "True"])
+@pytest.mark.parametrize("cutoff", ["0", "True", "2147483648", "9223372036854775808"])
 def test_a_cutoff_below_1_is_refused_before_trec_eval_sees_it(family, cutoff):
     """``P@0`` reached trec_eval, which asserts ("Negative cutoff detected")
-    and aborts the process; every family with a cutoff is checked alike
+    and aborts the process, and a cutoff over a C ``int`` came back under
+    another name (a KeyError); every family with a cutoff is checked alike
     (``RR`` takes none in trec_eval; ``IPrec``'s ``@`` is a recall level)."""
     spec = f"{family}@{cutoff}"
     if family == "IPrec":
@@ -112,23 +113,30 @@ def test_a_cutoff_below_1_is_refused_before_trec_eval_sees_it(family, cutoff):
         with pytest.raises(ValueError, match=r"recall level \(IPrec@r\) must be between 0 and 1"):
             parse_measures("IPrec@1.5")
         return
-    said = r"the cutoff \(@k\) must be a whole number 1 or more" if family != "RR" else "not computed by trec_eval"
+    said = (
+        r"the cutoff \(@k\) must be a whole number from 1 to 2,147,483,647"
+        if family != "RR"
+        else "not computed by trec_eval"
+    )
     with pytest.raises(ValueError, match=rf"measure '{re.escape(spec)}'(:| is) {said}"):
         parse_measures(spec)
     assert parse_measures(f"{family}@1" if family != "RR" else "RR")
 
 
 @pytest.mark.parametrize("family", _families("rel"))
-def test_a_relevance_level_below_1_is_refused(family):
+@pytest.mark.parametrize("level", ["0", "2147483648"])
+def test_a_relevance_level_below_1_is_refused(family, level):
     """``P(rel=0)@3`` reached pytrec_eval, whose TypeError ("Argument
     relevance_level should be positive") escaped as a traceback."""
     at = "@3" if "cutoff" in _cutoff_required(family) else ""
     if family == "NumRel":  # trec_eval's num_rel takes rel=1 only
         with pytest.raises(ValueError, match="not computed by trec_eval"):
-            parse_measures("NumRel(rel=0)")
+            parse_measures(f"NumRel(rel={level})")
         return
-    with pytest.raises(ValueError, match=r"the relevance level \(rel=\) must be a whole number 1 or more; got 0"):
-        parse_measures(f"{family}(rel=0){at}")
+    with pytest.raises(
+        ValueError, match=rf"the relevance level \(rel=\) must be a whole number from 1 to 2,147,483,647; got {level}"
+    ):
+        parse_measures(f"{family}(rel={level}){at}")
     assert parse_measures(f"{family}(rel=2){at}")
 
 

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(
     not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs and /dev/zero"
 )
 
-KINDS = ["deep-json", "wrong-shape", "fifo", "dev-zero"]
+KINDS = ["deep-json", "wrong-shape", "fifo", "dev-zero", "lone-surrogate"]
 #: A valid file of each name, and what the browser holds once it is read.
 VALID = {
     HISTORY_FILE: (json.dumps({"version": 1, "queries": ["write quorum"]}), "history"),

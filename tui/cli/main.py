@@ -453,6 +453,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             idle_timeout = parse_idle_timeout(idle) if idle is not None else None
             browse(rest[0] if rest else None, stores=stores, qrels=qrels, demo=demo, idle_timeout=idle_timeout)
             return
+        if sys.stdout is None:  # started with its standard output closed (`>&-`): an answer would vanish
+            fail(
+                "standard output is closed: the command's output has nowhere to go (redirect it to a file or /dev/null)"
+            )
         application = build_app(args[0]) if args[0] in commands else __getattr__("app")
         status = application(args=args, prog_name="rankscope", standalone_mode=False)
         # as Click's standalone mode does: always exit, with typer.Exit(n)'s n (snapshot check's 1,

@@ -12,7 +12,9 @@ and friends, :data:`BIDI_CONTROLS`) would silently reorder what follows them
 :data:`FORMAT_RANGES`: a zero-width space inside ``write\u200bquorum``,
 a soft hyphen, a word joiner) are shown the same way, by abbreviation
 (``⟨ZWSP⟩``) or code point (``⟨U+2061⟩``): a query or a title that looks
-like another is never a different text in disguise. No Textual here.
+like another is never a different text in disguise. A lone surrogate (a
+file name's undecodable byte) is shown as that byte (``\\xfe``) or its code
+point: it has no UTF-8 form to print. No Textual here.
 """
 
 from __future__ import annotations
@@ -69,6 +71,12 @@ FORMAT_NAMES = {0x00AD: "SHY", 0x200B: "ZWSP", 0x200C: "ZWNJ", 0x200D: "ZWJ", 0x
 for _first, _last in FORMAT_RANGES:
     for _c in range(_first, _last + 1):
         _BASE.setdefault(_c, f"\u27e8{FORMAT_NAMES.get(_c, f'U+{_c:04X}')}\u27e9")
+
+#: Lone surrogates (category Cs: no character; a file name's undecodable
+#: byte reaches Python as one, ``surrogateescape``) cannot be written as
+#: UTF-8 at all: the escaped byte as ``\xfe``, any other as ``⟨U+D800⟩``.
+for _c in range(0xD800, 0xE000):
+    _BASE[_c] = f"\\x{_c - 0xDC00:02x}" if 0xDC80 <= _c <= 0xDCFF else f"\u27e8U+{_c:04X}\u27e9"
 
 #: Single-line text (titles, labels, ids): every control character is shown.
 _LINE = dict(_BASE)
