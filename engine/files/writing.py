@@ -181,6 +181,7 @@ def check_output(
     db: Path | None = None,
     force: bool = False,
     inputs: Sequence[tuple[str, Path]] = (),
+    db_given: str = "with --db",
 ) -> None:
     """Refuse, before any work, an output path that must not be written.
 
@@ -193,6 +194,8 @@ def check_output(
     Args:
         inputs: ``(what it is, path)`` for each file the same command reads
             (``("the query file", Path("q.json"))``); refused even with ``force``.
+        db_given: how the command was given ``db``, for the message
+            (``"with --db"``; the browser's ``"as PATH"``).
 
     Raises:
         OutputRefused: with a one-line reason naming ``option`` and ``path``.
@@ -206,7 +209,9 @@ def check_output(
         for suffix in ("",) + SIDE_SUFFIXES:
             if _same_file(path, f"{db}{suffix}"):
                 what = (
-                    "the store given with --db" if not suffix else f"the {suffix[1:]} file of the store given with --db"
+                    f"the store given {db_given}"
+                    if not suffix
+                    else f"the {suffix[1:]} file of the store given {db_given}"
                 )
                 raise OutputRefused(f"{option} {path} is {what}; give another file name")
     for what, source in inputs:

@@ -125,7 +125,7 @@ async def test_a_bom_on_a_data_file_changes_nothing(name, db, tmp_path):
     "name, message",
     [
         ("nodir/q.json", "--qrels nodir/q.json: folder nodir does not exist"),
-        ("store.db-wal", "--qrels store.db-wal is the wal file of the store given with --db; give another file name"),
+        ("store.db-wal", "--qrels store.db-wal is the wal file of the store given as PATH; give another file name"),
     ],
 )
 def test_a_new_qrels_file_is_refused_where_no_file_may_be_written(name, message, db, tmp_path, monkeypatch, capsys):

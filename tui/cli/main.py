@@ -366,7 +366,12 @@ def browse(
         from engine.files.writing import OutputRefused, check_output
 
         try:
-            check_output(qrels, "--qrels", db=Path(path) if path is not None and Path(path).is_file() else None)
+            check_output(
+                qrels,
+                "--qrels",
+                db=Path(path) if path is not None and Path(path).is_file() else None,
+                db_given="as PATH",
+            )
         except OutputRefused as exc:
             fail(str(exc))
     elif qrels is not None:
