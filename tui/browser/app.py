@@ -84,6 +84,11 @@ def paired_session_db(store: Store | None) -> str | None:
     return str(paired[0]) if paired else None
 
 
+#: Refreshes :meth:`RankscopeApp._restore_focus` waits for a closing screen
+#: to leave the stack (it does within one or two) before it gives up.
+RESTORE_FOCUS_WAITS = 100
+
+
 class RankscopeApp(App[None]):
     """Type a query and watch context-mode's lexical retrieval pipeline work.
 
@@ -277,10 +282,13 @@ class RankscopeApp(App[None]):
         if browser is None:
             return
         closing = self.screen if self.screen is not browser else None
+        waits = [0]
 
         def check() -> None:
             if closing is not None and closing in self.screen_stack:
-                self.call_after_refresh(check)  # not popped yet
+                waits[0] += 1
+                if waits[0] <= RESTORE_FOCUS_WAITS:
+                    self.call_after_refresh(check)  # not popped yet
                 return
             if self.screen is not browser:  # another screen opened meanwhile: it owns the focus
                 return
