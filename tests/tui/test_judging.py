@@ -508,3 +508,44 @@ def test_the_metrics_table_shows_judged_at_10_as_ir_measures_computes_it(db):
     assert final[-1] == f"{judged.judged_share('final'):.2f}"
     assert judged.judged_share("final") < 0.5 and any(v.endswith("?") for v in final[1:-1])
     assert lines[-1].startswith("? rests on fewer than half judged results")
+
+
+async def test_a_grade_or_a_lab_screen_waits_for_the_typed_querys_results(db):
+    """A grade pressed right after typing a new query was saved under the
+    previous query (the panes still showed its results), and F5 / F6 / F7
+    acted on it too. While the query box's results are pending, they are
+    refused with a warning naming both queries; once shown, grading works."""
+    import threading
+
+    from engine import search
+
+    gate = threading.Event()
+
+    def held_search(store, params, conn=None):
+        if params.query == "consumer lag":
+            gate.wait(20)  # released by the test
+        return search(store, params, conn=conn)
+
+    async with browsing((140, 45), "write quorum", app=app_for(db, search_fn=held_search)) as (app, pilot):
+        browser = app.browser
+        await press(pilot, "ctrl+l")
+        await type_text(pilot, "consumer lag")
+        try:
+            await press(pilot, "down")
+            for key in ("3", "f5", "f7", "f6"):
+                before = len(notifications(app))
+                await press(pilot, key)
+                await wait_for(pilot, lambda n=before: len(notifications(app)) > n, what=f"a refusal of {key}")
+                said = notifications(app)[-1].message
+                assert said.startswith(
+                    "The results for 'consumer lag' are not shown yet (the panes still show 'write quorum')"
+                )
+                assert app.screen is browser
+            assert not default_qrels_path(db).exists()
+        finally:
+            gate.set()
+        await wait_for(pilot, lambda: browser.trace is not None and browser.trace.params.query == "consumer lag")
+        await press(pilot, "down")
+        await press(pilot, "3")
+        await wait_for(pilot, lambda: default_qrels_path(db).exists(), what="the judgments file")
+        assert list(read_qrels(default_qrels_path(db)).judgments) == ["consumer-lag"]

@@ -347,7 +347,7 @@ class RankscopeApp(App[None]):
         from tui.browser.screens.compare import CompareScreen
 
         browser = self._close_dialogs()
-        if browser is None:
+        if browser is None or browser.results_pending("compare"):
             return
         a, b = self.compare_variants
         if spec_b is not None:
@@ -383,6 +383,8 @@ class RankscopeApp(App[None]):
     def _open_why(self, browser: BrowserScreen, rowid: int | None) -> None:
         from tui.browser.screens.why import WhyScreen
 
+        if browser.results_pending("ask why not"):
+            return
         self.push_screen(
             WhyScreen(browser.link, browser.params, rowid=rowid, trace=browser.trace), callback=self._after_lab
         )
@@ -414,7 +416,7 @@ class RankscopeApp(App[None]):
             self.screen.dismiss(None)
             return
         browser = self._close_dialogs()
-        if browser is not None:
+        if browser is not None and not browser.results_pending("open the agent view"):
             screen = AgentViewScreen(
                 browser.store, browser.params, session_db=self.session_db, pinned=browser.pinned_rowid
             )
@@ -510,7 +512,7 @@ class RankscopeApp(App[None]):
         from tui.browser.screens.flow import FlowScreen
 
         browser = self._close_dialogs()
-        if browser is None:
+        if browser is None or browser.results_pending("open the rank flow"):
             return
         if browser.trace is None:
             self.notify("Search something first: the rank flow shows a search's candidates.", severity="warning")
@@ -567,6 +569,8 @@ class RankscopeApp(App[None]):
         folder; a demo's visitor folder), refused in a demo over SSH. Returns
         the file written (``None``: none)."""
         browser = self.browser
+        if browser is not None and browser.results_pending("export"):
+            return None
         if browser is None or browser.trace is None:
             self.notify_plain("Nothing to export yet: search first.", severity="warning")
             return None

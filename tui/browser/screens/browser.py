@@ -1075,9 +1075,29 @@ class BrowserScreen(WorkScreen[None]):
         """The chunk the journey follows (the row selected in any pane)."""
         return self.journey.subject if self.trace is not None else None
 
+    def results_pending(self, what: str) -> bool:
+        """True (and say so, ``what`` naming the refused action) when the
+        query box holds a query whose results are not shown yet: typed, its
+        search waiting for the pause or still running. The panes then show
+        the previous query's search, and a grade, a rank flow, an export or
+        a comparison would silently be about that one."""
+        text = self.query_box.input.value
+        shown = self.trace.params.query if self.trace is not None else None
+        waiting = text != self.params.query or self._shown_seq < self._seq  # the pause, or the search running
+        if not text.strip() or text == shown or not waiting:  # (a search that failed is not pending)
+            return False
+        head = f"The results for {safe.line(text)[:60]!r} are not shown yet"
+        if shown is not None:
+            head += f" (the panes still show {safe.line(shown)[:60]!r})"
+        self.notify(f"{head}: {what} once they are.", severity="warning", markup=False)
+        return True
+
     def action_grade(self, grade: int) -> None:
         """Grade the selected chunk ``grade`` (0-3; -1 removes the grade) for
-        the current query (:meth:`grade_subject`)."""
+        the current query (:meth:`grade_subject`); refused while the query
+        box's results are pending (:meth:`results_pending`)."""
+        if self.results_pending("grade"):
+            return
         subject = self.selected_chunk()
         if subject is None or self.state is None or self.trace is None:
             first = "Search, then select a chunk" if self.trace is None else "Select a chunk first"
