@@ -78,6 +78,10 @@ def test_compare_one_query_json(db):
     assert [(row["marker"], row["rowid_b"]) for row in d["rows"]] == [("same", 3), ("new", 4)]
     assert d["counts"]["only_in_b"] == 1 and d["overlap"] == 0.5
     assert d["traces"]["a"]["variant"] == "reference" and d["traces"]["b"]["variant"] == "key=rowid"
+    # the divergence the text form shows beside its table is in the JSON too (it was missing)
+    text = invoke("compare", "widget", "--db", db, "--b", "key=rowid").output
+    assert f"RBO {d['rbo']:.2f} · J@{d['jaccard_k']} {d['jaccard']:.2f}" in text
+    assert d["rbo_p"] == 0.9 and 0 <= d["rbo"] <= 1
 
 
 def test_compare_with_filters_and_a_variant_a(db):

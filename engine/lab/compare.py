@@ -497,8 +497,9 @@ def comparison_to_dict(cmp: Comparison, include_traces: bool = True) -> dict[str
     """JSON-ready form: ``query``, ``a``/``b`` {variant, layer, final
     [{position, rowid, source, title, score, boost}]}, ``rows`` [{marker,
     position_a, position_b, rowid_a, rowid_b, source, title, content_type,
-    score_a, score_b, boost_a, boost_b}], ``counts``, ``overlap`` and, with
-    ``include_traces``, ``traces`` {a, b} as :func:`engine.pipeline.export.trace_to_dict`."""
+    score_a, score_b, boost_a, boost_b}], ``counts``, ``overlap``, ``rbo``,
+    ``jaccard``, ``rbo_p``, ``jaccard_k`` (:meth:`Comparison.divergence`) and,
+    with ``include_traces``, ``traces`` {a, b} as :func:`engine.pipeline.export.trace_to_dict`."""
 
     def side(trace: Trace) -> dict[str, object]:
         return {
@@ -542,6 +543,8 @@ def comparison_to_dict(cmp: Comparison, include_traces: bool = True) -> dict[str
         "counts": counts_to_dict(cmp.counts),
         "overlap": cmp.overlap,
     }
+    d = cmp.divergence()  # what the text form shows beside the table ("RBO 0.73 · J@10 0.50")
+    out.update({"rbo": d.rbo, "jaccard": d.jaccard, "rbo_p": d.p, "jaccard_k": d.k})
     if include_traces:
         out["traces"] = {"a": trace_to_dict(cmp.trace_a), "b": trace_to_dict(cmp.trace_b)}
     return out
