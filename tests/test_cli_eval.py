@@ -348,6 +348,10 @@ def test_qrels_convert_round_trip(tmp_path):
         == json.loads(QRELS_JSON.read_text())["queries"][0]["judgments"]
     )
     assert "no such qrels file" in error_of(invoke("qrels", "convert", tmp_path / "none", back))
+    one = tmp_path / "one.txt"
+    one.write_text("q1 0 docs/a.md::A 2\n")
+    r = invoke("qrels", "convert", one, tmp_path / "one.json")
+    assert r.exit_code == 0 and "wrote 1 judgment for 1 query" in r.output, r.output  # not "1 queries"
 
 
 def test_readme_eval_example_is_current(db):

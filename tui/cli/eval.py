@@ -827,7 +827,8 @@ def qrels_convert(
         target,
         "TARGET",
         lambda: write_qrels(q, target, overwrite=force),
-        f"wrote {q.count()} judgments for {len(q.judgments)} queries",
+        f"wrote {q.count()} judgment{'' if q.count() == 1 else 's'} for {len(q.judgments)} "
+        f"quer{'y' if len(q.judgments) == 1 else 'ies'}",
         meanwhile="meanwhile",
     )
 
