@@ -94,6 +94,25 @@ def require_regular_file(path: str | os.PathLike[str], what: str) -> os.stat_res
     return st
 
 
+def peek(path: str | os.PathLike[str], size: int) -> bytes:
+    """The first ``size`` bytes of ``path`` when it is a regular file (opened
+    without blocking, checked on the descriptor), else ``b""`` (a file
+    that cannot be read included): a database's header, a file's magic."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return b""
+    try:
+        if not _stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, size)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def read_input_bytes(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of the regular file at ``path``, at most ``max_bytes``.
 

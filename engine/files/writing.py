@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from engine.files.reading import file_kind
+from engine.files.reading import file_kind, peek
 
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -65,24 +65,6 @@ class OutputRefused(OSError):
     ``OSError`` so that a caller's "cannot write" handling covers it."""
 
 
-def _peek(path: str, size: int) -> bytes:
-    """The first ``size`` bytes of ``path`` when it is a regular file (opened
-    without blocking, checked on the descriptor), else ``b""``."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return b""
-    try:
-        if not _stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        return os.read(fd, size)
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
-
-
 def _is_regular(path: str) -> bool:
     try:
         return _stat.S_ISREG(os.stat(path).st_mode)
@@ -95,7 +77,7 @@ def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
     (rankscope's store or anyone's database). Symlinks are followed; a FIFO
     or device is never opened."""
     name = os.fspath(path)
-    return _is_regular(name) and _peek(name, 16) == SQLITE_HEADER
+    return _is_regular(name) and peek(name, 16) == SQLITE_HEADER
 
 
 def database_file_role(path: str | os.PathLike[str]) -> str | None:
@@ -107,7 +89,7 @@ def database_file_role(path: str | os.PathLike[str]) -> str | None:
     links are followed."""
     name = os.fspath(path)
     real = os.path.realpath(name)
-    head = _peek(real, 16)
+    head = peek(real, 16)
     if head == SQLITE_HEADER:
         return "an SQLite database"
     for candidate in dict.fromkeys((os.path.abspath(name), real)):

@@ -36,6 +36,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from engine.files.reading import peek
 from engine.store import sql
 from engine.store.chunking import MAX_CHUNK_BYTES
 from engine.store.consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
@@ -423,10 +424,11 @@ def truncation(path: str) -> str | None:
     long as its header says, the header's size is not valid (an old
     writer's), or the file cannot be read."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEADER_BYTES)
-            size = os.fstat(fh.fileno()).st_size
+        size = os.path.getsize(path)
     except OSError:
+        return None
+    head = peek(path, HEADER_BYTES)
+    if size and not head:  # not readable
         return None
     if len(head) < HEADER_BYTES:
         return f"the file is truncated: {size:,} bytes, less than SQLite's {HEADER_BYTES}-byte header"

@@ -29,7 +29,7 @@ from typing import Literal, Optional
 from urllib.parse import quote
 
 from engine.files.reading import file_kind
-from engine.files.writing import database_file_role, remove_leftovers, removed_on_signal
+from engine.files.writing import SQLITE_HEADER, database_file_role, remove_leftovers, removed_on_signal
 from engine.store import schema, sql
 from engine.store.errors import (
     READONLY_CODE,
@@ -43,7 +43,7 @@ from engine.store.errors import (
     sqlite_errors,
     sqlite_store_error,
 )
-from engine.store.schema import APPLICATION_ID, SQLITE_HEADER, SchemaInfo, inspect_schema
+from engine.store.schema import APPLICATION_ID, SchemaInfo, inspect_schema
 
 #: How a read-only store is read (:attr:`ReadTarget.mode`):
 #:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import quote
 
+from engine.files.writing import SQLITE_HEADER
 from engine.store import sql
 from engine.store.errors import (
     CANTOPEN_CODE,
@@ -67,8 +68,6 @@ SOURCE_INDEX_SQL = "CREATE INDEX IF NOT EXISTS rankscope_{table}_source ON {tabl
 #: ``PRAGMA application_id`` of every store rankscope creates ("RANK" in
 #: ASCII). A database without it is never written to.
 APPLICATION_ID = 0x52414E4B
-#: The first 16 bytes of every SQLite database file.
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def table_module(create_sql: str | None) -> str | None:
