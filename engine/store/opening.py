@@ -453,13 +453,8 @@ def require_utf8_name(p: str, verb: str) -> None:
     Raises:
         StoreError: ``cannot VERB store P: its name is not UTF-8 text ...``.
     """
-    try:
-        p.encode("utf-8")
-    except UnicodeEncodeError:
-        raise StoreError(
-            f"cannot {verb} store {p}: its name is not UTF-8 text (SQLite opens files by UTF-8 names); "
-            "rename it or give a link to it"
-        ) from None
+    if not sql.utf8_name(p):
+        raise StoreError(f"cannot {verb} store {p}: {sql.NOT_UTF8_NAME}")
 
 
 def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
@@ -484,10 +479,9 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
         SchemaError: an existing DB has a different schema.
         StoreError: the folder does not exist or is not writable.
     """
-    require_utf8_name(p, "create")
     fresh = True
     if p != ":memory:":
-        check_target(p)
+        check_target(p)  # the name's UTF-8 too
         fresh = not has_content(p)
         if fresh:
             check_writable(p, create=True)

@@ -138,6 +138,20 @@ class Connection(apsw.Connection):
             pass
 
 
+#: Why a file whose name is not UTF-8 text cannot be opened (the end of a sentence naming it).
+NOT_UTF8_NAME = "its name is not UTF-8 text (SQLite opens files by UTF-8 names); rename it or give a link to it"
+
+
+def utf8_name(name: str) -> bool:
+    """Whether SQLite can be given ``name``: a name of undecodable bytes
+    reaches Python as lone surrogates, which have no UTF-8 form."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def connect(target: str, *, read_only: bool = False, uri: bool = False) -> Connection:
     """Open ``target``: a path, ``":memory:"`` or (``uri=True``) a
     ``file:PATH?QUERY`` URI. Read-write connections create a missing file.
@@ -147,12 +161,8 @@ def connect(target: str, *, read_only: bool = False, uri: bool = False) -> Conne
             is not UTF-8 text (``CantOpenError``: SQLite takes UTF-8 names; a
             name of undecodable bytes comes from Python as lone surrogates).
     """
-    try:
-        target.encode("utf-8")
-    except UnicodeEncodeError:
-        raise apsw.CantOpenError(
-            "its name is not UTF-8 text (SQLite opens files by UTF-8 names); rename it or give a link to it"
-        ) from None
+    if not utf8_name(target):
+        raise apsw.CantOpenError(NOT_UTF8_NAME)
     flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     if uri:
         flags |= apsw.SQLITE_OPEN_URI
