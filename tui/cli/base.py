@@ -12,7 +12,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, List, Mapping, NoReturn, Optional
+from typing import Annotated, Any, List, Mapping, NoReturn, Optional, Sequence
 
 import typer
 from rich.console import Console
@@ -159,23 +159,54 @@ FORM_NOUNS = {
 }
 
 
-def declared_inputs(command: Any, values: Mapping[str, Any]) -> list[tuple[str, Path]]:
-    """The files ``command`` (a command's function) reads, from its
-    :class:`FileRole` declarations: ``(what it is, path)`` for each input
-    parameter whose value in ``values`` (the function's ``locals()``) is a
-    path (or a list of paths), for :func:`engine.files.writing.check_output`."""
+def file_roles(command: Any) -> dict[str, FileRole]:
+    """``{parameter name: FileRole}`` of a command's function: the parameters
+    declared ``Annotated[Path, READS_QRELS]`` (the first role of each)."""
     import typing
 
-    out: list[tuple[str, Path]] = []
+    out: dict[str, FileRole] = {}
     for name, hint in typing.get_type_hints(command, include_extras=True).items():
         roles = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, FileRole)]
-        if not roles or not roles[0].is_input:
+        if roles:
+            out[name] = roles[0]
+    return out
+
+
+def declared_inputs(command: Any, values: Mapping[str, Any]) -> list[tuple[str, Path]]:
+    """The files ``command`` (a command's function) reads, from its
+    :class:`FileRole` declarations (:func:`file_roles`): ``(what it is,
+    path)`` for each input parameter whose value in ``values`` (the
+    function's ``locals()``) is a path (or a list of paths), for
+    :func:`check_output_file`."""
+    out: list[tuple[str, Path]] = []
+    for name, role in file_roles(command).items():
+        if not role.is_input:
             continue
         value = values.get(name)
         for item in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(item, Path):
-                out.append((roles[0].noun, item))
+                out.append((role.noun, item))
     return out
+
+
+def check_output_file(
+    path: Path,
+    option: str,
+    db: Optional[Path] = None,
+    force: bool = False,
+    inputs: Sequence[tuple[str, Path]] = (),
+    db_given: str = "with --db",
+) -> None:
+    """Fail early (before any work) when ``path`` must not be written: a
+    folder, a missing folder, the store ``db``, one of the command's
+    ``inputs`` (:func:`declared_inputs`) or any SQLite database, or an
+    existing file without ``force`` (:func:`engine.files.writing.check_output`)."""
+    from engine.files.writing import OutputRefused, check_output
+
+    try:
+        check_output(path, option, db=db, force=force, inputs=inputs, db_given=db_given)
+    except OutputRefused as exc:
+        fail(str(exc))
 
 
 READS_QUERIES = FileRole("reads", "queries")

@@ -65,6 +65,7 @@ from .base import (
     WRITES_QRELS,
     WRITES_SNAPSHOT,
     StorePath,
+    check_output_file,
     console,
     declared_inputs,
     fail,
@@ -76,7 +77,7 @@ from .base import (
 from .lab import SPEC_HELP, rbo_legend, variant_option
 from engine.files.reading import load_json_input
 from engine.files.writing import write_text_file
-from .search import check_output_file, load_queries, write_output
+from .search import load_queries, write_output
 
 # ─── shared ──────────────────────────────────────────────────────────────
 

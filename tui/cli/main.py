@@ -47,10 +47,12 @@ from .base import (
     READS_QRELS,
     CliError,
     FileRole,
+    check_output_file,
     error_exit,
     fail,
     os_error_text,
     parse_idle_timeout,
+    file_roles,
     unwrap,
 )
 
@@ -292,7 +294,6 @@ def file_parameters() -> tuple[FileParameter, ...]:
     :class:`~tui.cli.base.FileRole` (``Annotated[Path, READS_QRELS]``), and
     :data:`BROWSER_FILES`: what the tests feed FIFOs, devices, folders,
     deep JSON, BOMs and wrong shapes."""
-    import typing
 
     from typer.main import get_command
 
@@ -303,13 +304,10 @@ def file_parameters() -> tuple[FileParameter, ...]:
         for word in words:
             command = command.commands[word]
         params = {p.name: p for p in command.params}
-        for name, hint in typing.get_type_hints(fn, include_extras=True).items():
-            roles = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, FileRole)]
-            if not roles:
-                continue
+        for name, role in file_roles(fn).items():
             param = params[name]
             flag = max(param.opts, key=len) if param.param_type_name == "option" else None
-            out.append(FileParameter(words, name, flag, roles[0]))
+            out.append(FileParameter(words, name, flag, role))
     return tuple(out)
 
 
@@ -363,17 +361,8 @@ def browse(
     if demo and qrels is not None:
         fail("--demo and --qrels: a demo keeps the visitor's grades in its temporary folder, never in a file here")
     if qrels is not None and not os.path.lexists(qrels):  # created when you grade: where it may be written
-        from engine.files.writing import OutputRefused, check_output
-
-        try:
-            check_output(
-                qrels,
-                "--qrels",
-                db=Path(path) if path is not None and Path(path).is_file() else None,
-                db_given="as PATH",
-            )
-        except OutputRefused as exc:
-            fail(str(exc))
+        store = Path(path) if path is not None and Path(path).is_file() else None
+        check_output_file(qrels, "--qrels", db=store, db_given="as PATH")
     elif qrels is not None:
         from engine.lab.qrels import QrelsError, read_qrels
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Any, Callable, List, Optional, Sequence, Union
+from typing import Annotated, Any, Callable, List, Optional, Union
 
 import typer
 from typing_extensions import NotRequired, TypedDict
@@ -17,7 +17,7 @@ from engine.files.reading import InputFileError, json_shape, load_json_input
 from engine.js.strings import undecodable
 
 from tui.present import safe
-from engine.files.writing import OutputRefused, built_aside, check_distinct, check_output, write_text_file
+from engine.files.writing import OutputRefused, built_aside, check_distinct, write_text_file
 from tui.present.fmt import json_text
 from .base import (
     CREATES_STORE,
@@ -33,6 +33,7 @@ from .base import (
     SessionFilter,
     SourceExact,
     SourceFilter,
+    check_output_file,
     console,
     declared_inputs,
     err_console,
@@ -585,21 +586,3 @@ def write_output(
     except OSError as exc:
         fail(f"cannot write {option} {path}: {exc.strerror or exc}")
     console.print(safe.line(f"{done} to {path}"), markup=False, highlight=False, soft_wrap=True)
-
-
-def check_output_file(
-    path: Path,
-    option: str,
-    db: Optional[Path] = None,
-    force: bool = False,
-    inputs: Sequence[tuple[str, Path]] = (),
-) -> None:
-    """Fail early (before any work) when ``path`` must not be written: a
-    folder, a missing folder, the store ``db``, one of the command's
-    ``inputs`` (:func:`~tui.cli.base.declared_inputs`) or any SQLite
-    database, or an existing file without ``force``
-    (:func:`engine.files.writing.check_output`)."""
-    try:
-        check_output(path, option, db=db, force=force, inputs=inputs)
-    except OutputRefused as exc:
-        fail(str(exc))
