@@ -76,6 +76,7 @@ from .base import (
 )
 from .lab import SPEC_HELP, rbo_legend, variant_option
 from engine.files.reading import load_json_input
+from engine.pipeline.words import plural
 from engine.files.writing import write_text_file
 from .search import load_queries, write_output
 
@@ -828,8 +829,7 @@ def qrels_convert(
         target,
         "TARGET",
         lambda: write_qrels(q, target, overwrite=force),
-        f"wrote {q.count()} judgment{'' if q.count() == 1 else 's'} for {len(q.judgments)} "
-        f"quer{'y' if len(q.judgments) == 1 else 'ies'}",
+        f"wrote {plural(q.count(), 'judgment')} for {len(q.judgments)} quer{'y' if len(q.judgments) == 1 else 'ies'}",
         meanwhile="meanwhile",
     )
 
