@@ -41,6 +41,13 @@ every websocket, and never ends one that does not quit):
   per session (:mod:`tui.cli.visitor`), hands it to the process, and
   removes it once the process has ended.
 
+A request the server cannot answer (a malformed one: a bad request line
+or header, bytes that are not HTTP, a broken websocket handshake; or a
+failure while answering) is one plain line on stderr naming what was wrong
+(:func:`problem_line`), never a traceback, and the server goes on serving:
+aiohttp reports such requests to :data:`REQUEST_LOG`, whose handler
+(:class:`RequestProblems`) writes that line.
+
 ``/static/`` serves textual-serve's files, never a listing of them. No
 Textual here (each session is its own process).
 """
@@ -57,6 +64,7 @@ import os
 import shlex
 import signal
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,11 +74,14 @@ from urllib.parse import urlsplit
 import aiohttp_jinja2
 import jinja2
 from aiohttp import WSMsgType, web
+from aiohttp.http_exceptions import HttpProcessingError
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
 from tui.cli.base import DEFAULT_MAX_SESSIONS
 from tui.cli.visitor import VISITOR_DIR_ENV, make_visitor_folder, remove_visitor_folder
+from tui.present import safe
+from tui.present.cut import clip
 
 log = logging.getLogger("textual-serve")
 
@@ -158,6 +169,83 @@ def busy_page(max_sessions: int) -> str:
 def busy_text(max_sessions: int) -> str:
     """The one-line refusal of a websocket past the cap (HTTP 503)."""
     return f"rankscope serve: refused: all {max_sessions} sessions are in use (--max-sessions {max_sessions}); try again later"
+
+
+#: Characters of what was wrong with a request that a console line quotes.
+PROBLEM_SHOWN = 120
+
+
+def request_problem(error: BaseException) -> str:
+    """What was wrong, in one line safe for a terminal
+    (:func:`tui.present.safe.line`), cut to :data:`PROBLEM_SHOWN`
+    characters: aiohttp's words for a malformed request (``Invalid header
+    token: b'Bad Header'``, its lines joined, the caret line dropped) or an
+    HTTP error's text (``Handshake error: 'bad'``), else the error's type
+    and words (``RuntimeError: boom``)."""
+    if isinstance(error, HttpProcessingError):
+        words = error.message
+    elif isinstance(error, web.HTTPException):
+        words = error.text or error.reason
+    else:
+        words = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    parts = [part.strip() for part in str(words).splitlines() if part.strip(" ^")]
+    return clip(safe.line(" ".join(parts)), PROBLEM_SHOWN)
+
+
+def problem_line(remote: str | None, error: BaseException) -> str:
+    """The console line for a request that ``error`` ended (``remote``: the
+    client's address, ``None`` when unknown): ``rankscope serve: refused a
+    malformed request from 127.0.0.1: ...`` for a request aiohttp could not
+    parse or a 4xx raised while answering it, ``rankscope serve: failed to
+    answer a request from ...: ...`` for anything else (a bug)."""
+    who = safe.line(remote) if remote else "a client"
+    malformed = isinstance(error, HttpProcessingError) or (
+        isinstance(error, web.HTTPException) and 400 <= error.status < 500
+    )
+    what = "refused a malformed request" if malformed else "failed to answer a request"
+    return f"rankscope serve: {what} from {who}: {request_problem(error)}"
+
+
+def tell(line: str) -> None:
+    """Write ``line`` (one line, no newline) to stderr, for the operator;
+    a closed or broken stderr is ignored (the server goes on)."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class RequestProblems(logging.Handler):
+    """The handler of :data:`REQUEST_LOG`, where aiohttp's request handler
+    reports a request it could not answer: :func:`problem_line` for a
+    report that carries the error (the client's address is the report's
+    one argument, when given: ``"Error handling request from %s"``), the
+    report's words for one without an error at warning level or above; any
+    other debug report is dropped. Never a traceback."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            args = record.args
+            remote = args[0] if isinstance(args, tuple) and len(args) == 1 and isinstance(args[0], str) else None
+            tell(problem_line(remote, error))
+        elif record.levelno >= logging.WARNING:
+            tell(f"rankscope serve: {safe.line(record.getMessage())}")
+
+
+def _request_log() -> logging.Logger:
+    logger = logging.getLogger("rankscope.serve.requests")
+    logger.propagate = False  # not to textual-serve's Rich handler (tracebacks with locals)
+    logger.setLevel(logging.DEBUG)  # aiohttp reports non-HTTP bytes at debug level: still one line
+    if not any(isinstance(h, RequestProblems) for h in logger.handlers):
+        logger.addHandler(RequestProblems())
+    return logger
+
+
+#: The ``logger`` of aiohttp's request handler for ``rankscope serve``
+#: (passed in the application's ``handler_args``): :class:`RequestProblems`.
+REQUEST_LOG = _request_log()
 
 
 def _clamp(value: str | None, default: int, low: int, high: int) -> int:
@@ -297,7 +385,7 @@ class GuardedServer(Server):
     async def _make_app(self) -> web.Application:
         """textual-serve's routes (the page, the websocket, downloads, the
         static files), with the guard in front and no listing of ``/static/``."""
-        app = web.Application(middlewares=[self._guard_middleware()])
+        app = web.Application(middlewares=[self._guard_middleware()], handler_args={"logger": REQUEST_LOG})
         aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
         app.add_routes(
             [
@@ -366,7 +454,9 @@ class GuardedServer(Server):
         """One session: a slot taken (or a 503 when none is free), the
         visitor folder made, the process started and fed the page's keys and
         sizes until either side ends; then the process stopped, the folder
-        removed and the slot freed, whatever happened."""
+        removed and the slot freed, whatever happened. A malformed handshake
+        is a 400 (and one line on stderr: :func:`problem_line`); a session
+        that fails is one line on stderr too."""
         if self.full:
             raise web.HTTPServiceUnavailable(text=busy_text(self.max_sessions) + "\n", headers={"Retry-After": "60"})
         session = Session()
@@ -395,11 +485,16 @@ class GuardedServer(Server):
                 watcher.cancel()
         except asyncio.CancelledError:
             pass
+        except web.HTTPException as refusal:  # a malformed handshake (prepare): aiohttp answers its 400
+            tell(problem_line(request.remote, refusal))
+            raise
         except Exception as error:  # a session's failure must not stop the server
-            log.exception(error)
+            tell(
+                f"rankscope serve: a session from {safe.line(request.remote or 'a client')} failed: {request_problem(error)}"
+            )
         finally:
             await self._end(session)
-            if not websocket.closed:
+            if websocket.prepared and not websocket.closed:
                 await websocket.close()
         return websocket
 
