@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-#: Longest query text, term list or correction list a one-line summary
-#: quotes in full; longer ones are cut (see :func:`abbreviate`).
+#: Characters of a query text, term list or correction list a one-line
+#: summary quotes before cutting it (see :func:`abbreviate`).
 SUMMARY_TEXT_MAX = 120
 
 
 def abbreviate(text: str, width: int = SUMMARY_TEXT_MAX) -> str:
-    """``text`` when it has at most ``width`` characters, else its first
-    ``width`` and ``… (+N characters)``."""
+    """``text`` cut to its first ``width`` characters followed by ``… (+N
+    characters)``, N the characters cut away; ``text`` whole when that cut
+    would not be shorter than it (the marker is longer than a few
+    characters it saves). Characters are Unicode code points (Python
+    ``str`` length), not bytes, UTF-16 units or terminal cells."""
     if len(text) <= width:
         return text
-    return f"{text[:width]}… (+{len(text) - width:,} characters)"
+    cut = f"{text[:width]}… (+{len(text) - width:,} characters)"
+    return cut if len(cut) < len(text) else text
 
 
 def plural(n: int, word: str) -> str:

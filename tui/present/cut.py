@@ -1,6 +1,6 @@
 """Cutting text to fit, for the CLI and the browser: the one family of
 truncation helpers. Widths are terminal cells (Rich's ``cell_len``), except
-:func:`clip`, which counts characters. What is cut away is shown as
+:func:`clip`, which counts characters (code points). What is cut away is shown as
 :data:`ELLIPSIS`.
 
 * :func:`clip`: the first characters and ``… (+N characters)`` (the
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 #: What a cut leaves in place of the text it removed.
 ELLIPSIS = "…"
 
-#: ``text`` cut to ``width`` characters plus ``… (+N characters)``.
+#: ``text`` cut to ``width`` characters plus ``… (+N characters)``, or
+#: whole when that is not shorter (:func:`engine.pipeline.words.abbreviate`).
 clip = abbreviate
 
 
