@@ -84,3 +84,14 @@ def test_agent_log_follow_shows_a_query_just_over_the_cut_whole():
     query = "abcdefghij abcdefghij abcdefghi"
     words = _received_words({"queries": [{"query": query, "results": 1}], "results": 1, "bytes": 9, "snippets_cut": 0})
     assert words == f"1 result ({query} 1), 9 B, 0 snippets cut"
+
+
+def test_query_label_cuts_only_when_the_cut_is_shorter():
+    """A heading's query label: an 81-character query (cut at 80) was its
+    first 80 characters and ``… (81 characters)``, longer than the query."""
+    from tui.present.fmt import query_label
+
+    assert query_label("q" * 81) == repr("q" * 81)
+    assert query_label("q" * 200) == repr("q" * 80) + "… (200 characters)"
+    for n in range(80, 120):
+        assert len(query_label("q" * n)) <= len(repr("q" * n))

@@ -58,11 +58,14 @@ QUERY_SHOWN = 80
 
 def query_label(query: str, width: int = QUERY_SHOWN) -> str:
     """A query for a heading: ``repr(query)``, or for a long one the repr of
-    its first ``width`` characters and ``… (N characters)``. (``--json``
+    its first ``width`` characters (code points) and ``… (N characters)``,
+    N its length, when that is shorter than the whole repr. (``--json``
     output always keeps the exact text.)"""
+    whole = repr(query)
     if len(query) <= width:
-        return repr(query)
-    return f"{query[:width]!r}… ({len(query):,} characters)"
+        return whole
+    cut = f"{query[:width]!r}… ({len(query):,} characters)"
+    return cut if len(cut) < len(whole) else whole
 
 
 #: Characters ``json.dumps(ensure_ascii=False)`` leaves raw that a terminal
