@@ -248,3 +248,84 @@ def test_doctor_quick_says_damage_with_exit_status_1(damaged_db):
     assert r.exit_code == 1, r.output
     assert "the store is damaged" in " ".join(r.output.split())
     assert _fingerprint(path) == before
+
+
+def stale_wal_beside(sample_db: Path, folder: Path, shm: bool) -> Path:
+    """``folder/store.db``: a small store put on disk in place of a bigger
+    one (the sample corpus) whose last transaction was still in its
+    ``-wal`` (copied while its connection was open), that ``-wal`` (and,
+    with ``shm``, its ``-shm``) left beside it. SQLite applies the old
+    ``-wal`` to the new file, which then reads as damaged."""
+    from engine.store import sql
+
+    old = _copy(sample_db, folder, "old.db")
+    path = folder / "store.db"
+    conn = sql.connect(str(old))
+    try:
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute("INSERT INTO chunks(title, content, source_id, content_type) VALUES ('Late', 'zebra', 1, 'prose')")
+        shutil.copyfile(f"{old}-wal", f"{path}-wal")
+        if shm:
+            shutil.copyfile(f"{old}-shm", f"{path}-shm")
+    finally:
+        conn.close()
+    old.unlink()
+    new = folder.parent / f"{folder.name}-new.db"
+    with Store.create(new) as s:
+        s.index_text("b.md", "# Beta\nzebra beta words\n", "markdown")
+    shutil.copyfile(new, path)
+    new.unlink()
+    return path
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+
+
+@pytest.mark.parametrize("shm", [False, True], ids=["wal", "wal+shm"])
+def test_a_stale_wal_beside_a_damaged_store_is_named_in_the_error(sample_db, tmp_path, shm, capsys):
+    """A store replaced on disk while the old one's ``-wal`` (and ``-shm``)
+    stayed beside it: SQLite applies the old WAL and the store reads as
+    damaged. The one-line error names those files and says moving them
+    away may help; the exit status is still 2; nothing is written, moved
+    or removed. (Before: no word of them; with the ``-wal`` alone, 'a
+    private copy ... could not be made in /tmp', blaming the temporary
+    folder.)"""
+    from .helpers import cli_error
+
+    folder = tmp_path / "stores"
+    folder.mkdir()
+    path = stale_wal_beside(sample_db, folder, shm)
+    before = _files(folder)
+    names = f"{path}-wal and {path}-shm are" if shm else f"{path}-wal is"
+    line = cli_error(["search", "zebra", "--db", str(path)], capsys)
+    assert line.startswith(f"rankscope: error: {path} is damaged: SQLite says 'database disk image is malformed'. ")
+    assert f"{names} beside it: a -wal or -shm file left by another database" in line
+    assert "no program is using the database, moving " in line and "away may help" in line
+    assert line.endswith(f"Check it with: rankscope doctor --db {path} (or sqlite3 {path} 'PRAGMA integrity_check')")
+    after = _files(folder)
+    assert sorted(after) == sorted(before)  # nothing created or removed
+    # not one byte of the store or of the -wal changed (SQLite's read rewrites the -shm's index)
+    assert {k: v for k, v in after.items() if not k.endswith("-shm")} == {
+        k: v for k, v in before.items() if not k.endswith("-shm")
+    }
+    # doctor: damaged (exit 1), and the same hint among its findings
+    r = runner.invoke(app, ["doctor", "--db", str(path), "--json"])
+    assert r.exit_code == 1, r.output
+    report = json.loads(r.output)
+    assert report["damaged"] and report["side_files"] == [f"{path}-wal", f"{path}-shm"][: 2 if shm else 1]
+    assert any(f.startswith(f"{names} beside it:") for f in report["findings"]), report["findings"]
+    # the store picker and 'rankscope stores' (discovery) say it too
+    from engine.store.discovery import read_store_info
+
+    error = read_store_info(path).error
+    assert error is not None and f"{names} beside it:" in error, error
+    assert sorted(os.listdir(folder)) == sorted(before)
+
+
+def test_no_side_file_no_hint(damaged_db):
+    """A damaged store with no ``-wal`` or ``-shm`` beside it gets no word of them."""
+    with pytest.raises(CorruptStoreError) as caught:
+        with Store.open_readonly(damaged_db) as s:
+            diagnose(s, integrity=False)
+    assert "beside it" not in str(caught.value) and caught.value.side_files == ()

@@ -41,7 +41,7 @@ from engine.store import sql
 from engine.store.chunking import MAX_CHUNK_BYTES
 from engine.store.consistency import ORPHAN_CHUNKS, RECORDED_COUNTS, TRIGRAM_ROWS, CountMismatch, count_mismatches
 from engine.lab.journey import plural
-from engine.store.errors import CorruptStoreError, StoreError, is_corruption
+from engine.store.errors import CorruptStoreError, StoreError, is_corruption, side_files, side_files_hint
 from engine.store.schema import FTS_TABLES, fts_shadow_tables
 from engine.store.opening import connect_file
 from engine.store.store import Store
@@ -183,6 +183,9 @@ class DoctorReport:
         read_error: when the store is too damaged to read the rest of the
             report, the error (the counts are then ``None`` and the lists
             empty); ``None`` otherwise.
+        side_files: the ``-wal`` / ``-shm`` files beside the store when it
+            was diagnosed (:func:`engine.store.errors.side_files`); on a
+            damaged store, a finding says another database's can be the cause.
     """
 
     path: str | None
@@ -201,14 +204,16 @@ class DoctorReport:
     integrity: tuple[IntegrityCheck, ...] = ()
     segments: tuple[tuple[str, int | None], ...] = ()
     read_error: str | None = None
+    side_files: tuple[str, ...] = ()
 
     @classmethod
     def unreadable(
         cls, path: str | None, schema: str, error: str, integrity: tuple[IntegrityCheck, ...]
     ) -> "DoctorReport":
         """The report on a store too damaged to be read (or opened): the
-        integrity checks and the error, nothing else."""
-        return cls(path, schema, None, None, None, (), (), MAX_CHUNK_BYTES, (), (), None, (), (), integrity, (), error)
+        integrity checks, the error and the side files beside it now, nothing else."""
+        empty = (None, None, None, (), (), MAX_CHUNK_BYTES, (), (), None, (), ())
+        return cls(path, schema, *empty, integrity, (), error, side_files=side_files(path))
 
     @property
     def damaged(self) -> bool:
@@ -252,6 +257,8 @@ class DoctorReport:
                 out.append(f"the store is damaged: {c.title} failed: {shown}")
             else:
                 out.append(f"the integrity checks could not run: {shown}")
+        if self.damaged and self.side_files:
+            out.append(side_files_hint(self.side_files))
         if self.read_error is not None:
             return out
         if self.collisions:
@@ -318,6 +325,7 @@ class DoctorReport:
             ],
             "segments": {table: n for table, n in self.segments},
             "read_error": self.read_error,
+            "side_files": list(self.side_files),
             "damaged": self.damaged,
             "findings": self.findings,
             "ok": self.ok,
@@ -367,7 +375,7 @@ def diagnose(
         if not any(c.damage and not c.ok for c in checks):
             raise
         return DoctorReport.unreadable(store.path, store.schema.generation, str(exc), checks)
-    return dataclasses.replace(report, integrity=checks)
+    return dataclasses.replace(report, integrity=checks, side_files=side_files(store.path))
 
 
 def check_integrity(source: Store | str, conn: sql.Connection | None = None) -> tuple[IntegrityCheck, ...]:

@@ -174,6 +174,8 @@ def private_copy(p: str) -> tuple[str, str]:
         (:func:`remove_copy`).
 
     Raises:
+        CorruptStoreError: SQLite calls the store with its WAL damaged
+            (:func:`~engine.store.errors.sqlite_store_error`).
         StoreError: the copy cannot be made (disk full, unreadable file).
     """
     folder = tempfile.mkdtemp(prefix="rankscope-ro-")
@@ -191,6 +193,8 @@ def private_copy(p: str) -> tuple[str, str]:
             conn.close()
     except (OSError, sql.Error) as exc:
         shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(exc, sql.Error) and is_corruption(exc):  # the copy was made: the store with its WAL is damaged
+            raise sqlite_store_error(exc, p) from exc
         raise StoreError(
             f"cannot read {p}: its -wal file has no -shm beside it (its writer was killed), and a private "
             f"copy to read it through could not be made in {os.path.dirname(folder)} ({exc})"

@@ -20,11 +20,9 @@ from engine.store import sql
 from engine.store.errors import (
     CANTOPEN_CODE,
     READONLY_CODE,
-    CorruptStoreError,
     NotADatabaseError,
     SchemaError,
-    doctor_command,
-    integrity_hint,
+    damaged,
     is_corruption,
     sqlite_store_error,
 )
@@ -217,10 +215,7 @@ def inspect_schema(conn: sql.Connection, p: str) -> SchemaInfo:
             f"{t}_{x}" for t in FTS_TABLES for x in fts_shadow_tables(declared[t], t) if f"{t}_{x}" not in tables
         ]
         lost = f"; missing: {', '.join(missing)}" if missing else ""
-        reason = f"its FTS5 table chunks cannot be opened (SQLite says '{exc}'{lost})"
-        raise CorruptStoreError(
-            f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason, check_command=doctor_command(p)
-        ) from exc
+        raise damaged(p, f"its FTS5 table chunks cannot be opened (SQLite says '{exc}'{lost})") from exc
     unopenable = [f"chunks_{x}" for x in ("data", "config") if f"chunks_{x}" not in tables]
     if unopenable:
         # SQLite 3.40 refused to read the table's columns without these;
@@ -229,10 +224,7 @@ def inspect_schema(conn: sql.Connection, p: str) -> SchemaInfo:
         missing = [
             f"{t}_{x}" for t in FTS_TABLES for x in fts_shadow_tables(declared[t], t) if f"{t}_{x}" not in tables
         ]
-        reason = f"its FTS5 table chunks cannot be opened (missing: {', '.join(missing)})"
-        raise CorruptStoreError(
-            f"{p} is damaged: {reason}.{integrity_hint(p)}", reason=reason, check_command=doctor_command(p)
-        )
+        raise damaged(p, f"its FTS5 table chunks cannot be opened (missing: {', '.join(missing)})")
     visible = [c for c in cols if c not in ("chunks", "rank")]
     for needed in ("title", "content", "source_id", "content_type"):
         if needed not in visible:
