@@ -18,7 +18,8 @@ computes them; 154 ms for that query.
 
 :class:`KeptRows` holds, for one FTS5 table, every row's rowid grouped by its
 ``(source_id, content_type)``, read in one ``GROUP BY`` over the table's
-``%_content`` (0.4-0.5 s a table at 1,000,152 chunks, 40 ms at 100,590).
+``%_content`` (0.4-0.5 s a table at 1,000,152 chunks, 45 ms at 100,590, 5 ms at
+14,370).
 Rows whose ``source_id`` names no ``sources`` row are left out, as the
 reference's inner join leaves them out. It is kept per store data version
 (:attr:`engine.store.store.Store.kept_rows`) and built at the
@@ -37,10 +38,12 @@ from engine.store import sql
 if TYPE_CHECKING:
     from engine.store.cache import VersionedLRU
 
-#: Tables with fewer rows are filtered as the reference does: FTS5 ranks
-#: their matches quickly (npm docs at 100,590 chunks: 40 ms to build, a
-#: filtered trigram ``config`` 56 → 24 ms).
-MIN_ROWS = 100_000
+#: Tables with fewer rows are filtered as the reference does. npm docs, the
+#: light set's 16 filtered queries, 3 rounds, this way against the
+#: reference's: 14,370 chunks p50 2.62 → 1.96 ms, p95 5.95 → 3.22 (5 ms a
+#: table to build); 100,590 chunks 16.0 → 7.6 and 41.6 → 20.8 ms (45 ms);
+#: 1,437 chunks 0.94 → 0.90 and 1.42 → 1.28 ms, too close to call.
+MIN_ROWS = 10_000
 #: The filtered run of a data version, on one table, that builds its
 #: :class:`KeptRows` (1-based): the first runs the reference's way.
 BUILD_AT_USE = 2
