@@ -140,7 +140,14 @@ class RunCache:
             return replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
         fts_limit = request.fts_limit
         fetch = fts_limit if deepest is None or self.exact else max(fts_limit, 2 * deepest)
-        run = retrieve(conn, schema, request.at(fetch), share=share, phrase_rows=self.store.phrase_rows)
+        run = retrieve(
+            conn,
+            schema,
+            request.at(fetch),
+            share=share,
+            phrase_rows=self.store.phrase_rows,
+            kept_rows=self.store.kept_rows,
+        )
         with self._lock:
             self.misses += 1
             self.rows_fetched += len(run.hits)

@@ -8,14 +8,17 @@ version drops every older one. Callers read the version *before* their read
 transaction takes its snapshot, so an entry stored under version ``v`` was
 computed from a snapshot at least as new as ``v``.
 
-The store keeps three (:attr:`engine.store.store.Store.runs`, read and filled by
+The store keeps four (:attr:`engine.store.store.Store.runs`, read and filled by
 :mod:`engine.pipeline.runcache`,
 :attr:`engine.store.store.Store.corrections` and
-:attr:`engine.store.store.Store.phrase_rows`): retriever runs, keyed by
+:attr:`engine.store.store.Store.phrase_rows`,
+:attr:`engine.store.store.Store.kept_rows`): retriever runs, keyed by
 :attr:`engine.pipeline.stages.retrieve.Request.key` (retriever, sanitised query, filters) and
 then by row count, read through :class:`engine.pipeline.runcache.RunCache` handles;
 fuzzy corrections, keyed by the normalised word; and the rows each FTS5
-phrase matches, keyed by ``(table, phrase)`` (:func:`engine.pipeline.stages.topk.top_k`). The correction cache
+phrase matches, keyed by ``(table, phrase)`` (:func:`engine.pipeline.stages.topk.top_k`);
+and each large table's rows grouped for filters, keyed by table
+(:mod:`engine.pipeline.stages.kept`). The correction cache
 copies the reference's (``ContentStore`` keeps the last 256 corrections in a
 ``Map`` used as an LRU); the reference clears it when a vocabulary word is
 inserted, this one on any write.

@@ -44,6 +44,8 @@ P = ParamSpec("P")
 RUN_CACHE_SIZE = 256
 #: Phrase row counts kept per store (:attr:`Store.phrase_rows`).
 PHRASE_ROWS_CACHE_SIZE = 4096
+#: Tables whose rows are grouped for filters, kept per store (:attr:`Store.kept_rows`).
+KEPT_ROWS_CACHE_SIZE = 4
 #: Fuzzy corrections kept per store (the reference's ``FUZZY_CACHE_SIZE``).
 CORRECTION_CACHE_SIZE = 256
 
@@ -79,6 +81,8 @@ class Store:
         corrections: fuzzy corrections by word, per data version (the reference keeps 256).
         phrase_rows: rows each FTS5 phrase matches, by ``(table, phrase)``,
             per data version (:func:`engine.pipeline.stages.topk.top_k`).
+        kept_rows: each large FTS5 table's rows grouped for the retrievers'
+            filters, by table, per data version (:mod:`engine.pipeline.stages.kept`).
         freshness: the stale-source answer, kept current between searches.
         parallel: run a pass's two retrievers at once: ``True``, ``False``,
             or ``None`` to decide per pass (:func:`engine.store.parallel.can_read_in_parallel`).
@@ -95,6 +99,7 @@ class Store:
         self.runs: VersionedLRU[dict[int, Any]] = VersionedLRU(RUN_CACHE_SIZE)
         self.corrections: VersionedLRU[Any] = VersionedLRU(CORRECTION_CACHE_SIZE)
         self.phrase_rows: VersionedLRU[int] = VersionedLRU(PHRASE_ROWS_CACHE_SIZE)
+        self.kept_rows: VersionedLRU[object] = VersionedLRU(KEPT_ROWS_CACHE_SIZE)
         self.freshness = Freshness()
         self.parallel: bool | None = None
 

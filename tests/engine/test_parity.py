@@ -20,7 +20,7 @@ from functools import lru_cache
 import pytest
 
 from engine import Store, index_corpus, search, trace_to_dict
-from engine.pipeline.stages import topk
+from engine.pipeline.stages import kept, topk
 
 from ..conftest import NOT_VENDORED, PARITY_SETS, parity_set
 from ..helpers import case_params
@@ -139,12 +139,29 @@ def _top_k_runs(trace) -> int:
     return sum(r.ranked_by == "top-k" for p in (trace.first, trace.fuzzy.rerun) if p for r in (p.porter, p.trigram))
 
 
-@pytest.fixture(params=["fts5", "top-k"])
+def _force_kept(monkeypatch) -> None:
+    """Every filtered run ranks only the rows its filters keep
+    (:mod:`engine.pipeline.stages.kept`), whatever the table's size, from the first."""
+    monkeypatch.setattr(kept, "MIN_ROWS", 0)
+    monkeypatch.setattr(kept, "BUILD_AT_USE", 1)
+
+
+def _kept_runs(trace) -> int:
+    """Retriever runs of ``trace`` that ranked only the rows their filters keep."""
+    runs = (r for p in (trace.first, trace.fuzzy.rerun) if p for r in (p.porter, p.trigram))
+    return sum(r.ranking_fact("kept_rows") is not None for r in runs)
+
+
+@pytest.fixture(params=["fts5", "top-k", "kept"])
 def ranking(request, monkeypatch):
-    """Each case twice: as searches run (top-k only on large tables), and
-    with top-k forced (:func:`_force_top_k`)."""
+    """Each case three times: as searches run (top-k only on large tables,
+    filters as the reference tests them below 100,000 rows), with top-k
+    forced (:func:`_force_top_k`), and with the filters' kept rows forced
+    (:func:`_force_kept`)."""
     if request.param == "top-k":
         _force_top_k(monkeypatch)
+    if request.param == "kept":
+        _force_kept(monkeypatch)
     for name in SETS:  # no run computed the other way may answer
         if _present(name):
             _store(name).runs.clear()
@@ -224,3 +241,20 @@ def test_top_k_answered_in_forced_cases(monkeypatch):
     finally:
         store.runs.clear()
     assert answered >= 10, answered
+
+
+def test_kept_rows_answered_in_forced_cases(monkeypatch):
+    """The forced cases rank filtered runs over the rows their filters keep,
+    so their passing says something (searched here, as above)."""
+    _force_kept(monkeypatch)
+    store = _store("stages")
+    store.runs.clear()
+    store.kept_rows.clear()
+    try:
+        cases = _expected("stages")["queries"]
+        answered = sum(_kept_runs(search(store, case_params(case))) for case in cases)
+        filtered = sum(bool(c["params"]["source"] or c["params"]["content_type"]) for c in cases)
+    finally:
+        store.runs.clear()
+        store.kept_rows.clear()
+    assert filtered >= 5 and answered >= 2 * filtered - 2, (answered, filtered)

@@ -38,7 +38,7 @@ from engine.pipeline.candidates import ChunkRef, Exit, Hit
 from engine.pipeline.hooks import Asking, Explanation, Items, PassContext, PassView, Reason, RecordStage, Records, Stage
 from engine.pipeline.params import SearchParams
 from engine.pipeline.query import porter_words, sanitize_porter, sanitize_trigram, trigram_words
-from engine.pipeline.stages import bm25, topk
+from engine.pipeline.stages import bm25, kept, topk
 from engine.pipeline.words import abbreviate, plural
 from engine.store import sql
 from engine.store.clock import elapsed_ms
@@ -158,6 +158,12 @@ def like_pattern(source: str) -> str:
     return f"%{escaped}%"
 
 
+def source_condition(source_match: str) -> str:
+    """The source filter's SQL test on ``sources.label`` (one ``?``: the
+    label, or :func:`like_pattern` of it unless ``source_match`` is ``exact``)."""
+    return "sources.label = ?" if source_match == "exact" else "sources.label LIKE ? ESCAPE '\\'"
+
+
 def build_sql(
     retriever: str,
     schema: SchemaInfo,
@@ -169,6 +175,7 @@ def build_sql(
     highlight_max: int | None = None,
     rowids: str | None = None,
     bounded: bool = True,
+    kept: bool = False,
 ) -> tuple[str, list[str]]:
     """SQL for one retriever and the names of its parameters in order.
 
@@ -187,6 +194,10 @@ def build_sql(
       JOIN``): the reference's inner join drops it and takes the next match,
       so :func:`retrieve` then runs the other form, which does the same.
       :func:`retrieve` uses it for many matches (:data:`BOUNDED_MIN_MATCHES`).
+    - **Kept** (``kept``, with filters): the same bounded sort over the matches
+      whose rowid is in the JSON array ``kept`` (the rows the filters keep,
+      :mod:`engine.pipeline.stages.kept`), so bm25 runs for those alone;
+      the filters themselves are not repeated.
     - **Otherwise** (a source or content-type filter, or few matches) FTS5 ranks every match with
       the same function (``t.rank MATCH 'bm25(5.0, 1.0)'``, ``ORDER BY
       t.rank``) and SQLite joins, filters and highlights rows in that order
@@ -201,7 +212,7 @@ def build_sql(
 
     Returns:
         ``(sql, param_names)`` where names are drawn from ``match``,
-        ``source``, ``content_type``, ``mid``, ``limit``.
+        ``source``, ``content_type``, ``kept``, ``mid``, ``limit``.
 
     Raises:
         ValueError: unknown retriever name, or ``rowids`` with ``reference``.
@@ -221,8 +232,9 @@ def build_sql(
         "{rank} AS rank, " + f"{marked} AS highlighted, {x(session)}"
     )
     half = [f"{t}.rowid {rowids} ?"] if rowids else []
-    if bounded and not reference and not source and not content_type:
-        best = " AND ".join([f"{t} MATCH ?", *half])
+    if not reference and (kept or (bounded and not source and not content_type)):
+        keep = [f"+{t}.rowid IN (SELECT value FROM json_each(?))"] if kept else []
+        best = " AND ".join([f"{t} MATCH ?", *keep, *half])
         statement = (
             f"WITH best AS MATERIALIZED (SELECT {t}.rowid AS id, bm25({t}, 5.0, 1.0) AS score FROM {t} "
             f"WHERE {best} ORDER BY score, {t}.rowid LIMIT ?) "
@@ -230,11 +242,11 @@ def build_sql(
             f"FROM best JOIN {t} ON {t}.rowid = best.id LEFT JOIN sources ON sources.id = {t}.source_id "
             f"WHERE {t} MATCH ? ORDER BY best.score, best.id"
         )
-        return statement, ["match", *(["mid"] if rowids else []), "limit", "match"]
+        return statement, ["match", *(["kept"] if kept else []), *(["mid"] if rowids else []), "limit", "match"]
     where = [f"{t} MATCH ?"] if reference else [f"{t} MATCH ?", f"{t}.rank MATCH 'bm25(5.0, 1.0)'"]
     names = ["match"]
     if source:
-        where.append("sources.label = ?" if source_match == "exact" else "sources.label LIKE ? ESCAPE '\\'")
+        where.append(source_condition(source_match))
         names.append("source")
     if content_type:
         where.append(f"{t}.content_type = ?")
@@ -258,6 +270,7 @@ def retrieve(
     *,
     share: HalfShare | None = None,
     phrase_rows: VersionedLRU[int] | None = None,
+    kept_rows: VersionedLRU[object] | None = None,
 ) -> RetrieverRun:
     """Run one retriever as ``request`` asks.
 
@@ -266,7 +279,10 @@ def retrieve(
     (``ranking`` then holds the code), in two halves at once
     (:func:`_in_halves`) when it ranks many matches and ``beside`` (e.g.
     :meth:`~engine.store.store.Store.parallel_reader`) gives a second connection
-    on ``conn``'s snapshot. The rows are the same every way.
+    on ``conn``'s snapshot. With filters, on a large table, FTS5 ranks only
+    the rows they keep when ``kept_rows`` (:attr:`~engine.store.store.Store.kept_rows`)
+    holds or builds them (:mod:`engine.pipeline.stages.kept`; ``ranking``
+    then holds ``kept_rows``, their count). The rows are the same every way.
 
     The query is sanitised here (Porter or trigram rules). An empty trigram
     query skips the run. An SQLite error of the query (which sanitising
@@ -316,8 +332,12 @@ def retrieve(
         "content_type": content_type,
         "limit": fts_limit,
     }
+    held = _kept(conn, request, values["source"], kept_rows) if (source or content_type) and fts_limit > 0 else None
+    if held is not None:
+        values["kept"] = held.json
+        ranking += (("kept_rows", held.rows),)
 
-    def ranked(bounded: bool) -> list[Any]:
+    def ranked(bounded: bool, use_kept: bool = held is not None) -> list[Any]:
         def statement(rowids: str | None) -> tuple[str, list[str]]:
             highlight_max = marks.SQL_MAX_BYTES if spec else None
             return build_sql(
@@ -329,6 +349,7 @@ def retrieve(
                 highlight_max=highlight_max,
                 rowids=rowids,
                 bounded=bounded,
+                kept=use_kept,
             )
 
         nonlocal ranking
@@ -343,7 +364,7 @@ def retrieve(
     try:
         rows = ranked(many)
         if any(r[4] is None for r in rows):  # a match without its source row: the reference skips it
-            rows = ranked(False)
+            rows = ranked(False, False)
     except sql.Error as exc:
         if not is_query_error(exc) and not _shadow_missing(conn, TABLES[retriever]):
             raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
@@ -379,6 +400,27 @@ def retrieve(
         for i, r in enumerate(rows)
     )
     return RetrieverRun(retriever, sanitized, fts_limit, hits, elapsed_ms=elapsed_ms(start), ranking=ranking)
+
+
+def _kept(
+    conn: sql.Connection, request: Request, label: object, cache: VersionedLRU[object] | None
+) -> kept.Kept | None:
+    """The rows ``request``'s filters keep (``label``: the source parameter
+    as bound), when its table's :class:`~engine.pipeline.stages.kept.KeptRows`
+    are held or built now; else ``None``."""
+    table = TABLES[request.retriever]
+    try:
+        n_rows = bm25.table_totals(conn, table)[0]
+    except bm25.Unsupported:
+        return None
+    rows = kept.kept_rows(conn, table, n_rows, cache)
+    if rows is None:
+        return None
+    source_ids = None
+    if request.source:
+        found = conn.execute(f"SELECT id FROM sources WHERE {source_condition(request.source_match)}", (label,))
+        source_ids = [int(r[0]) for r in found]
+    return rows.kept(source_ids, request.content_type or None)
 
 
 def without_unmatched(match: str, phrase_rows: tuple[int, ...]) -> str:
@@ -707,6 +749,8 @@ def _headline(run: RetrieverRun, params: SearchParams) -> str:
         read = run.ranking_fact("rows_read", 0)
         assert isinstance(rows, tuple) and isinstance(read, int)
         head += f"; exact top-k read {read:,} of {sum(rows):,} phrase matches"
+    elif run.ranking_fact("kept_rows") is not None:
+        head += f"; FTS5 ranked only the {run.ranking_fact('kept_rows'):,} rows the filters keep"
     elif run.ranking_fact("halves"):
         how = "one on the other retriever's thread" if run.ranking_fact("half_helped") else "one after the other"
         head += f"; FTS5 ranked it in {run.ranking_fact('halves')} rowid ranges, {how}"

@@ -1,0 +1,213 @@
+"""Filtered runs over the rows their filters keep (:mod:`engine.pipeline.stages.kept`).
+
+The kept path must return what the reference's statement returns (FTS5
+ranks every match, SQLite joins ``sources`` and tests the filters): same
+rows, order, bm25 bits, highlights, for LIKE and exact source filters,
+content types, both together, rows whose source row is gone, content
+types stored as something other than text, and source ids stored as
+integers, integral doubles (context-mode's JavaScript numbers) or text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+
+import pytest
+
+from engine import SearchParams, Store, search
+from engine.pipeline.stages import kept
+from engine.pipeline.stages.retrieve import Request, _headline, build_sql, like_pattern, retrieve, source_condition
+from engine.store.cache import VersionedLRU
+
+WORDS = ["relay", "quorum", "replica", "config", "install", "cache", "naïve", "café", "lease", "vote"]
+LABELS = ["docs/a.md", "docs/b.md", "DOCS/c.md", "100%/d.md", "x_y/e.md", "back\\slash.md", "café/f.md", "notes.md"]
+FILTERS = [
+    (None, "like", "code"),
+    (None, "like", "prose"),
+    ("docs", "like", None),
+    ("docs", "like", "code"),
+    ("DOCS", "like", None),
+    ("100%", "like", None),
+    ("x_y", "like", None),
+    ("x%y", "like", None),
+    ("back\\", "like", None),
+    ("CAFÉ", "like", None),
+    ("café", "like", None),
+    ("docs/a.md", "exact", None),
+    ("docs/a.md", "exact", "prose"),
+    ("docs", "exact", None),
+    ("gone.md", "like", None),
+]
+
+
+def _text(rng: random.Random, n: int) -> str:
+    parts = []
+    for i in range(n):
+        line = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
+        if rng.random() < 0.4:
+            parts.append(f"## {rng.choice(WORDS)} {i}\n\n```sh\n{line}\n```\n")
+        else:
+            parts.append(f"## {rng.choice(WORDS)} {i}\n\n{line}\n")
+    return "\n".join(parts)
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A file store of eight sources (labels with LIKE's metacharacters),
+    prose and code chunks, one source row deleted (its chunks stay), one
+    chunk's content type stored as an integer."""
+    s = Store.create(tmp_path / "kept.db")
+    rng = random.Random(7)
+    for label in [*LABELS, "gone.md"]:
+        s.index_text(label, _text(rng, 30), "markdown")
+    s.conn.execute("DELETE FROM sources WHERE label = 'gone.md'")
+    for table in ("chunks", "chunks_trigram"):
+        s.conn.execute(f"UPDATE {table} SET content_type = 5 WHERE rowid = 3")
+    yield s
+    s.close()
+
+
+def _force(monkeypatch) -> None:
+    monkeypatch.setattr(kept, "MIN_ROWS", 0)
+    monkeypatch.setattr(kept, "BUILD_AT_USE", 1)
+
+
+def _rows(run):
+    return [(h.rowid, h.bm25.hex(), h.source, h.title, h.content, h.content_type, str(h.marked)) for h in run.hits]
+
+
+def _reference(store, request):
+    """The reference's own statement (:func:`build_sql` ``reference=True``)."""
+    sql_text, names = build_sql(
+        request.retriever, store.schema, request.source, request.source_match, request.content_type, reference=True
+    )
+    values = {
+        "match": request.match,
+        "source": request.source if request.source_match == "exact" else like_pattern(request.source or ""),
+        "content_type": request.content_type,
+        "limit": request.fts_limit,
+    }
+    return [int(r[0]) for r in store.conn.execute(sql_text, [values[n] for n in names])]
+
+
+def test_kept_runs_equal_the_reference(store, monkeypatch):
+    _force(monkeypatch)
+    cache: VersionedLRU[object] = VersionedLRU(4)
+    used = 0
+    with store.snapshot(store.conn) as conn:
+        assert conn.read_version is not None
+        for (source, mode, ctype), query, retriever, limit in itertools.product(
+            FILTERS, ["relay", "config cache", "naïve café", "vote lease quorum"], ("porter", "trigram"), (1, 5, 40)
+        ):
+            params = SearchParams(query, limit=3, source=source, source_match=mode, content_type=ctype)
+            request = Request.of(retriever, query, limit, params)
+            fast = retrieve(conn, store.schema, request, kept_rows=cache)
+            slow = retrieve(conn, store.schema, request)
+            assert slow.ranking_fact("kept_rows") is None
+            used += fast.ranking_fact("kept_rows") is not None
+            assert _rows(fast) == _rows(slow), (source, mode, ctype, query, retriever, limit)
+            assert [h.rowid for h in fast.hits] == _reference(store, request)
+    assert used == len(FILTERS) * 4 * 2 * 3
+
+
+def test_kept_counts_what_sql_keeps(store):
+    with store.snapshot(store.conn) as conn:
+        rows = kept.build(conn, "chunks")
+        assert rows is not None
+        for source, mode, ctype in FILTERS:
+            ids = None
+            if source is not None:
+                label = source if mode == "exact" else like_pattern(source)
+                ids = [r[0] for r in conn.execute(f"SELECT id FROM sources WHERE {source_condition(mode)}", (label,))]
+            got = rows.kept(ids, ctype)
+            where = ["1"]
+            args: list[object] = []
+            if ids is not None:
+                where.append(f"sources.id IN ({','.join(map(str, ids)) or 'NULL'})")
+            if ctype is not None:
+                where.append("chunks.content_type = ?")
+                args.append(ctype)
+            expected = sorted(
+                r[0]
+                for r in conn.execute(
+                    f"SELECT chunks.rowid FROM chunks JOIN sources ON sources.id = chunks.source_id WHERE {' AND '.join(where)}",
+                    args,
+                )
+            )
+            assert sorted(json.loads(got.json)) == expected and got.rows == len(expected), (source, mode, ctype)
+
+
+def test_source_ids_stored_as_doubles_count_and_text_declines(store):
+    """Rankscope's indexer, like context-mode, stores ``source_id`` as a
+    double; an integer counts the same; a text id makes the table
+    unsupported (SQL would convert it), and the run goes the reference's way."""
+    with store.snapshot(store.conn) as conn:
+        assert conn.execute("SELECT DISTINCT typeof(c2) FROM chunks_content").fetchall() == [("real",)]
+        assert kept.build(conn, "chunks") is not None
+    store.conn.execute("UPDATE chunks SET source_id = 1 WHERE rowid = 1")
+    with store.snapshot(store.conn) as conn:
+        assert kept.build(conn, "chunks") is not None
+    store.conn.execute("UPDATE chunks SET source_id = '1' WHERE rowid = 2")
+    with store.snapshot(store.conn) as conn:
+        assert kept.build(conn, "chunks") is None
+        cache: VersionedLRU[object] = VersionedLRU(4)
+        assert kept.kept_rows(conn, "chunks", 10**6, cache) is None  # first ask
+        assert kept.kept_rows(conn, "chunks", 10**6, cache) is None  # built: unsupported, kept as such
+        assert cache.get(conn.read_version, "chunks") == kept.UNSUPPORTED
+
+
+def test_external_content_tables_are_not_grouped(tmp_path):
+    s = Store.create(tmp_path / "plain.db")
+    try:
+        s.conn.execute("CREATE TABLE docs(id INTEGER PRIMARY KEY, title, content, source_id, content_type)")
+        s.conn.execute(
+            "CREATE VIRTUAL TABLE ext USING fts5(title, content, source_id UNINDEXED, content_type UNINDEXED, content='docs')"
+        )
+        s.conn.execute("CREATE VIRTUAL TABLE bare USING fts5(title, content)")
+        with s.snapshot(s.conn) as conn:
+            assert kept.content_columns(conn, "ext") is None
+            assert kept.content_columns(conn, "bare") is None
+            assert kept.content_columns(conn, "chunks") == (2, 3)
+    finally:
+        s.close()
+
+
+def test_built_at_the_second_ask_on_large_tables_only(store, monkeypatch):
+    monkeypatch.setattr(kept, "MIN_ROWS", 100)
+    cache: VersionedLRU[object] = VersionedLRU(4)
+    with store.snapshot(store.conn) as conn:
+        assert kept.kept_rows(conn, "chunks", 99, cache) is None
+        assert kept.kept_rows(conn, "chunks", 99, cache) is None  # too small: never asked
+        assert kept.kept_rows(conn, "chunks", 100, cache) is None  # first ask of a large table
+        built = kept.kept_rows(conn, "chunks", 100, cache)
+        assert isinstance(built, kept.KeptRows)
+        assert kept.kept_rows(conn, "chunks", 100, cache) is built  # held for the data version
+    store.index_text("new.md", "## relay\n\nrelay config\n", "markdown")
+    with store.snapshot(store.conn) as conn:
+        assert kept.kept_rows(conn, "chunks", 100, cache) is None  # a write: asked once again
+    assert not store.conn.in_transaction
+    assert kept.kept_rows(store.conn, "chunks", 100, cache) is None  # no read transaction noted
+
+
+def test_search_after_a_write_sees_the_new_rows(store, monkeypatch):
+    """The rows are per data version: a chunk indexed after they were built is found."""
+    _force(monkeypatch)
+    params = SearchParams("zephyr", limit=3, source="docs")
+    assert not search(store, params).final
+    store.index_text("docs/z.md", "## zephyr\n\nzephyr winds\n", "markdown")
+    trace = search(store, params)
+    assert [r.candidate.source for r in trace.final] == ["docs/z.md"]
+    assert any(r.ranking_fact("kept_rows") is not None for r in (trace.first.porter, trace.first.trigram))
+
+
+def test_headline_names_the_kept_rows(store, monkeypatch):
+    _force(monkeypatch)
+    params = SearchParams("relay", limit=3, content_type="code")
+    cache: VersionedLRU[object] = VersionedLRU(4)
+    with store.snapshot(store.conn) as conn:
+        run = retrieve(conn, store.schema, Request.of("porter", "relay", 10, params), kept_rows=cache)
+    n = run.ranking_fact("kept_rows")
+    assert isinstance(n, int) and n > 0
+    assert f"FTS5 ranked only the {n:,} rows the filters keep" in _headline(run, params)
