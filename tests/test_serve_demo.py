@@ -41,6 +41,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def listening(port: int) -> bool:
+    """Something accepts connections on ``127.0.0.1:port``."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 def children(pid: int) -> list[int]:
     """The child processes of ``pid`` (Linux: ``/proc``)."""
     found: list[int] = []
@@ -81,6 +90,10 @@ def demo_server(tmp_path):
     try:
         deadline = time.monotonic() + STEP_TIMEOUT
         while not (match := re.search(r"\?token=([A-Za-z0-9_-]+)", log.read_text())):
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        while not listening(port):  # the URL is printed before the server binds its port
             assert server.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
