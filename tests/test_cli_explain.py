@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import Store
+from engine.pipeline.export import TRACE_SCHEMA_VERSION
 from tui.cli import CliError, app
 
 from .helpers import index_zebra
@@ -134,7 +135,7 @@ def test_search_json_explain_adds_the_anatomy_of_each_result(db):
     r = invoke("search", "zebra crossing", "--db", db, "--limit", "2", "--json", "--explain")
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
-    assert d["schema_version"] == 5
+    assert d["schema_version"] == TRACE_SCHEMA_VERSION >= 5
     assert [a["chunk"]["rowid"] for a in d["anatomy"]] == [f["rowid"] for f in d["final"]]
     for a in d["anatomy"]:
         for name, ret in a["retrievers"].items():

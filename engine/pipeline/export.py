@@ -1,4 +1,4 @@
-"""JSON form of a :class:`~engine.pipeline.trace.Trace` (``TRACE_SCHEMA_VERSION`` 5).
+"""JSON form of a :class:`~engine.pipeline.trace.Trace` (``TRACE_SCHEMA_VERSION`` 6).
 
 Field names match ``../shared/parity/*/expected.json`` wherever the two
 overlap, so a trace can be diffed against the reference directly. The
@@ -33,7 +33,8 @@ shape, key by key in this order:
 
 Version history: 2 added ``candidates``, ``fuzzy.candidates``,
 ``fuzzy.reason_code`` and ``fuzzy.trigger``; 3 added ``empty``; 4 added
-``ranking``; 5 added ``anatomy``.
+``ranking``; 5 added ``anatomy``; 6 added the ``kept_rows`` fact of
+``ranking`` (a filtered run ranked over the rows its filters keep).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from engine.pipeline.trace import Trace
 from engine.pipeline.variants import variant_spec
 
 #: Version of the JSON trace's shape; bumped on any change a reader may notice.
-TRACE_SCHEMA_VERSION = 5
+TRACE_SCHEMA_VERSION = 6
 
 
 def run_to_dict(run: Run) -> dict[str, object]:

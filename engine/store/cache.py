@@ -88,3 +88,8 @@ class VersionedLRU(Generic[V]):
     def __len__(self) -> int:
         with self._lock:
             return len(self._data)
+
+    def values(self) -> list[V]:
+        """The entries held now (least recently used first), whatever their version."""
+        with self._lock:
+            return list(self._data.values())

@@ -16,7 +16,7 @@ import random
 
 import pytest
 
-from engine import SearchParams, Store, search
+from engine import SearchParams, Store, search, trace_to_dict
 from engine.pipeline.stages import kept
 from engine.pipeline.stages.retrieve import Request, _headline, build_sql, like_pattern, retrieve, source_condition
 from engine.store.cache import VersionedLRU
@@ -211,3 +211,11 @@ def test_headline_names_the_kept_rows(store, monkeypatch):
     n = run.ranking_fact("kept_rows")
     assert isinstance(n, int) and n > 0
     assert f"FTS5 ranked only the {n:,} rows the filters keep" in _headline(run, params)
+
+
+def test_json_trace_says_how_many_rows_were_kept(store, monkeypatch):
+    _force(monkeypatch)
+    d = trace_to_dict(search(store, SearchParams("relay", limit=3, source="docs", content_type="code")))
+    for name in ("porter", "trigram"):
+        facts = d["ranking"][name]
+        assert facts["by"] == "fts5" and isinstance(facts["kept_rows"], int) and facts["kept_rows"] > 0

@@ -74,7 +74,7 @@ def test_paths_agree_with_the_stage_lists_on_every_parity_case(set_name, case):
     check_paths(trace)
     d = json.loads(json.dumps(trace_to_dict(trace)))
     # 3: "empty" (the empty-result parts as data); 4: "ranking"; 5: "anatomy"
-    assert d["schema_version"] == TRACE_SCHEMA_VERSION == 5
+    assert d["schema_version"] == TRACE_SCHEMA_VERSION == 6
     assert (d["empty"] == []) == bool(trace.final) == (d["empty_reason"] is None)
     assert [part["code"] for part in d["empty"]] == [part.code for part in trace.empty]
     assert d["candidates"] == [

@@ -74,7 +74,10 @@ class RetrieverRun:
             ``phrase_rows`` (rows per phrase, query order), ``ranked_phrases``
             (0-based indexes of the phrases FTS5 ranked), ``rows_read`` and
             ``texts_tokenized``; for ``fts5`` after a declined attempt,
-            ``declined`` (a :class:`~engine.pipeline.stages.topk.Declined` code); else empty.
+            ``declined`` (a :class:`~engine.pipeline.stages.topk.Declined` code),
+            ``halves`` and ``half_helped`` when it ran in two halves; with
+            filters, ``kept_rows`` when FTS5 ranked only the rows they keep
+            (how many); else empty.
     """
 
     name: str

@@ -1,0 +1,52 @@
+"""Smoke test of benchmarks/tail.py on a small store: behaviour only, never timing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks.tail import main
+from engine import Store
+from engine.pipeline.stages import kept
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    path = tmp_path / "npm.db"
+    s = Store.create(path)
+    s.index_text(
+        "commands/npm-install.md", "# npm install\n\n## Synopsis\n\n```sh\nnpm install <pkg>\n```\n", "markdown"
+    )
+    s.index_text("using-npm/config.md", "# config\n\n## Registry\n\nSet the registry in npmrc.\n", "markdown")
+    s.close()
+    return path
+
+
+def test_tail_reports_each_set_and_its_slowest_searches(store_path, capsys, monkeypatch):
+    monkeypatch.setattr(kept, "MIN_ROWS", 0)  # the filtered searches build and use kept rows here too
+    assert main(["--store", str(store_path), "--rounds", "1", "--slowest", "3"]) == 0
+    text = capsys.readouterr().out
+    assert re.match(r"\S+npm\.db: \d+ chunks; load average", text)
+    for name in ("heavy", "light"):
+        line = re.search(rf"^{name}: 80 searches, p50 [\d.]+ / p95 [\d.]+ / max [\d.]+ ms \((.*)\)$", text, re.M)
+        assert line and line.group(1) == "the goal is set at 1,000,000 chunks"
+    light = text.split("\nlight:", 1)[1]
+    assert "/kept " in light  # the light set's filtered queries ranked over kept rows
+    assert len(re.findall(r"^  \S.*\s[\d.]+$", light, re.M)) >= 3
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--sets", "medium"], "--sets must name query sets of heavy, light"),
+        (["--rounds", "0"], "--rounds must be at least 1"),
+        (["--store", "/nonexistent/x.db"], "--store: no such file"),
+    ],
+)
+def test_tail_refuses_bad_arguments(store_path, capsys, args, says):
+    argv = ["--store", str(store_path), *args] if args[0] != "--store" else args
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert says in capsys.readouterr().err
