@@ -316,6 +316,17 @@ def send_keys(pilot, *keys: str) -> None:
         app.post_message(event)
 
 
+async def focus_left_the_query(pilot) -> None:
+    """A lab screen opened from the query box closed: once the browser is
+    back on top, focus is on the pane ↓ goes to (``r`` / ``s`` / ``j``
+    typed next are not typed into the query), and stays there."""
+    app = pilot.app
+    browser = app.browser
+    await wait_for(pilot, lambda: app.screen is browser and app.focused is browser.pane_widget(browser.leave_target()))
+    await settle(pilot)
+    assert app.focused is browser.pane_widget(browser.leave_target())
+
+
 async def press(pilot, *keys: str) -> None:
     """Press ``keys`` one at a time; each is handled (:func:`key_handled`)
     before the next is sent, as with a person at the keyboard."""

@@ -39,7 +39,17 @@ from tui.browser.screens.params import ParamsScreen
 from tui.browser.screens.sessions import SessionsScreen
 from tui.browser.screens.why import WhyScreen
 
-from .conftest import browsing, press, rendered, screen_strips, search_for, settle, wait_for, wait_screen
+from .conftest import (
+    browsing,
+    focus_left_the_query,
+    press,
+    rendered,
+    screen_strips,
+    search_for,
+    settle,
+    wait_for,
+    wait_screen,
+)
 from .test_lab_screens import settle_lab
 
 #: WCAG 2.x AA for text (success criterion 1.4.3).
@@ -372,7 +382,10 @@ async def test_the_selected_row_stands_out(no_color, monkeypatch):
         flow_table = flow.query_one("#flow-table-0", DataTable)
         check_selection(app, flow_table, cursor_lines(flow_table), "rank flow")
         await press(pilot, "escape")
-        # focus back in the query (where F5 was pressed): F8 then opens the finder, not a chunk
+        # the lab rule puts focus on the pane; / takes it back to the query box, where F8
+        # opens the finder, not a chunk
+        await focus_left_the_query(pilot)
+        await press(pilot, "/")
         await wait_for(pilot, lambda: isinstance(app.focused, Input) and app.focused.id == "query")
         await press(pilot, "f8")
         why = await wait_screen(pilot, WhyScreen)
