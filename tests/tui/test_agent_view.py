@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 
+import pytest
+from textual.containers import VerticalScroll
 from textual.widgets import OptionList, Static
 
 from engine import SearchParams, Store
@@ -15,6 +17,7 @@ from engine.agent import AgentContext, ctx_search
 from tui.browser.screens.params import ParamsChange
 from tui.browser.screens.agent import AgentViewScreen, chunk_with_windows
 from tui.browser.screens.agent_log import AgentLogScreen
+from tui.browser.widgets.footer import KeyFooter
 
 from ..conftest import AGENT_VIEW, PLUGIN_STORE, SESSION_DB
 from ..helpers import append_call
@@ -25,6 +28,7 @@ from .conftest import (
     plain,
     press,
     processed,
+    rendered,
     run_command,
     search_for,
     wait_for,
@@ -32,6 +36,8 @@ from .conftest import (
 
 NARROW = (80, 24)
 WIDE = (120, 40)
+#: The smallest terminal the agent view is laid out for (an outside tester's).
+SMALL = (60, 20)
 
 
 def agent_screen(app) -> AgentViewScreen | None:
@@ -349,6 +355,51 @@ def test_agent_view_with_a_pinned_chunk_snapshot(snap_compare):
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
 
 
+async def test_the_summary_scrolls_and_takes_focus_only_while_it_hides_lines():
+    """At 60x20 in plugin mode the summary is cut to its share: Shift+Tab
+    from the results reaches it and End shows its last line; at 120x40 it
+    shows whole and Tab never stops on it."""
+    async with browsing(SMALL, "failover review", app=_app(PLUGIN_STORE, session_db=str(SESSION_DB))) as (app, pilot):
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
+        screen = agent_screen(app)
+        await press(pilot, "p")
+        await wait_for(pilot, lambda: answered(app) and screen.trace.scope.mode == "plugin", what="plugin mode")
+        await rendered(pilot)
+        head = screen.query_one("#agent-head", VerticalScroll)
+        assert head.max_scroll_y > 0 and app.focused is screen.query_one("#agent-results", OptionList)
+        await press(pilot, "shift+tab")
+        await wait_for(pilot, lambda: app.focused is head, what="the summary focused")
+        await press(pilot, "end")
+        await wait_for(pilot, lambda: head.scroll_y == head.max_scroll_y, what="the summary's last line")
+    async with browsing(WIDE, "failover review", app=_app(PLUGIN_STORE, session_db=str(SESSION_DB))) as (app, pilot):
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
+        screen = agent_screen(app)
+        await rendered(pilot)
+        head = screen.query_one("#agent-head", VerticalScroll)
+        assert head.max_scroll_y == 0 and head not in screen.focus_chain
+
+
+def test_agent_view_in_plugin_mode_at_60x20_snapshot(snap_compare):
+    """60x20, plugin mode: the head scrolls (its bar shows), the results
+    scroll, the chunk box shows its text (it had no row for it)."""
+
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await search_for(pilot, "failover review")
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
+        await press(pilot, "p")
+        await wait_for(
+            pilot, lambda: answered(app) and agent_screen(app).trace.scope.mode == "plugin", what="plugin mode"
+        )
+        await rendered(pilot)
+
+    app = _app(PLUGIN_STORE, session_db=str(SESSION_DB))
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
 def test_chunk_with_windows_marks_cut_and_unseen_text():
     with Store.open_readonly(AGENT_VIEW / "store.db") as store:
         trace = ctx_search(store, {"queries": ["heartbeat interval"], "limit": 2}, call_number=3)
@@ -391,3 +442,37 @@ async def test_esc_from_the_agent_log_returns_to_the_agent_view():
         await press(pilot, "p")  # the agent view's p (plugin mode), not the browser's pin
         await wait_for(pilot, lambda: view.plugin != plugin)
         assert app.browser.pinned_rowid is None
+
+
+#: Lines of chunk text the agent view's chunk box keeps at 60x20 and up:
+#: a heading and two lines of the text around a window, enough to read a
+#: ``⟦ … ⟧`` mark in context and page through the chunk.
+CHUNK_LINES = 3
+
+
+@pytest.mark.parametrize("size", [SMALL, NARROW, WIDE], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("mode", ["plain", "plugin", "plugin-pinned"])
+async def test_the_chunk_box_keeps_room_for_the_chunk(size, mode):
+    """At 60x20 in plugin mode the summary (9 lines) and the results (40%)
+    took every row: the chunk box got none for its text, the screen
+    scrolled and the box's bottom fell below the keys. Whatever the mode,
+    with a pinned chunk's line too, the box shows :data:`CHUNK_LINES` or
+    more, whole, above the keys; the screen does not scroll."""
+    async with browsing(size, app=_app(PLUGIN_STORE, session_db=str(SESSION_DB))) as (app, pilot):
+        await search_for(pilot, "halyard message")
+        if mode == "plugin-pinned":
+            app.browser.pin(18)
+        await press(pilot, "f12")
+        await wait_for(pilot, lambda: answered(app), what="the agent view")
+        screen = agent_screen(app)
+        if mode != "plain":
+            await press(pilot, "p")
+            await wait_for(pilot, lambda: answered(app) and screen.trace.scope.mode == "plugin", what="plugin mode")
+        if mode == "plugin-pinned":
+            await wait_for(pilot, lambda: screen.advice is not None, what="the pinned chunk's advice")
+        await rendered(pilot)
+        box = screen.query_one("#agent-box", VerticalScroll)
+        footer = screen.query_one(KeyFooter)
+        assert box.scrollable_content_region.height >= CHUNK_LINES
+        assert box.region.bottom <= footer.region.y
+        assert screen.max_scroll_y == 0

@@ -232,6 +232,7 @@ def summary_text(trace: AgentTrace, request: AgentRequest, waste: Waste | None =
         t.append(f"isError: {why}; nothing was searched.\n", style="bold red")
         for issue in trace.issues:
             t.append(f"  {safe.line(issue.describe())}\n")
+        t.rstrip()
         return t
     wanted = request.browser_limit
     got = trace.effective_limit
@@ -270,6 +271,7 @@ def summary_text(trace: AgentTrace, request: AgentRequest, waste: Waste | None =
         t.append("\n")
     for note in request.notes + trace.notes:
         t.append(f"note: {safe.line(note)}\n", style="dim")
+    t.rstrip()  # no blank last line: a row of the screen is worth keeping
     return t
 
 
@@ -297,6 +299,16 @@ def answer_renderable(trace: AgentTrace) -> Text:
     """The exact answer text, safe for the terminal (lone surrogates as U+FFFD)."""
     text = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in trace.text)
     return Text(safe.block(text))
+
+
+class AgentHead(VerticalScroll):
+    """The summary and the pinned chunk's line. Its height is capped
+    (``app.tcss``) so that the chunk box keeps its rows; what does not fit
+    scrolls. Focusable (Tab, then ↑ ↓ PgUp PgDn) only while it hides lines."""
+
+    def allow_focus(self) -> bool:
+        """Focusable while some of its lines are scrolled out of sight."""
+        return self.max_scroll_y > 0
 
 
 class AgentViewScreen(WorkScreen[None]):
@@ -376,8 +388,9 @@ class AgentViewScreen(WorkScreen[None]):
             id="agent-title",
             classes="lab-title",
         )
-        yield Static(Text("asking…", style="italic"), id="agent-summary")
-        yield Static(Text(""), id="agent-pinned")
+        with AgentHead(id="agent-head"):
+            yield Static(Text("asking…", style="italic"), id="agent-summary")
+            yield Static(Text(""), id="agent-pinned")
         yield OptionList(id="agent-results")
         with VerticalScroll(id="agent-box"):
             yield Static(Text(""), id="agent-text")
