@@ -82,10 +82,10 @@ def make_target(kind: str, folder: Path) -> tuple[Path, str, object]:
         except PermissionError:
             pytest.skip("making a device node needs root")
         return p, "is a character device", stat.S_ISCHR
-    if kind == "dev-null-link":
+    if kind == "dev-null-link":  # the /dev rule is said first: where the link leads, not what it names
         p = folder / "out.json"
         p.symlink_to(os.devnull)
-        return p, "is a symbolic link to a character device", stat.S_ISLNK
+        return p, "leads into /dev, a folder of the system; rankscope never writes there", stat.S_ISLNK
     if kind == "folder":
         p = folder / "sub"
         p.mkdir()
@@ -158,7 +158,7 @@ CREATE_REFUSALS = {
     "fifo": "it is a FIFO, not a database file",
     "pipe-link": "it is a FIFO, not a database file",
     "char-device": "it is a character device, not a database file",
-    "dev-null-link": "it is a character device, not a database file",
+    "dev-null-link": "it leads into /dev, a folder of the system; rankscope never writes there",
     "folder": "it is a folder, not a database file",
     "database": "it is not a rankscope store",
     "wal": "it is the wal file of the SQLite database",
@@ -271,6 +271,67 @@ def test_nothing_under_a_system_folder_is_written_even_with_force(
     assert sorted(p.name for p in system.iterdir()) == ["plain", "stdout"]
 
 
+@pytest.mark.parametrize("how", ["under", "link-into", "existing-store"])
+@pytest.mark.parametrize("param", CREATES, ids=_id)
+def test_no_store_is_created_or_updated_under_a_system_folder(param, how, world, fresh, tmp_path, capsys, monkeypatch):
+    """``index --db /dev/shm/x.db`` made a store under ``/dev`` (its target
+    checks were its own): the writer's rule applies to a store too, by its
+    name, through a link, and to a store of ours already there. Tried on a
+    stand-in system folder (``SYSTEM_FOLDERS`` patched)."""
+    import engine.files.writing as writing
+
+    system = tmp_path / "sysdev"
+    system.mkdir()
+    monkeypatch.setattr(writing, "SYSTEM_FOLDERS", (str(system),))
+    if how == "under":
+        target, said = system / "new.db", f"is under {system}"
+    elif how == "link-into":
+        target, said = tmp_path / "mine.db", f"leads into {system}"
+        target.symlink_to(system / "new.db")
+    else:
+        target, said = system / "ours.db", f"is under {system}"
+        shutil.copy2(world["store"], target)
+    before = {p.name: p.read_bytes() for p in system.iterdir()}
+    code, _, err = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(target)}))
+    assert_refused(code, err, f"store {target}: it {said}, a folder of the system; rankscope never writes there")
+    assert {p.name: p.read_bytes() for p in system.iterdir()} == before
+
+
+def test_store_targets_under_the_real_system_folders_are_refused_by_name():
+    """Looked at by name only (nothing is written): the store's own checks."""
+    from engine.store.errors import StoreError
+    from engine.store.opening import check_new_store, check_target
+
+    for path, folder in (("/dev/shm/rankscope-test.db", "/dev"), ("/proc/x.db", "/proc"), ("/sys/x.db", "/sys")):
+        for check in (check_target, check_new_store):
+            with pytest.raises(StoreError, match=f"it is under {folder}, a folder of the system"):
+                check(path)
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("param", WRITES, ids=_id)
+def test_dev_stdout_on_a_pipe_is_refused_as_under_dev(param, force, world, fresh, tmp_path):
+    """``--out /dev/stdout`` with stdout a pipe (``| cat``) was refused as "a
+    symbolic link to a FIFO": true, but the rule that refuses it whatever it
+    is is ``/dev``'s, and that is what the message says. A real pipe."""
+    argv = command_line(param.command, PARAMS, world, fresh, {param.name: "/dev/stdout"})
+    r = subprocess.run(
+        [sys.executable, "-m", "tui.cli", *argv, *(["--force"] if force else [])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr.startswith("rankscope: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.rstrip("\n").endswith(
+        " /dev/stdout is under /dev, a folder of the system; rankscope never writes there"
+    ), r.stderr
+
+
 def test_the_writer_knows_the_real_system_folders(tmp_path):
     """Looked at by name only: nothing is written under them."""
     from engine.files.writing import kind_refusal, system_folder_of
@@ -281,7 +342,7 @@ def test_the_writer_knows_the_real_system_folders(tmp_path):
     assert system_folder_of(tmp_path / "x.json") is None and system_folder_of("/devices/x") is None
     link = tmp_path / "null.json"
     link.symlink_to(os.devnull)
-    with pytest.raises(OutputRefused, match="is a symbolic link to a character device"):
+    with pytest.raises(OutputRefused, match="leads into /dev, a folder of the system"):
         write_text_file(link, "x", overwrite=True)
     assert link.is_symlink() and kind_refusal(link) is not None
 

@@ -19,7 +19,8 @@ What is never written, even when overwriting was asked for (``--force``):
 * anything under :data:`SYSTEM_FOLDERS` (``/dev``, ``/proc``, ``/sys``), by
   its name or by where a symbolic link leads (``/dev/stdout`` leads to
   a regular file when stdout is redirected: replacing the link would break
-  the system).
+  the system); said before what the file is (``/dev/stdout`` piped is a
+  link to a FIFO, but it is refused for lying under ``/dev``).
 
 The text is written to a temporary file (``.NAME.RANDOM.tmp``) in the
 target's folder, with the target's mode (a new file: ``0o666`` less the
@@ -129,14 +130,34 @@ def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def system_refusal(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is never written because of :data:`SYSTEM_FOLDERS`, as
+    the end of a sentence starting with the path (``"is under /dev, a
+    folder of the system; rankscope never writes there"``; ``"leads into
+    /dev, ..."`` through a symbolic link), or ``None``
+    (:func:`system_folder_of`). The one wording of the rule: outputs
+    (:func:`kind_refusal`) and stores (``engine.store.opening``) use it."""
+    system = system_folder_of(path)
+    if system is None:
+        return None
+    folder, through_link = system
+    where = f"leads into {folder}" if through_link else f"is under {folder}"
+    return f"{where}, a folder of the system; rankscope never writes there"
+
+
 def kind_refusal(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` must never be written whatever the options, as the end
     of a sentence starting with the path (``"is a FIFO; rankscope writes
-    regular files only"``), or ``None``: not a regular file (a symbolic
-    link is judged by what it names), anything under (or a link leading
-    into) :data:`SYSTEM_FOLDERS`, an SQLite database or one of a
-    database's files (:func:`database_file_role`)."""
+    regular files only"``), or ``None``: anything under (or a link leading
+    into) :data:`SYSTEM_FOLDERS` (:func:`system_refusal`, said first:
+    ``/dev/stdout`` is a link to a pipe or a terminal, but what matters is
+    where it lies), not a regular file (a symbolic link is judged by what it
+    names), an SQLite database or one of a database's files
+    (:func:`database_file_role`)."""
     name = os.fspath(path)
+    system = system_refusal(name)
+    if system is not None:
+        return system
     try:
         st = os.stat(name)
     except OSError:
@@ -146,11 +167,6 @@ def kind_refusal(path: str | os.PathLike[str]) -> str | None:
     if st is not None and not _stat.S_ISREG(st.st_mode):
         link = "a symbolic link to " if os.path.islink(name) else ""
         return f"is {link}{file_kind(st.st_mode)}; rankscope writes regular files only"
-    system = system_folder_of(name)
-    if system is not None:
-        folder, through_link = system
-        where = f"leads into {folder}" if through_link else f"is under {folder}"
-        return f"{where}, a folder of the system; rankscope never writes there"
     role = database_file_role(name)
     if role is not None:
         return f"is {role}; rankscope never overwrites a database or its files"
