@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.files.writing import OutputRefused, write_text_file
-from tui.cli.main import file_parameters
+from engine.files.writing import OutputRefused, given, write_text_file
+from tui.cli.base import STORE_FORMS, declared_store
+from tui.cli.main import BROWSER_FILES, command_functions, file_parameters
 
 from .command_lines import LONG_RUNNING, command_line, fresh_factory, umask, valid_value
 from .test_file_inputs import assert_refused, run
@@ -189,15 +190,61 @@ def test_a_store_is_never_created_over_what_must_not_be(param, kind, world, fres
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
 
 
-@pytest.mark.parametrize(
-    "param", [p for p in WRITES if any(q.command == p.command and q.flag == "--db" for q in PARAMS)], ids=_id
-)
-def test_the_store_and_its_side_files_are_refused(param, world, fresh, tmp_path, capsys):
+#: The browser's ``--qrels``: read when it exists, created at the first grade
+#: when it does not (so checked as an output then).
+BROWSER_QRELS = next(p for p in BROWSER_FILES if p.name == "qrels")
+
+
+def _outputs_of_store_commands() -> list[tuple[object, object]]:
+    """``(output, store parameter)`` for every output of every command that
+    takes a store (declared: :data:`tui.cli.base.STORE_FORMS`), the
+    browser's ``--qrels`` (``rankscope PATH --qrels FILE``) included."""
+    stores = {p.command: p for p in PARAMS if p.role.form in STORE_FORMS}
+    outputs = [p for p in PARAMS if p.role.use == "writes"] + [BROWSER_QRELS]
+    return [(out, stores[out.command]) for out in outputs if out.command in stores]
+
+
+def test_the_commands_with_a_store_and_an_output_are_all_here():
+    """The parameter below covers what it should: a new command with both
+    is added by itself."""
+    pairs = {(" ".join(o.command), o.label, s.label) for o, s in _outputs_of_store_commands()}
+    assert {("", "--qrels", "PATH"), ("batch", "--out", "--db"), ("snapshot save", "--out", "--db")} <= pairs
+
+
+@pytest.mark.parametrize("out, store", _outputs_of_store_commands(), ids=lambda p: _id(p).strip())
+def test_the_store_and_its_side_files_are_refused_naming_how_the_store_was_given(
+    out, store, world, fresh, tmp_path, capsys
+):
+    """An output onto the store, or onto its ``-wal``/``-shm``/``-journal``
+    (existing or not), is refused naming the parameter that gave the store:
+    ``the store given with --db`` for a command's ``--db``, ``as PATH`` for
+    the browser's ``rankscope PATH``; from the parameter's declaration, never
+    a wording shared by all."""
+    copy = tmp_path / "mine.db"
+    shutil.copy2(world["store"], copy)
+    before = copy.read_bytes()
+    said = f"store given {given(store.label)}; give another file name"
     for suffix in ("", "-wal", "-shm", "-journal"):
-        target = f"{world['store']}{suffix}"
-        argv = command_line(param.command, PARAMS, world, fresh, {param.name: target}) + ["--force"]
-        code, out, err = run(capsys, argv)
-        assert_refused(code, err, "the store given with --db" if not suffix else f"{suffix[1:]} file of the store")
+        if out is BROWSER_QRELS and not suffix:
+            continue  # an existing --qrels is read as judgments (and refused as not UTF-8 here), never written
+        target = f"{copy}{suffix}"
+        argv = command_line(out.command, PARAMS, world, fresh, {store.name: str(copy), out.name: target})
+        code, _, err = run(capsys, argv + (["--force"] if out.role.use == "writes" else []))
+        side = f"the {suffix[1:]} file of the " if suffix else "the "
+        assert_refused(code, err, f" {target} is {side}{said}")
+        assert not os.path.lexists(f"{copy}{suffix}") or not suffix
+    assert copy.read_bytes() == before
+
+
+@pytest.mark.parametrize("words, fn", command_functions(), ids=[" ".join(w) for w, _ in command_functions()])
+def test_a_commands_store_is_named_as_its_declaration_says(words, fn):
+    """:func:`tui.cli.base.declared_store` (what the refusals name) reads
+    the store parameter's name from the command's Typer declaration: the
+    same name Click registered (:func:`tui.cli.main.file_parameters`)."""
+    registered = {p.name: p.label for p in PARAMS if p.command == words and p.role.form in STORE_FORMS}
+    values = {name: Path("x.db") for name in registered}
+    expected = [(label, Path("x.db")) for label in registered.values()][:1]
+    assert [declared_store(fn, values)] == (expected or [None])
 
 
 def _outputs_onto_inputs() -> list[tuple[object, object]]:
@@ -230,7 +277,11 @@ def test_an_output_is_never_one_of_the_commands_inputs(out, inp, how, world, fre
         target.symlink_to(copy) if how == "symlink" else os.link(copy, target)
     argv = command_line(out.command, PARAMS, world, fresh, {inp.name: str(copy), out.name: str(target)})
     code, _, err = run(capsys, argv + ["--force"])
-    said = "is the store given with --db" if inp.flag == "--db" else f"is {inp.role.noun}; give another name"
+    said = (
+        f"is the store given {given(inp.label)}"
+        if inp.role.form in STORE_FORMS
+        else f"is {inp.role.noun}; give another name"
+    )
     assert_refused(code, err, f" {target} {said}")
     assert copy.read_bytes() == before and (how != "symlink" or target.is_symlink())
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []

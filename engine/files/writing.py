@@ -13,9 +13,9 @@ What is never written, even when overwriting was asked for (``--force``):
   ``-shm`` or ``-journal`` file (by name beside a database, or by the WAL's
   and journal's own magic numbers): replacing a WAL destroys the
   transactions committed to it;
-* the store given with ``--db`` and its side files, whether they exist or
-  not, and any other file the same command reads (its query file, ...), by
-  any of its names;
+* the command's store (given with ``--db``, or as the browser's ``PATH``)
+  and its side files, whether they exist or not, and any other file the
+  same command reads (its query file, ...), by any of its names;
 * anything under :data:`SYSTEM_FOLDERS` (``/dev``, ``/proc``, ``/sys``), by
   its name or by where a symbolic link leads (``/dev/stdout`` leads to
   a regular file when stdout is redirected: replacing the link would break
@@ -173,27 +173,33 @@ def kind_refusal(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def given(parameter: str) -> str:
+    """How a message says a path was given by ``parameter``: ``"with --db"``
+    for an option, ``"as PATH"`` for an argument (its name in the usage line)."""
+    return f"with {parameter}" if parameter.startswith("-") else f"as {parameter}"
+
+
 def check_output(
     path: Path,
     option: str,
-    db: Path | None = None,
+    store: tuple[str, Path] | None = None,
     force: bool = False,
     inputs: Sequence[tuple[str, Path]] = (),
-    db_given: str = "with --db",
 ) -> None:
     """Refuse, before any work, an output path that must not be written.
 
-    Refused: a path in a folder that does not exist; the store ``db`` itself
-    or one of its ``-wal``/``-shm``/``-journal`` files (existing or not);
-    any of the command's ``inputs``, by any name (a symlink, a hard link);
+    Refused: a path in a folder that does not exist; the store itself or one
+    of its ``-wal``/``-shm``/``-journal`` files (existing or not); any of
+    the command's ``inputs``, by any name (a symlink, a hard link);
     whatever :func:`kind_refusal` refuses (even with ``force``); any other
     existing file or symlink unless ``force``.
 
     Args:
+        store: the parameter that gave the command its store (an option,
+            ``--db``, or an argument, ``PATH``: the message says "the store
+            given with --db" or "as PATH", :func:`given`) and the store's path.
         inputs: ``(what it is, path)`` for each file the same command reads
             (``("the query file", Path("q.json"))``); refused even with ``force``.
-        db_given: how the command was given ``db``, for the message
-            (``"with --db"``; the browser's ``"as PATH"``).
 
     Raises:
         OutputRefused: with a one-line reason naming ``option`` and ``path``.
@@ -203,15 +209,14 @@ def check_output(
         if os.path.lexists(parent):
             raise OutputRefused(f"{option} {path}: {parent} is not a folder")
         raise OutputRefused(f"{option} {path}: folder {parent} does not exist")
-    if db is not None:
+    if store is not None:
+        parameter, db = store
         for suffix in ("",) + SIDE_SUFFIXES:
             if _same_file(path, f"{db}{suffix}"):
-                what = (
-                    f"the store given {db_given}"
-                    if not suffix
-                    else f"the {suffix[1:]} file of the store given {db_given}"
+                side = f"the {suffix[1:]} file of " if suffix else ""
+                raise OutputRefused(
+                    f"{option} {path} is {side}the store given {given(parameter)}; give another file name"
                 )
-                raise OutputRefused(f"{option} {path} is {what}; give another file name")
     for what, source in inputs:
         if _same_file(path, source):
             raise OutputRefused(f"{option} {path} is {what}; give another name")

@@ -189,22 +189,62 @@ def declared_inputs(command: Any, values: Mapping[str, Any]) -> list[tuple[str, 
     return out
 
 
+def parameter_label(name: str, flag: Optional[str]) -> str:
+    """How a message names the parameter ``name`` (a function's parameter
+    name): its option name ``flag`` (``--db``) or, for an argument
+    (``flag`` ``None``), the name in upper case, as the usage line shows it
+    (``PATH``, ``QUERIES``)."""
+    return flag or name.upper()
+
+
+def declared_label(command: Any, name: str) -> str:
+    """:func:`parameter_label` of parameter ``name`` of ``command`` (a
+    command's function), from its Typer declaration: an option's longest
+    name (``--out`` of ``-o/--out``; Typer's ``--NAME-WITH-DASHES`` when it
+    declares none), an argument's upper-case name."""
+    from typer.models import OptionInfo
+    from typer.utils import get_params_from_function
+
+    info = get_params_from_function(command)[name].default
+    if not isinstance(info, OptionInfo):
+        return parameter_label(name, None)
+    flags = [d for d in info.param_decls or () if d.startswith("-")] or ["--" + name.replace("_", "-")]
+    return parameter_label(name, max(flags, key=len))
+
+
+#: The :attr:`FileRole.form` of a parameter that gives a command its store.
+STORE_FORMS = ("store", "store-or-folder")
+
+
+def declared_store(command: Any, values: Mapping[str, Any]) -> Optional[tuple[str, Path]]:
+    """The store ``command`` (a command's function) was given, from its
+    :class:`FileRole` declarations: ``(how it was given, path)`` with the
+    parameter's :func:`declared_label` (``"--db"``), for
+    :func:`check_output_file`; ``None`` when it takes no store (or none was
+    given in ``values``, the function's ``locals()``)."""
+    for name, role in file_roles(command).items():
+        value = values.get(name)
+        if role.form in STORE_FORMS and isinstance(value, Path):
+            return declared_label(command, name), value
+    return None
+
+
 def check_output_file(
     path: Path,
     option: str,
-    db: Optional[Path] = None,
+    store: Optional[tuple[str, Path]] = None,
     force: bool = False,
     inputs: Sequence[tuple[str, Path]] = (),
-    db_given: str = "with --db",
 ) -> None:
     """Fail early (before any work) when ``path`` must not be written: a
-    folder, a missing folder, the store ``db``, one of the command's
+    folder, a missing folder, the command's ``store`` (``(how it was given,
+    path)``: :func:`declared_store`) or its side files, one of the command's
     ``inputs`` (:func:`declared_inputs`) or any SQLite database, or an
     existing file without ``force`` (:func:`engine.files.writing.check_output`)."""
     from engine.files.writing import OutputRefused, check_output
 
     try:
-        check_output(path, option, db=db, force=force, inputs=inputs, db_given=db_given)
+        check_output(path, option, store=store, force=force, inputs=inputs)
     except OutputRefused as exc:
         fail(str(exc))
 

@@ -68,6 +68,7 @@ from .base import (
     check_output_file,
     console,
     declared_inputs,
+    declared_store,
     fail,
     open_store,
     search_db_option,
@@ -708,7 +709,13 @@ def snapshot_save(
     force: bool = typer.Option(False, "--force", help="Replace an existing snapshot file (never a database)."),
 ) -> None:
     """Record, per query, the layer and each stage's ranked chunk ids."""
-    check_output_file(out, "-o", db=db, force=force, inputs=declared_inputs(snapshot_save, locals()))
+    check_output_file(
+        out,
+        "-o",
+        store=declared_store(snapshot_save, locals()),
+        force=force,
+        inputs=declared_inputs(snapshot_save, locals()),
+    )
     v = variant_option(variant, "--variant")
     entries = load_queries(queries)
     with open_store(db) as store:
@@ -824,7 +831,13 @@ def qrels_convert(
         fail(f"no such qrels file: {source}")
     except QrelsError as exc:
         fail(str(exc))
-    check_output_file(target, "TARGET", force=force, inputs=declared_inputs(qrels_convert, locals()))
+    check_output_file(
+        target,
+        "TARGET",
+        store=declared_store(qrels_convert, locals()),
+        force=force,
+        inputs=declared_inputs(qrels_convert, locals()),
+    )
     write_output(
         target,
         "TARGET",
