@@ -12,7 +12,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, List, Mapping, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, List, Mapping, NoReturn, Optional, Sequence
 
 import typer
 from rich.console import Console
@@ -22,6 +22,9 @@ from engine.pipeline.stages.session_filter import UnknownSession, unknown_sessio
 
 from tui.present import safe
 from tui.present.fmt import json_text
+
+if TYPE_CHECKING:
+    from engine.lab.qrels import GradeConflict, Qrels
 
 console = Console()
 err_console = Console(stderr=True)
@@ -362,6 +365,33 @@ def warn_query_file_sessions(store: Store, entries: List[dict]) -> None:
         sid for ids in lists if isinstance(ids, list) for sid in ids if isinstance(sid, str)
     ]  # others: refused later
     warn_unknown_sessions(store, given, 'query file "sessions"')
+
+
+def grade_conflicts_text(conflicts: Sequence[GradeConflict], name: str) -> str:
+    """The warning about the pairs a qrels file judged with different grades
+    (:attr:`engine.lab.qrels.Qrels.conflicts`, at least one; without the
+    ``rankscope: warning:`` prefix): how many, the grade kept, and the first
+    pair's ids, grades and where they are (``qrels q.txt: 2 (query,
+    document) pairs are judged with different grades; the last grade is kept:
+    query 'q1', document 'a.md::A': 2 on line 1, 0 on line 3 (kept: 0); 1
+    more``)."""
+    first, rest = conflicts[0], len(conflicts) - 1
+    pairs = "1 (query, document) pair is" if not rest else f"{len(conflicts)} (query, document) pairs are"
+    grades = ", ".join(f"{grade} on {where}" for where, grade in first.judgments)
+    more = f"; {rest} more" if rest else ""
+    return (
+        f"qrels {name}: {pairs} judged with different grades; the last grade is kept: "
+        f"query {first.qid!r}, document {first.chunk_id!r}: {grades} (kept: {first.kept}){more}"
+    )
+
+
+def warn_grade_conflicts(qrels: Qrels, name: str | Path) -> None:
+    """A ``rankscope: warning:`` line on stderr (:func:`grade_conflicts_text`)
+    when the qrels file ``name`` judged a pair with different grades;
+    nothing otherwise (a judgment repeated with its grade changes nothing)."""
+    if qrels.conflicts:
+        text = grade_conflicts_text(qrels.conflicts, str(name))
+        err_console.print(f"rankscope: warning: {safe.line(text)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def os_error_text(exc: OSError) -> str:

@@ -73,6 +73,7 @@ from .base import (
     open_store,
     search_db_option,
     write_json,
+    warn_grade_conflicts,
     warn_query_file_sessions,
 )
 from .lab import SPEC_HELP, rbo_legend, variant_option
@@ -87,11 +88,15 @@ from .search import load_queries, write_output
 def load_qrels_option(qrels: Optional[Path], db: Path, missing_ok: bool = False) -> tuple[Qrels, Path]:
     """The judgments of ``--qrels`` or, without it, the store's default file
     (see :func:`engine.lab.qrels.default_qrels_path`); with ``missing_ok``, no
-    judgments when the store's file does not exist yet. Errors become CliError."""
+    judgments when the store's file does not exist yet. Errors become
+    CliError; pairs judged with different grades are warned about
+    (:func:`~tui.cli.base.warn_grade_conflicts`)."""
     path = qrels if qrels is not None else default_qrels_path(db)
     assert path is not None
     try:
-        return read_qrels(path), path
+        judgments = read_qrels(path)
+        warn_grade_conflicts(judgments, path)
+        return judgments, path
     except FileNotFoundError:
         if qrels is not None:
             fail(f"no such qrels file: {qrels}")
@@ -824,13 +829,21 @@ def qrels_convert(
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing TARGET (never a database)."),
 ) -> None:
-    """Convert judgments between TREC qrels and rankscope's JSON form."""
+    """Convert judgments between TREC qrels and rankscope's JSON form.
+
+    A query and document judged twice with different grades keep the last
+    grade (a warning says how many pairs, and the first one's lines); a
+    judgment repeated with its grade is kept once, silently. In TREC files
+    ids are percent-encoded (%20 a space, %25 a '%'): a '%' that starts no
+    such escape is refused, so each id is written back exactly.
+    """
     try:
         q = read_qrels(source)
     except FileNotFoundError:
         fail(f"no such qrels file: {source}")
     except QrelsError as exc:
         fail(str(exc))
+    warn_grade_conflicts(q, source)
     check_output_file(
         target,
         "TARGET",

@@ -54,6 +54,7 @@ from .base import (
     parameter_label,
     parse_idle_timeout,
     file_roles,
+    warn_grade_conflicts,
     unwrap,
 )
 
@@ -375,9 +376,10 @@ def browse(
         from engine.lab.qrels import QrelsError, read_qrels
 
         try:
-            read_qrels(qrels)  # before the screen is taken: a FIFO, a device or a bad file says so here
+            judged = read_qrels(qrels)  # before the screen is taken: a FIFO, a device or a bad file says so here
         except QrelsError as exc:
             fail(f"--qrels: {exc}")
+        warn_grade_conflicts(judged, qrels)
     if demo:
         from tui.cli.demo import run_demo
 
