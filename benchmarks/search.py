@@ -658,11 +658,14 @@ def quarter_rates(progress: Sequence[tuple[int, float]]) -> list[tuple[int, int,
 
 
 def ranking_label(run) -> str:
-    """``top-k``, ``fts5 in halves`` or ``fts5 (CODE)`` for a retriever run."""
+    """``top-k``, ``fts5 in halves``, ``fts5 (kept N)`` (a filtered run over
+    the N rows its filters keep) or ``fts5 (CODE)`` for a retriever run."""
     if run.ranked_by == "top-k":
         return "top-k"
     if run.ranking_fact("halves"):
         return "fts5 in halves"
+    if run.ranking_fact("kept_rows") is not None:
+        return f"fts5 (kept {run.ranking_fact('kept_rows'):,})"
     code = run.ranking_fact("declined")
     return f"fts5 ({code})" if code else "fts5 (filters)"
 

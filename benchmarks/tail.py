@@ -30,7 +30,7 @@ from engine import Store, search
 from engine.pipeline.stages.kept import KeptRows
 from engine.pipeline.trace import Trace
 
-from .search import _clear_run_cache, _loadavg, percentile, table
+from .search import _clear_run_cache, _loadavg, percentile, ranking_label, table
 from .versus import QUERY_SETS, BenchQuery, queries_of
 
 #: The issue 25 goal (ms), for a store of at least :data:`GOAL_CHUNKS` chunks.
@@ -41,9 +41,8 @@ WARM_UP = 5
 
 @dataclass(frozen=True)
 class Timed:
-    """One timed search: wall time (ms), the query, per retriever run
-    ``name:ranked_by[/declined][/kept N]:ms``, and whether it built a
-    table's kept rows."""
+    """One timed search: wall time (ms), the query, its retriever runs
+    (:func:`_runs`), and whether it built a table's kept rows."""
 
     ms: float
     query: BenchQuery
@@ -51,21 +50,11 @@ class Timed:
     built_kept: bool
 
 
-def _runs(trace: Trace) -> tuple[str, bool]:
-    """Each retriever run as ``name:ranked_by[/declined][/kept N]:ms``, and
-    whether any ranked over the rows its filters keep."""
-    out = []
-    kept = False
-    for run in trace.runs:
-        for r in (run.porter, run.trigram):
-            how = r.ranked_by
-            if r.ranking_fact("declined"):
-                how += f"/{r.ranking_fact('declined')}"
-            if r.ranking_fact("kept_rows") is not None:
-                how += f"/kept {r.ranking_fact('kept_rows'):,}"
-                kept = True
-            out.append(f"{r.name[0]}:{how}:{r.elapsed_ms:.0f}")
-    return " ".join(out), kept
+def _runs(trace: Trace) -> str:
+    """Each retriever run of ``trace`` as ``p|t:how:ms`` (``how``: :func:`ranking_label`)."""
+    return " ".join(
+        f"{r.name[0]}:{ranking_label(r)}:{r.elapsed_ms:.0f}" for run in trace.runs for r in (run.porter, run.trigram)
+    )
 
 
 def _built(store: Store) -> int:
@@ -85,8 +74,7 @@ def measure(store: Store, queries: list[BenchQuery]) -> list[Timed]:
         t0 = time.perf_counter()
         trace = search(store, q.params)
         ms = (time.perf_counter() - t0) * 1000.0
-        runs, _ = _runs(trace)
-        out.append(Timed(ms, q, runs, _built(store) > held))
+        out.append(Timed(ms, q, _runs(trace), _built(store) > held))
     return out
 
 

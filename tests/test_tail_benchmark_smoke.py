@@ -32,7 +32,7 @@ def test_tail_reports_each_set_and_its_slowest_searches(store_path, capsys, monk
         line = re.search(rf"^{name}: 80 searches, p50 [\d.]+ / p95 [\d.]+ / max [\d.]+ ms \((.*)\)$", text, re.M)
         assert line and line.group(1) == "the goal is set at 1,000,000 chunks"
     light = text.split("\nlight:", 1)[1]
-    assert "/kept " in light  # the light set's filtered queries ranked over kept rows
+    assert "(kept " in light  # the light set's filtered queries ranked over kept rows
     assert len(re.findall(r"^  \S.*\s[\d.]+$", light, re.M)) >= 3
 
 

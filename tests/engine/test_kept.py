@@ -18,7 +18,15 @@ import pytest
 
 from engine import SearchParams, Store, search, trace_to_dict
 from engine.pipeline.stages import kept
-from engine.pipeline.stages.retrieve import Request, _headline, build_sql, like_pattern, retrieve, source_condition
+from engine.pipeline.stages.retrieve import (
+    TABLES,
+    Request,
+    _headline,
+    build_sql,
+    like_pattern,
+    retrieve,
+    source_condition,
+)
 from engine.store.cache import VersionedLRU
 
 WORDS = ["relay", "quorum", "replica", "config", "install", "cache", "naïve", "café", "lease", "vote"]
@@ -71,7 +79,7 @@ def store(tmp_path):
 
 def _force(monkeypatch) -> None:
     monkeypatch.setattr(kept, "MIN_ROWS", 0)
-    monkeypatch.setattr(kept, "BUILD_AT_USE", 1)
+    monkeypatch.setattr(kept, "BUILD_US_PER_ROW", 0.0)
 
 
 def _rows(run):
@@ -153,8 +161,10 @@ def test_source_ids_stored_as_doubles_count_and_text_declines(store):
     with store.snapshot(store.conn) as conn:
         assert kept.build(conn, "chunks") is None
         cache: VersionedLRU[object] = VersionedLRU(4)
-        assert kept.kept_rows(conn, "chunks", 10**6, cache) is None  # first ask
+        kept.spend(conn, "chunks", 1e9, cache)
         assert kept.kept_rows(conn, "chunks", 10**6, cache) is None  # built: unsupported, kept as such
+        assert cache.get(conn.read_version, "chunks") == kept.UNSUPPORTED
+        kept.spend(conn, "chunks", 1.0, cache)
         assert cache.get(conn.read_version, "chunks") == kept.UNSUPPORTED
 
 
@@ -174,21 +184,58 @@ def test_external_content_tables_are_not_grouped(tmp_path):
         s.close()
 
 
-def test_built_at_the_second_ask_on_large_tables_only(store, monkeypatch):
+def test_built_once_the_reference_way_has_cost_what_building_costs(store, monkeypatch):
+    """The renting rule: below MIN_ROWS never; else once the filtered runs
+    of a data version have spent n_rows x BUILD_US_PER_ROW; a write starts over."""
     monkeypatch.setattr(kept, "MIN_ROWS", 100)
+    monkeypatch.setattr(kept, "BUILD_US_PER_ROW", 10.0)  # 1 ms for 100 rows
     cache: VersionedLRU[object] = VersionedLRU(4)
     with store.snapshot(store.conn) as conn:
-        assert kept.kept_rows(conn, "chunks", 99, cache) is None
-        assert kept.kept_rows(conn, "chunks", 99, cache) is None  # too small: never asked
-        assert kept.kept_rows(conn, "chunks", 100, cache) is None  # first ask of a large table
-        built = kept.kept_rows(conn, "chunks", 100, cache)
+        kept.spend(conn, "chunks", 5.0, cache)
+        assert kept.kept_rows(conn, "chunks", 99, cache) is None  # too small, whatever was spent
+        assert kept.kept_rows(conn, "chunks", 1000, cache) is None  # 5 ms spent of 10
+        kept.spend(conn, "chunks", 4.9, cache)
+        assert kept.kept_rows(conn, "chunks", 1000, cache) is None  # 9.9 of 10
+        assert kept.kept_rows(conn, "chunks_trigram", 100, cache) is None  # per table
+        kept.spend(conn, "chunks", 0.1, cache)
+        built = kept.kept_rows(conn, "chunks", 1000, cache)
         assert isinstance(built, kept.KeptRows)
-        assert kept.kept_rows(conn, "chunks", 100, cache) is built  # held for the data version
+        assert kept.kept_rows(conn, "chunks", 1000, cache) is built  # held for the data version
+        kept.spend(conn, "chunks", 99.0, cache)
+        assert cache.get(conn.read_version, "chunks") is built  # spending after the build changes nothing
     store.index_text("new.md", "## relay\n\nrelay config\n", "markdown")
     with store.snapshot(store.conn) as conn:
-        assert kept.kept_rows(conn, "chunks", 100, cache) is None  # a write: asked once again
+        assert kept.kept_rows(conn, "chunks", 1000, cache) is None  # a write: spent again from nothing
     assert not store.conn.in_transaction
-    assert kept.kept_rows(store.conn, "chunks", 100, cache) is None  # no read transaction noted
+    kept.spend(store.conn, "chunks", 1e9, cache)
+    assert kept.kept_rows(store.conn, "chunks", 1000, cache) is None  # no read transaction noted
+
+
+def test_filtered_searches_build_after_spending_the_price(tmp_path, monkeypatch):
+    """Through search(): the first filtered searches go the reference's way and
+    note their time; once it reaches the price the next one ranks over kept rows."""
+    s = Store.create(tmp_path / "rent.db")
+    try:
+        rng = random.Random(3)
+        for label in LABELS:
+            s.index_text(label, _text(rng, 30), "markdown")
+        monkeypatch.setattr(kept, "MIN_ROWS", 0)
+        price = s.stats().chunks * kept.BUILD_US_PER_ROW / 1000.0
+        before: dict[str, float] = {}
+        for i in range(200):
+            trace = search(s, SearchParams(f"relay q{i:04d}", limit=3, content_type="code"))
+            used = {TABLES[r.name] for r in (trace.first.porter, trace.first.trigram) if r.ranking_fact("kept_rows")}
+            for table in TABLES.values():  # built exactly when that table's runs had spent the price
+                assert (table in used) == (before.get(table, 0.0) >= price), (i, table, before, price)
+            if used:
+                break
+            held = {t: s.kept_rows.get(s.data_version(), t) for t in TABLES.values()}
+            before = {t: v for t, v in held.items() if isinstance(v, float)}
+        else:
+            raise AssertionError("200 filtered searches never built the kept rows")
+        assert i >= 1  # the first went the reference's way
+    finally:
+        s.close()
 
 
 def test_search_after_a_write_sees_the_new_rows(store, monkeypatch):

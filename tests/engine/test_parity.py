@@ -143,7 +143,7 @@ def _force_kept(monkeypatch) -> None:
     """Every filtered run ranks only the rows its filters keep
     (:mod:`engine.pipeline.stages.kept`), whatever the table's size, from the first."""
     monkeypatch.setattr(kept, "MIN_ROWS", 0)
-    monkeypatch.setattr(kept, "BUILD_AT_USE", 1)
+    monkeypatch.setattr(kept, "BUILD_US_PER_ROW", 0.0)
 
 
 def _kept_runs(trace) -> int:

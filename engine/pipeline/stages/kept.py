@@ -22,10 +22,13 @@ computes them; 154 ms for that query.
 14,370).
 Rows whose ``source_id`` names no ``sources`` row are left out, as the
 reference's inner join leaves them out. It is kept per store data version
-(:attr:`engine.store.store.Store.kept_rows`) and built at the
-:data:`BUILD_AT_USE`-th filtered run of a data version on a table of at least
-:data:`MIN_ROWS` rows, so a one-off search (``rankscope search``) never pays
-for it, and a session pays once per store state.
+(:attr:`engine.store.store.Store.kept_rows`) for tables of at least
+:data:`MIN_ROWS` rows, and built by the rule of renting skis: the filtered
+runs of a data version go the reference's way until the time they took
+(:func:`spend`) reaches what building would cost (:data:`BUILD_US_PER_ROW`),
+then the next one builds. A one-off search (``rankscope search``, even with
+its fuzzy re-run) rarely pays for it; a session pays at most about twice
+what the better of the two choices would have cost.
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ if TYPE_CHECKING:
 #: table to build); 100,590 chunks 16.0 → 7.6 and 41.6 → 20.8 ms (45 ms);
 #: 1,437 chunks 0.94 → 0.90 and 1.42 → 1.28 ms, too close to call.
 MIN_ROWS = 10_000
-#: The filtered run of a data version, on one table, that builds its
-#: :class:`KeptRows` (1-based): the first runs the reference's way.
-BUILD_AT_USE = 2
+#: What :func:`build` costs a table row (microseconds), for the renting rule
+#: (:func:`kept_rows`): 0.4-0.5 s at 1,000,152 rows with the pages cached
+#: (more when they are read from disk), 45 ms at 100,590, 5 ms at 14,370.
+BUILD_US_PER_ROW = 0.5
 
 #: Why a table's rows are not grouped (the value kept for it instead of a :class:`KeptRows`).
 UNSUPPORTED = "unsupported"
@@ -152,14 +156,20 @@ def build(conn: sql.Connection, table: str) -> KeptRows | None:
     return KeptRows(table, groups)
 
 
+def _version(conn: sql.Connection, cache: VersionedLRU[object] | None) -> object:
+    return getattr(conn, "read_version", None) if cache is not None and conn.in_transaction else None
+
+
 def kept_rows(conn: sql.Connection, table: str, n_rows: int, cache: VersionedLRU[object] | None) -> KeptRows | None:
-    """``table``'s :class:`KeptRows` for ``conn``'s read transaction, when
-    a filtered run should use them: held for its data version, or built now
-    at the :data:`BUILD_AT_USE`-th ask. ``None`` (run the reference's way)
-    below :data:`MIN_ROWS` rows (``n_rows``), without a cache or a noted data
-    version (``conn.read_version``), before that ask, or for a table that
-    cannot be grouped."""
-    version = getattr(conn, "read_version", None) if cache is not None and conn.in_transaction else None
+    """``table``'s :class:`KeptRows` for ``conn``'s read transaction, when a
+    filtered run should use them: held for its data version, or built now
+    because that version's filtered runs of ``table`` have spent (:func:`spend`)
+    at least ``n_rows`` x :data:`BUILD_US_PER_ROW` the reference's way.
+    ``None`` (run the reference's way) below :data:`MIN_ROWS` rows
+    (``n_rows``), without a cache or a noted data version
+    (``conn.read_version``), before that, or for a table that cannot be
+    grouped."""
+    version = _version(conn, cache)
     if cache is None or version is None or n_rows < MIN_ROWS:
         return None
     held = cache.get(version, table)
@@ -167,10 +177,22 @@ def kept_rows(conn: sql.Connection, table: str, n_rows: int, cache: VersionedLRU
         return held
     if held == UNSUPPORTED:
         return None
-    asked = (held if isinstance(held, int) else 0) + 1
-    if asked < BUILD_AT_USE:
-        cache.put(version, table, asked)
+    spent = held if isinstance(held, float) else 0.0
+    if spent < n_rows * BUILD_US_PER_ROW / 1000.0:
         return None
     built = build(conn, table)
     cache.put(version, table, built if built is not None else UNSUPPORTED)
     return built
+
+
+def spend(conn: sql.Connection, table: str, ms: float, cache: VersionedLRU[object] | None) -> None:
+    """Note that a filtered run of ``table`` took ``ms`` milliseconds the
+    reference's way under ``conn``'s data version (for :func:`kept_rows`'s
+    rule; nothing without a cache or a noted version, or once built)."""
+    version = _version(conn, cache)
+    if cache is None or version is None:
+        return
+    held = cache.get(version, table)
+    if isinstance(held, KeptRows) or held == UNSUPPORTED:
+        return
+    cache.put(version, table, (held if isinstance(held, float) else 0.0) + ms)

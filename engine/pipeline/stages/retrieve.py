@@ -285,7 +285,8 @@ def retrieve(
     on ``conn``'s snapshot. With filters, on a large table, FTS5 ranks only
     the rows they keep when ``kept_rows`` (:attr:`~engine.store.store.Store.kept_rows`)
     holds or builds them (:mod:`engine.pipeline.stages.kept`; ``ranking``
-    then holds ``kept_rows``, their count). The rows are the same every way.
+    then holds ``kept_rows``, their count); a filtered run that goes the
+    reference's way notes its time there. The rows are the same every way.
 
     The query is sanitised here (Porter or trigram rules). An empty trigram
     query skips the run. An SQLite error of the query (which sanitising
@@ -368,6 +369,8 @@ def retrieve(
         rows = ranked(many)
         if any(r[4] is None for r in rows):  # a match without its source row: the reference skips it
             rows = ranked(False, False)
+        if (source or content_type) and held is None:
+            kept.spend(conn, TABLES[retriever], elapsed_ms(start), kept_rows)
     except sql.Error as exc:
         if not is_query_error(exc) and not _shadow_missing(conn, TABLES[retriever]):
             raise  # a damaged or unreadable store: search() names it (CorruptStoreError / StoreError)
@@ -412,6 +415,8 @@ def _kept(
     as bound), when its table's :class:`~engine.pipeline.stages.kept.KeptRows`
     are held or built now; else ``None``."""
     table = TABLES[request.retriever]
+    if cache is None:
+        return None
     try:
         n_rows = bm25.table_totals(conn, table)[0]
     except bm25.Unsupported:
