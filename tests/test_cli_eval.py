@@ -354,6 +354,57 @@ def test_qrels_convert_round_trip(tmp_path):
     assert r.exit_code == 0 and "wrote 1 judgment for 1 query" in r.output, r.output  # not "1 queries"
 
 
+def _main(args: list[str], capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err
+    return int(exc.value.code or 0), out.out, out.err
+
+
+def test_qrels_convert_warns_about_conflicting_grades_and_keeps_the_last(tmp_path, capsys):
+    """Two grades for one (query, document) were resolved silently (the last
+    kept): one warning line says how many pairs, the first one's ids, its
+    grades with their lines, and the grade kept. A judgment repeated with its
+    own grade changes nothing and is not warned about."""
+    src, target = tmp_path / "in.txt", tmp_path / "out.json"
+    src.write_text(
+        "q1 0 a.md::A 2\nq1 0 b.md::B 1\nq2 0 c.md::C 1\nq1 0 a.md::A 0\nq2 0 c.md::C 3\nq2 0 b.md::B 1\nq2 0 b.md::B 1\n"
+    )
+    code, out, err = _main(["qrels", "convert", src, target], capsys)
+    assert code == 0, err
+    assert err == (
+        f"rankscope: warning: qrels {src}: 2 (query, document) pairs are judged with different grades; "
+        "the last grade is kept: query 'q1', document 'a.md::A': 2 on line 1, 0 on line 4 (kept: 0); 1 more\n"
+    )
+    judgments = {e["id"]: e["judgments"] for e in json.loads(target.read_text())["queries"]}
+    assert judgments == {"q1": {"a.md::A": 0, "b.md::B": 1}, "q2": {"c.md::C": 3, "b.md::B": 1}}
+    src.write_text("q1 0 a.md::A 2\nq1 0 a.md::A 2\n")
+    code, out, err = _main(["qrels", "convert", src, tmp_path / "same.txt"], capsys)
+    assert code == 0 and err == "" and (tmp_path / "same.txt").read_text() == "q1 0 a.md::A 2\n"
+
+
+def test_eval_warns_about_conflicting_grades_too(db, tmp_path, capsys):
+    q = tmp_path / "q.txt"
+    q.write_text("rerank 0 docs/replication.md::Replication 1\nrerank 0 docs/replication.md::Replication 3\n")
+    code, out, err = _main(["eval", QUERIES, "--db", db, "--qrels", q, "--json"], capsys)
+    assert code == 0, err
+    assert err.startswith(f"rankscope: warning: qrels {q}: 1 (query, document) pair is judged with different grades")
+    assert "1 on line 1, 3 on line 2 (kept: 3)" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("token", ["a.md::100%zz", "a.md::X%FF", "a.md::50%"])
+def test_qrels_convert_refuses_an_id_it_would_write_back_changed(tmp_path, capsys, token):
+    """``%zz`` was written back ``%25zz`` (and ``%FF`` as U+FFFD): another id.
+    Refused with one line naming the file, the line and the field; nothing
+    is written."""
+    src, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_text(f"q1 0 a.md::A 2\n\nq1 0 {token} 1\n")
+    err = cli_error(["qrels", "convert", str(src), str(target)], capsys)
+    assert err.startswith(f"rankscope: error: {src} line 3: docid {token!r}: "), err
+    assert not target.exists() and list(tmp_path.iterdir()) == [src]
+
+
 def test_readme_eval_example_is_current(db):
     """The per-stage table the README shows for the demo queries is what
     ``rankscope eval`` prints today (with the sessions map picked up)."""

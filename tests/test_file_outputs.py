@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.files.writing import OutputRefused, write_text_file
-from tui.cli.main import file_parameters
+from engine.files.writing import OutputRefused, given, write_text_file
+from tui.cli.base import STORE_FORMS, declared_store
+from tui.cli.main import BROWSER_FILES, command_functions, file_parameters
 
 from .command_lines import LONG_RUNNING, command_line, fresh_factory, umask, valid_value
 from .test_file_inputs import assert_refused, run
@@ -82,10 +83,10 @@ def make_target(kind: str, folder: Path) -> tuple[Path, str, object]:
         except PermissionError:
             pytest.skip("making a device node needs root")
         return p, "is a character device", stat.S_ISCHR
-    if kind == "dev-null-link":
+    if kind == "dev-null-link":  # the /dev rule is said first: where the link leads, not what it names
         p = folder / "out.json"
         p.symlink_to(os.devnull)
-        return p, "is a symbolic link to a character device", stat.S_ISLNK
+        return p, "leads into /dev, a folder of the system; rankscope never writes there", stat.S_ISLNK
     if kind == "folder":
         p = folder / "sub"
         p.mkdir()
@@ -158,7 +159,7 @@ CREATE_REFUSALS = {
     "fifo": "it is a FIFO, not a database file",
     "pipe-link": "it is a FIFO, not a database file",
     "char-device": "it is a character device, not a database file",
-    "dev-null-link": "it is a character device, not a database file",
+    "dev-null-link": "it leads into /dev, a folder of the system; rankscope never writes there",
     "folder": "it is a folder, not a database file",
     "database": "it is not a rankscope store",
     "wal": "it is the wal file of the SQLite database",
@@ -189,15 +190,61 @@ def test_a_store_is_never_created_over_what_must_not_be(param, kind, world, fres
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
 
 
-@pytest.mark.parametrize(
-    "param", [p for p in WRITES if any(q.command == p.command and q.flag == "--db" for q in PARAMS)], ids=_id
-)
-def test_the_store_and_its_side_files_are_refused(param, world, fresh, tmp_path, capsys):
+#: The browser's ``--qrels``: read when it exists, created at the first grade
+#: when it does not (so checked as an output then).
+BROWSER_QRELS = next(p for p in BROWSER_FILES if p.name == "qrels")
+
+
+def _outputs_of_store_commands() -> list[tuple[object, object]]:
+    """``(output, store parameter)`` for every output of every command that
+    takes a store (declared: :data:`tui.cli.base.STORE_FORMS`), the
+    browser's ``--qrels`` (``rankscope PATH --qrels FILE``) included."""
+    stores = {p.command: p for p in PARAMS if p.role.form in STORE_FORMS}
+    outputs = [p for p in PARAMS if p.role.use == "writes"] + [BROWSER_QRELS]
+    return [(out, stores[out.command]) for out in outputs if out.command in stores]
+
+
+def test_the_commands_with_a_store_and_an_output_are_all_here():
+    """The parameter below covers what it should: a new command with both
+    is added by itself."""
+    pairs = {(" ".join(o.command), o.label, s.label) for o, s in _outputs_of_store_commands()}
+    assert {("", "--qrels", "PATH"), ("batch", "--out", "--db"), ("snapshot save", "--out", "--db")} <= pairs
+
+
+@pytest.mark.parametrize("out, store", _outputs_of_store_commands(), ids=lambda p: _id(p).strip())
+def test_the_store_and_its_side_files_are_refused_naming_how_the_store_was_given(
+    out, store, world, fresh, tmp_path, capsys
+):
+    """An output onto the store, or onto its ``-wal``/``-shm``/``-journal``
+    (existing or not), is refused naming the parameter that gave the store:
+    ``the store given with --db`` for a command's ``--db``, ``as PATH`` for
+    the browser's ``rankscope PATH``; from the parameter's declaration, never
+    a wording shared by all."""
+    copy = tmp_path / "mine.db"
+    shutil.copy2(world["store"], copy)
+    before = copy.read_bytes()
+    said = f"store given {given(store.label)}; give another file name"
     for suffix in ("", "-wal", "-shm", "-journal"):
-        target = f"{world['store']}{suffix}"
-        argv = command_line(param.command, PARAMS, world, fresh, {param.name: target}) + ["--force"]
-        code, out, err = run(capsys, argv)
-        assert_refused(code, err, "the store given with --db" if not suffix else f"{suffix[1:]} file of the store")
+        if out is BROWSER_QRELS and not suffix:
+            continue  # an existing --qrels is read as judgments (and refused as not UTF-8 here), never written
+        target = f"{copy}{suffix}"
+        argv = command_line(out.command, PARAMS, world, fresh, {store.name: str(copy), out.name: target})
+        code, _, err = run(capsys, argv + (["--force"] if out.role.use == "writes" else []))
+        side = f"the {suffix[1:]} file of the " if suffix else "the "
+        assert_refused(code, err, f" {target} is {side}{said}")
+        assert not os.path.lexists(f"{copy}{suffix}") or not suffix
+    assert copy.read_bytes() == before
+
+
+@pytest.mark.parametrize("words, fn", command_functions(), ids=[" ".join(w) for w, _ in command_functions()])
+def test_a_commands_store_is_named_as_its_declaration_says(words, fn):
+    """:func:`tui.cli.base.declared_store` (what the refusals name) reads
+    the store parameter's name from the command's Typer declaration: the
+    same name Click registered (:func:`tui.cli.main.file_parameters`)."""
+    registered = {p.name: p.label for p in PARAMS if p.command == words and p.role.form in STORE_FORMS}
+    values = {name: Path("x.db") for name in registered}
+    expected = [(label, Path("x.db")) for label in registered.values()][:1]
+    assert [declared_store(fn, values)] == (expected or [None])
 
 
 def _outputs_onto_inputs() -> list[tuple[object, object]]:
@@ -230,7 +277,11 @@ def test_an_output_is_never_one_of_the_commands_inputs(out, inp, how, world, fre
         target.symlink_to(copy) if how == "symlink" else os.link(copy, target)
     argv = command_line(out.command, PARAMS, world, fresh, {inp.name: str(copy), out.name: str(target)})
     code, _, err = run(capsys, argv + ["--force"])
-    said = "is the store given with --db" if inp.flag == "--db" else f"is {inp.role.noun}; give another name"
+    said = (
+        f"is the store given {given(inp.label)}"
+        if inp.role.form in STORE_FORMS
+        else f"is {inp.role.noun}; give another name"
+    )
     assert_refused(code, err, f" {target} {said}")
     assert copy.read_bytes() == before and (how != "symlink" or target.is_symlink())
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
@@ -271,6 +322,67 @@ def test_nothing_under_a_system_folder_is_written_even_with_force(
     assert sorted(p.name for p in system.iterdir()) == ["plain", "stdout"]
 
 
+@pytest.mark.parametrize("how", ["under", "link-into", "existing-store"])
+@pytest.mark.parametrize("param", CREATES, ids=_id)
+def test_no_store_is_created_or_updated_under_a_system_folder(param, how, world, fresh, tmp_path, capsys, monkeypatch):
+    """``index --db /dev/shm/x.db`` made a store under ``/dev`` (its target
+    checks were its own): the writer's rule applies to a store too, by its
+    name, through a link, and to a store of ours already there. Tried on a
+    stand-in system folder (``SYSTEM_FOLDERS`` patched)."""
+    import engine.files.writing as writing
+
+    system = tmp_path / "sysdev"
+    system.mkdir()
+    monkeypatch.setattr(writing, "SYSTEM_FOLDERS", (str(system),))
+    if how == "under":
+        target, said = system / "new.db", f"is under {system}"
+    elif how == "link-into":
+        target, said = tmp_path / "mine.db", f"leads into {system}"
+        target.symlink_to(system / "new.db")
+    else:
+        target, said = system / "ours.db", f"is under {system}"
+        shutil.copy2(world["store"], target)
+    before = {p.name: p.read_bytes() for p in system.iterdir()}
+    code, _, err = run(capsys, command_line(param.command, PARAMS, world, fresh, {param.name: str(target)}))
+    assert_refused(code, err, f"store {target}: it {said}, a folder of the system; rankscope never writes there")
+    assert {p.name: p.read_bytes() for p in system.iterdir()} == before
+
+
+def test_store_targets_under_the_real_system_folders_are_refused_by_name():
+    """Looked at by name only (nothing is written): the store's own checks."""
+    from engine.store.errors import StoreError
+    from engine.store.opening import check_new_store, check_target
+
+    for path, folder in (("/dev/shm/rankscope-test.db", "/dev"), ("/proc/x.db", "/proc"), ("/sys/x.db", "/sys")):
+        for check in (check_target, check_new_store):
+            with pytest.raises(StoreError, match=f"it is under {folder}, a folder of the system"):
+                check(path)
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("param", WRITES, ids=_id)
+def test_dev_stdout_on_a_pipe_is_refused_as_under_dev(param, force, world, fresh, tmp_path):
+    """``--out /dev/stdout`` with stdout a pipe (``| cat``) was refused as "a
+    symbolic link to a FIFO": true, but the rule that refuses it whatever it
+    is is ``/dev``'s, and that is what the message says. A real pipe."""
+    argv = command_line(param.command, PARAMS, world, fresh, {param.name: "/dev/stdout"})
+    r = subprocess.run(
+        [sys.executable, "-m", "tui.cli", *argv, *(["--force"] if force else [])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr.startswith("rankscope: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.rstrip("\n").endswith(
+        " /dev/stdout is under /dev, a folder of the system; rankscope never writes there"
+    ), r.stderr
+
+
 def test_the_writer_knows_the_real_system_folders(tmp_path):
     """Looked at by name only: nothing is written under them."""
     from engine.files.writing import kind_refusal, system_folder_of
@@ -281,7 +393,7 @@ def test_the_writer_knows_the_real_system_folders(tmp_path):
     assert system_folder_of(tmp_path / "x.json") is None and system_folder_of("/devices/x") is None
     link = tmp_path / "null.json"
     link.symlink_to(os.devnull)
-    with pytest.raises(OutputRefused, match="is a symbolic link to a character device"):
+    with pytest.raises(OutputRefused, match="leads into /dev, a folder of the system"):
         write_text_file(link, "x", overwrite=True)
     assert link.is_symlink() and kind_refusal(link) is not None
 

@@ -13,13 +13,14 @@ What is never written, even when overwriting was asked for (``--force``):
   ``-shm`` or ``-journal`` file (by name beside a database, or by the WAL's
   and journal's own magic numbers): replacing a WAL destroys the
   transactions committed to it;
-* the store given with ``--db`` and its side files, whether they exist or
-  not, and any other file the same command reads (its query file, ...), by
-  any of its names;
+* the command's store (given with ``--db``, or as the browser's ``PATH``)
+  and its side files, whether they exist or not, and any other file the
+  same command reads (its query file, ...), by any of its names;
 * anything under :data:`SYSTEM_FOLDERS` (``/dev``, ``/proc``, ``/sys``), by
   its name or by where a symbolic link leads (``/dev/stdout`` leads to
   a regular file when stdout is redirected: replacing the link would break
-  the system).
+  the system); said before what the file is (``/dev/stdout`` piped is a
+  link to a FIFO, but it is refused for lying under ``/dev``).
 
 The text is written to a temporary file (``.NAME.RANDOM.tmp``) in the
 target's folder, with the target's mode (a new file: ``0o666`` less the
@@ -129,14 +130,34 @@ def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def system_refusal(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is never written because of :data:`SYSTEM_FOLDERS`, as
+    the end of a sentence starting with the path (``"is under /dev, a
+    folder of the system; rankscope never writes there"``; ``"leads into
+    /dev, ..."`` through a symbolic link), or ``None``
+    (:func:`system_folder_of`). The one wording of the rule: outputs
+    (:func:`kind_refusal`) and stores (``engine.store.opening``) use it."""
+    system = system_folder_of(path)
+    if system is None:
+        return None
+    folder, through_link = system
+    where = f"leads into {folder}" if through_link else f"is under {folder}"
+    return f"{where}, a folder of the system; rankscope never writes there"
+
+
 def kind_refusal(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` must never be written whatever the options, as the end
     of a sentence starting with the path (``"is a FIFO; rankscope writes
-    regular files only"``), or ``None``: not a regular file (a symbolic
-    link is judged by what it names), anything under (or a link leading
-    into) :data:`SYSTEM_FOLDERS`, an SQLite database or one of a
-    database's files (:func:`database_file_role`)."""
+    regular files only"``), or ``None``: anything under (or a link leading
+    into) :data:`SYSTEM_FOLDERS` (:func:`system_refusal`, said first:
+    ``/dev/stdout`` is a link to a pipe or a terminal, but what matters is
+    where it lies), not a regular file (a symbolic link is judged by what it
+    names), an SQLite database or one of a database's files
+    (:func:`database_file_role`)."""
     name = os.fspath(path)
+    system = system_refusal(name)
+    if system is not None:
+        return system
     try:
         st = os.stat(name)
     except OSError:
@@ -146,38 +167,39 @@ def kind_refusal(path: str | os.PathLike[str]) -> str | None:
     if st is not None and not _stat.S_ISREG(st.st_mode):
         link = "a symbolic link to " if os.path.islink(name) else ""
         return f"is {link}{file_kind(st.st_mode)}; rankscope writes regular files only"
-    system = system_folder_of(name)
-    if system is not None:
-        folder, through_link = system
-        where = f"leads into {folder}" if through_link else f"is under {folder}"
-        return f"{where}, a folder of the system; rankscope never writes there"
     role = database_file_role(name)
     if role is not None:
         return f"is {role}; rankscope never overwrites a database or its files"
     return None
 
 
+def given(parameter: str) -> str:
+    """How a message says a path was given by ``parameter``: ``"with --db"``
+    for an option, ``"as PATH"`` for an argument (its name in the usage line)."""
+    return f"with {parameter}" if parameter.startswith("-") else f"as {parameter}"
+
+
 def check_output(
     path: Path,
     option: str,
-    db: Path | None = None,
+    store: tuple[str, Path] | None = None,
     force: bool = False,
     inputs: Sequence[tuple[str, Path]] = (),
-    db_given: str = "with --db",
 ) -> None:
     """Refuse, before any work, an output path that must not be written.
 
-    Refused: a path in a folder that does not exist; the store ``db`` itself
-    or one of its ``-wal``/``-shm``/``-journal`` files (existing or not);
-    any of the command's ``inputs``, by any name (a symlink, a hard link);
+    Refused: a path in a folder that does not exist; the store itself or one
+    of its ``-wal``/``-shm``/``-journal`` files (existing or not); any of
+    the command's ``inputs``, by any name (a symlink, a hard link);
     whatever :func:`kind_refusal` refuses (even with ``force``); any other
     existing file or symlink unless ``force``.
 
     Args:
+        store: the parameter that gave the command its store (an option,
+            ``--db``, or an argument, ``PATH``: the message says "the store
+            given with --db" or "as PATH", :func:`given`) and the store's path.
         inputs: ``(what it is, path)`` for each file the same command reads
             (``("the query file", Path("q.json"))``); refused even with ``force``.
-        db_given: how the command was given ``db``, for the message
-            (``"with --db"``; the browser's ``"as PATH"``).
 
     Raises:
         OutputRefused: with a one-line reason naming ``option`` and ``path``.
@@ -187,15 +209,14 @@ def check_output(
         if os.path.lexists(parent):
             raise OutputRefused(f"{option} {path}: {parent} is not a folder")
         raise OutputRefused(f"{option} {path}: folder {parent} does not exist")
-    if db is not None:
+    if store is not None:
+        parameter, db = store
         for suffix in ("",) + SIDE_SUFFIXES:
             if _same_file(path, f"{db}{suffix}"):
-                what = (
-                    f"the store given {db_given}"
-                    if not suffix
-                    else f"the {suffix[1:]} file of the store given {db_given}"
+                side = f"the {suffix[1:]} file of " if suffix else ""
+                raise OutputRefused(
+                    f"{option} {path} is {side}the store given {given(parameter)}; give another file name"
                 )
-                raise OutputRefused(f"{option} {path} is {what}; give another file name")
     for what, source in inputs:
         if _same_file(path, source):
             raise OutputRefused(f"{option} {path} is {what}; give another name")

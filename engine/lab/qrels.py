@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, Sequence, Union
 
@@ -93,6 +94,49 @@ _TREC_SPACE = re.compile(r"[ \t\v\f\r]+")
 _TREC_GRADE = re.compile(r"[+-]?[0-9]+")
 
 
+@dataclass(frozen=True)
+class GradeConflict:
+    """One (query, chunk) judged more than once with different grades in
+    one qrels file. The last judgment is the one kept (the file is read in
+    order, each judgment replacing the one before, as a ``{qid: {docid:
+    grade}}`` mapping built line by line keeps it).
+
+    Attributes:
+        qid: the query id (decoded).
+        chunk_id: the chunk (document) id (decoded).
+        judgments: ``(where, grade)`` of every judgment of the pair, in file
+            order: ``where`` is ``"line N"`` (TREC, 1-based) or
+            ``"queries[I]"`` (JSON, 0-based entry).
+    """
+
+    qid: str
+    chunk_id: str
+    judgments: tuple[tuple[str, int], ...]
+
+    @property
+    def kept(self) -> int:
+        """The grade kept: the last one."""
+        return self.judgments[-1][1]
+
+
+class _ConflictLog:
+    """Where each (query, chunk) of a file being read was judged, to find
+    the pairs judged with different grades (identical repeats are not conflicts)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], list[tuple[str, int]]] = {}
+
+    def add(self, qid: str, chunk_id: str, grade: int, where: str) -> None:
+        self._seen.setdefault((qid, chunk_id), []).append((where, grade))
+
+    def conflicts(self) -> list[GradeConflict]:
+        return [
+            GradeConflict(qid, doc, tuple(judgments))
+            for (qid, doc), judgments in self._seen.items()
+            if len({grade for _, grade in judgments}) > 1
+        ]
+
+
 def _check_grade(grade: object, where: str) -> int:
     if isinstance(grade, bool) or not isinstance(grade, int) or grade not in GRADES:
         raise QrelsError(f"{where}: grade must be 0, 1, 2 or 3; got {grade!r}")
@@ -105,6 +149,10 @@ class Qrels:
     Attributes:
         judgments: ``{query id: {chunk id: grade}}``; insertion order kept.
         queries: ``{query id: query text}`` where known (JSON form, browser).
+        conflicts: the pairs the file this was read from judged with
+            different grades (:class:`GradeConflict`, file order of their
+            first judgment; the last grade kept); empty when not read from a
+            file. Not compared by ``==``.
     """
 
     def __init__(
@@ -114,6 +162,7 @@ class Qrels:
     ) -> None:
         self.judgments: dict[str, dict[str, int]] = {}
         self.queries: dict[str, str] = dict(queries or {})
+        self.conflicts: list[GradeConflict] = []
         for qid, docs in (judgments or {}).items():
             for doc, grade in docs.items():
                 self.set_grade(qid, doc, grade)
@@ -183,13 +232,20 @@ class Qrels:
 
     @classmethod
     def from_trec(cls, text: str, name: str = "qrels") -> "Qrels":
-        """Parse TREC qrels text; ``name`` is used in error messages.
+        """Parse TREC qrels text; ``name`` is used in error messages. A
+        (query, chunk) judged again replaces its grade (the last is kept);
+        the pairs judged with different grades are listed in
+        :attr:`conflicts`.
 
         Raises:
-            QrelsError: a line without exactly four fields, or a grade that is
-                not 0-3 (the message names the 1-based line number).
+            QrelsError: a line without exactly four fields, a grade that is
+                not 0-3, or an id that is not :func:`~engine.store.chunkids.trec_token`
+                text (``%zz``, ``%FF``: refused rather than kept, which would
+                write it back as another id); the message names the 1-based
+                line number.
         """
         q = cls()
+        log = _ConflictLog()
         for n, raw in enumerate(text.split("\n"), 1):
             line = raw.strip(" \t\v\f\r")
             if not line or line.startswith("#"):
@@ -197,11 +253,15 @@ class Qrels:
             parts = _TREC_SPACE.split(line)
             if len(parts) != 4:
                 raise QrelsError(f"{name} line {n}: expected 'qid 0 docid grade' (4 fields); got {len(parts)}: {raw!r}")
-            qid, _iteration, doc, grade_text = parts
+            qid_token, _iteration, doc_token, grade_text = parts
             if not _TREC_GRADE.fullmatch(grade_text) or len(grade_text) > 20:
                 raise QrelsError(f"{name} line {n}: grade must be 0, 1, 2 or 3; got {grade_text!r}")
-            _check_grade(int(grade_text), f"{name} line {n}")
-            q.set_grade(from_trec_token(qid), from_trec_token(doc), int(grade_text))
+            where = f"{name} line {n}"
+            grade = _check_grade(int(grade_text), where)
+            qid, doc = _trec_field(qid_token, "qid", where), _trec_field(doc_token, "docid", where)
+            q.set_grade(qid, doc, grade)
+            log.add(qid, doc, grade, f"line {n}")
+        q.conflicts = log.conflicts()
         return q
 
     # ── JSON form ──
@@ -231,15 +291,18 @@ class Qrels:
             if version != JSON_VERSION:
                 raise QrelsError(f"{name}: unsupported version {version!r} (this rankscope reads {JSON_VERSION})")
             doc = _shaped(data, QrelsShape, name)
-            for i, e in enumerate(doc["queries"], 1):
+            log = _ConflictLog()
+            for i, e in enumerate(doc["queries"]):
                 if not e["id"]:
-                    raise QrelsError(f"{name}: queries[{i - 1}].id must not be empty")
+                    raise QrelsError(f"{name}: queries[{i}].id must not be empty")
                 text = e.get("query")
                 if text is not None:
                     q.queries[e["id"]] = text
                 for chunk, grade in e.get("judgments", {}).items():
                     _check_grade(grade, f"{name}: query {e['id']}, chunk {chunk!r}")
                     q.set_grade(e["id"], chunk, grade)
+                    log.add(e["id"], chunk, grade, f"queries[{i}]")
+            q.conflicts = log.conflicts()
             return q
         if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
             for qid, docs in _shaped(data, PlainQrelsShape, name).items():
@@ -250,6 +313,18 @@ class Qrels:
         raise QrelsError(
             f'{name}: not a qrels file: expected {{"format": "{JSON_FORMAT}", ...}} or {{qid: {{docid: grade}}}}'
         )
+
+
+def _trec_field(token: str, field: str, where: str) -> str:
+    """The id a TREC field holds (:func:`~engine.store.chunkids.from_trec_token`).
+
+    Raises:
+        QrelsError: ``WHERE: FIELD 'TOKEN': what is wrong``.
+    """
+    try:
+        return from_trec_token(token)
+    except ValueError as exc:
+        raise QrelsError(f"{where}: {field} {token!r}: {exc}") from None
 
 
 def _shaped(data: object, shape: object, name: str) -> Any:

@@ -20,7 +20,10 @@ ids are unique within a store.
 In TREC files (whitespace-separated) a chunk id is written with
 :func:`trec_token`: ``%``, whitespace and non-printable characters are
 percent-encoded as UTF-8 (``docs/a.md::Guide > Example`` becomes
-``docs/a.md::Guide%20>%20Example``); :func:`from_trec_token` reverses it.
+``docs/a.md::Guide%20>%20Example``); :func:`from_trec_token` reverses it,
+strictly: a ``%`` that starts no escape (``%zz``) or escapes that are not
+UTF-8 (``%FF``) are refused, never kept or replaced, so an id read from a
+TREC file is written back as the same id.
 
 :func:`chunk_ids` computes the ids of a whole store with one query and caches
 them per store and data version (see :func:`store_version`). Pure Python.
@@ -28,13 +31,13 @@ them per store and data version (see :func:`store_version`). Pure Python.
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Mapping
-from urllib.parse import unquote
 
 from engine.store import sql
 from engine.store.errors import sqlite_errors
@@ -210,6 +213,36 @@ def trec_token(text: str) -> str:
     return "".join(out)
 
 
+#: A ``%`` that does not start a percent escape (``%`` and two hex digits).
+_BARE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+#: A run of percent escapes: the UTF-8 bytes of one or more characters.
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+def _decode_escapes(match: re.Match[str]) -> str:
+    run = match.group()
+    try:
+        return bytes.fromhex(run.replace("%", "")).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{run!r} is not the UTF-8 of a character (ids are percent-encoded as UTF-8)") from None
+
+
 def from_trec_token(token: str) -> str:
-    """Inverse of :func:`trec_token` (percent-decoding, UTF-8)."""
-    return unquote(token) if "%" in token else token
+    """Inverse of :func:`trec_token`: percent escapes decoded as UTF-8,
+    either hex case. Strict, so that every id read is written back as it was
+    read (``trec_token(from_trec_token(t))`` names the same id as ``t``): a
+    ``%`` is always the start of an escape (a ``%`` of the id is ``%25``).
+
+    Raises:
+        ValueError: a ``%`` without two hex digits after it (``%zz``, a
+            final ``%``), or escapes that are not UTF-8 (``%FF``; a lone
+            surrogate's ``%ED%A0%80`` too: no character, and no JSON file
+            could hold it); the message quotes the offending part.
+    """
+    if "%" not in token:
+        return token
+    bare = _BARE_PERCENT.search(token)
+    if bare is not None:
+        part = token[bare.start() : bare.start() + 3]
+        raise ValueError(f"{part!r} is not a percent escape ('%' and two hex digits; a '%' of the id is written %25)")
+    return _ESCAPES.sub(_decode_escapes, token)

@@ -29,7 +29,13 @@ from typing import Literal, Optional
 from urllib.parse import quote
 
 from engine.files.reading import file_kind
-from engine.files.writing import SQLITE_HEADER, database_file_role, remove_leftovers, removed_on_signal
+from engine.files.writing import (
+    SQLITE_HEADER,
+    database_file_role,
+    remove_leftovers,
+    removed_on_signal,
+    system_refusal,
+)
 from engine.store import schema, sql
 from engine.store.errors import (
     READONLY_CODE,
@@ -392,18 +398,33 @@ def _build_and_place(p: str, tmp: str, leftovers: tuple[str, ...]) -> None:
         remove_leftovers(*leftovers)
 
 
+def check_not_system(p: str, verb: str) -> None:
+    """Refuse a store path under (or leading into) ``/dev``, ``/proc`` or
+    ``/sys``: the writer's rule (:func:`engine.files.writing.system_refusal`),
+    for a store SQLite would write (and its ``-wal``/``-shm`` beside it).
+
+    Raises:
+        StoreError: ``cannot VERB store P: it is under /dev, a folder of the system; ...``.
+    """
+    reason = system_refusal(p)
+    if reason is not None:
+        raise StoreError(f"cannot {verb} store {p}: it {reason}")
+
+
 def check_target(p: str) -> None:
     """Refuse, before anything is written, a path no store may be created
-    or opened for writing at: a missing folder, anything but a regular
+    or opened for writing at: a path under a folder of the system
+    (:func:`check_not_system`), a missing folder, anything but a regular
     file, another database's ``-wal``/``-shm``/``-journal`` file (existing
     or not) or an SQLite log, an existing empty file (not a store rankscope
     made).
 
     Raises:
-        StoreError: the folder does not exist.
+        StoreError: a folder of the system, or the folder does not exist.
         NotADatabaseError: any other case.
     """
     require_utf8_name(p, "create")
+    check_not_system(p, "create")
     parent = Path(p).resolve().parent
     if not parent.is_dir():
         raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
@@ -522,13 +543,15 @@ def create(p: str) -> tuple[sql.Connection, SchemaInfo]:
 
 def open_writable(p: str) -> tuple[sql.Connection, SchemaInfo]:
     """Open an existing store for writing. It must be one rankscope created
-    (:func:`create` marks it); anything else is refused before a connection
-    is even opened.
+    (:func:`create` marks it) and not under a folder of the system
+    (:func:`check_not_system`); anything else is refused before a
+    connection is even opened.
 
     Raises:
         StoreNotFoundError, NotADatabaseError, NotOurStoreError, SchemaError, StoreError.
     """
     require_utf8_name(p, "open")
+    check_not_system(p, "write to")
     check_file(p)
     check_owned(p)
     check_writable(p)

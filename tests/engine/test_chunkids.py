@@ -3,6 +3,7 @@ ids that survive re-indexing while row ids change."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -78,6 +79,27 @@ def test_trec_token_round_trip(text):
     token = trec_token(text)
     assert token.split() == [token]
     assert from_trec_token(token) == text
+
+
+@pytest.mark.parametrize("token", ["a%zz", "a%", "a%4", "%%41", "%FF", "%C3", "%C3%A9%FF", "%80", "%ED%A0%80"])
+def test_from_trec_token_refuses_what_trec_token_never_writes(token):
+    """A ``%`` that starts no escape, or escapes that are not UTF-8 (a lone
+    surrogate's included): kept or replaced, they came back as another id."""
+    with pytest.raises(ValueError, match="is not"):
+        from_trec_token(token)
+
+
+@given(st.text(alphabet="%0aFfz\u00e9", min_size=1))
+def test_a_token_read_has_only_escapes_and_is_written_back_as_the_same_id(token):
+    """Accepted only when every ``%`` starts an escape (``%`` then two hex
+    digits): then writing the id gives a token that reads as the same id."""
+    try:
+        text = from_trec_token(token)
+    except ValueError:
+        assert "%" in token  # a token without escapes is its id
+        return
+    assert re.search(r"%(?![0-9A-Fa-f]{2})", token) is None
+    assert from_trec_token(trec_token(text)) == text
 
 
 @given(st.text(min_size=1))

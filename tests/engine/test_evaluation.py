@@ -23,7 +23,7 @@ from engine.lab.evaluation import (
     run_entries,
     trec_run_lines,
 )
-from engine.lab.qrels import Qrels, QrelsError, default_qrels_path, read_qrels, write_qrels
+from engine.lab.qrels import GradeConflict, Qrels, QrelsError, default_qrels_path, read_qrels, write_qrels
 from engine.lab.snapshot import check_snapshot, diff_lists, parse_stage_list, take_snapshot, validate_snapshot
 from engine.pipeline.run import pass_plan
 from engine.pipeline.table import RANKED_IDS, ranked_lists, stage_lists
@@ -347,6 +347,64 @@ def test_malformed_qrels(tmp_path, text, message):
     path.write_text(text, "utf-8")
     with pytest.raises(QrelsError, match=re.escape(message)):
         read_qrels(path)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("q 0 doc%zz 1", "line 2: docid 'doc%zz': '%zz' is not a percent escape"),
+        ("q 0 100% 1", "line 2: docid '100%': '%' is not a percent escape"),
+        ("q 0 a%2 1", "line 2: docid 'a%2': '%2' is not a percent escape"),
+        ("q%g1 0 doc 1", "line 2: qid 'q%g1': '%g1' is not a percent escape"),
+        ("q 0 y%FF 1", "line 2: docid 'y%FF': '%FF' is not the UTF-8 of a character"),
+        ("q 0 y%C3 1", "line 2: docid 'y%C3': '%C3' is not the UTF-8 of a character"),
+        ("q 0 s%ED%A0%80 1", "line 2: docid 's%ED%A0%80': '%ED%A0%80' is not the UTF-8 of a character"),
+    ],
+)
+def test_an_id_that_is_not_percent_encoded_text_is_refused_naming_its_line(tmp_path, line, message):
+    """``%zz`` was kept as it was and written back ``%25zz``, ``%FF`` read as
+    U+FFFD and written back as that: a round trip changed the id. In the TREC
+    form every ``%`` starts an escape of UTF-8 (how :func:`trec_token` writes
+    ids), so anything else is refused, naming the line and the field."""
+    path = tmp_path / "bad.qrels"
+    path.write_text(f"q 0 fine 2\n{line}\n", "utf-8")
+    with pytest.raises(QrelsError, match=re.escape(f"{path} {message}")):
+        read_qrels(path)
+
+
+def test_every_id_read_from_trec_is_written_back_as_read(tmp_path):
+    """Either hex case, several escapes in a row: a TREC -> JSON -> TREC
+    round trip names the same ids (the canonical form: upper-case hex,
+    printable characters as they are)."""
+    src = tmp_path / "in.txt"
+    src.write_text("q%201 0 a%2fb%25c 1\nq2 0 %C3%A9%E2%82%AC 2\nq2 0 t%09%0A 3\n", "utf-8")
+    q = read_qrels(src)
+    assert q.judgments == {"q 1": {"a/b%c": 1}, "q2": {"é€": 2, "t\t\n": 3}}
+    write_qrels(q, tmp_path / "mid.json")
+    write_qrels(read_qrels(tmp_path / "mid.json"), tmp_path / "out.txt")
+    assert (tmp_path / "out.txt").read_text("utf-8") == "q%201 0 a/b%25c 1\nq2 0 é€ 2\nq2 0 t%09%0A 3\n"
+    assert read_qrels(tmp_path / "out.txt").judgments == q.judgments
+
+
+def test_conflicting_trec_judgments_are_listed_and_the_last_kept():
+    text = "q1 0 d1 2\nq1 0 d2 1\n# again\nq1 0 d1 0\nq2 0 x 1\nq2 0 x 1\nq1 0 d1 0\nq2 0 y%20z 3\nq2 0 y%20z 1\n"
+    q = Qrels.from_trec(text, "t.txt")
+    assert q.judgments == {"q1": {"d1": 0, "d2": 1}, "q2": {"x": 1, "y z": 1}}
+    assert q.conflicts == [  # q2/x repeats its grade: no conflict
+        GradeConflict("q1", "d1", (("line 1", 2), ("line 4", 0), ("line 7", 0))),
+        GradeConflict("q2", "y z", (("line 8", 3), ("line 9", 1))),
+    ]
+    assert [c.kept for c in q.conflicts] == [0, 1]
+    assert Qrels.from_trec("q 0 d 1\nq 0 d 1\n").conflicts == []
+
+
+def test_conflicting_json_entries_are_listed_too(tmp_path):
+    path = tmp_path / "q.json"
+    entries = [{"id": "q", "judgments": {"d": 3, "e": 1}}, {"id": "q", "judgments": {"d": 0, "e": 1}}]
+    path.write_text(json.dumps({"format": "rankscope-qrels", "version": 1, "queries": entries}), "utf-8")
+    q = read_qrels(path)
+    assert q.judgments == {"q": {"d": 0, "e": 1}}
+    assert q.conflicts == [GradeConflict("q", "d", (("queries[0]", 3), ("queries[1]", 0)))]
 
 
 def test_plain_dict_qrels(tmp_path):

@@ -12,7 +12,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, List, Mapping, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, List, Mapping, NoReturn, Optional, Sequence
 
 import typer
 from rich.console import Console
@@ -22,6 +22,9 @@ from engine.pipeline.stages.session_filter import UnknownSession, unknown_sessio
 
 from tui.present import safe
 from tui.present.fmt import json_text
+
+if TYPE_CHECKING:
+    from engine.lab.qrels import GradeConflict, Qrels
 
 console = Console()
 err_console = Console(stderr=True)
@@ -189,22 +192,62 @@ def declared_inputs(command: Any, values: Mapping[str, Any]) -> list[tuple[str, 
     return out
 
 
+def parameter_label(name: str, flag: Optional[str]) -> str:
+    """How a message names the parameter ``name`` (a function's parameter
+    name): its option name ``flag`` (``--db``) or, for an argument
+    (``flag`` ``None``), the name in upper case, as the usage line shows it
+    (``PATH``, ``QUERIES``)."""
+    return flag or name.upper()
+
+
+def declared_label(command: Any, name: str) -> str:
+    """:func:`parameter_label` of parameter ``name`` of ``command`` (a
+    command's function), from its Typer declaration: an option's longest
+    name (``--out`` of ``-o/--out``; Typer's ``--NAME-WITH-DASHES`` when it
+    declares none), an argument's upper-case name."""
+    from typer.models import OptionInfo
+    from typer.utils import get_params_from_function
+
+    info = get_params_from_function(command)[name].default
+    if not isinstance(info, OptionInfo):
+        return parameter_label(name, None)
+    flags = [d for d in info.param_decls or () if d.startswith("-")] or ["--" + name.replace("_", "-")]
+    return parameter_label(name, max(flags, key=len))
+
+
+#: The :attr:`FileRole.form` of a parameter that gives a command its store.
+STORE_FORMS = ("store", "store-or-folder")
+
+
+def declared_store(command: Any, values: Mapping[str, Any]) -> Optional[tuple[str, Path]]:
+    """The store ``command`` (a command's function) was given, from its
+    :class:`FileRole` declarations: ``(how it was given, path)`` with the
+    parameter's :func:`declared_label` (``"--db"``), for
+    :func:`check_output_file`; ``None`` when it takes no store (or none was
+    given in ``values``, the function's ``locals()``)."""
+    for name, role in file_roles(command).items():
+        value = values.get(name)
+        if role.form in STORE_FORMS and isinstance(value, Path):
+            return declared_label(command, name), value
+    return None
+
+
 def check_output_file(
     path: Path,
     option: str,
-    db: Optional[Path] = None,
+    store: Optional[tuple[str, Path]] = None,
     force: bool = False,
     inputs: Sequence[tuple[str, Path]] = (),
-    db_given: str = "with --db",
 ) -> None:
     """Fail early (before any work) when ``path`` must not be written: a
-    folder, a missing folder, the store ``db``, one of the command's
+    folder, a missing folder, the command's ``store`` (``(how it was given,
+    path)``: :func:`declared_store`) or its side files, one of the command's
     ``inputs`` (:func:`declared_inputs`) or any SQLite database, or an
     existing file without ``force`` (:func:`engine.files.writing.check_output`)."""
     from engine.files.writing import OutputRefused, check_output
 
     try:
-        check_output(path, option, db=db, force=force, inputs=inputs, db_given=db_given)
+        check_output(path, option, store=store, force=force, inputs=inputs)
     except OutputRefused as exc:
         fail(str(exc))
 
@@ -322,6 +365,33 @@ def warn_query_file_sessions(store: Store, entries: List[dict]) -> None:
         sid for ids in lists if isinstance(ids, list) for sid in ids if isinstance(sid, str)
     ]  # others: refused later
     warn_unknown_sessions(store, given, 'query file "sessions"')
+
+
+def grade_conflicts_text(conflicts: Sequence[GradeConflict], name: str) -> str:
+    """The warning about the pairs a qrels file judged with different grades
+    (:attr:`engine.lab.qrels.Qrels.conflicts`, at least one; without the
+    ``rankscope: warning:`` prefix): how many, the grade kept, and the first
+    pair's ids, grades and where they are (``qrels q.txt: 2 (query,
+    document) pairs are judged with different grades; the last grade is kept:
+    query 'q1', document 'a.md::A': 2 on line 1, 0 on line 3 (kept: 0); 1
+    more``)."""
+    first, rest = conflicts[0], len(conflicts) - 1
+    pairs = "1 (query, document) pair is" if not rest else f"{len(conflicts)} (query, document) pairs are"
+    grades = ", ".join(f"{grade} on {where}" for where, grade in first.judgments)
+    more = f"; {rest} more" if rest else ""
+    return (
+        f"qrels {name}: {pairs} judged with different grades; the last grade is kept: "
+        f"query {first.qid!r}, document {first.chunk_id!r}: {grades} (kept: {first.kept}){more}"
+    )
+
+
+def warn_grade_conflicts(qrels: Qrels, name: str | Path) -> None:
+    """A ``rankscope: warning:`` line on stderr (:func:`grade_conflicts_text`)
+    when the qrels file ``name`` judged a pair with different grades;
+    nothing otherwise (a judgment repeated with its grade changes nothing)."""
+    if qrels.conflicts:
+        text = grade_conflicts_text(qrels.conflicts, str(name))
+        err_console.print(f"rankscope: warning: {safe.line(text)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def os_error_text(exc: OSError) -> str:

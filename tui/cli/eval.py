@@ -68,10 +68,12 @@ from .base import (
     check_output_file,
     console,
     declared_inputs,
+    declared_store,
     fail,
     open_store,
     search_db_option,
     write_json,
+    warn_grade_conflicts,
     warn_query_file_sessions,
 )
 from .lab import SPEC_HELP, rbo_legend, variant_option
@@ -86,11 +88,15 @@ from .search import load_queries, write_output
 def load_qrels_option(qrels: Optional[Path], db: Path, missing_ok: bool = False) -> tuple[Qrels, Path]:
     """The judgments of ``--qrels`` or, without it, the store's default file
     (see :func:`engine.lab.qrels.default_qrels_path`); with ``missing_ok``, no
-    judgments when the store's file does not exist yet. Errors become CliError."""
+    judgments when the store's file does not exist yet. Errors become
+    CliError; pairs judged with different grades are warned about
+    (:func:`~tui.cli.base.warn_grade_conflicts`)."""
     path = qrels if qrels is not None else default_qrels_path(db)
     assert path is not None
     try:
-        return read_qrels(path), path
+        judgments = read_qrels(path)
+        warn_grade_conflicts(judgments, path)
+        return judgments, path
     except FileNotFoundError:
         if qrels is not None:
             fail(f"no such qrels file: {qrels}")
@@ -708,7 +714,13 @@ def snapshot_save(
     force: bool = typer.Option(False, "--force", help="Replace an existing snapshot file (never a database)."),
 ) -> None:
     """Record, per query, the layer and each stage's ranked chunk ids."""
-    check_output_file(out, "-o", db=db, force=force, inputs=declared_inputs(snapshot_save, locals()))
+    check_output_file(
+        out,
+        "-o",
+        store=declared_store(snapshot_save, locals()),
+        force=force,
+        inputs=declared_inputs(snapshot_save, locals()),
+    )
     v = variant_option(variant, "--variant")
     entries = load_queries(queries)
     with open_store(db) as store:
@@ -817,14 +829,28 @@ def qrels_convert(
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing TARGET (never a database)."),
 ) -> None:
-    """Convert judgments between TREC qrels and rankscope's JSON form."""
+    """Convert judgments between TREC qrels and rankscope's JSON form.
+
+    A query and document judged twice with different grades keep the last
+    grade (a warning says how many pairs, and the first one's lines); a
+    judgment repeated with its grade is kept once, silently. In TREC files
+    ids are percent-encoded (%20 a space, %25 a '%'): a '%' that starts no
+    such escape is refused, so each id is written back exactly.
+    """
     try:
         q = read_qrels(source)
     except FileNotFoundError:
         fail(f"no such qrels file: {source}")
     except QrelsError as exc:
         fail(str(exc))
-    check_output_file(target, "TARGET", force=force, inputs=declared_inputs(qrels_convert, locals()))
+    warn_grade_conflicts(q, source)
+    check_output_file(
+        target,
+        "TARGET",
+        store=declared_store(qrels_convert, locals()),
+        force=force,
+        inputs=declared_inputs(qrels_convert, locals()),
+    )
     write_output(
         target,
         "TARGET",

@@ -51,8 +51,10 @@ from .base import (
     error_exit,
     fail,
     os_error_text,
+    parameter_label,
     parse_idle_timeout,
     file_roles,
+    warn_grade_conflicts,
     unwrap,
 )
 
@@ -270,10 +272,17 @@ class FileParameter:
     flag: Optional[str]
     role: FileRole
 
+    @property
+    def label(self) -> str:
+        """How messages name it (:func:`~tui.cli.base.parameter_label`): ``--qrels``, ``PATH``."""
+        return parameter_label(self.name, self.flag)
 
+
+#: The browser's store or folder, ``rankscope [PATH]``.
+BROWSER_PATH = FileParameter((), "path", None, OPENS_STORE_OR_FOLDER)
 #: The browser's own file parameters (parsed by :func:`main`, not by Typer).
 BROWSER_FILES = (
-    FileParameter((), "path", None, OPENS_STORE_OR_FOLDER),
+    BROWSER_PATH,
     FileParameter((), "qrels", "--qrels", READS_QRELS),
 )
 
@@ -362,14 +371,15 @@ def browse(
         fail("--demo and --qrels: a demo keeps the visitor's grades in its temporary folder, never in a file here")
     if qrels is not None and not os.path.lexists(qrels):  # created when you grade: where it may be written
         store = Path(path) if path is not None and Path(path).is_file() else None
-        check_output_file(qrels, "--qrels", db=store, db_given="as PATH")
+        check_output_file(qrels, "--qrels", store=None if store is None else (BROWSER_PATH.label, store))
     elif qrels is not None:
         from engine.lab.qrels import QrelsError, read_qrels
 
         try:
-            read_qrels(qrels)  # before the screen is taken: a FIFO, a device or a bad file says so here
+            judged = read_qrels(qrels)  # before the screen is taken: a FIFO, a device or a bad file says so here
         except QrelsError as exc:
             fail(f"--qrels: {exc}")
+        warn_grade_conflicts(judged, qrels)
     if demo:
         from tui.cli.demo import run_demo
 

@@ -36,6 +36,7 @@ from .base import (
     check_output_file,
     console,
     declared_inputs,
+    declared_store,
     err_console,
     fail,
     make_params,
@@ -503,16 +504,16 @@ def batch(
 ) -> None:
     """Run a query file and write a JSON list of traces, one per query, in
     order; with --trec-run, a TREC run of one stage's ranked chunk ids."""
-    inputs = declared_inputs(batch, locals())
+    inputs, store_given = declared_inputs(batch, locals()), declared_store(batch, locals())
     if out is not None:
-        check_output_file(out, "--out", db=db, force=force, inputs=inputs)
+        check_output_file(out, "--out", store=store_given, force=force, inputs=inputs)
     if out is not None and trec_run is not None:
         try:
             check_distinct([("--out", out), ("--trec-run", trec_run)])
         except OutputRefused as exc:
             fail(str(exc))
     if trec_run is not None:
-        check_output_file(trec_run, "--trec-run", db=db, force=force, inputs=inputs)
+        check_output_file(trec_run, "--trec-run", store=store_given, force=force, inputs=inputs)
         from engine.pipeline.table import RANKED_IDS
 
         if stage not in RANKED_IDS:
@@ -547,7 +548,9 @@ def batch(
     if trec_run is not None and out is None:
         return
     if out:
-        check_output_file(out, "--out", db=db, force=force, inputs=inputs)  # again: it may have appeared meanwhile
+        check_output_file(
+            out, "--out", store=store_given, force=force, inputs=inputs
+        )  # again: it may have appeared meanwhile
         write_output(
             out,
             "--out",
