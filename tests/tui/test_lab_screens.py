@@ -561,6 +561,44 @@ async def test_lab_bindings_have_ids_and_tooltips():
                 assert b.id and b.tooltip, (cls.__name__, b)
 
 
+async def test_a_key_pressed_right_after_closing_a_lab_screen_keeps_its_focus(monkeypatch):
+    """Esc closes the rank flow, then Ctrl+L puts the query box in focus
+    before the lab rule (focus to the pane) gets to run, as on a loaded
+    machine: the rule must not take the focus away again (it did: typing then
+    went to the results). The rule's check is held back until the key is
+    handled, to make that order certain."""
+    async with browsing(WIDE, "cache") as (app, pilot):
+        browser = app.browser
+        await press(pilot, "f5")
+        await wait_for(pilot, lambda: app.screen is not browser, what="the rank flow to open")
+        await settle_lab(pilot, strict=False)
+        held = []
+        real = app.call_after_refresh
+
+        def holding(callback, *args, **kwargs):
+            if getattr(callback, "__qualname__", "").endswith("_restore_focus.<locals>.check"):
+                held.append((callback, args, kwargs))
+                return True
+            return real(callback, *args, **kwargs)
+
+        monkeypatch.setattr(app, "call_after_refresh", holding)
+        await press(pilot, "escape")
+        await wait_for(pilot, lambda: app.screen is browser and held, what="the flow to close, its focus rule held")
+        await press(pilot, "ctrl+l")
+        await wait_for(pilot, lambda: app.focused is browser.query_box.input, what="Ctrl+L to focus the query")
+        monkeypatch.setattr(app, "call_after_refresh", real)
+        for callback, args, kwargs in held:
+            callback(*args, **kwargs)
+        await settle(pilot)
+        assert app.focused is browser.query_box.input, app.focused
+        # with no key after the close, the rule still applies
+        await press(pilot, "f5")
+        await wait_for(pilot, lambda: app.screen is not browser, what="the rank flow to open again")
+        await settle_lab(pilot, strict=False)
+        await press(pilot, "escape")
+        await focus_left_the_query(pilot)
+
+
 async def test_lab_screens_never_send_store_control_characters():
     from engine import Store
 

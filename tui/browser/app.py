@@ -277,11 +277,14 @@ class RankscopeApp(App[None]):
         the browser screen is back on top. Textual calls a screen's result
         callback before or after popping it depending on timing, so the rule
         waits for the closing screen to leave the stack (not on a refresh:
-        under load the pop came later and the rule was skipped)."""
+        under load the pop came later and the rule was skipped). A key
+        pressed or a click made after the close wins: the rule is then not
+        applied (Esc then Ctrl+L typed quickly leaves focus in the query box)."""
         browser = self.browser
         if browser is None:
             return
         closing = self.screen if self.screen is not browser else None
+        closed_at = time.monotonic()
         waits = [0]
 
         def check() -> None:
@@ -291,6 +294,8 @@ class RankscopeApp(App[None]):
                     self.call_after_refresh(check)  # not popped yet
                 return
             if self.screen is not browser:  # another screen opened meanwhile: it owns the focus
+                return
+            if self.last_input > closed_at:  # someone acted since the close: their focus stands
                 return
             focused = browser.focused
             if lab and (focused is None or focused is browser.query_box.input or focused not in browser.focus_chain):
