@@ -11,9 +11,11 @@ integers, integral doubles (context-mode's JavaScript numbers) or text.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 import json
 import random
 
+import apsw
 import pytest
 
 from engine import SearchParams, Store, search, trace_to_dict
@@ -266,3 +268,101 @@ def test_json_trace_says_how_many_rows_were_kept(store, monkeypatch):
     for name in ("porter", "trigram"):
         facts = d["ranking"][name]
         assert facts["by"] == "fts5" and isinstance(facts["kept_rows"], int) and facts["kept_rows"] > 0
+
+
+def _utf16_copy(src: Path, dst: Path) -> None:
+    """``src`` (a store) copied table by table into a new UTF-16le database at
+    ``dst`` (SQLite attaches no database of another encoding: rows go through Python)."""
+    old = apsw.Connection(str(src), flags=apsw.SQLITE_OPEN_READONLY)
+    c = apsw.Connection(str(dst))
+    try:
+        c.execute("PRAGMA encoding = 'UTF-16le'")
+        c.execute(f"PRAGMA application_id = {old.execute('PRAGMA application_id').fetchone()[0]}")
+        schema = old.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
+        virtual = [name for kind, name, text in schema if text.upper().startswith("CREATE VIRTUAL TABLE")]
+        shadows = {f"{v}_{suffix}" for v in virtual for suffix in ("data", "idx", "content", "docsize", "config")}
+        tables = [(n, t) for k, n, t in schema if k == "table" and n not in shadows and not n.startswith("sqlite_")]
+        with c:
+            for _name, text in tables:
+                c.execute(text)
+            for name, _ in tables:
+                info = old.execute(f'PRAGMA table_xinfo("{name}")').fetchall()
+                columns = ", ".join(["rowid", *(f'"{r[1]}"' for r in info if r[6] == 0)])  # not hidden
+                rows = old.execute(f'SELECT {columns} FROM "{name}"').fetchall()
+                marks = ", ".join("?" * len(columns.split(", ")))
+                c.executemany(f'INSERT INTO "{name}"({columns}) VALUES ({marks})', rows)
+            for kind, _name, text in schema:
+                if kind == "index":
+                    c.execute(text)
+    finally:
+        c.close()
+        old.close()
+
+
+def _runs_equal_the_reference_way(store: Store, params: SearchParams, *, used: bool) -> None:
+    with store.snapshot(store.conn) as conn:
+        for retriever in ("porter", "trigram"):
+            request = Request.of(retriever, params.query, 10, params)
+            cache: VersionedLRU[object] = VersionedLRU(4)
+            fast = retrieve(conn, store.schema, request, kept_rows=cache)
+            slow = retrieve(conn, store.schema, request)
+            assert _rows(fast) == _rows(slow) and slow.hits, (retriever, params)
+            assert (fast.ranking_fact("kept_rows") is not None) == used
+
+
+def test_a_utf16_store_keeps_what_sql_keeps(store, tmp_path, monkeypatch):
+    """SQLite compares text in the database's encoding: a content type read
+    as UTF-16 bytes must be compared with the filter's UTF-16 bytes (it was
+    compared with UTF-8 ones, so a content-type filter kept nothing)."""
+    _force(monkeypatch)
+    path = tmp_path / "utf16.db"
+    store.close()
+    _utf16_copy(tmp_path / "kept.db", path)
+    s = Store.open_readonly(path)
+    try:
+        assert s.conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-16le"
+        for ctype in ("code", "prose"):
+            _runs_equal_the_reference_way(s, SearchParams("relay", limit=3, content_type=ctype), used=True)
+        _runs_equal_the_reference_way(s, SearchParams("café", limit=3, source="café", content_type="code"), used=True)
+    finally:
+        s.close()
+
+
+def test_a_table_that_cannot_be_read_fails_its_run_not_the_search(store, monkeypatch):
+    """A missing shadow table is the retriever's error, as without kept rows
+    (the kept path read it first and failed the whole search)."""
+    _force(monkeypatch)
+    store.conn.execute("DROP TABLE chunks_trigram_data")
+    trace = search(store, SearchParams("relay", limit=3, content_type="prose"))
+    assert trace.first.trigram.error and not trace.first.porter.error
+    assert trace.final
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "INSERT INTO sources2 VALUES('abc','zz.md',0,0,'',NULL,NULL)",  # an id that is not an integer
+        "INSERT INTO sources2 SELECT 1, 'other/dup.md', 0, 0, '', NULL, NULL",  # an id twice: the join pairs twice
+    ],
+    ids=["text-id", "repeated-id"],
+)
+def test_a_foreign_sources_table_goes_the_reference_way(store, monkeypatch, change):
+    _force(monkeypatch)
+    c = store.conn
+    c.execute(
+        "CREATE TABLE sources2(id, label TEXT NOT NULL, chunk_count INTEGER, code_chunk_count INTEGER, "
+        "indexed_at TEXT, file_path TEXT, content_hash TEXT)"
+    )
+    c.execute(
+        "INSERT INTO sources2 SELECT id, label, chunk_count, code_chunk_count, indexed_at, file_path, content_hash FROM sources"
+    )
+    c.execute(change)
+    c.execute("DROP TABLE sources")
+    c.execute("ALTER TABLE sources2 RENAME TO sources")
+    with store.snapshot(c) as conn:
+        assert kept.build(conn, "chunks") is None
+    for params in (
+        SearchParams("relay", limit=3, content_type="code"),
+        SearchParams("relay", limit=3, source="docs"),
+    ):
+        _runs_equal_the_reference_way(store, params, used=False)

@@ -72,25 +72,32 @@ class KeptRows:
     Attributes:
         table: the FTS5 table.
         groups: ``{source_id: [(content_type, rowids, rows), ...]}``, where
-            ``content_type`` is the stored text as UTF-8 bytes (``None`` when
-            the stored value is not text: no content-type filter keeps it) and
+            ``content_type`` is the stored text's bytes in the database's
+            encoding (:attr:`codec`; ``None`` when the stored value is not
+            text: no content-type filter keeps it) and
             ``rowids`` comma-separated decimal rowids.
     """
 
-    def __init__(self, table: str, groups: dict[int, list[tuple[bytes | None, str, int]]]) -> None:
+    def __init__(
+        self, table: str, groups: dict[int, list[tuple[bytes | None, str, int]]], codec: str = "utf-8"
+    ) -> None:
         self.table = table
         self.groups = groups
+        #: The database's text encoding as a Python codec (``PRAGMA encoding``):
+        #: the bytes SQLite compares text in.
+        self.codec = codec
         self._by_type: dict[bytes, Kept] = {}
 
     def kept(self, source_ids: Iterable[int] | None, content_type: str | None) -> Kept | None:
         """The rows whose source is one of ``source_ids`` (``None``: any)
         and whose content type is ``content_type`` (``None``: any), as SQL's
-        ``sources.id = t.source_id AND t.content_type = ?`` keeps them;
-        ``None`` when ``content_type`` cannot be bound as UTF-8 text."""
+        ``sources.id = t.source_id AND t.content_type = ?`` keeps them
+        (SQLite compares text as bytes in the database's encoding: so does
+        this); ``None`` when ``content_type`` cannot be encoded so."""
         ctype = None
         if content_type is not None:
             try:
-                ctype = content_type.encode("utf-8")
+                ctype = content_type.encode(self.codec)
             except UnicodeEncodeError:
                 return None
         if source_ids is None:
@@ -128,18 +135,28 @@ def content_columns(conn: sql.Connection, table: str) -> tuple[int, int] | None:
     return names.index("source_id"), names.index("content_type")
 
 
+#: ``PRAGMA encoding`` → the Python codec of the bytes SQLite compares text in.
+CODECS = {"UTF-8": "utf-8", "UTF-16le": "utf-16-le", "UTF-16be": "utf-16-be"}
+
+
 def build(conn: sql.Connection, table: str) -> KeptRows | None:
     """Group every row of ``table`` (one pass over its ``%_content``, inside
     ``conn``'s read transaction); ``None`` when the table cannot be grouped
-    (:func:`content_columns`) or a ``source_id`` is stored as text or a
-    blob (SQL's join would convert text to a number; this does not). An
-    integral double (how context-mode stores it) counts as that integer, as
-    in SQL's comparison."""
+    (:func:`content_columns`), a ``sources.id`` is not an integer or repeats
+    (a foreign schema: SQL's join would then pair a chunk with none or with
+    several sources), or a ``source_id`` is stored as text or a blob (SQL's
+    join would convert text to a number; this does not). An integral double
+    (how context-mode stores a ``source_id``) counts as that integer, as in
+    SQL's comparison."""
     columns = content_columns(conn, table)
-    if columns is None:
+    codec = CODECS.get(str(conn.execute("PRAGMA encoding").fetchone()[0]))
+    if columns is None or codec is None:
         return None
     s, c = columns
-    sources = {int(r[0]) for r in conn.execute("SELECT id FROM sources")}
+    ids = [r[0] for r in conn.execute("SELECT id FROM sources")]
+    sources = set(ids)
+    if len(sources) != len(ids) or any(type(i) is not int for i in ids):
+        return None
     groups: dict[int, list[tuple[bytes | None, str, int]]] = {}
     for source_id, ctype, rowids, rows in conn.execute(
         f"SELECT c{s}, CASE WHEN typeof(c{c}) = 'text' THEN CAST(c{c} AS BLOB) END, group_concat(id), count(*) "
@@ -153,7 +170,7 @@ def build(conn: sql.Connection, table: str) -> KeptRows | None:
             return None
         if source_id in sources:
             groups.setdefault(source_id, []).append((bytes(ctype) if ctype is not None else None, rowids, rows))
-    return KeptRows(table, groups)
+    return KeptRows(table, groups, codec)
 
 
 def _version(conn: sql.Connection, cache: VersionedLRU[object] | None) -> object:

@@ -413,22 +413,22 @@ def _kept(
 ) -> kept.Kept | None:
     """The rows ``request``'s filters keep (``label``: the source parameter
     as bound), when its table's :class:`~engine.pipeline.stages.kept.KeptRows`
-    are held or built now; else ``None``."""
+    are held or built now; else ``None``, also when reading fails (the
+    reference's statement then meets the failure and says it as it does)."""
     table = TABLES[request.retriever]
     if cache is None:
         return None
     try:
-        n_rows = bm25.table_totals(conn, table)[0]
-    except bm25.Unsupported:
+        rows = kept.kept_rows(conn, table, bm25.table_totals(conn, table)[0], cache)
+        if rows is None:
+            return None
+        source_ids = None
+        if request.source:
+            found = conn.execute(f"SELECT id FROM sources WHERE {source_condition(request.source_match)}", (label,))
+            source_ids = [r[0] for r in found]
+        return rows.kept(source_ids, request.content_type or None)
+    except (bm25.Unsupported, sql.Error):
         return None
-    rows = kept.kept_rows(conn, table, n_rows, cache)
-    if rows is None:
-        return None
-    source_ids = None
-    if request.source:
-        found = conn.execute(f"SELECT id FROM sources WHERE {source_condition(request.source_match)}", (label,))
-        source_ids = [int(r[0]) for r in found]
-    return rows.kept(source_ids, request.content_type or None)
 
 
 def without_unmatched(match: str, phrase_rows: tuple[int, ...]) -> str:
