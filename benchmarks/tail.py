@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 
 from engine import Store, search
+from engine.store.errors import StoreError
 from engine.pipeline.stages.kept import KeptRows
 from engine.pipeline.trace import Trace
 
@@ -95,7 +96,7 @@ def report(name: str, timed: list[Timed], slowest: int, chunks: int) -> list[str
         p = t.query.params
         label = p.query + (f" [{p.filter_text}]" if p.filter_text else "")
         runs = t.runs + ("  (built kept rows)" if t.built_kept else "")
-        rows.append((label[:48], t.query.category, runs, f"{t.ms:.1f}"))
+        rows.append((label, t.query.category, runs, f"{t.ms:.1f}"))
     lines += ["  " + line for line in table(("query", "category", "runs (retriever:how:ms)", "ms"), rows, left=3)]
     return lines
 
@@ -112,9 +113,16 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--sets must name query sets of {', '.join(QUERY_SETS)}; got {args.sets!r}")
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1; got {args.rounds}")
+    if args.slowest < 1:
+        ap.error(f"--slowest must be at least 1; got {args.slowest}")
+    if os.path.isdir(args.store):
+        ap.error(f"--store: {args.store} is a folder, not a store file")
     if not os.path.isfile(args.store):
         ap.error(f"--store: no such file: {args.store}")
-    store = Store.open_readonly(args.store)
+    try:
+        store = Store.open_readonly(args.store)
+    except StoreError as exc:
+        ap.error(f"--store: {exc}")
     try:
         chunks = store.stats().chunks
         print(f"{args.store}: {chunks:,} chunks; load average {_loadavg()}")
@@ -123,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             for line in report(name, timed, args.slowest, chunks):
                 print(line)
             print(f"  load average {_loadavg()}")
+    except StoreError as exc:
+        ap.exit(1, f"{ap.prog}: error: {exc}\n")
     finally:
         store.close()
     return 0

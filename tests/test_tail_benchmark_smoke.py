@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from benchmarks.tail import main
 from engine import Store
 from engine.pipeline.stages import kept
+
+SESSION_DB = Path(__file__).parent / "golden" / "fixtures" / "session-1.0.169.db"
 
 
 @pytest.fixture
@@ -44,11 +47,21 @@ def test_tail_reports_each_set_and_its_slowest_searches(store_path, capsys, monk
         (["--sets", "medium"], "--sets must name query sets of heavy, light"),
         (["--rounds", "0"], "--rounds must be at least 1"),
         (["--store", "/nonexistent/x.db"], "--store: no such file"),
+        (["--slowest", "0"], "--slowest must be at least 1"),
+        (["--slowest", "-3"], "--slowest must be at least 1"),
+        (["--store", "FOLDER"], "is a folder, not a store file"),
+        (["--store", "TEXT"], "--store: "),
+        (["--store", "SESSIONS"], "--store: "),
     ],
 )
-def test_tail_refuses_bad_arguments(store_path, capsys, args, says):
+def test_tail_refuses_bad_arguments(store_path, tmp_path, capsys, args, says):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n", "utf-8")
+    named = {"FOLDER": str(tmp_path), "TEXT": str(text), "SESSIONS": str(SESSION_DB)}
+    args = [named.get(a, a) for a in args]
     argv = ["--store", str(store_path), *args] if args[0] != "--store" else args
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
-    assert says in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and err.count("\n") <= 3
