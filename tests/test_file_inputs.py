@@ -161,6 +161,7 @@ FILE_CASES = [
     "deep-json",
     "not-utf8",
     "lone-surrogate",
+    "repeated-key",
     "wrong-shape",
     "bad-number",
 ]
@@ -192,6 +193,9 @@ def hostile(kind: str, form: str, folder: Path) -> tuple[Path, tuple[str, ...]]:
     if kind == "lone-surrogate":  # valid JSON, no Unicode text: trec_eval's C++ crashed on one (segfault)
         path.write_text('{"id": "\\ud800"}', "ascii")  # an object: JSON for every form (a list is TREC qrels)
         return path, ("holds a lone surrogate (\\ud800)",)
+    if kind == "repeated-key":  # Python's parser kept the last silently: a judgment given twice lost one
+        path.write_text('{"id": "a", "id": "b"}', "ascii")
+        return path, ('an object names the key "id" twice',)
     text, message = (WRONG_SHAPES if kind == "wrong-shape" else BAD_NUMBERS)[form]
     path.write_text(text, "utf-8")
     return path, (message,)

@@ -216,6 +216,29 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+#: Characters of a key a message quotes before cutting it.
+KEY_SHOWN = 80
+
+
+def _quoted_key(key: str) -> str:
+    """``key`` as a JSON string (control characters escaped), cut after :data:`KEY_SHOWN` characters."""
+    cut = key[:KEY_SHOWN]
+    return json.dumps(cut, ensure_ascii=False) + (f" (cut; {len(key):,} characters)" if len(key) > KEY_SHOWN else "")
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
 def parse_json_text(
     text: str,
     where: str,
@@ -230,16 +253,30 @@ def parse_json_text(
     parser agrees); ``NaN``, ``Infinity`` and ``-Infinity`` are refused (not
     JSON); a float must be finite (``1e400`` is refused, not read as
     infinity) and an integer at most :data:`MAX_INT_DIGITS` digits long.
+    An object naming a key twice is refused (JSON leaves which one counts
+    open; Python keeps the last, silently: a judgment given twice would
+    lose one).
 
     Raises:
         InputFileError: longer than ``max_chars``, not JSON, a refused
-            number, or arrays/objects nested more than ``max_depth`` levels
-            (caught whether Python's parser hits its recursion limit or not).
+            number, a repeated key, or arrays/objects nested more than
+            ``max_depth`` levels (caught whether Python's parser hits its
+            recursion limit or not).
     """
     if len(text) > max_chars:
         raise InputFileError(f"{where}: {len(text)} characters is over the {max_chars}-character limit")
     try:
-        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
+        data = json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+            object_pairs_hook=_unique_keys,
+        )
+    except _RepeatedKey as exc:
+        raise InputFileError(
+            f"{where}: an object names the key {_quoted_key(str(exc.args[0]))} twice (which one counts would be a guess)"
+        ) from None
     except json.JSONDecodeError as exc:
         raise InputFileError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
     except RecursionError:
