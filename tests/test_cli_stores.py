@@ -224,6 +224,7 @@ def test_index_full_reindexes(project, tmp_path):
     [
         (["index", "/nonexistent/folder", "--db", "DB"], "no such file or folder: /nonexistent/folder"),
         (["index", "PROJECT", "--db", "/nonexistent/dir/s.db"], "does not exist"),
+        (["index", "PROJECT", "--db", "NOTADB/s.db"], "notadb.db is not a folder"),  # was "folder ... does not exist"
         (["index", "PROJECT", "--db", "DB", "--max-file-bytes", "-1"], "--max-file-bytes must be 0 or more"),
         (["index", "PROJECT", "--db", "LEGACY"], "it is not a rankscope store"),
         (["index", "PROJECT", "--db", "NOTADB"], "not an SQLite database"),
@@ -240,7 +241,12 @@ def test_index_errors_are_one_line(project, tmp_path, capsys, args, message):
         "NOTADB": str(tmp_path / "notadb.db"),
     }
     before = legacy.read_bytes()
-    err = cli_error([subs.get(a, a) for a in args], capsys)
+    err = cli_error(
+        [subs.get(a, a) for a in args]
+        if "NOTADB/s.db" not in args
+        else [subs["NOTADB"] + "/s.db" if a == "NOTADB/s.db" else subs.get(a, a) for a in args],
+        capsys,
+    )
     assert message in err
     assert legacy.read_bytes() == before
 

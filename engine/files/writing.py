@@ -179,6 +179,17 @@ def given(parameter: str) -> str:
     return f"with {parameter}" if parameter.startswith("-") else f"as {parameter}"
 
 
+def folder_refusal(parent: Path) -> str | None:
+    """Why a new file cannot be made in ``parent``: ``"PARENT is not a
+    folder"`` (it is a file or another kind), ``"folder PARENT does not
+    exist"``, or ``None`` when it is a folder."""
+    if parent.is_dir():
+        return None
+    if os.path.lexists(parent):
+        return f"{parent} is not a folder"
+    return f"folder {parent} does not exist"
+
+
 def check_output(
     path: Path,
     option: str,
@@ -204,11 +215,10 @@ def check_output(
     Raises:
         OutputRefused: with a one-line reason naming ``option`` and ``path``.
     """
-    parent = path.parent if str(path.parent) else Path(".")
-    if not os.path.lexists(path) and not parent.is_dir():
-        if os.path.lexists(parent):
-            raise OutputRefused(f"{option} {path}: {parent} is not a folder")
-        raise OutputRefused(f"{option} {path}: folder {parent} does not exist")
+    if not os.path.lexists(path):
+        missing = folder_refusal(path.parent if str(path.parent) else Path("."))
+        if missing is not None:
+            raise OutputRefused(f"{option} {path}: {missing}")
     if store is not None:
         parameter, db = store
         for suffix in ("",) + SIDE_SUFFIXES:

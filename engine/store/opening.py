@@ -32,6 +32,7 @@ from engine.files.reading import file_kind
 from engine.files.writing import (
     SQLITE_HEADER,
     database_file_role,
+    folder_refusal,
     remove_leftovers,
     removed_on_signal,
     system_refusal,
@@ -425,9 +426,9 @@ def check_target(p: str) -> None:
     """
     require_utf8_name(p, "create")
     check_not_system(p, "create")
-    parent = Path(p).resolve().parent
-    if not parent.is_dir():
-        raise StoreError(f"cannot create store {p}: folder {parent} does not exist")
+    missing = folder_refusal(Path(p).resolve().parent)
+    if missing is not None:
+        raise StoreError(f"cannot create store {p}: {missing}")
     try:
         mode: int | None = os.stat(p).st_mode
     except OSError:
