@@ -239,14 +239,10 @@ def test_index_errors_are_one_line(project, tmp_path, capsys, args, message):
         "PROJECT": str(project),
         "LEGACY": str(legacy),
         "NOTADB": str(tmp_path / "notadb.db"),
+        "NOTADB/s.db": str(tmp_path / "notadb.db" / "s.db"),
     }
     before = legacy.read_bytes()
-    err = cli_error(
-        [subs.get(a, a) for a in args]
-        if "NOTADB/s.db" not in args
-        else [subs["NOTADB"] + "/s.db" if a == "NOTADB/s.db" else subs.get(a, a) for a in args],
-        capsys,
-    )
+    err = cli_error([subs.get(a, a) for a in args], capsys)
     assert message in err
     assert legacy.read_bytes() == before
 
