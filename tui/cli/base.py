@@ -252,6 +252,15 @@ def check_output_file(
         fail(str(exc))
 
 
+def check_command_output(command: Any, values: Mapping[str, Any], path: Path, option: str, force: bool) -> None:
+    """:func:`check_output_file` for ``path`` (given as ``option``), an output
+    of ``command`` called with ``values`` (its ``locals()``): against the
+    store and the inputs it declares."""
+    check_output_file(
+        path, option, store=declared_store(command, values), force=force, inputs=declared_inputs(command, values)
+    )
+
+
 READS_QUERIES = FileRole("reads", "queries")
 READS_QRELS = FileRole("reads", "qrels")
 READS_SNAPSHOT = FileRole("reads", "snapshot")

@@ -65,10 +65,8 @@ from .base import (
     WRITES_QRELS,
     WRITES_SNAPSHOT,
     StorePath,
-    check_output_file,
+    check_command_output,
     console,
-    declared_inputs,
-    declared_store,
     fail,
     open_store,
     search_db_option,
@@ -714,13 +712,7 @@ def snapshot_save(
     force: bool = typer.Option(False, "--force", help="Replace an existing snapshot file (never a database)."),
 ) -> None:
     """Record, per query, the layer and each stage's ranked chunk ids."""
-    check_output_file(
-        out,
-        "-o",
-        store=declared_store(snapshot_save, locals()),
-        force=force,
-        inputs=declared_inputs(snapshot_save, locals()),
-    )
+    check_command_output(snapshot_save, locals(), out, "-o", force)
     v = variant_option(variant, "--variant")
     entries = load_queries(queries)
     with open_store(db) as store:
@@ -844,13 +836,7 @@ def qrels_convert(
     except QrelsError as exc:
         fail(str(exc))
     warn_grade_conflicts(q, source)
-    check_output_file(
-        target,
-        "TARGET",
-        store=declared_store(qrels_convert, locals()),
-        force=force,
-        inputs=declared_inputs(qrels_convert, locals()),
-    )
+    check_command_output(qrels_convert, locals(), target, "TARGET", force)
     write_output(
         target,
         "TARGET",

@@ -33,10 +33,8 @@ from .base import (
     SessionFilter,
     SourceExact,
     SourceFilter,
-    check_output_file,
+    check_command_output,
     console,
-    declared_inputs,
-    declared_store,
     err_console,
     fail,
     make_params,
@@ -504,16 +502,15 @@ def batch(
 ) -> None:
     """Run a query file and write a JSON list of traces, one per query, in
     order; with --trec-run, a TREC run of one stage's ranked chunk ids."""
-    inputs, store_given = declared_inputs(batch, locals()), declared_store(batch, locals())
     if out is not None:
-        check_output_file(out, "--out", store=store_given, force=force, inputs=inputs)
+        check_command_output(batch, locals(), out, "--out", force)
     if out is not None and trec_run is not None:
         try:
             check_distinct([("--out", out), ("--trec-run", trec_run)])
         except OutputRefused as exc:
             fail(str(exc))
     if trec_run is not None:
-        check_output_file(trec_run, "--trec-run", store=store_given, force=force, inputs=inputs)
+        check_command_output(batch, locals(), trec_run, "--trec-run", force)
         from engine.pipeline.table import RANKED_IDS
 
         if stage not in RANKED_IDS:
@@ -548,9 +545,7 @@ def batch(
     if trec_run is not None and out is None:
         return
     if out:
-        check_output_file(
-            out, "--out", store=store_given, force=force, inputs=inputs
-        )  # again: it may have appeared meanwhile
+        check_command_output(batch, locals(), out, "--out", force)  # again: it may have appeared meanwhile
         write_output(
             out,
             "--out",
