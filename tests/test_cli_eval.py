@@ -393,6 +393,27 @@ def test_eval_warns_about_conflicting_grades_too(db, tmp_path, capsys):
     assert "1 on line 1, 3 on line 2 (kept: 3)" in err and err.count("\n") == 1
 
 
+def test_the_browser_shows_conflicting_grades_once_it_starts(db, tmp_path, capsys, monkeypatch):
+    """The browser's --qrels: the warning is the browser's start notice (a
+    line on stderr printed before the screen opened was hidden under it)."""
+    import tui.cli.launch
+
+    q = tmp_path / "q.txt"
+    q.write_text("rerank 0 docs/replication.md::Replication 1\nrerank 0 docs/replication.md::Replication 3\n")
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(tui.cli.launch, "launch_browser", lambda *a, **k: seen.update(k))
+    main([str(db), "--qrels", str(q)])  # the browser mocked: nothing exits
+    err = capsys.readouterr().err
+    assert err == "", err
+    notice = str(seen["notice"])
+    assert notice.startswith(f"qrels {q}: 1 (query, document) pair is judged with different grades")
+    assert "1 on line 1, 3 on line 2 (kept: 3)" in notice
+    q.write_text("rerank 0 docs/replication.md::Replication 1\n")
+    seen.clear()
+    main([str(db), "--qrels", str(q)])
+    assert seen["notice"] is None and capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("token", ["a.md::100%zz", "a.md::X%FF", "a.md::50%"])
 def test_qrels_convert_refuses_an_id_it_would_write_back_changed(tmp_path, capsys, token):
     """``%zz`` was written back ``%25zz`` (and ``%FF`` as U+FFFD): another id.

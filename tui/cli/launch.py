@@ -136,12 +136,17 @@ def require_terminal() -> None:
 
 
 def launch_browser(
-    path: str | None, stores: bool = False, qrels: Path | None = None, idle_timeout: float | None = None
+    path: str | None,
+    stores: bool = False,
+    qrels: Path | None = None,
+    idle_timeout: float | None = None,
+    notice: str | None = None,
 ) -> None:
     """Open the browser on ``path`` (see the module docstring) and run it
     until the user quits; ``qrels`` is the judgments file to grade into
     (``--qrels``; default: the store's own file in the user's data folder);
-    ``idle_timeout``: seconds without input before it quits (``None``: never).
+    ``idle_timeout``: seconds without input before it quits (``None``: never);
+    ``notice``: a warning the browser shows once it starts (after any of its own).
 
     Raises:
         CliError: for a bad path (the CLI prints it and exits with status 2).
@@ -149,6 +154,8 @@ def launch_browser(
     from tui.browser.app import RankscopeApp
 
     options = replace(app_arguments(path, stores), qrels_path=qrels, idle_timeout=idle_timeout)
+    if notice:
+        options = replace(options, notice=f"{options.notice}\n{notice}" if options.notice else notice)
     require_terminal()
     app = RankscopeApp(options)
     app.run()

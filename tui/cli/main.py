@@ -54,7 +54,7 @@ from .base import (
     parameter_label,
     parse_idle_timeout,
     file_roles,
-    warn_grade_conflicts,
+    grade_conflicts_text,
     unwrap,
 )
 
@@ -369,6 +369,7 @@ def browse(
         fail("--demo and --stores: a demo never lists this machine's stores; give the store or folder to show")
     if demo and qrels is not None:
         fail("--demo and --qrels: a demo keeps the visitor's grades in its temporary folder, never in a file here")
+    notice = None  # shown by the browser once it starts (a line on stderr would hide under its screen)
     if qrels is not None and not os.path.lexists(qrels):  # created when you grade: where it may be written
         store = Path(path) if path is not None and Path(path).is_file() else None
         check_output_file(qrels, "--qrels", store=None if store is None else (BROWSER_PATH.label, store))
@@ -379,7 +380,8 @@ def browse(
             judged = read_qrels(qrels)  # before the screen is taken: a FIFO, a device or a bad file says so here
         except QrelsError as exc:
             fail(f"--qrels: {exc}")
-        warn_grade_conflicts(judged, qrels)
+        if judged.conflicts:
+            notice = grade_conflicts_text(judged.conflicts, str(qrels))
     if demo:
         from tui.cli.demo import run_demo
 
@@ -387,7 +389,7 @@ def browse(
         return
     from tui.cli.launch import launch_browser
 
-    launch_browser(path, stores=stores, qrels=qrels, idle_timeout=idle_timeout)
+    launch_browser(path, stores=stores, qrels=qrels, idle_timeout=idle_timeout, notice=notice)
 
 
 def usage_hint(exc: Exception) -> Optional[str]:
