@@ -29,7 +29,7 @@ from typing import Hashable
 from engine.pipeline.stages.fuzzy import Correction, correct_word_cached
 from engine.pipeline.stages.retrieve import HalfShare, Request, RetrieverRun, retrieve
 from engine.store import sql
-from engine.store.cache import VersionedLRU
+from engine.store.cache import VersionedLRU, noted_version
 from engine.store.clock import elapsed_ms
 from engine.store.schema import SchemaInfo
 from engine.store.store import Store
@@ -55,12 +55,6 @@ def keep(entries: Entries, version: Hashable | None, key: Hashable, run: Retriev
     while len(have) > MAX_LIMITS_PER_KEY:
         del have[min(have)]
     entries.put(version, key, have)
-
-
-def _version(conn: sql.Connection) -> Hashable | None:
-    """The data version ``conn``'s read transaction noted, or ``None``."""
-    version: Hashable | None = getattr(conn, "read_version", None) if conn.in_transaction else None
-    return version
 
 
 class RunCache:
@@ -106,7 +100,7 @@ class RunCache:
     def cached(self, conn: sql.Connection, request: Request) -> RetrieverRun | None:
         """What :meth:`run` would answer on ``conn`` without running SQL, or ``None``."""
         start = time.perf_counter()
-        hit, _ = self._answer(_version(conn), request)
+        hit, _ = self._answer(noted_version(conn), request)
         return None if hit is None else replace(hit, cached=True, elapsed_ms=elapsed_ms(start))
 
     def lookup(self, conn: sql.Connection, request: Request) -> RetrieverRun | None:
@@ -132,7 +126,7 @@ class RunCache:
             engine.store.sql.Error: the store cannot be read (as :func:`retrieve`).
         """
         start = time.perf_counter()
-        version = _version(conn)
+        version = noted_version(conn)
         hit, deepest = self._answer(version, request)
         if hit is not None:
             with self._lock:

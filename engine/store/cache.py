@@ -28,12 +28,21 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Generic, Hashable, TypeVar
+from typing import Any, Generic, Hashable, TypeVar
 
 V = TypeVar("V")
 
 #: Entries per cache (the reference's fuzzy cache size).
 DEFAULT_SIZE = 256
+
+
+def noted_version(conn: Any) -> Hashable | None:
+    """The data version ``conn``'s read transaction noted
+    (:meth:`engine.store.store.Store.begin_read`: ``conn.read_version``), or
+    ``None`` outside a transaction or when none was noted: what a cache
+    lookup on ``conn`` is keyed by."""
+    version: Hashable | None = getattr(conn, "read_version", None) if conn.in_transaction else None
+    return version
 
 
 class VersionedLRU(Generic[V]):

@@ -142,10 +142,7 @@ def read_structure(conn: sql.Connection, table: str) -> Structure | None:
     Raises:
         engine.store.sql.Error: the store cannot be read (damaged, locked).
     """
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (f"{table}_data",)
-    ).fetchone()
-    if exists is None:
+    if not sql.table_exists(conn, f"{table}_data"):
         return None
     row = conn.execute(f'SELECT block FROM "{table}_data" WHERE id = ?', (STRUCTURE_ROWID,)).fetchone()
     if row is None or not isinstance(row[0], (bytes, memoryview)):

@@ -172,6 +172,11 @@ def connect(target: str, *, read_only: bool = False, uri: bool = False) -> Conne
     return conn
 
 
+def table_exists(conn: Connection, name: str) -> bool:
+    """Whether the database of ``conn`` has an ordinary table ``name`` (``sqlite_master``)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
 def text(expr: str) -> str:
     """SQL selecting the text ``expr`` as bytes, for :func:`decode`."""
     return f"CAST({expr} AS BLOB)"

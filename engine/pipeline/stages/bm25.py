@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from engine.store import sql
+from engine.store.cache import noted_version
 
 if TYPE_CHECKING:
     from engine.store.cache import VersionedLRU
@@ -218,10 +219,7 @@ def table_totals(conn: sql.Connection, table: str) -> tuple[int, int]:
 
 def has_docsize(conn: sql.Connection, table: str) -> bool:
     """Whether ``table`` keeps per-row token counts (a ``%_docsize`` table)."""
-    found = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (f"{table}_docsize",)
-    ).fetchone()
-    return found is not None
+    return sql.table_exists(conn, f"{table}_docsize")
 
 
 def row_size(conn: sql.Connection, table: str, rowid: int) -> int | None:
@@ -248,7 +246,7 @@ def phrase_rows(
             under the data version ``conn``'s read transaction noted
             (``conn.read_version``; none noted, or no transaction: not used).
     """
-    version = getattr(conn, "read_version", None) if counts is not None and conn.in_transaction else None
+    version = noted_version(conn) if counts is not None else None
     out: list[int] = []
     for text, toks in zip(texts, phrase_toks):
         n = counts.get(version, (table, text)) if counts is not None else None

@@ -32,6 +32,7 @@ from engine.pipeline.stages import session_filter
 from engine.pipeline.stages.retrieve import RETRIEVERS, full_ranks_words, not_retrieved
 from engine.pipeline.words import abbreviate, plural
 from engine.store import sql
+from engine.store.cache import noted_version
 from engine.store.clock import elapsed_ms
 from engine.store.store import Store
 
@@ -208,7 +209,7 @@ def correct_word_cached(store: Store, conn: sql.Connection, word: str) -> Correc
     ``conn``'s read transaction noted: :meth:`engine.store.store.Store.begin_read`;
     outside one, nothing is cached). The reference caches corrections too
     (256 words, least recently used first out); a hit is marked ``cached``."""
-    version = getattr(conn, "read_version", None) if conn.in_transaction else None
+    version = noted_version(conn)
     key = js_trim(js_to_lower(word))
     hit: Correction | None = store.corrections.get(version, key)
     if hit is not None:

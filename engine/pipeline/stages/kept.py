@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from engine.store import sql
+from engine.store.cache import noted_version
 
 if TYPE_CHECKING:
     from engine.store.cache import VersionedLRU
@@ -124,10 +125,7 @@ def content_columns(conn: sql.Connection, table: str) -> tuple[int, int] | None:
     """The ``%_content`` column numbers (``c<N>``, 0-based) of ``source_id``
     and ``content_type`` in ``table``; ``None`` when the table keeps no
     ``%_content`` of its own (external or no content) or lacks either column."""
-    found = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (f"{table}_content",)
-    ).fetchone()
-    if found is None:
+    if not sql.table_exists(conn, f"{table}_content"):
         return None
     names = [str(r[1]) for r in conn.execute(f'PRAGMA table_xinfo("{table}")')]
     if "source_id" not in names or "content_type" not in names:
@@ -173,10 +171,6 @@ def build(conn: sql.Connection, table: str) -> KeptRows | None:
     return KeptRows(table, groups, codec)
 
 
-def _version(conn: sql.Connection, cache: VersionedLRU[object] | None) -> object:
-    return getattr(conn, "read_version", None) if cache is not None and conn.in_transaction else None
-
-
 def kept_rows(conn: sql.Connection, table: str, n_rows: int, cache: VersionedLRU[object] | None) -> KeptRows | None:
     """``table``'s :class:`KeptRows` for ``conn``'s read transaction, when a
     filtered run should use them: held for its data version, or built now
@@ -186,7 +180,7 @@ def kept_rows(conn: sql.Connection, table: str, n_rows: int, cache: VersionedLRU
     (``n_rows``), without a cache or a noted data version
     (``conn.read_version``), before that, or for a table that cannot be
     grouped."""
-    version = _version(conn, cache)
+    version = noted_version(conn)
     if cache is None or version is None or n_rows < MIN_ROWS:
         return None
     held = cache.get(version, table)
@@ -206,7 +200,7 @@ def spend(conn: sql.Connection, table: str, ms: float, cache: VersionedLRU[objec
     """Note that a filtered run of ``table`` took ``ms`` milliseconds the
     reference's way under ``conn``'s data version (for :func:`kept_rows`'s
     rule; nothing without a cache or a noted version, or once built)."""
-    version = _version(conn, cache)
+    version = noted_version(conn)
     if cache is None or version is None:
         return
     held = cache.get(version, table)
